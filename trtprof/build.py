@@ -1,0 +1,117 @@
+"""`trtprof build` as a library call: model → (convert) → one cached engine per precision."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from . import backends
+from .cache import EngineCache, EngineRecord, now_iso
+from .errors import BadModel
+from .inputs import resolve_shapes
+from .model import inspect_model
+from .spec import BuildSpec, CacheKey, Precision
+
+DEFAULT_BATCH_SIZES = (1,)
+
+
+@dataclass
+class BuildOutcome:
+    record: EngineRecord
+    built: bool  # False: cache hit
+    seconds: float  # wall time of this call for this engine (lookup or build)
+
+    @property
+    def status(self) -> str:
+        return "built" if self.built else "cache hit"
+
+
+def is_tensorflow_model(path: Path) -> bool:
+    """SavedModel dir, Keras file or frozen GraphDef: the inputs `trtprof convert` handles."""
+    path = Path(path)
+    if path.is_dir():
+        return True  # only a SavedModel can be a model directory; convert says why if it is not one
+    return path.suffix.lower() in (".keras", ".h5", ".hdf5", ".pb")
+
+
+def as_onnx(path: Path, engines_dir: Path, *, check: bool = True, **convert_options: Any) -> Path:
+    """``path`` itself when it is ONNX; a TensorFlow model is converted first (cached by content)."""
+    path = Path(path)
+    if not path.exists():
+        raise BadModel("no such file or directory", path=path)
+    if is_tensorflow_model(path):
+        from .convert.tf import convert_cached  # imports TensorFlow lazily, raises MissingDependency
+
+        return convert_cached(path, Path(engines_dir) / "onnx", check=check, **convert_options)
+    return path
+
+
+def build_engines(
+    model: Path,
+    precisions: Sequence[Precision],
+    batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
+    *,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    engines_dir: Path = Path("engines"),
+    backend: str = "auto",
+    rebuild: bool = False,
+    options: Mapping[str, Any] | None = None,
+    on_done: Callable[[BuildOutcome], None] | None = None,
+) -> list[BuildOutcome]:
+    """Build (or find in the cache) one engine per precision.
+
+    Everything that can be checked before building is checked first — backend, every precision,
+    every batch size against the model's shapes — so a bad request fails before any file is written.
+    """
+    impl = backends.resolve(backend)
+    precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
+    for precision in precisions:
+        impl.check_precision(precision)
+    onnx_path = as_onnx(Path(model), Path(engines_dir))
+    info = inspect_model(onnx_path)
+    for batch in batch_sizes:
+        resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
+    environment = impl.environment()
+    cache = EngineCache(Path(engines_dir))
+    stem_name = Path(model).stem if Path(model).is_file() else Path(model).name
+    outcomes = []
+    for precision in precisions:
+        spec = BuildSpec.make(
+            model_sha256=info.sha256,
+            backend=impl.name,
+            precision=precision,
+            batch_sizes=batch_sizes,
+            shapes=shapes,
+            options=options,
+        )
+        key = CacheKey.derive(spec, environment)
+        started = time.perf_counter()
+
+        def _build(tmp: Path, spec: BuildSpec = spec, key: CacheKey = key) -> EngineRecord:
+            t0 = time.perf_counter()
+            report = impl.build(onnx_path, spec, tmp)
+            return EngineRecord(
+                key=key.hexdigest,
+                model=stem_name,
+                model_path=str(Path(model).resolve()),
+                spec=spec,
+                environment=environment,
+                artifact="",
+                artifact_sha256="",
+                inputs=info.inputs,
+                outputs=info.outputs,
+                build_seconds=round(time.perf_counter() - t0, 3),
+                created=now_iso(),
+                backend_metadata=report.metadata,
+                notes=report.notes,
+            )
+
+        record, built = cache.get_or_build(
+            key, cache.entry_stem(stem_name, spec, key), impl.artifact_suffix, _build, rebuild=rebuild
+        )
+        outcome = BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started)
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+    return outcomes

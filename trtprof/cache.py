@@ -1,0 +1,250 @@
+"""Content-addressed engine store: artifact + metadata JSON side by side, atomic and locked.
+
+Layout in the engines dir, for model ``resnet50.onnx`` built fp16 by TensorRT with key ``3f2a…``::
+
+    resnet50.fp16.tensorrt.3f2a9c01d4e7.plan     the artifact
+    resnet50.fp16.tensorrt.3f2a9c01d4e7.json     its metadata (spec, environment, sha256, notes)
+    .locks/3f2a9c01d4e7….lock                    a filelock per key
+
+The metadata file is written last and marks a complete entry; an artifact without it is debris from
+an interrupted build and is never served. Both files are written to a temp name in the same folder
+and renamed into place, so a reader sees the old entry or the new one, never half of one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from .errors import BadInput, CacheCorrupt, MissingDependency
+from .model import sha256_file
+from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, TensorSpec
+
+META_SUFFIX = ".json"
+LOCK_DIR = ".locks"
+LOCK_TIMEOUT_S = 3600  # a TensorRT build of a large model can take many minutes
+
+
+@dataclass
+class EngineRecord:
+    """The metadata of one cached engine (the JSON beside the artifact)."""
+
+    key: str
+    model: str  # model stem, for names and tables
+    model_path: str
+    spec: BuildSpec
+    environment: dict[str, Any]
+    artifact: str  # file name, relative to the metadata file's folder
+    artifact_sha256: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    build_seconds: float
+    created: str
+    backend_metadata: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    meta_path: Path | None = None  # where it was read from; not serialized
+
+    @property
+    def backend(self) -> str:
+        return self.spec.backend
+
+    @property
+    def precision(self) -> str:
+        return self.spec.precision.value
+
+    @property
+    def artifact_path(self) -> Path:
+        if self.meta_path is None:
+            raise ValueError("record was not read from disk")
+        return self.meta_path.parent / self.artifact
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": CACHE_SCHEMA,
+            "key": self.key,
+            "model": self.model,
+            "model_path": self.model_path,
+            "spec": self.spec.to_json(),
+            "environment": self.environment,
+            "artifact": self.artifact,
+            "artifact_sha256": self.artifact_sha256,
+            "inputs": [t.to_json() for t in self.inputs],
+            "outputs": [t.to_json() for t in self.outputs],
+            "build_seconds": self.build_seconds,
+            "created": self.created,
+            "backend_metadata": self.backend_metadata,
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], meta_path: Path | None = None) -> "EngineRecord":
+        return cls(
+            key=data["key"],
+            model=data["model"],
+            model_path=data.get("model_path", ""),
+            spec=BuildSpec.from_json(data["spec"]),
+            environment=dict(data.get("environment", {})),
+            artifact=data["artifact"],
+            artifact_sha256=data["artifact_sha256"],
+            inputs=tuple(TensorSpec.from_json(t) for t in data["inputs"]),
+            outputs=tuple(TensorSpec.from_json(t) for t in data["outputs"]),
+            build_seconds=float(data.get("build_seconds", 0.0)),
+            created=data.get("created", ""),
+            backend_metadata=dict(data.get("backend_metadata", {})),
+            notes=list(data.get("notes", [])),
+            meta_path=meta_path,
+        )
+
+    @classmethod
+    def read(cls, meta_path: Path) -> "EngineRecord":
+        try:
+            data = json.loads(Path(meta_path).read_text())
+            if data.get("schema") != CACHE_SCHEMA:
+                raise CacheCorrupt(f"engine metadata schema {data.get('schema')!r}, expected {CACHE_SCHEMA}", path=meta_path)
+            return cls.from_json(data, meta_path=Path(meta_path))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise CacheCorrupt(f"unreadable engine metadata ({type(err).__name__}: {err})", path=meta_path) from err
+
+    def verify(self) -> None:
+        """Raise CacheCorrupt unless the artifact exists and matches its recorded sha256."""
+        path = self.artifact_path
+        if not path.is_file():
+            raise CacheCorrupt("artifact is missing (rebuild with `trtprof build --rebuild`)", path=path)
+        actual = sha256_file(path)
+        if actual != self.artifact_sha256:
+            raise CacheCorrupt(
+                f"artifact sha256 {actual[:12]}… does not match its metadata ({self.artifact_sha256[:12]}…); "
+                "the file was changed or truncated: rebuild with `trtprof build --rebuild`",
+                path=path,
+            )
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(Path(tmp))
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _safe_stem(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text) or "model"
+
+
+class EngineCache:
+    """The engines dir. ``get_or_build`` is the only way entries are written."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def entry_stem(self, model_stem: str, spec: BuildSpec, key: CacheKey) -> str:
+        return f"{_safe_stem(model_stem)}.{spec.precision.value}.{spec.backend}.{key.short}"
+
+    @contextmanager
+    def lock(self, key: CacheKey) -> Iterator[None]:
+        try:
+            from filelock import FileLock
+        except ImportError as err:  # pragma: no cover - core dependency
+            raise MissingDependency("filelock", "onnxruntime") from err
+        lock_dir = self.root / LOCK_DIR
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock_dir / f"{key.hexdigest}.lock"), timeout=LOCK_TIMEOUT_S):
+            yield
+
+    def find(self, key: CacheKey) -> EngineRecord | None:
+        """The complete entry for ``key``, or None. Does not verify the artifact."""
+        if not self.root.is_dir():
+            return None
+        for meta in self.root.glob(f"*.{key.short}{META_SUFFIX}"):
+            try:
+                record = EngineRecord.read(meta)
+            except CacheCorrupt:
+                continue
+            if record.key == key.hexdigest:
+                return record
+        return None
+
+    def get_or_build(
+        self,
+        key: CacheKey,
+        stem: str,
+        suffix: str,
+        build: Callable[[Path], EngineRecord],
+        *,
+        rebuild: bool = False,
+    ) -> tuple[EngineRecord, bool]:
+        """Return (record, built). Under the key's lock: serve a verified hit, else call
+        ``build(tmp_artifact_path)`` — which writes the artifact and returns its record — and move
+        both files into place. A hit leaves the disk untouched."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self.lock(key):
+            existing = self.find(key)
+            if existing is not None and not rebuild:
+                try:
+                    existing.verify()
+                    return existing, False
+                except CacheCorrupt:
+                    pass  # rebuild below, replacing the damaged entry
+            artifact_name = f"{stem}{suffix}"
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{artifact_name}.", suffix=".tmp", dir=self.root)
+            os.close(fd)
+            tmp = Path(tmp_name)
+            try:
+                record = build(tmp)
+                if not tmp.is_file() or tmp.stat().st_size == 0:
+                    raise CacheCorrupt("backend wrote no artifact", path=self.root / artifact_name)
+                record.artifact = artifact_name
+                record.artifact_sha256 = sha256_file(tmp)
+                meta_path = self.root / f"{stem}{META_SUFFIX}"
+                os.replace(tmp, self.root / artifact_name)
+                record.meta_path = meta_path
+                atomic_write_text(meta_path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
+            except BaseException:
+                _unlink_quietly(tmp)
+                raise
+            return record, True
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def list_engines(path: Path) -> list[EngineRecord]:
+    """Engines under ``path``: an engines dir, a metadata JSON, or an artifact with its JSON beside."""
+    path = Path(path)
+    if not path.exists():
+        raise BadInput("no such file or directory", path=path)
+    if path.is_dir():
+        metas = sorted(p for p in path.glob(f"*{META_SUFFIX}") if not p.name.startswith("."))
+        if not metas:
+            raise BadInput("no engines here (build some with `trtprof build MODEL --engines DIR`)", path=path)
+        return [EngineRecord.read(m) for m in metas]
+    if path.suffix == META_SUFFIX:
+        return [EngineRecord.read(path)]
+    meta = path.parent / (path.name[: -len(path.suffix)] + META_SUFFIX) if path.suffix else None
+    if meta is None or not meta.is_file():
+        raise BadInput("not a trtprof engine (no metadata JSON beside it)", path=path)
+    return [EngineRecord.read(meta)]

@@ -1,0 +1,57 @@
+"""Command-line entry point. One module per subcommand, each with ``add_parser(subparsers)`` that
+registers its parser with ``set_defaults(func=run)``; ``run(args) -> int``.
+
+Every ``TrtprofError`` becomes exit code 2 and one line on stderr (``--debug`` shows the traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from .. import __version__
+from ..errors import TrtprofError
+
+SUBCOMMANDS = ("build", "bench", "plot", "demo", "convert", "inspect", "compare", "report")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trtprof",
+        description="Build FP32/FP16 inference engines, cache them, and measure their latency.",
+    )
+    parser.add_argument("--version", action="version", version=f"trtprof {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name == f"{__name__}.{name}":
+                continue  # subcommand not part of this build
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except TrtprofError as err:
+        if args.debug:
+            raise
+        print(f"trtprof {args.command}: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("trtprof: interrupted", file=sys.stderr)
+        return 130
+
+
+def add_common_debug(parser: argparse.ArgumentParser) -> None:
+    """Let ``--debug`` also follow the subcommand (``trtprof build --debug …``)."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")

@@ -1,0 +1,89 @@
+"""ONNX FP32 → FP16 graph conversion, shared by every backend that needs FP16 *types* in the graph
+(ONNX Runtime always; TensorRT ≥ 11, whose networks are strongly typed).
+
+Uses onnxconverter-common's maintained converter with float32 graph inputs/outputs kept, so the
+profiler feeds and reads the same buffers for every precision.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Iterable
+
+from ..errors import BuildFailed, MissingDependency
+
+if TYPE_CHECKING:
+    import onnx
+
+# Ops left in FP32 by default: ops whose FP16 form commonly overflows or has no meaning.
+DEFAULT_OP_BLOCK_LIST: tuple[str, ...] = ()
+
+
+def convert_to_fp16(
+    model: "onnx.ModelProto",
+    *,
+    keep_io_types: bool = True,
+    op_block_list: Iterable[str] | None = None,
+    node_block_list: Iterable[str] | None = None,
+) -> tuple["onnx.ModelProto", list[str]]:
+    """Return (FP16 model, converter warnings). IO stays float32 unless ``keep_io_types=False``."""
+    try:
+        from onnxconverter_common import float16
+    except ImportError as err:
+        raise MissingDependency("onnxconverter-common", "onnxruntime", why="needed for FP16 graph conversion") from err
+    kwargs = {"keep_io_types": keep_io_types}
+    if op_block_list is not None:
+        kwargs["op_block_list"] = list(op_block_list)
+    if node_block_list is not None:
+        kwargs["node_block_list"] = list(node_block_list)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            converted = float16.convert_float_to_float16(model, **kwargs)
+        except Exception as err:
+            raise BuildFailed(f"FP16 graph conversion failed: {err}") from err
+    messages = sorted({str(w.message).splitlines()[0] for w in caught})
+    return converted, messages
+
+
+def tensor_elem_types(model: "onnx.ModelProto") -> dict[str, int]:
+    """Element type of every named tensor, after ONNX type inference."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is best effort; fall back to what the file declares
+        inferred = model
+    graph = inferred.graph
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in [*graph.value_info, *graph.input, *graph.output]}
+    types.update({init.name: init.data_type for init in graph.initializer})
+    for node in graph.node:  # Constant nodes carry their type in the attribute
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value":
+                    types[node.output[0]] = attr.t.data_type
+    return types
+
+
+def count_precision(model: "onnx.ModelProto") -> dict[str, dict[str, int]]:
+    """Per op type, how many compute nodes run on FP16 tensors and how many on FP32 tensors.
+
+    Cast nodes and nodes that touch no floating tensor are not counted. A node with any FP32
+    floating tensor counts as FP32 (it computes, or accumulates, in FP32).
+    """
+    import onnx
+
+    fp16, fp32 = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+    types = tensor_elem_types(model)
+    counts: dict[str, dict[str, int]] = {"fp16": {}, "fp32": {}}
+    for node in model.graph.node:
+        if node.op_type == "Cast":
+            continue
+        seen = {types.get(name) for name in [*node.input, *node.output] if name}
+        if fp32 in seen:
+            bucket = "fp32"
+        elif fp16 in seen:
+            bucket = "fp16"
+        else:
+            continue
+        counts[bucket][node.op_type] = counts[bucket].get(node.op_type, 0) + 1
+    return counts

@@ -1,0 +1,65 @@
+"""Errors trtprof raises on purpose.
+
+The CLI turns every ``TrtprofError`` into exit code 2 and one line on stderr that names the file and
+the cause; anything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TrtprofError(Exception):
+    """Base class: a user-facing failure with a one-line message."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = None if path is None else str(path)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class MissingDependency(TrtprofError):
+    """An optional package is not installed; the message names the extra that brings it."""
+
+    def __init__(self, package: str, extra: str, *, why: str = "") -> None:
+        hint = f"pip install 'trtprof[{extra}]'"
+        msg = f"{package} is not installed{(' (' + why + ')') if why else ''}; install it with: {hint}"
+        super().__init__(msg)
+        self.package = package
+        self.extra = extra
+
+
+class BadInput(TrtprofError):
+    """A command-line value or an input file that cannot be used as given."""
+
+
+class BadModel(TrtprofError):
+    """The model file is missing, empty, truncated, not a model, or not runnable as asked."""
+
+
+class UnsupportedPrecision(TrtprofError):
+    """The backend cannot produce the asked precision on this device."""
+
+
+class BuildFailed(TrtprofError):
+    """The backend could not build an engine from a valid model."""
+
+
+class CacheCorrupt(TrtprofError):
+    """A cached artifact does not match its metadata (checksum, missing file, bad JSON)."""
+
+
+class IncompatibleEngine(TrtprofError):
+    """A cached engine was built for another backend version or device."""
+
+
+class CudaError(TrtprofError):
+    """A CUDA call failed; the message carries the CUDA error name."""
+
+
+class BackendUnavailable(TrtprofError):
+    """The backend asked for cannot run here (package or device missing)."""

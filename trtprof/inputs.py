@@ -1,0 +1,136 @@
+"""Concrete input shapes per batch size, and random input data per dtype."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .errors import BadInput, BadModel
+from .spec import TensorSpec
+
+DEFAULT_INT_RANGE = (0, 100)
+
+
+def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
+    """``NAME:D0xD1x…`` → (name, dims). The name may itself contain ':' (TF tensor names)."""
+    name, sep, dims = text.rpartition(":")
+    if not sep or not name:
+        raise BadInput(f"--shape {text!r}: expected NAME:D0xD1x… (e.g. input:1x3x224x224)")
+    try:
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+    except ValueError as err:
+        raise BadInput(f"--shape {text!r}: dims must be integers separated by 'x'") from err
+    if not shape or any(d <= 0 for d in shape):
+        raise BadInput(f"--shape {text!r}: dims must be positive")
+    return name, shape
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError as err:
+        raise BadInput(f"--batch-sizes {text!r}: expected integers like 1,8,32") from err
+    if not sizes or any(s <= 0 for s in sizes):
+        raise BadInput(f"--batch-sizes {text!r}: expected positive integers like 1,8,32")
+    return tuple(sorted(set(sizes)))
+
+
+def parse_int_range(text: str) -> tuple[int, int]:
+    try:
+        low, high = (int(v) for v in text.split(","))
+    except ValueError as err:
+        raise BadInput(f"--int-range {text!r}: expected LOW,HIGH") from err
+    if high <= low:
+        raise BadInput(f"--int-range {text!r}: HIGH must be above LOW")
+    return low, high
+
+
+def resolve_shapes(
+    inputs: Sequence[TensorSpec],
+    batch_size: int,
+    overrides: Mapping[str, tuple[int, ...]] | None = None,
+    *,
+    model_path: str | None = None,
+) -> dict[str, tuple[int, ...]]:
+    """The concrete shape of every input at ``batch_size``.
+
+    Dim 0 is the batch dim. A static batch dim that differs from ``batch_size`` is an error (the
+    model cannot run that batch). Any other unknown dim must come from ``--shape``; its first dim is
+    replaced by the batch size.
+    """
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - {spec.name for spec in inputs}
+    if unknown:
+        names = ", ".join(spec.name for spec in inputs)
+        raise BadInput(f"--shape names unknown input(s) {', '.join(sorted(unknown))} (inputs: {names})", path=model_path)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in inputs:
+        if spec.name in overrides:
+            dims = overrides[spec.name]
+            if len(dims) != len(spec.shape):
+                raise BadInput(
+                    f"--shape {spec.name}: {len(dims)} dims given, model input has {len(spec.shape)} {list(spec.shape)}",
+                    path=model_path,
+                )
+            for i, (given, declared) in enumerate(zip(dims, spec.shape)):
+                if i and isinstance(declared, int) and declared != given:
+                    raise BadInput(
+                        f"--shape {spec.name}: dim {i} is {given}, model fixes it to {declared}", path=model_path
+                    )
+            if spec.shape and isinstance(spec.shape[0], int) and spec.shape[0] != batch_size:
+                raise BadModel(
+                    f"input {spec.name!r} has a static batch of {spec.shape[0]}; batch size {batch_size} cannot run",
+                    path=model_path,
+                )
+            shapes[spec.name] = (batch_size, *dims[1:]) if dims else dims
+            continue
+        if not spec.shape:  # scalar input
+            shapes[spec.name] = ()
+            continue
+        first = spec.shape[0]
+        if isinstance(first, int) and first != batch_size:
+            raise BadModel(
+                f"input {spec.name!r} has a static batch of {first}; batch size {batch_size} cannot run "
+                f"(use --batch-sizes {first})",
+                path=model_path,
+            )
+        rest = spec.shape[1:]
+        if not all(isinstance(d, int) for d in rest):
+            example = "x".join(str(d) if isinstance(d, int) else "N" for d in spec.shape)
+            raise BadInput(
+                f"input {spec.name!r} has dynamic dims {list(spec.shape)}; fix them with --shape {spec.name}:{example}",
+                path=model_path,
+            )
+        shapes[spec.name] = (batch_size, *(int(d) for d in rest))  # type: ignore[arg-type]
+    return shapes
+
+
+def make_inputs(
+    inputs: Sequence[TensorSpec],
+    shapes: Mapping[str, tuple[int, ...]],
+    *,
+    seed: int = 0,
+    int_range: tuple[int, int] = DEFAULT_INT_RANGE,
+) -> dict[str, np.ndarray]:
+    """Random data with each input's dtype: floats ~ N(0, 1), integers uniform in [low, high), bools
+    uniform. Seeded, so every precision and backend sees the same numbers."""
+    rng = np.random.default_rng(seed)
+    feeds: dict[str, np.ndarray] = {}
+    for spec in inputs:
+        shape = shapes[spec.name]
+        try:
+            dtype = np.dtype(spec.dtype)
+        except TypeError as err:
+            raise BadModel(f"input {spec.name!r} has dtype {spec.dtype}, which trtprof cannot generate") from err
+        if dtype.kind == "f":
+            feeds[spec.name] = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+        elif dtype.kind in "iu":
+            low, high = int_range
+            info = np.iinfo(dtype)
+            low, high = max(low, info.min), min(high, info.max)
+            feeds[spec.name] = rng.integers(low, high, size=shape, dtype=dtype, endpoint=False)
+        elif dtype.kind == "b":
+            feeds[spec.name] = rng.integers(0, 2, size=shape).astype(bool)
+        else:
+            raise BadModel(f"input {spec.name!r} has dtype {spec.dtype}, which trtprof cannot generate")
+    return feeds

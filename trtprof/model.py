@@ -1,0 +1,105 @@
+"""Loading and describing ONNX models: content hash, IO specs, and clear errors for bad files."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import BadModel, MissingDependency
+from .spec import TensorSpec
+
+if TYPE_CHECKING:
+    import onnx
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _import_onnx():
+    try:
+        import onnx
+    except ImportError as err:  # pragma: no cover - onnx is a core dependency
+        raise MissingDependency("onnx", "onnxruntime") from err
+    return onnx
+
+
+def _onnx_dtype_name(elem_type: int) -> str:
+    onnx = _import_onnx()
+    try:
+        return str(onnx.helper.tensor_dtype_to_np_dtype(elem_type).name)
+    except (KeyError, ValueError, TypeError):
+        return f"onnx:{elem_type}"
+
+
+def _value_info_spec(vi) -> TensorSpec:
+    ttype = vi.type.tensor_type
+    dims: list[int | str | None] = []
+    for d in ttype.shape.dim:
+        if d.HasField("dim_value") and d.dim_value > 0:
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param") and d.dim_param:
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return TensorSpec(name=vi.name, dtype=_onnx_dtype_name(ttype.elem_type), shape=tuple(dims))
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    path: Path
+    sha256: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem if self.path.is_file() else self.path.name
+
+
+def load_onnx(path: Path) -> "onnx.ModelProto":
+    """Parse ``path`` as ONNX, turning every way it can be wrong into one ``BadModel`` line."""
+    path = Path(path)
+    if not path.exists():
+        raise BadModel("no such file", path=path)
+    if path.is_dir():
+        raise BadModel("is a directory, not an ONNX file (TensorFlow SavedModel? see `trtprof convert`)", path=path)
+    if path.stat().st_size == 0:
+        raise BadModel("file is empty", path=path)
+    onnx = _import_onnx()
+    try:
+        model = onnx.load(str(path), load_external_data=True)
+    except Exception as err:  # onnx raises DecodeError, ValueError, OSError... depending on the damage
+        raise BadModel(f"not a readable ONNX model ({type(err).__name__}: {_first_line(err)})", path=path) from err
+    if not model.graph.node and not model.graph.output:
+        raise BadModel("not an ONNX model (no graph: empty, truncated or another format)", path=path)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as err:
+        raise BadModel(f"invalid ONNX model: {_first_line(err)}", path=path) from err
+    return model
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__
+
+
+def describe(model: "onnx.ModelProto", path: Path, sha256: str | None = None) -> ModelInfo:
+    initializers = {init.name for init in model.graph.initializer}
+    inputs = tuple(_value_info_spec(vi) for vi in model.graph.input if vi.name not in initializers)
+    outputs = tuple(_value_info_spec(vi) for vi in model.graph.output)
+    return ModelInfo(path=Path(path), sha256=sha256 or sha256_file(Path(path)), inputs=inputs, outputs=outputs)
+
+
+def inspect_model(path: Path) -> ModelInfo:
+    """Load, check and describe an ONNX file."""
+    model = load_onnx(Path(path))
+    return describe(model, Path(path))
