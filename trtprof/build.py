@@ -57,6 +57,7 @@ def build_engines(
     backend: str = "auto",
     rebuild: bool = False,
     options: Mapping[str, Any] | None = None,
+    check: bool = True,
     on_done: Callable[[BuildOutcome], None] | None = None,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
@@ -68,7 +69,7 @@ def build_engines(
     precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
     for precision in precisions:
         impl.check_precision(precision)
-    onnx_path = as_onnx(Path(model), Path(engines_dir))
+    onnx_path = as_onnx(Path(model), Path(engines_dir), check=check)
     info = inspect_model(onnx_path)
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))

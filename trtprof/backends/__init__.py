@@ -39,7 +39,10 @@ def get(name: str) -> "Backend":
             if err.name == module_name:
                 raise BackendUnavailable(f"backend {name!r} is not part of this trtprof build") from err
             raise
-        _INSTANCES[name] = getattr(module, attr)()
+        factory = getattr(module, attr, None)
+        if factory is None:
+            raise BackendUnavailable(f"backend {name!r}: {module_name} has no {attr}")
+        _INSTANCES[name] = factory()
     return _INSTANCES[name]
 
 

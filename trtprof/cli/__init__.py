@@ -38,8 +38,11 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv  # accepted anywhere: `trtprof build --debug …` too
+    argv = [a for a in argv if a != "--debug"]
     parser = make_parser()
     args = parser.parse_args(argv)
+    args.debug = debug
     try:
         return int(args.func(args) or 0)
     except TrtprofError as err:
@@ -51,7 +54,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("trtprof: interrupted", file=sys.stderr)
         return 130
 
-
-def add_common_debug(parser: argparse.ArgumentParser) -> None:
-    """Let ``--debug`` also follow the subcommand (``trtprof build --debug …``)."""
-    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")

@@ -1,0 +1,197 @@
+"""ONNX Runtime backend: the embedded default (CPU), CUDA when onnxruntime-gpu is installed.
+
+fp32 is the model itself; fp16 is the graph converted to FP16 types with float32 IO kept
+(``trtprof.convert.fp16``). ORT's CPU provider has no FP16 kernel for Conv, MatMul, Gemm, Relu,
+Add, pooling, Softmax, ...: it does not fail, it inserts casts and runs those nodes in FP32. The
+build asks ORT which nodes ended up in FP32 (from the graph ORT actually runs) and records it, so a
+CPU "fp16" number is never mistaken for an FP16 result.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..errors import BadModel, BuildFailed, MissingDependency, UnsupportedPrecision
+from ..spec import BuildSpec, Precision, TensorSpec
+from .base import Availability, BuildReport
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..cache import EngineRecord
+
+CUDA_EP = "CUDAExecutionProvider"
+CPU_EP = "CPUExecutionProvider"
+
+
+def _ort():
+    try:
+        import onnxruntime
+    except ImportError as err:
+        raise MissingDependency("onnxruntime", "onnxruntime") from err
+    return onnxruntime
+
+
+def _providers() -> list[str]:
+    available = _ort().get_available_providers()
+    return [CUDA_EP, CPU_EP] if CUDA_EP in available else [CPU_EP]
+
+
+def _provider_args(precision: Precision) -> tuple[list[Any], str]:
+    """Providers for a session, with TF32 set to match the precision on CUDA (ORT's use_tf32)."""
+    providers = _providers()
+    if providers[0] == CUDA_EP:
+        return [(CUDA_EP, {"use_tf32": "1" if precision is Precision.TF32 else "0"}), CPU_EP], "cuda"
+    return [CPU_EP], "cpu"
+
+
+_NO_KERNEL = re.compile(r"Could not find an implementation for (\S+)\((\d+)\) node with name '([^']*)'")
+
+
+def _session_error(err: Exception, path: Path) -> Exception:
+    text = str(err)
+    match = _NO_KERNEL.search(text)
+    if match:
+        op, opset, node = match.groups()
+        return BadModel(f"op {op} (opset {opset}, node {node!r}) is not supported by onnxruntime", path=path)
+    first = text.strip().splitlines()[0] if text.strip() else type(err).__name__
+    return BadModel(f"onnxruntime cannot load the model: {first[:300]}", path=path)
+
+
+def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path):
+    ort = _ort()
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only: ORT's warnings would flood the bench output
+    if optimized_out is not None:
+        # Basic level keeps node names; ORT's precision fallback (InsertCastTransformer) runs at
+        # every level, so the saved graph shows which nodes really run in FP32.
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.optimized_model_filepath = str(optimized_out)
+    providers, _ = _provider_args(precision)
+    source = str(model) if isinstance(model, Path) else model
+    try:
+        return ort.InferenceSession(source, options, providers=providers)
+    except Exception as err:  # onnxruntime raises its own Fail/NotImplemented/InvalidGraph types
+        raise _session_error(err, path) from err
+
+
+def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> dict[str, dict[str, int]]:
+    """Per op type, nodes that run in FP16 vs FP32 in the graph ORT actually executes."""
+    import onnx
+
+    from ..convert.fp16 import count_precision
+
+    with tempfile.TemporaryDirectory(prefix="trtprof-ort-") as tmp:
+        out = Path(tmp) / "executed.onnx"
+        _session(model_bytes, precision, optimized_out=out, path=path)
+        executed = onnx.load(str(out))
+    return count_precision(executed)
+
+
+def effective_precision(requested: Precision, census: Mapping[str, Mapping[str, int]]) -> str:
+    n16 = sum(census.get("fp16", {}).values())
+    n32 = sum(census.get("fp32", {}).values())
+    if requested is not Precision.FP16:
+        return requested.value
+    if n16 == 0:
+        return "fp32+casts"
+    if n32 == 0:
+        return "fp16"
+    return "mixed"
+
+
+class OnnxRuntimeRunner:
+    device = "cpu"  # host-in/host-out session.run, timed with the host clock (also on CUDA EP)
+
+    def __init__(self, session, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -> None:
+        self._session = session
+        self.inputs = inputs
+        self.outputs = outputs
+        self._output_names = [o.name for o in outputs]
+
+    def infer(self, feeds: Mapping[str, "np.ndarray"]) -> dict[str, "np.ndarray"]:
+        values = self._session.run(self._output_names, dict(feeds))
+        return dict(zip(self._output_names, values))
+
+    def close(self) -> None:
+        self._session = None
+
+
+class OnnxRuntimeBackend:
+    name = "onnxruntime"
+    artifact_suffix = ".onnx"
+
+    def available(self) -> Availability:
+        if importlib.util.find_spec("onnxruntime") is None:
+            return Availability(False, "onnxruntime is not installed: pip install 'trtprof[onnxruntime]'")
+        return Availability(True)
+
+    def check_precision(self, precision: Precision) -> None:
+        if precision is Precision.TF32 and CUDA_EP not in _providers():
+            raise UnsupportedPrecision(
+                "tf32 is not applicable on the CPU (TF32 is an NVIDIA tensor-core mode); "
+                "use --fp32/--fp16 here, or a GPU backend"
+            )
+
+    def environment(self) -> dict[str, Any]:
+        from ..environment import cpu_name
+
+        ort = _ort()
+        providers = _providers()
+        env: dict[str, Any] = {"backend": self.name, "onnxruntime": ort.__version__, "provider": providers[0]}
+        if providers[0] == CUDA_EP:
+            from ..nvml import describe_gpus
+
+            gpus = describe_gpus()
+            env["device"] = gpus[0].get("name", "cuda") if gpus else "cuda"
+        else:
+            env["device"] = cpu_name()
+        return env
+
+    def build(self, model: Path, spec: BuildSpec, out: Path) -> BuildReport:
+        from ..model import load_onnx
+
+        proto = load_onnx(model)
+        notes: list[str] = []
+        metadata: dict[str, Any] = {}
+        if spec.precision is Precision.FP16:
+            from ..convert.fp16 import convert_to_fp16
+
+            proto, warnings = convert_to_fp16(proto)
+            notes += [f"fp16 converter: {w}" for w in warnings]
+        data = proto.SerializeToString()
+        try:
+            census = precision_census(data, spec.precision, model)
+        except BadModel:
+            raise
+        except Exception as err:  # census is diagnostics; a failure there must not hide the model
+            raise BuildFailed(f"onnxruntime could not analyse the built graph: {err}", path=model) from err
+        _, device = _provider_args(spec.precision)
+        eff = effective_precision(spec.precision, census)
+        metadata.update({
+            "provider": _providers()[0],
+            "device": device,
+            "effective_precision": eff,
+            "node_precision": census,
+            "tf32": spec.precision is Precision.TF32,
+        })
+        if spec.precision is Precision.FP16:
+            n32 = sum(census["fp32"].values())
+            n16 = sum(census["fp16"].values())
+            metadata["fp16_nodes"], metadata["fp32_fallback_nodes"] = n16, n32
+            if n32:
+                ops = ", ".join(f"{op}×{n}" for op, n in sorted(census["fp32"].items(), key=lambda kv: -kv[1]))
+                notes.insert(0, (
+                    f"NOT an FP16 result: {n32} of {n16 + n32} compute nodes have no FP16 kernel on "
+                    f"{metadata['provider']} and run in FP32 behind inserted casts ({ops}); "
+                    f"effective precision {eff}"
+                ))
+        out.write_bytes(data)
+        return BuildReport(metadata=metadata, notes=notes)
+
+    def load(self, artifact: Path, record: "EngineRecord") -> OnnxRuntimeRunner:
+        session = _session(Path(artifact), record.spec.precision, path=Path(artifact))
+        return OnnxRuntimeRunner(session, record.inputs, record.outputs)

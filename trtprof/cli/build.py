@@ -1,0 +1,70 @@
+"""trtprof build MODEL [--fp32] [--fp16] [--tf32] …: one cached engine per precision."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..build import BuildOutcome, build_engines
+from ..errors import BadInput
+from ..inputs import parse_batch_sizes
+from . import _common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("build", help="build engines (one per precision) into the engine cache",
+                       description="Build one engine per precision from an ONNX or TensorFlow model; "
+                                   "an identical request is a cache hit.")
+    p.add_argument("model", type=Path, help="ONNX file, TF SavedModel dir, Keras .keras/.h5 or frozen .pb")
+    p.add_argument("--fp32", action="store_true", help="FP32 (TF32 off); the default when no precision is given")
+    p.add_argument("--fp16", action="store_true", help="FP16")
+    p.add_argument("--tf32", action="store_true", help="FP32 with TF32 tensor-core math (GPU only)")
+    _common.add_shape_args(p, batch_default="1")
+    p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
+    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch (auto: tensorrt → torch-CUDA → onnxruntime)")
+    p.add_argument("--rebuild", action="store_true", help="build even when the cache has the engine")
+    p.add_argument("--no-check", action="store_true", help="TF input: skip the TF vs ONNX accuracy check")
+    g = p.add_argument_group("TensorRT options (change the engine, so part of the cache key)")
+    g.add_argument("--workspace-mb", type=int, default=None, help="builder workspace memory-pool limit")
+    g.add_argument("--opt-batch", type=int, default=None, help="optimization-profile opt batch (default: max)")
+    g.add_argument("--builder-opt-level", type=int, default=None, choices=range(0, 6), metavar="0-5",
+                   help="builder optimization level")
+    g.add_argument("--precision-constraints", choices=("none", "prefer", "obey"), default=None,
+                   help="TensorRT < 11 with --fp16: how strictly layer precisions are kept")
+    g.add_argument("--layer-precisions", default=None, metavar="LAYER:fp32,…",
+                   help="per-layer precisions, like trtexec --layerPrecisions")
+    p.set_defaults(func=run)
+
+
+def _print_outcome(outcome: BuildOutcome) -> None:
+    r = outcome.record
+    eff = r.backend_metadata.get("effective_precision", r.precision)
+    prec = r.precision if eff == r.precision else f"{r.precision} (effective {eff})"
+    print(f"{prec:<24} {r.backend:<12} {outcome.status:<9} {r.artifact_path}  {outcome.seconds:.2f} s")
+    for note in r.notes:
+        print(f"    note: {note}")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = {
+        "workspace_mb": args.workspace_mb,
+        "opt_batch": args.opt_batch,
+        "builder_optimization_level": args.builder_opt_level,
+        "precision_constraints": args.precision_constraints,
+        "layer_precisions": args.layer_precisions,
+    }
+    sizes = parse_batch_sizes(args.batch_sizes)
+    if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):
+        raise BadInput(f"--opt-batch {args.opt_batch} is outside --batch-sizes {args.batch_sizes}")
+    build_engines(
+        args.model,
+        _common.precisions_from_flags(args),
+        sizes,
+        shapes=_common.shapes(args),
+        engines_dir=args.engines,
+        backend=args.backend,
+        rebuild=args.rebuild,
+        options=options,
+        check=not args.no_check,
+        on_done=_print_outcome,
+    )
+    return 0

@@ -1,0 +1,43 @@
+"""trtprof demo: make a small model, build fp32 + fp16, bench a batch sweep, write results + plots."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..bench import bench_records
+from ..build import build_engines
+from ..inputs import parse_batch_sizes
+from ..plots import plot_all
+from ..samples import make_demo_model
+from ..spec import Precision
+from . import _common
+from .bench import print_table
+from .build import _print_outcome
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("demo", help="end-to-end demo on a small generated model (fp32 vs fp16, batch sweep)")
+    p.add_argument("--dir", type=Path, default=Path("trtprof-demo"), help="where to put everything (default ./trtprof-demo)")
+    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch")
+    p.add_argument("--batch-sizes", default="1,8,32", help="batch sweep (default 1,8,32)")
+    _common.add_timing_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.dir)
+    model = make_demo_model(out / "demo_convnet.onnx")
+    print(f"model: {model}")
+    sizes = parse_batch_sizes(args.batch_sizes)
+    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], sizes, engines_dir=out / "engines",
+                             backend=args.backend, on_done=_print_outcome)
+    print()
+    results = bench_records([o.record for o in outcomes], _common.timing_config(args),
+                            seed=args.seed, int_range=_common.int_range(args))
+    print_table(results)
+    results.write_json(out / "results.json")
+    results.write_csv(out / "results.csv")
+    print(f"\nresults: {out / 'results.json'}  csv: {out / 'results.csv'}")
+    for path in plot_all(results.results, out / "plots"):
+        print(f"plot: {path}")
+    return 0

@@ -1,0 +1,26 @@
+"""trtprof plot RESULTS.json: histograms per batch size, latency and throughput vs batch size."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import BadInput
+from ..plots import plot_all
+from ..results import ResultSet
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plot", help="plot a results file (histograms, latency/throughput vs batch)")
+    p.add_argument("results", type=Path, help="results JSON written by `trtprof bench`")
+    p.add_argument("--out", type=Path, default=Path("plots"), help="output folder (default ./plots)")
+    p.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default png)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    results = ResultSet.read(args.results)
+    if not results.results:
+        raise BadInput("results file has no entries", path=args.results)
+    for path in plot_all(results.results, args.out, args.format):
+        print(path)
+    return 0

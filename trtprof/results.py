@@ -1,0 +1,171 @@
+"""Benchmark results: versioned JSON that describes itself, and a flat CSV (one row per entry)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .cache import atomic_write_text
+from .errors import BadInput
+from .stats import LatencyStats
+
+SCHEMA = "trtprof.results/1"
+CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
+
+
+@dataclass
+class BenchResult:
+    """One engine × batch size measurement."""
+
+    model: str
+    precision: str
+    backend: str
+    batch_size: int
+    engine: dict[str, Any]  # key, artifact path, build metadata (what the backend really did)
+    config: dict[str, Any]  # timing config + input shapes + seed
+    stats: dict[str, LatencyStats]  # per stage: latency_ms always; h2d_ms, compute_ms, ... on GPU
+    throughput_per_s: float
+    samples_ms: dict[str, list[float]]  # raw samples per stage (histograms need them)
+    span_s: float
+    warnings: list[str] = field(default_factory=list)
+    device: dict[str, Any] = field(default_factory=dict)  # per-run device state (GPU clocks...)
+
+    @property
+    def latency(self) -> LatencyStats:
+        return self.stats["latency_ms"]
+
+    @classmethod
+    def from_samples(
+        cls,
+        *,
+        stages: Mapping[str, np.ndarray],
+        span_s: float,
+        batch_size: int,
+        **fields: Any,
+    ) -> "BenchResult":
+        stats = {name: LatencyStats.from_samples(values) for name, values in stages.items() if len(values)}
+        n = stats["latency_ms"].n
+        throughput = batch_size * n / span_s if span_s > 0 else float("nan")
+        return cls(
+            batch_size=batch_size,
+            stats=stats,
+            throughput_per_s=throughput,
+            samples_ms={name: [float(v) for v in values] for name, values in stages.items()},
+            span_s=span_s,
+            **fields,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "precision": self.precision,
+            "backend": self.backend,
+            "batch_size": self.batch_size,
+            "engine": self.engine,
+            "config": self.config,
+            "stats": {name: s.to_json() for name, s in self.stats.items()},
+            "throughput_per_s": self.throughput_per_s,
+            "span_s": self.span_s,
+            "warnings": self.warnings,
+            "device": self.device,
+            "samples_ms": self.samples_ms["latency_ms"],
+            "stage_samples_ms": {k: v for k, v in self.samples_ms.items() if k != "latency_ms"},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "BenchResult":
+        samples = {"latency_ms": list(data["samples_ms"]), **{k: list(v) for k, v in data.get("stage_samples_ms", {}).items()}}
+        return cls(
+            model=data["model"],
+            precision=data["precision"],
+            backend=data["backend"],
+            batch_size=int(data["batch_size"]),
+            engine=dict(data.get("engine", {})),
+            config=dict(data.get("config", {})),
+            stats={k: LatencyStats.from_json(v) for k, v in data["stats"].items()},
+            throughput_per_s=float(data["throughput_per_s"]),
+            samples_ms=samples,
+            span_s=float(data.get("span_s", 0.0)),
+            warnings=list(data.get("warnings", [])),
+            device=dict(data.get("device", {})),
+        )
+
+
+@dataclass
+class ResultSet:
+    environment: dict[str, Any]
+    results: list[BenchResult]
+    created: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "created": self.created,
+            "environment": self.environment,
+            "results": [r.to_json() for r in self.results],
+        }
+
+    def write_json(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(self.to_json(), indent=1) + "\n")
+
+    def write_csv(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, to_csv(self.results))
+
+    @classmethod
+    def read(cls, path: Path) -> "ResultSet":
+        path = Path(path)
+        if not path.is_file():
+            raise BadInput("no such results file", path=path)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise BadInput(f"not a JSON results file ({err})", path=path) from err
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+            raise BadInput(f"not a trtprof results file (schema {found!r}, expected {SCHEMA!r})", path=path)
+        try:
+            results = [BenchResult.from_json(r) for r in data["results"]]
+        except (KeyError, TypeError, ValueError) as err:
+            raise BadInput(f"damaged results file ({type(err).__name__}: {err})", path=path) from err
+        return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""))
+
+
+def csv_columns(results: Sequence[BenchResult]) -> list[str]:
+    stages = sorted({s for r in results for s in r.stats}, key=lambda s: (s != "latency_ms", s))
+    cols = ["model", "precision", "effective_precision", "backend", "batch_size", "throughput_per_s"]
+    for stage in stages:
+        cols += [f"{stage}.{k}" for k in CSV_STATS]
+    return cols + ["warmup", "iterations", "duration_s", "copies", "cuda_graph", "engine"]
+
+
+def to_csv(results: Sequence[BenchResult]) -> str:
+    cols = csv_columns(results)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=cols, lineterminator="\n")
+    writer.writeheader()
+    for r in results:
+        row: dict[str, Any] = {
+            "model": r.model,
+            "precision": r.precision,
+            "effective_precision": r.engine.get("effective_precision", r.precision),
+            "backend": r.backend,
+            "batch_size": r.batch_size,
+            "throughput_per_s": f"{r.throughput_per_s:.6g}",
+            "engine": r.engine.get("artifact", ""),
+        }
+        for stage, s in r.stats.items():
+            for k in CSV_STATS:
+                row[f"{stage}.{k}"] = f"{getattr(s, k):.6g}" if isinstance(getattr(s, k), float) else getattr(s, k)
+        for k in ("warmup", "iterations", "duration_s", "copies", "cuda_graph"):
+            row[k] = r.config.get(k, "")
+        writer.writerow(row)
+    return out.getvalue()

@@ -1,0 +1,85 @@
+"""Latency statistics: computed eagerly from raw samples, immutable, no GPU and no plotting.
+
+Outliers use the MAD (hyperfine): 1.4826 · MAD estimates σ for normal data, and unlike σ it is not
+inflated by the outliers it is meant to find.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826  # consistency constant: 1.4826 · MAD ≈ σ for a normal distribution
+OUTLIER_MADS = 5.0  # hyperfine-style: beyond 5 robust σ from the median is an outlier
+PERCENTILES = (50, 90, 95, 99)
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    n: int
+    mean: float
+    std: float
+    min: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    max: float
+    cv: float  # std / mean
+    iqr: float
+    mad: float  # median absolute deviation (raw, not scaled)
+    outliers: int  # samples more than OUTLIER_MADS robust σ from the median
+
+    @property
+    def median(self) -> float:
+        return self.p50
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float] | np.ndarray) -> "LatencyStats":
+        x = np.asarray(samples, dtype=np.float64)
+        if x.size == 0:
+            raise ValueError("no samples")
+        p50, p90, p95, p99 = np.percentile(x, PERCENTILES)
+        q25, q75 = np.percentile(x, (25, 75))
+        mean = float(x.mean())
+        std = float(x.std(ddof=1)) if x.size > 1 else 0.0
+        mad = float(np.median(np.abs(x - p50)))
+        robust_sigma = MAD_TO_SIGMA * mad
+        outliers = int(np.count_nonzero(np.abs(x - p50) > OUTLIER_MADS * robust_sigma)) if robust_sigma > 0 else 0
+        return cls(
+            n=int(x.size),
+            mean=mean,
+            std=std,
+            min=float(x.min()),
+            p50=float(p50),
+            p90=float(p90),
+            p95=float(p95),
+            p99=float(p99),
+            max=float(x.max()),
+            cv=std / mean if mean > 0 else 0.0,
+            iqr=float(q75 - q25),
+            mad=mad,
+            outliers=outliers,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "LatencyStats":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Bootstrap (BCa, scipy) confidence interval of the median."""
+    from scipy import stats as sps
+
+    x = np.asarray(samples, dtype=np.float64)
+    if x.size < 2 or np.all(x == x[0]):
+        return float(np.median(x)), float(np.median(x))
+    res = sps.bootstrap(
+        (x,), np.median, confidence_level=confidence, n_resamples=2000, method="percentile",
+        random_state=np.random.default_rng(seed), vectorized=True, axis=-1,
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
