@@ -1,0 +1,341 @@
+"""ONNX → serialized TensorRT plan, for FP32 (TF32 off), TF32 and FP16, on TensorRT 8.6, 10.x, 11.x.
+
+The steps mirror trtexec so a plan from here is comparable with one from trtexec: logger → builder →
+network → ONNX parser → builder config (workspace, optimization level, precision flags, one
+optimization profile over the requested batch sizes, timing cache, detailed profiling verbosity) →
+``build_serialized_network``. Version differences come from ``compat``.
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ...cache import atomic_write_bytes
+from ...errors import BadInput, BuildFailed
+from ...inputs import resolve_shapes
+from ...spec import BuildSpec, Precision, TensorSpec
+from ..base import BuildReport
+from .compat import TrtFeatures, builder_flag, dims_tuple, network_flags, parser_errors, require_tensorrt
+from .tail_logger import LogTail, make_logger
+
+if TYPE_CHECKING:
+    import tensorrt as trt
+
+TIMING_CACHE_NAME = "timing.cache"  # beside the engines: reused by every build on this machine
+MAX_OPT_LEVEL = 5  # TensorRT's builder_optimization_level range is 0..5 (default 3)
+_LAYER_PRECISIONS = ("fp32", "fp16")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The TensorRT options of a BuildSpec, validated (so a typo fails before a long build)."""
+
+    workspace_mb: int | None = None
+    builder_optimization_level: int | None = None
+    precision_constraints: str | None = None  # "obey" | "prefer"
+    layer_precisions: tuple[tuple[str, str], ...] = ()  # (layer name or "*", "fp16"|"fp32")
+
+    @classmethod
+    def from_spec(cls, spec: BuildSpec) -> "BuildOptions":
+        workspace = spec.option("workspace_mb")
+        level = spec.option("builder_optimization_level")
+        constraints = spec.option("precision_constraints")
+        layers = parse_layer_precisions(spec.option("layer_precisions"))
+        if workspace is not None and (not _is_int(workspace) or int(workspace) <= 0):
+            raise BadInput(f"--workspace-mb must be a positive integer, got {workspace!r}")
+        if level is not None and (not _is_int(level) or not 0 <= int(level) <= MAX_OPT_LEVEL):
+            raise BadInput(f"--builder-opt-level must be 0..{MAX_OPT_LEVEL}, got {level!r}")
+        if constraints is not None and constraints not in ("obey", "prefer"):
+            raise BadInput(f"--precision-constraints must be obey or prefer, got {constraints!r}")
+        return cls(
+            workspace_mb=None if workspace is None else int(workspace),
+            builder_optimization_level=None if level is None else int(level),
+            precision_constraints=constraints,
+            layer_precisions=layers,
+        )
+
+
+def _is_int(value: Any) -> bool:
+    try:
+        int(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool) and float(value) == int(value)
+
+
+def parse_layer_precisions(value: Any) -> tuple[tuple[str, str], ...]:
+    """trtexec's ``--layerPrecisions`` syntax: ``name:fp16,other:fp32,*:fp32`` (or a mapping)."""
+    if value is None or value == "":
+        return ()
+    items: list[tuple[str, str]] = []
+    if isinstance(value, Mapping):
+        pairs = [(str(k), str(v)) for k, v in value.items()]
+    else:
+        pairs = []
+        for part in str(value).split(","):
+            name, sep, prec = part.strip().rpartition(":")
+            if not sep or not name:
+                raise BadInput(f"--layer-precisions {part.strip()!r}: expected LAYER:PRECISION (e.g. conv1:fp32)")
+            pairs.append((name, prec))
+    for name, prec in pairs:
+        prec = prec.strip().lower()
+        if prec not in _LAYER_PRECISIONS:
+            raise BadInput(f"--layer-precisions {name}:{prec}: precision must be one of {', '.join(_LAYER_PRECISIONS)}")
+        items.append((name.strip(), prec))
+    return tuple(items)
+
+
+def timing_cache_path(out: Path) -> Path:
+    return Path(out).parent / TIMING_CACHE_NAME
+
+
+def network_inputs(network: "trt.INetworkDefinition") -> tuple[TensorSpec, ...]:
+    """The network's inputs as TensorSpecs (-1 dims become None), names exactly as TensorRT has them."""
+    import tensorrt as trt
+
+    specs = []
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        dims = tuple(None if d < 0 else d for d in dims_tuple(tensor.shape))
+        try:
+            dtype = str(trt.nptype(tensor.dtype).__name__)
+        except TypeError:
+            dtype = str(tensor.dtype)
+        specs.append(TensorSpec(name=tensor.name, dtype=dtype, shape=dims))
+    return tuple(specs)
+
+
+def profile_shapes(
+    inputs: tuple[TensorSpec, ...], spec: BuildSpec, model: Path
+) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+    """(min, opt, max) per input from the batch sizes, ``opt_batch`` and ``--shape`` overrides."""
+    opt = spec.opt_batch
+    if not spec.min_batch <= opt <= spec.max_batch:
+        raise BadInput(f"--opt-batch {opt} is outside the batch sizes {spec.min_batch}..{spec.max_batch}")
+    overrides = spec.shape_overrides()
+    low = resolve_shapes(inputs, spec.min_batch, overrides, model_path=str(model))
+    mid = resolve_shapes(inputs, opt, overrides, model_path=str(model))
+    high = resolve_shapes(inputs, spec.max_batch, overrides, model_path=str(model))
+    return {t.name: (low[t.name], mid[t.name], high[t.name]) for t in inputs}
+
+
+def _fp16_model_bytes(model: Path, options: BuildOptions) -> tuple[bytes, dict[str, Any], list[str]]:
+    """TensorRT ≥ 11: the ONNX with FP16 types (strong typing), via the converter ORT also uses.
+
+    ModelOpt AutoCast is NVIDIA's suggestion, but nvidia-modelopt requires torch (and its onnx
+    extra onnxruntime-gpu/cupy), so the shared onnxconverter-common converter is used. Layers asked
+    to stay FP32 (``--layer-precisions NAME:fp32``) go to its node block list.
+    """
+    from ...convert.fp16 import convert_to_fp16, count_precision
+    from ...model import load_onnx
+
+    keep_fp32 = [name for name, prec in options.layer_precisions if prec == "fp32" and name != "*"]
+    unsupported = [f"{n}:{p}" for n, p in options.layer_precisions if p == "fp16" or n == "*"]
+    if unsupported:
+        raise BadInput(
+            "TensorRT >= 11 builds strongly typed networks: --layer-precisions can only keep named layers "
+            f"in fp32 (NAME:fp32); not supported: {', '.join(unsupported)}"
+        )
+    proto = load_onnx(model)
+    converted, warnings = convert_to_fp16(proto, keep_io_types=True, node_block_list=keep_fp32 or None)
+    meta = {"fp16_conversion": "onnxconverter-common", "onnx_nodes_by_precision": count_precision(converted)}
+    notes = [f"FP16 conversion: {w}" for w in warnings]
+    return converted.SerializeToString(), meta, notes
+
+
+def _apply_weak_precision(
+    config: "trt.IBuilderConfig",
+    network: "trt.INetworkDefinition",
+    precision: Precision,
+    options: BuildOptions,
+    features: TrtFeatures,
+) -> tuple[list[str], list[str]]:
+    """Set precision flags (TensorRT < 11, or FP32/TF32 on any version). Returns (flags, notes)."""
+    import tensorrt as trt
+
+    flags: list[str] = []
+    notes: list[str] = []
+    tf32 = builder_flag(trt, "TF32")
+    if precision is Precision.TF32:
+        if tf32 is None:
+            raise BadInput(f"TensorRT {'.'.join(map(str, features.version))} has no TF32 builder flag")
+        config.set_flag(tf32)
+        flags.append("TF32")
+    elif tf32 is not None:
+        # TF32 is on by default in TensorRT: an "fp32" engine is only FP32 with it cleared. FP16
+        # engines clear it too, so any layer left in FP32 is true FP32 and the comparison is clean.
+        config.clear_flag(tf32)
+        flags.append("-TF32")
+    if precision is not Precision.FP16 or not features.fp16_builder_flag:
+        if options.layer_precisions and features.fp16_builder_flag:
+            raise BadInput("--layer-precisions needs --fp16 (it chooses which layers may run in FP16)")
+        return flags, notes
+    fp16 = builder_flag(trt, "FP16")
+    if fp16 is None:  # pragma: no cover - guarded by features.fp16_builder_flag
+        raise BuildFailed("this TensorRT has no FP16 builder flag")
+    config.set_flag(fp16)
+    flags.append("FP16")
+    constraints = options.precision_constraints
+    if options.layer_precisions and constraints is None:
+        constraints = "prefer"
+        notes.append("--layer-precisions given without --precision-constraints: using prefer")
+    if constraints is not None:
+        name = "OBEY_PRECISION_CONSTRAINTS" if constraints == "obey" else "PREFER_PRECISION_CONSTRAINTS"
+        flag = builder_flag(trt, name)
+        if flag is not None:
+            config.set_flag(flag)
+            flags.append(name)
+    if options.layer_precisions:
+        matched = set_layer_precisions(network, options.layer_precisions)
+        notes.append(f"layer precisions set on {matched} layer(s)")
+    return flags, notes
+
+
+def set_layer_precisions(network: "trt.INetworkDefinition", rules: tuple[tuple[str, str], ...]) -> int:
+    """Apply ``rules`` like trtexec: exact names win over "*"; only layers with float outputs.
+
+    Returns how many layers got a precision. An exact name that matches no layer is an error, since
+    a silently ignored constraint gives an engine the user did not ask for.
+    """
+    import tensorrt as trt
+
+    types = {"fp32": trt.float32, "fp16": trt.float16}
+    floats = {trt.float32, trt.float16}
+    exact = {name: prec for name, prec in rules if not any(c in name for c in "*?[")}
+    patterns = [(name, prec) for name, prec in rules if name not in exact]
+    seen: set[str] = set()
+    count = 0
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        prec = exact.get(layer.name)
+        if prec is not None:
+            seen.add(layer.name)
+        else:
+            prec = next((p for pat, p in patterns if fnmatch.fnmatchcase(layer.name, pat)), None)
+        if prec is None:
+            continue
+        if layer.num_outputs < 1 or layer.get_output(0).dtype not in floats:
+            continue
+        layer.precision = types[prec]
+        count += 1
+    missing = sorted(set(exact) - seen)
+    if missing:
+        raise BadInput(f"--layer-precisions names no layer of this network: {', '.join(missing)}")
+    return count
+
+
+def _load_timing_cache(config: "trt.IBuilderConfig", path: Path) -> tuple["trt.ITimingCache", str]:
+    """Reuse the engines dir's timing cache; a cache from another GPU/version is replaced, not fatal."""
+    data = b""
+    status = "new"
+    if path.is_file():
+        try:
+            data = path.read_bytes()
+            status = "loaded"
+        except OSError:
+            data = b""
+    cache = config.create_timing_cache(data)
+    if not config.set_timing_cache(cache, False):
+        cache = config.create_timing_cache(b"")
+        config.set_timing_cache(cache, False)
+        status = "mismatched, replaced"
+    return cache, status
+
+
+def build_engine(model: Path, spec: BuildSpec, out: Path) -> BuildReport:
+    """Build the plan for ``spec`` from ``model`` and write it to ``out``."""
+    require_tensorrt()
+    import tensorrt as trt
+
+    model, out = Path(model), Path(out)
+    features = TrtFeatures.of(trt)
+    options = BuildOptions.from_spec(spec)
+    notes: list[str] = []
+    metadata: dict[str, Any] = {"tensorrt_version": trt.__version__, "precision": spec.precision.value}
+
+    onnx_bytes: bytes | None = None
+    if spec.precision is Precision.FP16 and features.strongly_typed_only:
+        onnx_bytes, conv_meta, conv_notes = _fp16_model_bytes(model, options)
+        metadata.update(conv_meta)
+        notes.extend(conv_notes)
+        if options.precision_constraints:
+            notes.append("--precision-constraints ignored: TensorRT >= 11 always obeys the graph's types")
+
+    tail = LogTail()
+    logger = make_logger(tail)
+    builder = trt.Builder(logger)
+    network = builder.create_network(network_flags(trt, features))
+    parser = trt.OnnxParser(network, logger)
+    parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
+    if not parsed:
+        errors = parser_errors(parser) or [tail.text(5) or "no error reported"]
+        raise BuildFailed(
+            f"TensorRT's ONNX parser rejected the model ({len(errors)} error(s)): " + "; ".join(errors), path=model
+        )
+
+    config = builder.create_builder_config()
+    if options.workspace_mb is not None:
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, options.workspace_mb << 20)
+    if options.builder_optimization_level is not None:
+        config.builder_optimization_level = options.builder_optimization_level
+    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # layer names/tactics for `inspect`
+    flags, precision_notes = _apply_weak_precision(config, network, spec.precision, options, features)
+    notes.extend(precision_notes)
+
+    shapes = profile_shapes(network_inputs(network), spec, model)
+    profile = builder.create_optimization_profile()
+    for name, (low, mid, high) in shapes.items():
+        profile.set_shape(name, trt.Dims(list(low)), trt.Dims(list(mid)), trt.Dims(list(high)))
+    config.add_optimization_profile(profile)
+
+    cache_path = timing_cache_path(out)
+    timing_cache, cache_status = _load_timing_cache(config, cache_path)
+
+    plan = builder.build_serialized_network(network, config)
+    if plan is None:
+        raise BuildFailed(
+            "TensorRT could not build the engine: " + (tail.text() or "the builder logged nothing"), path=model
+        )
+    atomic_write_bytes(out, bytes(memoryview(plan)))
+    try:
+        atomic_write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
+    except OSError as err:  # the plan is fine; a read-only engines dir only loses the speed-up
+        notes.append(f"timing cache not saved ({err})")
+    del timing_cache
+
+    metadata.update(
+        {
+            "flags": flags,
+            "network_flags": "explicit_batch" if features.explicit_batch_flag else "default",
+            "strongly_typed": features.strongly_typed_only,
+            "profile": {name: {"min": list(lo), "opt": list(mi), "max": list(hi)} for name, (lo, mi, hi) in shapes.items()},
+            "workspace_mb": options.workspace_mb,
+            "builder_optimization_level": options.builder_optimization_level,
+            "precision_constraints": options.precision_constraints,
+            "layer_precisions": [f"{n}:{p}" for n, p in options.layer_precisions],
+            "timing_cache": cache_status,
+        }
+    )
+    metadata.update(_plan_summary(out, notes))
+    if tail:
+        metadata["builder_warnings"] = list(tail.messages)
+    return BuildReport(metadata=metadata, notes=notes)
+
+
+def _plan_summary(plan_path: Path, notes: list[str]) -> dict[str, Any]:
+    """Layer counts per precision from the engine inspector (best effort: the plan is already good)."""
+    from ...errors import TrtprofError
+    from .inspect import inspect_plan
+
+    try:
+        inspection = inspect_plan(plan_path.read_bytes())
+    except TrtprofError as err:
+        notes.append(f"engine inspector unavailable: {err}")
+        return {}
+    return {
+        "num_layers": len(inspection.layers),
+        "layers_by_precision": inspection.counts_by_precision(),
+        "reformat_layers": len(inspection.reformat_layers()),
+    }

@@ -1,0 +1,146 @@
+"""A loaded TensorRT engine as a DeviceRunner: the shared timing loop owns buffers and the stream.
+
+``enqueue`` is one ``execute_async_v3`` on the profiler's stream: nothing is copied, nothing is
+synchronized, so the same call works inside a CUDA-graph capture. Tensor addresses are set only when
+a pointer changes (they persist in the context), keeping the per-iteration host work to one call.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from ...errors import BadInput, CudaError
+from ...spec import TensorSpec
+from .compat import dims_tuple
+from .tail_logger import LogTail
+
+if TYPE_CHECKING:
+    import tensorrt as trt
+
+    from .inspect import EngineInspection, LayerProfile
+
+
+class TensorRTRunner:
+    """DeviceRunner over one engine and one execution context (optimization profile 0)."""
+
+    device = "cuda"
+
+    def __init__(self, runtime: "trt.Runtime", engine: "trt.ICudaEngine", tail: LogTail) -> None:
+        import tensorrt as trt
+
+        self._runtime = runtime  # TensorRT requires the runtime to outlive its engines
+        self._engine: "trt.ICudaEngine | None" = engine
+        self._tail = tail
+        context = engine.create_execution_context()
+        if context is None:
+            raise CudaError("TensorRT could not create an execution context (out of GPU memory?): " + tail.text(3))
+        self._context: "trt.IExecutionContext | None" = context
+        names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+        self._input_names = tuple(n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT)
+        self._output_names = tuple(n for n in names if n not in self._input_names)
+        self.inputs = tuple(self._spec(n) for n in self._input_names)
+        self.outputs = tuple(self._spec(n) for n in self._output_names)
+        self._addresses: dict[str, int] = {}
+        self._shapes: dict[str, tuple[int, ...]] = {}
+
+    def _spec(self, name: str) -> TensorSpec:
+        import tensorrt as trt
+
+        engine = self.engine
+        dims = tuple(None if d < 0 else d for d in dims_tuple(engine.get_tensor_shape(name)))
+        return TensorSpec(name=name, dtype=np.dtype(trt.nptype(engine.get_tensor_dtype(name))).name, shape=dims)
+
+    @property
+    def engine(self) -> "trt.ICudaEngine":
+        if self._engine is None:
+            raise BadInput("runner is closed")
+        return self._engine
+
+    @property
+    def context(self) -> "trt.IExecutionContext":
+        if self._context is None:
+            raise BadInput("runner is closed")
+        return self._context
+
+    def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+        """``set_input_shape`` for every input; the output shapes TensorRT infers from them."""
+        missing = [n for n in self._input_names if n not in input_shapes]
+        if missing:
+            raise BadInput(f"no shape given for engine input(s) {', '.join(missing)}")
+        context = self.context
+        for name in self._input_names:
+            shape = tuple(int(d) for d in input_shapes[name])
+            if not context.set_input_shape(name, shape):
+                profile = self.engine.get_tensor_profile_shape(name, 0)
+                low, high = dims_tuple(profile[0]), dims_tuple(profile[2])
+                raise BadInput(
+                    f"input {name!r}: shape {shape} is outside the engine's profile {low}..{high} "
+                    "(rebuild with those --batch-sizes)"
+                )
+        self._shapes = {n: tuple(int(d) for d in input_shapes[n]) for n in self._input_names}
+        outputs = {}
+        for name in self._output_names:
+            shape = dims_tuple(context.get_tensor_shape(name))
+            if any(d < 0 for d in shape):
+                raise BadInput(f"output {name!r}: TensorRT could not infer its shape from the inputs ({shape})")
+            outputs[name] = shape
+        return outputs
+
+    def enqueue(self, buffers: Mapping[str, int], stream: int) -> None:
+        """Bind every IO tensor (where its pointer changed) and enqueue one inference on ``stream``."""
+        context = self.context
+        for name in (*self._input_names, *self._output_names):
+            ptr = int(buffers[name])
+            if self._addresses.get(name) != ptr:
+                if not context.set_tensor_address(name, ptr):
+                    raise CudaError(f"TensorRT rejected the address of tensor {name!r}: {self._tail.text(2)}")
+                self._addresses[name] = ptr
+        if not context.execute_async_v3(int(stream)):
+            raise CudaError("TensorRT execute_async_v3 failed: " + (self._tail.text(3) or "no message"))
+
+    def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Host in, host out (accuracy checks). Allocates per call: not a path to time."""
+        from ... import cuda
+
+        out_shapes = self.prepare({n: tuple(np.shape(feeds[n])) for n in self._input_names if n in feeds})
+        dtypes = {s.name: np.dtype(s.dtype) for s in (*self.inputs, *self.outputs)}
+        device: dict[str, Any] = {}
+        results: dict[str, np.ndarray] = {}
+        with cuda.Stream() as stream:
+            for name in self._input_names:
+                host = np.ascontiguousarray(feeds[name], dtype=dtypes[name])
+                device[name] = cuda.DeviceBuffer(max(1, host.nbytes))
+                cuda.memcpy_htod_async(device[name].ptr, host, stream)
+            hosts = {}
+            for name, shape in out_shapes.items():
+                nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes[name].itemsize
+                device[name] = cuda.DeviceBuffer(max(1, nbytes))
+                hosts[name] = cuda.PinnedHostBuffer(max(1, nbytes))
+            self.enqueue({n: b.ptr for n, b in device.items()}, stream.handle)
+            for name, shape in out_shapes.items():
+                array = hosts[name].array(shape, dtypes[name])
+                cuda.memcpy_dtoh_async(array, device[name].ptr, stream)
+            stream.synchronize()
+            for name, shape in out_shapes.items():
+                results[name] = np.array(hosts[name].array(shape, dtypes[name]), copy=True)
+        self._addresses.clear()  # those buffers are freed; the next enqueue rebinds
+        return results
+
+    def inspect(self) -> "EngineInspection":
+        """Inspector view; shapes resolved for the last ``prepare`` when there was one."""
+        from .inspect import inspect_engine
+
+        return inspect_engine(self.engine, self.context if self._shapes else None)
+
+    def profile_layers(
+        self, input_shapes: Mapping[str, tuple[int, ...]], feeds: Mapping[str, Any], iterations: int
+    ) -> "LayerProfile":
+        from .inspect import profile_layers
+
+        return profile_layers(self.engine, input_shapes, feeds, iterations=iterations)
+
+    def close(self) -> None:
+        self._context = None
+        self._engine = None
+        self._addresses.clear()

@@ -1,0 +1,61 @@
+"""A TensorRT logger that keeps the last messages, so a failed build can say why.
+
+``build_serialized_network`` returns None on failure and puts the reason only in the log; without a
+tail the user sees "build failed" and nothing else. The logger never raises (an exception thrown
+from inside TensorRT's callback is lost or aborts the process).
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tensorrt as trt
+
+TAIL_MESSAGES = 20  # enough for the error and the warnings that led to it
+
+
+class LogTail:
+    """The last ``keep`` warning/error messages, oldest first."""
+
+    def __init__(self, keep: int = TAIL_MESSAGES) -> None:
+        self.messages: deque[str] = deque(maxlen=keep)
+
+    def add(self, severity: str, message: str) -> None:
+        self.messages.append(f"[{severity}] {message.strip()}")
+
+    def text(self, last: int | None = None) -> str:
+        items = list(self.messages)[-last:] if last else list(self.messages)
+        return " | ".join(items)
+
+    def __bool__(self) -> bool:
+        return bool(self.messages)
+
+
+def make_logger(tail: LogTail) -> "trt.ILogger":
+    """A ``trt.ILogger`` subclass instance feeding ``tail`` with warnings and errors.
+
+    Defined inside a function because the base class exists only once TensorRT is imported.
+    VERBOSE and INFO messages are dropped early: a build emits thousands of them.
+    """
+    import tensorrt as trt
+
+    keep = {
+        trt.ILogger.Severity.INTERNAL_ERROR: "internal error",
+        trt.ILogger.Severity.ERROR: "error",
+        trt.ILogger.Severity.WARNING: "warning",
+    }
+
+    class TailLogger(trt.ILogger):
+        def __init__(self) -> None:
+            trt.ILogger.__init__(self)
+
+        def log(self, severity: trt.ILogger.Severity, msg: str) -> None:
+            label = keep.get(severity)
+            if label is not None:
+                try:
+                    tail.add(label, str(msg))
+                except Exception:  # never raise into TensorRT
+                    pass
+
+    return TailLogger()
