@@ -1,0 +1,154 @@
+"""Make trtprof's sample TensorFlow models reproducibly, without downloads.
+
+    python models/make_models.py [OUT_DIR] [--models convnet,mlp,...] [--formats keras,savedmodel,onnx]
+                                 [--update-manifest]
+
+Writes ``OUT_DIR/<name>.keras``, ``OUT_DIR/<name>_savedmodel/`` and ``OUT_DIR/<name>.onnx`` (the last
+through ``trtprof convert``, so the ONNX is checked against TensorFlow). OUT_DIR defaults to
+``models/build/`` (git-ignored: the files are large and regenerable). ``--update-manifest`` rewrites
+``models/manifest.json`` with what was measured here; without it the script compares its ONNX
+sha256 with the manifest and says whether they match.
+
+Weights come from ``keras.utils.set_random_seed(SEED)`` before each model is built, so the same
+TensorFlow/Keras versions give the same weights. ResNet50 and MobileNetV2 use ``weights=None`` (no
+download) and ``classifier_activation=None``: with random weights a softmax head is flat (MobileNetV2
+gives 0.001 everywhere), which hides every numerical error an FP16 check is meant to find.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "manifest.json"
+DEFAULT_OUT = HERE / "build"
+SEED = 0
+FORMATS = ("keras", "savedmodel", "onnx")
+
+
+def convnet(keras: Any) -> Any:
+    """The 4-layer Conv2D+ELU net from "mixed precision is slower" reports.
+
+    The report writes ``Conv2D(3, 32, 2, 'same', activation=elu)``, which read in Keras's positional
+    order would be 3 filters, kernel 32. The net it describes has 32, 64, 128, 256 *filters*, each a
+    3x3 kernel with stride 2 and 'same' padding: that is what is built here
+    (``Conv2D(filters, kernel_size=3, strides=2, ...)``).
+    """
+    inputs = keras.Input((128, 128, 3), name="image")
+    x = inputs
+    for filters in (32, 64, 128, 256):
+        x = keras.layers.Conv2D(filters, kernel_size=3, strides=2, padding="same", activation="elu")(x)
+    return keras.Model(inputs, x, name="convnet")
+
+
+def mlp(keras: Any) -> Any:
+    """A small MLP: 256 features → 512 → 512 → 10 logits."""
+    inputs = keras.Input((256,), name="features")
+    x = keras.layers.Dense(512, activation="relu")(inputs)
+    x = keras.layers.Dense(512, activation="relu")(x)
+    return keras.Model(inputs, keras.layers.Dense(10)(x), name="mlp")
+
+
+def resnet50(keras: Any) -> Any:
+    return keras.applications.ResNet50(weights=None, classifier_activation=None, input_shape=(224, 224, 3))
+
+
+def mobilenetv2(keras: Any) -> Any:
+    return keras.applications.MobileNetV2(weights=None, classifier_activation=None, input_shape=(224, 224, 3))
+
+
+MODELS: dict[str, tuple[Callable[[Any], Any], str]] = {
+    "convnet": (convnet, "Keras functional, 4x Conv2D(3x3, stride 2, same, elu) 32/64/128/256 filters"),
+    "mlp": (mlp, "Keras functional, Dense 512-512-10 (relu), logits"),
+    "mobilenetv2": (mobilenetv2, "keras.applications.MobileNetV2(weights=None, classifier_activation=None)"),
+    "resnet50": (resnet50, "keras.applications.ResNet50(weights=None, classifier_activation=None)"),
+}
+
+
+def make(name: str, out_dir: Path, formats: tuple[str, ...]) -> dict[str, Any]:
+    """Build one model from its seed and write the asked formats; return its manifest entry."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import tensorflow as tf
+
+    from trtprof.convert.tf import content_sha256, convert_tf
+
+    build, source = MODELS[name]
+    keras.utils.set_random_seed(SEED)
+    model = build(keras)
+    entry: dict[str, Any] = {
+        "name": name,
+        "source": source,
+        "seed": SEED,
+        "inputs": {t.name.split(":")[0]: [None, *t.shape[1:]] for t in model.inputs},
+        "params": int(model.count_params()),
+        "files": {},
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    keras_path = out_dir / f"{name}.keras"
+    if "keras" in formats or "onnx" in formats:
+        model.save(keras_path)
+        entry["files"]["keras"] = keras_path.name
+    if "savedmodel" in formats:
+        sm = out_dir / f"{name}_savedmodel"
+        model.export(str(sm), verbose=False)  # Keras 3: model.save(dir) fails; export writes a SavedModel
+        entry["files"]["savedmodel"] = sm.name
+    if "onnx" in formats:
+        onnx_path = out_dir / f"{name}.onnx"
+        result = convert_tf(keras_path, onnx_path)
+        assert result.check is not None
+        entry["files"]["onnx"] = onnx_path.name
+        entry["onnx_sha256"] = content_sha256(onnx_path)
+        entry["convert_s"] = result.convert_s
+        entry["check"] = {"max_abs_err": result.check.max_abs_err, "max_rel_err": result.check.max_rel_err}
+        entry["measured_with"] = {**result.versions, "keras": keras.__version__, "python": platform.python_version()}
+    del tf
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--models", default="convnet,mlp", help=f"comma list of {','.join(MODELS)} or 'all'")
+    parser.add_argument("--formats", default=",".join(FORMATS), help="comma list of keras,savedmodel,onnx")
+    parser.add_argument("--update-manifest", action="store_true", help="record what was measured here")
+    args = parser.parse_args(argv)
+    names = list(MODELS) if args.models == "all" else [n.strip() for n in args.models.split(",") if n.strip()]
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    unknown = [n for n in names if n not in MODELS] + [f for f in formats if f not in FORMATS]
+    if unknown:
+        parser.error(f"unknown model or format: {', '.join(unknown)}")
+    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.is_file() else {"models": {}}
+    status = 0
+    for name in names:
+        started = time.perf_counter()
+        entry = make(name, args.out_dir, formats)
+        line = f"{name}: {', '.join(entry['files'].values())} in {args.out_dir} ({time.perf_counter() - started:.1f} s)"
+        if "onnx_sha256" in entry:
+            recorded = manifest["models"].get(name, {}).get("onnx_sha256")
+            same = "matches the manifest" if recorded == entry["onnx_sha256"] else (
+                "differs from the manifest (other TF/tf2onnx versions?)" if recorded else "not in the manifest"
+            )
+            line += f"; onnx sha256 {entry['onnx_sha256'][:12]}… {same}; convert {entry['convert_s']} s, max abs err {entry['check']['max_abs_err']:.2g}"
+        print(line)
+        if args.update_manifest:
+            entry.pop("files")
+            manifest["models"][name] = entry
+    if args.update_manifest:
+        manifest["note"] = (
+            "onnx_sha256 is what models/make_models.py produced with the versions in measured_with; "
+            "weights are seeded, but the bytes depend on the TensorFlow, Keras and tf2onnx versions."
+        )
+        MANIFEST.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))  # run from a checkout without installing trtprof
+    sys.exit(main())
