@@ -168,7 +168,7 @@ class EngineCache:
         try:
             from filelock import FileLock
         except ImportError as err:  # pragma: no cover - core dependency
-            raise MissingDependency("filelock", "onnxruntime") from err
+            raise MissingDependency("filelock", None) from err
         lock_dir = self.root / LOCK_DIR
         lock_dir.mkdir(parents=True, exist_ok=True)
         with FileLock(str(lock_dir / f"{key.hexdigest}.lock"), timeout=LOCK_TIMEOUT_S):

@@ -25,8 +25,9 @@ class TrtprofError(Exception):
 class MissingDependency(TrtprofError):
     """An optional package is not installed; the message names the extra that brings it."""
 
-    def __init__(self, package: str, extra: str, *, why: str = "") -> None:
-        hint = f"pip install 'trtprof[{extra}]'"
+    def __init__(self, package: str, extra: str | None, *, why: str = "") -> None:
+        # extra=None: a core dependency that went missing (broken install), so name the package
+        hint = f"pip install 'trtprof[{extra}]'" if extra else f"pip install {package}"
         msg = f"{package} is not installed{(' (' + why + ')') if why else ''}; install it with: {hint}"
         super().__init__(msg)
         self.package = package

@@ -27,7 +27,7 @@ def _import_onnx():
     try:
         import onnx
     except ImportError as err:  # pragma: no cover - onnx is a core dependency
-        raise MissingDependency("onnx", "onnxruntime") from err
+        raise MissingDependency("onnx", None) from err
     return onnx
 
 

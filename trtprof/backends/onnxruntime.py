@@ -31,7 +31,7 @@ def _ort():
     try:
         import onnxruntime
     except ImportError as err:
-        raise MissingDependency("onnxruntime", "onnxruntime") from err
+        raise MissingDependency("onnxruntime", None) from err
     return onnxruntime
 
 
@@ -126,7 +126,7 @@ class OnnxRuntimeBackend:
 
     def available(self) -> Availability:
         if importlib.util.find_spec("onnxruntime") is None:
-            return Availability(False, "onnxruntime is not installed: pip install 'trtprof[onnxruntime]'")
+            return Availability(False, "onnxruntime is not installed: pip install onnxruntime (or onnxruntime-gpu)")
         return Availability(True)
 
     def check_precision(self, precision: Precision) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
+from . import add_common_debug
 from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..spec import Precision
 from ..timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
@@ -23,6 +24,7 @@ def add_shape_args(parser: argparse.ArgumentParser, *, batch_default: str | None
 
 
 def add_timing_args(parser: argparse.ArgumentParser) -> None:
+    add_common_debug(parser)
     g = parser.add_argument_group("timing")
     g.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help=f"warmup runs (default {DEFAULT_WARMUP})")
     g.add_argument("--warmup-ms", type=float, default=None, help="also warm up for at least this many ms")

@@ -32,6 +32,7 @@ def add_parser(sub) -> None:
                    help="TensorRT < 11 with --fp16: how strictly layer precisions are kept")
     g.add_argument("--layer-precisions", default=None, metavar="LAYER:fp32,…",
                    help="per-layer precisions, like trtexec --layerPrecisions")
+    _common.add_common_debug(p)
     p.set_defaults(func=run)
 
 

@@ -29,7 +29,7 @@ def convert_to_fp16(
     try:
         from onnxconverter_common import float16
     except ImportError as err:
-        raise MissingDependency("onnxconverter-common", "onnxruntime", why="needed for FP16 graph conversion") from err
+        raise MissingDependency("onnxconverter-common", None, why="needed for FP16 graph conversion") from err
     kwargs = {"keep_io_types": keep_io_types}
     if op_block_list is not None:
         kwargs["op_block_list"] = list(op_block_list)

@@ -1,0 +1,103 @@
+"""Shared fixtures: small ONNX models the tests make themselves (onnx.helper, seeded weights)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+OPSET = 17
+
+
+def _save(graph, path: Path, *, opsets=None) -> Path:
+    import onnx
+    from onnx import helper
+
+    model = helper.make_model(graph, opset_imports=opsets or [helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture
+def conv_model(tmp_path: Path) -> Path:
+    from trtprof.samples import make_demo_model
+
+    return make_demo_model(tmp_path / "convnet.onnx", channels=8, image=16, classes=10)
+
+
+@pytest.fixture
+def multi_io_model(tmp_path: Path) -> Path:
+    """Two inputs (float32 [N,4], int64 [N,3]) and two outputs (float32 [N,2], int64 [N])."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array(rng.standard_normal((4, 2)).astype(np.float32), "w")
+    emb = numpy_helper.from_array(rng.standard_normal((100, 2)).astype(np.float32), "emb")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+        helper.make_node("Gather", ["emb", "ids"], ["g"], name="gather", axis=0),  # [N,3,2]
+        helper.make_node("ReduceSum", ["g", "axes"], ["gs"], name="rsum", keepdims=0),  # [N,2]
+        helper.make_node("Add", ["xw", "gs"], ["scores"], name="add"),
+        helper.make_node("ReduceMax", ["ids", "axes"], ["top"], name="rmax", keepdims=0),  # [N]
+    ]
+    graph = helper.make_graph(
+        nodes, "multi_io",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 3])],
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["N", 2]),
+         helper.make_tensor_value_info("top", TensorProto.INT64, ["N"])],
+        [w, emb, axes],
+    )
+    return _save(graph, tmp_path / "multi_io.onnx", opsets=[helper.make_opsetid("", 18)])
+
+
+@pytest.fixture
+def static_batch_model(tmp_path: Path) -> Path:
+    """Batch fixed to 2."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "static",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+    )
+    return _save(graph, tmp_path / "static.onnx")
+
+
+@pytest.fixture
+def dynamic_seq_model(tmp_path: Path) -> Path:
+    """Input [batch, seq, 4]: seq is dynamic too, so it needs --shape."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["tokens"], ["y"], name="relu")], "dyn_seq",
+        [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, ["batch", "seq", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 4])],
+    )
+    return _save(graph, tmp_path / "dyn_seq.onnx")
+
+
+@pytest.fixture
+def unsupported_op_model(tmp_path: Path) -> Path:
+    """A node of a custom domain that onnxruntime has no kernel for."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("FancyOp", ["x"], ["y"], name="fancy", domain="com.example")], "custom",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
+    return _save(graph, tmp_path / "custom.onnx",
+                 opsets=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.example", 1)])
+
+
+def tree_snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """{relative path: (size, mtime_ns)} of every file under root (locks excluded)."""
+    if not root.exists():
+        return {}
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*")) if p.is_file() and ".locks" not in p.parts
+    }
