@@ -42,6 +42,8 @@ class BuildOptions:
         workspace = spec.option("workspace_mb")
         level = spec.option("builder_optimization_level")
         constraints = spec.option("precision_constraints")
+        if constraints == "none":  # the CLI's explicit "no constraints"
+            constraints = None
         layers = parse_layer_precisions(spec.option("layer_precisions"))
         if workspace is not None and (not _is_int(workspace) or int(workspace) <= 0):
             raise BadInput(f"--workspace-mb must be a positive integer, got {workspace!r}")
@@ -319,9 +321,25 @@ def build_engine(model: Path, spec: BuildSpec, out: Path) -> BuildReport:
         }
     )
     metadata.update(_plan_summary(out, notes))
+    effective = effective_precision(spec.precision, metadata.get("layers_by_precision"))
+    if effective is not None:
+        metadata["effective_precision"] = effective
+        if effective != spec.precision.value:
+            notes.insert(0, f"NOT an FP16 engine: TensorRT chose FP32 kernels for every layer (effective {effective})")
     if tail:
         metadata["builder_warnings"] = list(tail.messages)
     return BuildReport(metadata=metadata, notes=notes)
+
+
+def effective_precision(requested: Precision, by_precision: Mapping[str, int] | None) -> str | None:
+    """What an FP16 request really gave: "fp16" when TensorRT ran at least one layer in FP16 (TensorRT
+    keeps some layers FP32 in every FP16 engine; that is normal), "fp32" when it ran none. None when
+    the inspector could not tell."""
+    if requested is not Precision.FP16:
+        return requested.value
+    if not by_precision:
+        return None
+    return "fp16" if by_precision.get("fp16", 0) > 0 else "fp32"
 
 
 def _plan_summary(plan_path: Path, notes: list[str]) -> dict[str, Any]:

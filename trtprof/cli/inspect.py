@@ -1,0 +1,138 @@
+"""trtprof inspect ENGINE [--json] [--profile-layers --batch-size N --iterations N]
+
+TensorRT engines: every layer with its type, precision and tactic, the reformat layers TensorRT
+inserted, counts per precision; with ``--profile-layers``, per-layer times from a separate profiled
+run (never the latency run). Other backends' engines (and TensorRT engines on a machine without
+TensorRT) show what their metadata records, e.g. FP16/FP32 node counts, instead of failing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import backends
+from ..cache import EngineRecord, list_engines
+from ..errors import BackendUnavailable, BadInput
+from . import _common
+
+DEFAULT_PROFILE_ITERATIONS = 20  # per-layer medians settle within a few runs; this is not the latency run
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("inspect", help="show an engine's layers, precisions, tactics and per-layer times",
+                       description="Show what is inside cached engines: layers with type, precision and "
+                                   "tactic (TensorRT), or the build metadata (other backends).")
+    p.add_argument("engine", type=Path, help="engine artifact, its metadata JSON, or an engines dir")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--profile-layers", action="store_true",
+                   help="TensorRT: time each layer in a separate profiled run (IProfiler)")
+    p.add_argument("--batch-size", type=int, default=None, help="batch size of the profiled run (default: opt batch)")
+    p.add_argument("--iterations", type=int, default=DEFAULT_PROFILE_ITERATIONS,
+                   help=f"profiled runs (default {DEFAULT_PROFILE_ITERATIONS})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs of the profiled run")
+    p.set_defaults(func=run)
+
+
+def _stored(record: EngineRecord) -> dict[str, Any]:
+    return {
+        "engine": str(record.artifact_path),
+        "model": record.model,
+        "backend": record.backend,
+        "precision": record.precision,
+        "effective_precision": record.backend_metadata.get("effective_precision", record.precision),
+        "environment": record.environment,
+        "metadata": record.backend_metadata,
+        "notes": record.notes,
+    }
+
+
+def _print_stored(info: dict[str, Any]) -> None:
+    print(f"{info['engine']}")
+    print(f"  model {info['model']}  backend {info['backend']}  precision {info['precision']}"
+          f"  effective {info['effective_precision']}")
+    for key, value in sorted(info["metadata"].items()):
+        text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+        print(f"  {key}: {text}")
+    for note in info["notes"]:
+        print(f"  note: {note}")
+
+
+def _inspect_tensorrt(record: EngineRecord, args: argparse.Namespace) -> dict[str, Any]:
+    from ..backends.tensorrt.runner import TensorRTRunner
+    from ..inputs import make_inputs, resolve_shapes
+
+    backend = backends.get("tensorrt")
+    record.verify()
+    runner = backend.load(record.artifact_path, record)
+    if not isinstance(runner, TensorRTRunner):  # pragma: no cover - the registry maps tensorrt to it
+        raise BadInput(f"backend {backend.name!r} returned {type(runner).__name__}, not a TensorRT runner")
+    try:
+        result: dict[str, Any] = _stored(record)
+        shapes = None
+        if args.profile_layers:
+            batch = args.batch_size or record.spec.opt_batch
+            if not record.spec.min_batch <= batch <= record.spec.max_batch:
+                raise BadInput(f"--batch-size {batch} is outside the engine's batch range "
+                               f"{record.spec.min_batch}..{record.spec.max_batch}")
+            shapes = resolve_shapes(runner.inputs, batch, record.spec.shape_overrides(), model_path=record.model_path)
+            runner.prepare(shapes)
+        result["inspection"] = runner.inspect().to_json()
+        if shapes is not None:
+            feeds = make_inputs(runner.inputs, shapes, seed=args.seed)
+            result["layer_profile"] = runner.profile_layers(shapes, feeds, args.iterations).to_json()
+        return result
+    finally:
+        runner.close()
+
+
+def _print_inspection(info: dict[str, Any]) -> None:
+    inspection = info["inspection"]
+    print(f"{info['engine']}")
+    print(f"  model {info['model']}  TensorRT {info['environment'].get('tensorrt_version')}  "
+          f"{info['environment'].get('gpu_name')}  precision {info['precision']}")
+    print(f"  I/O tensors: {', '.join(inspection['io_tensors'])}")
+    rows = [
+        (i, layer["name"][:60], layer["type"], layer["precision"] or "?", layer["tactic"][:40],
+         "reformat" if layer["reformat"] else "")
+        for i, layer in enumerate(inspection["layers"])
+    ]
+    print(_common.format_table(("#", "layer", "type", "precision", "tactic", ""), rows))
+    counts = ", ".join(f"{k} {v}" for k, v in inspection["counts_by_precision"].items())
+    print(f"  {len(rows)} layers ({counts}); {inspection['reformat_layers']} reformat layer(s)")
+    profile = info.get("layer_profile")
+    if profile:
+        total = profile["total_median_ms"] or 1.0
+        layers = sorted(profile["layers"], key=lambda t: -t["median_ms"])
+        prow = [(t["name"][:60], f"{t['median_ms']:.4f}", f"{100 * t['median_ms'] / total:.1f}%") for t in layers]
+        print(f"\n  per-layer times, batch {profile['batch_size']}, median of {profile['iterations']} profiled runs "
+              f"(profiler on: not the latency; see `trtprof bench`)")
+        print(_common.format_table(("layer", "median ms", "share"), prow))
+        print(f"  sum of layer medians: {profile['total_median_ms']:.4f} ms")
+
+
+def run(args: argparse.Namespace) -> int:
+    records = list_engines(args.engine)
+    out = []
+    for record in records:
+        if record.backend != "tensorrt":
+            if args.profile_layers:
+                raise BadInput(f"--profile-layers needs a TensorRT engine; this one is {record.backend}",
+                               path=record.meta_path)
+            info = _stored(record)
+        else:
+            availability = backends.get("tensorrt").available()
+            if not availability.ok:
+                if args.profile_layers:
+                    raise BackendUnavailable(f"--profile-layers needs TensorRT and a GPU: {availability.reason}")
+                info = _stored(record)
+                info["notes"] = [*info["notes"], f"layer detail needs TensorRT and a GPU here: {availability.reason}"]
+            else:
+                info = _inspect_tensorrt(record, args)
+        out.append(info)
+        if not args.json:
+            (_print_inspection if "inspection" in info else _print_stored)(info)
+    if args.json:
+        print(json.dumps(out if len(out) != 1 else out[0], indent=2, sort_keys=True, default=str))
+    return 0
