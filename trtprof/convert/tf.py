@@ -571,8 +571,8 @@ def cache_entry(path: Path, cache_dir: Path, **options: Any) -> tuple[Path, Path
     key = hashlib.sha256(f"{CONVERT_SCHEMA}\n{sha}\n{_options_key(options)}".encode()).hexdigest()
     stem_name = path.stem if path.is_file() else path.name
     stem = re.sub(r"[^A-Za-z0-9_-]", "_", stem_name) or "model"
-    base = Path(cache_dir) / f"{stem}.tf.{key[:16]}"
-    return base.with_suffix(".onnx"), base.with_suffix(".json"), sha
+    base = f"{stem}.tf.{key[:16]}"
+    return Path(cache_dir) / f"{base}.onnx", Path(cache_dir) / f"{base}.json", sha
 
 
 def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **options: Any) -> ConversionResult:
@@ -591,7 +591,7 @@ def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **
     lock_dir = cache_dir / ".locks"
     lock_dir.mkdir(exist_ok=True)
     with FileLock(str(lock_dir / f"{onnx_path.stem}.lock"), timeout=3600):
-        hit = _read_hit(onnx_path, meta_path)
+        hit = _read_hit(onnx_path, meta_path, sha)
         if hit is not None and (hit.check is not None or not check):
             return hit
         result = convert_tf(path, onnx_path, check=check, source_sha256=sha, **options)
@@ -601,12 +601,16 @@ def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **
         return result
 
 
-def _read_hit(onnx_path: Path, meta_path: Path) -> ConversionResult | None:
+def _read_hit(onnx_path: Path, meta_path: Path, source_sha256: str) -> ConversionResult | None:
     if not onnx_path.is_file() or not meta_path.is_file():
         return None
     try:
         data = json.loads(meta_path.read_text())
-        if data.get("schema") != CONVERT_SCHEMA or data.get("onnx_sha256") != sha256_file(onnx_path):
+        if (
+            data.get("schema") != CONVERT_SCHEMA
+            or data.get("source_sha256") != source_sha256
+            or data.get("onnx_sha256") != sha256_file(onnx_path)
+        ):
             return None  # stale or damaged: convert again, replacing it
         return ConversionResult.from_json(data, onnx_path)
     except (OSError, ValueError, KeyError, TypeError):
