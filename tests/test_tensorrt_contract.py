@@ -17,7 +17,6 @@ from trtprof import backends
 from trtprof.backends.tensorrt import TensorRTBackend, compat
 from trtprof.backends.tensorrt import device as trt_device
 from trtprof.build import build_engines
-from trtprof.cache import EngineRecord
 from trtprof.errors import BadInput, BuildFailed, CacheCorrupt, IncompatibleEngine
 from trtprof.spec import BuildSpec, Precision
 

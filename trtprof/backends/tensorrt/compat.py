@@ -156,7 +156,7 @@ _DTYPE_NAMES = {
     "fp4": "fp4",
     "tf32": "tf32",
 }
-_FORMAT_TOKENS = re.compile(r"\b(FP32|FP16|BF16|Int8|INT8|FP8|Int32|INT32|Int64|INT64|Bool|BOOL|UInt8|UINT8|Half|Float)\b")
+_FORMAT_TOKENS = re.compile(r"\b(FP32|FP16|BF16|BFloat16|Int8|INT8|FP8|Int32|INT32|Int64|INT64|Bool|BOOL|UInt8|UINT8|Half|Float)\b")
 
 
 def io_tensor_names(info: Mapping[str, Any]) -> list[str]:

@@ -50,19 +50,15 @@ def device_count() -> tuple[int, str]:
 
 
 def query_device(index: int = 0) -> DeviceInfo | None:
-    """Name and compute capability of device ``index``, or None when there is none."""
+    """Name and compute capability of device ``index`` (via trtprof.cuda), or None when there is none."""
     count, _ = device_count()
     if count <= index:
         return None
-    cudart = _cudart()
-    if cudart is None:
-        return None
+    from ... import cuda
+    from ...errors import CudaError
+
     try:
-        err, props = cudart.cudaGetDeviceProperties(index)
-    except Exception:
+        major, minor = cuda.compute_capability(index)
+        return DeviceInfo(name=cuda.device_name(index), compute_capability=f"{major}.{minor}")
+    except CudaError:
         return None
-    if int(err) != 0:
-        return None
-    raw = props.name
-    name = raw.split(b"\0", 1)[0].decode(errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
-    return DeviceInfo(name=name.strip(), compute_capability=f"{props.major}.{props.minor}")

@@ -217,29 +217,31 @@ def profile_layers(
 
     if iterations < 1:
         raise BadInput(f"--iterations must be at least 1, got {iterations}")
+    from contextlib import ExitStack
+
     context = engine.create_execution_context()
     names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
     inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
     for name in inputs:
         if not context.set_input_shape(name, tuple(input_shapes[name])):
             raise BadInput(f"input {name!r}: shape {tuple(input_shapes[name])} is outside the engine's profile")
-    buffers = []
-    with cuda.Stream() as stream:
+    sink: dict[str, list[float]] = defaultdict(list)
+    with ExitStack() as stack:
+        stream = stack.enter_context(cuda.Stream())
         for name in names:
             shape = compat.dims_tuple(context.get_tensor_shape(name))
             dtype = np.dtype(trt.nptype(engine.get_tensor_dtype(name)))
             nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
-            buf = cuda.DeviceBuffer(nbytes)
-            buffers.append(buf)
+            buf = stack.enter_context(cuda.DeviceBuffer(nbytes))
             if name in feeds:
-                host = np.ascontiguousarray(feeds[name], dtype=dtype)
+                host = stack.enter_context(cuda.PinnedHostBuffer(nbytes)).array(shape, dtype)
+                host[...] = np.asarray(feeds[name], dtype=dtype)
                 cuda.memcpy_htod_async(buf.ptr, host, stream)
             context.set_tensor_address(name, buf.ptr)
         stream.synchronize()
         for _ in range(warmup):
             context.execute_async_v3(stream.handle)
         stream.synchronize()
-        sink: dict[str, list[float]] = defaultdict(list)
         context.profiler = make_profiler(sink)
         for _ in range(iterations):
             if not context.execute_async_v3(stream.handle):
@@ -248,5 +250,5 @@ def profile_layers(
     order = [layer.name for layer in inspect_engine(engine, context).layers]
     first = [shape for shape in input_shapes.values() if shape]
     batch = first[0][0] if first else 1
-    del context, buffers
+    del context
     return LayerProfile(batch_size=int(batch), iterations=iterations, layers=summarize_layer_times(sink, order))

@@ -101,30 +101,34 @@ class TensorRTRunner:
 
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Host in, host out (accuracy checks). Allocates per call: not a path to time."""
+        from contextlib import ExitStack
+
         from ... import cuda
 
         out_shapes = self.prepare({n: tuple(np.shape(feeds[n])) for n in self._input_names if n in feeds})
         dtypes = {s.name: np.dtype(s.dtype) for s in (*self.inputs, *self.outputs)}
-        device: dict[str, Any] = {}
-        results: dict[str, np.ndarray] = {}
-        with cuda.Stream() as stream:
+        pointers: dict[str, int] = {}
+        hosts: dict[str, np.ndarray] = {}
+        with ExitStack() as stack:
+            stream = stack.enter_context(cuda.Stream())
             for name in self._input_names:
-                host = np.ascontiguousarray(feeds[name], dtype=dtypes[name])
-                device[name] = cuda.DeviceBuffer(max(1, host.nbytes))
-                cuda.memcpy_htod_async(device[name].ptr, host, stream)
-            hosts = {}
+                data = np.asarray(feeds[name], dtype=dtypes[name])
+                host = stack.enter_context(cuda.PinnedHostBuffer(max(1, data.nbytes))).array(data.shape, data.dtype)
+                host[...] = data
+                pointers[name] = stack.enter_context(cuda.DeviceBuffer(max(1, data.nbytes))).ptr
+                cuda.memcpy_htod_async(pointers[name], host, stream)
             for name, shape in out_shapes.items():
-                nbytes = int(np.prod(shape, dtype=np.int64)) * dtypes[name].itemsize
-                device[name] = cuda.DeviceBuffer(max(1, nbytes))
-                hosts[name] = cuda.PinnedHostBuffer(max(1, nbytes))
-            self.enqueue({n: b.ptr for n, b in device.items()}, stream.handle)
-            for name, shape in out_shapes.items():
-                array = hosts[name].array(shape, dtypes[name])
-                cuda.memcpy_dtoh_async(array, device[name].ptr, stream)
+                nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dtypes[name].itemsize)
+                pointers[name] = stack.enter_context(cuda.DeviceBuffer(nbytes)).ptr
+                hosts[name] = stack.enter_context(cuda.PinnedHostBuffer(nbytes)).array(shape, dtypes[name])
+            try:
+                self.enqueue(pointers, stream.handle)
+            finally:
+                self._addresses.clear()  # these buffers are freed below; the next enqueue rebinds
+            for name in out_shapes:
+                cuda.memcpy_dtoh_async(hosts[name], pointers[name], stream)
             stream.synchronize()
-            for name, shape in out_shapes.items():
-                results[name] = np.array(hosts[name].array(shape, dtypes[name]), copy=True)
-        self._addresses.clear()  # those buffers are freed; the next enqueue rebinds
+            results = {name: np.array(hosts[name], copy=True) for name in out_shapes}
         return results
 
     def inspect(self) -> "EngineInspection":
