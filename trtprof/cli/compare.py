@@ -1,0 +1,116 @@
+"""trtprof compare MODEL_OR_ENGINES: FP16 vs FP32 speedup with a CI, accuracy beside it, and why."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import compare as cmp
+from ..errors import BadInput
+from ..inputs import parse_batch_sizes
+from ..spec import Precision
+from . import _common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "compare", help="FP16 vs FP32: speedup with a 95%% CI, accuracy delta, and a why-not-faster diagnosis",
+        description="Run the precisions interleaved (A B, B A, …) on the same inputs until every median is known "
+                    "to --target-ci or the time budget is spent; per batch size print the speedup with its "
+                    "bootstrap CI, a verdict, the accuracy delta and the reasons.")
+    p.add_argument("model", type=Path, metavar="MODEL_OR_ENGINES",
+                   help="ONNX/TensorFlow model (missing engines are built), or an engines dir")
+    p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
+                   help="baseline first, then candidates (default fp32,fp16)")
+    _common.add_shape_args(p, batch_default=None)
+    p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
+    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch")
+    p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
+                   help=f"stop when every median's 95%% CI half-width is within this fraction of it "
+                        f"(default {cmp.DEFAULT_TARGET_CI})")
+    p.add_argument("--time-budget-s", type=float, default=cmp.DEFAULT_TIME_BUDGET_S,
+                   help=f"measuring time per batch size, warmup excluded (default {cmp.DEFAULT_TIME_BUDGET_S:g}); "
+                        f"at least {cmp.MIN_ROUNDS} rounds run regardless")
+    p.add_argument("--round-iterations", type=int, default=None,
+                   help=f"iterations per precision per round (default: about {cmp.DEFAULT_ROUND_S:g} s worth)")
+    p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
+    p.add_argument("--md", action="store_true", help="also print the Markdown summary")
+    p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
+    p.add_argument("--cuda-graph", action="store_true", help="GPU: replay a captured CUDA graph")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
+    _common.add_common_debug(p)
+    p.set_defaults(func=run)
+
+
+def parse_precisions(text: str) -> list[Precision]:
+    precisions = list(dict.fromkeys(Precision.parse(t) for t in text.split(",") if t.strip()))
+    if len(precisions) < 2:
+        raise BadInput(f"--precisions {text!r}: give a baseline and at least one candidate, e.g. fp32,fp16")
+    return precisions
+
+
+def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
+    if not 0 < args.target_ci < 1:
+        raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
+    if args.time_budget_s <= 0:
+        raise BadInput("--time-budget-s must be > 0")
+    if args.round_iterations is not None and args.round_iterations <= 0:
+        raise BadInput("--round-iterations must be > 0")
+    return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
+                         round_iterations=args.round_iterations, copies=not args.no_copies,
+                         cuda_graph=args.cuda_graph)
+
+
+def print_comparison(c: dict) -> None:
+    s, acc = c["speedup"], c["accuracy"]
+    lat = c["latency"]
+    print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
+          f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
+          f"({c['rounds']} rounds, stopped: {c['stop_reason']})")
+    for side in ("baseline", "candidate"):
+        x = lat[side]
+        eff = "" if x["effective_precision"] == x["precision"] else f" (effective {x['effective_precision']})"
+        print(f"  {x['precision']}{eff}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
+              f"n={x['n']}")
+    print(f"  accuracy vs {c['baseline']}: max abs {acc['max_abs_err']:.3g}, max rel {acc['max_rel_err']:.3g}, "
+          f"{acc['mismatch_fraction']:.2%} beyond rtol {acc['rtol']:g}/atol {acc['atol']:g}, "
+          f"non-finite {acc['nonfinite']}")
+    if acc["nonfinite"]:
+        print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
+    for f in c["diagnosis"]:
+        print(f"  why [{f['rule']}]: {f['message']}")
+
+
+def run(args: argparse.Namespace) -> int:
+    precisions = parse_precisions(args.precisions)
+    plan = _plan(args)
+    sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
+
+    def on_built(outcome) -> None:
+        r = outcome.record
+        print(f"{r.precision:<6} {r.backend:<12} {outcome.status:<9} {r.artifact_path}  {outcome.seconds:.2f} s")
+
+    def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
+        widths = ", ".join(f"{k} ±{v:.2%}" for k, v in outcome.half_widths.items())
+        print(f"batch {batch}: {outcome.rounds} rounds in {outcome.elapsed_s:.1f} s ({outcome.stop_reason}; {widths})",
+              file=sys.stderr)
+
+    report = cmp.compare_model(
+        args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
+        shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+        on_built=on_built, on_batch=on_batch,
+    )
+    data = report.to_json()
+    for c in data["comparisons"]:
+        print_comparison(c)
+    report.write_json(args.out)
+    for w in data["warnings"]:
+        print(f"WARNING: {w}")
+    if args.md:
+        from ..report import load, markdown_summary
+
+        print()
+        print(markdown_summary(load(args.out)), end="")
+    print(f"compare: {args.out}")
+    return 0

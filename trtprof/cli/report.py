@@ -1,0 +1,27 @@
+"""trtprof report RESULTS.json -o report.html: one self-contained HTML page + Markdown on stdout."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from . import _common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("report", help="one self-contained HTML report from a compare (or bench) JSON",
+                       description="Verdict table, speedup vs batch with CI error bars, histograms and ECDFs per "
+                                   "batch size, diagnosis and environment in one HTML file (plots embedded); the "
+                                   "Markdown summary goes to stdout.")
+    p.add_argument("results", type=Path, help="JSON written by `trtprof compare` (or `trtprof bench`)")
+    p.add_argument("-o", "--out", type=Path, default=Path("report.html"), help="HTML output (default report.html)")
+    _common.add_common_debug(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report import write_report
+
+    out, summary = write_report(args.results, args.out)
+    print(summary, end="")
+    print(f"report: {out}")
+    return 0

@@ -1,0 +1,325 @@
+"""Why FP16 is not (much) faster: one rule per known cause, each finding carrying its evidence.
+
+Rules read only what was measured or recorded (per-stage medians, the fit across batch sizes, the
+engine's backend metadata, NVML state, the peak-rate table) and say nothing when their evidence is
+absent: a missing stage is not a finding. Thresholds are named constants with their reasons.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .results import BenchResult
+from .roofline import PeakRates
+
+# Latency is "overhead-bound" when at least half of it is the fit's intercept — time per call that
+# does not grow with batch (launches, Python, synchronisation) and that FP16 arithmetic cannot cut.
+OVERHEAD_SHARE = 0.5
+# trtexec warns when host enqueue time approaches GPU compute time: the GPU then waits for the host.
+ENQUEUE_BOUND_RATIO = 0.8
+# Clocks "moved" when the SM clock differs by more than 5 % between rounds (boost/throttle steps are
+# larger than that; reading noise is smaller).
+CLOCK_DRIFT = 0.05
+# GPU compute-time CV above 5 %: steady kernels on locked clocks vary well under 1 % (FACTS.md).
+UNSTABLE_CV = 0.05
+# Compute capability from which FP32 convolutions/GEMMs may silently use TF32 tensor cores.
+TF32_MIN_CC = 8.0
+
+TF32_KEYS = ("tf32", "allow_tf32", "tf32_enabled", "uses_tf32")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _median(result: BenchResult, stage: str) -> float | None:
+    s = result.stats.get(stage)
+    return None if s is None else float(s.p50)
+
+
+def _metadata(result: BenchResult) -> dict[str, Any]:
+    return dict(result.engine.get("backend_metadata", {}) or {})
+
+
+def overhead_bound(series: Sequence[BenchResult], batch_size: int) -> Finding | None:
+    """Fit median latency = intercept + slope · batch over the batch sizes of one precision."""
+    points = sorted({r.batch_size: r.latency.p50 for r in series}.items())
+    if len(points) < 2:
+        return None
+    from scipy import stats as sps
+
+    x = np.array([b for b, _ in points], dtype=np.float64)
+    y = np.array([m for _, m in points], dtype=np.float64)
+    fit = sps.linregress(x, y)
+    at = dict(points).get(batch_size)
+    if at is None or at <= 0 or fit.intercept <= 0:
+        return None
+    share = min(1.0, float(fit.intercept) / at)
+    if share < OVERHEAD_SHARE:
+        return None
+    precision = series[0].precision
+    return Finding(
+        "overhead_bound",
+        f"{precision} at batch {batch_size}: {share:.0%} of the {at:.3g} ms latency is fixed per-call cost "
+        f"(fit over batch sizes {', '.join(str(int(b)) for b in x)}: intercept {fit.intercept:.3g} ms, "
+        f"slope {fit.slope:.3g} ms/sample); FP16 shortens the math, not launches or host overhead",
+        {"precision": precision, "intercept_ms": float(fit.intercept), "slope_ms_per_sample": float(fit.slope),
+         "intercept_share": share, "latency_ms": at, "batch_sizes": [int(b) for b in x],
+         "medians_ms": [float(v) for v in y]},
+    )
+
+
+def transfer_bound(result: BenchResult) -> Finding | None:
+    h2d, d2h, compute = _median(result, "h2d_ms"), _median(result, "d2h_ms"), _median(result, "compute_ms")
+    if compute is None or (h2d is None and d2h is None):
+        return None
+    copies = (h2d or 0.0) + (d2h or 0.0)
+    if copies < compute:
+        return None
+    return Finding(
+        "transfer_bound",
+        f"{result.precision} at batch {result.batch_size}: host↔device copies take {copies:.3g} ms "
+        f"(H2D {h2d or 0:.3g} + D2H {d2h or 0:.3g}) ≥ compute {compute:.3g} ms; FP16 math does not shrink "
+        "FP32 inputs/outputs (keep data on the GPU, or measure with --no-copies)",
+        {"precision": result.precision, "h2d_ms": h2d, "d2h_ms": d2h, "compute_ms": compute},
+    )
+
+
+def enqueue_bound(result: BenchResult) -> Finding | None:
+    enqueue, compute = _median(result, "enqueue_ms"), _median(result, "compute_ms")
+    if enqueue is None or compute is None or compute <= 0:
+        return None
+    if enqueue < ENQUEUE_BOUND_RATIO * compute:
+        return None
+    return Finding(
+        "enqueue_bound",
+        f"{result.precision} at batch {result.batch_size}: host enqueue {enqueue:.3g} ms ≥ "
+        f"{ENQUEUE_BOUND_RATIO:g} × GPU compute {compute:.3g} ms: the GPU waits for the host (try CUDA graphs, "
+        "a larger batch)",
+        {"precision": result.precision, "enqueue_ms": enqueue, "compute_ms": compute,
+         "ratio": enqueue / compute, "threshold": ENQUEUE_BOUND_RATIO},
+    )
+
+
+def _tf32_state(result: BenchResult) -> bool | None:
+    meta = _metadata(result)
+    if str(result.engine.get("effective_precision", meta.get("effective_precision", ""))) == "tf32":
+        return True
+    for key in TF32_KEYS:
+        if key in meta and meta[key] is not None:
+            return bool(meta[key])
+    return None
+
+
+def tf32(baseline: BenchResult, rates: PeakRates | None) -> Finding | None:
+    if rates is None or baseline.precision != "fp32" or float(rates.compute_capability) < TF32_MIN_CC:
+        return None
+    used = _tf32_state(baseline)
+    ratio = rates.fp16_over_tf32
+    evidence = {"compute_capability": rates.compute_capability, "baseline_tf32": used,
+                "fp16_over_tf32_peak": ratio, "fp16_over_fp32_peak": rates.fp16_over_fp32}
+    if used is False:
+        return Finding(
+            "tf32",
+            f"the fp32 baseline is true FP32 (TF32 off) on sm_{rates.compute_capability.replace('.', '')}; "
+            f"frameworks default to TF32 here (PyTorch convolutions), against which FP16's peak is only "
+            f"{ratio:g}×: add tf32 to --precisions to measure that gain",
+            evidence,
+        )
+    if used:
+        return Finding(
+            "tf32",
+            f"the fp32 baseline ran with TF32 tensor cores (sm_{rates.compute_capability.replace('.', '')}): "
+            f"FP16's peak is only {ratio:g}× TF32's, not {rates.fp16_over_fp32:g}× true FP32",
+            evidence,
+        )
+    return Finding(
+        "tf32",
+        f"compute capability {rates.compute_capability} ≥ {TF32_MIN_CC}: the fp32 baseline may have used TF32 "
+        "tensor cores (the backend did not record whether), which narrows FP16's advantage",
+        evidence,
+    )
+
+
+def hardware(rates: PeakRates | None, speedup: float | None, roofline: Mapping[str, Any] | None = None) -> Finding | None:
+    if rates is None:
+        return None
+    ratio = rates.fp16_over_fp32
+    where = "tensor cores" if rates.fp16_tensor_cores else "CUDA cores"
+    if ratio < 1:
+        text = (f"this GPU (sm_{rates.compute_capability.replace('.', '')}) runs FP16 at 1/{1 / ratio:g} of its FP32 "
+                "rate: FP16 cannot be faster here")
+    else:
+        text = (f"hardware ceiling: FP16 peak is {ratio:g}× FP32 on sm_{rates.compute_capability.replace('.', '')} "
+                f"({where})" + (f"; measured {speedup:.2f}×" if speedup is not None else ""))
+    evidence: dict[str, Any] = {"compute_capability": rates.compute_capability, "fp16_over_fp32_peak": ratio,
+                                "fp32_flop_per_clk_sm": rates.fp32_flop_per_clk_sm,
+                                "fp16_flop_per_clk_sm": rates.fp16_flop_per_clk_sm, "source": rates.source}
+    if roofline:
+        share = roofline.get("share_of_peak")
+        if share is not None:
+            text += f"; the candidate reaches {share:.1%} of its peak FLOP/s"
+        evidence["roofline"] = dict(roofline)
+    return Finding("hardware", text, evidence)
+
+
+# Where backends record per-precision counts, most specific first: TensorRT's engine inspector (the
+# layers that really run), ONNX Runtime's census of the graph it executes, the converted ONNX graph.
+PRECISION_COUNT_KEYS = ("layers_by_precision", "node_precision", "onnx_nodes_by_precision")
+_PRECISION_NAMES = {"fp16": "fp16", "half": "fp16", "float16": "fp16", "fp32": "fp32", "float": "fp32",
+                    "float32": "fp32", "tf32": "fp32"}
+# Benign NVML clock-event reasons (idle between rounds, an application clock setting).
+BENIGN_THROTTLE = frozenset({"gpu_idle", "applications_clocks_setting"})
+
+
+def _precision_counts(meta: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
+    """(key used, {"fp16": n, "fp32": m}) from the first of ``PRECISION_COUNT_KEYS`` present.
+
+    Values may be counts (``{"FP16": 12}``) or per-op counts (``{"fp16": {"Conv": 3}}``).
+    """
+    for key in PRECISION_COUNT_KEYS:
+        table = meta.get(key)
+        if not isinstance(table, Mapping) or not table:
+            continue
+        out: dict[str, int] = {}
+        for name, value in table.items():
+            bucket = _PRECISION_NAMES.get(str(name).lower())
+            if bucket is None:
+                continue
+            if isinstance(value, Mapping):
+                n = sum(int(v) for v in value.values() if isinstance(v, (int, float)) and not isinstance(v, bool))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                n = int(value)
+            else:
+                continue
+            out[bucket] = out.get(bucket, 0) + n
+        if out:
+            return key, out
+    return "", {}
+
+
+def _reformats(meta: Mapping[str, Any]) -> int | None:
+    for key in ("reformat_layers", "reformats", "num_reformats"):
+        value = meta.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, (list, tuple)):
+            return len(value)
+    return None
+
+
+def fp16_not_fp16(candidate: BenchResult, device_kind: str | None = None) -> Finding | None:
+    if candidate.precision != "fp16":
+        return None
+    meta = _metadata(candidate)
+    effective = str(candidate.engine.get("effective_precision", meta.get("effective_precision", "fp16")))
+    source, counts = _precision_counts(meta)
+    reformats = _reformats(meta)
+    reasons = []
+    if effective != "fp16":
+        reasons.append(f"the backend reports effective precision {effective!r}")
+    if counts.get("fp32"):
+        reasons.append(f"{counts['fp32']} of {counts.get('fp32', 0) + counts.get('fp16', 0)} compute nodes/layers "
+                       f"still run in FP32 ({source})")
+    if reformats:
+        reasons.append(f"{reformats} reformat (FP32↔FP16 cast) layers")
+    if candidate.backend == "onnxruntime" and (device_kind == "cpu" or candidate.config.get("clock") == "perf_counter_ns"):
+        reasons.append("ONNX Runtime's CPU provider has no FP16 kernels for Conv/MatMul/Gemm and inserts casts to FP32")
+    if not reasons:
+        return None
+    return Finding(
+        "fp16_not_fp16",
+        f"fp16 that is not FP16 ({candidate.backend}, batch {candidate.batch_size}): " + "; ".join(reasons),
+        {"effective_precision": effective, "precision_counts": counts, "counts_from": source,
+         "reformat_layers": reformats,
+         "backend": candidate.backend, "notes": list(candidate.engine.get("notes", []))[:3]},
+    )
+
+
+def _walk(obj: Any, path: str = "") -> Iterable[tuple[str, Any]]:
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            yield from _walk(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(obj, (list, tuple)) and obj and all(isinstance(v, Mapping) for v in obj):
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{path}[{i}]")
+    else:
+        yield path, obj
+
+
+def _is_sm_clock(path: str) -> bool:
+    leaf = path.rsplit(".", 1)[-1].lower()
+    return "sm" in leaf and "clock" in leaf and "max" not in leaf
+
+
+def unstable_clocks(result: BenchResult) -> Finding | None:
+    """NVML evidence (SM clock drift between rounds, throttle reasons) or a high compute CV."""
+    clocks = [(p, float(v)) for p, v in _walk(result.device) if _is_sm_clock(p)
+              and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    throttles = []
+    for p, v in _walk(result.device):
+        if "throttle" not in p.lower() or not v:
+            continue
+        active = [r for r in v if r not in BENIGN_THROTTLE] if isinstance(v, (list, tuple)) else v
+        if active:
+            throttles.append((p, active))
+    notes = [w for w in result.warnings if "clock" in w.lower() or "throttl" in w.lower()]
+    compute = result.stats.get("compute_ms")
+    reasons = []
+    evidence: dict[str, Any] = {"precision": result.precision}
+    if clocks:
+        values = [v for _, v in clocks]
+        drift = (max(values) - min(values)) / max(values)
+        evidence["sm_clock_mhz"] = dict(clocks)
+        if drift > CLOCK_DRIFT:
+            reasons.append(f"SM clock ranged {min(values):.0f}–{max(values):.0f} MHz during the run")
+    if throttles:
+        evidence["throttle"] = dict((p, v) for p, v in throttles)
+        reasons.append("NVML reported throttling (" + ", ".join(f"{p}={v}" for p, v in throttles[:3]) + ")")
+    if compute is not None and compute.cv > UNSTABLE_CV:
+        evidence["compute_cv"] = compute.cv
+        reasons.append(f"GPU compute time CV {compute.cv:.1%} > {UNSTABLE_CV:.0%}")
+    if notes:
+        evidence["warnings"] = notes
+        reasons.extend(notes[:2])
+    if not reasons:
+        return None
+    return Finding(
+        "unstable_clocks",
+        f"{result.precision} at batch {result.batch_size}: unstable clocks — " + "; ".join(reasons)
+        + " (lock them: nvidia-smi -lgc <MHz>)",
+        evidence,
+    )
+
+
+def diagnose(
+    baseline: BenchResult,
+    candidate: BenchResult,
+    *,
+    series: Mapping[str, Sequence[BenchResult]] | None = None,
+    rates: PeakRates | None = None,
+    speedup: float | None = None,
+    roofline: Mapping[str, Any] | None = None,
+    device_kind: str | None = None,
+) -> list[Finding]:
+    """Every rule that has evidence for one baseline/candidate pair at one batch size."""
+    series = series or {}
+    findings = [
+        overhead_bound(series.get(candidate.precision, []), candidate.batch_size),
+        transfer_bound(candidate),
+        enqueue_bound(candidate),
+        tf32(baseline, rates),
+        hardware(rates, speedup, roofline),
+        fp16_not_fp16(candidate, device_kind),
+        unstable_clocks(baseline),
+        unstable_clocks(candidate),
+    ]
+    return [f for f in findings if f is not None]

@@ -1,0 +1,300 @@
+"""One self-contained HTML page (plots embedded as base64 PNG) and a Markdown summary.
+
+Why self-contained: a report gets mailed, attached to issues and archived with the engine; an HTML
+file that loads images or scripts from beside it (or from the web) breaks the moment it moves.
+Reads a ``trtprof compare`` JSON, or a ``trtprof bench`` results JSON (no verdicts then).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .errors import BadInput
+from .results import SCHEMA as RESULTS_SCHEMA
+from .results import BenchResult
+
+COMPARE_SCHEMA = "trtprof.compare/1"  # == compare.SCHEMA; not imported so reading stays light
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The JSON as a dict with ``kind`` "compare" or "bench"; one-line errors for anything else."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput("no such results file", path=path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise BadInput(f"not a JSON file ({err})", path=path) from err
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema == COMPARE_SCHEMA:
+        kind = "compare"
+    elif schema == RESULTS_SCHEMA:
+        kind = "bench"
+    else:
+        raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
+    try:
+        results = [BenchResult.from_json(r) for r in data.get("results", [])]
+    except (KeyError, TypeError, ValueError) as err:
+        raise BadInput(f"damaged results ({type(err).__name__}: {err})", path=path) from err
+    return {**data, "kind": kind, "parsed_results": results}
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures (matplotlib, Agg) → base64 PNG
+# ---------------------------------------------------------------------------------------------
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png_b64(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    _plt().close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _file_b64(path: Path) -> str:
+    return base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
+    """Speedup vs batch size with the bootstrap 95 % CI as error bars; 1.0 = no change."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for c in comparisons:
+        by_pair[f"{c['candidate']} vs {c['baseline']}"].append(c)
+    for label, group in by_pair.items():
+        group = sorted(group, key=lambda c: c["batch_size"])
+        b = [c["batch_size"] for c in group]
+        est = np.array([c["speedup"]["estimate"] for c in group])
+        low = est - np.array([c["speedup"]["ci_low"] for c in group])
+        high = np.array([c["speedup"]["ci_high"] for c in group]) - est
+        ax.errorbar(b, est, yerr=[np.maximum(low, 0), np.maximum(high, 0)], marker="o", capsize=4, label=label)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+    if len({c["batch_size"] for c in comparisons}) > 1:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("speedup (baseline / candidate median)")
+    ax.set_title("Speedup with 95 % bootstrap CI")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _png_b64(fig)
+
+
+def ecdf_figure(results: Sequence[BenchResult], batch_size: int) -> str:
+    """Empirical CDFs of latency (scipy's ecdf): shifts and tails show at a glance."""
+    from scipy import stats as sps
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for r in results:
+        x = np.asarray(r.samples_ms["latency_ms"], dtype=np.float64)
+        cdf = sps.ecdf(x).cdf
+        ax.step(cdf.quantiles, cdf.probabilities, where="post", label=f"{r.precision} (median {r.latency.p50:.3g} ms)")
+    high = max(float(np.percentile(r.samples_ms["latency_ms"], 99.5)) for r in results)
+    low = min(float(np.min(r.samples_ms["latency_ms"])) for r in results)
+    if high > low:
+        ax.set_xlim(low, high)
+    ax.set_xlabel("latency (ms), up to p99.5")
+    ax.set_ylabel("fraction of iterations ≤ x")
+    ax.set_title(f"Latency ECDF, batch {batch_size}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _png_b64(fig)
+
+
+def histogram_figures(results: Sequence[BenchResult]) -> dict[int, str]:
+    """The bench plots' histograms (``trtprof.plots``), one per batch size, as base64 PNG."""
+    from . import plots
+
+    with tempfile.TemporaryDirectory(prefix="trtprof-report-") as tmp:
+        paths = plots.histograms(results, Path(tmp))
+        out = {}
+        for path in paths:
+            batch = int(path.stem.replace("hist_batch", ""))
+            out[batch] = _file_b64(path)
+        return out
+
+
+def latency_figure(results: Sequence[BenchResult]) -> str:
+    from . import plots
+
+    with tempfile.TemporaryDirectory(prefix="trtprof-report-") as tmp:
+        return _file_b64(plots.latency_vs_batch(results, Path(tmp)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Text
+# ---------------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, spec: str = ".3g") -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    try:
+        return format(value, spec)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    rows = []
+    for c in comparisons:
+        s, acc = c["speedup"], c.get("accuracy") or {}
+        lat = c.get("latency", {})
+        nonfinite = acc.get("nonfinite")
+        rows.append([
+            str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
+            f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
+            _fmt(lat.get("baseline", {}).get("median_ms")), _fmt(lat.get("candidate", {}).get("median_ms")),
+            _fmt(acc.get("max_abs_err")), _fmt(acc.get("max_rel_err")),
+            _fmt(acc.get("mismatch_fraction"), ".2%") if acc else "–",
+            (f"{nonfinite} ⚠" if nonfinite else str(nonfinite if nonfinite is not None else "–")),
+        ])
+    return rows
+
+
+VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline median ms",
+                   "candidate median ms", "max abs err", "max rel err", "mismatch", "non-finite")
+
+
+def markdown_summary(data: Mapping[str, Any]) -> str:
+    """The verdict table and the diagnosis lines, as Markdown (printed by ``trtprof report``)."""
+    lines = [f"# trtprof: {data.get('model', '')} [{data.get('backend', '')}]", ""]
+    if data["kind"] == "compare":
+        lines += ["| " + " | ".join(VERDICT_HEADERS) + " |", "|" + "---|" * len(VERDICT_HEADERS)]
+        lines += ["| " + " | ".join(row) + " |" for row in verdict_rows(data["comparisons"])]
+        for w in data.get("warnings", []):
+            lines += ["", f"**WARNING:** {w}"]
+        for c in data["comparisons"]:
+            if c.get("diagnosis"):
+                lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
+                lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
+    else:
+        lines += ["| model | precision | backend | batch | median ms | p99 ms | n |", "|---|---|---|---|---|---|---|"]
+        for r in data["parsed_results"]:
+            lines.append(f"| {r.model} | {r.precision} | {r.backend} | {r.batch_size} | {r.latency.p50:.3f} | "
+                         f"{r.latency.p99:.3f} | {r.latency.n} |")
+    return "\n".join(lines) + "\n"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: int | None = None) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = f' class="v-{cell.split()[0]}"' if verdict_col is not None and i == verdict_col else ""
+            cells.append(f"<td{cls}>{html.escape(cell)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _img(b64: str, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th{background:#f3f3f3}td:first-child{text-align:left}.v-faster{background:#d8f5d0}.v-slower{background:#f8d4d4}
+.v-no{background:#eee}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
+img{max-width:100%;display:block;margin:.5em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
+li{margin:.3em 0}
+"""
+
+
+def render_html(data: Mapping[str, Any]) -> str:
+    """The page: verdict table, warnings, speedup plot, per-batch histograms and ECDFs, diagnosis,
+    roofline, environment. Every image is a data: URI; no external resource is referenced."""
+    results: list[BenchResult] = data["parsed_results"]
+    title = f"trtprof report: {data.get('model', '')} [{data.get('backend', '')}]"
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f"<p>created {html.escape(str(data.get('created', '')))}</p>"]
+    if data["kind"] == "compare":
+        comparisons = data["comparisons"]
+        settings = data.get("settings", {})
+        parts.append("<h2>Verdict</h2>")
+        parts.append(_table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3))
+        parts.append(f"<p>Speedup = baseline median / candidate median, interleaved rounds, "
+                     f"{_fmt(settings.get('confidence'), '.0%')} bootstrap CI; verdicts use an equivalence margin of "
+                     f"±{_fmt(settings.get('equivalence_margin'), '.0%')}.</p>")
+        for w in data.get("warnings", []):
+            parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
+        if comparisons:
+            parts.append("<h2>Speedup vs batch size</h2>" + _img(speedup_figure(comparisons), "speedup vs batch size"))
+        parts.append("<h2>Why: diagnosis</h2>")
+        for c in comparisons:
+            items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"
+                            for f in c.get("diagnosis", [])) or "<li>no rule found evidence</li>"
+            parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs "
+                         f"{html.escape(c['baseline'])} ({c.get('rounds', '?')} rounds, stopped: "
+                         f"{html.escape(str(c.get('stop_reason', '?')))})</h3><ul>{items}</ul>")
+        roof_rows = []
+        for c in comparisons:
+            for side in ("baseline", "candidate"):
+                r = (c.get("roofline") or {}).get(side)
+                if r:
+                    roof_rows.append([str(c["batch_size"]), c[side], _fmt(r.get("flops")), _fmt(r.get("bytes")),
+                                      _fmt(r.get("intensity_flop_per_byte")), _fmt(r.get("achieved_flops_per_s")),
+                                      _fmt(r.get("peak_flops_per_s")), _fmt(r.get("share_of_peak"), ".1%")
+                                      if r.get("share_of_peak") is not None else "–"])
+        if roof_rows:
+            parts.append("<h2>Roofline</h2><p>FLOPs count Conv, ConvTranspose, MatMul and Gemm (2 per MAC); bytes are "
+                         "weights plus every activation written once (unfused).</p>")
+            parts.append(_table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
+                                 "peak FLOP/s", "share of peak"), roof_rows))
+    else:
+        rows = [[r.model, r.precision, r.backend, str(r.batch_size), f"{r.latency.p50:.3f}", f"{r.latency.p99:.3f}",
+                 str(r.latency.n)] for r in results]
+        parts.append("<h2>Results</h2>" + _table(("model", "precision", "backend", "batch", "median ms", "p99 ms", "n"), rows))
+        if len({r.batch_size for r in results}) > 1:
+            parts.append("<h2>Latency vs batch size</h2>" + _img(latency_figure(results), "latency vs batch"))
+    if results:
+        parts.append("<h2>Latency distributions</h2>")
+        hists = histogram_figures(results)
+        by_batch: dict[int, list[BenchResult]] = defaultdict(list)
+        for r in results:
+            by_batch[r.batch_size].append(r)
+        for batch, group in sorted(by_batch.items()):
+            parts.append(f"<h3>batch {batch}</h3>")
+            if batch in hists:
+                parts.append(_img(hists[batch], f"histogram batch {batch}"))
+            parts.append(_img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
+    env = {"environment": data.get("environment", {})}
+    if data.get("device_peak"):
+        env["device_peak"] = data["device_peak"]
+    parts.append("<h2>Environment</h2><pre>" + html.escape(json.dumps(env, indent=1, default=str)) + "</pre>")
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def write_report(path: Path, out: Path) -> tuple[Path, str]:
+    """Write the HTML next to nothing else; return (html path, Markdown summary)."""
+    from .cache import atomic_write_text
+
+    data = load(path)
+    page = render_html(data)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, page)
+    return out, markdown_summary(data)
