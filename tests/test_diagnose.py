@@ -1,0 +1,111 @@
+"""Each diagnosis rule on crafted results: fires on its evidence, stays silent without it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trtprof import diagnose as dg
+from trtprof.results import BenchResult
+from trtprof.roofline import PEAKS
+
+
+def crafted(precision="fp16", batch=1, *, backend="torch", metadata=None, device=None, warnings=(), cv=0.0,
+            clock="cuda_events", **stage_medians_ms) -> BenchResult:
+    """Fake result: each stage is 101 samples around the given median (spread ``cv``)."""
+    stage_medians_ms.setdefault("latency_ms", sum(stage_medians_ms.values()) or 1.0)
+    spread = np.linspace(-1.0, 1.0, 101) * cv * np.sqrt(3)  # uniform with std ≈ cv (relative)
+    stages = {k: v * (1.0 + spread) for k, v in stage_medians_ms.items()}
+    meta = dict(metadata or {})
+    return BenchResult.from_samples(
+        stages=stages, span_s=1.0, batch_size=batch, model="m", precision=precision, backend=backend,
+        engine={"effective_precision": meta.get("effective_precision", precision), "backend_metadata": meta},
+        config={"clock": clock}, warnings=list(warnings), device=dict(device or {}),
+    )
+
+
+def test_overhead_bound_fit_reports_the_intercept_share():
+    series = [crafted(batch=b, latency_ms=2.0 + 0.01 * b) for b in (1, 8, 64)]
+    f = dg.overhead_bound(series, 1)
+    assert f is not None and f.rule == "overhead_bound"
+    assert f.evidence["intercept_ms"] == pytest.approx(2.0)
+    assert f.evidence["slope_ms_per_sample"] == pytest.approx(0.01)
+    assert f.evidence["intercept_share"] == pytest.approx(2.0 / 2.01)
+    # at batch 256 the same fit is mostly per-sample work: not overhead-bound
+    series.append(crafted(batch=256, latency_ms=2.0 + 0.01 * 256))
+    assert dg.overhead_bound(series, 256) is None
+    assert dg.overhead_bound(series[:1], 1) is None  # one batch size: no fit, no claim
+
+
+def test_compute_bound_series_is_not_overhead_bound():
+    series = [crafted(batch=b, latency_ms=0.05 + 1.0 * b) for b in (1, 4, 16)]
+    assert dg.overhead_bound(series, 1) is None
+
+
+def test_transfer_bound():
+    f = dg.transfer_bound(crafted(h2d_ms=0.6, d2h_ms=0.5, compute_ms=1.0))
+    assert f is not None and f.evidence["compute_ms"] == pytest.approx(1.0)
+    assert dg.transfer_bound(crafted(h2d_ms=0.2, d2h_ms=0.1, compute_ms=1.0)) is None
+    assert dg.transfer_bound(crafted(latency_ms=1.0)) is None  # CPU result: no copy stages
+
+
+def test_enqueue_bound():
+    assert dg.enqueue_bound(crafted(enqueue_ms=0.85, compute_ms=1.0)) is not None
+    assert dg.enqueue_bound(crafted(enqueue_ms=0.5, compute_ms=1.0)) is None
+
+
+def test_tf32_on_ampere_depends_on_what_the_backend_recorded():
+    on = crafted("fp32", metadata={"tf32": True})
+    off = crafted("fp32", metadata={"tf32": False})
+    unknown = crafted("fp32")
+    a100, volta = PEAKS["8.0"], PEAKS["7.0"]
+    f = dg.tf32(on, a100)
+    assert f is not None and f.evidence["baseline_tf32"] is True and "TF32" in f.message
+    assert dg.tf32(off, a100).evidence["baseline_tf32"] is False  # says it is true FP32, suggests tf32
+    assert dg.tf32(unknown, a100).evidence["baseline_tf32"] is None
+    assert dg.tf32(on, volta) is None  # no TF32 before compute capability 8.0
+    assert dg.tf32(on, None) is None
+
+
+def test_hardware_line_cites_its_source_and_says_when_fp16_is_slower():
+    pascal = dg.hardware(PEAKS["6.1"], 0.1)
+    assert "1/64" in pascal.message and pascal.evidence["source"]
+    hopper = dg.hardware(PEAKS["9.0"], 1.4, {"share_of_peak": 0.12})
+    assert "measured 1.40×" in hopper.message and "12.0%" in hopper.message
+    assert dg.hardware(None, 1.0) is None
+
+
+def test_fp16_not_fp16_from_ort_census_and_trt_layers():
+    ort = crafted(backend="onnxruntime", clock="perf_counter_ns", metadata={
+        "effective_precision": "fp32+casts", "node_precision": {"fp16": {}, "fp32": {"Conv": 3, "Gemm": 1}},
+        "fp16_nodes": 0, "fp32_fallback_nodes": 4})
+    f = dg.fp16_not_fp16(ort, "cpu")
+    assert f is not None and f.evidence["precision_counts"] == {"fp16": 0, "fp32": 4}
+    assert "4 of 4" in f.message and "CPU provider" in f.message
+    trt = crafted(backend="tensorrt", metadata={"effective_precision": "mixed",
+                                                 "layers_by_precision": {"FP16": 40, "FP32": 3}, "reformat_layers": 2})
+    f = dg.fp16_not_fp16(trt, "cuda")
+    assert f.evidence["precision_counts"] == {"fp16": 40, "fp32": 3} and f.evidence["reformat_layers"] == 2
+    clean = crafted(backend="tensorrt", metadata={"effective_precision": "fp16", "layers_by_precision": {"FP16": 40}})
+    assert dg.fp16_not_fp16(clean, "cuda") is None
+    assert dg.fp16_not_fp16(crafted("fp32", metadata={"effective_precision": "fp32"})) is None
+
+
+def test_unstable_clocks_from_nvml_state_and_compute_cv():
+    moved = {"first_round": {"before": {"sm_clock_mhz": 1980, "max_sm_clock_mhz": 1980, "throttle_reasons": ["gpu_idle"]}},
+             "last_round": {"after": {"sm_clock_mhz": 1500, "max_sm_clock_mhz": 1980,
+                                      "throttle_reasons": ["sw_thermal_slowdown"]}}}
+    f = dg.unstable_clocks(crafted(device=moved, compute_ms=1.0))
+    assert f is not None and "1500–1980" in f.message and "sw_thermal_slowdown" in f.message
+    steady = {"first_round": {"before": {"sm_clock_mhz": 1980, "throttle_reasons": ["gpu_idle"]}},
+              "last_round": {"after": {"sm_clock_mhz": 1965, "throttle_reasons": []}}}
+    assert dg.unstable_clocks(crafted(device=steady, compute_ms=1.0, cv=0.005)) is None
+    noisy = dg.unstable_clocks(crafted(device=steady, compute_ms=1.0, cv=0.2))
+    assert noisy is not None and noisy.evidence["compute_cv"] > dg.UNSTABLE_CV
+
+
+def test_diagnose_collects_only_rules_with_evidence():
+    base = crafted("fp32", compute_ms=1.0, h2d_ms=0.1, d2h_ms=0.1, metadata={"tf32": False})
+    cand = crafted("fp16", compute_ms=0.3, h2d_ms=0.2, d2h_ms=0.2)
+    rules = [f.rule for f in dg.diagnose(base, cand, rates=PEAKS["9.0"], speedup=1.5)]
+    assert rules == ["transfer_bound", "tf32", "hardware"]
+    assert dg.diagnose(crafted("fp32"), crafted("fp16")) == []
