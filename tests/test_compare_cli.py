@@ -1,0 +1,92 @@
+"""`trtprof compare` end to end on the embedded backend (ONNX Runtime, CPU), with a tiny time budget.
+
+No timing assertions: the contract checked is the JSON shape, the loud overflow flag, the diagnosis
+that the CPU "fp16" is not FP16, and that `trtprof report` turns the file into one HTML page.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from trtprof.cli import main
+
+from .test_accuracy import make_overflow_model
+from .test_report import assert_self_contained
+
+pytest.importorskip("onnxruntime")
+
+FAST = ["--backend", "onnxruntime", "--time-budget-s", "0.5", "--round-iterations", "20"]
+
+
+def test_compare_model_then_report(conv_model, tmp_path, capsys):
+    out = tmp_path / "compare.json"
+    engines = tmp_path / "engines"
+    assert main(["compare", str(conv_model), "--batch-sizes", "1,4", "--engines", str(engines), "--out", str(out),
+                 *FAST]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("speedup") == 2 and "[95% CI" in printed and "why [fp16_not_fp16]" in printed
+
+    data = json.loads(out.read_text())
+    assert data["schema"] == "trtprof.compare/1"
+    assert [c["batch_size"] for c in data["comparisons"]] == [1, 4]
+    for c in data["comparisons"]:
+        assert (c["baseline"], c["candidate"]) == ("fp32", "fp16")
+        s = c["speedup"]
+        assert s["ci_low"] <= s["estimate"] <= s["ci_high"] and s["ci_low"] > 0
+        assert c["verdict"] in ("faster", "slower", "no measurable difference")
+        assert set(c["accuracy"]) >= {"max_abs_err", "max_rel_err", "mismatch_fraction", "nonfinite"}
+        assert c["accuracy"]["nonfinite"] == 0 and math.isfinite(c["accuracy"]["max_abs_err"])
+        rules = {f["rule"] for f in c["diagnosis"]}
+        assert "fp16_not_fp16" in rules  # ORT CPU has no FP16 Conv/Gemm kernels: always true here
+        assert rules <= {"fp16_not_fp16", "overhead_bound", "unstable_clocks"}  # no GPU-only rule on a CPU
+        assert all(f["message"] and isinstance(f["evidence"], dict) for f in c["diagnosis"])
+        assert c["rounds"] >= 3 and len(c["round_ratios"]) == c["rounds"]
+        assert c["roofline"]["baseline"]["flops"] > 0
+    assert "environment" in data and len(data["results"]) == 4  # 2 precisions × 2 batch sizes, raw samples
+    assert all(len(r["samples_ms"]) == r["stats"]["latency_ms"]["n"] for r in data["results"])
+
+    # An engines dir works as input too: the same engines, no build.
+    out2 = tmp_path / "again.json"
+    assert main(["compare", str(engines), "--batch-sizes", "4", "--out", str(out2), *FAST]) == 0
+    assert [c["batch_size"] for c in json.loads(out2.read_text())["comparisons"]] == [4]
+    capsys.readouterr()
+
+    html = tmp_path / "report.html"
+    assert main(["report", str(out), "-o", str(html)]) == 0
+    assert "| 1 | fp16 vs fp32 |" in capsys.readouterr().out
+    assert_self_contained(html.read_text())
+
+
+def test_fp16_overflow_is_flagged_loudly(tmp_path, capsys):
+    model = make_overflow_model(tmp_path / "overflow.onnx")
+    out = tmp_path / "compare.json"
+    assert main(["compare", str(model), "--batch-sizes", "2", "--engines", str(tmp_path / "e"), "--out", str(out),
+                 *FAST]) == 0
+    printed = capsys.readouterr().out
+    assert "NON-FINITE" in printed and "WARNING" in printed
+    data = json.loads(out.read_text())
+    (c,) = data["comparisons"]
+    assert c["accuracy"]["nonfinite"] > 0 and c["accuracy"]["nonfinite_flag"] is True
+    assert c["diagnosis"][0]["rule"] == "nonfinite" and data["warnings"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--precisions", "fp32"], "baseline and at least one candidate"),
+    (["--precisions", "fp32,fp8"], "unknown precision"),
+    (["--target-ci", "0"], "--target-ci"),
+    (["--time-budget-s", "-1"], "--time-budget-s"),
+])
+def test_bad_arguments_are_one_line_errors(conv_model, tmp_path, capsys, args, needle):
+    assert main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("trtprof compare: error:") and needle in err and "\n" not in err
+
+
+def test_engines_dir_without_the_candidate_is_an_error(conv_model, tmp_path, capsys):
+    engines = tmp_path / "engines"
+    assert main(["build", str(conv_model), "--fp32", "--engines", str(engines), "--backend", "onnxruntime"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(engines), "--out", str(tmp_path / "c.json")]) == 2
+    assert "no fp16 engine here" in capsys.readouterr().err

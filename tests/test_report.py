@@ -1,0 +1,102 @@
+"""The HTML report is one self-contained file; the Markdown summary carries the verdict table."""
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+
+from trtprof import compare as cmp
+from trtprof.accuracy import compare_outputs
+from trtprof.cli import main
+from trtprof.diagnose import Finding
+from trtprof.report import load, markdown_summary, render_html
+from trtprof.results import BenchResult, ResultSet
+
+pytest.importorskip("matplotlib")
+
+
+def synthetic_result(precision: str, batch: int, median_ms: float, seed: int) -> BenchResult:
+    lat = median_ms * np.exp(0.05 * np.random.default_rng(seed).standard_normal(400))
+    return BenchResult.from_samples(stages={"latency_ms": lat}, span_s=float(lat.sum()) / 1e3, batch_size=batch,
+                                    model="net", precision=precision, backend="onnxruntime",
+                                    engine={"effective_precision": precision}, config={})
+
+
+def synthetic_compare_json(tmp_path, *, overflow: bool = False):
+    """A compare file built by the real Comparison/CompareReport code from synthetic samples."""
+    comparisons, results = [], []
+    for i, batch in enumerate((1, 16)):
+        base = synthetic_result("fp32", batch, 1.0 * batch, seed=i)
+        cand = synthetic_result("fp16", batch, 0.6 * batch, seed=10 + i)
+        results += [base, cand]
+        ref = {"y": np.ones(10)}
+        out = {"y": np.where(np.arange(10) == 0, np.inf, 1.0) if overflow else np.ones(10) * 1.001}
+        acc = compare_outputs(ref, out)
+        comparisons.append(cmp.Comparison(
+            batch_size=batch, baseline="fp32", candidate="fp16",
+            speedup=cmp.speedup_ci(base.samples_ms["latency_ms"], cand.samples_ms["latency_ms"]), accuracy=acc,
+            diagnosis=[Finding("overhead_bound", "<b>not html</b> fixed cost", {"intercept_ms": 0.1})],
+            baseline_result=base, candidate_result=cand, rounds=5, stop_reason="target",
+            round_ratios=[1.6] * 5, half_widths={"fp32": 0.005, "fp16": 0.004},
+        ))
+    report = cmp.CompareReport(model="net", backend="onnxruntime", plan=cmp.RoundPlan(), comparisons=comparisons,
+                               results=results, environment={"host": {"cpu": "test"}},
+                               warnings=["fp16 produced 1 non-finite output values"] if overflow else [])
+    path = tmp_path / "compare.json"
+    report.write_json(path)
+    return path
+
+
+def assert_self_contained(page: str) -> None:
+    srcs = re.findall(r'src="([^"]*)"', page)
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    for s in srcs:  # every embedded image decodes to a PNG
+        assert base64.b64decode(s.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<link" not in page and "<script" not in page and "href=" not in page
+
+
+def test_compare_report_is_self_contained_with_verdicts_and_escaped_text(tmp_path):
+    data = load(synthetic_compare_json(tmp_path))
+    page = render_html(data)
+    assert_self_contained(page)
+    assert page.count("<img") == 1 + 2 * 2  # speedup plot + histogram and ECDF per batch size
+    assert "faster" in page and "&lt;b&gt;not html&lt;/b&gt;" in page
+    md = markdown_summary(data)
+    assert md.count("| fp16 vs fp32 |") == 2 and "faster" in md
+
+
+def test_overflow_warning_is_loud_in_both_outputs(tmp_path):
+    data = load(synthetic_compare_json(tmp_path, overflow=True))
+    assert 'class="warn"' in render_html(data)
+    md = markdown_summary(data)
+    assert "**WARNING:**" in md and "1 ⚠" in md
+
+
+def test_cli_report_writes_html_and_prints_markdown(tmp_path, capsys):
+    src = synthetic_compare_json(tmp_path)
+    out = tmp_path / "sub" / "report.html"
+    assert main(["report", str(src), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| batch |" in printed and str(out) in printed
+    assert_self_contained(out.read_text())
+
+
+def test_bench_results_file_is_accepted(tmp_path):
+    rs = ResultSet(environment={}, results=[synthetic_result("fp32", b, b, seed=b) for b in (1, 2)])
+    rs.write_json(tmp_path / "results.json")
+    data = load(tmp_path / "results.json")
+    page = render_html(data)
+    assert_self_contained(page)
+    assert "Latency vs batch size" in page
+
+
+def test_wrong_files_are_one_line_errors(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps({"schema": "other"}))
+    assert main(["report", str(bad)]) == 2
+    assert main(["report", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("trtprof report: error:") for line in err)
