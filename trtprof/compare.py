@@ -15,6 +15,7 @@ Statistics (pure functions, tested on synthetic samples with known answers):
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -181,7 +182,7 @@ class Arm:
     stages: dict[str, list[np.ndarray]] = field(default_factory=dict)
     round_medians_ms: list[float] = field(default_factory=list)
     span_s: float = 0.0
-    notes: list[str] = field(default_factory=list)
+    note_counts: dict[str, list] = field(default_factory=dict)  # note shape → [first text, blocks]
     device_first: dict[str, Any] = field(default_factory=dict)
     device_last: dict[str, Any] = field(default_factory=dict)
     warmup_done: int = 0
@@ -192,12 +193,19 @@ class Arm:
             self.stages.setdefault(stage, []).append(np.asarray(values, dtype=np.float64))
         self.round_medians_ms.append(float(np.median(samples.latency_ms)))
         self.span_s += samples.span_s
-        for note in samples.notes:
-            if note not in self.notes:
-                self.notes.append(note)
+        for note in samples.notes:  # one entry per kind of note, not one per block
+            key = re.sub(r"[-+]?\d[\d.,]*", "#", note)
+            self.note_counts.setdefault(key, [note, 0])[1] += 1
         if not self.device_first:
             self.device_first = dict(samples.device)
         self.device_last = dict(samples.device)
+
+    @property
+    def notes(self) -> list[str]:
+        """The timing loop's warnings, each once, with how many of the blocks raised it."""
+        blocks = len(self.round_medians_ms)
+        return [f"{text} (in {n} of {blocks} blocks)" if blocks > 1 else text
+                for text, n in self.note_counts.values()]
 
     def pooled(self) -> dict[str, np.ndarray]:
         return {stage: np.concatenate(parts) for stage, parts in self.stages.items() if parts}
