@@ -17,7 +17,7 @@ from trtprof import backends
 from trtprof.backends.tensorrt import TensorRTBackend, compat
 from trtprof.backends.tensorrt import device as trt_device
 from trtprof.build import build_engines
-from trtprof.errors import BadInput, BuildFailed, CacheCorrupt, IncompatibleEngine
+from trtprof.errors import BadInput, BuildFailed, CacheCorrupt, IncompatibleEngine, MissingDependency
 from trtprof.spec import BuildSpec, Precision
 
 from .fakes.fake_tensorrt import FAKE_TIMING_CACHE, PLAN_MAGIC, call_names, calls_named, make_fake_tensorrt
@@ -100,6 +100,11 @@ def test_stub_only_namespace_package_is_not_tensorrt(tmp_path, monkeypatch):
 
     assert not tensorrt_installed()
     assert not TensorRTBackend().available().ok
+    try:
+        with pytest.raises(MissingDependency, match="is not TensorRT"):
+            compat.require_tensorrt()
+    finally:
+        sys.modules.pop("tensorrt", None)  # the namespace module that import just created
 
 
 def test_no_gpu_is_reported_without_crashing(monkeypatch):
@@ -124,12 +129,13 @@ def test_build_cli_without_tensorrt_exits_2_naming_the_extra(conv_model, tmp_pat
 
 
 def test_importing_the_backend_does_not_import_tensorrt():
-    import importlib
+    """available() must stay cheap: find_spec and a CUDA query, never the TensorRT import."""
+    import subprocess
 
-    import trtprof.backends.tensorrt as pkg
-
-    importlib.reload(pkg)
-    assert "tensorrt" not in sys.modules or getattr(sys.modules["tensorrt"], "IS_FAKE", False)
+    code = ("import sys; from trtprof import backends; backends.get('tensorrt').available(); "
+            "print('tensorrt' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"
 
 
 # ---- build: calls, arguments, order -------------------------------------------------------------

@@ -16,10 +16,12 @@ pytestmark = [pytest.mark.tensorrt, pytest.mark.gpu]
 
 def _skip_reason() -> str | None:
     try:
-        import tensorrt  # noqa: F401
+        import tensorrt
     except ImportError as err:
         return f"tensorrt not importable ({err})"
-    if getattr(__import__("tensorrt"), "IS_FAKE", False):
+    if not hasattr(tensorrt, "__version__"):
+        return "the importable tensorrt is not TensorRT (tensorrt-stubs namespace?)"
+    if getattr(tensorrt, "IS_FAKE", False):
         return "the fake tensorrt is installed"
     from trtprof import cuda
 

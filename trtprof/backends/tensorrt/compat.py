@@ -29,10 +29,14 @@ def require_tensorrt() -> ModuleType:
         import tensorrt
     except ImportError as err:
         raise MissingDependency("tensorrt", EXTRA, why="needed for the TensorRT backend") from err
-    version = parse_version(getattr(tensorrt, "__version__", "0"))
+    if not hasattr(tensorrt, "__version__"):  # e.g. tensorrt-stubs installed into the environment
+        raise MissingDependency(
+            "tensorrt", EXTRA, why=f"the importable 'tensorrt' ({getattr(tensorrt, '__path__', '?')}) is not TensorRT"
+        )
+    version = parse_version(tensorrt.__version__)
     if version[:2] < MIN_VERSION:
         raise MissingDependency(
-            "tensorrt>=8.6", EXTRA, why=f"found TensorRT {getattr(tensorrt, '__version__', '?')}, too old"
+            "tensorrt>=8.6", EXTRA, why=f"found TensorRT {tensorrt.__version__}, too old"
         )
     return tensorrt
 
