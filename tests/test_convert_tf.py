@@ -114,6 +114,29 @@ def test_check_verdicts_against_a_perturbed_fake_reference():
     assert far.status == "fail" and far.allowance_used == pytest.approx(10, rel=1e-3)
 
 
+def test_tiny_outputs_are_judged_by_their_scale():
+    """Random-weight MobileNetV2 logits are ~1e-11: an ONNX answer off by 2x is still within atol of
+    them, and must fail (fake TF reference, contract test)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    tiny = numpy_helper.from_array(np.array(1e-11, np.float32), "tiny")
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "tiny"], ["y"])], "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])],
+        [tiny],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    same = tfconv.check_against_tf(model, lambda feeds, ins, outs: [feeds["x"] * np.float32(1e-11)])
+    assert same.status == "ok" and same.min_output_scale < tfconv.DEFAULT_ATOL
+    double = tfconv.check_against_tf(model, lambda feeds, ins, outs: [feeds["x"] * np.float32(2e-11)])
+    assert double.max_abs_err < tfconv.DEFAULT_ATOL  # the absolute rule alone would pass it
+    assert double.status == "fail" and double.max_rel_err == pytest.approx(0.5, rel=1e-3)
+
+
 # ----------------------------------------------------------------------------- with TensorFlow
 
 tf_only = pytest.mark.tf

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 # rounding alone. Measured FP32 conversions use far less than this (max abs error ≤ 1e-6).
 DEFAULT_ATOL = 1e-4
 DEFAULT_RTOL = 1e-3
+# Besides numpy's elementwise rule, max |onnx - tf| must stay within RTOL of the output's scale
+# (max |tf|): random-weight MobileNetV2 logits are ~1e-11, so ATOL alone would pass even an all-zero
+# ONNX output. A faithful FP32 conversion differs by ~1e-6 of the scale.
 # Warn when the worst element uses more than this share of its allowance: a conversion that is
 # correct differs from TF by float32 reordering only, orders of magnitude below the tolerance.
 WARN_FRACTION = 0.1
@@ -64,13 +67,14 @@ class CheckResult:
 
     status: str  # "ok", "warn" (close to the tolerance) or "fail"
     max_abs_err: float
-    max_rel_err: float  # |onnx - tf| / max(|tf|, atol): the floor keeps near-zero outputs from dominating
+    max_rel_err: float  # max |onnx - tf| / max |tf| per output: error relative to the output's scale
     atol: float
     rtol: float
     batch_size: int
     seed: int
     worst_output: str
-    allowance_used: float  # worst |onnx - tf| / (atol + rtol |tf|): above 1.0 fails
+    allowance_used: float  # share of the tolerance the worst output uses: above 1.0 fails
+    min_output_scale: float = 0.0  # smallest max |tf| over the outputs: tiny means atol alone judged nothing
 
     def summary(self) -> str:
         return (
@@ -441,6 +445,7 @@ def check_against_tf(
     if len(want) != len(got):
         raise BuildFailed(f"TensorFlow gave {len(want)} outputs, the ONNX model {len(got)}", path=path)
     max_abs, max_rel, used, worst = 0.0, 0.0, 0.0, out_names[0] if out_names else ""
+    min_scale: float | None = None
     for name, onnx_out, tf_out in zip(out_names, got, want):
         onnx_out = np.asarray(onnx_out, dtype=np.float64)
         tf_out = np.asarray(tf_out, dtype=np.float64)
@@ -458,13 +463,18 @@ def check_against_tf(
             if not same_nonfinite:
                 return CheckResult("fail", float("inf"), float("inf"), atol, rtol, batch_size, seed, name, float("inf"))
             diff = np.where(np.isfinite(diff), diff, 0.0)
+        scale = float(np.max(np.abs(tf_out)))
+        scale_err = float(diff.max()) / scale if scale > 0 else (0.0 if diff.max() == 0 else float("inf"))
         out_used = float(np.max(diff / (atol + rtol * np.abs(tf_out))))
+        if rtol > 0:
+            out_used = max(out_used, scale_err / rtol)
         max_abs = max(max_abs, float(diff.max()))
-        max_rel = max(max_rel, float(np.max(diff / np.maximum(np.abs(tf_out), atol))))
+        max_rel = max(max_rel, scale_err)
+        min_scale = scale if min_scale is None else min(min_scale, scale)
         if out_used >= used:
             used, worst = out_used, name
     status = "fail" if used > 1.0 else "warn" if used > WARN_FRACTION else "ok"
-    return CheckResult(status, max_abs, max_rel, atol, rtol, batch_size, seed, worst, used)
+    return CheckResult(status, max_abs, max_rel, atol, rtol, batch_size, seed, worst, used, min_scale or 0.0)
 
 
 # ----------------------------------------------------------------------------- the entry points
@@ -538,6 +548,11 @@ def convert_tf(
             }
             overrides = {k: v for k, v in overrides.items() if k in {n for n, _ in in_io}}
             result_check = check_against_tf(proto, reference, atol=atol, rtol=rtol, shapes=overrides or None, path=model)
+            if result_check.min_output_scale < atol:
+                notes.append(
+                    f"outputs are tiny (max |y| = {result_check.min_output_scale:.2g} < atol): judged by the error "
+                    f"relative to their scale ({result_check.max_rel_err:.2g})"
+                )
             if result_check.status == "fail":
                 raise BuildFailed(f"ONNX differs from TensorFlow: {result_check.summary()}", path=model)
     output.parent.mkdir(parents=True, exist_ok=True)
