@@ -88,8 +88,11 @@ def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
         high = np.array([c["speedup"]["ci_high"] for c in group]) - est
         ax.errorbar(b, est, yerr=[np.maximum(low, 0), np.maximum(high, 0)], marker="o", capsize=4, label=label)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-    if len({c["batch_size"] for c in comparisons}) > 1:
+    batches = sorted({c["batch_size"] for c in comparisons})
+    if len(batches) > 1:
         ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.minorticks_off()
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup (baseline / candidate median)")
     ax.set_title("Speedup with 95 % bootstrap CI")
