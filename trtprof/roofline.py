@@ -176,7 +176,9 @@ def graph_cost_file(path: Path, input_shapes: Mapping[str, tuple[int, ...]], *, 
 # CUDA-core figures: NVIDIA CUDA C++ Programming Guide, "Arithmetic Instructions" table
 # ("Throughput of Native Arithmetic Instructions, results per clock cycle per multiprocessor"),
 # rows "32-bit floating-point add, multiply, multiply-add" and "16-bit floating-point add,
-# multiply, multiply-add", × 2 for FMA.
+# multiply, multiply-add", × 2 for FMA (results/clk/SM: FP32 64 on 6.0 and 7.x, 128 on 6.1/6.2 and
+# 8.6+; FP16 128 on 6.0, 2 on 6.1, 256 on 6.2).
+# FP32 on 9.0: H100 whitepaper 66.9 TFLOPS = 132 SMs × 128 FP32 lanes × 2 × 1980 MHz.
 # Tensor-core figures: the architecture whitepapers' peak dense TFLOPS divided by (SM count × boost
 # clock) of the flagship part:
 #   7.0  Tesla V100 whitepaper (2017), Table 1: 125 TFLOPS FP16 TC, 80 SMs, 1530 MHz → 1024.
@@ -248,7 +250,12 @@ def peak_rates(compute_capability: str | None) -> PeakRates | None:
 
 @dataclass(frozen=True)
 class DevicePeak:
-    """Absolute peak FLOP/s of one GPU: per-SM rate × SM count × max SM clock."""
+    """Absolute peak FLOP/s of one GPU: per-SM rate × SM count × max SM clock (NVML).
+
+    NVIDIA quotes some tensor-core peaks at a lower clock than the max SM clock (H100 SXM: tensor
+    TFLOPS at 1830 MHz, FP32 at 1980 MHz), so a peak here can be up to ~8 % high: the share of peak
+    errs low, never flattering the engine.
+    """
 
     name: str
     compute_capability: str
