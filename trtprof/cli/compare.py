@@ -23,6 +23,10 @@ def add_parser(sub) -> None:
     p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16)")
     _common.add_shape_args(p, batch_default=None)
+    for action in p._actions:  # the shared help describes bench; say what compare does
+        if action.dest == "batch_sizes":
+            action.help = ("batch sizes, comma-separated (default: 1 for a model, the built sizes for an engines "
+                           "dir); two or more let the overhead-bound diagnosis fit latency vs batch")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch")
     p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
