@@ -286,6 +286,10 @@ def run_interleaved(
         warm = measure(arm.runner, arm.feeds, first)
         arm.warmup_done, arm.warmup_s = warm.warmup_done + warm.n, warm.warmup_s + warm.span_s
         iterations[arm.name] = _iterations_for(float(np.median(warm.latency_ms)), plan)
+    # One block size for every arm (sized by the slowest): rounds are symmetric, every precision
+    # gets the same number of samples per round, and per-round ratios compare like with like.
+    shared = min(iterations.values())
+    iterations = {name: shared for name in iterations}
     started = time.perf_counter()
     rounds = 0
     last_round_s = 0.0
