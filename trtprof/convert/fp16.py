@@ -7,7 +7,7 @@ profiler feeds and reads the same buffers for every precision.
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import BuildFailed, MissingDependency
 
@@ -30,7 +30,7 @@ def convert_to_fp16(
         from onnxconverter_common import float16
     except ImportError as err:
         raise MissingDependency("onnxconverter-common", None, why="needed for FP16 graph conversion") from err
-    kwargs = {"keep_io_types": keep_io_types}
+    kwargs: dict[str, Any] = {"keep_io_types": keep_io_types}
     if op_block_list is not None:
         kwargs["op_block_list"] = list(op_block_list)
     if node_block_list is not None:
