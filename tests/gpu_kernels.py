@@ -25,8 +25,27 @@ def spin_kernel() -> Callable[[int, int], None]:
     cupy = pytest.importorskip("cupy")
     kernel = cupy.RawKernel(SPIN_SOURCE, "spin_ns")
 
+    class _Handle:
+        """A raw cudaStream_t speaking the CUDA stream protocol (what Stream.from_external wants)."""
+
+        def __init__(self, handle: int) -> None:
+            self.handle = handle
+
+        def __cuda_stream__(self) -> tuple[int, int]:
+            return (0, self.handle)
+
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+
+    def make(handle: int):
+        return from_external(_Handle(handle)) if from_external else cupy.cuda.ExternalStream(handle)
+
+    streams: dict[int, object] = {}
+
     def launch(stream: int, ns: int) -> None:
-        with cupy.cuda.ExternalStream(stream):
+        wrapped = streams.get(stream)
+        if wrapped is None:
+            wrapped = streams[stream] = make(stream)
+        with wrapped:
             kernel((1,), (1,), (cupy.uint64(ns),))
 
     return launch

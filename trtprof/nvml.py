@@ -69,11 +69,14 @@ def _try(fn: Any, *args: Any) -> Any:
 
 def _handle(nv: Any, index: int, pci_bus_id: str | None) -> Any:
     if pci_bus_id:
-        handle = _try(nv.nvmlDeviceGetHandleByPciBusId_v2, pci_bus_id.encode())
-        if handle is None:
-            handle = _try(nv.nvmlDeviceGetHandleByPciBusId, pci_bus_id.encode())
-        if handle is not None:
-            return handle
+        # CUDA writes a 4-digit PCI domain ("0000:1A:00.0"), NVML an 8-digit one; try both spellings.
+        domain, _, rest = pci_bus_id.partition(":")
+        for text in (pci_bus_id, f"{int(domain, 16):08X}:{rest}" if rest else pci_bus_id):
+            for name in ("nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId"):
+                fn = getattr(nv, name, None)
+                handle = None if fn is None else _try(fn, text)
+                if handle is not None:
+                    return handle
     return nv.nvmlDeviceGetHandleByIndex(index)
 
 

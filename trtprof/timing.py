@@ -116,3 +116,237 @@ def time_host(
     span_s = (clock() - first) / 1e9
     latency = buf[:done].astype(np.float64) / 1e6
     return Samples(stages={"latency_ms": latency}, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s)
+
+
+# --------------------------------------------------------------------------------------------------
+# The GPU loop: CUDA events on the profiler's own stream (owned by the GPU engineer, issue 4).
+# --------------------------------------------------------------------------------------------------
+from collections.abc import Mapping  # noqa: E402 - kept with the GPU section it serves
+
+# trtexec's "GPU compute time CV" check: above this, clocks or other tenants are moving the numbers.
+COMPUTE_CV_WARN = 0.025
+# Median host enqueue time over median GPU compute time at or above which the GPU waits for the host
+# (trtexec warns when enqueue time exceeds compute time; eager frameworks sit just under 1.0 then,
+# because the GPU finishes right after the host launches the last kernel).
+ENQUEUE_BOUND_RATIO = 0.9
+# SM clock change between the start and the end of the timed loop that counts as "clocks moved".
+CLOCK_MOVED_FRACTION = 0.05
+# Throttle reasons that are not a problem for a measurement.
+_BENIGN_REASONS = frozenset({"gpu_idle", "applications_clocks_setting"})
+# Iterations queued on the stream at once in the timed loop (trtexec keeps the next one queued too).
+IN_FLIGHT = 2
+LOCK_CLOCKS_HINT = "lock clocks for steadier numbers: nvidia-smi -lgc <max SM MHz> (nvidia-smi -rgc to undo)"
+
+
+class _Growable:
+    """Preallocated per-iteration sample columns, doubled when full (no allocation per iteration)."""
+
+    def __init__(self, names: tuple[str, ...], size: int) -> None:
+        self.names = names
+        self.data = np.empty((len(names), max(size, 16)), dtype=np.float64)
+        self.n = 0
+
+    def add(self, *values: float) -> None:
+        if self.n == self.data.shape[1]:
+            self.data = np.concatenate([self.data, np.empty_like(self.data)], axis=1)
+        self.data[:, self.n] = values
+        self.n += 1
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {name: self.data[i, : self.n].copy() for i, name in enumerate(self.names)}
+
+
+def _median(values: np.ndarray) -> float:
+    return float(np.median(values)) if values.size else 0.0
+
+
+def _cv(values: np.ndarray) -> float:
+    mean = float(np.mean(values)) if values.size else 0.0
+    return float(np.std(values, ddof=1)) / mean if values.size > 1 and mean > 0 else 0.0
+
+
+def device_notes(stages: dict[str, np.ndarray], before: dict[str, Any], after: dict[str, Any],
+                 config: TimingConfig) -> list[str]:
+    """Warnings a GPU result should carry: unstable compute time, moving clocks, throttling, a loop
+    bound by the host's enqueue or by transfers. Pure function of the samples and NVML states."""
+    notes: list[str] = []
+    compute = stages["compute_ms"]
+    cv = _cv(compute)
+    if cv > COMPUTE_CV_WARN:
+        notes.append(f"GPU compute time CV is {cv:.1%} (> {COMPUTE_CV_WARN:.1%}): the numbers are noisy; "
+                     + LOCK_CLOCKS_HINT)
+    sm0, sm1 = before.get("sm_clock_mhz"), after.get("sm_clock_mhz")
+    if sm0 and sm1 and abs(sm1 - sm0) > CLOCK_MOVED_FRACTION * max(sm0, sm1):
+        notes.append(f"SM clock moved from {sm0} to {sm1} MHz during the measurement; " + LOCK_CLOCKS_HINT)
+    reasons = [r for r in (after.get("throttle_reasons") or []) if r not in _BENIGN_REASONS]
+    if reasons:
+        notes.append("GPU clocks were limited at the end of the run (" + ", ".join(reasons) + ")")
+    enqueue, median_compute = _median(stages["enqueue_ms"]), _median(compute)
+    if median_compute > 0 and enqueue >= ENQUEUE_BOUND_RATIO * median_compute:
+        hint = "" if config.cuda_graph else "; --cuda-graph removes most of the launch cost"
+        notes.append(f"enqueue-bound: host enqueue {enqueue:.3f} ms vs GPU compute {median_compute:.3f} ms "
+                     f"(median), the GPU waits for the host{hint}")
+    if config.copies:
+        transfers = _median(stages["h2d_ms"]) + _median(stages["d2h_ms"])
+        if median_compute > 0 and transfers > median_compute:
+            notes.append(f"transfer-bound: H2D+D2H {transfers:.3f} ms exceeds compute {median_compute:.3f} ms "
+                         "(median); --no-copies measures the engine alone")
+    return notes
+
+
+def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig) -> Samples:
+    """Time a ``DeviceRunner`` with CUDA events on a stream the profiler owns.
+
+    The profiler owns everything the runner touches: pinned host buffers (inputs copied in once),
+    device buffers sized from ``runner.prepare``, one non-blocking stream and four events, all
+    created before the loop and released deterministically after it. Each iteration records events
+    around H2D, compute (``runner.enqueue`` or, with ``cuda_graph``, one replay of its captured
+    graph) and D2H. Two iterations are kept queued (``IN_FLIGHT``); the loop waits on the oldest
+    one's last event (spinning with ``spin_wait``, else a blocking sync) before reusing its events.
+    Host enqueue time is ``perf_counter_ns`` around the enqueue call alone.
+
+    latency = h2d + compute + d2h (trtexec's definition); with ``copies=False`` the copies are left
+    out of the loop entirely (inputs stay on the device from the single upload) and latency = compute.
+    """
+    from contextlib import ExitStack
+
+    from . import cuda, nvml
+    from .errors import BackendUnavailable
+
+    if cuda.device_count() == 0:
+        raise BackendUnavailable("no CUDA device: GPU timing needs an NVIDIA GPU and driver")
+
+    input_shapes = {name: tuple(int(d) for d in arr.shape) for name, arr in feeds.items()}
+    output_shapes = runner.prepare(input_shapes)
+    output_dtypes = {spec.name: spec.dtype for spec in runner.outputs}
+    device_index = cuda.current_device()
+    bus_id = cuda.pci_bus_id(device_index)
+
+    with ExitStack() as stack:
+        stream = stack.enter_context(cuda.Stream())
+        buffers: dict[str, int] = {}
+        host_in: list[tuple[np.ndarray, int]] = []
+        host_out: list[tuple[np.ndarray, int]] = []
+        for name, arr in feeds.items():
+            arr = np.ascontiguousarray(arr)
+            pinned = stack.enter_context(cuda.PinnedHostBuffer(arr.nbytes))
+            view = pinned.array(arr.shape, arr.dtype)
+            view[...] = arr
+            dev = stack.enter_context(cuda.DeviceBuffer(arr.nbytes))
+            buffers[name] = dev.ptr
+            host_in.append((view, dev.ptr))
+        for name, shape in output_shapes.items():
+            dtype = np.dtype(output_dtypes.get(name, "float32"))
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            pinned = stack.enter_context(cuda.PinnedHostBuffer(nbytes))
+            dev = stack.enter_context(cuda.DeviceBuffer(nbytes))
+            buffers[name] = dev.ptr
+            host_out.append((pinned.array(tuple(shape), dtype), dev.ptr))
+        # One upload before anything runs, so --no-copies computes on the real inputs too.
+        for view, ptr in host_in:
+            cuda.memcpy_htod_async(ptr, view, stream)
+        stream.synchronize()
+
+        handle = stream.handle
+        # A runner may offer ``bind(buffers, stream)``: a context manager that sets up its per-call
+        # state once (e.g. PyTorch's current stream, inference mode, TF32 flags) and yields a
+        # zero-argument launch. Otherwise every launch is a full ``enqueue``.
+        bind = getattr(runner, "bind", None)
+        if bind is not None:
+            launch: Callable[[], Any] = stack.enter_context(bind(buffers, handle))
+        else:
+            def launch() -> None:
+                runner.enqueue(buffers, handle)
+
+        compute: Callable[[], Any] = launch
+        if config.cuda_graph:
+            # Run eagerly once first: lazy initialisation (library handles, allocator pools,
+            # autotuning) must happen outside the capture, where it would be illegal.
+            launch()
+            stream.synchronize()
+            graph = stack.enter_context(cuda.Graph(launch, stream))
+            compute = graph.launch
+
+        blocking = not config.spin_wait
+        slots = [[stack.enter_context(cuda.Event(blocking_sync=blocking)) for _ in range(4)]
+                 for _ in range(IN_FLIGHT)]
+        copies = config.copies
+        clock = time.perf_counter_ns
+        # The hot path calls the runtime directly with arguments resolved here: cuda-python's
+        # argument conversion plus numpy's ``.ctypes`` cost microseconds per call, and when the GPU
+        # waits for the host those microseconds land between the events.
+        rt, ok = cuda.runtime(), cuda.ok
+        memcpy, record, raw = rt.cudaMemcpyAsync, rt.cudaEventRecord, stream.raw
+        to_dev, to_host = rt.cudaMemcpyKind.cudaMemcpyHostToDevice, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
+        uploads = [(ptr, view.ctypes.data, view.nbytes) for view, ptr in host_in]
+        downloads = [(view.ctypes.data, ptr, view.nbytes) for view, ptr in host_out]
+        raw_slots = [[e.raw for e in ev] for ev in slots]
+
+        def issue(ev: list) -> int:
+            """Enqueue one iteration with its four events; returns host enqueue ns. No sync."""
+            if copies:
+                ok(record(ev[0], raw), "cudaEventRecord")
+                for dst, src, nbytes in uploads:
+                    ok(memcpy(dst, src, nbytes, to_dev, raw), "cudaMemcpyAsync(HostToDevice)")
+            ok(record(ev[1], raw), "cudaEventRecord")
+            t0 = clock()
+            compute()
+            t1 = clock()
+            ok(record(ev[2], raw), "cudaEventRecord")
+            if copies:
+                for dst, src, nbytes in downloads:
+                    ok(memcpy(dst, src, nbytes, to_host, raw), "cudaMemcpyAsync(DeviceToHost)")
+                ok(record(ev[3], raw), "cudaEventRecord")
+            return t1 - t0
+
+        def wait(ev: list) -> tuple[float, float, float]:
+            (ev[3] if copies else ev[2]).synchronize()
+            compute_ms = ev[1].elapsed_ms(ev[2])
+            if not copies:
+                return 0.0, compute_ms, 0.0
+            return ev[0].elapsed_ms(ev[1]), compute_ms, ev[2].elapsed_ms(ev[3])
+
+        def one_iteration() -> None:
+            issue(raw_slots[0])
+            wait(slots[0])
+
+        warm_runs, warm_s = warm_up(one_iteration, config)
+        before = nvml.gpu_state(pci_bus_id=bus_id)
+        names = ("h2d_ms", "compute_ms", "d2h_ms", "latency_ms", "enqueue_ms")
+        cols = _Growable(names, config.iterations)
+        pending: list[tuple[list, int]] = []
+        launched = 0
+        first = clock()
+        while True:
+            # Keep IN_FLIGHT iterations queued (trtexec does the same): iteration i+1 is enqueued
+            # while i runs, so the host's launch latency and its wake-up from the sync do not
+            # open an idle gap on the GPU between the events (a host-bound model still shows its
+            # gaps: they are real). Slots are reused only after they were waited for.
+            if _keep_going(launched, first, config.iterations, config.duration_s):
+                slot = launched % IN_FLIGHT
+                pending.append((slots[slot], issue(raw_slots[slot])))
+                launched += 1
+                if len(pending) < IN_FLIGHT:
+                    continue
+            if not pending:
+                break
+            ev, enqueue_ns = pending.pop(0)
+            h2d_ms, compute_ms, d2h_ms = wait(ev)
+            cols.add(h2d_ms, compute_ms, d2h_ms, h2d_ms + compute_ms + d2h_ms, enqueue_ns / 1e6)
+        span_s = (clock() - first) / 1e9
+        after = nvml.gpu_state(pci_bus_id=bus_id)
+
+    stages = cols.columns()
+    if not copies:
+        del stages["h2d_ms"], stages["d2h_ms"]
+    notes = device_notes(stages, before, after, config)
+    device = {
+        "cuda_device": device_index,
+        "pci_bus_id": bus_id,
+        "name": after.get("name") or cuda.device_name(device_index),
+        "sync": "spin" if config.spin_wait else "blocking",
+        "before": before,
+        "after": after,
+    }
+    return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
+                   device=device)

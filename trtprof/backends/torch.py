@@ -1,0 +1,360 @@
+"""PyTorch-CUDA backend: the ONNX model rebuilt as a torch module (onnx2torch), run eagerly on the GPU.
+
+Why it exists: "how much faster is my engine than plain PyTorch?" is the question users ask most,
+and their own timing loops are the usual reason their numbers disagree with trtexec. Here PyTorch is
+timed by the same loop as every other GPU backend (``trtprof.timing.time_device``).
+
+The artifact is the ONNX file itself (after a small pre-pass, below), so loading it never unpickles
+anything: the module is rebuilt from the protobuf with onnx2torch at load time. Precision is applied
+at load: fp32 runs with TF32 switched off (PyTorch's cuDNN default is TF32 on, which is not FP32),
+tf32 with it on, fp16 with the module in half and the float IO cast on the device inside ``enqueue``.
+
+The runner reads and writes the profiler's device buffers directly: every pointer is wrapped as a
+tensor through ``__cuda_array_interface__`` (no copy) and the module runs under
+``torch.cuda.ExternalStream(stream)``. The one extra device operation per output is the ``copy_``
+of the module's result into the profiler's output buffer (PyTorch allocates its own outputs); in
+fp16 that copy also casts to float32.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+import numpy as np
+
+from ..errors import BadModel, BuildFailed, MissingDependency, UnsupportedPrecision
+from ..spec import BuildSpec, Precision, TensorSpec
+from .base import Availability, BuildReport
+
+if TYPE_CHECKING:
+    import onnx
+
+    from ..cache import EngineRecord
+
+SUPPORTED = (Precision.FP32, Precision.TF32, Precision.FP16)
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError as err:
+        raise MissingDependency("torch", "torch") from err
+    return torch
+
+
+def _import_onnx2torch():
+    """Import onnx2torch, tolerating a missing or broken torchvision.
+
+    onnx2torch imports torchvision at module load only for its NMS and RoiAlign converters. Next to
+    a CPU-only torch, PyPI's torchvision fails to import (``operator torchvision::nms does not
+    exist``). When that happens we import onnx2torch against a placeholder whose functions raise
+    BadModel if a model really uses those two ops, then remove the placeholder so no other code
+    sees it.
+    """
+    if "onnx2torch" in sys.modules:
+        return sys.modules["onnx2torch"]
+    if importlib.util.find_spec("onnx2torch") is None:
+        raise MissingDependency("onnx2torch", "torch", why="converts the ONNX model to a torch module")
+    _import_torch()
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # noqa: BLE001 - ImportError, or RuntimeError from a mismatched build
+        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+            del sys.modules[name]
+        with _torchvision_placeholder():
+            import onnx2torch
+        return onnx2torch
+    import onnx2torch
+
+    return onnx2torch
+
+
+@contextmanager
+def _torchvision_placeholder() -> Iterator[None]:
+    def unavailable(*_args: Any, **_kwargs: Any) -> Any:
+        raise BadModel("the model uses NonMaxSuppression/RoiAlign, which needs a working torchvision")
+
+    root = types.ModuleType("torchvision")
+    ops = types.ModuleType("torchvision.ops")
+    def lookup(name: str) -> Any:
+        if name.startswith("__"):  # module protocol (inspect walks sys.modules): behave like a module
+            raise AttributeError(name)
+        return unavailable
+
+    ops.__getattr__ = lookup  # type: ignore[method-assign]
+    root.ops = ops  # type: ignore[attr-defined]
+    sys.modules["torchvision"], sys.modules["torchvision.ops"] = root, ops
+    try:
+        yield
+    finally:
+        for name in ("torchvision", "torchvision.ops"):
+            if sys.modules.get(name) in (root, ops):
+                del sys.modules[name]
+
+
+def fold_identity_initializers(model: "onnx.ModelProto") -> int:
+    """Replace ``Identity(initializer)`` nodes by initializers of the output name; return how many.
+
+    ``torch.onnx.export`` de-duplicates equal weights behind Identity nodes, while onnx2torch looks
+    Conv/Gemm weights up among initializers only (``KeyError: 'onnx::Conv_501'``); ResNet-50 has 47
+    such nodes. The graph computes the same function afterwards.
+    """
+    graph = model.graph
+    inits = {init.name: init for init in graph.initializer}
+    keep, folded = [], 0
+    for node in graph.node:
+        if node.op_type == "Identity" and len(node.input) == 1 and node.input[0] in inits:
+            copy = type(inits[node.input[0]])()
+            copy.CopyFrom(inits[node.input[0]])
+            copy.name = node.output[0]
+            graph.initializer.append(copy)
+            inits[copy.name] = copy
+            folded += 1
+        else:
+            keep.append(node)
+    if folded:
+        del graph.node[:]
+        graph.node.extend(keep)
+    return folded
+
+
+def to_torch_module(model: "onnx.ModelProto") -> Any:
+    """onnx2torch conversion (CPU, float32), with its failures as BuildFailed naming the op."""
+    onnx2torch = _import_onnx2torch()
+    try:
+        return onnx2torch.convert(model)
+    except NotImplementedError as err:
+        raise BuildFailed(f"onnx2torch cannot convert this model: {err}") from err
+    except KeyError as err:
+        raise BuildFailed(f"onnx2torch cannot convert this model (missing tensor {err})") from err
+
+
+@contextmanager
+def tf32_mode(torch: Any, enabled: bool) -> Iterator[None]:
+    """Set TF32 for matmul and cuDNN for a block and restore the previous setting (cheap when the
+    flags already match, which is the steady state inside the timing loop)."""
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    prev = (matmul.allow_tf32, cudnn.allow_tf32)
+    if prev == (enabled, enabled):
+        yield
+        return
+    matmul.allow_tf32 = cudnn.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32 = prev
+
+
+class _DeviceArray:
+    """A raw device pointer described by ``__cuda_array_interface__`` (v2: no stream to sync with,
+    the profiler orders work on its own stream), so ``torch.as_tensor`` wraps it without a copy."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], dtype: str) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": tuple(int(d) for d in shape),
+            "typestr": np.dtype(dtype).str,
+            "data": (int(ptr), False),
+            "version": 2,
+        }
+
+
+class TorchRunner:
+    """A loaded torch module on the GPU, driven by the profiler's buffers and stream."""
+
+    device = "cuda"
+
+    def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
+                 outputs: tuple[TensorSpec, ...]) -> None:
+        self._torch = _import_torch()
+        self.module = module
+        self.precision = precision
+        self.inputs = inputs
+        self.outputs = outputs
+        self.tf32 = precision == Precision.TF32
+        self._half = precision == Precision.FP16
+        self._input_shapes: dict[str, tuple[int, ...]] = {}
+        self._output_shapes: dict[str, tuple[int, ...]] = {}
+        self._bound: tuple[tuple[int, ...], list[Any], list[Any]] | None = None
+        self._streams: dict[int, Any] = {}
+
+    # -- shapes ---------------------------------------------------------------------------------
+    def _cast_in(self, tensor: Any) -> Any:
+        """fp16 engines take float inputs in half: the cast happens on the device, in the stream."""
+        if self._half and tensor.is_floating_point() and tensor.dtype != self._torch.float16:
+            return tensor.half()
+        return tensor
+
+    def _run(self, tensors: list[Any]) -> tuple[Any, ...]:
+        result = self.module(*[self._cast_in(t) for t in tensors])
+        if isinstance(result, self._torch.Tensor):
+            return (result,)
+        if isinstance(result, dict):
+            return tuple(result.values())
+        return tuple(result)
+
+    def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+        """Run the module once on these shapes (default stream, synchronised) to learn the output
+        shapes; also leaves cuDNN handles and the allocator warm before the profiler's stream."""
+        torch = self._torch
+        missing = [t.name for t in self.inputs if t.name not in input_shapes]
+        if missing:
+            raise BadModel(f"no shape given for input(s) {', '.join(missing)}")
+        tensors = [torch.zeros(tuple(input_shapes[t.name]), dtype=getattr(torch, t.dtype), device="cuda")
+                   for t in self.inputs]
+        with torch.inference_mode(), tf32_mode(torch, self.tf32):
+            outs = self._run(tensors)
+        torch.cuda.synchronize()
+        if len(outs) != len(self.outputs):
+            raise BadModel(f"the torch module returned {len(outs)} outputs, the model declares {len(self.outputs)}")
+        self._input_shapes = {t.name: tuple(input_shapes[t.name]) for t in self.inputs}
+        self._output_shapes = {spec.name: tuple(int(d) for d in out.shape) for spec, out in zip(self.outputs, outs)}
+        self._bound = None
+        return dict(self._output_shapes)
+
+    # -- the hot path ---------------------------------------------------------------------------
+    def _bind(self, buffers: Mapping[str, int]) -> tuple[list[Any], list[Any]]:
+        """Tensors over the profiler's pointers, made once per set of pointers (no copy)."""
+        key = tuple(int(buffers[t.name]) for t in self.inputs + self.outputs)
+        if self._bound is None or self._bound[0] != key:
+            torch = self._torch
+            ins = [torch.as_tensor(_DeviceArray(buffers[t.name], self._input_shapes[t.name], t.dtype), device="cuda")
+                   for t in self.inputs]
+            outs = [torch.as_tensor(_DeviceArray(buffers[t.name], self._output_shapes[t.name], t.dtype), device="cuda")
+                    for t in self.outputs]
+            self._bound = (key, ins, outs)
+        return self._bound[1], self._bound[2]
+
+    def enqueue(self, buffers: Mapping[str, int], stream: int) -> None:
+        """Launch one inference on ``stream``; no synchronisation, no host-device traffic."""
+        torch = self._torch
+        ins, outs = self._bind(buffers)
+        ext = self._streams.get(stream)
+        if ext is None:
+            ext = self._streams[stream] = torch.cuda.ExternalStream(stream)
+        with torch.cuda.stream(ext), torch.inference_mode(), tf32_mode(torch, self.tf32):
+            for dst, src in zip(outs, self._run(ins)):
+                dst.copy_(src)
+
+    @contextmanager
+    def bind(self, buffers: Mapping[str, int], stream: int) -> Iterator[Any]:
+        """Optional fast path the timing loop uses: enter the stream, inference-mode and TF32
+        contexts once for the whole measurement and yield a launch that only runs the module and
+        the output copy. Per-call context switching costs tens of microseconds of host time, which
+        an idle GPU waits for: at small batch that would be measured as the model's time."""
+        torch = self._torch
+        ins, outs = self._bind(buffers)
+        ext = self._streams.get(stream)
+        if ext is None:
+            ext = self._streams[stream] = torch.cuda.ExternalStream(stream)
+        run = self._run
+
+        def launch() -> None:
+            for dst, src in zip(outs, run(ins)):
+                dst.copy_(src)
+
+        with torch.cuda.stream(ext), torch.inference_mode(), tf32_mode(torch, self.tf32):
+            yield launch
+
+    # -- correctness path -------------------------------------------------------------------------
+    def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        torch = self._torch
+        tensors = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to("cuda") for t in self.inputs]
+        with torch.inference_mode(), tf32_mode(torch, self.tf32):
+            outs = self._run(tensors)
+        return {spec.name: out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy()
+                for spec, out in zip(self.outputs, outs)}
+
+    def close(self) -> None:
+        self._bound = None
+        self._streams.clear()
+        self.module = None
+
+
+class TorchBackend:
+    name = "torch"
+    artifact_suffix = ".torch.onnx"
+
+    def available(self) -> Availability:
+        from .. import cuda
+
+        if cuda.device_count() == 0:
+            return Availability(False, "no CUDA GPU (the torch backend runs PyTorch on CUDA only)")
+        for package in ("torch", "onnx2torch"):
+            if importlib.util.find_spec(package) is None:
+                return Availability(False, f"{package} is not installed: pip install 'trtprof[torch]'")
+        return Availability(True)
+
+    def check_precision(self, precision: Precision) -> None:
+        if precision not in SUPPORTED:
+            raise UnsupportedPrecision(f"the torch backend supports {', '.join(p.value for p in SUPPORTED)}, "
+                                       f"not {precision.value}")
+
+    def environment(self) -> dict[str, Any]:
+        """torch, its CUDA, onnx2torch and the GPU: a module rebuilt elsewhere is another engine."""
+        torch = _import_torch()
+        major, minor = torch.cuda.get_device_capability(0)
+        return {
+            "backend": self.name,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version(),
+            "onnx2torch": _version("onnx2torch"),
+            "gpu": torch.cuda.get_device_name(0),
+            "compute_capability": f"{major}.{minor}",
+        }
+
+    def build(self, model: Path, spec: BuildSpec, out: Path) -> BuildReport:
+        """Check the model converts, then store the (pre-passed) ONNX as the artifact."""
+        import onnx
+
+        from ..model import load_onnx
+
+        proto = load_onnx(Path(model))
+        folded = fold_identity_initializers(proto)
+        module = to_torch_module(proto)  # fail at build time, not at bench time
+        Path(out).write_bytes(proto.SerializeToString())
+        n_params = sum(int(p.numel()) for p in module.parameters())
+        notes = []
+        if spec.precision == Precision.FP16:
+            notes.append("fp16: module weights in half, float inputs cast on the GPU inside the timed compute")
+        report = BuildReport(
+            metadata={
+                "effective_precision": spec.precision.value,
+                "tf32": spec.precision == Precision.TF32,
+                "identity_initializers_folded": folded,
+                "parameters": n_params,
+                "onnx_opset": max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None),
+                "onnx_ir_version": proto.ir_version,
+                "onnx_nodes": len(proto.graph.node),
+                "onnx_version": onnx.__version__,
+            },
+            notes=notes,
+        )
+        return report
+
+    def load(self, artifact: Path, record: "EngineRecord") -> TorchRunner:
+        import onnx
+
+        torch = _import_torch()
+        try:
+            proto = onnx.load(str(artifact))
+        except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError and friends
+            raise BadModel(f"cannot read the torch artifact: {err}", path=artifact) from err
+        module = to_torch_module(proto).eval().to("cuda")
+        precision = Precision(record.precision)
+        if precision == Precision.FP16:
+            module = module.half()
+        torch.cuda.synchronize()
+        return TorchRunner(module, precision, tuple(record.inputs), tuple(record.outputs))
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
