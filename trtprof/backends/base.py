@@ -76,6 +76,11 @@ class DeviceRunner(Runner, Protocol):
         """
         ...
 
+    # Optional: ``bind(buffers, stream)`` — a context manager entered once per measurement that
+    # yields a zero-argument launch equivalent to ``enqueue(buffers, stream)``. ``time_device`` uses
+    # it when present: a runner whose per-call setup (stream/context managers) costs tens of µs of
+    # host time would otherwise have that time measured as the model's, while the GPU waits.
+
 
 class Backend(Protocol):
     name: str
