@@ -101,6 +101,12 @@ def test_unstable_clocks_from_nvml_state_and_compute_cv():
     assert dg.unstable_clocks(crafted(device=steady, compute_ms=1.0, cv=0.005)) is None
     noisy = dg.unstable_clocks(crafted(device=steady, compute_ms=1.0, cv=0.2))
     assert noisy is not None and noisy.evidence["compute_cv"] > dg.UNSTABLE_CV
+    # the timing loop's milder CV note (it mentions locking clocks) is not clock evidence by itself
+    cv_note = "GPU compute time CV is 3.0% (> 2.5%): the numbers are noisy; lock clocks for steadier numbers"
+    assert dg.unstable_clocks(crafted(device=steady, compute_ms=1.0, cv=0.03, warnings=[cv_note])) is None
+    moved_note = "SM clock moved from 1980 to 1755 MHz during the measurement; lock clocks"
+    found = dg.unstable_clocks(crafted(device=steady, compute_ms=1.0, cv=0.005, warnings=[moved_note]))
+    assert found is not None and "1755" in found.message and found.message.count("CV") == 0
 
 
 def test_diagnose_collects_only_rules_with_evidence():

@@ -271,7 +271,9 @@ def unstable_clocks(result: BenchResult) -> Finding | None:
         active = [r for r in v if r not in BENIGN_THROTTLE] if isinstance(v, (list, tuple)) else v
         if active:
             throttles.append((p, active))
-    notes = [w for w in result.warnings if "clock" in w.lower() or "throttl" in w.lower()]
+    # the timing loop's own clock evidence (SM clock moved, clocks limited); its CV note is not
+    # repeated here because the compute CV is reported below from the stats themselves
+    notes = [w for w in result.warnings if w.startswith(("SM clock moved", "GPU clocks were limited")) or "throttl" in w.lower()]
     compute = result.stats.get("compute_ms")
     reasons = []
     evidence: dict[str, Any] = {"precision": result.precision}
@@ -294,8 +296,8 @@ def unstable_clocks(result: BenchResult) -> Finding | None:
         return None
     return Finding(
         "unstable_clocks",
-        f"{result.precision} at batch {result.batch_size}: unstable clocks — " + "; ".join(reasons)
-        + " (lock them: nvidia-smi -lgc <MHz>)",
+        f"{result.precision} at batch {result.batch_size}: unstable clocks or noisy timing — " + "; ".join(reasons)
+        + " (lock clocks: nvidia-smi -lgc <max SM MHz>; nvidia-smi -rgc undoes it)",
         evidence,
     )
 
