@@ -277,3 +277,14 @@ def test_changed_model_is_converted_again(tf_models, tmp_path):
     (model / "fingerprint.pb").unlink()  # any content change is another model
     second = tfconv.convert_cached_result(model, cache)
     assert not second.cached and second.onnx_path != first
+
+
+@tf_only
+def test_same_model_same_bytes_whatever_was_converted_before(tf_models, tmp_path):
+    """Engine cache keys hash the ONNX bytes: a TF model must convert to the same file every time."""
+    from trtprof.model import sha256_file
+
+    first = tfconv.convert_tf(tf_models["mlp"], tmp_path / "a.onnx", check=False).onnx_path
+    tfconv.convert_tf(tf_models["keras"], tmp_path / "other.onnx", check=False)
+    again = tfconv.convert_tf(tf_models["mlp"], tmp_path / "b.onnx", check=False).onnx_path
+    assert sha256_file(first) == sha256_file(again)

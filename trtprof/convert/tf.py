@@ -53,7 +53,7 @@ WARN_FRACTION = 0.1
 CHECK_BATCH_SIZE = 2
 CHECK_SEED = 0
 # Bumped when the conversion code changes what it writes: old cache entries are then not served.
-CONVERT_SCHEMA = 1
+CONVERT_SCHEMA = 2
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 GRAPHDEF_SUFFIXES = (".pb",)
@@ -235,6 +235,9 @@ def _import_tf() -> tuple[Any, Any]:
     try:
         import tf2onnx
         import tf2onnx.tf_loader  # noqa: F401  (submodule used below)
+        # Draws a name from tf2onnx's counter when first imported, which would shift every name in
+        # the first conversion of a process (see the counter reset in convert_tf): import it first.
+        import tf2onnx.rewriter.loop_rewriter_base  # noqa: F401
     except ImportError as err:
         raise MissingDependency("tf2onnx", "tf", why="needed to convert TensorFlow models") from err
     return tf, tf2onnx
@@ -523,6 +526,9 @@ def convert_tf(
     tf, tf2onnx = _import_tf()
     sha = source_sha256 or content_sha256(model)
     with _quiet_logs():
+        # tf2onnx names inserted nodes, constants and dims from a process-wide counter: reset it, so
+        # a model converts to the same bytes whatever was converted before it in this process.
+        tf2onnx.utils.INTERNAL_NAME = 1
         started = time.perf_counter()
         try:
             proto, reference, notes = _ROUTES[fmt](
