@@ -69,6 +69,19 @@ def _by_series(results: Sequence[BenchResult]) -> dict[str, list[BenchResult]]:
     return {k: sorted(v, key=lambda r: r.batch_size) for k, v in series.items()}
 
 
+def _save_batch_figure(plt, fig, ax, ylabel: str, title: str, path: Path) -> Path:
+    """Shared finish of the per-batch-size figures: log2 batch axis, labels, legend, save, close."""
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def latency_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
     """Median latency per batch size with p10–p90… bars (p90 above, min below)."""
     plt = _plt()
@@ -79,16 +92,8 @@ def latency_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "
         low = med - np.array([r.latency.min for r in group])
         high = np.array([r.latency.p90 for r in group]) - med
         ax.errorbar(b, med, yerr=[low, high], marker="o", capsize=3, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("batch size")
-    ax.set_ylabel("latency (ms): median, bars min…p90")
-    ax.set_title("Latency vs batch size")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(out_dir) / f"latency_vs_batch.{fmt}"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save_batch_figure(plt, fig, ax, "latency (ms): median, bars min…p90", "Latency vs batch size",
+                              Path(out_dir) / f"latency_vs_batch.{fmt}")
 
 
 def throughput_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
@@ -96,16 +101,8 @@ def throughput_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for label, group in _by_series(results).items():
         ax.plot([r.batch_size for r in group], [r.throughput_per_s for r in group], marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("batch size")
-    ax.set_ylabel("throughput (samples/s)")
-    ax.set_title("Throughput vs batch size")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(out_dir) / f"throughput_vs_batch.{fmt}"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save_batch_figure(plt, fig, ax, "throughput (samples/s)", "Throughput vs batch size",
+                              Path(out_dir) / f"throughput_vs_batch.{fmt}")
 
 
 def plot_all(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:

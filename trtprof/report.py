@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import BadInput
 from .results import SCHEMA as RESULTS_SCHEMA
-from .results import BenchResult
+from .results import BenchResult, read_json
 
 COMPARE_SCHEMA = "trtprof.compare/1"  # == compare.SCHEMA; not imported so reading stays light
 
@@ -28,13 +28,8 @@ COMPARE_SCHEMA = "trtprof.compare/1"  # == compare.SCHEMA; not imported so readi
 def load(path: Path) -> dict[str, Any]:
     """The JSON as a dict with ``kind`` "compare" or "bench"; one-line errors for anything else."""
     path = Path(path)
-    if not path.is_file():
-        raise BadInput("no such results file", path=path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise BadInput(f"not a JSON file ({err})", path=path) from err
-    schema = data.get("schema") if isinstance(data, dict) else None
+    data = read_json(path)
+    schema = data.get("schema")
     if schema == COMPARE_SCHEMA:
         kind = "compare"
     elif schema == RESULTS_SCHEMA:

@@ -123,20 +123,28 @@ class ResultSet:
     @classmethod
     def read(cls, path: Path) -> "ResultSet":
         path = Path(path)
-        if not path.is_file():
-            raise BadInput("no such results file", path=path)
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
-            raise BadInput(f"not a JSON results file ({err})", path=path) from err
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-            raise BadInput(f"not a trtprof results file (schema {found!r}, expected {SCHEMA!r})", path=path)
+        data = read_json(path)
+        if data.get("schema") != SCHEMA:
+            raise BadInput(f"not a trtprof results file (schema {data.get('schema')!r}, expected {SCHEMA!r})", path=path)
         try:
             results = [BenchResult.from_json(r) for r in data["results"]]
         except (KeyError, TypeError, ValueError) as err:
             raise BadInput(f"damaged results file ({type(err).__name__}: {err})", path=path) from err
         return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""))
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``, with one-line errors for a missing, unreadable or non-object file."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput("no such results file", path=path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise BadInput(f"not a JSON results file ({err})", path=path) from err
+    if not isinstance(data, dict):
+        raise BadInput(f"not a trtprof results file (a JSON {type(data).__name__}, not an object)", path=path)
+    return data
 
 
 def csv_columns(results: Sequence[BenchResult]) -> list[str]:
