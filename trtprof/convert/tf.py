@@ -311,7 +311,7 @@ def _convert_savedmodel(
         result = func(**{name: tf.constant(feeds[name]) for name in onnx_inputs})
         return [np.asarray(result[name]) for name in onnx_outputs]
 
-    return proto, reference, [f"signature {signature}"]
+    return proto, reference, []
 
 
 def _convert_graphdef(
