@@ -245,6 +245,7 @@ def test_build_and_bench_a_tf_model_reusing_the_onnx(fmt, tf_models, tmp_path, c
     assert main(build) == 0
     out = capsys.readouterr().out
     assert out.count(" built ") == 2
+    assert "converted " in out and "check ok" in out  # the conversion and its check are printed
     converted = sorted((engines / "onnx").glob("*.onnx"))
     assert len(converted) == 1
     before = converted[0].stat().st_mtime_ns
@@ -254,7 +255,9 @@ def test_build_and_bench_a_tf_model_reusing_the_onnx(fmt, tf_models, tmp_path, c
 
     monkeypatch.setattr(tfconv, "convert_tf", no_conversion)
     assert main(build) == 0
-    assert capsys.readouterr().out.count("cache hit") == 2
+    out = capsys.readouterr().out
+    assert "converted (cache hit)" in out
+    assert sum(" cache hit " in line for line in out.splitlines() if not line.startswith("converted")) == 2
     assert converted[0].stat().st_mtime_ns == before
 
     results = tmp_path / "results.json"
@@ -288,3 +291,14 @@ def test_same_model_same_bytes_whatever_was_converted_before(tf_models, tmp_path
     tfconv.convert_tf(tf_models["keras"], tmp_path / "other.onnx", check=False)
     again = tfconv.convert_tf(tf_models["mlp"], tmp_path / "b.onnx", check=False).onnx_path
     assert sha256_file(first) == sha256_file(again)
+
+
+@tf_only
+def test_build_a_frozen_graph_names_its_tensors(tf_models, tmp_path, capsys):
+    engines = tmp_path / "engines"
+    build = ["build", str(tf_models["pb"]), "--engines", str(engines), "--backend", "onnxruntime"]
+    assert main(build) == 2  # a .pb has no signature: the tensors must be named
+    assert "--inputs" in capsys.readouterr().err
+    assert main([*build, "--tf-inputs", ",".join(tf_models["pb_inputs"]), "--tf-outputs", ",".join(tf_models["pb_outputs"])]) == 0
+    out = capsys.readouterr().out
+    assert "check ok" in out and out.count(" built ") == 1

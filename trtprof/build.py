@@ -35,15 +35,27 @@ def is_tensorflow_model(path: Path) -> bool:
     return path.suffix.lower() in (".keras", ".h5", ".hdf5", ".pb")
 
 
-def as_onnx(path: Path, engines_dir: Path, *, check: bool = True, **convert_options: Any) -> Path:
-    """``path`` itself when it is ONNX; a TensorFlow model is converted first (cached by content)."""
+def as_onnx(
+    path: Path,
+    engines_dir: Path,
+    *,
+    check: bool = True,
+    on_convert: Callable[[Any], None] | None = None,
+    **convert_options: Any,
+) -> Path:
+    """``path`` itself when it is ONNX; a TensorFlow model is converted first (cached by content).
+
+    ``on_convert`` receives the ``ConversionResult`` (conversion time, check, cache hit or not)."""
     path = Path(path)
     if not path.exists():
         raise BadModel("no such file or directory", path=path)
     if is_tensorflow_model(path):
-        from .convert.tf import convert_cached  # imports TensorFlow lazily, raises MissingDependency
+        from .convert.tf import convert_cached_result  # imports TensorFlow lazily, raises MissingDependency
 
-        return convert_cached(path, Path(engines_dir) / "onnx", check=check, **convert_options)
+        result = convert_cached_result(path, Path(engines_dir) / "onnx", check=check, **convert_options)
+        if on_convert is not None:
+            on_convert(result)
+        return result.onnx_path
     return path
 
 
@@ -58,6 +70,8 @@ def build_engines(
     rebuild: bool = False,
     options: Mapping[str, Any] | None = None,
     check: bool = True,
+    convert_options: Mapping[str, Any] | None = None,
+    on_convert: Callable[[Any], None] | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
@@ -69,7 +83,7 @@ def build_engines(
     precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
     for precision in precisions:
         impl.check_precision(precision)
-    onnx_path = as_onnx(Path(model), Path(engines_dir), check=check)
+    onnx_path = as_onnx(Path(model), Path(engines_dir), check=check, on_convert=on_convert, **(convert_options or {}))
     info = inspect_model(onnx_path)
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))

@@ -22,7 +22,11 @@ def add_parser(sub) -> None:
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch (auto: tensorrt → torch-CUDA → onnxruntime)")
     p.add_argument("--rebuild", action="store_true", help="build even when the cache has the engine")
-    p.add_argument("--no-check", action="store_true", help="TF input: skip the TF vs ONNX accuracy check")
+    t = p.add_argument_group("TensorFlow input (converted with tf2onnx first; see `trtprof convert`)")
+    t.add_argument("--no-check", action="store_true", help="skip the TF vs ONNX accuracy check")
+    t.add_argument("--tf-inputs", default=None, metavar="NAME[:SHAPE],…", help="frozen .pb: input tensors")
+    t.add_argument("--tf-outputs", default=None, metavar="NAME,…", help="frozen .pb: output tensors")
+    t.add_argument("--signature", default=None, help="SavedModel signature (default serving_default)")
     g = p.add_argument_group("TensorRT options (change the engine, so part of the cache key)")
     g.add_argument("--workspace-mb", type=int, default=None, help="builder workspace memory-pool limit")
     g.add_argument("--opt-batch", type=int, default=None, help="optimization-profile opt batch (default: max)")
@@ -42,6 +46,16 @@ def _print_outcome(outcome: BuildOutcome) -> None:
     prec = r.precision if eff == r.precision else f"{r.precision} (effective {eff})"
     print(f"{prec:<24} {r.backend:<12} {outcome.status:<9} {r.artifact_path}  {outcome.seconds:.2f} s")
     for note in r.notes:
+        print(f"    note: {note}")
+
+
+def _print_conversion(result) -> None:
+    if result.cached:
+        print(f"converted (cache hit) {result.source} → {result.onnx_path}")
+    else:
+        check = result.check.summary() if result.check is not None else "check skipped (--no-check)"
+        print(f"converted {result.source} → {result.onnx_path} in {result.convert_s:.2f} s; {check}")
+    for note in result.notes:
         print(f"    note: {note}")
 
 
@@ -66,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         rebuild=args.rebuild,
         options=options,
         check=not args.no_check,
+        convert_options={"inputs": args.tf_inputs, "outputs": args.tf_outputs, "signature": args.signature},
+        on_convert=_print_conversion,
         on_done=_print_outcome,
     )
     return 0

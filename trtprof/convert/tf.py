@@ -324,7 +324,7 @@ def _convert_graphdef(
     **_: Any,
 ) -> tuple[Any, Reference, list[str]]:
     if not inputs or not outputs:
-        raise BadInput("a frozen graph (.pb) has no signature: name its tensors with --inputs and --outputs", path=path)
+        raise BadInput("a frozen graph (.pb) has no signature: name its tensors with --inputs and --outputs (trtprof build: --tf-inputs and --tf-outputs)", path=path)
     in_names = [_tf_tensor_name(n) for n, _ in inputs]
     out_names = [_tf_tensor_name(n) for n, _ in outputs]
     graph_def = tf.compat.v1.GraphDef()
@@ -608,7 +608,7 @@ def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **
     try:
         from filelock import FileLock
     except ImportError as err:  # pragma: no cover - core dependency
-        raise MissingDependency("filelock", "onnxruntime") from err
+        raise MissingDependency("filelock", None) from err
     lock_dir = cache_dir / ".locks"
     lock_dir.mkdir(exist_ok=True)
     with FileLock(str(lock_dir / f"{onnx_path.stem}.lock"), timeout=3600):
