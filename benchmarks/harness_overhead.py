@@ -1,6 +1,6 @@
 """How much does trtprof's harness add over a bare `session.run` loop? (issue: ratio ≤ 1.02)
 
-In one process, on the same model and the same input: rounds of (trtprof bench_one → its median)
+In one process, on the same model, the same InferenceSession and the same input: rounds of (trtprof bench_one → its median)
 and (a bare perf_counter_ns loop around onnxruntime's session.run → its median), interleaved ABAB so
 drift hits both. Prints per-round medians, the ratio of the medians of the round medians, and a
 bootstrap 95 % CI of that ratio (rounds resampled in pairs). Writes a JSON result with the device and
@@ -49,7 +49,6 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / f"harness_overhead-{time.strftime('%Y-%m-%d')}.json")
     args = ap.parse_args()
 
-    import onnxruntime as ort
     from scipy import stats as sps
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -58,7 +57,9 @@ def main() -> None:
                                    backend="onnxruntime")
         record = outcome.record
         runner = load_runner(record)
-        bare = ort.InferenceSession(str(record.artifact_path), providers=["CPUExecutionProvider"])
+        # The same InferenceSession on both sides: a second session would bring its own intra-op
+        # thread pool, whose spinning threads compete with the active one on a small machine.
+        bare = runner.session
         feeds = make_inputs(runner.inputs, resolve_shapes(runner.inputs, args.batch))
         config = TimingConfig(warmup=args.warmup, iterations=args.iterations)
         ours, theirs = [], []
