@@ -152,31 +152,19 @@ def test_unknown_backend(conv_model, tmp_path):
     _assert_clean_failure(proc, "unknown backend", "nosuch")
 
 
-def test_op_unsupported_by_backend(unsupported_op_model, tmp_path):
+@pytest.mark.parametrize("model_fixture,extra,cause", [
+    ("unsupported_op_model", [], "FancyOp"),  # an op the backend has no kernel for
+    ("static_batch_model", ["--batch-sizes", "1,2"], "static batch of 2"),
+    ("dynamic_seq_model", [], "--shape tokens:"),  # a dynamic dim other than batch, no --shape
+    ("conv_model", ["--tf32", "--fp16"], "tf32 is not applicable"),  # checked before any build
+])
+def test_build_refuses_before_writing_anything(model_fixture, extra, cause, tmp_path, request):
+    model = request.getfixturevalue(model_fixture)
     engines = tmp_path / "engines"
-    proc = run_cli("build", str(unsupported_op_model), "--engines", str(engines), "--backend", "onnxruntime")
-    _assert_clean_failure(proc, str(unsupported_op_model), "FancyOp")
-    assert tree_snapshot(engines) == {}
-
-
-def test_static_batch_mismatch(static_batch_model, tmp_path):
-    engines = tmp_path / "engines"
-    proc = run_cli("build", str(static_batch_model), "--batch-sizes", "1,2", "--engines", str(engines), "--backend", "onnxruntime")
-    _assert_clean_failure(proc, str(static_batch_model), "static batch of 2")
-    assert tree_snapshot(engines) == {}
-
-
-def test_dynamic_dim_without_shape(dynamic_seq_model, tmp_path):
-    engines = tmp_path / "engines"
-    proc = run_cli("build", str(dynamic_seq_model), "--engines", str(engines), "--backend", "onnxruntime")
-    _assert_clean_failure(proc, str(dynamic_seq_model), "--shape tokens:")
-    assert tree_snapshot(engines) == {}
-
-
-def test_tf32_on_cpu_is_not_applicable(conv_model, tmp_path):
-    engines = tmp_path / "engines"
-    proc = run_cli("build", str(conv_model), "--tf32", "--fp16", "--engines", str(engines), "--backend", "onnxruntime")
-    _assert_clean_failure(proc, "tf32 is not applicable")
+    proc = run_cli("build", str(model), *extra, "--engines", str(engines), "--backend", "onnxruntime")
+    _assert_clean_failure(proc, cause)
+    if model_fixture != "conv_model":
+        assert str(model) in proc.stderr
     assert tree_snapshot(engines) == {}
 
 
