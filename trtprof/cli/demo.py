@@ -40,4 +40,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nresults: {out / 'results.json'}  csv: {out / 'results.csv'}")
     for path in plot_all(results.results, out / "plots"):
         print(f"plot: {path}")
+    # the table above measured each engine in turn; a speedup claim needs interleaved rounds and a CI
+    print(f"\nis fp16 faster, and by how much? trtprof compare {model} --engines {out / 'engines'} "
+          f"--backend {args.backend} --precisions fp32,fp16")
     return 0
