@@ -47,6 +47,27 @@ def test_heavy_tailed_noise_still_right():
     assert cmp.speedup_ci(heavy_tailed(1.0, N, 7), heavy_tailed(1.0, N, 8)).verdict == cmp.NO_DIFFERENCE
 
 
+def test_one_disturbed_round_widens_the_ci_through_the_round_cluster_bootstrap():
+    """Same distribution on both sides, but one baseline block ran 6 % slow (a noisy neighbour).
+    Pooled i.i.d. resampling calls that 'faster'; resampling whole rounds does not."""
+    rng = np.random.default_rng(21)
+    base = [1.0 * np.exp(0.01 * rng.standard_normal(400)) for _ in range(7)]
+    cand = [1.0 * np.exp(0.01 * rng.standard_normal(400)) for _ in range(7)]
+    for disturbed in (1, 3, 5):
+        base[disturbed] = base[disturbed] * 1.06
+    pooled_only = cmp.speedup_ci(np.concatenate(base), np.concatenate(cand))
+    assert pooled_only.verdict == cmp.FASTER  # the failure mode: disturbed blocks read as a speedup
+    with_rounds = cmp.speedup_ci(np.concatenate(base), np.concatenate(cand), rounds=(base, cand))
+    assert with_rounds.estimate == pooled_only.estimate
+    assert with_rounds.ci_low <= pooled_only.ci_low and with_rounds.ci_high >= pooled_only.ci_high
+    assert with_rounds.ci_low < 1.0 + cmp.EQUIVALENCE_MARGIN
+    assert with_rounds.verdict == cmp.NO_DIFFERENCE and "cluster" in with_rounds.method
+    # a real 10 % difference survives the round-level check
+    fast = [c / 1.10 for c in cand]
+    real = cmp.speedup_ci(np.concatenate(cand), np.concatenate(fast), rounds=(cand, fast))
+    assert real.ci_low <= 1.10 <= real.ci_high and real.verdict == cmp.FASTER
+
+
 def test_median_ci_exact_holds_the_true_median_and_narrows_with_n():
     few, many = lognormal(5.0, 0.3, 200, seed=9), lognormal(5.0, 0.3, 20000, seed=10)
     lo_few, hi_few = cmp.median_ci_exact(few)

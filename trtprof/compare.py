@@ -30,13 +30,17 @@ SCHEMA = "trtprof.compare/1"
 CONFIDENCE = 0.95
 DEFAULT_TARGET_CI = 0.01  # stop when every median's 95 % CI half-width is within ±1 % of it (issue 6)
 DEFAULT_TIME_BUDGET_S = 20.0  # per batch size; CI-friendly on a 2-core CPU, enough rounds on a GPU
-MIN_ROUNDS = 3  # never conclude from fewer rounds: one disturbed round must not decide the answer
+MIN_ROUNDS = 5  # never conclude from fewer rounds: one disturbed round must not decide the answer,
+# and the round-cluster bootstrap (speedup_ci) needs MIN_CLUSTER_ROUNDS of them
 DEFAULT_ROUND_S = 0.2  # one block per precision per round: short, so drift within a block is small
 MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of several samples
 MAX_ROUND_ITERATIONS = 2000  # a block of a very fast model stays short in samples (bootstrap memory)
 ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches; not steady state
 FIRST_WARMUP = 10  # before the first round, per precision: at least this many calls …
 FIRST_WARMUP_MS = 500.0  # … and this long (GPU clocks ramp from idle under load: FACTS.md)
+# Rounds needed before the round-cluster bootstrap means anything: with 5 rounds there are 126
+# distinct resamples, enough for a coarse 95 % interval; with fewer, only the i.i.d. CI is used.
+MIN_CLUSTER_ROUNDS = 5
 N_RESAMPLES = 1000  # bootstrap resamples: percentile CI endpoints stable to a few 1e-3 relative
 BOOTSTRAP_ELEMENTS = 4_000_000  # resampled values held in memory at once (scipy's ``batch``)
 # Above this many samples per precision the speedup bootstrap runs on a seeded random subsample:
@@ -120,6 +124,7 @@ def speedup_ci(
     confidence: float = CONFIDENCE,
     n_resamples: int = N_RESAMPLES,
     seed: int = 0,
+    rounds: tuple[Sequence[np.ndarray], Sequence[np.ndarray]] | None = None,
 ) -> Speedup:
     """Speedup with a bootstrap CI: each sample resampled independently (scipy, ``paired=False``).
 
@@ -131,6 +136,12 @@ def speedup_ci(
     Per-round ratios are still reported beside it (``round_ratios``) as a check. Percentile rather
     than BCa: BCa's jackknife costs n medians of n samples, too slow for 10⁵ samples. The estimate
     uses every sample; the CI at most ``MAX_BOOTSTRAP_SAMPLES`` per side (see there).
+
+    Samples inside one block are not independent: a noisy neighbour or a clock dip during one block
+    shifts that whole block, and an i.i.d. bootstrap then reports a CI far narrower than a re-run
+    would show. So when ``rounds`` (the per-round blocks of each side, in order) is given and there
+    are at least ``MIN_CLUSTER_ROUNDS`` of them, a cluster bootstrap (resample whole rounds, both
+    sides of a round together) is computed as well, and the reported CI is the hull of the two.
     """
     from scipy import stats as sps
 
@@ -152,7 +163,34 @@ def speedup_ci(
         confidence_level=confidence, n_resamples=n_resamples, method="percentile",
         batch=min(batch, n_resamples), rng=rng,
     )
-    return Speedup(estimate, float(res.confidence_interval.low), float(res.confidence_interval.high), confidence)
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    method = Speedup.method
+    if rounds is not None and min(len(rounds[0]), len(rounds[1])) >= MIN_CLUSTER_ROUNDS:
+        c_low, c_high = _cluster_ci(rounds[0], rounds[1], confidence, n_resamples, rng)
+        low, high = min(low, c_low), max(high, c_high)
+        method += " ∪ round-cluster bootstrap"
+    return Speedup(estimate, low, high, confidence, method)
+
+
+def _cluster_ci(
+    baseline_rounds: Sequence[np.ndarray],
+    candidate_rounds: Sequence[np.ndarray],
+    confidence: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Percentile CI of median ratio when whole rounds (both sides of round i together) are resampled.
+
+    Each round is summarised by its block medians, and a resample's ratio is the median of the chosen
+    baseline medians over that of the chosen candidate medians: between-round variation, which an
+    i.i.d. bootstrap of pooled samples misses, is exactly what this interval measures."""
+    n = min(len(baseline_rounds), len(candidate_rounds))
+    b = np.array([np.median(r) for r in baseline_rounds[:n]])
+    c = np.array([np.median(r) for r in candidate_rounds[:n]])
+    picks = rng.integers(0, n, size=(n_resamples, n))
+    ratios = np.median(b[picks], axis=1) / np.median(c[picks], axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    return float(np.quantile(ratios, alpha)), float(np.quantile(ratios, 1.0 - alpha))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,7 +563,9 @@ def compare_records(
         base_result = per_batch[batch][baseline]
         for cand in names[1:]:
             cand_result = per_batch[batch][cand]
-            speed = speedup_ci(base_result.samples_ms["latency_ms"], cand_result.samples_ms["latency_ms"])
+            speed = speedup_ci(base_result.samples_ms["latency_ms"], cand_result.samples_ms["latency_ms"],
+                               rounds=(outcome.arm(baseline).stages.get("latency_ms", []),
+                                       outcome.arm(cand).stages.get("latency_ms", [])))
             acc = compare_outputs(outputs[batch][baseline], outputs[batch][cand])
             roof = {}
             for side, result in (("baseline", base_result), ("candidate", cand_result)):
