@@ -74,3 +74,49 @@ def test_bad_timing_config(kw):
 
     with pytest.raises(BadInput):
         TimingConfig(**kw)
+
+
+def test_fp16_of_an_ir3_model_that_lists_weights_as_inputs(tmp_path):
+    """Old (IR < 4) models list every initializer as a graph input too; the FP16 converter alone then
+    writes a graph ORT rejects ("Tensor element type mismatch"). The build must still work."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "ir3",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 3])],  # the weight, as an input
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])], [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 3
+    path = tmp_path / "ir3.onnx"
+    onnx.save(model, str(path))
+    fp32, fp16 = build_engines(path, [Precision.FP32, Precision.FP16], [2], engines_dir=tmp_path / "e", backend="onnxruntime")
+    assert [t.name for t in fp16.record.inputs] == ["x"]  # the weight is not something to feed
+    r32, r16 = load_runner(fp32.record), load_runner(fp16.record)
+    feeds = make_inputs(r32.inputs, resolve_shapes(r32.inputs, 2))
+    np.testing.assert_allclose(r16.infer(feeds)["y"], r32.infer(feeds)["y"], rtol=1e-2, atol=1e-2)
+
+
+def test_ort_error_cause_drops_nested_prefixes_and_source_locations():
+    from trtprof.backends.onnxruntime import _ort_cause
+
+    text = ("[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/onnxruntime/core/graph/graph.cc:1483 "
+            "onnxruntime::Graph::Graph(const onnxruntime::Model&, bool) [ONNXRuntimeError] : 1 : FAIL : "
+            "Tensor element type mismatch. 10 != 1\n")
+    assert _ort_cause(text) == "Tensor element type mismatch. 10 != 1"
+    assert _ort_cause("[ONNXRuntimeError] : 10 : INVALID_GRAPH : bad node x") == "bad node x"
+
+
+def test_converter_truncation_warnings_fold_into_one_line():
+    from trtprof.convert.fp16 import summarize_warnings
+
+    lines = summarize_warnings([
+        "the float32 number 1e-12 will be truncated to 1e-07",
+        "the float32 number -3e-09 will be truncated to -1e-07",
+        "some other warning",
+    ])
+    assert lines[0] == "some other warning"
+    assert lines[1].startswith("2 distinct weight values outside FP16's range were clamped") and "1e-12" in lines[1]

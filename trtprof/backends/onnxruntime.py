@@ -57,8 +57,18 @@ def _session_error(err: Exception, path: Path) -> Exception:
     if match:
         op, opset, node = match.groups()
         return BadModel(f"op {op} (opset {opset}, node {node!r}) is not supported by onnxruntime", path=path)
-    first = text.strip().splitlines()[0] if text.strip() else type(err).__name__
-    return BadModel(f"onnxruntime cannot load the model: {first[:300]}", path=path)
+    return BadModel(f"onnxruntime cannot load the model: {_ort_cause(text) or type(err).__name__}", path=path)
+
+
+def _ort_cause(text: str) -> str:
+    """The cause in an ORT error, without its nested prefixes and C++ source locations.
+
+    "[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/…/graph.cc:1483 onnxruntime::Graph::Graph(…)
+    [ONNXRuntimeError] : 1 : FAIL : Tensor element type mismatch. 10 != 1" → the last part."""
+    parts = [p.strip() for p in re.split(r"\[ONNXRuntimeError\] : \d+ : \w+ : ", text) if p.strip()]
+    cause = parts[-1] if parts else text.strip()
+    cause = re.sub(r"^/\S+:\d+ \S+\(.*?\)\s*", "", cause)  # a leading "file.cc:123 Function(args)"
+    return " ".join(cause.split())[:300]
 
 
 def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path):

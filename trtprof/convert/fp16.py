@@ -6,6 +6,7 @@ profiler feeds and reads the same buffers for every precision.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -35,14 +36,59 @@ def convert_to_fp16(
         kwargs["op_block_list"] = list(op_block_list)
     if node_block_list is not None:
         kwargs["node_block_list"] = list(node_block_list)
+    model = drop_initializer_inputs(model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             converted = float16.convert_float_to_float16(model, **kwargs)
         except Exception as err:
             raise BuildFailed(f"FP16 graph conversion failed: {err}") from err
-    messages = sorted({str(w.message).splitlines()[0] for w in caught})
-    return converted, messages
+    return converted, summarize_warnings(str(w.message).splitlines()[0] for w in caught)
+
+
+_TRUNCATED = re.compile(r"the float32 number (\S+) will be truncated to (\S+)")
+
+
+def summarize_warnings(messages: Iterable[str]) -> list[str]:
+    """The converter's warnings, one line each, with its per-value truncation warnings (one per weight
+    outside FP16's range, often hundreds) folded into one counted line."""
+    truncated: list[float] = []
+    other: set[str] = set()
+    for text in messages:
+        match = _TRUNCATED.search(text)
+        if match:
+            truncated.append(abs(float(match.group(1))))
+        else:
+            other.add(text)
+    lines = sorted(other)
+    if truncated:
+        lines.append(f"{len(truncated)} distinct weight values outside FP16's range were clamped "
+                     f"(smallest |x| {min(truncated):.3g}, largest {max(truncated):.3g}); "
+                     "tiny values become ±1e-07, huge ones ±65504")
+    return lines
+
+
+def drop_initializer_inputs(model: "onnx.ModelProto") -> "onnx.ModelProto":
+    """A copy without graph inputs that are really initializers (weights).
+
+    Models written for IR version < 4 (old model zoos, Caffe2 exports) must list every initializer
+    as a graph input too. The FP16 converter turns those initializers into FP16 but, with
+    ``keep_io_types``, keeps the matching *inputs* declared FP32, and the result no longer
+    type-checks ("Tensor element type mismatch. 10 != 1"). From IR 4 on, initializers need not be
+    inputs, so dropping them (and raising the IR version to 4) changes nothing else.
+    """
+    initializers = {init.name for init in model.graph.initializer}
+    if not any(inp.name in initializers for inp in model.graph.input):
+        return model
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    keep = [inp for inp in copy.graph.input if inp.name not in initializers]
+    del copy.graph.input[:]
+    copy.graph.input.extend(keep)
+    copy.ir_version = max(copy.ir_version, 4)
+    return copy
 
 
 def tensor_elem_types(model: "onnx.ModelProto") -> dict[str, int]:
@@ -64,11 +110,16 @@ def tensor_elem_types(model: "onnx.ModelProto") -> dict[str, int]:
     return types
 
 
+# Nodes that make or pass through tensors without arithmetic: counting them would let a graph whose
+# weights come from ConstantOfShape look "mostly FP16" while every Conv runs in FP32.
+NOT_COMPUTE = frozenset({"Cast", "Constant", "ConstantOfShape", "Shape", "Size", "Identity"})
+
+
 def count_precision(model: "onnx.ModelProto") -> dict[str, dict[str, int]]:
     """Per op type, how many compute nodes run on FP16 tensors and how many on FP32 tensors.
 
-    Cast nodes and nodes that touch no floating tensor are not counted. A node with any FP32
-    floating tensor counts as FP32 (it computes, or accumulates, in FP32).
+    ``NOT_COMPUTE`` nodes (casts, constants, shapes) and nodes that touch no floating tensor are not
+    counted. A node with any FP32 floating tensor counts as FP32 (it computes, or accumulates, in FP32).
     """
     import onnx
 
@@ -76,7 +127,7 @@ def count_precision(model: "onnx.ModelProto") -> dict[str, dict[str, int]]:
     types = tensor_elem_types(model)
     counts: dict[str, dict[str, int]] = {"fp16": {}, "fp32": {}}
     for node in model.graph.node:
-        if node.op_type == "Cast":
+        if node.op_type in NOT_COMPUTE:
             continue
         seen = {types.get(name) for name in [*node.input, *node.output] if name}
         if fp32 in seen:
