@@ -10,7 +10,7 @@ import enum
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 CACHE_SCHEMA = 1
 
@@ -121,7 +121,7 @@ class BuildSpec:
         model_sha256: str,
         backend: str,
         precision: Precision,
-        batch_sizes: tuple[int, ...] | list[int],
+        batch_sizes: Sequence[int],
         shapes: Mapping[str, tuple[int, ...]] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> "BuildSpec":
