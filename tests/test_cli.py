@@ -207,3 +207,29 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "median ms" in proc.stdout
     assert (tmp_path / "demo" / "results.json").is_file()
     assert (tmp_path / "demo" / "plots" / "latency_vs_batch.png").is_file()
+
+
+def _packaged_onnx_model(name: str) -> Path:
+    """A model trtprof's authors did not write: the 'light' model-zoo graphs the onnx package ships
+    (IR 3, weights listed as inputs and made by ConstantOfShape, static batch 1)."""
+    import onnx
+
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"
+    if not path.is_file():
+        pytest.skip(f"this onnx build does not ship {path.name}")
+    return path
+
+
+def test_contract_on_a_model_zoo_graph_we_did_not_write(tmp_path, capsys):
+    model = _packaged_onnx_model("light_shufflenet")
+    engines = tmp_path / "engines"
+    assert main(["build", str(model), "--fp32", "--fp16", "--engines", str(engines), "--backend", "onnxruntime"]) == 0
+    assert capsys.readouterr().out.count(" built ") == 2
+    results = tmp_path / "r.json"
+    assert main(["bench", str(engines), "--warmup", "1", "--iterations", "3", "--out", str(results)]) == 0
+    entries = json.loads(results.read_text())["results"]
+    assert [(e["precision"], e["config"]["input_shapes"]) for e in entries] == [
+        ("fp16", {"gpu_0/data_0": [1, 3, 224, 224]}), ("fp32", {"gpu_0/data_0": [1, 3, 224, 224]})]
+    # its static batch of 1 is enforced
+    assert main(["build", str(model), "--batch-sizes", "4", "--engines", str(engines), "--backend", "onnxruntime"]) == 2
+    assert "static batch of 1" in capsys.readouterr().err
