@@ -124,6 +124,19 @@ class EngineRecord:
             )
 
 
+@contextmanager
+def entry_lock(root: Path, name: str) -> Iterator[None]:
+    """An inter-process lock for one cache entry: ``root/.locks/<name>.lock`` (filelock)."""
+    try:
+        from filelock import FileLock
+    except ImportError as err:  # pragma: no cover - core dependency
+        raise MissingDependency("filelock", None) from err
+    lock_dir = Path(root) / LOCK_DIR
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock_dir / f"{name}.lock"), timeout=LOCK_TIMEOUT_S):
+        yield
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename."""
     path = Path(path)
@@ -163,16 +176,8 @@ class EngineCache:
     def entry_stem(self, model_stem: str, spec: BuildSpec, key: CacheKey) -> str:
         return f"{_safe_stem(model_stem)}.{spec.precision.value}.{spec.backend}.{key.short}"
 
-    @contextmanager
-    def lock(self, key: CacheKey) -> Iterator[None]:
-        try:
-            from filelock import FileLock
-        except ImportError as err:  # pragma: no cover - core dependency
-            raise MissingDependency("filelock", None) from err
-        lock_dir = self.root / LOCK_DIR
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(lock_dir / f"{key.hexdigest}.lock"), timeout=LOCK_TIMEOUT_S):
-            yield
+    def lock(self, key: CacheKey):
+        return entry_lock(self.root, key.hexdigest)
 
     def find(self, key: CacheKey) -> EngineRecord | None:
         """The complete entry for ``key``, or None. Does not verify the artifact."""

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..cache import atomic_write_bytes, atomic_write_text
+from ..cache import atomic_write_bytes, atomic_write_text, entry_lock
 from ..errors import BadInput, BadModel, BuildFailed, MissingDependency
 from ..model import sha256_file
 
@@ -605,13 +605,7 @@ def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **
     detect_format(path)
     onnx_path, meta_path, sha = cache_entry(path, cache_dir, **options)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        from filelock import FileLock
-    except ImportError as err:  # pragma: no cover - core dependency
-        raise MissingDependency("filelock", None) from err
-    lock_dir = cache_dir / ".locks"
-    lock_dir.mkdir(exist_ok=True)
-    with FileLock(str(lock_dir / f"{onnx_path.stem}.lock"), timeout=3600):
+    with entry_lock(cache_dir, onnx_path.stem):
         hit = _read_hit(onnx_path, meta_path, sha)
         if hit is not None and (hit.check is not None or not check):
             return hit
