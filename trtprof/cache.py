@@ -163,7 +163,8 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
-def _safe_stem(text: str) -> str:
+def safe_stem(text: str) -> str:
+    """A file-name-safe stem: letters, digits, '-' and '_' kept, anything else '_'."""
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in text) or "model"
 
 
@@ -174,7 +175,7 @@ class EngineCache:
         self.root = Path(root)
 
     def entry_stem(self, model_stem: str, spec: BuildSpec, key: CacheKey) -> str:
-        return f"{_safe_stem(model_stem)}.{spec.precision.value}.{spec.backend}.{key.short}"
+        return f"{safe_stem(model_stem)}.{spec.precision.value}.{spec.backend}.{key.short}"
 
     def lock(self, key: CacheKey):
         return entry_lock(self.root, key.hexdigest)

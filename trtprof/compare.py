@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import timing
+from .stats import median_ci_exact, relative_half_width
 from .timing import Samples, TimingConfig
 
 SCHEMA = "trtprof.compare/1"
@@ -53,35 +54,6 @@ EQUIVALENCE_MARGIN = 0.01
 FASTER = "faster"
 SLOWER = "slower"
 NO_DIFFERENCE = "no measurable difference"
-
-
-def median_ci_exact(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Distribution-free CI of the median from order statistics (scipy ``quantile_test``).
-
-    Why not the bootstrap here: this runs after every round on every precision, and the exact
-    binomial interval costs one sort instead of thousands of resampled medians, with guaranteed
-    coverage for any continuous distribution (heavy tails included).
-    """
-    from scipy import stats as sps
-
-    x = np.asarray(samples, dtype=np.float64)
-    if x.size == 0:
-        raise ValueError("no samples")
-    if x.size < 2 or np.all(x == x[0]):
-        m = float(np.median(x))
-        return m, m
-    ci = sps.quantile_test(x, q=float(np.median(x)), p=0.5).confidence_interval(confidence_level=confidence)
-    low = float(ci.low) if np.isfinite(ci.low) else float(x.min())
-    high = float(ci.high) if np.isfinite(ci.high) else float(x.max())
-    return low, high
-
-
-def relative_half_width(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> float:
-    """(CI high − CI low) / 2 / median: the stopping rule's measure of how well a median is known."""
-    x = np.asarray(samples, dtype=np.float64)
-    median = float(np.median(x))
-    low, high = median_ci_exact(x, confidence)
-    return (high - low) / 2 / median if median > 0 else float("inf")
 
 
 @dataclass(frozen=True)

@@ -90,32 +90,45 @@ def warm_up(step: Callable[[], Any], config: TimingConfig) -> tuple[int, float]:
     return done, (time.perf_counter_ns() - started) / 1e9
 
 
+class _Growable:
+    """Preallocated per-iteration sample columns, doubled when full (no allocation per iteration)."""
+
+    def __init__(self, names: tuple[str, ...], size: int) -> None:
+        self.names = names
+        self.data = np.empty((len(names), max(size, 16)), dtype=np.float64)
+        self.n = 0
+
+    def add(self, *values: float) -> None:
+        if self.n == self.data.shape[1]:
+            self.data = np.concatenate([self.data, np.empty_like(self.data)], axis=1)
+        self.data[:, self.n] = values
+        self.n += 1
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {name: self.data[i, : self.n].copy() for i, name in enumerate(self.names)}
+
+
 def time_host(
     fn: Callable[[], Any],
     config: TimingConfig,
 ) -> Samples:
     """Time a synchronous host call: one ``perf_counter_ns`` pair per iteration, nothing else inside.
 
-    The sample buffer is preallocated and grown geometrically so the loop does no allocation per
-    iteration beyond what ``fn`` does.
+    The sample buffer (``_Growable``, shared with the GPU loop) is preallocated and grown
+    geometrically, so the loop does no allocation per iteration beyond what ``fn`` does.
     """
     warm_runs, warm_s = warm_up(fn, config)
-    buf = np.empty(max(config.iterations, 16), dtype=np.int64)
+    samples = _Growable(("latency_ms",), config.iterations)
     clock = time.perf_counter_ns
     seconds = config.duration_s
-    done = 0
     first = clock()
-    while _keep_going(done, first, config.iterations, seconds):
+    while _keep_going(samples.n, first, config.iterations, seconds):
         t0 = clock()
         fn()
         t1 = clock()
-        if done == buf.size:
-            buf = np.concatenate([buf, np.empty_like(buf)])
-        buf[done] = t1 - t0
-        done += 1
+        samples.add((t1 - t0) / 1e6)
     span_s = (clock() - first) / 1e9
-    latency = buf[:done].astype(np.float64) / 1e6
-    return Samples(stages={"latency_ms": latency}, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s)
+    return Samples(stages=samples.columns(), span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -136,24 +149,6 @@ _BENIGN_REASONS = frozenset({"gpu_idle", "applications_clocks_setting"})
 # Iterations queued on the stream at once in the timed loop (trtexec keeps the next one queued too).
 IN_FLIGHT = 2
 LOCK_CLOCKS_HINT = "lock clocks for steadier numbers: nvidia-smi -lgc <max SM MHz> (nvidia-smi -rgc to undo)"
-
-
-class _Growable:
-    """Preallocated per-iteration sample columns, doubled when full (no allocation per iteration)."""
-
-    def __init__(self, names: tuple[str, ...], size: int) -> None:
-        self.names = names
-        self.data = np.empty((len(names), max(size, 16)), dtype=np.float64)
-        self.n = 0
-
-    def add(self, *values: float) -> None:
-        if self.n == self.data.shape[1]:
-            self.data = np.concatenate([self.data, np.empty_like(self.data)], axis=1)
-        self.data[:, self.n] = values
-        self.n += 1
-
-    def columns(self) -> dict[str, np.ndarray]:
-        return {name: self.data[i, : self.n].copy() for i, name in enumerate(self.names)}
 
 
 def _median(values: np.ndarray) -> float:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..cache import atomic_write_bytes, atomic_write_text, entry_lock
+from ..cache import atomic_write_bytes, atomic_write_text, entry_lock, safe_stem
 from ..errors import BadInput, BadModel, BuildFailed, MissingDependency
 from ..model import sha256_file
 
@@ -591,8 +591,7 @@ def cache_entry(path: Path, cache_dir: Path, **options: Any) -> tuple[Path, Path
     sha = content_sha256(path)
     key = hashlib.sha256(f"{CONVERT_SCHEMA}\n{sha}\n{_options_key(options)}".encode()).hexdigest()
     stem_name = path.stem if path.is_file() else path.name
-    stem = re.sub(r"[^A-Za-z0-9_-]", "_", stem_name) or "model"
-    base = f"{stem}.tf.{key[:16]}"
+    base = f"{safe_stem(stem_name)}.tf.{key[:16]}"
     return Path(cache_dir) / f"{base}.onnx", Path(cache_dir) / f"{base}.json", sha
 
 
