@@ -13,7 +13,10 @@ from typing import Sequence
 from .. import __version__
 from ..errors import TrtprofError
 
-SUBCOMMANDS = ("build", "bench", "plot", "demo", "convert", "inspect", "compare", "report")
+# A module listed here but absent is skipped (a subcommand not part of this build); module names use
+# underscores, the command name is whatever the module's ``add_parser`` registers.
+SUBCOMMANDS = ("build", "bench", "plot", "demo", "convert", "inspect", "compare", "report", "profile", "cache",
+               "train_compare", "sweep")
 
 
 def make_parser() -> argparse.ArgumentParser:
