@@ -29,8 +29,14 @@ def plan(records: Iterable[EngineRecord], batch_sizes: Sequence[int] | None = No
 
 
 def load_runner(record: EngineRecord):
-    """Verify the artifact against its metadata, then load it with the backend that built it."""
+    """Verify the artifact against its metadata, then load it with the backend that built it.
+
+    A backend that builds where it cannot run (TensorRT-RTX) first says, in one line, why this
+    machine cannot run this engine (``check_runnable``: its GPU, or no GPU, and the engine's targets)."""
     record.verify()
+    check_runnable = getattr(backends.get(record.backend), "check_runnable", None)
+    if check_runnable is not None:
+        check_runnable(record)
     backend = backends.resolve(record.backend)
     return backend.load(record.artifact_path, record)
 
@@ -62,6 +68,9 @@ def bench_one(
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
                     "warmup_s": round(samples.warmup_s, 4)})
+    runtime_report = getattr(runner, "runtime_report", None)  # TensorRT-RTX: JIT and runtime cache
+    if runtime_report is not None:
+        applied["runtime"] = runtime_report()
     warnings = list(samples.notes)
     if record.backend_metadata.get("effective_precision") not in (None, record.precision):
         warnings.append(

@@ -79,7 +79,10 @@ def build_engines(
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
     """
-    impl = backends.resolve(backend)
+    impl = backends.resolve_for_build(backend)
+    normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
+    if normalize is not None:
+        options = normalize(dict(options or {}))
     precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
     for precision in precisions:
         impl.check_precision(precision)

@@ -1,12 +1,20 @@
-"""FAKE ``tensorrt`` module for contract tests: records every call, builds nothing, runs nothing.
+"""FAKE ``tensorrt`` / ``tensorrt_rtx`` module for contract tests: records every call, builds nothing,
+runs nothing.
 
 This is not TensorRT and says nothing about TensorRT's numbers. It mirrors the *surface* trtprof uses
 (names, argument shapes, return conventions such as None on failure) for TensorRT 8.6, 10.x and 11.x,
-so tests can check which calls the backend makes, with which arguments, in which order, and how it
-handles each failure. It reads the real ONNX file it is given (with the onnx package) so network
-inputs, layers and FP16 types come from the model, not from the test.
+and, with ``flavour="rtx"``, TensorRT-RTX 1.x, so tests can check which calls the backend makes, with
+which arguments, in which order, and how it handles each failure. It reads the real ONNX file it is
+given (with the onnx package) so network inputs, layers and FP16 types come from the model, not from
+the test.
 
-Use ``make_fake_tensorrt(version)`` and put the result in ``sys.modules["tensorrt"]``.
+It cannot drift silently: tests/test_tensorrt_fake_surface.py checks every public class, method,
+property and enum member of this fake against the real importable module of the same flavour (in CI:
+tensorrt_rtx 1.7.1) and runs the same refusals against both. Where the real library was seen to
+behave in a way the old fake did not, the fake now does the same (see the notes in the code: "real:").
+
+Use ``make_fake_tensorrt(version)`` and put the result in ``sys.modules["tensorrt"]``, or
+``make_fake_tensorrt("1.7.1.116", flavour="rtx")`` in ``sys.modules["tensorrt_rtx"]``.
 """
 from __future__ import annotations
 
@@ -20,7 +28,11 @@ from typing import Any
 import numpy as np
 
 PLAN_MAGIC = b"FAKE-TRT-PLAN\n"
-FAKE_TIMING_CACHE = b"FAKE-TIMING-CACHE"
+FAKE_TIMING_CACHE = b"FAKE-TIMING-CACHE with entries"
+FAKE_EMPTY_TIMING_CACHE = b"FAKE-TC"  # what an empty cache serializes to (real: a 172-byte header)
+FAKE_RUNTIME_CACHE = b"FAKE-RTX-RUNTIME-CACHE"
+# Names the fake module carries that are not TensorRT's (the surface test skips them).
+FAKE_ONLY_NAMES = frozenset({"calls", "behaviour", "state", "IS_FAKE", "FLAVOUR"})
 
 
 @dataclass
@@ -32,10 +44,16 @@ class Behaviour:
     build_error_log: str = "fake builder: no implementation satisfies the constraints"
     deserialize_returns_none: bool = False
     layer_ms: float = 0.25  # what the fake profiler reports per layer (fake data, not a measurement)
+    # rtx: the GPU the fake runtime "sees" ("8.6"), None for no GPU/driver (real: deserialize → None)
+    gpu_compute_capability: str | None = "8.6"
 
 
-def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
+def make_fake_tensorrt(version: str = "10.13.0.35", flavour: str = "enterprise") -> types.ModuleType:
+    if flavour not in ("enterprise", "rtx"):
+        raise ValueError(f"flavour must be enterprise or rtx, not {flavour!r}")
+    rtx = flavour == "rtx"
     major = int(version.split(".")[0])
+    strongly_typed_only = rtx or major >= 11
     calls: list[tuple[str, tuple[Any, ...]]] = []
     behaviour = Behaviour()
     state: dict[str, Any] = {}
@@ -60,17 +78,38 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
         INT64 = 8
 
     flag_names = ["TF32", "DEBUG", "REFIT"]
-    if major < 11:
+    if not strongly_typed_only:
         flag_names += ["FP16", "INT8", "OBEY_PRECISION_CONSTRAINTS", "PREFER_PRECISION_CONSTRAINTS"]
     BuilderFlag = enum.IntEnum("BuilderFlag", flag_names)  # type: ignore[misc]
-    net_flags = ["EXPLICIT_BATCH"] + (["STRONGLY_TYPED"] if major >= 10 else [])
+    # real (tensorrt_rtx 1.7.1): STRONGLY_TYPED is the only member, and create_network refuses other bits
+    net_flags = ["STRONGLY_TYPED"] if rtx else ["EXPLICIT_BATCH"] + (["STRONGLY_TYPED"] if major >= 10 else [])
     NetworkDefinitionCreationFlag = enum.IntEnum(  # type: ignore[misc]
         "NetworkDefinitionCreationFlag", {n: i for i, n in enumerate(net_flags)}
     )
     MemoryPoolType = enum.IntEnum("MemoryPoolType", ["WORKSPACE", "DLA_MANAGED_SRAM"])  # type: ignore[misc]
     ProfilingVerbosity = enum.IntEnum("ProfilingVerbosity", ["LAYER_NAMES_ONLY", "NONE", "DETAILED"])  # type: ignore[misc]
+    # real: ILayer.type is a LayerType and ParserError.code() an ErrorCode (enums, not strings/ints)
+    LayerType = enum.IntEnum("LayerType", [  # type: ignore[misc]
+        "CONVOLUTION", "ACTIVATION", "POOLING", "ELEMENTWISE", "REDUCE", "SHUFFLE", "MATRIX_MULTIPLY", "CONSTANT",
+        "SHAPE", "CAST", "IDENTITY", "GATHER", "CONCATENATION", "SOFTMAX", "UNARY"])
+    _op_layer = {"Conv": "CONVOLUTION", "Relu": "ACTIVATION", "MaxPool": "POOLING", "AveragePool": "POOLING",
+                 "GlobalAveragePool": "REDUCE", "ReduceSum": "REDUCE", "ReduceMax": "REDUCE", "Flatten": "SHUFFLE",
+                 "Reshape": "SHUFFLE", "Gemm": "MATRIX_MULTIPLY", "MatMul": "MATRIX_MULTIPLY", "Constant": "CONSTANT",
+                 "Shape": "SHAPE", "Cast": "CAST", "Identity": "IDENTITY", "Gather": "GATHER", "Concat": "CONCATENATION",
+                 "Softmax": "SOFTMAX"}
+    ErrorCode = enum.IntEnum("ErrorCode", ["SUCCESS", "INTERNAL_ERROR", "INVALID_NODE", "UNSUPPORTED_NODE"])  # type: ignore[misc]
     LayerInformationFormat = enum.IntEnum("LayerInformationFormat", ["ONELINE", "JSON"])  # type: ignore[misc]
     TensorIOMode = enum.IntEnum("TensorIOMode", ["NONE", "INPUT", "OUTPUT"])  # type: ignore[misc]
+
+    ComputeCapability = enum.IntEnum("ComputeCapability", {  # type: ignore[misc]
+        "NONE": 0, "CURRENT": 1, "SM75": 75, "SM80": 80, "SM86": 86, "SM89": 89, "SM120": 120, "SM121": 121})
+    EngineValidity = enum.IntEnum("EngineValidity", {"VALID": 0, "SUBOPTIMAL": 1, "INVALID": 2})  # type: ignore[misc]
+    EngineInvalidityDiagnostics = enum.IntFlag("EngineInvalidityDiagnostics", {  # type: ignore[misc]
+        "VERSION_MISMATCH": 1, "UNSUPPORTED_CC": 2, "MALFORMED_ENGINE": 32, "CUDA_ERROR": 64})
+    DynamicShapesKernelSpecializationStrategy = enum.IntEnum(  # type: ignore[misc]
+        "DynamicShapesKernelSpecializationStrategy", {"LAZY": 0, "EAGER": 1, "NONE": 2})
+    # what a default (no targets) TensorRT-RTX 1.7 plan runs on, per the real library's own message
+    default_targets = ["SM80", "SM86", "SM89", "SM120", "SM121"]
 
     np_of = {DataType.FLOAT: np.float32, DataType.HALF: np.float16, DataType.INT8: np.int8,
              DataType.INT32: np.int32, DataType.BOOL: np.bool_, DataType.INT64: np.int64}
@@ -117,8 +156,11 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
             self.name, self.shape, self.dtype = name, Dims(shape), dtype
 
     class ILayer:
+        __slots__ = ("name", "type", "_op", "_outputs", "_precision")
+
         def __init__(self, name: str, op: str, outputs: list[ITensor]) -> None:
-            self.name, self.type, self._outputs = name, op, outputs
+            self.name, self._op, self._outputs = name, op, outputs
+            self.type = getattr(LayerType, _op_layer.get(op, "ELEMENTWISE"))
             self._precision: Any = None
 
         @property
@@ -128,14 +170,15 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
         def get_output(self, i: int) -> ITensor:
             return self._outputs[i]
 
-        @property
-        def precision(self) -> Any:
+    if not strongly_typed_only:  # real: TensorRT 11 and TensorRT-RTX have no ILayer.precision at all
+        def _get_precision(self: Any) -> Any:
             return self._precision
 
-        @precision.setter
-        def precision(self, value: Any) -> None:
+        def _set_precision(self: Any, value: Any) -> None:
             rec("ILayer.precision", self.name, value)
             self._precision = value
+
+        ILayer.precision = property(_get_precision, _set_precision)  # type: ignore[attr-defined]
 
     class INetworkDefinition:
         def __init__(self, flags: int) -> None:
@@ -168,8 +211,8 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
         def node(self) -> int:
             return self._index
 
-        def code(self) -> int:
-            return 8
+        def code(self) -> Any:
+            return ErrorCode.UNSUPPORTED_NODE
 
     if major >= 10:  # node_name/node_operator arrived with TensorRT 10
         ParserError.node_name = lambda self: self._node  # type: ignore[attr-defined]
@@ -230,7 +273,7 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
 
         def serialize(self) -> bytes:
             rec("ITimingCache.serialize")
-            return FAKE_TIMING_CACHE
+            return self.data or FAKE_EMPTY_TIMING_CACHE
 
     class IOptimizationProfile:
         def __init__(self) -> None:
@@ -240,14 +283,22 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
             rec("IOptimizationProfile.set_shape", input, tuple(min), tuple(opt), tuple(max))
             self.shapes[input] = (Dims(min), Dims(opt), Dims(max))
 
+    settable = {"builder_optimization_level", "profiling_verbosity"} | ({"num_compute_capabilities"} if rtx else set())
+
     class IBuilderConfig:
-        def __init__(self) -> None:
+        def __init__(self, logger: ILogger) -> None:
             object.__setattr__(self, "flags_set", {BuilderFlag.TF32})  # TF32 on by default, like TensorRT
             object.__setattr__(self, "profiles", [])
             object.__setattr__(self, "cache", None)
+            object.__setattr__(self, "logger", logger)
+            object.__setattr__(self, "targets", [])
 
         def __setattr__(self, name: str, value: Any) -> None:
+            if name not in settable:  # real: pybind objects refuse attributes they do not have
+                raise AttributeError(f"'IBuilderConfig' object has no attribute '{name}'")
             rec(f"IBuilderConfig.{name}", value)
+            if name == "num_compute_capabilities":
+                object.__setattr__(self, "targets", [ComputeCapability.NONE] * int(value))
             object.__setattr__(self, name, value)
 
         def set_flag(self, flag: Any) -> None:
@@ -269,32 +320,61 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
             self.profiles.append(profile)
             return len(self.profiles) - 1
 
-        def create_timing_cache(self, data: bytes) -> ITimingCache:
-            rec("IBuilderConfig.create_timing_cache", bytes(data))
-            return ITimingCache(bytes(data))
+        def create_timing_cache(self, serialized_timing_cache: bytes) -> ITimingCache:
+            data = bytes(serialized_timing_cache)
+            rec("IBuilderConfig.create_timing_cache", data)
+            if data not in (b"", FAKE_TIMING_CACHE, FAKE_EMPTY_TIMING_CACHE):
+                # real: foreign bytes give an *empty* cache and a warning, never an error or a False
+                self.logger.log(Severity.WARNING, "Failed to deserialize timing cache. Returning an empty timing cache.")
+                data = b""
+            return ITimingCache(data if data != FAKE_EMPTY_TIMING_CACHE else b"")
 
         def set_timing_cache(self, cache: ITimingCache, ignore_mismatch: bool) -> bool:
             rec("IBuilderConfig.set_timing_cache", cache.data, ignore_mismatch)
-            ok = cache.data in (b"", FAKE_TIMING_CACHE)
-            if ok:
-                object.__setattr__(self, "cache", cache)
-            return ok
+            object.__setattr__(self, "cache", cache)
+            return True  # real: True whatever the cache held (tensorrt_rtx 1.7.1)
 
         def get_timing_cache(self) -> ITimingCache:
             return self.cache
+
+    if rtx:
+        def _num_ccs(self: Any) -> int:
+            return len(self.targets)
+
+        def _set_num_ccs(self: Any, value: int) -> None:
+            IBuilderConfig.__setattr__(self, "num_compute_capabilities", value)
+
+        def set_compute_capability(self: Any, compute_capability: Any, index: int) -> bool:
+            rec("IBuilderConfig.set_compute_capability", compute_capability, index)
+            # real: False for an index outside num_compute_capabilities and for NONE
+            if not 0 <= index < len(self.targets) or compute_capability == ComputeCapability.NONE:
+                return False
+            self.targets[index] = compute_capability
+            return True
+
+        def get_compute_capability(self: Any, index: int) -> Any:
+            return self.targets[index]
+
+        IBuilderConfig.set_compute_capability = set_compute_capability  # type: ignore[attr-defined]
+        IBuilderConfig.get_compute_capability = get_compute_capability  # type: ignore[attr-defined]
+        # a property on the class so reading works; writes go through __setattr__ (recorded)
+        IBuilderConfig.num_compute_capabilities = property(_num_ccs, _set_num_ccs)  # type: ignore[attr-defined]
 
     class Builder:
         def __init__(self, logger: ILogger) -> None:
             rec("Builder", logger)
             self.logger = logger
 
-        def create_network(self, flags: int = 0) -> INetworkDefinition:
+        def create_network(self, flags: int = 0) -> INetworkDefinition | None:
             rec("Builder.create_network", flags)
+            if flags >= 1 << len(NetworkDefinitionCreationFlag):  # real: an error in the log, None back
+                self.logger.log(Severity.ERROR, "IBuilder::createNetworkV2: Error Code 3: API Usage Error")
+                return None
             return INetworkDefinition(flags)
 
         def create_builder_config(self) -> IBuilderConfig:
             rec("Builder.create_builder_config")
-            return IBuilderConfig()
+            return IBuilderConfig(self.logger)
 
         def create_optimization_profile(self) -> IOptimizationProfile:
             rec("Builder.create_optimization_profile")
@@ -311,17 +391,32 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
             layers = []
             for layer in network.layers:
                 dtype = layer.get_output(0).dtype if layer.num_outputs else DataType.FLOAT
-                if fp16 and dtype == DataType.FLOAT and layer.precision != DataType.FLOAT:
+                if fp16 and dtype == DataType.FLOAT and layer._precision != DataType.FLOAT:
                     dtype = DataType.HALF  # weak typing: the fake "chooses" FP16 wherever allowed
-                layers.append({"name": layer.name, "type": layer.type, "dtype": int(dtype)})
+                layers.append({"name": layer.name, "type": layer._op, "dtype": int(dtype)})
+            if config.cache is not None:
+                config.cache.data = FAKE_TIMING_CACHE  # the build "adds entries"
+            targets = [t.name for t in getattr(config, "targets", [])]
             plan = {
                 "version": version,
+                "flavour": flavour,
+                "targets": targets,
                 "inputs": [{"name": t.name, "dtype": int(t.dtype), "shape": list(t.shape),
                             "profile": [list(d) for d in profile.shapes[t.name]]} for t in network.inputs],
                 "outputs": [{"name": t.name, "dtype": int(t.dtype), "shape": list(t.shape)} for t in network.outputs],
                 "layers": layers,
             }
-            return PLAN_MAGIC + json.dumps(plan).encode()
+            return IHostMemory(PLAN_MAGIC + json.dumps(plan).encode())
+
+    if not rtx and major < 10:  # 8.x still has implicit batch (what compat probes for EXPLICIT_BATCH)
+        Builder.max_batch_size = 1  # type: ignore[attr-defined]
+
+    class IHostMemory(bytes):
+        """real: build_serialized_network returns IHostMemory (buffer protocol, ``nbytes``), not bytes."""
+
+        @property
+        def nbytes(self) -> int:
+            return len(self)
 
     # ---- runtime ----------------------------------------------------------------------------
     dtype_words = {DataType.FLOAT: ("FP32", "Float"), DataType.HALF: ("FP16", "Half"),
@@ -359,12 +454,66 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
                 info["Bindings"] = [t["name"] for t in io]
             return json.dumps(info)
 
+    class IRuntimeCache:
+        """rtx: JIT-compiled kernels; ``deserialize`` validates against the GPU and says so (real docs)."""
+
+        def __init__(self) -> None:
+            self.kernels: set[str] = set()
+
+        def serialize(self) -> IHostMemory:
+            rec("IRuntimeCache.serialize")
+            cc = behaviour.gpu_compute_capability or "none"
+            return IHostMemory(FAKE_RUNTIME_CACHE + json.dumps({"cc": cc, "kernels": sorted(self.kernels)}).encode())
+
+        def deserialize(self, blob: Any) -> bool:
+            raw = bytes(blob)
+            rec("IRuntimeCache.deserialize", len(raw))
+            if not raw.startswith(FAKE_RUNTIME_CACHE):
+                return False
+            data = json.loads(raw[len(FAKE_RUNTIME_CACHE):])
+            if data["cc"] != behaviour.gpu_compute_capability:
+                return False
+            self.kernels = set(data["kernels"])
+            return True
+
+        def reset(self) -> bool:
+            self.kernels.clear()
+            return True
+
+    class IRuntimeConfig:
+        def __init__(self) -> None:
+            self.dynamic_shapes_kernel_specialization_strategy = DynamicShapesKernelSpecializationStrategy.LAZY
+            self._cache: IRuntimeCache | None = None
+
+        def create_runtime_cache(self) -> IRuntimeCache:
+            rec("IRuntimeConfig.create_runtime_cache")
+            return IRuntimeCache()
+
+        def set_runtime_cache(self, cache: IRuntimeCache) -> bool:
+            rec("IRuntimeConfig.set_runtime_cache", cache)
+            self._cache = cache
+            return True
+
+        def get_runtime_cache(self) -> IRuntimeCache | None:
+            return self._cache
+
     class IExecutionContext:
-        def __init__(self, engine: "ICudaEngine") -> None:
+        def __init__(self, engine: "ICudaEngine", config: Any = None) -> None:
             self.engine = engine
             self.shapes: dict[str, tuple[int, ...]] = {}
             self.addresses: dict[str, int] = {}
             self.profiler: Any = None
+            self._config = config
+            if rtx:  # "JIT" of the shape-generic kernels at context creation
+                self._compile("generic")
+
+        def _compile(self, what: str) -> None:
+            cache = self._config.get_runtime_cache() if self._config is not None else None
+            if cache is not None:
+                kernel = f"{self.engine.plan['layers'][0]['name'] if self.engine.plan['layers'] else 'net'}:{what}"
+                if kernel not in cache.kernels:
+                    state.setdefault("compiled", []).append(kernel)
+                    cache.kernels.add(kernel)
 
         def set_input_shape(self, name: str, shape: Any) -> bool:
             rec("IExecutionContext.set_input_shape", name, tuple(shape))
@@ -394,6 +543,9 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
             if self.profiler is not None:
                 for layer in self.engine.plan["layers"]:
                     self.profiler.report_layer_time(layer["name"], behaviour.layer_ms)
+            strategy = getattr(self._config, "dynamic_shapes_kernel_specialization_strategy", None)
+            if rtx and strategy == DynamicShapesKernelSpecializationStrategy.EAGER:
+                self._compile("x".join(f"{n}={s}" for n, s in sorted(self.shapes.items())))
             return True
 
     class ICudaEngine:
@@ -425,12 +577,23 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
         def get_tensor_profile_shape(self, name: str, profile_index: int) -> list[Dims]:
             return [Dims(d) for d in self.tensors[name]["profile"]]
 
-        def create_execution_context(self) -> IExecutionContext:
-            rec("ICudaEngine.create_execution_context")
-            return IExecutionContext(self)
+        def create_execution_context(self, runtime_config: Any = None) -> IExecutionContext:
+            rec("ICudaEngine.create_execution_context", runtime_config)
+            return IExecutionContext(self, runtime_config)
 
         def create_engine_inspector(self) -> EngineInspector:
             return EngineInspector(self)
+
+    if rtx:
+        def create_runtime_config(self: Any) -> IRuntimeConfig:
+            rec("ICudaEngine.create_runtime_config")
+            return IRuntimeConfig()
+
+        ICudaEngine.create_runtime_config = create_runtime_config  # type: ignore[attr-defined]
+
+    def plan_runs_on(plan: dict[str, Any], cc: str) -> bool:
+        targets = plan.get("targets") or default_targets
+        return f"SM{cc.replace('.', '')}" in targets or float(cc) > 12.0
 
     class Runtime:
         def __init__(self, logger: ILogger) -> None:
@@ -447,20 +610,58 @@ def make_fake_tensorrt(version: str = "10.13.0.35") -> types.ModuleType:
             if plan["version"] != version:
                 self.logger.log(Severity.ERROR, "fake runtime: the version tag does not match")
                 return None
+            if rtx:
+                cc = behaviour.gpu_compute_capability
+                if cc is None:  # real: no driver → cudaError 35 in the log, None back
+                    self.logger.log(Severity.ERROR, "fake runtime: cudaError 35: CUDA driver version is insufficient")
+                    return None
+                if not plan_runs_on(plan, cc):
+                    self.logger.log(Severity.ERROR, f"fake runtime: The engine cannot run on this GPU, which has "
+                                                    f"compute capability {cc}")
+                    return None
             return ICudaEngine(plan)
 
-    mod = types.ModuleType("tensorrt", "FAKE tensorrt for trtprof contract tests (not TensorRT)")
-    mod.__spec__ = importlib.machinery.ModuleSpec("tensorrt", None, origin=__file__)
+    if rtx:
+        def get_engine_validity(self: Any, buffer: Any) -> tuple[Any, int]:
+            raw = bytes(buffer)
+            rec("Runtime.get_engine_validity", len(raw))
+            if not raw.startswith(PLAN_MAGIC):
+                return EngineValidity.INVALID, int(EngineInvalidityDiagnostics.MALFORMED_ENGINE)
+            plan = json.loads(raw[len(PLAN_MAGIC):])
+            cc = behaviour.gpu_compute_capability
+            if cc is None:  # real without a driver: INVALID with no diagnostic bit (1.7.1)
+                return EngineValidity.INVALID, 0
+            if plan["version"] != version:
+                return EngineValidity.INVALID, int(EngineInvalidityDiagnostics.VERSION_MISMATCH)
+            if not plan_runs_on(plan, cc):
+                return EngineValidity.INVALID, int(EngineInvalidityDiagnostics.UNSUPPORTED_CC)
+            return EngineValidity.VALID, 0
+
+        Runtime.get_engine_validity = get_engine_validity  # type: ignore[attr-defined]
+
+    module_name = "tensorrt_rtx" if rtx else "tensorrt"
+    mod = types.ModuleType(module_name, f"FAKE {module_name} for trtprof contract tests (not TensorRT)")
+    mod.__spec__ = importlib.machinery.ModuleSpec(module_name, None, origin=__file__)
     mod.__file__ = __file__
-    for name, value in dict(
-        __version__=version, calls=calls, behaviour=behaviour, state=state, IS_FAKE=True,
+    members = dict(
+        __version__=version, calls=calls, behaviour=behaviour, state=state, IS_FAKE=True, FLAVOUR=flavour,
         DataType=DataType, BuilderFlag=BuilderFlag, NetworkDefinitionCreationFlag=NetworkDefinitionCreationFlag,
-        MemoryPoolType=MemoryPoolType, ProfilingVerbosity=ProfilingVerbosity,
+        MemoryPoolType=MemoryPoolType, ProfilingVerbosity=ProfilingVerbosity, LayerType=LayerType, ErrorCode=ErrorCode,
         LayerInformationFormat=LayerInformationFormat, TensorIOMode=TensorIOMode, Dims=Dims,
         ILogger=ILogger, Logger=Logger, IProfiler=IProfiler, Builder=Builder, OnnxParser=OnnxParser,
+        ParserError=ParserError, ILayer=ILayer, ITensor=ITensor, INetworkDefinition=INetworkDefinition,
+        IBuilderConfig=IBuilderConfig, IOptimizationProfile=IOptimizationProfile, ITimingCache=ITimingCache,
+        IHostMemory=IHostMemory, ICudaEngine=ICudaEngine, IExecutionContext=IExecutionContext,
+        EngineInspector=EngineInspector,
         Runtime=Runtime, nptype=nptype, float32=DataType.FLOAT, float16=DataType.HALF,
         int32=DataType.INT32, int64=DataType.INT64, int8=DataType.INT8, bool=DataType.BOOL,
-    ).items():
+    )
+    if rtx:
+        members.update(ComputeCapability=ComputeCapability, EngineValidity=EngineValidity,
+                       EngineInvalidityDiagnostics=EngineInvalidityDiagnostics,
+                       DynamicShapesKernelSpecializationStrategy=DynamicShapesKernelSpecializationStrategy,
+                       IRuntimeConfig=IRuntimeConfig, IRuntimeCache=IRuntimeCache)
+    for name, value in members.items():
         setattr(mod, name, value)
     return mod
 

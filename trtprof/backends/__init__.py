@@ -16,10 +16,11 @@ if TYPE_CHECKING:
 # name -> "module:factory". Order of AUTO_ORDER is the preference of `--backend auto`.
 _REGISTRY: dict[str, str] = {
     "tensorrt": "trtprof.backends.tensorrt:TensorRTBackend",
+    "tensorrt-rtx": "trtprof.backends.tensorrt.rtx:TensorRTRTXBackend",
     "torch": "trtprof.backends.torch:TorchBackend",
     "onnxruntime": "trtprof.backends.onnxruntime:OnnxRuntimeBackend",
 }
-AUTO_ORDER = ("tensorrt", "torch", "onnxruntime")
+AUTO_ORDER = ("tensorrt", "tensorrt-rtx", "torch", "onnxruntime")
 _INSTANCES: dict[str, "Backend"] = {}
 
 
@@ -59,7 +60,7 @@ def available() -> dict[str, str]:
 
 
 def resolve(name: str) -> "Backend":
-    """``auto`` → the first available of tensorrt, torch (CUDA), onnxruntime; else that backend,
+    """``auto`` → the first available of tensorrt, tensorrt-rtx, torch (CUDA), onnxruntime; else that backend,
     refusing with its reason when it cannot run here."""
     if name == "auto":
         reasons = []
@@ -78,6 +79,20 @@ def resolve(name: str) -> "Backend":
     av = backend.available()
     if not av.ok:
         raise BackendUnavailable(f"backend {name!r} cannot run here: {av.reason}")
+    return backend
+
+
+def resolve_for_build(name: str) -> "Backend":
+    """Like ``resolve``, but a named backend that can build where it cannot run (TensorRT-RTX's
+    ahead-of-time build needs no GPU: it offers ``buildable()``) is accepted for building. ``auto``
+    still chooses by what can run here."""
+    if name == "auto":
+        return resolve(name)
+    backend = get(name)
+    check = getattr(backend, "buildable", None)
+    av = check() if check is not None else backend.available()
+    if not av.ok:
+        raise BackendUnavailable(f"backend {name!r} cannot build here: {av.reason}")
     return backend
 
 

@@ -20,7 +20,9 @@ def add_parser(sub) -> None:
     p.add_argument("--tf32", action="store_true", help="FP32 with TF32 tensor-core math (GPU only)")
     _common.add_shape_args(p, batch_default="1")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
-    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch (auto: tensorrt → torch-CUDA → onnxruntime)")
+    p.add_argument("--backend", default="auto",
+                   help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch (auto: what can run here: tensorrt → "
+                        "tensorrt-rtx → torch-CUDA → onnxruntime; tensorrt-rtx also builds without a GPU)")
     p.add_argument("--rebuild", action="store_true", help="build even when the cache has the engine")
     t = p.add_argument_group("TensorFlow input (converted with tf2onnx first; see `trtprof convert`)")
     t.add_argument("--no-check", action="store_true", help="skip the TF vs ONNX accuracy check")
@@ -36,6 +38,9 @@ def add_parser(sub) -> None:
                    help="TensorRT < 11 with --fp16: how strictly layer precisions are kept")
     g.add_argument("--layer-precisions", default=None, metavar="LAYER:fp32,…",
                    help="per-layer precisions, like trtexec --layerPrecisions")
+    g.add_argument("--compute-capability", default=None, metavar="sm86,sm89,…|current",
+                   help="TensorRT-RTX: GPU architectures the plan targets (sm75 sm80 sm86 sm89 sm120 sm121; "
+                        "default: the library's portable default; current: this machine's GPU)")
     _common.add_common_debug(p)
     p.set_defaults(func=run)
 
@@ -66,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         "builder_optimization_level": args.builder_opt_level,
         "precision_constraints": args.precision_constraints,
         "layer_precisions": args.layer_precisions,
+        "compute_capability": args.compute_capability,
     }
     sizes = parse_batch_sizes(args.batch_sizes)
     if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):

@@ -1,15 +1,19 @@
-"""ONNX → serialized TensorRT plan, for FP32 (TF32 off), TF32 and FP16, on TensorRT 8.6, 10.x, 11.x.
+"""ONNX → serialized TensorRT plan, for FP32 (TF32 off), TF32 and FP16, on TensorRT 8.6, 10.x, 11.x
+and TensorRT-RTX 1.x.
 
 The steps mirror trtexec so a plan from here is comparable with one from trtexec: logger → builder →
 network → ONNX parser → builder config (workspace, optimization level, precision flags, one
-optimization profile over the requested batch sizes, timing cache, detailed profiling verbosity) →
-``build_serialized_network``. Version differences come from ``compat``.
+optimization profile over the requested batch sizes, timing cache or TensorRT-RTX compute-capability
+targets, detailed profiling verbosity) → ``build_serialized_network``. Library and version differences
+come from ``compat``; the library module is passed in, so one builder serves ``tensorrt`` and
+``tensorrt_rtx``.
 """
 from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...cache import atomic_write_bytes
@@ -17,7 +21,8 @@ from ...errors import BadInput, BuildFailed
 from ...inputs import resolve_shapes
 from ...spec import BuildSpec, Precision, TensorSpec
 from ..base import BuildReport
-from .compat import TrtFeatures, builder_flag, dims_tuple, network_flags, parser_errors, require_tensorrt
+from .compat import TENSORRT, Library, TrtFeatures, builder_flag, dims_tuple, network_flags, parser_errors, require_library
+from .targets import apply_compute_capabilities
 from .tail_logger import LogTail, make_logger
 
 if TYPE_CHECKING:
@@ -93,10 +98,8 @@ def timing_cache_path(out: Path) -> Path:
     return Path(out).parent / TIMING_CACHE_NAME
 
 
-def network_inputs(network: "trt.INetworkDefinition") -> tuple[TensorSpec, ...]:
+def network_inputs(network: "trt.INetworkDefinition", trt: ModuleType) -> tuple[TensorSpec, ...]:
     """The network's inputs as TensorSpecs (-1 dims become None), names exactly as TensorRT has them."""
-    import tensorrt as trt
-
     specs = []
     for i in range(network.num_inputs):
         tensor = network.get_input(i)
@@ -123,8 +126,8 @@ def profile_shapes(
     return {t.name: (low[t.name], mid[t.name], high[t.name]) for t in inputs}
 
 
-def _fp16_model_bytes(model: Path, options: BuildOptions) -> tuple[bytes, dict[str, Any], list[str]]:
-    """TensorRT ≥ 11: the ONNX with FP16 types (strong typing), via the converter ORT also uses.
+def _fp16_model_bytes(model: Path, options: BuildOptions, product: str) -> tuple[bytes, dict[str, Any], list[str]]:
+    """TensorRT ≥ 11 / TensorRT-RTX: the ONNX with FP16 types (strong typing), via the converter ORT uses.
 
     ModelOpt AutoCast is NVIDIA's suggestion, but nvidia-modelopt requires torch (and its onnx
     extra onnxruntime-gpu/cupy), so the shared onnxconverter-common converter is used. Layers asked
@@ -137,8 +140,8 @@ def _fp16_model_bytes(model: Path, options: BuildOptions) -> tuple[bytes, dict[s
     unsupported = [f"{n}:{p}" for n, p in options.layer_precisions if p == "fp16" or n == "*"]
     if unsupported:
         raise BadInput(
-            "TensorRT >= 11 builds strongly typed networks: --layer-precisions can only keep named layers "
-            f"in fp32 (NAME:fp32); not supported: {', '.join(unsupported)}"
+            f"{product} builds strongly typed networks: --layer-precisions only keeps named ONNX nodes in fp32 "
+            f"through the FP16 conversion's keep-list (NAME:fp32); not supported: {', '.join(unsupported)}"
         )
     proto = load_onnx(model)
     converted, warnings = convert_to_fp16(proto, keep_io_types=True, node_block_list=keep_fp32 or None)
@@ -153,16 +156,15 @@ def _apply_weak_precision(
     precision: Precision,
     options: BuildOptions,
     features: TrtFeatures,
+    trt: ModuleType,
 ) -> tuple[list[str], list[str]]:
     """Set precision flags (TensorRT < 11, or FP32/TF32 on any version). Returns (flags, notes)."""
-    import tensorrt as trt
-
     flags: list[str] = []
     notes: list[str] = []
     tf32 = builder_flag(trt, "TF32")
     if precision is Precision.TF32:
         if tf32 is None:
-            raise BadInput(f"TensorRT {'.'.join(map(str, features.version))} has no TF32 builder flag")
+            raise BadInput(f"{features.version_text} has no TF32 builder flag")
         config.set_flag(tf32)
         flags.append("TF32")
     elif tf32 is not None:
@@ -171,7 +173,7 @@ def _apply_weak_precision(
         config.clear_flag(tf32)
         flags.append("-TF32")
     if precision is not Precision.FP16 or not features.fp16_builder_flag:
-        if options.layer_precisions and features.fp16_builder_flag:
+        if options.layer_precisions and precision is not Precision.FP16:
             raise BadInput("--layer-precisions needs --fp16 (it chooses which layers may run in FP16)")
         return flags, notes
     fp16 = builder_flag(trt, "FP16")
@@ -190,19 +192,20 @@ def _apply_weak_precision(
             config.set_flag(flag)
             flags.append(name)
     if options.layer_precisions:
-        matched = set_layer_precisions(network, options.layer_precisions)
+        matched = set_layer_precisions(network, options.layer_precisions, trt)
         notes.append(f"layer precisions set on {matched} layer(s)")
     return flags, notes
 
 
-def set_layer_precisions(network: "trt.INetworkDefinition", rules: tuple[tuple[str, str], ...]) -> int:
+def set_layer_precisions(
+    network: "trt.INetworkDefinition", rules: tuple[tuple[str, str], ...], trt: ModuleType
+) -> int:
     """Apply ``rules`` like trtexec: exact names win over "*"; only layers with float outputs.
 
-    Returns how many layers got a precision. An exact name that matches no layer is an error, since
-    a silently ignored constraint gives an engine the user did not ask for.
+    Weak typing only (``ILayer.precision`` does not exist on strongly typed libraries). Returns how
+    many layers got a precision. An exact name that matches no layer is an error, since a silently
+    ignored constraint gives an engine the user did not ask for.
     """
-    import tensorrt as trt
-
     types = {"fp32": trt.float32, "fp16": trt.float16}
     floats = {trt.float32, trt.float16}
     exact = {name: prec for name, prec in rules if not any(c in name for c in "*?[")}
@@ -228,45 +231,72 @@ def set_layer_precisions(network: "trt.INetworkDefinition", rules: tuple[tuple[s
     return count
 
 
-def _load_timing_cache(config: "trt.IBuilderConfig", path: Path) -> tuple["trt.ITimingCache", str]:
-    """Reuse the engines dir's timing cache; a cache from another GPU/version is replaced, not fatal."""
+# What TensorRT logs when it drops a timing cache it was given: ``create_timing_cache`` of foreign
+# bytes returns an *empty* cache and ``set_timing_cache`` still returns True (seen with tensorrt_rtx
+# 1.7.1, whose timing-cache code is TensorRT's), so neither return value says whether it was used.
+_TIMING_CACHE_REJECTED = ("failed to deserialize timing cache", "timing cache will not be used")
+
+
+def _serialized_size(cache: Any) -> int:
+    try:
+        return len(memoryview(cache.serialize()))
+    except Exception:  # a cache TensorRT would not serialize is as good as none
+        return 0
+
+
+def _load_timing_cache(
+    config: "trt.IBuilderConfig", path: Path, tail: LogTail
+) -> tuple["trt.ITimingCache", str]:
+    """Reuse the engines dir's timing cache; a cache from another GPU/version is replaced, not fatal.
+
+    Status comes from TensorRT's own answer, not from ``set_timing_cache``'s return value: the stored
+    bytes count as "loaded" only when TensorRT logged no rejection and the cache it made from them
+    serializes larger than an empty one (a rejected blob becomes an empty cache).
+    """
     data = b""
-    status = "new"
     if path.is_file():
         try:
             data = path.read_bytes()
-            status = "loaded"
         except OSError:
             data = b""
-    cache = config.create_timing_cache(data)
-    if not config.set_timing_cache(cache, False):
+    if not data:
         cache = config.create_timing_cache(b"")
         config.set_timing_cache(cache, False)
-        status = "mismatched, replaced"
-    return cache, status
+        return cache, "new"
+    empty_size = _serialized_size(config.create_timing_cache(b""))
+    seen = len(tail.messages)
+    cache = config.create_timing_cache(data)
+    attached = config.set_timing_cache(cache, False)
+    logged = " ".join(list(tail.messages)[seen:]).lower()
+    rejected = any(text in logged for text in _TIMING_CACHE_REJECTED)
+    if attached and not rejected and _serialized_size(cache) > empty_size:
+        return cache, "loaded"
+    cache = config.create_timing_cache(b"")
+    config.set_timing_cache(cache, False)
+    return cache, "mismatched, replaced"
 
 
-def build_engine(model: Path, spec: BuildSpec, out: Path) -> BuildReport:
-    """Build the plan for ``spec`` from ``model`` and write it to ``out``."""
-    require_tensorrt()
-    import tensorrt as trt
+def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORRT) -> BuildReport:
+    """Build the plan for ``spec`` from ``model`` with ``lib`` (TensorRT or TensorRT-RTX), write it to ``out``."""
+    trt = require_library(lib)
 
     model, out = Path(model), Path(out)
     features = TrtFeatures.of(trt)
     options = BuildOptions.from_spec(spec)
     notes: list[str] = []
-    metadata: dict[str, Any] = {"tensorrt_version": trt.__version__, "precision": spec.precision.value}
+    metadata: dict[str, Any] = {"tensorrt_version": trt.__version__, "library": lib.product,
+                                "precision": spec.precision.value}
 
     onnx_bytes: bytes | None = None
     if spec.precision is Precision.FP16 and features.strongly_typed_only:
-        onnx_bytes, conv_meta, conv_notes = _fp16_model_bytes(model, options)
+        onnx_bytes, conv_meta, conv_notes = _fp16_model_bytes(model, options, features.product)
         metadata.update(conv_meta)
         notes.extend(conv_notes)
         if options.precision_constraints:
-            notes.append("--precision-constraints ignored: TensorRT >= 11 always obeys the graph's types")
+            notes.append(f"--precision-constraints ignored: {features.product} always obeys the graph's types")
 
     tail = LogTail()
-    logger = make_logger(tail)
+    logger = make_logger(tail, trt)
     builder = trt.Builder(logger)
     network = builder.create_network(network_flags(trt, features))
     parser = trt.OnnxParser(network, logger)
@@ -283,28 +313,38 @@ def build_engine(model: Path, spec: BuildSpec, out: Path) -> BuildReport:
     if options.builder_optimization_level is not None:
         config.builder_optimization_level = options.builder_optimization_level
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # layer names/tactics for `inspect`
-    flags, precision_notes = _apply_weak_precision(config, network, spec.precision, options, features)
+    flags, precision_notes = _apply_weak_precision(config, network, spec.precision, options, features, trt)
     notes.extend(precision_notes)
+    if features.compute_capability_targets:
+        metadata.update(apply_compute_capabilities(config, spec, trt))
+    elif spec.option("compute_capability") is not None:
+        raise BadInput(f"--compute-capability is a TensorRT-RTX option; {features.version_text} builds for this GPU")
 
-    shapes = profile_shapes(network_inputs(network), spec, model)
+    shapes = profile_shapes(network_inputs(network, trt), spec, model)
     profile = builder.create_optimization_profile()
     for name, (low, mid, high) in shapes.items():
         profile.set_shape(name, trt.Dims(list(low)), trt.Dims(list(mid)), trt.Dims(list(high)))
     config.add_optimization_profile(profile)
 
     cache_path = timing_cache_path(out)
-    timing_cache, cache_status = _load_timing_cache(config, cache_path)
+    timing_cache: Any = None
+    cache_status = "not used (TensorRT-RTX: timing-cache calls are no-ops)"
+    if features.timing_cache:
+        timing_cache, cache_status = _load_timing_cache(config, cache_path, tail)
+    network_dtypes = layers_by_output_dtype(network, trt)
 
     plan = builder.build_serialized_network(network, config)
     if plan is None:
         raise BuildFailed(
-            "TensorRT could not build the engine: " + (tail.text() or "the builder logged nothing"), path=model
+            f"{features.product} could not build the engine: " + (tail.text() or "the builder logged nothing"),
+            path=model,
         )
     atomic_write_bytes(out, bytes(memoryview(plan)))
-    try:
-        atomic_write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
-    except OSError as err:  # the plan is fine; a read-only engines dir only loses the speed-up
-        notes.append(f"timing cache not saved ({err})")
+    if timing_cache is not None:
+        try:
+            atomic_write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
+        except OSError as err:  # the plan is fine; a read-only engines dir only loses the speed-up
+            notes.append(f"timing cache not saved ({err})")
     del timing_cache
 
     metadata.update(
@@ -318,10 +358,16 @@ def build_engine(model: Path, spec: BuildSpec, out: Path) -> BuildReport:
             "precision_constraints": options.precision_constraints,
             "layer_precisions": [f"{n}:{p}" for n, p in options.layer_precisions],
             "timing_cache": cache_status,
+            "network_layers_by_dtype": network_dtypes,
         }
     )
-    metadata.update(_plan_summary(out, notes))
-    effective = effective_precision(spec.precision, metadata.get("layers_by_precision"))
+    metadata.update(_plan_summary(out, notes, lib))
+    by_precision = metadata.get("layers_by_precision")
+    if not by_precision and features.strongly_typed_only:
+        # No engine inspector without a GPU (TensorRT-RTX builds anywhere): a strongly typed network
+        # runs every layer in the type the parsed network gives it, so its layer types are the answer.
+        by_precision = network_dtypes
+    effective = effective_precision(spec.precision, by_precision)
     if effective is not None:
         metadata["effective_precision"] = effective
         if effective != spec.precision.value:
@@ -342,13 +388,40 @@ def effective_precision(requested: Precision, by_precision: Mapping[str, int] | 
     return "fp16" if by_precision.get("fp16", 0) > 0 else "fp32"
 
 
-def _plan_summary(plan_path: Path, notes: list[str]) -> dict[str, Any]:
-    """Layer counts per precision from the engine inspector (best effort: the plan is already good)."""
+def layers_by_output_dtype(network: "trt.INetworkDefinition", trt: ModuleType) -> dict[str, int]:
+    """Layers of the parsed network per output type ("fp16", "fp32", "int64", …), compute layers only.
+
+    Constants, shape arithmetic and casts are left out for the same reason ``count_precision`` leaves
+    them out of the ONNX census: they say nothing about the arithmetic.
+    """
+    from collections import Counter
+
+    skip = {name for name in ("CONSTANT", "SHAPE", "CAST", "IDENTITY") if hasattr(trt.LayerType, name)}
+    names = {trt.DataType.FLOAT: "fp32", trt.DataType.HALF: "fp16"}
+    counts: Counter[str] = Counter()
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        if getattr(layer.type, "name", str(layer.type)) in skip or layer.num_outputs < 1:
+            continue
+        dtype = layer.get_output(0).dtype
+        counts[names.get(dtype, getattr(dtype, "name", str(dtype)).lower())] += 1
+    return dict(sorted(counts.items()))
+
+
+def _plan_summary(plan_path: Path, notes: list[str], lib: Library) -> dict[str, Any]:
+    """Layer counts per precision from the engine inspector (best effort: the plan is already good).
+
+    Deserializing (and so inspecting) needs a GPU; TensorRT-RTX builds without one, and then the counts
+    come from the parsed network instead (see ``build_engine``).
+    """
     from ...errors import TrtprofError
+    from . import device as _device
     from .inspect import inspect_plan
 
+    if _device.device_count()[0] < 1:
+        return {}
     try:
-        inspection = inspect_plan(plan_path.read_bytes())
+        inspection = inspect_plan(plan_path.read_bytes(), lib)
     except TrtprofError as err:
         notes.append(f"engine inspector unavailable: {err}")
         return {}

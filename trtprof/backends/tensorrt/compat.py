@@ -1,15 +1,20 @@
-"""Every difference between TensorRT 8.6, 10.x and 11.x that trtprof cares about, in one place.
+"""Every difference between the TensorRT libraries trtprof drives, in one place.
 
-Why one module: the three lines differ in a handful of spots (network creation flags, how FP16 is
-asked for, parser error fields, the engine-inspector JSON), and scattered ``if major >= 11`` tests
-are how version bugs hide. Everything here is a plain function of the version or of the data
-TensorRT returned, so the contract tests can drive each branch with a fake module.
+Two products share one Python API shape: enterprise **TensorRT** (``import tensorrt``; 8.6, 10.x, 11.x)
+and **TensorRT for RTX** (``import tensorrt_rtx``; 1.x: ahead-of-time build on any machine, kernels
+compiled just in time on the user's RTX GPU). Their version numbers are unrelated (TensorRT-RTX 1.7 is
+newer than TensorRT 10), so behaviour is chosen by *library* and by *feature probing* on the imported
+module (``hasattr``), never by comparing versions across the two lines. Everything here is a plain
+function of the module or of the data TensorRT returned, so contract tests can drive each branch with
+a fake module.
 
-Sources: NVIDIA's "Migrating from TensorRT 10.x to 11.x" pages (Python API, removed APIs,
-IEngineInspector JSON output) and the 8.x → 10.x appendix.
+Sources: NVIDIA's "Migrating from TensorRT 10.x to 11.x" pages, the 8.x → 10.x appendix, the
+TensorRT-RTX 1.x API reference, and what ``tensorrt_rtx`` 1.7.1 really did on a CPU-only machine
+(FACTS.md).
 """
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
 from types import ModuleType
@@ -17,28 +22,71 @@ from typing import Any, Mapping, Sequence
 
 from ...errors import MissingDependency
 
+
+@dataclass(frozen=True)
+class Library:
+    """One TensorRT product: its import name, what users call it, its extra, its oldest usable version."""
+
+    module_name: str
+    product: str
+    extra: str
+    min_version: tuple[int, ...]
+    # (class, attribute) pairs that must exist: the version gate alone cannot see a stripped build
+    required: tuple[tuple[str, str], ...] = ()
+
+    def version_text(self, version: str) -> str:
+        return f"{self.product} {version}"
+
+
 # TensorRT 8.6 is the oldest line with everything used here: execute_async_v3 / set_input_shape /
 # set_tensor_address (8.5), builder_optimization_level and the engine inspector (8.6).
-MIN_VERSION = (8, 6)
-EXTRA = "tensorrt"
+TENSORRT = Library("tensorrt", "TensorRT", "tensorrt", (8, 6))
+# TensorRT-RTX: what trtprof uses exists in 1.x (checked against 1.7.1 for real); the probes name a
+# missing piece instead of failing later with an AttributeError.
+TENSORRT_RTX = Library(
+    "tensorrt_rtx", "TensorRT-RTX", "tensorrt-rtx", (1, 0),
+    required=(("IBuilderConfig", "set_compute_capability"), ("ICudaEngine", "create_runtime_config"),
+              ("IRuntimeConfig", "create_runtime_cache"), ("ComputeCapability", "SM86")),
+)
+MIN_VERSION = TENSORRT.min_version  # kept for callers of the TensorRT-only API
+EXTRA = TENSORRT.extra
+
+
+def library_of(trt: ModuleType) -> Library:
+    """Which product an imported module is (by its name, which the fake sets too)."""
+    return TENSORRT_RTX if getattr(trt, "__name__", "") == TENSORRT_RTX.module_name else TENSORRT
+
+
+def require_library(lib: Library = TENSORRT) -> ModuleType:
+    """Import ``lib`` or raise MissingDependency naming its extra (never a bare ImportError)."""
+    try:
+        module = importlib.import_module(lib.module_name)
+    except ImportError as err:
+        raise MissingDependency(lib.module_name, lib.extra, why=f"needed for the {lib.product} backend") from err
+    if not hasattr(module, "__version__"):  # e.g. tensorrt-stubs installed into the environment
+        raise MissingDependency(
+            lib.module_name, lib.extra,
+            why=f"the importable '{lib.module_name}' ({getattr(module, '__path__', '?')}) is not {lib.product}",
+        )
+    version = parse_version(module.__version__)
+    wanted = ".".join(map(str, lib.min_version))
+    if version[: len(lib.min_version)] < lib.min_version:
+        raise MissingDependency(
+            f"{lib.product} >= {wanted}", lib.extra,
+            why=f"found {lib.version_text(module.__version__)}, older than {lib.product} {wanted}",
+        )
+    missing = [f"{cls}.{attr}" for cls, attr in lib.required if not hasattr(getattr(module, cls, None), attr)]
+    if missing:
+        raise MissingDependency(
+            f"a newer {lib.product}", lib.extra,
+            why=f"{lib.version_text(module.__version__)} lacks {', '.join(missing)}",
+        )
+    return module
 
 
 def require_tensorrt() -> ModuleType:
-    """Import tensorrt or raise MissingDependency naming the extra (never a bare ImportError)."""
-    try:
-        import tensorrt
-    except ImportError as err:
-        raise MissingDependency("tensorrt", EXTRA, why="needed for the TensorRT backend") from err
-    if not hasattr(tensorrt, "__version__"):  # e.g. tensorrt-stubs installed into the environment
-        raise MissingDependency(
-            "tensorrt", EXTRA, why=f"the importable 'tensorrt' ({getattr(tensorrt, '__path__', '?')}) is not TensorRT"
-        )
-    version = parse_version(tensorrt.__version__)
-    if version[:2] < MIN_VERSION:
-        raise MissingDependency(
-            "tensorrt>=8.6", EXTRA, why=f"found TensorRT {tensorrt.__version__}, too old"
-        )
-    return tensorrt
+    """Import enterprise TensorRT (see ``require_library``)."""
+    return require_library(TENSORRT)
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -54,45 +102,57 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class TrtFeatures:
-    """What the installed TensorRT line supports, derived from its version alone."""
+    """What the imported library supports, probed on the module itself (not read from its version)."""
 
     version: tuple[int, ...]
+    product: str = TENSORRT.product
+    fp16_builder_flag: bool = False  # BuilderFlag.FP16 exists: weak typing (TensorRT < 11)
+    explicit_batch_flag: bool = False  # implicit batch still exists (8.x): ask for explicit batch
+    compute_capability_targets: bool = False  # IBuilderConfig.set_compute_capability (TensorRT-RTX)
+    timing_cache: bool = True  # TensorRT-RTX: deprecated no-ops, so never used
+    runtime_cache: bool = False  # IRuntimeConfig.create_runtime_cache: JIT kernels cached (TensorRT-RTX)
 
     @classmethod
     def of(cls, trt: ModuleType) -> "TrtFeatures":
-        return cls(parse_version(getattr(trt, "__version__", "0")))
+        lib = library_of(trt)
+        flags = getattr(trt, "NetworkDefinitionCreationFlag", None)
+        return cls(
+            version=parse_version(getattr(trt, "__version__", "0")),
+            product=lib.product,
+            fp16_builder_flag=hasattr(getattr(trt, "BuilderFlag", None), "FP16"),
+            # 8.x: implicit batch is the default (Builder.max_batch_size still exists) and cannot carry
+            # a batch profile; 10.x removed both, and passing EXPLICIT_BATCH there is a deprecated no-op
+            explicit_batch_flag=hasattr(flags, "EXPLICIT_BATCH") and hasattr(getattr(trt, "Builder", None), "max_batch_size"),
+            compute_capability_targets=hasattr(getattr(trt, "IBuilderConfig", None), "set_compute_capability"),
+            timing_cache=lib is not TENSORRT_RTX,
+            runtime_cache=hasattr(getattr(trt, "IRuntimeConfig", None), "create_runtime_cache"),
+        )
 
     @property
     def major(self) -> int:
         return self.version[0]
 
     @property
-    def fp16_builder_flag(self) -> bool:
-        """TensorRT < 11 enables FP16 kernels with BuilderFlag.FP16 (weak typing)."""
-        return self.major < 11
-
-    @property
     def strongly_typed_only(self) -> bool:
-        """TensorRT ≥ 11 removed weak typing: precision comes from the graph's types."""
-        return self.major >= 11
-
-    @property
-    def explicit_batch_flag(self) -> bool:
-        """8.x must ask for explicit batch; 10.x made it the only mode and 0 is the flag value."""
-        return self.major < 10
+        """No BuilderFlag.FP16 (TensorRT ≥ 11, TensorRT-RTX): precision comes from the graph's types."""
+        return not self.fp16_builder_flag
 
     @property
     def precision_constraint_flags(self) -> bool:
-        """OBEY/PREFER_PRECISION_CONSTRAINTS exist only with weak typing (< 11)."""
-        return self.major < 11
+        """OBEY/PREFER_PRECISION_CONSTRAINTS exist only with weak typing."""
+        return self.fp16_builder_flag
+
+    @property
+    def version_text(self) -> str:
+        return f"{self.product} {'.'.join(map(str, self.version))}"
 
 
 def network_flags(trt: ModuleType, features: TrtFeatures) -> int:
     """Flags for ``builder.create_network``.
 
     8.6: 1 << EXPLICIT_BATCH (implicit batch is the default there and cannot carry a batch profile).
-    10.x: 0 (explicit batch is the only mode; the flag is deprecated).
-    11.x: 0 (every network is strongly typed; STRONGLY_TYPED is accepted but ignored).
+    10.x / 11.x / TensorRT-RTX: 0 (explicit batch is the only mode; TensorRT-RTX has no EXPLICIT_BATCH
+    member at all and refuses unknown bits, and every network there is strongly typed).
     """
     if features.explicit_batch_flag:
         return 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
@@ -172,8 +232,9 @@ def io_tensor_names(info: Mapping[str, Any]) -> list[str]:
 
 def tensor_dtype(entry: Mapping[str, Any]) -> str:
     """Short dtype name ("fp16", "fp32", "int8", …) of one layer input/output entry, or "" unknown."""
-    if "DataType" in entry:  # TensorRT 11 split field
-        return _DTYPE_NAMES.get(str(entry["DataType"]).strip().lower(), str(entry["DataType"]).lower())
+    for key in ("DataType", "Datatype"):  # TensorRT 11 split field; TensorRT-RTX 1.7 spells it "Datatype"
+        if key in entry:  # (in its builder's layer log; its inspector JSON could not be run here)
+            return _DTYPE_NAMES.get(str(entry[key]).strip().lower(), str(entry[key]).lower())
     text = str(entry.get("Format/Datatype", ""))
     match = _FORMAT_TOKENS.search(text)
     if not match:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...errors import BadInput, CacheCorrupt, TrtprofError
@@ -99,9 +100,12 @@ def parse_engine_information(text: str) -> EngineInspection:
     return EngineInspection(layers=tuple(layers), io_tensors=tuple(compat.io_tensor_names(info)), raw=info)
 
 
-def inspect_engine(engine: "trt.ICudaEngine", context: "trt.IExecutionContext | None" = None) -> EngineInspection:
+def inspect_engine(
+    engine: "trt.ICudaEngine", context: "trt.IExecutionContext | None" = None, trt: ModuleType | None = None
+) -> EngineInspection:
     """Inspector JSON of ``engine`` (shapes resolved when ``context`` has its input shapes set)."""
-    import tensorrt as trt
+    if trt is None:
+        import tensorrt as trt
 
     inspector = engine.create_engine_inspector()
     if inspector is None:
@@ -111,31 +115,32 @@ def inspect_engine(engine: "trt.ICudaEngine", context: "trt.IExecutionContext | 
     return parse_engine_information(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
 
 
-def deserialize(plan: bytes, tail: LogTail | None = None) -> tuple["trt.Runtime", "trt.ICudaEngine"]:
+def deserialize(
+    plan: bytes, tail: LogTail | None = None, lib: compat.Library = compat.TENSORRT
+) -> tuple["trt.Runtime", "trt.ICudaEngine"]:
     """(runtime, engine); the runtime must outlive the engine, so both are returned.
 
-    A None engine means TensorRT refused the bytes: another TensorRT version ("version tag does not
-    match"), another GPU, or a damaged file; the log tail says which.
+    A None engine means the library refused the bytes: another version ("version tag does not
+    match"), another GPU (TensorRT-RTX: "cannot run on this GPU"), no driver, or a damaged file; the
+    log tail says which.
     """
-    compat.require_tensorrt()
-    import tensorrt as trt
-
+    trt = compat.require_library(lib)
     tail = tail if tail is not None else LogTail()
-    runtime = trt.Runtime(make_logger(tail))
+    runtime = trt.Runtime(make_logger(tail, trt))
     engine = runtime.deserialize_cuda_engine(plan)
     if engine is None:
         raise CacheCorrupt(
-            "TensorRT could not deserialize the engine ("
+            f"{lib.product} could not deserialize the engine ("
             + (tail.text(3) or "no message")
             + "); rebuild it with `trtprof build --rebuild`"
         )
     return runtime, engine
 
 
-def inspect_plan(plan: bytes) -> EngineInspection:
-    runtime, engine = deserialize(plan)
+def inspect_plan(plan: bytes, lib: compat.Library = compat.TENSORRT) -> EngineInspection:
+    runtime, engine = deserialize(plan, lib=lib)
     try:
-        return inspect_engine(engine)
+        return inspect_engine(engine, trt=compat.require_library(lib))
     finally:
         del engine, runtime
 
@@ -171,9 +176,10 @@ class LayerProfile:
         }
 
 
-def make_profiler(sink: dict[str, list[float]]) -> "trt.IProfiler":
+def make_profiler(sink: dict[str, list[float]], trt: ModuleType | None = None) -> "trt.IProfiler":
     """A ``trt.IProfiler`` that appends each layer's time to ``sink[layer_name]``."""
-    import tensorrt as trt
+    if trt is None:
+        import tensorrt as trt
 
     class RecordingProfiler(trt.IProfiler):
         def __init__(self) -> None:
@@ -204,6 +210,7 @@ def profile_layers(
     *,
     iterations: int,
     warmup: int = 3,
+    trt: ModuleType | None = None,
 ) -> LayerProfile:
     """Run ``iterations`` inferences on a fresh execution context with an IProfiler attached.
 
@@ -211,9 +218,11 @@ def profile_layers(
     finding the expensive layers, not for the latency numbers.
     """
     import numpy as np
-    import tensorrt as trt
 
     from ... import cuda
+
+    if trt is None:
+        import tensorrt as trt
 
     if iterations < 1:
         raise BadInput(f"--iterations must be at least 1, got {iterations}")
@@ -242,12 +251,12 @@ def profile_layers(
         for _ in range(warmup):
             context.execute_async_v3(stream.handle)
         stream.synchronize()
-        context.profiler = make_profiler(sink)
+        context.profiler = make_profiler(sink, trt)
         for _ in range(iterations):
             if not context.execute_async_v3(stream.handle):
                 raise TrtprofError("TensorRT execute_async_v3 failed during the layer profile run")
             stream.synchronize()
-    order = [layer.name for layer in inspect_engine(engine, context).layers]
+    order = [layer.name for layer in inspect_engine(engine, context, trt).layers]
     first = [shape for shape in input_shapes.values() if shape]
     batch = first[0][0] if first else 1
     del context

@@ -6,6 +6,7 @@ a pointer changes (they persist in the context), keeping the per-iteration host 
 """
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -26,13 +27,16 @@ class TensorRTRunner:
 
     device = "cuda"
 
-    def __init__(self, runtime: "trt.Runtime", engine: "trt.ICudaEngine", tail: LogTail) -> None:
-        import tensorrt as trt
-
+    def __init__(
+        self, runtime: "trt.Runtime", engine: "trt.ICudaEngine", tail: LogTail, trt: ModuleType | None = None
+    ) -> None:
+        if trt is None:
+            import tensorrt as trt
+        self._trt = trt
         self._runtime = runtime  # TensorRT requires the runtime to outlive its engines
         self._engine: "trt.ICudaEngine | None" = engine
         self._tail = tail
-        context = engine.create_execution_context()
+        context = self._create_context(engine)
         if context is None:
             raise CudaError("TensorRT could not create an execution context (out of GPU memory?): " + tail.text(3))
         self._context: "trt.IExecutionContext | None" = context
@@ -44,9 +48,12 @@ class TensorRTRunner:
         self._addresses: dict[str, int] = {}
         self._shapes: dict[str, tuple[int, ...]] = {}
 
-    def _spec(self, name: str) -> TensorSpec:
-        import tensorrt as trt
+    def _create_context(self, engine: "trt.ICudaEngine") -> "trt.IExecutionContext | None":
+        """One execution context (a subclass may pass a runtime configuration)."""
+        return engine.create_execution_context()
 
+    def _spec(self, name: str) -> TensorSpec:
+        trt = self._trt
         engine = self.engine
         dims = tuple(None if d < 0 else d for d in dims_tuple(engine.get_tensor_shape(name)))
         return TensorSpec(name=name, dtype=np.dtype(trt.nptype(engine.get_tensor_dtype(name))).name, shape=dims)
@@ -135,14 +142,14 @@ class TensorRTRunner:
         """Inspector view; shapes resolved for the last ``prepare`` when there was one."""
         from .inspect import inspect_engine
 
-        return inspect_engine(self.engine, self.context if self._shapes else None)
+        return inspect_engine(self.engine, self.context if self._shapes else None, self._trt)
 
     def profile_layers(
         self, input_shapes: Mapping[str, tuple[int, ...]], feeds: Mapping[str, Any], iterations: int
     ) -> "LayerProfile":
         from .inspect import profile_layers
 
-        return profile_layers(self.engine, input_shapes, feeds, iterations=iterations)
+        return profile_layers(self.engine, input_shapes, feeds, iterations=iterations, trt=self._trt)
 
     def close(self) -> None:
         self._context = None

@@ -7,6 +7,7 @@ from inside TensorRT's callback is lost or aborts the process).
 from __future__ import annotations
 
 from collections import deque
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,13 +33,15 @@ class LogTail:
         return bool(self.messages)
 
 
-def make_logger(tail: LogTail) -> "trt.ILogger":
+def make_logger(tail: LogTail, trt: ModuleType | None = None) -> "trt.ILogger":
     """A ``trt.ILogger`` subclass instance feeding ``tail`` with warnings and errors.
 
-    Defined inside a function because the base class exists only once TensorRT is imported.
-    VERBOSE and INFO messages are dropped early: a build emits thousands of them.
+    Defined inside a function because the base class exists only once the library (``trt``:
+    ``tensorrt`` or ``tensorrt_rtx``; default ``tensorrt``) is imported. VERBOSE and INFO messages are
+    dropped early: a build emits thousands of them.
     """
-    import tensorrt as trt
+    if trt is None:
+        import tensorrt as trt
 
     keep = {
         trt.ILogger.Severity.INTERNAL_ERROR: "internal error",
