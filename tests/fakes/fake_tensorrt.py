@@ -214,7 +214,7 @@ def make_fake_tensorrt(version: str = "10.13.0.35", flavour: str = "enterprise")
         def code(self) -> Any:
             return ErrorCode.UNSUPPORTED_NODE
 
-    if major >= 10:  # node_name/node_operator arrived with TensorRT 10
+    if rtx or major >= 10:  # node_name/node_operator arrived with TensorRT 10 (TensorRT-RTX has them)
         ParserError.node_name = lambda self: self._node  # type: ignore[attr-defined]
         ParserError.node_operator = lambda self: self._op  # type: ignore[attr-defined]
 
@@ -297,8 +297,9 @@ def make_fake_tensorrt(version: str = "10.13.0.35", flavour: str = "enterprise")
             if name not in settable:  # real: pybind objects refuse attributes they do not have
                 raise AttributeError(f"'IBuilderConfig' object has no attribute '{name}'")
             rec(f"IBuilderConfig.{name}", value)
-            if name == "num_compute_capabilities":
+            if name == "num_compute_capabilities":  # a read-only property on the class: keep the list
                 object.__setattr__(self, "targets", [ComputeCapability.NONE] * int(value))
+                return
             object.__setattr__(self, name, value)
 
         def set_flag(self, flag: Any) -> None:
@@ -341,9 +342,6 @@ def make_fake_tensorrt(version: str = "10.13.0.35", flavour: str = "enterprise")
         def _num_ccs(self: Any) -> int:
             return len(self.targets)
 
-        def _set_num_ccs(self: Any, value: int) -> None:
-            IBuilderConfig.__setattr__(self, "num_compute_capabilities", value)
-
         def set_compute_capability(self: Any, compute_capability: Any, index: int) -> bool:
             rec("IBuilderConfig.set_compute_capability", compute_capability, index)
             # real: False for an index outside num_compute_capabilities and for NONE
@@ -358,7 +356,7 @@ def make_fake_tensorrt(version: str = "10.13.0.35", flavour: str = "enterprise")
         IBuilderConfig.set_compute_capability = set_compute_capability  # type: ignore[attr-defined]
         IBuilderConfig.get_compute_capability = get_compute_capability  # type: ignore[attr-defined]
         # a property on the class so reading works; writes go through __setattr__ (recorded)
-        IBuilderConfig.num_compute_capabilities = property(_num_ccs, _set_num_ccs)  # type: ignore[attr-defined]
+        IBuilderConfig.num_compute_capabilities = property(_num_ccs)  # type: ignore[attr-defined]
 
     class Builder:
         def __init__(self, logger: ILogger) -> None:

@@ -304,7 +304,8 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     if not parsed:
         errors = parser_errors(parser) or [tail.text(5) or "no error reported"]
         raise BuildFailed(
-            f"TensorRT's ONNX parser rejected the model ({len(errors)} error(s)): " + "; ".join(errors), path=model
+            f"{features.product}'s ONNX parser rejected the model ({len(errors)} error(s)): " + "; ".join(errors),
+            path=model,
         )
 
     config = builder.create_builder_config()
