@@ -84,6 +84,14 @@ def require_library(lib: Library = TENSORRT) -> ModuleType:
     return module
 
 
+def tensorrt_module(module: ModuleType | None) -> Any:
+    """``module`` (``tensorrt`` or ``tensorrt_rtx``, as the caller loaded it), else ``tensorrt``.
+
+    Typed ``Any`` on purpose: the two libraries are two modules with one API shape, and a variable can
+    not be annotated as "the tensorrt module"."""
+    return module if module is not None else importlib.import_module(TENSORRT.module_name)
+
+
 def require_tensorrt() -> ModuleType:
     """Import enterprise TensorRT (see ``require_library``)."""
     return require_library(TENSORRT)

@@ -101,18 +101,16 @@ def parse_engine_information(text: str) -> EngineInspection:
 
 
 def inspect_engine(
-    engine: "trt.ICudaEngine", context: "trt.IExecutionContext | None" = None, trt: ModuleType | None = None
+    engine: "trt.ICudaEngine", context: "trt.IExecutionContext | None" = None, module: ModuleType | None = None
 ) -> EngineInspection:
     """Inspector JSON of ``engine`` (shapes resolved when ``context`` has its input shapes set)."""
-    if trt is None:
-        import tensorrt as trt
-
+    mod = compat.tensorrt_module(module)
     inspector = engine.create_engine_inspector()
     if inspector is None:
         raise TrtprofError("TensorRT could not create an engine inspector for this engine")
     if context is not None:
         inspector.execution_context = context
-    return parse_engine_information(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
+    return parse_engine_information(inspector.get_engine_information(mod.LayerInformationFormat.JSON))
 
 
 def deserialize(
@@ -140,7 +138,7 @@ def deserialize(
 def inspect_plan(plan: bytes, lib: compat.Library = compat.TENSORRT) -> EngineInspection:
     runtime, engine = deserialize(plan, lib=lib)
     try:
-        return inspect_engine(engine, trt=compat.require_library(lib))
+        return inspect_engine(engine, module=compat.require_library(lib))
     finally:
         del engine, runtime
 
@@ -176,19 +174,18 @@ class LayerProfile:
         }
 
 
-def make_profiler(sink: dict[str, list[float]], trt: ModuleType | None = None) -> "trt.IProfiler":
+def make_profiler(sink: dict[str, list[float]], module: ModuleType | None = None) -> "trt.IProfiler":
     """A ``trt.IProfiler`` that appends each layer's time to ``sink[layer_name]``."""
-    if trt is None:
-        import tensorrt as trt
+    mod = compat.tensorrt_module(module)
 
-    class RecordingProfiler(trt.IProfiler):
-        def __init__(self) -> None:
-            trt.IProfiler.__init__(self)
+    def __init__(self: Any) -> None:
+        mod.IProfiler.__init__(self)
 
-        def report_layer_time(self, layer_name: str, ms: float) -> None:
-            sink[layer_name].append(float(ms))
+    def report_layer_time(self: Any, layer_name: str, ms: float) -> None:
+        sink[layer_name].append(float(ms))
 
-    return RecordingProfiler()
+    # type(): the base is the imported library's IProfiler (a value, not a name mypy can check)
+    return type("RecordingProfiler", (mod.IProfiler,), {"__init__": __init__, "report_layer_time": report_layer_time})()
 
 
 def summarize_layer_times(sink: Mapping[str, list[float]], order: list[str]) -> tuple[LayerTime, ...]:
@@ -210,7 +207,7 @@ def profile_layers(
     *,
     iterations: int,
     warmup: int = 3,
-    trt: ModuleType | None = None,
+    module: ModuleType | None = None,
 ) -> LayerProfile:
     """Run ``iterations`` inferences on a fresh execution context with an IProfiler attached.
 
@@ -221,8 +218,7 @@ def profile_layers(
 
     from ... import cuda
 
-    if trt is None:
-        import tensorrt as trt
+    mod = compat.tensorrt_module(module)
 
     if iterations < 1:
         raise BadInput(f"--iterations must be at least 1, got {iterations}")
@@ -230,7 +226,7 @@ def profile_layers(
 
     context = engine.create_execution_context()
     names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-    inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+    inputs = [n for n in names if engine.get_tensor_mode(n) == mod.TensorIOMode.INPUT]
     for name in inputs:
         if not context.set_input_shape(name, tuple(input_shapes[name])):
             raise BadInput(f"input {name!r}: shape {tuple(input_shapes[name])} is outside the engine's profile")
@@ -239,7 +235,7 @@ def profile_layers(
         stream = stack.enter_context(cuda.Stream())
         for name in names:
             shape = compat.dims_tuple(context.get_tensor_shape(name))
-            dtype = np.dtype(trt.nptype(engine.get_tensor_dtype(name)))
+            dtype = np.dtype(mod.nptype(engine.get_tensor_dtype(name)))
             nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
             buf = stack.enter_context(cuda.DeviceBuffer(nbytes))
             if name in feeds:
@@ -251,12 +247,12 @@ def profile_layers(
         for _ in range(warmup):
             context.execute_async_v3(stream.handle)
         stream.synchronize()
-        context.profiler = make_profiler(sink, trt)
+        context.profiler = make_profiler(sink, mod)
         for _ in range(iterations):
             if not context.execute_async_v3(stream.handle):
                 raise TrtprofError("TensorRT execute_async_v3 failed during the layer profile run")
             stream.synchronize()
-    order = [layer.name for layer in inspect_engine(engine, context, trt).layers]
+    order = [layer.name for layer in inspect_engine(engine, context, mod).layers]
     first = [shape for shape in input_shapes.values() if shape]
     batch = first[0][0] if first else 1
     del context

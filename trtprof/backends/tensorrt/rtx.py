@@ -199,7 +199,7 @@ class RtxRunner(TensorRTRunner):
 
     def _create_context(self, engine: "trt.ICudaEngine") -> "trt.IExecutionContext | None":
         trt = self._trt
-        config = engine.create_runtime_config()
+        config: Any = engine.create_runtime_config()  # TensorRT-RTX's IRuntimeConfig (not in the TensorRT stubs)
         strategy = getattr(trt, "DynamicShapesKernelSpecializationStrategy", None)
         if strategy is not None:
             config.dynamic_shapes_kernel_specialization_strategy = strategy.EAGER

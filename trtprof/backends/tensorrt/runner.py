@@ -28,11 +28,11 @@ class TensorRTRunner:
     device = "cuda"
 
     def __init__(
-        self, runtime: "trt.Runtime", engine: "trt.ICudaEngine", tail: LogTail, trt: ModuleType | None = None
+        self, runtime: "trt.Runtime", engine: "trt.ICudaEngine", tail: LogTail, module: ModuleType | None = None
     ) -> None:
-        if trt is None:
-            import tensorrt as trt
-        self._trt = trt
+        from .compat import tensorrt_module
+
+        self._trt = tensorrt_module(module)  # tensorrt or tensorrt_rtx
         self._runtime = runtime  # TensorRT requires the runtime to outlive its engines
         self._engine: "trt.ICudaEngine | None" = engine
         self._tail = tail
@@ -41,7 +41,7 @@ class TensorRTRunner:
             raise CudaError("TensorRT could not create an execution context (out of GPU memory?): " + tail.text(3))
         self._context: "trt.IExecutionContext | None" = context
         names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-        self._input_names = tuple(n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT)
+        self._input_names = tuple(n for n in names if engine.get_tensor_mode(n) == self._trt.TensorIOMode.INPUT)
         self._output_names = tuple(n for n in names if n not in self._input_names)
         self.inputs = tuple(self._spec(n) for n in self._input_names)
         self.outputs = tuple(self._spec(n) for n in self._output_names)
@@ -53,10 +53,9 @@ class TensorRTRunner:
         return engine.create_execution_context()
 
     def _spec(self, name: str) -> TensorSpec:
-        trt = self._trt
         engine = self.engine
         dims = tuple(None if d < 0 else d for d in dims_tuple(engine.get_tensor_shape(name)))
-        return TensorSpec(name=name, dtype=np.dtype(trt.nptype(engine.get_tensor_dtype(name))).name, shape=dims)
+        return TensorSpec(name=name, dtype=np.dtype(self._trt.nptype(engine.get_tensor_dtype(name))).name, shape=dims)
 
     @property
     def engine(self) -> "trt.ICudaEngine":
@@ -149,7 +148,7 @@ class TensorRTRunner:
     ) -> "LayerProfile":
         from .inspect import profile_layers
 
-        return profile_layers(self.engine, input_shapes, feeds, iterations=iterations, trt=self._trt)
+        return profile_layers(self.engine, input_shapes, feeds, iterations=iterations, module=self._trt)
 
     def close(self) -> None:
         self._context = None

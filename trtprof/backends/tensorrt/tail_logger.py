@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import tensorrt as trt
@@ -33,32 +33,33 @@ class LogTail:
         return bool(self.messages)
 
 
-def make_logger(tail: LogTail, trt: ModuleType | None = None) -> "trt.ILogger":
+def make_logger(tail: LogTail, module: ModuleType | None = None) -> "trt.ILogger":
     """A ``trt.ILogger`` subclass instance feeding ``tail`` with warnings and errors.
 
     Defined inside a function because the base class exists only once the library (``trt``:
     ``tensorrt`` or ``tensorrt_rtx``; default ``tensorrt``) is imported. VERBOSE and INFO messages are
     dropped early: a build emits thousands of them.
     """
-    if trt is None:
-        import tensorrt as trt
+    from .compat import tensorrt_module
+
+    mod = tensorrt_module(module)
 
     keep = {
-        trt.ILogger.Severity.INTERNAL_ERROR: "internal error",
-        trt.ILogger.Severity.ERROR: "error",
-        trt.ILogger.Severity.WARNING: "warning",
+        mod.ILogger.Severity.INTERNAL_ERROR: "internal error",
+        mod.ILogger.Severity.ERROR: "error",
+        mod.ILogger.Severity.WARNING: "warning",
     }
 
-    class TailLogger(trt.ILogger):
-        def __init__(self) -> None:
-            trt.ILogger.__init__(self)
+    def __init__(self: Any) -> None:
+        mod.ILogger.__init__(self)
 
-        def log(self, severity: trt.ILogger.Severity, msg: str) -> None:
-            label = keep.get(severity)
-            if label is not None:
-                try:
-                    tail.add(label, str(msg))
-                except Exception:  # never raise into TensorRT
-                    pass
+    def log(self: Any, severity: Any, msg: str) -> None:
+        label = keep.get(severity)
+        if label is not None:
+            try:
+                tail.add(label, str(msg))
+            except Exception:  # never raise into TensorRT
+                pass
 
-    return TailLogger()
+    # type(): the base is the imported library's ILogger (a value, not a name mypy can check)
+    return type("TailLogger", (mod.ILogger,), {"__init__": __init__, "log": log})()

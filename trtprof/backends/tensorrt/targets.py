@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import re
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import BadInput
 from ...spec import BuildSpec
-
-if TYPE_CHECKING:
-    import tensorrt as trt
 
 OPTION = "compute_capability"
 CURRENT = "current"
@@ -101,8 +98,11 @@ def can_run(value: Any, gpu_cc: str) -> bool:
     return False
 
 
-def apply_compute_capabilities(config: "trt.IBuilderConfig", spec: BuildSpec, trt: ModuleType) -> dict[str, Any]:
-    """Set the builder's targets from the spec (normalized already); return their metadata."""
+def apply_compute_capabilities(config: Any, spec: BuildSpec, trt: ModuleType) -> dict[str, Any]:
+    """Set the builder's targets from the spec (normalized already); return their metadata.
+
+    ``config`` is TensorRT-RTX's IBuilderConfig (typed Any: the enterprise stubs mypy checks against
+    have no compute-capability API)."""
     value = spec.option(OPTION)
     parsed = parse_targets(value)
     if parsed is None:
