@@ -136,6 +136,8 @@ def test_layer_precisions_go_through_the_fp16_keep_list_only(rtx_nogpu, conv_mod
         _build(conv_model, tmp_path, [Precision.FP16], layer_precisions="*:fp32")
     with pytest.raises(BadInput, match="needs --fp16"):
         _build(conv_model, tmp_path, [Precision.FP32], layer_precisions="fc:fp32")
+    with pytest.raises(BadInput, match="names no node of this ONNX model: nosuchnode"):
+        _build(conv_model, tmp_path, [Precision.FP16], layer_precisions="nosuchnode:fp32")
 
 
 def test_compute_capability_is_refused_by_enterprise_tensorrt(monkeypatch, conv_model, tmp_path):
@@ -352,3 +354,15 @@ def test_bench_result_carries_the_runtime_report(rtx_gpu, conv_model, tmp_path, 
     runtime = result.config["runtime"]
     assert runtime["library"] == "TensorRT-RTX" and list(runtime["first_inference_ms"]) == ["input:2x3x16x16"]
     assert json.loads(json.dumps(runtime)) == runtime
+
+
+def test_cli_inspect_without_a_gpu_shows_the_stored_metadata(rtx_nogpu, conv_model, tmp_path, capsys):
+    from trtprof.cli import main
+
+    [outcome] = _build(conv_model, tmp_path, [Precision.FP16])
+    capsys.readouterr()
+    assert main(["inspect", str(outcome.record.artifact_path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["backend"] == "tensorrt-rtx" and info["metadata"]["network_layers_by_dtype"]["fp16"] > 0
+    assert any("layer detail needs TensorRT and a GPU" in n for n in info["notes"])
+    assert main(["inspect", str(outcome.record.artifact_path), "--profile-layers"]) == 2

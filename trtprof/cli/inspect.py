@@ -17,6 +17,7 @@ from ..cache import EngineRecord, list_engines
 from ..errors import BackendUnavailable, BadInput
 from . import _common
 
+TENSORRT_BACKENDS = ("tensorrt", "tensorrt-rtx")  # engines the TensorRT inspector reads
 DEFAULT_PROFILE_ITERATIONS = 20  # per-layer medians settle within a few runs; this is not the latency run
 
 
@@ -63,7 +64,7 @@ def _inspect_tensorrt(record: EngineRecord, args: argparse.Namespace) -> dict[st
     from ..backends.tensorrt.runner import TensorRTRunner
     from ..inputs import make_inputs, resolve_shapes
 
-    backend = backends.get("tensorrt")
+    backend = backends.get(record.backend)
     record.verify()
     runner = backend.load(record.artifact_path, record)
     if not isinstance(runner, TensorRTRunner):  # pragma: no cover - the registry maps tensorrt to it
@@ -116,13 +117,13 @@ def run(args: argparse.Namespace) -> int:
     records = list_engines(args.engine)
     out = []
     for record in records:
-        if record.backend != "tensorrt":
+        if record.backend not in TENSORRT_BACKENDS:
             if args.profile_layers:
                 raise BadInput(f"--profile-layers needs a TensorRT engine; this one is {record.backend}",
                                path=record.meta_path)
             info = _stored(record)
         else:
-            availability = backends.get("tensorrt").available()
+            availability = backends.get(record.backend).available()
             if not availability.ok:
                 if args.profile_layers:
                     raise BackendUnavailable(f"--profile-layers needs TensorRT and a GPU: {availability.reason}")

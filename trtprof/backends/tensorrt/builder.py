@@ -144,6 +144,9 @@ def _fp16_model_bytes(model: Path, options: BuildOptions, product: str) -> tuple
             f"through the FP16 conversion's keep-list (NAME:fp32); not supported: {', '.join(unsupported)}"
         )
     proto = load_onnx(model)
+    missing = sorted(set(keep_fp32) - {node.name for node in proto.graph.node})
+    if missing:  # the converter would ignore them silently: an engine the user did not ask for
+        raise BadInput(f"--layer-precisions names no node of this ONNX model: {', '.join(missing)}")
     converted, warnings = convert_to_fp16(proto, keep_io_types=True, node_block_list=keep_fp32 or None)
     meta = {"fp16_conversion": "onnxconverter-common", "onnx_nodes_by_precision": count_precision(converted)}
     notes = [f"FP16 conversion: {w}" for w in warnings]
