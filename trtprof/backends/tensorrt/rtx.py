@@ -76,8 +76,7 @@ class TensorRTRTXBackend:
             return Availability(False, NOT_INSTALLED)
         info = _device.query_device(0)
         if info is None:
-            count, why = _device.device_count()
-            return Availability(False, why or "no CUDA GPU")
+            return Availability(False, _device.device_count()[1] or "no CUDA GPU")
         if not runtime_supports(info.compute_capability):
             return Availability(False, f"{info.name} has compute capability {info.compute_capability}, which the "
                                        f"TensorRT-RTX runtime does not run ({', '.join(RUNTIME_CCS)}, >12.0)")
@@ -114,9 +113,9 @@ class TensorRTRTXBackend:
         runs_on = targets.describe_supported(value)
         gpu = _device.query_device(0)
         if gpu is None:
-            count, why = _device.device_count()
+            why = _device.device_count()[1].removeprefix("no CUDA GPU").strip(" ()")
             raise IncompatibleEngine(
-                f"this TensorRT-RTX engine cannot run on this machine: no GPU ({why or 'no CUDA GPU'}); "
+                f"this TensorRT-RTX engine cannot run on this machine: no GPU{f' ({why})' if why else ''}; "
                 f"it runs on compute capability {runs_on}",
                 path=record.artifact_path,
             )
