@@ -332,7 +332,7 @@ def test_rejected_runtime_cache_is_a_miss_and_replaced(rtx_gpu, conv_model, tmp_
     assert path.read_bytes() != b"not a runtime cache"
 
 
-def test_bench_result_carries_the_runtime_report(rtx_gpu, conv_model, tmp_path, monkeypatch):
+def test_bench_result_carries_the_runtime_report(rtx_gpu, conv_model, tmp_path, monkeypatch, capsys):
     """bench_one puts the runner's JIT/runtime-cache report in the result config (timing loop faked:
     this checks the plumbing, not a measurement)."""
     from trtprof import timing
@@ -354,6 +354,12 @@ def test_bench_result_carries_the_runtime_report(rtx_gpu, conv_model, tmp_path, 
     runtime = result.config["runtime"]
     assert runtime["library"] == "TensorRT-RTX" and list(runtime["first_inference_ms"]) == ["input:2x3x16x16"]
     assert json.loads(json.dumps(runtime)) == runtime
+    from trtprof.cli.bench import print_table
+    from trtprof.results import ResultSet
+
+    print_table(ResultSet(environment={}, results=[result], created=""))
+    out = capsys.readouterr().out
+    assert "jit: convnet fp32 batch 2: context" in out and "runtime cache miss (no cache file)" in out
 
 
 def test_cli_inspect_without_a_gpu_shows_the_stored_metadata(rtx_nogpu, conv_model, tmp_path, capsys):

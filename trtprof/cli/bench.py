@@ -44,6 +44,11 @@ def print_table(results: ResultSet) -> None:
         print()
         print(_common.format_table(("model", "precision", "batch", *(f"{k[:-3]} median ms" for k in stages)), rows))
     for r in results.results:
+        runtime = r.config.get("runtime")  # TensorRT-RTX: the JIT, measured outside the latency distribution
+        if runtime:
+            firsts = ", ".join(f"{shape} {ms:.1f} ms" for shape, ms in runtime["first_inference_ms"].items())
+            print(f"jit: {r.model} {r.precision} batch {r.batch_size}: context {runtime['jit_ms']:.1f} ms, "
+                  f"first inference {firsts or '-'}; runtime cache {runtime['runtime_cache']['status']}")
         for w in r.warnings:
             print(f"warning: {r.model} {r.precision} batch {r.batch_size}: {w}")
 
