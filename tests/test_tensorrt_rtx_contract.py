@@ -372,3 +372,13 @@ def test_cli_inspect_without_a_gpu_shows_the_stored_metadata(rtx_nogpu, conv_mod
     assert info["backend"] == "tensorrt-rtx" and info["metadata"]["network_layers_by_dtype"]["fp16"] > 0
     assert any("layer detail needs TensorRT and a GPU" in n for n in info["notes"])
     assert main(["inspect", str(outcome.record.artifact_path), "--profile-layers"]) == 2
+
+
+def test_availability_does_not_import_tensorrt_rtx():
+    """available()/buildable() stay cheap: find_spec and a CUDA query, never the library import."""
+    import subprocess
+
+    code = ("import sys; from trtprof import backends; b = backends.get('tensorrt-rtx'); b.available(); "
+            "b.buildable(); print('tensorrt_rtx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"
