@@ -123,14 +123,17 @@ class TrtFeatures:
     @classmethod
     def of(cls, trt: ModuleType) -> "TrtFeatures":
         lib = library_of(trt)
+        version = parse_version(getattr(trt, "__version__", "0"))
         flags = getattr(trt, "NetworkDefinitionCreationFlag", None)
+        # 8.x: implicit batch is the default (Builder.max_batch_size still exists) and cannot carry a
+        # batch profile; 10.x removed both, and passing EXPLICIT_BATCH there is a deprecated no-op. The
+        # version test stays inside enterprise TensorRT's own line, as a second guard on the probe.
+        implicit_batch = hasattr(getattr(trt, "Builder", None), "max_batch_size") or (lib is TENSORRT and version[0] < 10)
         return cls(
-            version=parse_version(getattr(trt, "__version__", "0")),
+            version=version,
             product=lib.product,
             fp16_builder_flag=hasattr(getattr(trt, "BuilderFlag", None), "FP16"),
-            # 8.x: implicit batch is the default (Builder.max_batch_size still exists) and cannot carry
-            # a batch profile; 10.x removed both, and passing EXPLICIT_BATCH there is a deprecated no-op
-            explicit_batch_flag=hasattr(flags, "EXPLICIT_BATCH") and hasattr(getattr(trt, "Builder", None), "max_batch_size"),
+            explicit_batch_flag=hasattr(flags, "EXPLICIT_BATCH") and implicit_batch,
             compute_capability_targets=hasattr(getattr(trt, "IBuilderConfig", None), "set_compute_capability"),
             timing_cache=lib is not TENSORRT_RTX,
             runtime_cache=hasattr(getattr(trt, "IRuntimeConfig", None), "create_runtime_cache"),
