@@ -206,3 +206,19 @@ def zoo_dynamic_model(tmp_path) -> Path:
     path = tmp_path / "squeezenet_dynamic.onnx"
     onnx.save(model, str(path))
     return path
+
+
+@pytest.mark.skipif(not NO_GPU, reason="checks the no-GPU answer; this machine has a GPU")
+def test_the_librarys_own_validity_answer_is_read(conv_model, tmp_path):
+    """``Runtime.get_engine_validity`` of the real library, as ``load`` asks it before deserializing."""
+    from trtprof.backends.tensorrt.rtx import refuse_invalid_plan
+    from trtprof.backends.tensorrt.tail_logger import LogTail
+    from trtprof.errors import IncompatibleEngine
+
+    [outcome] = _build(conv_model, tmp_path, [Precision.FP16], options={"compute_capability": "sm89"})
+    plan = outcome.record.artifact_path.read_bytes()
+    with pytest.raises(IncompatibleEngine) as info:
+        refuse_invalid_plan(trt, plan, outcome.record, LogTail())
+    text = str(info.value)
+    assert "TensorRT-RTX says this engine cannot run on this machine" in text
+    assert "no GPU" in text and "runs on compute capability 8.9" in text
