@@ -40,6 +40,9 @@ def load(path: Path) -> dict[str, Any]:
         results = [BenchResult.from_json(r) for r in data.get("results", [])]
     except (KeyError, TypeError, ValueError) as err:
         raise BadInput(f"damaged results ({type(err).__name__}: {err})", path=path) from err
+    if kind == "bench":  # a results file names no single model/backend: title it by what it holds
+        data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
+                "backend": data.get("backend") or ", ".join(sorted({r.backend for r in results}))}
     return {**data, "kind": kind, "parsed_results": results}
 
 

@@ -159,14 +159,14 @@ def _existing_ancestor(path: Path) -> Path:
     return Path(".")
 
 
-def check_output_file(path: Path | None, option: str) -> None:
+def check_output_file(path: Path | None, option: str, suffix: str = ".json") -> None:
     """Refuse, before any work, an output file that cannot be written: a directory, a path under a
     file, or a place without write permission (the parent folders are created on write)."""
     if path is None:
         return
     path = Path(path)
     if path.is_dir():
-        raise BadInput(f"{option}: is a directory; give a file name, e.g. {path / 'results.json'}", path=path)
+        raise BadInput(f"{option}: is a directory; give a file name (e.g. {path / ('out' + suffix)})", path=path)
     folder = path.parent if path.parent.exists() else _existing_ancestor(path)
     if not folder.is_dir():
         raise BadInput(f"{option}: {folder} is not a directory", path=path)

@@ -33,7 +33,7 @@ def table_rows(results: ResultSet) -> list[tuple]:
     for r, label in zip(results.results, engine_labels(results.results)):
         s = r.latency
         rows.append((label, r.batch_size, fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.p99),
-                     f"{fmt_ms(s.mean)} ± {fmt_ms(s.std, 2)}", f"{s.cv:.1%}", f"{r.throughput_per_s:.4g}", s.n))
+                     f"{fmt_ms(s.mean)} ± {fmt_ms(s.std, 2)}", f"{s.cv:.1%}", f"{r.throughput_per_s:,.0f}" if r.throughput_per_s >= 100 else f"{r.throughput_per_s:.4g}", s.n))
     return rows
 
 
@@ -97,7 +97,7 @@ def report_interruption(results: ResultSet) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _common.check_output_file(args.out, "--out")
-    _common.check_output_file(args.csv, "--csv")
+    _common.check_output_file(args.csv, "--csv", ".csv")
     config = _common.timing_config(args)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():
