@@ -174,8 +174,12 @@ def bench_records(
                 interrupted, pending = True, pending_json(items[index:])
                 break
             results.append(result)
-            if on_result is not None:
-                on_result(result)
+            try:
+                if on_result is not None:
+                    on_result(result)
+            except KeyboardInterrupt:
+                interrupted, pending = True, pending_json(items[index + 1:])
+                break
     finally:
         for runner in runners.values():
             runner.close()

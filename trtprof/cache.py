@@ -292,7 +292,8 @@ class EngineCache:
                 return existing
             except CacheCorrupt:
                 pass
-        cause = err.message if isinstance(err, TrtprofError) else (getattr(err, "strerror", None) or str(err))
+        root_cause = err.__cause__ if isinstance(err, TrtprofError) and err.__cause__ is not None else err
+        cause = getattr(root_cause, "strerror", None) or str(root_cause)
         raise CacheNotWritable(f"engines dir is not writable ({cause}) and has no usable {stem}: "
                                "build into a writable --engines dir", path=self.root) from err
 
