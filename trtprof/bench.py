@@ -85,8 +85,9 @@ def bench_one(
         else:
             samples = timing.time_device(runner, feeds, config)
             applied = {**config.to_json(), "clock": "cuda_events"}
-    except (MemoryError, RuntimeError, ValueError, OSError) as err:
-        # ORT raises its own RuntimeError subclasses; numpy MemoryError / ValueError ("array is too big")
+    except Exception as err:
+        # ORT raises its own RuntimeError subclasses, torch OutOfMemoryError, CUDA cudaErrorMemoryAllocation;
+        # numpy MemoryError or ValueError ("array is too big"). Anything else keeps its own error.
         if preflight.is_out_of_memory(err) or (isinstance(err, ValueError) and "too big" in str(err)):
             raise preflight.out_of_memory(err, batch_size, needed) from err
         raise

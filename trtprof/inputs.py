@@ -120,6 +120,8 @@ def make_inputs(
 ) -> dict[str, np.ndarray]:
     """Random data with each input's dtype: floats ~ N(0, 1), integers uniform in [low, high), bools
     uniform. Seeded, so every precision and backend sees the same numbers."""
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise BadInput(f"--seed {seed}: must be a non-negative integer")
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     for spec in inputs:
