@@ -253,11 +253,11 @@ def test_signal_during_bench_keeps_finished_entries(signum, conv_model, tmp_path
     assert main(["build", str(conv_model), "--fp32", "--fp16", "--batch-sizes", "1,2,3", "--engines", str(engines),
                  "--backend", "onnxruntime"]) == 0
     out, table = tmp_path / "r.json", tmp_path / "r.csv"
-    # 6 configs × 2 s = 12 s of measuring; the signal comes 7 s after the start (startup ~2 s)
+    # 6 configs × 2 s = 12 s of measuring; the signal comes 8 s after the start (startup 1–5 s)
     proc = subprocess.Popen([sys.executable, "-m", "trtprof", "bench", str(engines), "--warmup", "1",
                              "--iterations", "5", "--duration-s", "2", "--out", str(out), "--csv", str(table)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(7)
+    time.sleep(8)
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
