@@ -105,10 +105,14 @@ def ecdf_figure(results: Sequence[BenchResult], batch_size: int) -> str:
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for r in results:
+    from .labels import engine_labels, fmt_ms
+    from .plots import colour
+
+    for r, label in zip(results, engine_labels(results)):
         x = np.asarray(r.samples_ms["latency_ms"], dtype=np.float64)
         cdf = sps.ecdf(x).cdf
-        ax.step(cdf.quantiles, cdf.probabilities, where="post", label=f"{r.precision} (median {r.latency.p50:.3g} ms)")
+        ax.step(cdf.quantiles, cdf.probabilities, where="post", color=colour(r.precision),
+                label=f"{label} (median {fmt_ms(r.latency.p50)} ms)")
     high = max(float(np.percentile(r.samples_ms["latency_ms"], 99.5)) for r in results)
     low = min(float(np.min(r.samples_ms["latency_ms"])) for r in results)
     if high > low:
