@@ -95,6 +95,8 @@ def available_memory_bytes() -> int | None:
 
 
 def _fmt_bytes(n: float) -> str:
+    if n >= 100 * GIB:
+        return f"{n / GIB:,.0f} GiB"
     return f"{n / GIB:.3g} GiB" if n >= GIB / 10 else f"{n / 1024**2:.3g} MiB"
 
 
@@ -130,11 +132,11 @@ def is_out_of_memory(err: BaseException) -> bool:
 def out_of_memory(err: BaseException, batch_size: int, needed_bytes: int) -> OutOfMemory:
     """The one-line error for an allocation that failed while running ``batch_size``."""
     asked = _ASKED.search(str(err))
-    amount = int(asked.group(1)) if asked else needed_bytes
-    what = "an allocation of" if asked else "inputs of"
+    what = (f"an allocation of {_fmt_bytes(int(asked.group(1)))} failed" if asked
+            else f"{type(err).__name__}")
     available = available_memory_bytes()
     smaller = max(1, batch_size // 4)
     if available:
         smaller = min(smaller, largest_fitting_batch(batch_size, needed_bytes, available))
-    return OutOfMemory(f"out of memory at batch size {batch_size} ({what} {_fmt_bytes(amount)} failed: "
-                       f"{type(err).__name__}); try --batch-sizes {smaller} or smaller")
+    return OutOfMemory(f"out of memory at batch size {batch_size} ({what}; its inputs alone take "
+                       f"{_fmt_bytes(needed_bytes)}): try --batch-sizes {smaller} or smaller")

@@ -75,7 +75,7 @@ def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: 
              threads: int | None = None):
     ort = _ort()
     options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: ORT's warnings would flood the bench output
+    options.log_severity_level = 4  # fatal only: ORT warnings would flood the output, and its errors come back as exceptions that trtprof turns into one line
     if threads is not None:
         # intra-op: the threads one operator uses; inter-op 1 runs nodes one after another, so the
         # total is what the user asked for (ORT's default is one thread per core, often noisy).

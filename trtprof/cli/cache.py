@@ -77,7 +77,7 @@ def run_ls(args: argparse.Namespace) -> int:
 
 def run_prune(args: argparse.Namespace) -> int:
     if args.older_than is None and not args.corrupt and args.model is None:
-        raise BadInput("cache prune: give at least one of --older-than, --corrupt, --model (nothing is pruned by default)")
+        raise BadInput("prune: give at least one of --older-than, --corrupt, --model (nothing is pruned by default)")
     older = parse_age(args.older_than) if args.older_than is not None else None
     scan = scan_dir(args.dir, verify=True)
     chosen = select(scan, older_than_s=older, corrupt=args.corrupt, model=args.model)
