@@ -314,3 +314,24 @@ def test_interrupted_bench_library_call_returns_partial_set(conv_model, tmp_path
     assert results.interrupted and [r.batch_size for r in results.results] == [1, 2]
     assert [p["batch_size"] for p in results.pending] == [4]
     assert results.to_json()["pending"] == results.pending
+
+
+@pytest.mark.tf
+def test_read_only_engines_dir_serves_a_converted_tensorflow_model(tmp_path_factory, tmp_path):
+    """The TF → ONNX conversion cache (engines/onnx) also serves hits when read-only."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("tf2onnx")
+    from .tf_helpers import load_make_models
+
+    models = tmp_path_factory.mktemp("tf_models")
+    load_make_models().make("mlp", models, ("keras",))
+    model = models / "mlp.keras"
+    engines = tmp_path / "engines"
+    assert main(["build", str(model), "--fp32", "--engines", str(engines), "--backend", "onnxruntime"]) == 0
+    for locks in engines.rglob(".locks"):
+        shutil.rmtree(locks)
+    before = tree_snapshot(engines)
+    hit = _run_read_only(engines, "build", str(model), "--fp32", "--engines", str(engines), "--backend", "onnxruntime")
+    assert hit.returncode == 0, hit.stderr
+    assert "converted (cache hit)" in hit.stdout and " cache hit " in hit.stdout
+    assert tree_snapshot(engines) == before
