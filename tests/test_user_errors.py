@@ -98,6 +98,13 @@ def test_out_checked_before_the_benchmark_runs(engines, tmp_path, capsys):
     assert time.perf_counter() - started < 20  # 4 configs × 30 s would be 120 s
 
 
+def test_engines_that_is_a_file(conv_model, tmp_path, capsys):
+    a_file = tmp_path / "engines"
+    a_file.write_text("x")
+    code, _, err = run_main(capsys, "build", str(conv_model), "--engines", str(a_file), "--backend", "onnxruntime")
+    assert_one_line(code, err, str(a_file), "--engines", "not a directory")
+
+
 def test_plot_and_report_output_mistakes(results_file, tmp_path, capsys):
     a_file = tmp_path / "a_file"
     a_file.write_text("x")

@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         "precision_constraints": args.precision_constraints,
         "layer_precisions": args.layer_precisions,
     }
+    if args.engines.exists() and not args.engines.is_dir():  # a read-only dir is fine: it can still serve hits
+        raise BadInput("--engines: exists and is not a directory", path=args.engines)
     sizes = parse_batch_sizes(args.batch_sizes)
     if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):
         raise BadInput(f"--opt-batch {args.opt_batch} is outside --batch-sizes {args.batch_sizes}")
