@@ -105,6 +105,14 @@ def test_engines_that_is_a_file(conv_model, tmp_path, capsys):
     assert_one_line(code, err, str(a_file), "--engines", "not a directory")
 
 
+def test_convert_output_that_is_a_directory(tmp_path, capsys):
+    """Refused before TensorFlow is even imported (the model need not be real for this check)."""
+    model = tmp_path / "model.keras"
+    model.write_bytes(b"not read")
+    code, _, err = run_main(capsys, "convert", str(model), "-o", str(tmp_path))
+    assert_one_line(code, err, str(tmp_path), "--output", "is a directory")
+
+
 def test_plot_and_report_output_mistakes(results_file, tmp_path, capsys):
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
