@@ -195,10 +195,12 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
                 lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
                 lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
     else:
-        lines += ["| model | precision | backend | batch | median ms | p99 ms | n |", "|---|---|---|---|---|---|---|"]
-        for r in data["parsed_results"]:
-            lines.append(f"| {r.model} | {r.precision} | {r.backend} | {r.batch_size} | {r.latency.p50:.3f} | "
-                         f"{r.latency.p99:.3f} | {r.latency.n} |")
+        from .labels import engine_labels, fmt_ms
+
+        lines += ["| engine | batch | median ms | p99 ms | n |", "|---|---|---|---|---|"]
+        for r, label in zip(data["parsed_results"], engine_labels(data["parsed_results"])):
+            lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
+                         f"{r.latency.n} |")
     return "\n".join(lines) + "\n"
 
 
@@ -269,9 +271,11 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append(_table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
                                  "peak FLOP/s", "share of peak"), roof_rows))
     else:
-        rows = [[r.model, r.precision, r.backend, str(r.batch_size), f"{r.latency.p50:.3f}", f"{r.latency.p99:.3f}",
-                 str(r.latency.n)] for r in results]
-        parts.append("<h2>Results</h2>" + _table(("model", "precision", "backend", "batch", "median ms", "p99 ms", "n"), rows))
+        from .labels import engine_labels, fmt_ms
+
+        rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n)]
+                for r, label in zip(results, engine_labels(results))]
+        parts.append("<h2>Results</h2>" + _table(("engine", "batch", "median ms", "p99 ms", "n"), rows))
         if len({r.batch_size for r in results}) > 1:
             parts.append("<h2>Latency vs batch size</h2>" + _img(latency_figure(results), "latency vs batch"))
     if results:
