@@ -5,10 +5,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from . import backends, timing
+from . import backends, preflight, timing
 from .cache import EngineRecord, now_iso
 from .environment import collect
+from .errors import BadInput
 from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from .noise import cpu_noise_warning, cpu_state
 from .results import BenchResult, ResultSet
 from .timing import TimingConfig
 
@@ -28,8 +30,9 @@ def plan(records: Iterable[EngineRecord], batch_sizes: Sequence[int] | None = No
     return items
 
 
-def load_runner(record: EngineRecord):
+def load_runner(record: EngineRecord, threads: int | None = None):
     """Verify the artifact against its metadata, then load it with the backend that built it.
+    ``threads`` (ONNX Runtime only) sets intra-op threads and one inter-op thread.
 
     A backend that builds where it cannot run (TensorRT-RTX) first says, in one line, why this
     machine cannot run this engine (``check_runnable``: its GPU, or no GPU, and the engine's targets)."""
@@ -38,7 +41,26 @@ def load_runner(record: EngineRecord):
     if check_runnable is not None:
         check_runnable(record)
     backend = backends.resolve(record.backend)
-    return backend.load(record.artifact_path, record)
+    if threads is None:
+        return backend.load(record.artifact_path, record)
+    if record.backend != "onnxruntime":
+        raise BadInput(f"--threads applies to onnxruntime engines; this one is {record.backend}",
+                       path=record.artifact_path)
+    return backend.load(record.artifact_path, record, threads=threads)  # type: ignore[call-arg]
+
+
+def onnx_of(record: EngineRecord) -> Path | None:
+    """An ONNX file with the engine's graph, for checks that read the model (None if there is none)."""
+    if record.artifact_path.suffix == ".onnx":
+        return record.artifact_path
+    model = Path(record.model_path) if record.model_path else None
+    return model if model is not None and model.suffix == ".onnx" and model.is_file() else None
+
+
+def pending_json(items: Sequence[BenchPlan]) -> list[dict]:
+    """What an interrupted run did not measure, as recorded in its results file."""
+    return [{"model": i.record.model, "precision": i.record.precision, "backend": i.record.backend,
+             "batch_size": i.batch_size, "artifact": str(i.record.artifact_path)} for i in items]
 
 
 def effective_precision(record: EngineRecord) -> str:
@@ -54,17 +76,27 @@ def bench_one(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     seed: int = 0,
     int_range: tuple[int, int] = DEFAULT_INT_RANGE,
+    threads: int | None = None,
 ) -> BenchResult:
     overrides = dict(record.spec.shape_overrides())
     overrides.update(shapes or {})
     input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
-    feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range)
-    if runner.device == "cpu":
-        samples = timing.time_host(lambda: runner.infer(feeds), config)
-        applied = {**config.to_json(), "copies": None, "cuda_graph": False, "spin_wait": None, "clock": "perf_counter_ns"}
-    else:
-        samples = timing.time_device(runner, feeds, config)
-        applied = {**config.to_json(), "clock": "cuda_events"}
+    needed = preflight.input_bytes(runner.inputs, input_shapes)
+    try:
+        feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range)
+        if runner.device == "cpu":
+            samples = timing.time_host(lambda: runner.infer(feeds), config)
+            applied = {**config.to_json(), "copies": None, "cuda_graph": False, "spin_wait": None,
+                       "clock": "perf_counter_ns", "threads": threads}
+        else:
+            samples = timing.time_device(runner, feeds, config)
+            applied = {**config.to_json(), "clock": "cuda_events"}
+    except Exception as err:
+        # ORT raises its own RuntimeError subclasses, torch OutOfMemoryError, CUDA cudaErrorMemoryAllocation;
+        # numpy MemoryError or ValueError ("array is too big"). Anything else keeps its own error.
+        if preflight.is_out_of_memory(err) or (isinstance(err, ValueError) and "too big" in str(err)):
+            raise preflight.out_of_memory(err, batch_size, needed) from err
+        raise
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
                     "warmup_s": round(samples.warmup_s, 4)})
@@ -72,6 +104,12 @@ def bench_one(
     if runtime_report is not None:
         applied["runtime"] = runtime_report()
     warnings = list(samples.notes)
+    if runner.device == "cpu" and samples.n > 1:
+        lat = samples.latency_ms
+        cv = float(lat.std(ddof=1) / lat.mean()) if lat.mean() > 0 else 0.0
+        note = cpu_noise_warning(cv, threads=threads, duration_s=config.duration_s)
+        if note:
+            warnings.append(note)
     if record.backend_metadata.get("effective_precision") not in (None, record.precision):
         warnings.append(
             f"requested {record.precision}, effective {record.backend_metadata['effective_precision']}: "
@@ -87,6 +125,7 @@ def bench_one(
         engine={
             "key": record.key,
             "artifact": str(record.artifact_path),
+            "spec": record.spec.to_json(),
             "effective_precision": effective_precision(record),
             "build_seconds": record.build_seconds,
             "backend_metadata": record.backend_metadata,
@@ -108,31 +147,54 @@ def bench_records(
     int_range: tuple[int, int] = DEFAULT_INT_RANGE,
     on_result: Callable[[BenchResult], None] | None = None,
     on_start: Callable[[BenchPlan], None] | None = None,
+    on_plan: Callable[[list[BenchPlan]], None] | None = None,
+    threads: int | None = None,
 ) -> ResultSet:
-    """Bench every engine × batch size. All inputs are checked (engines load, shapes resolve) before
-    the first measurement, so a bad request fails in a second rather than after minutes of timing."""
+    """Bench every engine × batch size. All inputs are checked (engines load, shapes resolve, integer
+    ranges fit the model's embeddings, the largest inputs fit in memory) before the first
+    measurement, so a bad request fails in a second rather than after minutes of timing.
+
+    Ctrl-C (KeyboardInterrupt) during the measurements keeps what finished: the returned set has
+    ``interrupted`` True and ``pending`` lists what was still to run."""
     items = plan(records, batch_sizes)
     runners = {}
+    results: list[BenchResult] = []
+    interrupted, pending = False, []
+    environment = collect()
+    environment.setdefault("host", {})["cpu_state"] = cpu_state()
     try:
         for record in records:
-            runners[record.key] = load_runner(record)
+            runners[record.key] = load_runner(record, threads)
+            preflight.check_int_range(onnx_of(record), runners[record.key].inputs, int_range)
         for item in items:
             runner = runners[item.record.key]
             overrides = {**item.record.spec.shape_overrides(), **(shapes or {})}
-            resolve_shapes(runner.inputs, item.batch_size, overrides, model_path=item.record.model_path)
-        results = []
-        for item in items:
-            if on_start is not None:
-                on_start(item)
-            result = bench_one(item.record, runners[item.record.key], item.batch_size, config,
-                               shapes=shapes, seed=seed, int_range=int_range)
+            input_shapes = resolve_shapes(runner.inputs, item.batch_size, overrides, model_path=item.record.model_path)
+            if runner.device == "cpu":
+                preflight.check_memory(item.batch_size, preflight.input_bytes(runner.inputs, input_shapes))
+        if on_plan is not None:
+            on_plan(items)
+        for index, item in enumerate(items):
+            try:
+                if on_start is not None:
+                    on_start(item)
+                result = bench_one(item.record, runners[item.record.key], item.batch_size, config,
+                                   shapes=shapes, seed=seed, int_range=int_range, threads=threads)
+            except KeyboardInterrupt:
+                interrupted, pending = True, pending_json(items[index:])
+                break
             results.append(result)
-            if on_result is not None:
-                on_result(result)
+            try:
+                if on_result is not None:
+                    on_result(result)
+            except KeyboardInterrupt:
+                interrupted, pending = True, pending_json(items[index + 1:])
+                break
     finally:
         for runner in runners.values():
             runner.close()
-    return ResultSet(environment=collect(), results=results, created=now_iso())
+    return ResultSet(environment=environment, results=results, created=now_iso(), interrupted=interrupted,
+                     pending=pending)
 
 
 def bench_path(path: Path, config: TimingConfig, **kwargs) -> ResultSet:

@@ -1,6 +1,7 @@
 """`trtprof build` as a library call: model → (convert) → one cached engine per precision."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,18 @@ from .model import inspect_model
 from .spec import BuildSpec, CacheKey, Precision
 
 DEFAULT_BATCH_SIZES = (1,)
+# Backends whose artifact does not depend on the batch sizes asked for (ONNX Runtime keeps the ONNX
+# graph with its dynamic batch; PyTorch converts it to a module): their cache key leaves the batch set
+# and the TensorRT-only options out, so one engine serves every batch set. TensorRT bakes the batch
+# profile into the plan; there an engine whose profile covers the request is reused instead.
+BATCH_INDEPENDENT_BACKENDS = frozenset({"onnxruntime", "torch"})
+
+
+def key_spec(spec: BuildSpec) -> BuildSpec:
+    """The part of ``spec`` that changes the artifact, for the cache key."""
+    if spec.backend in BATCH_INDEPENDENT_BACKENDS:
+        return dataclasses.replace(spec, batch_sizes=(), options=())
+    return spec
 
 
 @dataclass
@@ -103,8 +116,15 @@ def build_engines(
             shapes=shapes,
             options=options,
         )
-        key = CacheKey.derive(spec, environment)
+        key = CacheKey.derive(key_spec(spec), environment)
         started = time.perf_counter()
+        covering = None if rebuild or spec.backend in BATCH_INDEPENDENT_BACKENDS else cache.find_covering(spec, environment)
+        if covering is not None:
+            outcome = BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started)
+            outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+            continue
 
         def _build(tmp: Path, spec: BuildSpec = spec, key: CacheKey = key) -> EngineRecord:
             t0 = time.perf_counter()

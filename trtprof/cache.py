@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from .errors import BadInput, CacheCorrupt, MissingDependency
+from .errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
 from .model import sha256_file
 from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, TensorSpec
 
@@ -102,13 +102,26 @@ class EngineRecord:
 
     @classmethod
     def read(cls, meta_path: Path) -> "EngineRecord":
+        """The record in ``meta_path``; CacheCorrupt for anything that is not one (bad JSON, a JSON
+        list, missing or wrongly typed fields), so ``build`` replaces it and ``bench`` refuses it."""
         try:
             data = json.loads(Path(meta_path).read_text())
-            if data.get("schema") != CACHE_SCHEMA:
-                raise CacheCorrupt(f"engine metadata schema {data.get('schema')!r}, expected {CACHE_SCHEMA}", path=meta_path)
-            return cls.from_json(data, meta_path=Path(meta_path))
-        except (OSError, ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError) as err:
             raise CacheCorrupt(f"unreadable engine metadata ({type(err).__name__}: {err})", path=meta_path) from err
+        if not isinstance(data, dict):
+            raise CacheCorrupt(f"engine metadata is a JSON {type(data).__name__}, not an object "
+                               "(rebuild with `trtprof build --rebuild`)", path=meta_path)
+        if data.get("schema") != CACHE_SCHEMA:
+            raise CacheCorrupt(f"engine metadata schema {data.get('schema')!r}, expected {CACHE_SCHEMA}", path=meta_path)
+        try:
+            record = cls.from_json(data, meta_path=Path(meta_path))
+            if not (isinstance(record.key, str) and isinstance(record.artifact, str) and record.artifact
+                    and "/" not in record.artifact and isinstance(record.artifact_sha256, str)):
+                raise ValueError("key, artifact and artifact_sha256 must be non-empty strings")
+            return record
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise CacheCorrupt(f"engine metadata has the wrong shape ({type(err).__name__}: {err}); "
+                               "rebuild with `trtprof build --rebuild`", path=meta_path) from err
 
     def verify(self) -> None:
         """Raise CacheCorrupt unless the artifact exists and matches its recorded sha256."""
@@ -124,17 +137,42 @@ class EngineRecord:
             )
 
 
-@contextmanager
-def entry_lock(root: Path, name: str) -> Iterator[None]:
-    """An inter-process lock for one cache entry: ``root/.locks/<name>.lock`` (filelock)."""
+class CacheNotWritable(TrtprofError):
+    """The engines dir (or its lock folder) cannot be written: read-only, no permission."""
+
+
+def _file_lock(path: Path, timeout: float):
     try:
         from filelock import FileLock
     except ImportError as err:  # pragma: no cover - core dependency
         raise MissingDependency("filelock", None) from err
+    return FileLock(str(path), timeout=timeout)
+
+
+@contextmanager
+def entry_lock(root: Path, name: str) -> Iterator[None]:
+    """An inter-process lock for one cache entry: ``root/.locks/<name>.lock`` (filelock).
+
+    A lock that cannot be created (read-only engines dir) raises ``CacheNotWritable`` before the
+    block runs, so a caller can fall back to read-only use; errors inside the block pass through."""
     lock_dir = Path(root) / LOCK_DIR
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(lock_dir / f"{name}.lock"), timeout=LOCK_TIMEOUT_S):
+    try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        lock = _file_lock(lock_dir / f"{name}.lock", LOCK_TIMEOUT_S)
+        lock.acquire()
+    except OSError as err:
+        raise CacheNotWritable(f"cannot create a lock in the engines dir ({err.strerror or err})", path=lock_dir) from err
+    try:
         yield
+    finally:
+        lock.release()
+
+
+def _user_mode() -> int:
+    """0o666 minus the process umask: the mode ``open()`` would give a new file (mkstemp gives 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -142,6 +180,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _user_mode())  # results and engines are shared files, not secrets
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -202,11 +241,20 @@ class EngineCache:
         *,
         rebuild: bool = False,
     ) -> tuple[EngineRecord, bool]:
-        """Return (record, built). Under the key's lock: serve a verified hit, else call
-        ``build(tmp_artifact_path)`` — which writes the artifact and returns its record — and move
-        both files into place. A hit leaves the disk untouched."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self.lock(key):
+        """Return (record, built). Under the key's lock: remove temp files a killed build of this key
+        left, serve a verified hit, else call ``build(tmp_artifact_path)`` — which writes the
+        artifact and returns its record — and move both files into place. A hit leaves the disk
+        untouched. A read-only engines dir still serves verified hits (without the lock: nothing is
+        written, and the metadata file is only ever replaced atomically)."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = self.lock(key)
+            lock.__enter__()
+        except (OSError, CacheNotWritable) as err:
+            return self._read_only_hit(key, stem, rebuild, err), False
+        try:
+            for debris in self.root.glob(f".{stem}*.tmp"):  # under the lock: no live writer owns it
+                _unlink_quietly(debris)
             existing = self.find(key)
             if existing is not None and not rebuild:
                 try:
@@ -216,6 +264,7 @@ class EngineCache:
                     pass  # rebuild below, replacing the damaged entry
             artifact_name = f"{stem}{suffix}"
             fd, tmp_name = tempfile.mkstemp(prefix=f".{artifact_name}.", suffix=".tmp", dir=self.root)
+            os.fchmod(fd, _user_mode())
             os.close(fd)
             tmp = Path(tmp_name)
             try:
@@ -232,6 +281,50 @@ class EngineCache:
                 _unlink_quietly(tmp)
                 raise
             return record, True
+        finally:
+            lock.__exit__(None, None, None)
+
+    def _read_only_hit(self, key: CacheKey, stem: str, rebuild: bool, err: BaseException) -> EngineRecord:
+        existing = None if rebuild else self.find(key)
+        if existing is not None:
+            try:
+                existing.verify()
+                return existing
+            except CacheCorrupt:
+                pass
+        root_cause = err.__cause__ if isinstance(err, TrtprofError) and err.__cause__ is not None else err
+        cause = getattr(root_cause, "strerror", None) or str(root_cause)
+        raise CacheNotWritable(f"engines dir is not writable ({cause}) and has no usable {stem}: "
+                               "build into a writable --engines dir", path=self.root) from err
+
+    def find_covering(self, spec: BuildSpec, environment: Mapping[str, Any]) -> EngineRecord | None:
+        """A complete, verified entry built for the same model, backend, precision, shapes, options
+        and environment whose batch profile covers ``spec``'s batch sizes (TensorRT: one engine with
+        profile 1–32 serves a request for 1,8). The narrowest such profile wins."""
+        if not self.root.is_dir():
+            return None
+        want = spec.to_json()
+        found = []
+        for meta in self.root.glob(f"*.{spec.precision.value}.{spec.backend}.*{META_SUFFIX}"):
+            try:
+                record = EngineRecord.read(meta)
+            except CacheCorrupt:
+                continue
+            have = record.spec.to_json()
+            if {k: v for k, v in have.items() if k != "batch_sizes"} != {k: v for k, v in want.items() if k != "batch_sizes"}:
+                continue
+            if record.environment != dict(environment):
+                continue
+            if not record.spec.min_batch <= spec.min_batch or not spec.max_batch <= record.spec.max_batch:
+                continue
+            found.append(record)
+        for record in sorted(found, key=lambda r: r.spec.max_batch - r.spec.min_batch):
+            try:
+                record.verify()
+                return record
+            except CacheCorrupt:
+                continue
+        return None
 
 
 def now_iso() -> str:

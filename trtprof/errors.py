@@ -64,3 +64,8 @@ class CudaError(TrtprofError):
 
 class BackendUnavailable(TrtprofError):
     """The backend asked for cannot run here (package or device missing)."""
+
+
+class OutOfMemory(TrtprofError):
+    """A batch does not fit in memory; the message names the batch size, the bytes asked for and a
+    smaller batch size to try."""

@@ -9,6 +9,7 @@ from .errors import BadInput, BadModel
 from .spec import TensorSpec
 
 DEFAULT_INT_RANGE = (0, 100)
+MAX_BATCH_SIZE = 2**31 - 1  # TensorRT profiles and most runtimes hold dims as int32; no real batch is larger
 
 
 def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
@@ -26,12 +27,17 @@ def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    items = [s.strip() for s in text.split(",")]
+    if any(not s for s in items):
+        raise BadInput(f"--batch-sizes {text!r}: empty item; expected integers like 1,8,32")
     try:
-        sizes = tuple(int(s) for s in text.split(",") if s.strip())
+        sizes = tuple(int(s) for s in items)
     except ValueError as err:
         raise BadInput(f"--batch-sizes {text!r}: expected integers like 1,8,32") from err
-    if not sizes or any(s <= 0 for s in sizes):
+    if any(s <= 0 for s in sizes):
         raise BadInput(f"--batch-sizes {text!r}: expected positive integers like 1,8,32")
+    if any(s > MAX_BATCH_SIZE for s in sizes):
+        raise BadInput(f"--batch-sizes {text!r}: a batch size must be at most {MAX_BATCH_SIZE}")
     return tuple(sorted(set(sizes)))
 
 
@@ -114,6 +120,8 @@ def make_inputs(
 ) -> dict[str, np.ndarray]:
     """Random data with each input's dtype: floats ~ N(0, 1), integers uniform in [low, high), bools
     uniform. Seeded, so every precision and backend sees the same numbers."""
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise BadInput(f"--seed {seed}: must be a non-negative integer")
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     for spec in inputs:

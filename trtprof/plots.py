@@ -1,4 +1,11 @@
-"""Matplotlib figures from results. matplotlib is imported inside functions (Agg, no display)."""
+"""Matplotlib figures from results. matplotlib is imported inside functions (Agg, no display).
+
+Readability rules (issue 12): each precision keeps one colour in every figure and every run; engines
+are named by ``labels.engine_labels`` (which add the profile/options when two engines would read the
+same); the histogram axis comes from a robust range with an overflow bin that says how many samples
+it holds, so a few spikes cannot squash the rest into one bar; batch ticks are the batch sizes
+themselves; a series with one batch size is a marker, not a one-point line.
+"""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -7,9 +14,18 @@ from typing import Sequence
 
 import numpy as np
 
+from .labels import engine_labels, fmt_ms
 from .results import BenchResult
 
 HIST_BINS = 60
+# Upper edge of the histogram axis: Q3 + this many IQRs (Tukey's "far out" fence). Samples beyond it
+# go to one overflow bin with their count written on it.
+HIST_FENCE_IQR = 3.0
+# One colour per precision, the same in every figure and every run (matplotlib's default cycle
+# would give fp16 whichever colour its position in the file dictates).
+PRECISION_COLOURS = {"fp32": "#1f77b4", "tf32": "#2ca02c", "fp16": "#ff7f0e", "bf16": "#d62728", "int8": "#9467bd"}
+OTHER_COLOUR = "#7f7f7f"
+LINESTYLES = ("-", "--", ":", "-.")
 
 
 def _plt():
@@ -21,36 +37,61 @@ def _plt():
     return plt
 
 
+def colour(precision: str) -> str:
+    return PRECISION_COLOURS.get(precision, OTHER_COLOUR)
+
+
 def series_label(r: BenchResult) -> str:
-    eff = r.engine.get("effective_precision", r.precision)
-    prec = r.precision if eff == r.precision else f"{r.precision} ({eff})"
-    return f"{r.model} {prec} [{r.backend}]"
+    """A result's label on its own (see ``labels.engine_labels`` for labels within a set)."""
+    return engine_labels([r])[0]
 
 
-def _clip_range(arrays: Sequence[np.ndarray]) -> tuple[float, float]:
-    """Shared x range: from the lowest minimum to the highest p99.5, so one slow outlier does not
-    squash every histogram into one bin (the max is still reported in the tables)."""
+def robust_range(arrays: Sequence[np.ndarray]) -> tuple[float, float]:
+    """Shared x range: from the lowest sample to the highest Tukey far-out fence (Q3 + 3 IQR, not
+    beyond the largest sample), so rare spikes do not set the axis."""
     low = min(float(a.min()) for a in arrays)
-    high = max(float(np.percentile(a, 99.5)) for a in arrays)
-    return (low, high if high > low else low + 1e-6)
+    fences = []
+    for a in arrays:
+        q1, q3 = np.percentile(a, [25, 75])
+        fences.append(min(float(a.max()), float(q3 + HIST_FENCE_IQR * (q3 - q1))))
+    high = max(fences)
+    if not high > low:
+        high = low + max(abs(low) * 1e-3, 1e-6)
+    return low, high
 
 
 def histograms(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:
-    """One figure per batch size: latency histograms of every engine, on shared bins and axis."""
+    """One figure per batch size: latency histograms of every engine on shared bins, plus an
+    overflow bin right of the axis for samples beyond the robust range."""
     plt = _plt()
+    labels = dict(zip(map(id, results), engine_labels(results)))
     by_batch: dict[int, list[BenchResult]] = defaultdict(list)
     for r in results:
         by_batch[r.batch_size].append(r)
     paths = []
     for batch, group in sorted(by_batch.items()):
-        arrays = [np.asarray(r.samples_ms["latency_ms"]) for r in group]
-        bins = np.linspace(*_clip_range(arrays), HIST_BINS + 1)
+        arrays = [np.asarray(r.samples_ms["latency_ms"], dtype=np.float64) for r in group]
+        low, high = robust_range(arrays)
+        bins = np.linspace(low, high, HIST_BINS + 1)
+        width = bins[1] - bins[0]
         fig, ax = plt.subplots(figsize=(8, 4.5))
+        any_overflow = False
         for r, a in zip(group, arrays):
-            ax.hist(np.clip(a, bins[0], bins[-1]), bins=bins, alpha=0.5,
-                    label=f"{series_label(r)}  median {r.latency.p50:.3f} ms")
-            ax.axvline(r.latency.p50, linestyle="--", linewidth=1, color=ax.patches[-1].get_facecolor()[:3])
-        ax.set_xlabel("latency (ms; values above p99.5 piled in the last bin)")
+            c = colour(r.precision)
+            over = int(np.count_nonzero(a > high))
+            label = f"{labels[id(r)]}  median {fmt_ms(r.latency.p50)} ms"
+            if over:
+                label += f"; {over} above {fmt_ms(high)} ms (overflow bin)"
+            ax.hist(a[a <= high], bins=bins, alpha=0.5, color=c, label=label)
+            ax.axvline(r.latency.p50, linestyle="--", linewidth=1, color=c)
+            if over:
+                any_overflow = True
+                ax.bar(high + 1.5 * width, over, width=width, color=c, alpha=0.5, hatch="//", edgecolor=c)
+                ax.annotate(str(over), (high + 1.5 * width, over), ha="center", va="bottom", fontsize=8)
+        if any_overflow:
+            ax.axvline(high + 0.5 * width, color="grey", linewidth=0.8)
+            ax.set_xlim(low - width, high + 3 * width)
+        ax.set_xlabel("latency (ms)" + (f"; hatched bar: samples above {fmt_ms(high)} ms" if any_overflow else ""))
         ax.set_ylabel("iterations")
         ax.set_title(f"Latency distribution, batch {batch}")
         ax.legend(fontsize=8)
@@ -64,14 +105,32 @@ def histograms(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") 
 
 def _by_series(results: Sequence[BenchResult]) -> dict[str, list[BenchResult]]:
     series: dict[str, list[BenchResult]] = defaultdict(list)
-    for r in results:
-        series[series_label(r)].append(r)
+    for r, label in zip(results, engine_labels(results)):
+        series[label].append(r)
     return {k: sorted(v, key=lambda r: r.batch_size) for k, v in series.items()}
 
 
-def _save_batch_figure(plt, fig, ax, ylabel: str, title: str, path: Path) -> Path:
-    """Shared finish of the per-batch-size figures: log2 batch axis, labels, legend, save, close."""
-    ax.set_xscale("log", base=2)
+def _styles(series: dict[str, list[BenchResult]]) -> dict[str, dict]:
+    """Colour by precision; a second series of the same precision gets the next line style."""
+    seen: dict[str, int] = defaultdict(int)
+    out = {}
+    for label, group in series.items():
+        prec = group[0].precision
+        out[label] = {"color": colour(prec), "linestyle": LINESTYLES[seen[prec] % len(LINESTYLES)]}
+        seen[prec] += 1
+        if len(group) == 1:  # one batch size: a marker, never a one-point "line"
+            out[label]["linestyle"] = "none"
+    return out
+
+
+def _save_batch_figure(plt, fig, ax, batches: Sequence[int], ylabel: str, title: str, path: Path) -> Path:
+    """Shared finish of the per-batch-size figures: a log2 axis when there are several batch sizes,
+    ticked at the batch sizes written as numbers; labels, legend, save, close."""
+    batches = sorted(set(batches))
+    if len(batches) > 1:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.minorticks_off()
     ax.set_xlabel("batch size")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -83,26 +142,31 @@ def _save_batch_figure(plt, fig, ax, ylabel: str, title: str, path: Path) -> Pat
 
 
 def latency_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
-    """Median latency per batch size with p10–p90… bars (p90 above, min below)."""
+    """Median latency per batch size with bars from the minimum to p90."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, group in _by_series(results).items():
+    series = _by_series(results)
+    styles = _styles(series)
+    for label, group in series.items():
         b = [r.batch_size for r in group]
         med = np.array([r.latency.p50 for r in group])
         low = med - np.array([r.latency.min for r in group])
         high = np.array([r.latency.p90 for r in group]) - med
-        ax.errorbar(b, med, yerr=[low, high], marker="o", capsize=3, label=label)
-    return _save_batch_figure(plt, fig, ax, "latency (ms): median, bars min…p90", "Latency vs batch size",
-                              Path(out_dir) / f"latency_vs_batch.{fmt}")
+        ax.errorbar(b, med, yerr=[low, high], marker="o", capsize=3, label=label, **styles[label])
+    return _save_batch_figure(plt, fig, ax, [r.batch_size for r in results], "latency (ms): median, bars min…p90",
+                              "Latency vs batch size", Path(out_dir) / f"latency_vs_batch.{fmt}")
 
 
 def throughput_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, group in _by_series(results).items():
-        ax.plot([r.batch_size for r in group], [r.throughput_per_s for r in group], marker="o", label=label)
-    return _save_batch_figure(plt, fig, ax, "throughput (samples/s)", "Throughput vs batch size",
-                              Path(out_dir) / f"throughput_vs_batch.{fmt}")
+    series = _by_series(results)
+    styles = _styles(series)
+    for label, group in series.items():
+        ax.plot([r.batch_size for r in group], [r.throughput_per_s for r in group], marker="o", label=label,
+                **styles[label])
+    return _save_batch_figure(plt, fig, ax, [r.batch_size for r in results], "throughput (samples/s)",
+                              "Throughput vs batch size", Path(out_dir) / f"throughput_vs_batch.{fmt}")
 
 
 def plot_all(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:

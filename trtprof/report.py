@@ -40,6 +40,9 @@ def load(path: Path) -> dict[str, Any]:
         results = [BenchResult.from_json(r) for r in data.get("results", [])]
     except (KeyError, TypeError, ValueError) as err:
         raise BadInput(f"damaged results ({type(err).__name__}: {err})", path=path) from err
+    if kind == "bench":  # a results file names no single model/backend: title it by what it holds
+        data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
+                "backend": data.get("backend") or ", ".join(sorted({r.backend for r in results}))}
     return {**data, "kind": kind, "parsed_results": results}
 
 
@@ -102,10 +105,14 @@ def ecdf_figure(results: Sequence[BenchResult], batch_size: int) -> str:
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for r in results:
+    from .labels import engine_labels, fmt_ms
+    from .plots import colour
+
+    for r, label in zip(results, engine_labels(results)):
         x = np.asarray(r.samples_ms["latency_ms"], dtype=np.float64)
         cdf = sps.ecdf(x).cdf
-        ax.step(cdf.quantiles, cdf.probabilities, where="post", label=f"{r.precision} (median {r.latency.p50:.3g} ms)")
+        ax.step(cdf.quantiles, cdf.probabilities, where="post", color=colour(r.precision),
+                label=f"{label} (median {fmt_ms(r.latency.p50)} ms)")
     high = max(float(np.percentile(r.samples_ms["latency_ms"], 99.5)) for r in results)
     low = min(float(np.min(r.samples_ms["latency_ms"])) for r in results)
     if high > low:
@@ -188,10 +195,12 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
                 lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
                 lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
     else:
-        lines += ["| model | precision | backend | batch | median ms | p99 ms | n |", "|---|---|---|---|---|---|---|"]
-        for r in data["parsed_results"]:
-            lines.append(f"| {r.model} | {r.precision} | {r.backend} | {r.batch_size} | {r.latency.p50:.3f} | "
-                         f"{r.latency.p99:.3f} | {r.latency.n} |")
+        from .labels import engine_labels, fmt_ms
+
+        lines += ["| engine | batch | median ms | p99 ms | n |", "|---|---|---|---|---|"]
+        for r, label in zip(data["parsed_results"], engine_labels(data["parsed_results"])):
+            lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
+                         f"{r.latency.n} |")
     return "\n".join(lines) + "\n"
 
 
@@ -262,9 +271,11 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append(_table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
                                  "peak FLOP/s", "share of peak"), roof_rows))
     else:
-        rows = [[r.model, r.precision, r.backend, str(r.batch_size), f"{r.latency.p50:.3f}", f"{r.latency.p99:.3f}",
-                 str(r.latency.n)] for r in results]
-        parts.append("<h2>Results</h2>" + _table(("model", "precision", "backend", "batch", "median ms", "p99 ms", "n"), rows))
+        from .labels import engine_labels, fmt_ms
+
+        rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n)]
+                for r, label in zip(results, engine_labels(results))]
+        parts.append("<h2>Results</h2>" + _table(("engine", "batch", "median ms", "p99 ms", "n"), rows))
         if len({r.batch_size for r in results}) > 1:
             parts.append("<h2>Latency vs batch size</h2>" + _img(latency_figure(results), "latency vs batch"))
     if results:

@@ -101,14 +101,20 @@ class ResultSet:
     environment: dict[str, Any]
     results: list[BenchResult]
     created: str = ""
+    interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: ``results`` holds what finished
+    pending: list[dict[str, Any]] = field(default_factory=list)  # what an interrupted run did not measure
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "schema": SCHEMA,
             "created": self.created,
             "environment": self.environment,
             "results": [r.to_json() for r in self.results],
+            "interrupted": self.interrupted,
         }
+        if self.interrupted:
+            data["pending"] = self.pending
+        return data
 
     def write_json(self, path: Path) -> None:
         path = Path(path)
@@ -130,12 +136,15 @@ class ResultSet:
             results = [BenchResult.from_json(r) for r in data["results"]]
         except (KeyError, TypeError, ValueError) as err:
             raise BadInput(f"damaged results file ({type(err).__name__}: {err})", path=path) from err
-        return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""))
+        return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""),
+                   interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])))
 
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``, with one-line errors for a missing, unreadable or non-object file."""
     path = Path(path)
+    if path.is_dir():
+        raise BadInput("is a directory; give the results JSON inside it (e.g. results.json)", path=path)
     if not path.is_file():
         raise BadInput("no such results file", path=path)
     try:
@@ -149,7 +158,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def csv_columns(results: Sequence[BenchResult]) -> list[str]:
     stages = sorted({s for r in results for s in r.stats}, key=lambda s: (s != "latency_ms", s))
-    cols = ["model", "precision", "effective_precision", "backend", "batch_size", "throughput_per_s"]
+    cols = ["engine_label", "model", "precision", "effective_precision", "backend", "batch_size", "throughput_per_s"]
     for stage in stages:
         cols += [f"{stage}.{k}" for k in CSV_STATS]
     return cols + ["warmup", "iterations", "duration_s", "copies", "cuda_graph", "engine"]
@@ -160,8 +169,11 @@ def to_csv(results: Sequence[BenchResult]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=cols, lineterminator="\n")
     writer.writeheader()
-    for r in results:
+    from .labels import engine_labels
+
+    for r, label in zip(results, engine_labels(results)):
         row: dict[str, Any] = {
+            "engine_label": label,
             "model": r.model,
             "precision": r.precision,
             "effective_precision": r.engine.get("effective_precision", r.precision),

@@ -71,10 +71,16 @@ def _ort_cause(text: str) -> str:
     return " ".join(cause.split())[:300]
 
 
-def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path):
+def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
+             threads: int | None = None):
     ort = _ort()
     options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: ORT's warnings would flood the bench output
+    options.log_severity_level = 4  # fatal only: ORT warnings would flood the output, and its errors come back as exceptions that trtprof turns into one line
+    if threads is not None:
+        # intra-op: the threads one operator uses; inter-op 1 runs nodes one after another, so the
+        # total is what the user asked for (ORT's default is one thread per core, often noisy).
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
     if optimized_out is not None:
         # Basic level keeps node names; ORT's precision fallback (InsertCastTransformer) runs at
         # every level, so the saved graph shows which nodes really run in FP32.
@@ -208,6 +214,6 @@ class OnnxRuntimeBackend:
         out.write_bytes(data)
         return BuildReport(metadata=metadata, notes=notes)
 
-    def load(self, artifact: Path, record: "EngineRecord") -> OnnxRuntimeRunner:
-        session = _session(Path(artifact), record.spec.precision, path=Path(artifact))
+    def load(self, artifact: Path, record: "EngineRecord", *, threads: int | None = None) -> OnnxRuntimeRunner:
+        session = _session(Path(artifact), record.spec.precision, path=Path(artifact), threads=threads)
         return OnnxRuntimeRunner(session, record.inputs, record.outputs)

@@ -19,8 +19,17 @@ SUBCOMMANDS = ("build", "bench", "plot", "demo", "convert", "inspect", "compare"
                "train_compare", "sweep")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage block is one ``--help`` away), exit 2 as before."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from ._examples import add_examples
+
+    parser = _Parser(
         prog="trtprof",
         description="Build FP32/FP16 inference engines, cache them, and measure their latency.",
     )
@@ -36,6 +45,7 @@ def make_parser() -> argparse.ArgumentParser:
                 continue  # subcommand not part of this build
             raise
         module.add_parser(sub)
+    add_examples(sub)
     return parser
 
 

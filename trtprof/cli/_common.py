@@ -1,10 +1,18 @@
-"""Argument helpers shared by subcommands."""
+"""Argument helpers shared by subcommands: option types that refuse bad values at parse time,
+output-path checks made before any long work, and SIGTERM handled like Ctrl-C."""
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+import math
+import os
+import signal
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
 
 from . import add_common_debug
+from ..errors import BadInput
 from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..spec import Precision
 from ..timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
@@ -26,17 +34,20 @@ def add_shape_args(parser: argparse.ArgumentParser, *, batch_default: str | None
 def add_timing_args(parser: argparse.ArgumentParser) -> None:
     add_common_debug(parser)
     g = parser.add_argument_group("timing")
-    g.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help=f"warmup runs (default {DEFAULT_WARMUP})")
-    g.add_argument("--warmup-ms", type=float, default=None, help="also warm up for at least this many ms")
-    g.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
+    g.add_argument("--warmup", type=nonnegative_int, default=DEFAULT_WARMUP, help=f"warmup runs (default {DEFAULT_WARMUP})")
+    g.add_argument("--warmup-ms", type=nonnegative_float, default=None, help="also warm up for at least this many ms")
+    g.add_argument("--iterations", type=positive_int, default=DEFAULT_ITERATIONS,
                    help=f"timed runs per engine and batch size (default {DEFAULT_ITERATIONS})")
-    g.add_argument("--duration-s", type=float, default=None,
+    g.add_argument("--duration-s", type=positive_float, default=None,
                    help="also keep measuring until this many seconds have passed")
     g.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
     g.add_argument("--cuda-graph", action="store_true", help="GPU: capture the enqueue in a CUDA graph and replay it")
     g.add_argument("--spin-wait", action="store_true", help="GPU: busy-wait for completion instead of blocking sync")
     g.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
-    g.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    g.add_argument("--seed", type=seed_value, default=0, help="seed of the random inputs (0 … 2**32-1)")
+    g.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                   help="CPU (onnxruntime): intra-op threads, inter-op 1 (default: onnxruntime's, all cores); "
+                        "recorded in the results")
 
 
 def timing_config(args: argparse.Namespace) -> TimingConfig:
@@ -74,3 +85,125 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# --- option types: a bad value is an argparse error (exit 2, one line naming the option) ----------
+# argparse turns ValueError/TypeError/ArgumentTypeError raised by ``type=`` into
+# "argument --opt: invalid ..." with exit status 2, before anything runs.
+
+MAX_SEED = 2**32 - 1  # numpy's default_rng accepts any non-negative int; 32 bits is what users type
+
+
+def _number(text: str, kind: type) -> float:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(_number(text, int))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    value = int(_number(text, int))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(text, float)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    value = _number(text, float)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def seed_value(text: str) -> int:
+    value = int(_number(text, int))
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and {MAX_SEED}")
+    return value
+
+
+# --- output paths: checked before the work whose result they will hold ----------------------------
+
+def _probe_writable_dir(folder: Path, option: str, path: Path) -> None:
+    """Create and remove a temp file in ``folder``: the only test that also holds for root, for a
+    read-only mount and for ACLs (``os.access`` answers none of these reliably)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".trtprof-probe-", dir=folder)
+    except OSError as err:
+        raise BadInput(f"{option}: cannot write in {folder} ({err.strerror or err})", path=path) from err
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return Path(".")
+
+
+def check_output_file(path: Path | None, option: str, suffix: str = ".json") -> None:
+    """Refuse, before any work, an output file that cannot be written: a directory, a path under a
+    file, or a place without write permission (the parent folders are created on write)."""
+    if path is None:
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise BadInput(f"{option}: is a directory; give a file name (e.g. {path / ('out' + suffix)})", path=path)
+    folder = path.parent if path.parent.exists() else _existing_ancestor(path)
+    if not folder.is_dir():
+        raise BadInput(f"{option}: {folder} is not a directory", path=path)
+    if path.exists() and not os.access(path, os.W_OK) and os.geteuid() != 0:
+        raise BadInput(f"{option}: the file is not writable", path=path)
+    _probe_writable_dir(folder, option, path)
+
+
+def check_output_dir(path: Path, option: str) -> None:
+    """Refuse an output folder that is an existing file or cannot be created/written."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"{option}: exists and is not a directory; give a folder", path=path)
+    folder = path if path.is_dir() else _existing_ancestor(path)
+    if not folder.is_dir():
+        raise BadInput(f"{option}: {folder} is not a directory", path=path)
+    _probe_writable_dir(folder, option, path)
+
+
+# --- interruption: SIGTERM is treated like Ctrl-C, so both keep finished work ---------------------
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises KeyboardInterrupt (as SIGINT does), so the same
+    ``except KeyboardInterrupt`` saves finished entries for both. The old handler is restored."""
+    def _raise(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -6,17 +6,20 @@ import sys
 from pathlib import Path
 
 from ..bench import bench_path
-from ..results import BenchResult, ResultSet
+from ..cache_admin import scan_dir
+from ..labels import engine_labels, fmt_ms
+from ..results import ResultSet
 from . import _common
 
-TABLE_HEADERS = ("model", "precision", "backend", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms",
-                 "throughput/s", "n")
+TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark engines: latency distributions per precision and batch size",
                        description="Benchmark every engine under PATH (an engines dir or one engine) at every "
-                                   "batch size.")
+                                   "batch size. Ctrl-C (or SIGTERM) keeps what finished: the results file is "
+                                   "written with \"interrupted\": true and the list of what was still to run "
+                                   "(exit 130).")
     p.add_argument("path", type=Path, help="engines dir, or one engine (artifact or its .json)")
     _common.add_shape_args(p, batch_default=None)
     _common.add_timing_args(p)
@@ -25,62 +28,98 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def table_row(r: BenchResult) -> tuple:
-    s = r.latency
-    eff = r.engine.get("effective_precision", r.precision)
-    prec = r.precision if eff == r.precision else f"{r.precision} ({eff})"
-    return (r.model, prec, r.backend, r.batch_size, f"{s.p50:.3f}", f"{s.p90:.3f}", f"{s.p99:.3f}",
-            f"{s.mean:.3f} ± {s.std:.3f}", f"{r.throughput_per_s:.1f}", s.n)
+def table_rows(results: ResultSet) -> list[tuple]:
+    rows = []
+    for r, label in zip(results.results, engine_labels(results.results)):
+        s = r.latency
+        rows.append((label, r.batch_size, fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.p99),
+                     f"{fmt_ms(s.mean)} ± {fmt_ms(s.std, 2)}", f"{s.cv:.1%}", f"{r.throughput_per_s:,.0f}" if r.throughput_per_s >= 100 else f"{r.throughput_per_s:.4g}", s.n))
+    return rows
 
 
 def print_table(results: ResultSet) -> None:
-    print(_common.format_table(TABLE_HEADERS, [table_row(r) for r in results.results]))
+    if not results.results:
+        print("no finished measurements")
+        return
+    labels = engine_labels(results.results)
+    print(_common.format_table(TABLE_HEADERS, table_rows(results)))
     stages = [k for k in ("h2d_ms", "compute_ms", "d2h_ms", "enqueue_ms") if any(k in r.stats for r in results.results)]
     if stages:
         rows = []
-        for r in results.results:
-            rows.append((r.model, r.precision, r.batch_size,
-                         *(f"{r.stats[k].p50:.3f} (cv {r.stats[k].cv:.1%})" if k in r.stats else "-" for k in stages)))
+        for r, label in zip(results.results, labels):
+            rows.append((label, r.batch_size,
+                         *(f"{fmt_ms(r.stats[k].p50)} (cv {r.stats[k].cv:.1%})" if k in r.stats else "-" for k in stages)))
         print()
-        print(_common.format_table(("model", "precision", "batch", *(f"{k[:-3]} median ms" for k in stages)), rows))
-    for r in results.results:
+        print(_common.format_table(("engine", "batch", *(f"{k[:-3]} median ms" for k in stages)), rows))
+    for r, label in zip(results.results, labels):
         runtime = r.config.get("runtime")  # TensorRT-RTX: the JIT, measured outside the latency distribution
         if runtime:
             firsts = ", ".join(f"{shape} {ms:.1f} ms" for shape, ms in runtime["first_inference_ms"].items())
-            print(f"jit: {r.model} {r.precision} batch {r.batch_size}: context {runtime['jit_ms']:.1f} ms, "
+            print(f"jit: {label} batch {r.batch_size}: context {runtime['jit_ms']:.1f} ms, "
                   f"first inference {firsts or '-'}; runtime cache {runtime['runtime_cache']['status']}")
         for w in r.warnings:
-            print(f"warning: {r.model} {r.precision} batch {r.batch_size}: {w}")
+            print(f"warning: {label} batch {r.batch_size}: {w}")
+
+
+def progress(desc: str = "bench"):
+    """(on_plan, on_start, on_result, close) callbacks driving one tqdm bar with a total and an ETA."""
+    from tqdm import tqdm
+
+    state: dict = {}
+
+    def on_plan(items) -> None:
+        state["bar"] = tqdm(total=len(items), unit="config", desc=desc, file=sys.stderr, disable=None,
+                            leave=False, dynamic_ncols=True)
+
+    def on_start(item) -> None:
+        if "bar" in state:
+            state["bar"].set_postfix_str(f"{item.record.model} {item.record.precision} batch {item.batch_size}")
+
+    def on_result(_result) -> None:
+        if "bar" in state:
+            state["bar"].update(1)
+
+    def close() -> None:
+        if "bar" in state:
+            state.pop("bar").close()
+
+    return on_plan, on_start, on_result, close
+
+
+def write_outputs(results: ResultSet, out: Path, csv: Path | None) -> None:
+    results.write_json(out)
+    print(f"results: {out}")
+    if csv:
+        results.write_csv(csv)
+        print(f"csv: {csv}")
+
+
+def report_interruption(results: ResultSet) -> None:
+    todo = ", ".join(f"{p['model']} {p['precision']} batch {p['batch_size']}" for p in results.pending)
+    print(f"interrupted: kept {len(results.results)} finished measurement(s); not run: {todo or 'nothing'}",
+          file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    _common.check_output_file(args.out, "--out")
+    _common.check_output_file(args.csv, "--csv", ".csv")
     config = _common.timing_config(args)
-    bar = None
-
-    def on_start(item) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=None, unit="config", file=sys.stderr, disable=None, leave=False)
-        bar.set_description(f"{item.record.model} {item.record.precision} batch {item.batch_size}")
-
-    def on_result(_result) -> None:
-        if bar is not None:
-            bar.update(1)
-
+    if args.path.is_dir():
+        for problem in scan_dir(args.path).problems():
+            print(f"warning: {problem}", file=sys.stderr)
+    on_plan, on_start, on_result, close = progress()
     try:
-        results = bench_path(
-            args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
-            seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,
-        )
+        with _common.sigterm_as_interrupt():
+            results = bench_path(
+                args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
+                seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,
+                on_plan=on_plan, threads=args.threads,
+            )
     finally:
-        if bar is not None:
-            bar.close()
+        close()
     print_table(results)
-    results.write_json(args.out)
-    print(f"results: {args.out}")
-    if args.csv:
-        results.write_csv(args.csv)
-        print(f"csv: {args.csv}")
+    write_outputs(results, args.out, args.csv)
+    if results.interrupted:
+        report_interruption(results)
+        return _common.EXIT_INTERRUPTED
     return 0

@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         "layer_precisions": args.layer_precisions,
         "compute_capability": args.compute_capability,
     }
+    if args.engines.exists() and not args.engines.is_dir():  # a read-only dir is fine: it can still serve hits
+        raise BadInput("--engines: exists and is not a directory", path=args.engines)
     sizes = parse_batch_sizes(args.batch_sizes)
     if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):
         raise BadInput(f"--opt-batch {args.opt_batch} is outside --batch-sizes {args.batch_sizes}")

@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     from ..convert.tf import convert_tf
 
     output = args.output or default_output(args.model)
+    from ._common import check_output_file
+
+    check_output_file(output, "--output", ".onnx")  # before TensorFlow loads and converts for a minute
     started = time.perf_counter()
     result = convert_tf(
         args.model,

@@ -11,7 +11,7 @@ from ..plots import plot_all
 from ..samples import make_demo_model
 from ..spec import Precision
 from . import _common
-from .bench import print_table
+from .bench import print_table, progress
 from .build import _print_outcome
 
 
@@ -26,18 +26,28 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.dir)
+    _common.check_output_dir(out, "--dir")
     model = make_demo_model(out / "demo_convnet.onnx")
     print(f"model: {model}")
     sizes = parse_batch_sizes(args.batch_sizes)
     outcomes = build_engines(model, [Precision.FP32, Precision.FP16], sizes, engines_dir=out / "engines",
                              backend=args.backend, on_done=_print_outcome)
     print()
-    results = bench_records([o.record for o in outcomes], _common.timing_config(args),
-                            seed=args.seed, int_range=_common.int_range(args))
+    on_plan, on_start, on_result, close = progress("demo bench")
+    try:
+        with _common.sigterm_as_interrupt():
+            results = bench_records([o.record for o in outcomes], _common.timing_config(args),
+                                    seed=args.seed, int_range=_common.int_range(args), threads=args.threads,
+                                    on_plan=on_plan, on_start=on_start, on_result=on_result)
+    finally:
+        close()
     print_table(results)
     results.write_json(out / "results.json")
     results.write_csv(out / "results.csv")
     print(f"\nresults: {out / 'results.json'}  csv: {out / 'results.csv'}")
+    if results.interrupted:
+        print(f"interrupted: {len(results.pending)} measurement(s) not run; results so far above")
+        return _common.EXIT_INTERRUPTED
     for path in plot_all(results.results, out / "plots"):
         print(f"plot: {path}")
     # the table above measured each engine in turn; a speedup claim needs interleaved rounds and a CI

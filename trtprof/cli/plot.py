@@ -7,6 +7,7 @@ from pathlib import Path
 from ..errors import BadInput
 from ..plots import plot_all
 from ..results import ResultSet
+from . import _common
 
 
 def add_parser(sub) -> None:
@@ -18,6 +19,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _common.check_output_dir(args.out, "--out")
     results = ResultSet.read(args.results)
     if not results.results:
         raise BadInput("results file has no entries", path=args.results)

@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..report import write_report
 
+    _common.check_output_file(args.out, "--out", ".html")
     out, summary = write_report(args.results, args.out)
     print(summary, end="")
     print(f"report: {out}")

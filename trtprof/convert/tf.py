@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..cache import atomic_write_bytes, atomic_write_text, entry_lock, safe_stem
+from ..cache import CacheNotWritable, atomic_write_bytes, atomic_write_text, entry_lock, safe_stem
 from ..errors import BadInput, BadModel, BuildFailed, MissingDependency
 from ..model import sha256_file
 
@@ -603,8 +603,20 @@ def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **
     path, cache_dir = Path(path), Path(cache_dir)
     detect_format(path)
     onnx_path, meta_path, sha = cache_entry(path, cache_dir, **options)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with entry_lock(cache_dir, onnx_path.stem):
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # a read-only engines dir: entry_lock below says so, after a read-only hit was tried
+    try:
+        lock = entry_lock(cache_dir, onnx_path.stem)
+        lock.__enter__()
+    except CacheNotWritable:
+        hit = _read_hit(onnx_path, meta_path, sha)  # read-only dir: a complete hit is still served
+        if hit is not None and (hit.check is not None or not check):
+            return hit
+        raise
+    with contextlib.ExitStack() as stack:
+        stack.push(lock)
         hit = _read_hit(onnx_path, meta_path, sha)
         if hit is not None and (hit.check is not None or not check):
             return hit

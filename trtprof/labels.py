@@ -1,0 +1,70 @@
+"""Names for engines in tables, CSV and legends that tell two engines apart.
+
+"convnet fp16 [onnxruntime]" is enough until two engines of the same model, precision and backend
+meet in one results file (built for different batch profiles or options); then the label adds what
+differs — the batch profile, the options — and, if nothing visible differs, the cache key.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # results.py imports this module for its CSV
+    from .results import BenchResult
+
+
+def fmt_ms(value: float, significant: int = 4) -> str:
+    """Fixed-point with ``significant`` significant digits: 0.01234, 1.234, 12.35, 12345."""
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    decimals = max(0, significant - 1 - int(math.floor(math.log10(abs(value)))))
+    return f"{value:.{decimals}f}"
+
+
+def precision_text(r: "BenchResult") -> str:
+    eff = r.engine.get("effective_precision", r.precision)
+    return r.precision if eff == r.precision else f"{r.precision} ({eff})"
+
+
+def base_label(r: "BenchResult") -> str:
+    return f"{r.model} {precision_text(r)} [{r.backend}]"
+
+
+def _details(r: "BenchResult") -> dict[str, str]:
+    spec: dict[str, Any] = r.engine.get("spec") or {}
+    out: dict[str, str] = {}
+    sizes = spec.get("batch_sizes") or []
+    if sizes:
+        out["profile"] = f"built b{min(sizes)}" + (f"–{max(sizes)}" if max(sizes) != min(sizes) else "")
+    for k, v in sorted((spec.get("options") or {}).items()):
+        out[f"opt:{k}"] = f"{k}={v}"
+    for k, v in sorted((spec.get("shapes") or {}).items()):
+        out[f"shape:{k}"] = f"{k}:{'x'.join(str(d) for d in v)}"
+    return out
+
+
+def engine_labels(results: Sequence["BenchResult"]) -> list[str]:
+    """One label per result; results of one engine share a label, different engines never do."""
+    by_base: dict[str, dict[str, "BenchResult"]] = defaultdict(dict)
+    for r in results:
+        by_base[base_label(r)].setdefault(str(r.engine.get("key", id(r))), r)
+    names: dict[tuple[str, str], str] = {}
+    for base, engines in by_base.items():
+        if len(engines) == 1:
+            (key,) = engines
+            names[(base, key)] = base
+            continue
+        details = {key: _details(r) for key, r in engines.items()}
+        keys = sorted({k for d in details.values() for k in d})
+        differing = [k for k in keys if len({d.get(k, "") for d in details.values()}) > 1]
+        for key, d in details.items():
+            extra = ", ".join(d[k] for k in differing if k in d)
+            names[(base, key)] = f"{base} {{{extra}}}" if extra else base
+        labels = [names[(base, key)] for key in engines]
+        if len(set(labels)) < len(labels):  # nothing visible differs: the key does
+            for key in engines:
+                names[(base, key)] = f"{names[(base, key)]} #{key[:8]}"
+    return [names[(base_label(r), str(r.engine.get("key", id(r))))] for r in results]

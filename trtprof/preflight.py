@@ -1,0 +1,142 @@
+"""Checks made before any timing starts, so a request that cannot run fails in a second with one
+line instead of after minutes of work or with a traceback halfway through.
+
+- integer inputs that index an embedding (``Gather`` on a weight) must stay inside its rows;
+- the inputs of the largest batch must fit in the memory that is free now;
+- an allocation failure while running (numpy's MemoryError, ORT's "Failed to allocate") becomes
+  ``OutOfMemory`` naming the batch size and the bytes asked for.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .errors import BadInput, OutOfMemory
+from .spec import TensorSpec
+
+GIB = 1024**3
+
+
+def embedding_limits(onnx_path: Path) -> dict[str, tuple[int, str]]:
+    """{graph input name: (rows, description)} for every graph input that is used directly as the
+    indices of a ``Gather`` whose data is a weight (initializer or Constant) — an embedding lookup.
+    The number of rows is the size of the data along the gather axis. Weights are not loaded."""
+    import onnx
+
+    try:
+        model = onnx.load(str(onnx_path), load_external_data=False)
+    except Exception:  # the artifact was verified already; a model we cannot parse here is not our check
+        return {}
+    graph = model.graph
+    weights: dict[str, tuple[int, ...]] = {t.name: tuple(t.dims) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value" and attr.t is not None:
+                    weights[node.output[0]] = tuple(attr.t.dims)
+    inputs = {i.name for i in graph.input} - set(weights)
+    limits: dict[str, tuple[int, str]] = {}
+    for node in graph.node:
+        if node.op_type != "Gather" or len(node.input) < 2:
+            continue
+        data, indices = node.input[0], node.input[1]
+        if indices not in inputs or data not in weights:
+            continue
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        dims = weights[data]
+        if not dims:
+            continue
+        rows = int(dims[axis % len(dims)])
+        if indices not in limits or rows < limits[indices][0]:
+            limits[indices] = (rows, f"Gather node {node.name or '?'!r} on {data!r} ({rows} rows)")
+    return limits
+
+
+def check_int_range(onnx_path: Path | None, inputs: Sequence[TensorSpec], int_range: tuple[int, int]) -> None:
+    """Refuse an ``--int-range`` that would index past an embedding's rows (ONNX Runtime fails with
+    an index error mid-run, TensorRT reads out of bounds)."""
+    if onnx_path is None or not Path(onnx_path).is_file():
+        return
+    integer_inputs = {t.name for t in inputs if np.dtype(t.dtype).kind in "iu"} if inputs else set()
+    low, high = int_range
+    for name, (rows, what) in sorted(embedding_limits(Path(onnx_path)).items()):
+        if name not in integer_inputs:
+            continue
+        if high > rows or low < -rows:
+            raise BadInput(f"--int-range {low},{high}: input {name!r} indexes {what}; random indices must lie in "
+                           f"[0, {rows}): use --int-range 0,{rows}", path=onnx_path)
+
+
+def input_bytes(inputs: Sequence[TensorSpec], shapes: Mapping[str, tuple[int, ...]]) -> int:
+    total = 0
+    for spec in inputs:
+        try:
+            itemsize = np.dtype(spec.dtype).itemsize
+        except TypeError:
+            itemsize = 8
+        total += itemsize * math.prod(shapes.get(spec.name, ()))
+    return total
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (what can be allocated without swapping), else None."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _fmt_bytes(n: float) -> str:
+    if n >= 100 * GIB:
+        return f"{n / GIB:,.0f} GiB"
+    return f"{n / GIB:.3g} GiB" if n >= GIB / 10 else f"{n / 1024**2:.3g} MiB"
+
+
+def largest_fitting_batch(batch_size: int, needed_bytes: int, available: int) -> int:
+    """A batch size whose inputs use at most half of ``available`` (room for outputs and
+    activations), as a power of two: the smaller batch size to suggest."""
+    per_sample = max(needed_bytes / batch_size, 1.0)
+    fit = int(available / 2 / per_sample)
+    return max(1, 2 ** int(math.log2(fit))) if fit >= 1 else 1
+
+
+def check_memory(batch_size: int, needed_bytes: int, *, available: int | None = None) -> None:
+    """Refuse a batch whose input buffers alone exceed the memory available now."""
+    available = available_memory_bytes() if available is None else available
+    if available is None or needed_bytes <= available:
+        return
+    raise OutOfMemory(
+        f"batch size {batch_size} needs {_fmt_bytes(needed_bytes)} for its inputs alone, "
+        f"{_fmt_bytes(available)} of memory is available: try --batch-sizes "
+        f"{largest_fitting_batch(batch_size, needed_bytes, available)} or smaller"
+    )
+
+
+_ORT_OOM = re.compile(r"Failed to allocate memory|bad_alloc|out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
+                      r"cudaErrorMemoryAllocation", re.IGNORECASE)
+_ASKED = re.compile(r"(?:size|requested)[^0-9]{0,20}(\d{4,})", re.IGNORECASE)
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    return isinstance(err, MemoryError) or bool(_ORT_OOM.search(str(err)))
+
+
+def out_of_memory(err: BaseException, batch_size: int, needed_bytes: int) -> OutOfMemory:
+    """The one-line error for an allocation that failed while running ``batch_size``."""
+    asked = _ASKED.search(str(err))
+    what = (f"an allocation of {_fmt_bytes(int(asked.group(1)))} failed" if asked
+            else f"{type(err).__name__}")
+    available = available_memory_bytes()
+    smaller = max(1, batch_size // 4)
+    if available:
+        smaller = min(smaller, largest_fitting_batch(batch_size, needed_bytes, available))
+    return OutOfMemory(f"out of memory at batch size {batch_size} ({what}; its inputs alone take "
+                       f"{_fmt_bytes(needed_bytes)}): try --batch-sizes {smaller} or smaller")
