@@ -8,12 +8,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import backends
 from .cache import EngineCache, EngineRecord, now_iso
-from .errors import BadModel
+from .errors import BadInput, BadModel
 from .inputs import resolve_shapes
 from .model import inspect_model
 from .spec import BuildSpec, CacheKey, Precision
 
 DEFAULT_BATCH_SIZES = (1,)
+# Build options that only shape an FP16 engine (trtprof.convert.keeplist): kept out of other specs.
+FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
 
 
 @dataclass
@@ -73,11 +75,14 @@ def build_engines(
     convert_options: Mapping[str, Any] | None = None,
     on_convert: Callable[[Any], None] | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
+    range_check: bool = True,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
+    An FP16 engine records the FP16 range analysis of the FP32 model (``range_check``) in its
+    metadata and notes; the FP16 keep-lists go into the FP16 spec only.
     """
     impl = backends.resolve(backend)
     precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
@@ -87,6 +92,9 @@ def build_engines(
     info = inspect_model(onnx_path)
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
+    keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
+    if keep_options and Precision.FP16 not in precisions:
+        raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
     environment = impl.environment()
     cache = EngineCache(Path(engines_dir))
     stem_name = Path(model).stem if Path(model).is_file() else Path(model).name
@@ -98,7 +106,8 @@ def build_engines(
             precision=precision,
             batch_sizes=batch_sizes,
             shapes=shapes,
-            options=options,
+            options=options if precision is Precision.FP16 else
+            {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS},
         )
         key = CacheKey.derive(spec, environment)
         started = time.perf_counter()
@@ -106,6 +115,12 @@ def build_engines(
         def _build(tmp: Path, spec: BuildSpec = spec, key: CacheKey = key) -> EngineRecord:
             t0 = time.perf_counter()
             report = impl.build(onnx_path, spec, tmp)
+            if range_check and spec.precision is Precision.FP16:
+                from .fp16range import for_build
+
+                analysis = for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec)
+                report.metadata["fp16_range"] = analysis.to_json()
+                report.notes.extend(analysis.lines())
             return EngineRecord(
                 key=key.hexdigest,
                 model=stem_name,

@@ -34,8 +34,14 @@ def add_parser(sub) -> None:
                    help="builder optimization level")
     g.add_argument("--precision-constraints", choices=("none", "prefer", "obey"), default=None,
                    help="TensorRT < 11 with --fp16: how strictly layer precisions are kept")
-    g.add_argument("--layer-precisions", default=None, metavar="LAYER:fp32,…",
-                   help="per-layer precisions, like trtexec --layerPrecisions")
+    k = p.add_argument_group("FP16 keep-lists (change the engine, so part of the cache key; --fp16 only)")
+    k.add_argument("--layer-precisions", default=None, metavar="NODE:fp32,…",
+                   help="nodes kept in FP32 (ONNX Runtime, TensorRT >= 11: node names; TensorRT < 11: layer names, "
+                        "like trtexec --layerPrecisions, also LAYER:fp16 and *)")
+    k.add_argument("--keep-fp32-ops", default=None, metavar="OP,…",
+                   help="ONNX op types kept in FP32, e.g. Softmax,LayerNormalization (ONNX Runtime, TensorRT >= 11)")
+    k.add_argument("--no-range-check", action="store_true",
+                   help="skip the FP16 range analysis of the FP32 model (overflow/underflow risks)")
     _common.add_common_debug(p)
     p.set_defaults(func=run)
 
@@ -66,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         "builder_optimization_level": args.builder_opt_level,
         "precision_constraints": args.precision_constraints,
         "layer_precisions": args.layer_precisions,
+        "keep_fp32_ops": args.keep_fp32_ops,
     }
     sizes = parse_batch_sizes(args.batch_sizes)
     if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):
@@ -83,5 +90,6 @@ def run(args: argparse.Namespace) -> int:
         convert_options={"inputs": args.tf_inputs, "outputs": args.tf_outputs, "signature": args.signature},
         on_convert=_print_conversion,
         on_done=_print_outcome,
+        range_check=not args.no_range_check,
     )
     return 0

@@ -82,6 +82,12 @@ def print_comparison(c: dict) -> None:
           f"non-finite {acc['nonfinite']}")
     if acc["nonfinite"]:
         print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
+    if acc.get("caveat"):
+        print(f"  caveat: {acc['caveat']}")
+    from ..fp16range import predicted_lines
+
+    for line in predicted_lines(acc.get("predicted")):
+        print(f"  predicted: {line}")
     for f in c["diagnosis"]:
         print(f"  why [{f['rule']}]: {f['message']}")
 

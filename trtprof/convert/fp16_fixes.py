@@ -1,0 +1,183 @@
+"""Graph repairs around onnxconverter-common's FP16 converter, for graphs it mishandles.
+
+Each function fixes one thing found by converting models trtprof's authors did not write, and
+changes nothing else (same function, same tensor values):
+
+* ``drop_initializer_inputs``: IR < 4 models list weights as inputs; the converter keeps those
+  inputs FP32 while making the weights FP16 ("Tensor element type mismatch").
+* ``name_unnamed_nodes``: the converter names the casts it inserts after the node they serve; two
+  unnamed consumers of one input give two casts named ``x_cast_to_`` and ORT refuses the graph
+  ("two nodes with same node name"). Names also let ``--layer-precisions`` address every node.
+* ``detach_graph_outputs``: a graph output that another node also reads (or that is a weight) gets
+  its FP32 cast, but the reader still expects the FP16 tensor: "Type (tensor(float16)) of output
+  arg (gp) … does not match expected type (tensor(float))".
+* ``fold_cast_round_trips`` (after conversion): a tensor between two nodes kept in FP32 goes through
+  Cast(FP16) → Cast(FP32); the converter removes that pair only when the tensor has one reader, so a
+  value above 65504 kept "in FP32" on purpose still became inf.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+if TYPE_CHECKING:
+    import onnx
+
+# Suffix of the internal tensor that replaces a graph output inside the graph (detach_graph_outputs).
+DETACHED_SUFFIX = "__trtprof_fp16"
+# Name prefix of the Identity node that then produces the graph output.
+DETACH_NODE_PREFIX = "trtprof_output_"
+
+_FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT / FLOAT16, without importing onnx at module load
+
+
+def drop_initializer_inputs(model: "onnx.ModelProto") -> bool:
+    """Remove graph inputs that are really initializers (in place); True when any was removed.
+
+    Models written for IR version < 4 (old model zoos, Caffe2 exports) must list every initializer
+    as a graph input too. The FP16 converter turns those initializers into FP16 but, with
+    ``keep_io_types``, keeps the matching *inputs* declared FP32, and the result no longer
+    type-checks ("Tensor element type mismatch. 10 != 1"). From IR 4 on, initializers need not be
+    inputs, so dropping them (and raising the IR version to 4) changes nothing else.
+    """
+    initializers = {init.name for init in model.graph.initializer}
+    if not any(inp.name in initializers for inp in model.graph.input):
+        return False
+    keep = [inp for inp in model.graph.input if inp.name not in initializers]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    model.ir_version = max(model.ir_version, 4)
+    return True
+
+
+def default_node_name(op_type: str, index: int) -> str:
+    """The name trtprof gives the ``index``-th node of the graph when the model gives it none."""
+    return f"{op_type}_{index}"
+
+
+def name_unnamed_nodes(model: "onnx.ModelProto") -> int:
+    """Give every unnamed top-level node a unique name ``OpType_INDEX`` (in place); return how many.
+
+    Deterministic (graph order), so the range analysis, the build notes and ``--layer-precisions``
+    all use the same names for the same model.
+    """
+    graph = model.graph
+    taken = {node.name for node in graph.node if node.name}
+    named = 0
+    for index, node in enumerate(graph.node):
+        if node.name:
+            continue
+        name = default_node_name(node.op_type, index)
+        while name in taken:
+            name += "_"
+        node.name = name
+        taken.add(name)
+        named += 1
+    return named
+
+
+def _subgraphs(node: "onnx.NodeProto") -> Iterator["onnx.GraphProto"]:
+    for attr in node.attribute:
+        if attr.HasField("g"):
+            yield attr.g
+        yield from attr.graphs
+
+
+def _rename_reads(graph: "onnx.GraphProto", old: str, new: str) -> None:
+    """Rename every read of tensor ``old`` in ``graph`` and its subgraphs (outer-scope reads)."""
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name == old:
+                node.input[i] = new
+        for sub in _subgraphs(node):
+            if not any(old == out for n in sub.node for out in n.output):  # not shadowed inside
+                _rename_reads(sub, old, new)
+
+
+def detach_graph_outputs(model: "onnx.ModelProto") -> list[str]:
+    """Make every float graph output the output of its own Identity node (in place), when a node
+    also reads it or no node produces it (a weight); return the outputs changed.
+
+    Inside the graph the tensor is renamed ``NAME__trtprof_fp16`` (producer and readers), and
+    ``Identity(NAME__trtprof_fp16) → NAME`` feeds the graph output, so the converter's FP32 output
+    cast no longer sits between the producer and the other readers.
+    """
+    graph = model.graph
+    produced = {out for node in graph.node for out in node.output}
+    read = {name for node in graph.node for name in node.input}
+    inputs = {inp.name for inp in graph.input}
+    initializers = {init.name: init for init in graph.initializer}
+    changed: list[str] = []
+    new_nodes = []
+    for output in graph.output:
+        name = output.name
+        if output.type.tensor_type.elem_type != _FLOAT or name in inputs:
+            continue  # a graph input passed through stays FP32 on both ends: nothing to fix
+        if not (name in read or (name not in produced and name in initializers)):
+            continue
+        internal = name + DETACHED_SUFFIX
+        for node in graph.node:
+            for i, out in enumerate(node.output):
+                if out == name:
+                    node.output[i] = internal
+        _rename_reads(graph, name, internal)
+        if name in initializers:
+            initializers[name].name = internal
+        for info in graph.value_info:
+            if info.name == name:
+                info.name = internal
+        import onnx
+
+        new_nodes.append(onnx.helper.make_node("Identity", [internal], [name], name=DETACH_NODE_PREFIX + name))
+        changed.append(name)
+    graph.node.extend(new_nodes)
+    return changed
+
+
+def fold_cast_round_trips(model: "onnx.ModelProto", inserted: Iterable[str]) -> int:
+    """Cast(to FP16) → Cast(to FP32) pairs the converter inserted: let the FP32 cast read the FP16
+    cast's input directly, and drop FP16 casts nobody reads any more (in place). Returns how many
+    FP32 casts were rewired.
+
+    Only casts named in ``inserted`` (the converter's own, i.e. not in the model before conversion)
+    are touched: a model's deliberate round trip through FP16 stays. The rewired node stays a Cast to
+    FP32, which is exact whatever its new input's type (FP32: a copy; FP16: the same widening).
+    """
+    inserted = set(inserted)
+    graph = model.graph
+    to16 = {node.output[0]: node for node in graph.node
+            if node.op_type == "Cast" and node.name in inserted and _cast_to(node) == _FLOAT16}
+    rewired = 0
+    for node in graph.node:
+        if node.op_type == "Cast" and node.name in inserted and _cast_to(node) == _FLOAT and node.input[0] in to16:
+            node.input[0] = to16[node.input[0]].input[0]
+            rewired += 1
+    if rewired:
+        read = {name for node in graph.node for name in node.input}
+        read |= {out.name for out in graph.output}
+        dead = [n for n in to16.values() if n.output[0] not in read]
+        for node in dead:
+            graph.node.remove(node)
+    return rewired
+
+
+def _cast_to(node: "onnx.NodeProto") -> int | None:
+    for attr in node.attribute:
+        if attr.name == "to":
+            return int(attr.i)
+    return None
+
+
+def origin_node(name: str, original: set[str]) -> str | None:
+    """The model's node behind a node the converter inserted (``mul2_input_cast0`` → ``mul2``)."""
+    if name in original:
+        return name
+    for marker in ("_input_cast", "_output_cast", "_cast_to_"):
+        head, sep, tail = name.partition(marker)
+        if sep:
+            if head in original:
+                return head
+            if tail in original:  # graph-input casts are named INPUT_cast_to_READER
+                return tail
+    if name.startswith(DETACH_NODE_PREFIX):
+        return None
+    return None
