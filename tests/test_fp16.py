@@ -413,3 +413,13 @@ def test_torch_fp16_with_a_keep_list_builds_from_the_fp16_graph(tmp_path):
                 outs[keep] = module(torch.from_numpy(x)).numpy()
     assert not np.isfinite(outs[None]).all()  # half() everywhere: t2 overflows
     np.testing.assert_allclose(outs["mul2:fp32,div1:fp32"], x, rtol=2e-3, atol=2e-3)
+
+
+def test_casts_the_converter_inserted_are_traced_back_to_their_node():
+    from trtprof.convert.fp16_fixes import origin_node
+
+    nodes = {"mul1", "mul2"}
+    assert origin_node("mul2_input_cast0", nodes) == "mul2"
+    assert origin_node("mul2_output_cast0", nodes) == "mul2"
+    assert origin_node("x_cast_to_mul1", nodes) == "mul1"  # graph-input cast named INPUT_cast_to_READER
+    assert origin_node("mul2", nodes) == "mul2" and origin_node("trtprof_output_y", nodes) is None

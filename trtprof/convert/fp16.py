@@ -196,6 +196,7 @@ _NODE_PATTERNS = (
     re.compile(r"\bnode \(([^)]+)\)"),
     re.compile(r"\bNode \(([^)]+)\)"),
     re.compile(r"\bnode:? '?([^\s',()]+)'?"),
+    re.compile(r"(?:^|; )([^\s;:()]+) \([A-Za-z0-9_]+\): "),  # TensorRT parser lines: "NAME (OP): desc"
 )
 _TENSOR_PATTERNS = (re.compile(r"\b(?:output|input) arg \(([^)]+)\)"), re.compile(r"\btensor '([^']+)'"))
 
@@ -222,12 +223,13 @@ def blame_node(conversion: Fp16Conversion, cause: str) -> tuple[str, str] | None
     return None
 
 
-def refusal_message(conversion: Fp16Conversion, backend: str, cause: str) -> str:
-    """The error for a converted graph a backend refuses while it accepts the FP32 model: the fault
-    is trtprof's FP16 conversion, not the model; name the node and the option that keeps it FP32."""
+def refusal_message(conversion: Fp16Conversion, backend: str, cause: str, *, fp32_loads: bool = True) -> str:
+    """The error for a converted graph a backend refuses: the graph is trtprof's FP16 conversion's,
+    not the model's (``fp32_loads``: the backend was seen to accept the FP32 model); name the node and
+    the option that keeps it FP32."""
     blamed = blame_node(conversion, cause)
-    head = (f"{backend} refused the FP16 graph that trtprof's FP16 conversion produced (the FP32 model itself "
-            f"loads): {cause}")
+    loads = " (the FP32 model itself loads)" if fp32_loads else ""
+    head = f"{backend} refused the FP16 graph that trtprof's FP16 conversion produced{loads}: {cause}"
     if blamed is None:
         return head + "; keep the node it names in FP32 with --layer-precisions NODE:fp32 (or --keep-fp32-ops OP)"
     name, op = blamed

@@ -103,7 +103,7 @@ def profile_shapes(
     return {t.name: (low[t.name], mid[t.name], high[t.name]) for t in inputs}
 
 
-def _fp16_model_bytes(model: Path, options: BuildOptions) -> tuple[bytes, dict[str, Any], list[str]]:
+def _fp16_model_bytes(model: Path, options: BuildOptions) -> tuple[bytes, dict[str, Any], list[str], Any]:
     """TensorRT ≥ 11: the ONNX with FP16 types (strong typing), via the converter ORT also uses.
 
     ModelOpt AutoCast is NVIDIA's suggestion, but nvidia-modelopt requires torch (and its onnx
@@ -127,7 +127,7 @@ def _fp16_model_bytes(model: Path, options: BuildOptions) -> tuple[bytes, dict[s
     converted = conversion.model
     meta = {"fp16_conversion": "onnxconverter-common", "fp16_weights": conversion.to_json(),
             "onnx_nodes_by_precision": count_precision(converted)}
-    return converted.SerializeToString(), meta, list(conversion.notes)
+    return converted.SerializeToString(), meta, list(conversion.notes), conversion
 
 
 def _apply_weak_precision(
@@ -244,8 +244,9 @@ def build_engine(model: Path, spec: BuildSpec, out: Path) -> BuildReport:
     metadata: dict[str, Any] = {"tensorrt_version": trt.__version__, "precision": spec.precision.value}
 
     onnx_bytes: bytes | None = None
+    conversion: Any = None
     if spec.precision is Precision.FP16 and features.strongly_typed_only:
-        onnx_bytes, conv_meta, conv_notes = _fp16_model_bytes(model, options)
+        onnx_bytes, conv_meta, conv_notes, conversion = _fp16_model_bytes(model, options)
         metadata.update(conv_meta)
         notes.extend(conv_notes)
         if options.precision_constraints:
@@ -259,6 +260,11 @@ def build_engine(model: Path, spec: BuildSpec, out: Path) -> BuildReport:
     parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
     if not parsed:
         errors = parser_errors(parser) or [tail.text(5) or "no error reported"]
+        if onnx_bytes is not None:  # the graph parsed is trtprof's FP16 conversion, not the user's file
+            from ...convert.fp16 import refusal_message
+
+            raise BuildFailed(refusal_message(conversion, "TensorRT's ONNX parser", "; ".join(errors),
+                                              fp32_loads=False), path=model)
         raise BuildFailed(
             f"TensorRT's ONNX parser rejected the model ({len(errors)} error(s)): " + "; ".join(errors), path=model
         )
