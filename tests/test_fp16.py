@@ -185,6 +185,26 @@ def test_a_tensor_between_two_kept_nodes_stays_fp32_with_two_readers(tmp_path):
     np.testing.assert_allclose(y, 2 * x, rtol=2e-3, atol=4e-3)
 
 
+def test_a_models_own_cast_to_float_builds_in_fp16(tmp_path):
+    """An int64 mask cast to float (NLP models): the converter declared the Cast's output FP16 but
+    left ``to=FLOAT`` ("Type (tensor(float16)) of output arg (f) of node (cast) does not match")."""
+    from trtprof.bench import load_runner
+
+    w = numpy_helper.from_array(np.full((3,), 0.5, np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["ids"], ["f"], name="cast", to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["f", "w"], ["m"], name="mul"), helper.make_node("Add", ["m", "x"], ["y"], name="add")],
+        "mask", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 3]),
+                 helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])], [w])
+    model = _save(graph, tmp_path / "mask.onnx")
+    (out,) = build_engines(model, [Precision.FP16], [2], engines_dir=tmp_path / "e", backend="onnxruntime")
+    assert any("Cast(to=FLOAT)" in n and "cast" in n for n in out.record.notes)
+    ids, x = np.array([[0, 1, 2], [3, 4, 5]], np.int64), _bench_x((2, 3))
+    y = load_runner(out.record).infer({"ids": ids, "x": x})["y"]
+    np.testing.assert_allclose(y, ids * 0.5 + x, rtol=1e-3, atol=1e-3)
+
+
 def test_a_keep_list_naming_no_node_is_an_error(tmp_path):
     from trtprof.convert.fp16 import convert_fp16
     from trtprof.errors import BadInput

@@ -99,6 +99,10 @@ def convert_fp16(
         except Exception as err:
             raise BuildFailed(f"FP16 graph conversion failed: {err}") from err
     inserted = {node.name for node in converted.graph.node} - names
+    retyped = fp16_fixes.retype_float_outputs(converted, names)
+    if retyped:
+        fixes.append(f"{len(retyped)} Cast(to=FLOAT)/dtype=FLOAT node(s) made to produce FP16 as the converter "
+                     f"declared: {', '.join(retyped[:5])}" + (" …" if len(retyped) > 5 else ""))
     rewired = fp16_fixes.fold_cast_round_trips(converted, inserted)
     if rewired:
         fixes.append(f"{rewired} FP16 round trip(s) between nodes kept in FP32 removed (the tensor stays FP32)")

@@ -11,6 +11,9 @@ changes nothing else (same function, same tensor values):
 * ``detach_graph_outputs``: a graph output that another node also reads (or that is a weight) gets
   its FP32 cast, but the reader still expects the FP16 tensor: "Type (tensor(float16)) of output
   arg (gp) … does not match expected type (tensor(float))".
+* ``retype_float_outputs`` (after conversion): a model's own ``Cast(to=FLOAT)`` keeps saying FLOAT
+  while the converter declares its output FLOAT16 ("Type (tensor(float16)) of output arg (f) of node
+  (cast) does not match expected type (tensor(float))").
 * ``fold_cast_round_trips`` (after conversion): a tensor between two nodes kept in FP32 goes through
   Cast(FP16) → Cast(FP32); the converter removes that pair only when the tensor has one reader, so a
   value above 65504 kept "in FP32" on purpose still became inf.
@@ -158,6 +161,35 @@ def fold_cast_round_trips(model: "onnx.ModelProto", inserted: Iterable[str]) -> 
         for node in dead:
             graph.node.remove(node)
     return rewired
+
+
+# Ops whose output type is an attribute, not their inputs' type: the converter retypes their FLOAT
+# outputs to FLOAT16 but leaves the attribute saying FLOAT.
+TYPE_ATTRIBUTES = {"Cast": "to", "RandomNormal": "dtype", "RandomUniform": "dtype", "RandomNormalLike": "dtype",
+                   "RandomUniformLike": "dtype", "EyeLike": "dtype", "Bernoulli": "dtype"}
+
+
+def retype_float_outputs(model: "onnx.ModelProto", original: Iterable[str]) -> list[str]:
+    """The model's own ``Cast(to=FLOAT)`` (and ``dtype=FLOAT`` generators) whose output the converter
+    declared FLOAT16: make them produce FLOAT16 (in place); return their names.
+
+    Without this, "Type (tensor(float16)) of output arg (f) of node (cast) does not match expected
+    type (tensor(float))": an int64 mask cast to float, common in NLP models, broke the FP16 build.
+    Nodes kept FP32 are untouched (the converter keeps their outputs FLOAT and casts after them).
+    """
+    original = set(original)
+    declared = {info.name: info.type.tensor_type.elem_type for info in model.graph.value_info}
+    changed = []
+    for node in model.graph.node:
+        attr_name = TYPE_ATTRIBUTES.get(node.op_type)
+        if attr_name is None or node.name not in original or not node.output:
+            continue
+        attr = next((a for a in node.attribute if a.name == attr_name), None)
+        if attr is None or attr.i != _FLOAT or declared.get(node.output[0]) != _FLOAT16:
+            continue
+        attr.i = _FLOAT16
+        changed.append(node.name)
+    return changed
 
 
 def _cast_to(node: "onnx.NodeProto") -> int | None:
