@@ -205,6 +205,43 @@ def test_a_models_own_cast_to_float_builds_in_fp16(tmp_path):
     np.testing.assert_allclose(y, ids * 0.5 + x, rtol=1e-3, atol=1e-3)
 
 
+def test_constant_of_shape_without_value_builds_in_fp16(tmp_path):
+    from trtprof.bench import load_runner
+
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s"], name="shape"), helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
+         helper.make_node("Add", ["z", "x"], ["y"], name="add")], "zeros",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    (out,) = build_engines(_save(graph, tmp_path / "z.onnx"), [Precision.FP16], [2], engines_dir=tmp_path / "e",
+                           backend="onnxruntime")
+    x = _bench_x((2, 3))
+    np.testing.assert_allclose(load_runner(out.record).infer({"x": x})["y"], x, rtol=1e-3, atol=1e-3)
+
+
+def test_keep_fp32_ops_on_the_last_node_keeps_the_output_fp32(tmp_path):
+    """LayerNormalization → Softmax, both kept FP32 with --keep-fp32-ops: the graph output must stay
+    float32 (the converter alone made it FP16) and equal the FP32 result (no FP16 round trip)."""
+    from trtprof.bench import load_runner
+
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["l"], name="ln", axis=-1),
+         helper.make_node("Softmax", ["l"], ["y"], name="sm", axis=-1)], "lnsm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])],
+        [numpy_helper.from_array(np.ones(16, np.float32), "g"), numpy_helper.from_array(np.zeros(16, np.float32), "b")])
+    model = _save(graph, tmp_path / "lnsm.onnx")
+    fp32, fp16 = build_engines(model, [Precision.FP32, Precision.FP16], [2], engines_dir=tmp_path / "e",
+                               backend="onnxruntime", options={"keep_fp32_ops": "Softmax,LayerNormalization"})
+    artifact = onnx.load(str(fp16.record.artifact_path))
+    assert [o.type.tensor_type.elem_type for o in artifact.graph.output] == [TensorProto.FLOAT]
+    x = _bench_x((2, 16))
+    y32, y16 = load_runner(fp32.record).infer({"x": x})["y"], load_runner(fp16.record).infer({"x": x})["y"]
+    assert y16.dtype == np.float32
+    np.testing.assert_allclose(y16, y32, rtol=1e-6, atol=1e-7)  # everything computed in FP32: no FP16 rounding
+    np.testing.assert_allclose(_fp16_run_model(artifact, x), y32, rtol=1e-6, atol=1e-7)
+
+
 def test_a_keep_list_naming_no_node_is_an_error(tmp_path):
     from trtprof.convert.fp16 import convert_fp16
     from trtprof.errors import BadInput

@@ -98,11 +98,20 @@ def convert_fp16(
                 op_block_list=op_block_list, node_block_list=nodes)
         except Exception as err:
             raise BuildFailed(f"FP16 graph conversion failed: {err}") from err
-    inserted = {node.name for node in converted.graph.node} - names
     retyped = fp16_fixes.retype_float_outputs(converted, names)
     if retyped:
         fixes.append(f"{len(retyped)} Cast(to=FLOAT)/dtype=FLOAT node(s) made to produce FP16 as the converter "
                      f"declared: {', '.join(retyped[:5])}" + (" …" if len(retyped) > 5 else ""))
+    filled = fp16_fixes.fill_constant_of_shape(converted, names)
+    if filled:
+        fixes.append(f"{len(filled)} ConstantOfShape node(s) without a value given an FP16 zero: {', '.join(filled[:5])}")
+    if keep_io_types:
+        restored = fp16_fixes.restore_output_types(
+            converted, [o.name for o in prepared.graph.output if o.type.tensor_type.elem_type == 1])
+        if restored:
+            fixes.append(f"{len(restored)} graph output(s) produced by a node kept in FP32 cast back to FP32 "
+                         "(the converter left them FP16)")
+    inserted = {node.name for node in converted.graph.node} - names
     rewired = fp16_fixes.fold_cast_round_trips(converted, inserted)
     if rewired:
         fixes.append(f"{rewired} FP16 round trip(s) between nodes kept in FP32 removed (the tensor stays FP32)")

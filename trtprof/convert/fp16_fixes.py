@@ -14,6 +14,10 @@ changes nothing else (same function, same tensor values):
 * ``retype_float_outputs`` (after conversion): a model's own ``Cast(to=FLOAT)`` keeps saying FLOAT
   while the converter declares its output FLOAT16 ("Type (tensor(float16)) of output arg (f) of node
   (cast) does not match expected type (tensor(float))").
+* ``fill_constant_of_shape`` (after conversion): a ``ConstantOfShape`` without ``value`` makes
+  float32 zeros while the converter declared its output FLOAT16.
+* ``restore_output_types`` (after conversion): a graph output produced by a node kept in FP32 came out
+  FP16 despite ``keep_io_types``.
 * ``fold_cast_round_trips`` (after conversion): a tensor between two nodes kept in FP32 goes through
   Cast(FP16) → Cast(FP32); the converter removes that pair only when the tensor has one reader, so a
   value above 65504 kept "in FP32" on purpose still became inf.
@@ -190,6 +194,51 @@ def retype_float_outputs(model: "onnx.ModelProto", original: Iterable[str]) -> l
         attr.i = _FLOAT16
         changed.append(node.name)
     return changed
+
+
+def fill_constant_of_shape(model: "onnx.ModelProto", original: Iterable[str]) -> list[str]:
+    """The model's ``ConstantOfShape`` without a ``value`` (float32 zeros by default) whose output the
+    converter declared FLOAT16: give it an FP16 zero ``value`` (in place); return their names."""
+    import onnx
+
+    original = set(original)
+    declared = {info.name: info.type.tensor_type.elem_type for info in model.graph.value_info}
+    changed = []
+    for node in model.graph.node:
+        if (node.op_type != "ConstantOfShape" or node.name not in original or any(a.name == "value" for a in node.attribute)
+                or declared.get(node.output[0]) != _FLOAT16):
+            continue
+        node.attribute.append(onnx.helper.make_attribute("value", onnx.helper.make_tensor("value", _FLOAT16, [1], [0.0])))
+        changed.append(node.name)
+    return changed
+
+
+def restore_output_types(model: "onnx.ModelProto", float_outputs: Iterable[str]) -> list[str]:
+    """Graph outputs that were FLOAT and came out FLOAT16 get a final Cast to FLOAT (in place); return
+    the names of the casts added.
+
+    The converter's FP32-output cast is skipped when a node kept in FP32 produces the output: its
+    block-list step declares the output FLOAT16 first, so ``keep_io_types`` silently gave an FP16
+    output (and a buffer of the wrong size to a GPU runner).
+    """
+    import onnx
+
+    wanted = set(float_outputs)
+    added = []
+    for output in model.graph.output:
+        if output.name not in wanted or output.type.tensor_type.elem_type != _FLOAT16:
+            continue
+        internal = output.name + "__fp16_out"
+        for node in model.graph.node:
+            for i, out in enumerate(node.output):
+                if out == output.name:
+                    node.output[i] = internal
+        _rename_reads(model.graph, output.name, internal)
+        name = output.name + "_cast_to_fp32"
+        model.graph.node.append(onnx.helper.make_node("Cast", [internal], [output.name], name=name, to=_FLOAT))
+        output.type.tensor_type.elem_type = _FLOAT
+        added.append(name)
+    return added
 
 
 def _cast_to(node: "onnx.NodeProto") -> int | None:
