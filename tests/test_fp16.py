@@ -480,3 +480,23 @@ def test_casts_the_converter_inserted_are_traced_back_to_their_node():
     assert origin_node("mul2_output_cast0", nodes) == "mul2"
     assert origin_node("x_cast_to_mul1", nodes) == "mul1"  # graph-input cast named INPUT_cast_to_READER
     assert origin_node("mul2", nodes) == "mul2" and origin_node("trtprof_output_y", nodes) is None
+
+
+def test_compare_on_a_model_zoo_graph_predicts_its_overflows(tmp_path, capsys):
+    """The 'done when' on a model trtprof's authors did not write (its synthetic weights drive
+    activations far past 65504): compare names tensor, node and value, and the caveat."""
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
+    if not path.is_file():
+        pytest.skip("this onnx build does not ship light_squeezenet")
+    out = tmp_path / "c.json"
+    assert main(["compare", str(path), "--precisions", "fp32,fp16", "--engines", str(tmp_path / "e"),
+                 "--backend", "onnxruntime", "--time-budget-s", "0.2", "--round-iterations", "2",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "caveat: observed error is not FP16's" in text and "predicted: overflow risk: tensor " in text
+    predicted = json.loads(out.read_text())["comparisons"][0]["accuracy"]["predicted"]
+    assert predicted["overflow_risks"] == len(predicted["findings"]) > 0 and not predicted["sampled"]
+    produced = {o: n for n in onnx.load(str(path)).graph.node for o in n.output}
+    for finding in predicted["findings"]:
+        assert finding["value"] > 65504 and produced[finding["tensor"]].name == finding["node"]
+        assert f"tensor {finding['tensor']} (node {finding['node']}" in finding["message"]
