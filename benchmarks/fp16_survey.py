@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+FINDINGS_KEPT = 5  # per model in the results file (the counts cover all)
 ROOT = HERE.parent
 
 
@@ -78,7 +79,8 @@ def survey(path: Path) -> dict:
         "fixes": list(conv.fixes),
         "ort_loads_fp16_graph": loads,
         "convert_s": round(convert_s, 3),
-        "range": {k: v for k, v in analysis.to_json().items() if k not in ("largest_tensors", "thresholds")},
+        "range": {**{k: v for k, v in analysis.to_json().items() if k not in ("largest_tensors", "thresholds")},
+                  "findings": [f.to_json() for f in analysis.findings[:FINDINGS_KEPT]]},  # counts: *_risks
         "largest_tensor": (analysis.to_json()["largest_tensors"] or [None])[0],
     }
 
