@@ -360,7 +360,7 @@ def caveat(candidate: str, effective: str) -> str | None:
     """The accuracy caveat for an fp16 candidate whose arithmetic was not (all) FP16."""
     if candidate != "fp16" or effective not in NOT_FP16:
         return None
-    how = {"fp32+casts": "every compute node ran in FP32 behind casts, only weights and tensors were rounded to FP16",
+    how = {"fp32+casts": "every compute node ran in FP32 behind casts (the weights were rounded to FP16)",
            "mixed": "some compute nodes ran in FP32 behind casts",
            "fp32": "the engine chose FP32 kernels for every layer"}[effective]
     return (f"observed error is not FP16's: the fp16 engine ran {effective}: {how}; FP16 arithmetic on a GPU "
@@ -388,6 +388,10 @@ def predicted_lines(predicted: Mapping[str, Any] | None, shown: int = FINDINGS_S
         lines += [str(f.get("message")) for f in found[:shown]]
         if len(found) > shown:
             lines.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: accuracy.predicted)")
-    if len([f for f in predicted.get("findings", []) if not f.get("covered")]) > 1 and predicted.get("suggested_option"):
+    open_findings = [f for f in predicted.get("findings", []) if not f.get("covered")]
+    if len(open_findings) > 1 and predicted.get("suggested_option"):
         lines.append(f"to keep all of them FP32: {predicted['suggested_option']}")
+    if open_findings:
+        lines.append("keep-lists are build options: trtprof build MODEL --fp16 --layer-precisions …, then compare "
+                     "the engines dir (the newest fp16 engine is used)")
     return lines
