@@ -36,11 +36,12 @@ def add_parser(sub) -> None:
                    help="TensorRT < 11 with --fp16: how strictly layer precisions are kept")
     k = p.add_argument_group("FP16 keep-lists (change the engine, so part of the cache key; --fp16 only)")
     k.add_argument("--layer-precisions", default=None, metavar="NODE:fp32,…",
-                   help="nodes kept in FP32 (ONNX Runtime, TensorRT >= 11: node names; TensorRT < 11: layer names, "
+                   help="nodes kept in FP32 (ONNX Runtime, torch, TensorRT >= 11: ONNX node names; TensorRT < 11: layer names, "
                         "like trtexec --layerPrecisions, also LAYER:fp16 and *)")
     k.add_argument("--keep-fp32-ops", default=None, metavar="OP,…",
-                   help="ONNX op types kept in FP32, e.g. Softmax,LayerNormalization (ONNX Runtime, TensorRT >= 11)")
-    k.add_argument("--no-range-check", action="store_true",
+                   help="ONNX op types kept in FP32, e.g. Softmax,LayerNormalization (ONNX Runtime, torch, "
+                        "TensorRT >= 11)")
+    p.add_argument("--no-range-check", action="store_true",
                    help="skip the FP16 range analysis of the FP32 model (overflow/underflow risks)")
     _common.add_common_debug(p)
     p.set_defaults(func=run)
