@@ -79,7 +79,7 @@ def print_comparison(c: dict) -> None:
               f"n={x['n']}")
     print(f"  accuracy vs {c['baseline']}: max abs {acc['max_abs_err']:.3g}, max rel {acc['max_rel_err']:.3g}, "
           f"{acc['mismatch_fraction']:.2%} beyond rtol {acc['rtol']:g}/atol {acc['atol']:g}, "
-          f"non-finite {acc['nonfinite']}")
+          f"non-finite {acc['nonfinite']}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
     if acc["nonfinite"]:
         print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
     if acc.get("caveat"):
