@@ -500,3 +500,14 @@ def test_compare_on_a_model_zoo_graph_predicts_its_overflows(tmp_path, capsys):
     for finding in predicted["findings"]:
         assert finding["value"] > 65504 and produced[finding["tensor"]].name == finding["node"]
         assert f"tensor {finding['tensor']} (node {finding['node']}" in finding["message"]
+
+
+def test_a_large_dynamic_batch_is_analysed_on_its_first_samples():
+    from trtprof.fp16range import first_samples
+    from trtprof.spec import TensorSpec
+
+    feeds = {"x": np.arange(64, dtype=np.float32).reshape(32, 2)}
+    dynamic, static = [TensorSpec("x", "float32", ("N", 2))], [TensorSpec("x", "float32", (32, 2))]
+    assert first_samples(feeds, dynamic, max_batch=8)["x"].shape == (8, 2)
+    np.testing.assert_array_equal(first_samples(feeds, dynamic, max_batch=8)["x"], feeds["x"][:8])
+    assert first_samples(feeds, static, max_batch=8)["x"].shape == (32, 2)  # a static batch is fed whole

@@ -516,7 +516,7 @@ def compare_records(
         for batch in batch_sizes:
             feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed,
                                 int_range=int_range or DEFAULT_INT_RANGE)
-            if batch == batch_sizes[0]:  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
+            if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
                 fp16_range = fp16range.for_compare(onnx_path, records, feeds)
             outputs[batch] = {name: run_outputs(runners[name], feeds) for name in names}
             arms = [Arm(name=name, runner=runners[name], feeds=feeds) for name in names]

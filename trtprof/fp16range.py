@@ -13,8 +13,9 @@ Findings name the tensor, the node that produces it and the value, and give the 
 that tensor out of FP16: its producer *and* its readers kept in FP32 (keeping only the producer would
 still cast its output to FP16 for the readers).
 
-Cost is bounded: one batch, and tensors fetched in runs of at most ``MAX_RUN_ELEMENTS`` values; a
-model needing more than ``MAX_RUNS`` runs has its tensors sampled evenly (the result says so).
+Cost is bounded: one batch (its first ``MAX_BATCH`` samples when the batch dimension is dynamic), and
+tensors fetched in runs of at most ``MAX_RUN_ELEMENTS`` values; a model needing more than ``MAX_RUNS``
+runs has its tensors sampled evenly (the result says so, and the input shapes analysed are shown).
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ UNDERFLOW_SHARE = 0.10
 UNDERFLOW_MIN_VALUES = 16  # … and at least this many such values (a few stray tiny values are noise)
 MAX_RUN_ELEMENTS = 32_000_000  # values fetched per ONNX Runtime run (~128 MB of float32)
 MAX_RUNS = 8  # runs of the model per analysis; beyond that, tensors are sampled
+# Samples analysed at most (of a dynamic batch): the cost is runs × one inference of this batch.
+MAX_BATCH = 8
 FINDINGS_SHOWN = 5  # findings printed per kind; all are in the JSON
 LARGEST_KEPT = 10  # tensors with the largest max |x| kept in the JSON beside the findings
 STATS_DTYPE = np.float32
@@ -332,7 +335,18 @@ def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
     except Exception:  # noqa: BLE001 - TensorRT < 11's wildcard rules: nothing to mark as covered
         keep = None
     feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path)))
-    return analyze_safely(onnx_path, feeds, keep=keep)
+    return analyze_safely(onnx_path, first_samples(feeds, inputs), keep=keep)
+
+
+def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
+                  max_batch: int = MAX_BATCH) -> dict[str, np.ndarray]:
+    """The first ``max_batch`` samples of a larger batch when every input's batch dimension is
+    dynamic (a static batch must be fed whole): the analysis' cost grows with the batch, its answer
+    hardly does (random inputs, one distribution)."""
+    dynamic = all(not isinstance(t.shape[0], int) for t in inputs if t.shape) and bool(inputs)
+    if not dynamic or not all(np.ndim(v) and np.shape(v)[0] > max_batch for v in feeds.values()):
+        return dict(feeds)
+    return {k: v[:max_batch] for k, v in feeds.items()}
 
 
 def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray]) -> RangeAnalysis | None:
@@ -348,7 +362,7 @@ def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, 
         keep: KeepFp32 | None = KeepFp32.from_spec(fp16.spec, backend=fp16.backend)
     except Exception:  # noqa: BLE001
         keep = None
-    return analyze_safely(onnx_path, feeds, keep=keep)
+    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=keep)
 
 
 # Effective precisions of an "fp16" engine that did not compute in FP16 (ORT CPU: FP32 behind casts;
