@@ -511,3 +511,53 @@ def test_a_large_dynamic_batch_is_analysed_on_its_first_samples():
     assert first_samples(feeds, dynamic, max_batch=8)["x"].shape == (8, 2)
     np.testing.assert_array_equal(first_samples(feeds, dynamic, max_batch=8)["x"], feeds["x"][:8])
     assert first_samples(feeds, static, max_batch=8)["x"].shape == (32, 2)  # a static batch is fed whole
+
+
+def test_every_onnx_backend_test_graph_that_runs_in_fp32_converts_to_fp16():
+    """Graphs trtprof's authors did not write: the onnx package's pytorch-converted, pytorch-operator
+    and simple backend-test models (single ops and small nets, sequence ops among them). Each that ORT
+    runs in FP32 must load in FP16 with FP32 IO kept and outputs close to FP32 on its own test inputs."""
+    import onnxruntime as ort
+
+    from trtprof.convert.fp16 import convert_fp16
+
+    root = Path(onnx.__file__).parent / "backend" / "test" / "data"
+    paths = sorted([*root.glob("pytorch-*/*/model.onnx"), *root.glob("simple/*/model.onnx")])
+    if not paths:
+        pytest.skip("this onnx build ships no backend test models")
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    checked, problems = 0, []
+    for path in paths:
+        model = onnx.load(str(path))
+        if not any(i.type.tensor_type.elem_type == TensorProto.FLOAT for i in model.graph.input):
+            continue
+        try:
+            s32 = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            feeds = {}
+            for i, inp in enumerate(s32.get_inputs()):
+                tensor = onnx.TensorProto()
+                tensor.ParseFromString((path.parent / "test_data_set_0" / f"input_{i}.pb").read_bytes())
+                feeds[inp.name] = numpy_helper.to_array(tensor)
+            y32 = s32.run(None, feeds)
+        except Exception:  # noqa: BLE001 - not an FP32 model ORT runs: not this test's business
+            continue
+        checked += 1
+        name = f"{path.parent.parent.name}/{path.parent.name}"
+        try:
+            converted = convert_fp16(model).model
+            y16 = ort.InferenceSession(converted.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"]).run(None, feeds)
+        except Exception as err:  # noqa: BLE001 - collected, so one run lists every failing graph
+            problems.append(f"{name}: {err}")
+            continue
+        for a, b in zip(y32, y16):
+            if a.dtype != b.dtype or a.shape != b.shape:
+                problems.append(f"{name}: output {a.dtype}{a.shape} became {b.dtype}{b.shape}")
+            elif a.dtype.kind == "f" and a.size:
+                finite = np.isfinite(a)
+                scale = float(np.abs(a[finite]).max(initial=0.0)) + 1e-6
+                err = float(np.abs(a[finite].astype(np.float64) - b[finite]).max(initial=0.0)) / scale
+                if err > 5e-2 or not np.array_equal(finite, np.isfinite(b)):
+                    problems.append(f"{name}: relative error {err:.3g}")
+    assert checked >= 50 and problems == []

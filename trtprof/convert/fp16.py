@@ -23,8 +23,14 @@ if TYPE_CHECKING:
     import onnx
 
 # Ops trtprof itself keeps in FP32, on top of the converter's own block list (which holds ops with
-# no FP16 form or meaning: Resize, TopK, Range, CumSum, Min, Max, …, and the ai.onnx.ml ops).
-DEFAULT_OP_BLOCK_LIST: tuple[str, ...] = ()
+# no FP16 form or meaning: Resize, TopK, Range, CumSum, Min, Max, …, and the ai.onnx.ml ops). The
+# converter retypes tensors, not sequences: a sequence op's FP16 inputs make an FP16 sequence where the
+# graph still declares an FP32 one ("Type (seq(tensor(float))) of output arg … does not match expected
+# type (seq(tensor(float16)))", onnx's simple/test_sequence_model*). Kept FP32, they stay consistent.
+DEFAULT_OP_BLOCK_LIST: tuple[str, ...] = (
+    "SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceErase", "SequenceEmpty", "SequenceLength",
+    "SplitToSequence", "ConcatFromSequence", "SequenceMap",
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,7 @@ class Fp16Conversion:
     weights: WeightReport
     fixes: tuple[str, ...] = ()  # repairs applied around the converter, one line each
     kept_fp32_nodes: tuple[str, ...] = ()
-    kept_fp32_ops: tuple[str, ...] = ()  # trtprof's/the user's, beyond the converter's default list
+    kept_fp32_ops: tuple[str, ...] = ()  # the caller's (--keep-fp32-ops), beyond the two default lists
     original_nodes: frozenset[str] = field(default_factory=frozenset)  # node names before conversion
 
     def to_json(self) -> dict[str, Any]:
@@ -83,13 +89,13 @@ def convert_fp16(
 
     prepared, fixes = prepare_for_fp16(model)
     names = {node.name for node in prepared.graph.node}
-    ops = list(dict.fromkeys([*DEFAULT_OP_BLOCK_LIST, *keep_fp32_ops]))
+    ops = list(dict.fromkeys(keep_fp32_ops))
     nodes = list(dict.fromkeys(keep_fp32_nodes))
     unknown = [n for n in nodes if n not in names]
     if unknown:
         raise BadInput(f"--layer-precisions names no node of this model: {', '.join(unknown)} "
                        "(see `trtprof inspect` or the range analysis for node names)")
-    op_block_list = sorted(set(float16.DEFAULT_OP_BLOCK_LIST) | set(ops))
+    op_block_list = sorted(set(float16.DEFAULT_OP_BLOCK_LIST) | set(DEFAULT_OP_BLOCK_LIST) | set(ops))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
