@@ -9,23 +9,27 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import backends
 from .cache import EngineCache, EngineRecord, now_iso
-from .errors import BadModel
+from .errors import BadInput, BadModel
 from .inputs import resolve_shapes
 from .model import inspect_model
 from .spec import BuildSpec, CacheKey, Precision
 
 DEFAULT_BATCH_SIZES = (1,)
+# Build options that only shape an FP16 engine (trtprof.convert.keeplist): kept out of other specs.
+FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
 # Backends whose artifact does not depend on the batch sizes asked for (ONNX Runtime keeps the ONNX
 # graph with its dynamic batch; PyTorch converts it to a module): their cache key leaves the batch set
 # and the TensorRT-only options out, so one engine serves every batch set. TensorRT bakes the batch
-# profile into the plan; there an engine whose profile covers the request is reused instead.
+# profile into the plan; there an engine whose profile covers the request is reused instead. The FP16
+# keep-lists do change these artifacts (they choose what the conversion leaves in FP32): they stay.
 BATCH_INDEPENDENT_BACKENDS = frozenset({"onnxruntime", "torch"})
 
 
 def key_spec(spec: BuildSpec) -> BuildSpec:
     """The part of ``spec`` that changes the artifact, for the cache key."""
     if spec.backend in BATCH_INDEPENDENT_BACKENDS:
-        return dataclasses.replace(spec, batch_sizes=(), options=())
+        kept = tuple((k, v) for k, v in spec.options if k in FP16_KEEP_OPTIONS)
+        return dataclasses.replace(spec, batch_sizes=(), options=kept)
     return spec
 
 
@@ -86,11 +90,14 @@ def build_engines(
     convert_options: Mapping[str, Any] | None = None,
     on_convert: Callable[[Any], None] | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
+    range_check: bool = True,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
+    An FP16 engine records the FP16 range analysis of the FP32 model (``range_check``) in its
+    metadata and notes; the FP16 keep-lists go into the FP16 spec only.
     """
     impl = backends.resolve_for_build(backend)
     normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
@@ -103,6 +110,9 @@ def build_engines(
     info = inspect_model(onnx_path)
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
+    keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
+    if keep_options and Precision.FP16 not in precisions:
+        raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
     environment = impl.environment()
     cache = EngineCache(Path(engines_dir))
     stem_name = Path(model).stem if Path(model).is_file() else Path(model).name
@@ -114,7 +124,8 @@ def build_engines(
             precision=precision,
             batch_sizes=batch_sizes,
             shapes=shapes,
-            options=options,
+            options=options if precision is Precision.FP16 else
+            {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS},
         )
         key = CacheKey.derive(key_spec(spec), environment)
         started = time.perf_counter()
@@ -129,6 +140,12 @@ def build_engines(
         def _build(tmp: Path, spec: BuildSpec = spec, key: CacheKey = key) -> EngineRecord:
             t0 = time.perf_counter()
             report = impl.build(onnx_path, spec, tmp)
+            if range_check and spec.precision is Precision.FP16:
+                from .fp16range import for_build
+
+                analysis = for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec)
+                report.metadata["fp16_range"] = analysis.to_json()
+                report.notes.extend(analysis.lines())
             return EngineRecord(
                 key=key.hexdigest,
                 model=stem_name,

@@ -484,6 +484,7 @@ def compare_records(
     """Interleave the engines of ``records`` (precision → record; the first is the baseline) at each
     batch size; every candidate gets a speedup, an accuracy delta and its diagnosis."""
     from . import diagnose as dg
+    from . import fp16range
     from .accuracy import compare_outputs, run_outputs
     from .bench import load_runner
     from .cache import now_iso
@@ -515,6 +516,8 @@ def compare_records(
         for batch in batch_sizes:
             feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed,
                                 int_range=int_range or DEFAULT_INT_RANGE)
+            if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
+                fp16_range = fp16range.for_compare(onnx_path, records, feeds)
             outputs[batch] = {name: run_outputs(runners[name], feeds) for name in names}
             arms = [Arm(name=name, runner=runners[name], feeds=feeds) for name in names]
             outcome = run_interleaved(arms, plan)
@@ -538,7 +541,8 @@ def compare_records(
             speed = speedup_ci(base_result.samples_ms["latency_ms"], cand_result.samples_ms["latency_ms"],
                                rounds=(outcome.arm(baseline).stages.get("latency_ms", []),
                                        outcome.arm(cand).stages.get("latency_ms", [])))
-            acc = compare_outputs(outputs[batch][baseline], outputs[batch][cand])
+            acc = fp16range.annotate(compare_outputs(outputs[batch][baseline], outputs[batch][cand]), fp16_range,
+                                     cand_result)
             roof = {}
             for side, result in (("baseline", base_result), ("candidate", cand_result)):
                 cost = costs.get((batch, result.precision))

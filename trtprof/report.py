@@ -178,6 +178,22 @@ def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return rows
 
 
+def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
+    """Observed error, the caveat when the candidate did not compute in FP16, and the FP16 range
+    analysis' prediction (``trtprof.fp16range``), one line each; [] when there is neither."""
+    from .fp16range import predicted_lines
+
+    acc = comparison.get("accuracy") or {}
+    if not acc.get("caveat") and not acc.get("predicted"):
+        return []
+    lines = [f"observed: max abs err {_fmt(acc.get('max_abs_err'))}, max rel err {_fmt(acc.get('max_rel_err'))}, "
+             f"non-finite {acc.get('nonfinite', '–')}"]
+    if acc.get("caveat"):
+        lines.append(f"caveat: {acc['caveat']}")
+    lines += [f"predicted: {line}" for line in predicted_lines(acc.get("predicted"))]
+    return lines
+
+
 VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline median ms",
                    "candidate median ms", "max abs err", "max rel err", "mismatch", "non-finite")
 
@@ -194,6 +210,12 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
             if c.get("diagnosis"):
                 lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
                 lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
+        for c in data["comparisons"]:
+            notes = accuracy_notes(c)
+            if notes:
+                lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: accuracy, "
+                              "predicted vs observed**", ""]
+                lines += [f"- {line}" for line in notes]
     else:
         from .labels import engine_labels, fmt_ms
 
@@ -256,6 +278,15 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs "
                          f"{html.escape(c['baseline'])} ({c.get('rounds', '?')} rounds, stopped: "
                          f"{html.escape(str(c.get('stop_reason', '?')))})</h3><ul>{items}</ul>")
+        acc_parts = []
+        for c in comparisons:
+            notes = accuracy_notes(c)
+            if notes:
+                items = "".join(f"<li>{html.escape(line)}</li>" for line in notes)
+                acc_parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs "
+                                 f"{html.escape(c['baseline'])}</h3><ul>{items}</ul>")
+        if acc_parts:
+            parts.append("<h2>FP16 accuracy: predicted vs observed</h2>" + "".join(acc_parts))
         roof_rows = []
         for c in comparisons:
             for side in ("baseline", "candidate"):

@@ -119,6 +119,18 @@ def effective_precision(requested: Precision, census: Mapping[str, Mapping[str, 
     return "mixed"
 
 
+def _blame_conversion(conversion: Any, err: BadModel, original: Any, path: Path) -> None:
+    """Raise BuildFailed naming trtprof's FP16 conversion when ORT refuses the converted graph but
+    loads the FP32 model; return (so the caller re-raises ``err``) when the model itself is refused."""
+    from ..convert.fp16 import refusal_message
+
+    try:
+        _session(original.SerializeToString(), Precision.FP32, path=path)
+    except BadModel:
+        return
+    raise BuildFailed(refusal_message(conversion, "onnxruntime", err.message), path=path) from err
+
+
 class OnnxRuntimeRunner:
     device = "cpu"  # host-in/host-out session.run, timed with the host clock (also on CUDA EP)
 
@@ -179,15 +191,23 @@ class OnnxRuntimeBackend:
         proto = load_onnx(model)
         notes: list[str] = []
         metadata: dict[str, Any] = {}
+        conversion = None
         if spec.precision is Precision.FP16:
-            from ..convert.fp16 import convert_to_fp16
+            from ..convert.fp16 import convert_fp16
+            from ..convert.keeplist import KeepFp32
 
-            proto, warnings = convert_to_fp16(proto)
-            notes += [f"fp16 converter: {w}" for w in warnings]
-        data = proto.SerializeToString()
+            keep = KeepFp32.from_spec(spec, backend=self.name)
+            conversion = convert_fp16(proto, keep_fp32_ops=keep.ops, keep_fp32_nodes=keep.nodes)
+            notes += list(conversion.notes)
+            metadata["fp16_weights"] = conversion.to_json()
+            data = conversion.model.SerializeToString()
+        else:
+            data = proto.SerializeToString()
         try:
             census = precision_census(data, spec.precision, model)
-        except BadModel:
+        except BadModel as err:
+            if conversion is not None:
+                _blame_conversion(conversion, err, proto, model)
             raise
         except Exception as err:  # census is diagnostics; a failure there must not hide the model
             raise BuildFailed(f"onnxruntime could not analyse the built graph: {err}", path=model) from err

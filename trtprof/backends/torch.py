@@ -169,14 +169,15 @@ class TorchRunner:
     device = "cuda"
 
     def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
-                 outputs: tuple[TensorSpec, ...]) -> None:
+                 outputs: tuple[TensorSpec, ...], *, cast_io: bool = True) -> None:
         self._torch = _import_torch()
         self.module = module
         self.precision = precision
         self.inputs = inputs
         self.outputs = outputs
         self.tf32 = precision == Precision.TF32
-        self._half = precision == Precision.FP16
+        # fp16 of a half() module: float IO cast here; a module from the FP16 ONNX graph casts inside
+        self._half = precision == Precision.FP16 and cast_io
         self._input_shapes: dict[str, tuple[int, ...]] = {}
         self._output_shapes: dict[str, tuple[int, ...]] = {}
         self._bound: tuple[tuple[int, ...], list[Any], list[Any]] | None = None
@@ -315,13 +316,30 @@ class TorchBackend:
         from ..model import load_onnx
 
         proto = load_onnx(Path(model))
+        notes = []
+        extra: dict[str, Any] = {}
+        keep = None
+        if spec.precision == Precision.FP16:
+            from ..convert.keeplist import KeepFp32
+
+            keep = KeepFp32.from_spec(spec, backend=self.name)
+        if keep:
+            # A keep-list needs FP32 islands inside an FP16 module: the FP16 ONNX graph (FP32 IO, casts
+            # around the kept nodes) is converted by onnx2torch as is, and loaded without .half().
+            from ..convert.fp16 import convert_fp16
+
+            conversion = convert_fp16(proto, keep_fp32_ops=keep.ops, keep_fp32_nodes=keep.nodes)
+            proto = conversion.model
+            notes += list(conversion.notes)
+            notes.append(f"fp16 with keep-list ({keep.options_text()}): the module is built from trtprof's FP16 ONNX "
+                         "graph (FP16 weights, casts around the kept nodes, float32 IO)")
+            extra = {"fp16_graph": "converted", "fp16_weights": conversion.to_json()}
+        elif spec.precision == Precision.FP16:
+            notes.append("fp16: module weights in half, float inputs cast on the GPU inside the timed compute")
         folded = fold_identity_initializers(proto)
         module = to_torch_module(proto)  # fail at build time, not at bench time
         Path(out).write_bytes(proto.SerializeToString())
         n_params = sum(int(p.numel()) for p in module.parameters())
-        notes = []
-        if spec.precision == Precision.FP16:
-            notes.append("fp16: module weights in half, float inputs cast on the GPU inside the timed compute")
         report = BuildReport(
             metadata={
                 "effective_precision": spec.precision.value,
@@ -332,6 +350,7 @@ class TorchBackend:
                 "onnx_ir_version": proto.ir_version,
                 "onnx_nodes": len(proto.graph.node),
                 "onnx_version": onnx.__version__,
+                **extra,
             },
             notes=notes,
         )
@@ -347,10 +366,11 @@ class TorchBackend:
             raise BadModel(f"cannot read the torch artifact: {err}", path=artifact) from err
         module = to_torch_module(proto).eval().to("cuda")
         precision = Precision(record.precision)
-        if precision == Precision.FP16:
+        converted = record.backend_metadata.get("fp16_graph") == "converted"  # FP16 types already in the graph
+        if precision == Precision.FP16 and not converted:
             module = module.half()
         torch.cuda.synchronize()
-        return TorchRunner(module, precision, tuple(record.inputs), tuple(record.outputs))
+        return TorchRunner(module, precision, tuple(record.inputs), tuple(record.outputs), cast_io=not converted)
 
 
 def _version(package: str) -> str | None:

@@ -36,11 +36,18 @@ def add_parser(sub) -> None:
                    help="builder optimization level")
     g.add_argument("--precision-constraints", choices=("none", "prefer", "obey"), default=None,
                    help="TensorRT < 11 with --fp16: how strictly layer precisions are kept")
-    g.add_argument("--layer-precisions", default=None, metavar="LAYER:fp32,…",
-                   help="per-layer precisions, like trtexec --layerPrecisions")
     g.add_argument("--compute-capability", default=None, metavar="sm86,sm89,…|current",
                    help="TensorRT-RTX: GPU architectures the plan targets (sm75 sm80 sm86 sm89 sm120 sm121; "
                         "default: the library's portable default; current: this machine's GPU)")
+    k = p.add_argument_group("FP16 keep-lists (change the engine, so part of the cache key; --fp16 only)")
+    k.add_argument("--layer-precisions", default=None, metavar="NODE:fp32,…",
+                   help="nodes kept in FP32 (ONNX Runtime, torch, TensorRT >= 11: ONNX node names; TensorRT < 11: layer names, "
+                        "like trtexec --layerPrecisions, also LAYER:fp16 and *)")
+    k.add_argument("--keep-fp32-ops", default=None, metavar="OP,…",
+                   help="ONNX op types kept in FP32, e.g. Softmax,LayerNormalization (ONNX Runtime, torch, "
+                        "TensorRT >= 11)")
+    p.add_argument("--no-range-check", action="store_true",
+                   help="skip the FP16 range analysis of the FP32 model (overflow/underflow risks)")
     _common.add_common_debug(p)
     p.set_defaults(func=run)
 
@@ -72,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         "precision_constraints": args.precision_constraints,
         "layer_precisions": args.layer_precisions,
         "compute_capability": args.compute_capability,
+        "keep_fp32_ops": args.keep_fp32_ops,
     }
     if args.engines.exists() and not args.engines.is_dir():  # a read-only dir is fine: it can still serve hits
         raise BadInput("--engines: exists and is not a directory", path=args.engines)
@@ -91,5 +99,6 @@ def run(args: argparse.Namespace) -> int:
         convert_options={"inputs": args.tf_inputs, "outputs": args.tf_outputs, "signature": args.signature},
         on_convert=_print_conversion,
         on_done=_print_outcome,
+        range_check=not args.no_range_check,
     )
     return 0

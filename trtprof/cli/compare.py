@@ -79,9 +79,15 @@ def print_comparison(c: dict) -> None:
               f"n={x['n']}")
     print(f"  accuracy vs {c['baseline']}: max abs {acc['max_abs_err']:.3g}, max rel {acc['max_rel_err']:.3g}, "
           f"{acc['mismatch_fraction']:.2%} beyond rtol {acc['rtol']:g}/atol {acc['atol']:g}, "
-          f"non-finite {acc['nonfinite']}")
+          f"non-finite {acc['nonfinite']}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
     if acc["nonfinite"]:
         print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
+    if acc.get("caveat"):
+        print(f"  caveat: {acc['caveat']}")
+    from ..fp16range import predicted_lines
+
+    for line in predicted_lines(acc.get("predicted")):
+        print(f"  predicted: {line}")
     for f in c["diagnosis"]:
         print(f"  why [{f['rule']}]: {f['message']}")
 

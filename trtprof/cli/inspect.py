@@ -54,6 +54,8 @@ def _print_stored(info: dict[str, Any]) -> None:
     print(f"  model {info['model']}  backend {info['backend']}  precision {info['precision']}"
           f"  effective {info['effective_precision']}")
     for key, value in sorted(info["metadata"].items()):
+        if key in ("fp16_range", "fp16_weights"):  # long; their findings are the notes below (all: --json)
+            continue
         text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
         print(f"  {key}: {text}")
     for note in info["notes"]:

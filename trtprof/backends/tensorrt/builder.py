@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...cache import atomic_write_bytes
+from ...convert.keeplist import parse_layer_precisions, parse_op_types
 from ...errors import BadInput, BuildFailed
 from ...inputs import resolve_shapes
 from ...spec import BuildSpec, Precision, TensorSpec
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 TIMING_CACHE_NAME = "timing.cache"  # beside the engines: reused by every build on this machine
 MAX_OPT_LEVEL = 5  # TensorRT's builder_optimization_level range is 0..5 (default 3)
-_LAYER_PRECISIONS = ("fp32", "fp16")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class BuildOptions:
     builder_optimization_level: int | None = None
     precision_constraints: str | None = None  # "obey" | "prefer"
     layer_precisions: tuple[tuple[str, str], ...] = ()  # (layer name or "*", "fp16"|"fp32")
+    keep_fp32_ops: tuple[str, ...] = ()  # ONNX op types the FP16 conversion keeps FP32 (TensorRT >= 11)
 
     @classmethod
     def from_spec(cls, spec: BuildSpec) -> "BuildOptions":
@@ -61,6 +62,7 @@ class BuildOptions:
             builder_optimization_level=None if level is None else int(level),
             precision_constraints=constraints,
             layer_precisions=layers,
+            keep_fp32_ops=parse_op_types(spec.option("keep_fp32_ops")),
         )
 
 
@@ -70,28 +72,6 @@ def _is_int(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return not isinstance(value, bool) and float(value) == int(value)
-
-
-def parse_layer_precisions(value: Any) -> tuple[tuple[str, str], ...]:
-    """trtexec's ``--layerPrecisions`` syntax: ``name:fp16,other:fp32,*:fp32`` (or a mapping)."""
-    if value is None or value == "":
-        return ()
-    items: list[tuple[str, str]] = []
-    if isinstance(value, Mapping):
-        pairs = [(str(k), str(v)) for k, v in value.items()]
-    else:
-        pairs = []
-        for part in str(value).split(","):
-            name, sep, prec = part.strip().rpartition(":")
-            if not sep or not name:
-                raise BadInput(f"--layer-precisions {part.strip()!r}: expected LAYER:PRECISION (e.g. conv1:fp32)")
-            pairs.append((name, prec))
-    for name, prec in pairs:
-        prec = prec.strip().lower()
-        if prec not in _LAYER_PRECISIONS:
-            raise BadInput(f"--layer-precisions {name}:{prec}: precision must be one of {', '.join(_LAYER_PRECISIONS)}")
-        items.append((name.strip(), prec))
-    return tuple(items)
 
 
 def timing_cache_path(out: Path) -> Path:
@@ -126,14 +106,15 @@ def profile_shapes(
     return {t.name: (low[t.name], mid[t.name], high[t.name]) for t in inputs}
 
 
-def _fp16_model_bytes(model: Path, options: BuildOptions, product: str) -> tuple[bytes, dict[str, Any], list[str]]:
-    """TensorRT ≥ 11 / TensorRT-RTX: the ONNX with FP16 types (strong typing), via the converter ORT uses.
+def _fp16_model_bytes(model: Path, options: BuildOptions, product: str) -> tuple[bytes, dict[str, Any], list[str], Any]:
+    """TensorRT ≥ 11 / TensorRT-RTX: the ONNX with FP16 types (strong typing), via the converter ORT also uses.
 
     ModelOpt AutoCast is NVIDIA's suggestion, but nvidia-modelopt requires torch (and its onnx
     extra onnxruntime-gpu/cupy), so the shared onnxconverter-common converter is used. Layers asked
-    to stay FP32 (``--layer-precisions NAME:fp32``) go to its node block list.
+    to stay FP32 (``--layer-precisions NAME:fp32``) go to its node block list, op types
+    (``--keep-fp32-ops``) to its op block list.
     """
-    from ...convert.fp16 import convert_to_fp16, count_precision
+    from ...convert.fp16 import convert_fp16, count_precision
     from ...model import load_onnx
 
     keep_fp32 = [name for name, prec in options.layer_precisions if prec == "fp32" and name != "*"]
@@ -144,13 +125,12 @@ def _fp16_model_bytes(model: Path, options: BuildOptions, product: str) -> tuple
             f"through the FP16 conversion's keep-list (NAME:fp32); not supported: {', '.join(unsupported)}"
         )
     proto = load_onnx(model)
-    missing = sorted(set(keep_fp32) - {node.name for node in proto.graph.node})
-    if missing:  # the converter would ignore them silently: an engine the user did not ask for
-        raise BadInput(f"--layer-precisions names no node of this ONNX model: {', '.join(missing)}")
-    converted, warnings = convert_to_fp16(proto, keep_io_types=True, node_block_list=keep_fp32 or None)
-    meta = {"fp16_conversion": "onnxconverter-common", "onnx_nodes_by_precision": count_precision(converted)}
-    notes = [f"FP16 conversion: {w}" for w in warnings]
-    return converted.SerializeToString(), meta, notes
+    conversion = convert_fp16(proto, keep_io_types=True, keep_fp32_ops=options.keep_fp32_ops,
+                              keep_fp32_nodes=keep_fp32)
+    converted = conversion.model
+    meta = {"fp16_conversion": "onnxconverter-common", "fp16_weights": conversion.to_json(),
+            "onnx_nodes_by_precision": count_precision(converted)}
+    return converted.SerializeToString(), meta, list(conversion.notes), conversion
 
 
 def _apply_weak_precision(
@@ -182,6 +162,9 @@ def _apply_weak_precision(
     fp16 = builder_flag(trt, "FP16")
     if fp16 is None:  # pragma: no cover - guarded by features.fp16_builder_flag
         raise BuildFailed("this TensorRT has no FP16 builder flag")
+    if options.keep_fp32_ops:
+        raise BadInput("--keep-fp32-ops needs TensorRT >= 11 (it edits the ONNX graph's types); on TensorRT < 11 "
+                       "name the layers with --layer-precisions NAME:fp32")
     config.set_flag(fp16)
     flags.append("FP16")
     constraints = options.precision_constraints
@@ -291,8 +274,9 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
                                 "precision": spec.precision.value}
 
     onnx_bytes: bytes | None = None
+    conversion: Any = None
     if spec.precision is Precision.FP16 and features.strongly_typed_only:
-        onnx_bytes, conv_meta, conv_notes = _fp16_model_bytes(model, options, features.product)
+        onnx_bytes, conv_meta, conv_notes, conversion = _fp16_model_bytes(model, options, features.product)
         metadata.update(conv_meta)
         notes.extend(conv_notes)
         if options.precision_constraints:
@@ -306,6 +290,11 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
     if not parsed:
         errors = parser_errors(parser) or [tail.text(5) or "no error reported"]
+        if onnx_bytes is not None:  # the graph parsed is trtprof's FP16 conversion, not the user's file
+            from ...convert.fp16 import refusal_message
+
+            raise BuildFailed(refusal_message(conversion, f"{features.product}'s ONNX parser", "; ".join(errors),
+                                              fp32_loads=False), path=model)
         raise BuildFailed(
             f"{features.product}'s ONNX parser rejected the model ({len(errors)} error(s)): " + "; ".join(errors),
             path=model,

@@ -1,0 +1,411 @@
+"""FP16 range analysis: which activations would overflow or underflow in FP16, predicted from the
+FP32 model before anything runs in FP16.
+
+Why: where FP16 does not really execute (ONNX Runtime's CPU provider runs an "fp16" graph in FP32
+behind casts) an activation of 1e9 comes out finite, yet on a GPU that computes in FP16 the same
+tensor is ``inf``. The FP32 activations say so directly: the FP32 model runs once through ONNX
+Runtime (CPU, graph optimizations off so every tensor keeps its ONNX name) with every intermediate
+float tensor exposed as an output, on the bench inputs of one batch. Per tensor: max |x|, and the
+share of its non-zero values below FP16's smallest normal (2⁻¹⁴ ≈ 6.1e-5: kept as subnormals, fewer
+bits) and below its smallest subnormal (2⁻²⁴ ≈ 5.96e-8: lost, to 0 or 2⁻²⁴).
+
+Findings name the tensor, the node that produces it and the value, and give the option that keeps
+that tensor out of FP16: its producer *and* its readers kept in FP32 (keeping only the producer would
+still cast its output to FP16 for the readers).
+
+Cost is bounded: one batch (its first ``MAX_BATCH`` samples when the batch dimension is dynamic), and
+tensors fetched in runs of at most ``MAX_RUN_ELEMENTS`` values; a model needing more than ``MAX_RUNS``
+runs has its tensors sampled evenly (the result says so, and the input shapes analysed are shown).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from .convert.fp16_weights import FP16_MAX, FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL
+
+if TYPE_CHECKING:
+    import onnx
+
+    from .convert.keeplist import KeepFp32
+
+OVERFLOW = "overflow"
+UNDERFLOW = "underflow"
+# A tensor is an underflow risk when at least this share of its non-zero values is below 2⁻²⁴:
+# one value in ten lost to zero is far beyond FP16 rounding (≈ 5e-4 relative), and normalisation or
+# division downstream can turn the lost values into large errors.
+UNDERFLOW_SHARE = 0.10
+UNDERFLOW_MIN_VALUES = 16  # … and at least this many such values (a few stray tiny values are noise)
+MAX_RUN_ELEMENTS = 32_000_000  # values fetched per ONNX Runtime run (~128 MB of float32)
+MAX_RUNS = 8  # runs of the model per analysis; beyond that, tensors are sampled
+# Samples analysed at most (of a dynamic batch): the cost is runs × one inference of this batch.
+MAX_BATCH = 8
+FINDINGS_SHOWN = 5  # findings printed per kind; all are in the JSON
+LARGEST_KEPT = 10  # tensors with the largest max |x| kept in the JSON beside the findings
+STATS_DTYPE = np.float32
+
+
+@dataclass(frozen=True)
+class TensorRange:
+    name: str
+    node: str
+    op_type: str
+    elements: int
+    max_abs: float  # over finite values
+    nonzero: int  # finite non-zero values
+    below_normal_share: float  # of non-zero values: |x| < 2⁻¹⁴ (FP16 subnormal)
+    below_subnormal_share: float  # of non-zero values: |x| < 2⁻²⁴ (lost in FP16)
+    nonfinite: int  # already inf/NaN in FP32: the model's own, not FP16's
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RangeFinding:
+    kind: str  # OVERFLOW | UNDERFLOW
+    tensor: str
+    node: str
+    op_type: str
+    value: float  # max |x| (overflow) or the share of non-zero values below 2⁻²⁴ (underflow)
+    keep_nodes: tuple[str, ...]  # producer and readers: keeping these FP32 keeps the tensor FP32
+    covered: bool = False  # the build's keep-list already keeps all of keep_nodes in FP32
+
+    @property
+    def option(self) -> str:
+        return "--layer-precisions " + ",".join(f"{n}:fp32" for n in self.keep_nodes)
+
+    @property
+    def message(self) -> str:
+        if self.kind == OVERFLOW:
+            what = (f"overflow risk: tensor {self.tensor} (node {self.node}, {self.op_type}) reaches max |x| "
+                    f"{self.value:.4g} > 65504 → inf in FP16")
+        else:
+            what = (f"underflow risk: tensor {self.tensor} (node {self.node}, {self.op_type}) has {self.value:.1%} "
+                    f"of its non-zero values below 2^-24 (5.96e-08) → lost in FP16")
+        if self.covered:
+            return what + "; already kept in FP32 by this build's keep-list"
+        return what + f"; keep it FP32 with {self.option}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "keep_nodes": list(self.keep_nodes), "option": self.option, "message": self.message}
+
+
+@dataclass(frozen=True)
+class RangeAnalysis:
+    """The FP16 range check of one model on one batch (or why it was skipped)."""
+
+    findings: tuple[RangeFinding, ...] = ()
+    tensors: tuple[TensorRange, ...] = ()
+    float_tensors: int = 0  # float intermediate tensors in the model
+    analysed: int = 0  # of them, analysed (fewer when sampled)
+    runs: int = 0
+    input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    seconds: float = 0.0
+    skipped: str = ""  # why there is no analysis ("" when there is one)
+
+    @property
+    def sampled(self) -> bool:
+        return self.analysed < self.float_tensors
+
+    def of_kind(self, kind: str) -> list[RangeFinding]:
+        return [f for f in self.findings if f.kind == kind]
+
+    @property
+    def suggested_option(self) -> str:
+        """One option that keeps every risky tensor (not yet kept) in FP32."""
+        nodes = list(dict.fromkeys(n for f in self.findings if not f.covered for n in f.keep_nodes))
+        return "--layer-precisions " + ",".join(f"{n}:fp32" for n in nodes) if nodes else ""
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"FP16 range analysis skipped: {self.skipped}"
+        scope = (f"{self.analysed} of {self.float_tensors} float tensors (sampled evenly to bound the cost)"
+                 if self.sampled else f"all {self.analysed} float tensors")
+        shapes = ", ".join(f"{k} {list(v)}" for k, v in self.input_shapes.items())
+        counts = f"{len(self.of_kind(OVERFLOW))} overflow risk(s), {len(self.of_kind(UNDERFLOW))} underflow risk(s)"
+        peak = max(self.tensors, key=lambda t: t.max_abs, default=None)
+        largest = f"; largest |x| {peak.max_abs:.4g} ({peak.name})" if peak is not None else ""
+        return f"FP16 range analysis of the FP32 model on {shapes}: {scope}: {counts}{largest}"
+
+    def lines(self, shown: int = FINDINGS_SHOWN) -> list[str]:
+        """The summary and the findings, a few per kind (all are in the JSON)."""
+        out = [self.summary()]
+        for kind in (OVERFLOW, UNDERFLOW):
+            found = self.of_kind(kind)
+            out += [f.message for f in found[:shown]]
+            if len(found) > shown:
+                out.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: fp16_range)")
+        if len([f for f in self.findings if not f.covered]) > 1:
+            out.append(f"to keep all of them FP32: {self.suggested_option}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        largest = sorted(self.tensors, key=lambda t: -t.max_abs)[:LARGEST_KEPT]
+        return {"summary": self.summary(), "skipped": self.skipped or None,
+                "findings": [f.to_json() for f in self.findings],
+                "overflow_risks": len(self.of_kind(OVERFLOW)), "underflow_risks": len(self.of_kind(UNDERFLOW)),
+                "suggested_option": self.suggested_option, "float_tensors": self.float_tensors,
+                "analysed_tensors": self.analysed, "sampled": self.sampled, "runs": self.runs,
+                "input_shapes": {k: list(v) for k, v in self.input_shapes.items()}, "seconds": round(self.seconds, 3),
+                "thresholds": {"overflow_max_abs": FP16_MAX, "min_normal": FP16_MIN_NORMAL,
+                               "min_subnormal": FP16_MIN_SUBNORMAL, "underflow_share": UNDERFLOW_SHARE,
+                               "underflow_min_values": UNDERFLOW_MIN_VALUES},
+                "largest_tensors": [t.to_json() for t in largest]}
+
+
+def tensor_range(name: str, node: str, op_type: str, values: np.ndarray) -> TensorRange:
+    a = np.abs(np.asarray(values, dtype=STATS_DTYPE).ravel())
+    finite = np.isfinite(a)
+    fin = a[finite] if not finite.all() else a
+    nonzero = fin[fin > 0]
+    n = int(nonzero.size)
+    return TensorRange(
+        name=name, node=node, op_type=op_type, elements=int(a.size),
+        max_abs=float(fin.max()) if fin.size else 0.0, nonzero=n,
+        below_normal_share=float(np.count_nonzero(nonzero < FP16_MIN_NORMAL)) / n if n else 0.0,
+        below_subnormal_share=float(np.count_nonzero(nonzero < FP16_MIN_SUBNORMAL)) / n if n else 0.0,
+        nonfinite=int(a.size - np.count_nonzero(finite)),
+    )
+
+
+def findings_of(ranges: Sequence[TensorRange], readers: Mapping[str, Sequence[str]],
+                keep: "KeepFp32 | None" = None, ops: Mapping[str, str] | None = None) -> tuple[RangeFinding, ...]:
+    """Overflow and underflow risks among ``ranges``; ``readers`` maps a tensor to the nodes reading it."""
+    kept_nodes = set(keep.nodes) if keep else set()
+    kept_ops = set(keep.ops) if keep else set()
+    ops = ops or {}
+
+    def make(kind: str, t: TensorRange, value: float) -> RangeFinding:
+        nodes = tuple(dict.fromkeys([t.node, *readers.get(t.name, ())]))
+        covered = bool(keep) and all(n in kept_nodes or ops.get(n) in kept_ops for n in nodes)
+        return RangeFinding(kind, t.name, t.node, t.op_type, value, nodes, covered)
+
+    over = [make(OVERFLOW, t, t.max_abs) for t in sorted(ranges, key=lambda t: -t.max_abs) if t.max_abs > FP16_MAX]
+    under = [make(UNDERFLOW, t, t.below_subnormal_share)
+             for t in sorted(ranges, key=lambda t: -t.below_subnormal_share)
+             if t.below_subnormal_share >= UNDERFLOW_SHARE
+             and t.below_subnormal_share * t.nonzero >= UNDERFLOW_MIN_VALUES]
+    return tuple(over + under)
+
+
+def _estimated_elements(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+    """Element count per tensor from shape inference with the real input shapes (best effort; a
+    tensor with an unknown dimension is not in the result)."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for inp in copy.graph.input:
+        shape = input_shapes.get(inp.name)
+        if shape is None:
+            continue
+        dims = inp.type.tensor_type.shape.dim
+        if len(dims) == len(shape):
+            for dim, size in zip(dims, shape):
+                dim.ClearField("dim_param")
+                dim.dim_value = int(size)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(copy)
+    except Exception:  # noqa: BLE001 - best effort: unknown sizes are planned conservatively
+        return {}
+    out = {}
+    for info in inferred.graph.value_info:
+        dims = info.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") for d in dims):
+            out[info.name] = int(np.prod([d.dim_value for d in dims]))
+    return out
+
+
+def plan_runs(names: Sequence[str], sizes: Mapping[str, int], unknown_size: int,
+              max_run_elements: int = MAX_RUN_ELEMENTS, max_runs: int = MAX_RUNS) -> list[list[str]]:
+    """Group tensors into runs of at most ``max_run_elements`` values (a bigger tensor runs alone);
+    when that needs more than ``max_runs`` runs, keep an evenly spaced subset that fits."""
+    def group(chosen: Sequence[str]) -> list[list[str]]:
+        runs: list[list[str]] = []
+        current: list[str] = []
+        total = 0
+        for name in chosen:
+            size = sizes.get(name, unknown_size)
+            if current and total + size > max_run_elements:
+                runs.append(current)
+                current, total = [], 0
+            current.append(name)
+            total += size
+        if current:
+            runs.append(current)
+        return runs
+
+    runs = group(names)
+    keep = len(names)
+    while len(runs) > max_runs and keep > 1:
+        keep = max(1, min(keep - 1, int(keep * max_runs / len(runs))))
+        idx = np.unique(np.linspace(0, len(names) - 1, keep).round().astype(int))
+        runs = group([names[i] for i in idx])
+    return runs
+
+
+def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray], *, keep: "KeepFp32 | None" = None,
+            max_run_elements: int = MAX_RUN_ELEMENTS, max_runs: int = MAX_RUNS) -> RangeAnalysis:
+    """Run the FP32 ``model`` once per planned run on ``feeds``; the range of every float tensor a node
+    produces (Constant outputs are weights: the conversion's weight report covers them)."""
+    import onnx
+
+    from .backends.onnxruntime import _ort
+    from .convert.fp16 import prepare_for_fp16, tensor_elem_types
+    from .convert.fp16_fixes import DETACH_NODE_PREFIX, DETACHED_SUFFIX
+
+    started = time.perf_counter()
+    prepared, _ = prepare_for_fp16(model)  # the node names the FP16 build and --layer-precisions use
+    graph = prepared.graph
+    types = tensor_elem_types(prepared)
+    producer: dict[str, tuple[str, str]] = {}
+    readers: dict[str, list[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node.name)
+        if node.name.startswith(DETACH_NODE_PREFIX):
+            continue  # added by prepare_for_fp16; the tensor is reported under its producer
+        for out in node.output:
+            if out and node.op_type != "Constant" and types.get(out) == onnx.TensorProto.FLOAT:
+                producer.setdefault(out, (node.name, node.op_type))
+    names = list(producer)
+    shapes = {k: tuple(int(d) for d in np.shape(v)) for k, v in feeds.items()}
+    sizes = _estimated_elements(prepared, shapes)
+    unknown = max((int(np.size(v)) for v in feeds.values()), default=1)
+    runs = plan_runs(names, sizes, unknown, max_run_elements, max_runs)
+    exposed = {out.name for out in graph.output}
+    for name in (n for run in runs for n in run):
+        if name not in exposed:
+            graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    ort = _ort()
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(prepared.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    wanted = {i.name for i in session.get_inputs()}
+    run_feeds = {k: v for k, v in feeds.items() if k in wanted}
+    ranges: list[TensorRange] = []
+    for run in runs:
+        for name, values in zip(run, session.run(run, run_feeds)):
+            node, op = producer[name]
+            ranges.append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
+    ops = {node.name: node.op_type for node in graph.node}
+    readers = {k.removesuffix(DETACHED_SUFFIX): [r for r in v if not r.startswith(DETACH_NODE_PREFIX)]
+               for k, v in readers.items()}
+    return RangeAnalysis(findings=findings_of(ranges, readers, keep, ops), tensors=tuple(ranges),
+                         float_tensors=len(names), analysed=len(ranges), runs=len(runs), input_shapes=shapes,
+                         seconds=time.perf_counter() - started)
+
+
+def analyze_safely(model: Any, feeds: Mapping[str, np.ndarray], *, keep: "KeepFp32 | None" = None) -> RangeAnalysis:
+    """``analyze`` for a build or a compare: a model ONNX Runtime cannot run (custom ops, a missing
+    onnxruntime) costs a skipped analysis with its reason, never the build or the measurement."""
+    from .errors import TrtprofError
+    from .model import load_onnx
+
+    try:
+        proto = load_onnx(model) if not hasattr(model, "graph") else model
+        return analyze(proto, feeds, keep=keep)
+    except TrtprofError as err:
+        return RangeAnalysis(skipped=str(err))
+    except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
+        from .backends.onnxruntime import _ort_cause
+
+        return RangeAnalysis(skipped=f"{type(err).__name__}: {_ort_cause(str(err))}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Hooks for build and compare
+# ---------------------------------------------------------------------------------------------
+
+
+def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
+              shapes: Mapping[str, tuple[int, ...]] | None, spec: Any) -> RangeAnalysis:
+    """The analysis ``trtprof build --fp16`` records: the bench's default inputs (seed 0) at the
+    smallest batch size, findings already covered by the spec's keep-list marked so."""
+    from .convert.keeplist import KeepFp32
+    from .inputs import make_inputs, resolve_shapes
+
+    try:
+        keep = KeepFp32.from_spec(spec, backend=spec.backend)
+    except Exception:  # noqa: BLE001 - TensorRT < 11's wildcard rules: nothing to mark as covered
+        keep = None
+    feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path)))
+    return analyze_safely(onnx_path, first_samples(feeds, inputs), keep=keep)
+
+
+def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
+                  max_batch: int = MAX_BATCH) -> dict[str, np.ndarray]:
+    """The first ``max_batch`` samples of a larger batch when every input's batch dimension is
+    dynamic (a static batch must be fed whole): the analysis' cost grows with the batch, its answer
+    hardly does (random inputs, one distribution)."""
+    dynamic = all(not isinstance(t.shape[0], int) for t in inputs if t.shape) and bool(inputs)
+    if not dynamic or not all(np.ndim(v) and np.shape(v)[0] > max_batch for v in feeds.values()):
+        return dict(feeds)
+    return {k: v[:max_batch] for k, v in feeds.items()}
+
+
+def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray]) -> RangeAnalysis | None:
+    """The analysis compare puts beside the observed FP16 error: None when no candidate is FP16."""
+    if not any(getattr(r, "precision", None) == "fp16" for r in records.values()):
+        return None
+    if onnx_path is None:
+        return RangeAnalysis(skipped="the FP32 source model is not available (engines dir without its model)")
+    fp16 = next(r for r in records.values() if r.precision == "fp16")
+    from .convert.keeplist import KeepFp32
+
+    try:
+        keep: KeepFp32 | None = KeepFp32.from_spec(fp16.spec, backend=fp16.backend)
+    except Exception:  # noqa: BLE001
+        keep = None
+    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=keep)
+
+
+# Effective precisions of an "fp16" engine that did not compute in FP16 (ORT CPU: FP32 behind casts;
+# TensorRT choosing FP32 kernels everywhere).
+NOT_FP16 = ("fp32+casts", "mixed", "fp32")
+
+
+def caveat(candidate: str, effective: str) -> str | None:
+    """The accuracy caveat for an fp16 candidate whose arithmetic was not (all) FP16."""
+    if candidate != "fp16" or effective not in NOT_FP16:
+        return None
+    how = {"fp32+casts": "every compute node ran in FP32 behind casts (the weights were rounded to FP16)",
+           "mixed": "some compute nodes ran in FP32 behind casts",
+           "fp32": "the engine chose FP32 kernels for every layer"}[effective]
+    return (f"observed error is not FP16's: the fp16 engine ran {effective}: {how}; FP16 arithmetic on a GPU "
+            "can overflow or underflow where this did not: see the FP16 range analysis (predicted)")
+
+
+def annotate(accuracy: Any, analysis: RangeAnalysis | None, candidate_result: Any) -> Any:
+    """The accuracy delta with the prediction and the caveat beside the observation (fp16 only)."""
+    if accuracy is None or getattr(candidate_result, "precision", None) != "fp16":
+        return accuracy
+    effective = str(candidate_result.engine.get("effective_precision", candidate_result.precision))
+    return replace(accuracy, predicted=analysis.to_json() if analysis is not None else None,
+                   caveat=caveat(candidate_result.precision, effective))
+
+
+def predicted_lines(predicted: Mapping[str, Any] | None, shown: int = FINDINGS_SHOWN) -> list[str]:
+    """Text lines of a stored analysis (its JSON), for compare's accuracy block and the report."""
+    if not predicted:
+        return []
+    if predicted.get("skipped"):
+        return [str(predicted.get("summary"))]
+    lines = [str(predicted.get("summary"))]
+    for kind in (OVERFLOW, UNDERFLOW):
+        found = [f for f in predicted.get("findings", []) if f.get("kind") == kind]
+        lines += [str(f.get("message")) for f in found[:shown]]
+        if len(found) > shown:
+            lines.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: accuracy.predicted)")
+    open_findings = [f for f in predicted.get("findings", []) if not f.get("covered")]
+    if len(open_findings) > 1 and predicted.get("suggested_option"):
+        lines.append(f"to keep all of them FP32: {predicted['suggested_option']}")
+    if open_findings:
+        lines.append("keep-lists are build options: trtprof build MODEL --fp16 --layer-precisions …, then compare "
+                     "the engines dir (the newest fp16 engine is used)")
+    return lines
