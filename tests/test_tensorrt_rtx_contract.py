@@ -137,7 +137,7 @@ def test_layer_precisions_go_through_the_fp16_keep_list_only(rtx_nogpu, conv_mod
         _build(conv_model, tmp_path, [Precision.FP16], layer_precisions="*:fp32")
     with pytest.raises(BadInput, match="apply to --fp16 builds only"):
         _build(conv_model, tmp_path, [Precision.FP32], layer_precisions="fc:fp32")
-    with pytest.raises(BadInput, match="names no node of this ONNX model: nosuchnode"):
+    with pytest.raises(BadInput, match="names no node of this model: nosuchnode"):
         _build(conv_model, tmp_path, [Precision.FP16], layer_precisions="nosuchnode:fp32")
 
 
