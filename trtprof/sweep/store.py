@@ -149,6 +149,11 @@ def merge(spec_json: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], late
         entries.append(entry)
     counts = {s: sum(1 for e in entries if e["status"] == s) for s in ("ok", "failed", "missing")}
     warnings = interference_warnings(entries, interference)
+    ids = {c["id"] for c in cells}
+    stale = [rid for rid in latest if rid not in ids]
+    if stale:
+        warnings.append(f"{len(stale)} cell record(s) in this folder belong to no cell of this spec (were models or "
+                        "settings changed before --resume?): they are kept in cells.jsonl but not merged")
     return {
         "schema": SCHEMA, "created": now_iso(), "spec": dict(spec_json), "executor": dict(executor),
         "interrupted": interrupted, "wall_s": wall_s, "cells_total": len(entries),
