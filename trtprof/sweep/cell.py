@@ -132,74 +132,113 @@ def error_line(log_text: str, rc: int) -> str:
     return f"exit code {rc}" + (f": {lines[-1][:300]}" if lines else "")
 
 
+def _attempts(stages: list[tuple[str, list[str]]], slot: Slot, child_env: Mapping[str, str], log_path: Path,
+              processes: Processes | None, timeout_s: float | None,
+              check: Callable[[], str | None] = lambda: None) -> list[dict[str, Any]]:
+    """Run the stages in order, each a trtprof process; on a crash run them all once more.
+
+    ``check`` runs after all stages exit 0 and returns an error (e.g. an unreadable JSON) or None.
+    The last attempt in the returned list has no ``error`` exactly when everything succeeded."""
+    attempts: list[dict[str, Any]] = []
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        t0 = time.perf_counter()
+        rc, stage = 0, stages[-1][0]
+        with open(log_path, "a") as log:
+            if attempt > 1:
+                log.write(f"\n[sweep] attempt {attempt} after: {attempts[-1]['error']}\n")
+            for stage, argv in stages:
+                rc = _run(worker_argv(slot, argv), child_env, log, processes, timeout_s)
+                if rc != 0:
+                    break
+        if processes is not None and processes.stopping.is_set():
+            raise Interrupted(stage)
+        entry: dict[str, Any] = {"attempt": attempt, "stage": stage, "exit_code": rc,
+                                 "seconds": round(time.perf_counter() - t0, 3)}
+        attempts.append(entry)
+        if rc == 0:
+            problem = check()
+            if problem is None:
+                break
+            entry["error"] = problem
+            continue
+        entry["error"] = f"{stage}: {error_line(log_path.read_text(errors='replace'), rc)}"
+        if rc == EXIT_BAD_INPUT:
+            break
+    return attempts
+
+
+def build_model(cell: Cell, slot: Slot, *, processes: Processes | None = None, timeout_s: float | None = None,
+                env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The sweep's pre-build step for one model: ``trtprof build`` with every precision and batch size
+    of the sweep, so the cells after it only load engines. Returns ``ok``, ``error``, ``attempts``, ``log``."""
+    child_env = slot.env(env if env is not None else os.environ)
+    Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="trtprof-build-") as tmp:
+        log_path = Path(tmp) / "build.log"
+        log_path.touch()
+        attempts = _attempts([("build", cell.build_argv())], slot, child_env, log_path, processes, timeout_s)
+        log = log_path.read_text(errors="replace")
+    error = attempts[-1].get("error")
+    return {"ok": error is None, "error": error, "attempts": attempts, "log": log}
+
+
 def run_cell(cell: Cell, slot: Slot, *, processes: Processes | None = None, timeout_s: float | None = None,
-             env: Mapping[str, str] | None = None, identify: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Build (a cache hit after the first cell of a model), then compare/bench; retry a crash once.
+             env: Mapping[str, str] | None = None, build: bool = True) -> dict[str, Any]:
+    """Build (``build=True``: a cache hit after the first cell of a model; the local executor pre-builds
+    and passes False), then compare/bench; a crashed attempt is retried once.
 
     Returns the cell record: what ran, where (host, GPU, cores), how long, the outcome, the result
     JSON itself (``"result"``, for the sweep to store) and the log tail. Raises ``Interrupted`` when
     the sweep is stopping."""
-    from ..environment import host, package_versions
-
     child_env = slot.env(env if env is not None else os.environ)
     started_epoch = time.time()
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    attempts: list[dict[str, Any]] = []
     result: dict[str, Any] | None = None
-    log_text = ""
     with tempfile.TemporaryDirectory(prefix=f"trtprof-cell-{cell.id}-") as tmp:
         out = Path(tmp) / "result.json"
         log_path = Path(tmp) / "cell.log"
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            t0 = time.perf_counter()
-            with open(log_path, "a") as log:
-                if attempt > 1:
-                    log.write(f"\n[sweep] attempt {attempt} after: {attempts[-1]['error']}\n")
-                Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
-                rc = _run(worker_argv(slot, cell.build_argv()), child_env, log, processes, timeout_s)
-                stage = "build"
-                if rc == 0:
-                    stage = cell.kind
-                    rc = _run(worker_argv(slot, cell.run_argv(str(out))), child_env, log, processes, timeout_s)
-            log_text = log_path.read_text(errors="replace")
-            if processes is not None and processes.stopping.is_set():
-                raise Interrupted(cell.id)
-            entry = {"attempt": attempt, "stage": stage, "exit_code": rc, "seconds": round(time.perf_counter() - t0, 3)}
-            if rc == 0:
-                try:
-                    result = json.loads(out.read_text())
-                except (OSError, ValueError) as err:
-                    entry["error"] = f"{cell.kind} exited 0 but its JSON is unreadable: {err}"
-                    attempts.append(entry)
-                    continue
-                attempts.append(entry)
-                break
-            entry["error"] = f"{stage}: {error_line(log_text, rc)}"
-            attempts.append(entry)
-            if rc == EXIT_BAD_INPUT:
-                break
+        log_path.touch()
+        Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
+        stages = ([("build", cell.build_argv())] if build else []) + [(cell.kind, cell.run_argv(str(out)))]
+
+        def check() -> str | None:
+            nonlocal result
+            try:
+                result = json.loads(out.read_text())
+            except (OSError, ValueError) as err:
+                return f"{cell.kind} exited 0 but its JSON is unreadable: {err}"
+            return None
+
+        attempts = _attempts(stages, slot, child_env, log_path, processes, timeout_s, check)
+        log_text = log_path.read_text(errors="replace")
+    if attempts[-1].get("error") is not None:
+        result = None
+    return cell_record(cell, slot, attempts=attempts, result=result, log_text=log_text, started_epoch=started_epoch)
+
+
+def cell_record(cell: Cell, slot: Slot, *, attempts: list[dict[str, Any]], result: Mapping[str, Any] | None,
+                log_text: str, started_epoch: float, error: str | None = None) -> dict[str, Any]:
+    from ..environment import host, package_versions
+
     finished_epoch = time.time()
     env_json = (result or {}).get("environment") or {}
-    record: dict[str, Any] = {
+    failed = result is None
+    return {
         **cell.to_json(),
-        "status": "ok" if result is not None else "failed",
-        "error": None if result is not None else attempts[-1].get("error"),
+        "status": "failed" if failed else "ok",
+        "error": (error or (attempts[-1].get("error") if attempts else None)) if failed else None,
         "attempts": attempts,
         "slot": slot.to_json(),
         "host": env_json.get("host") or host(),
         "gpu": dict(slot.gpu) if slot.gpu else None,
         "packages": env_json.get("packages") or package_versions(),
-        "started": started,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started_epoch)),
         "started_epoch": started_epoch,
         "finished_epoch": finished_epoch,
         "wall_s": round(finished_epoch - started_epoch, 3),
         "summary": summarize(cell.kind, result) if result is not None else [],
-        "result": result,
+        "result": dict(result) if result is not None else None,
         "log_tail": log_text[-LOG_TAIL_CHARS:],
     }
-    if identify is not None:
-        record.update(identify())
-    return record
 
 
 def _num(value: Any) -> float | None:

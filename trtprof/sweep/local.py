@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import BadInput
-from .cell import Interrupted, Processes, Slot, run_cell
+from .cell import Interrupted, Processes, Slot, build_model, cell_record, run_cell
 from .spec import Cell
 
 
@@ -89,33 +90,30 @@ def local_slots(gpus_arg: str | None, workers: int | None, *, gpus: list[dict[st
     return [Slot(name=f"gpu{g.get('index')}", gpu=g, cpus=part) for g, part in zip(chosen, parts)]
 
 
-def run_local(cells: Sequence[Cell], slots: Sequence[Slot], on_record: Callable[[dict[str, Any]], None], *,
-              timeout_s: float | None = None, processes: Processes | None = None) -> None:
-    """Every cell on the first free slot; ``on_record`` as each finishes (from the worker's thread).
+def _pool(items: Sequence[Any], slots: Sequence[Slot], fn: Callable[[Any, Slot], Any], processes: Processes) -> None:
+    """Run ``fn(item, slot)`` for every item on the first free slot (one thread per slot).
 
-    Ctrl-C: the running children are stopped, their half-done cells dropped (not recorded), and
-    KeyboardInterrupt propagates after every worker thread has ended."""
-    todo: "queue.Queue[Cell]" = queue.Queue()
-    for cell in cells:
-        todo.put(cell)
-    processes = processes or Processes()
+    Ctrl-C: the running children are stopped, their half-done items dropped, and KeyboardInterrupt
+    propagates after every worker thread has ended. A bug in ``fn`` stops the pool and is re-raised."""
+    todo: "queue.Queue[Any]" = queue.Queue()
+    for item in items:
+        todo.put(item)
     errors: list[BaseException] = []
 
     def work(slot: Slot) -> None:
         while not processes.stopping.is_set():
             try:
-                cell = todo.get_nowait()
+                item = todo.get_nowait()
             except queue.Empty:
                 return
             try:
-                record = run_cell(cell, slot, processes=processes, timeout_s=timeout_s)
+                fn(item, slot)
             except Interrupted:
                 return
             except BaseException as err:  # noqa: BLE001 - a bug here must stop the sweep, not hang it
                 errors.append(err)
                 processes.stop_all()
                 return
-            on_record(record)
 
     threads = [threading.Thread(target=work, args=(slot,), name=f"sweep-{slot.name}", daemon=True) for slot in slots]
     for t in threads:
@@ -131,3 +129,42 @@ def run_local(cells: Sequence[Cell], slots: Sequence[Slot], on_record: Callable[
         raise
     if errors:
         raise errors[0]
+
+
+def run_local(cells: Sequence[Cell], slots: Sequence[Slot], on_record: Callable[[dict[str, Any]], None], *,
+              timeout_s: float | None = None, processes: Processes | None = None) -> list[dict[str, Any]]:
+    """Pre-build every model once (spread over the slots), then every cell on the first free slot;
+    ``on_record`` as each cell finishes (from the worker's thread). Returns the pre-build summary.
+
+    Why a separate pre-build: a build inside each cell would be a cache hit after the first, but it
+    still costs a process start and the backend's import per cell, time that one GPU and two GPUs
+    pay alike and that would blur what the second GPU buys. A model whose build failed has its cells
+    recorded as failed with the build's error, without running them."""
+    processes = processes or Processes()
+    firsts: dict[tuple[str, ...], Cell] = {}
+    for cell in cells:
+        firsts.setdefault(tuple(cell.build_argv()), cell)
+    builds: dict[tuple[str, ...], tuple[Slot, float, dict[str, Any]]] = {}
+
+    def build(cell: Cell, slot: Slot) -> None:
+        t0 = time.time()
+        builds[tuple(cell.build_argv())] = (slot, t0, build_model(cell, slot, processes=processes, timeout_s=timeout_s))
+
+    _pool(list(firsts.values()), slots, build, processes)
+    summary = []
+    runnable = []
+    for key, first in firsts.items():
+        slot, t0, res = builds[key]
+        summary.append({"model": first.model.stem, "backend": first.model.backend, "slot": slot.name,
+                        "seconds": round(sum(a["seconds"] for a in res["attempts"]), 3), "ok": res["ok"],
+                        "error": res["error"]})
+    for cell in cells:
+        slot, t0, res = builds[tuple(cell.build_argv())]
+        if res["ok"]:
+            runnable.append(cell)
+        else:
+            on_record(cell_record(cell, slot, attempts=res["attempts"], result=None, log_text=res["log"],
+                                  started_epoch=t0))
+    _pool(runnable, slots, lambda cell, slot: on_record(run_cell(cell, slot, processes=processes,
+                                                                  timeout_s=timeout_s, build=False)), processes)
+    return summary

@@ -74,7 +74,7 @@ def run_sweep(
 
         info: dict[str, Any] = {"name": "local", "slots": [s.to_json() for s in slots]}
         try:
-            run_local(todo, slots, record, timeout_s=timeout_s)
+            info["prebuild"] = run_local(todo, slots, record, timeout_s=timeout_s)
         except KeyboardInterrupt:
             interrupted = True
     elif executor == "ray":
