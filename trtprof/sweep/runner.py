@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ..cache import now_iso
 from ..errors import BadInput
 from .cell import Slot
 from .spec import SweepSpec
@@ -88,9 +89,11 @@ def run_sweep(
     else:
         raise BadInput(f"--executor {executor!r}: choose local or ray")
     wall = time.perf_counter() - started
-    info.update({"run_wall_s": round(wall, 3), "cells_run": ran, "cells_skipped": len(cells) - len(todo)})
+    info.update({"run_wall_s": round(wall, 3), "cells_run": ran, "cells_skipped": len(cells) - len(todo),
+                 "interrupted": interrupted, "finished": now_iso()})
+    runs = store.add_run(info)
     merged = merge(spec_json(spec), [c.to_json() for c in cells], store.latest(), executor=info,
-                   interference=interference, interrupted=interrupted, wall_s=round(wall, 3))
+                   interference=interference, interrupted=interrupted, wall_s=round(wall, 3), runs=runs)
     path = store.write_merged(merged)
     return SweepOutcome(merged_path=path, merged=merged, ran=ran, skipped=len(cells) - len(todo),
                         interrupted=interrupted)

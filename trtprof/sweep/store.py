@@ -24,6 +24,7 @@ from ..errors import BadInput
 
 SCHEMA = "trtprof.sweep/1"
 LOG = "cells.jsonl"
+RUNS = "runs.jsonl"  # one line per `trtprof sweep` run into this folder: executor, workers, wall time
 MERGED = "sweep.json"
 CSV = "sweep.csv"
 
@@ -80,6 +81,18 @@ class SweepStore:
                 os.fsync(fh.fileno())
         return rec
 
+    def add_run(self, info: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Append this run's executor info; return every run's, oldest first."""
+        with open(self.out / RUNS, "a") as fh:
+            fh.write(json.dumps(dict(info)) + "\n")
+        runs = []
+        for line in (self.out / RUNS).read_text().splitlines():
+            try:
+                runs.append(json.loads(line))
+            except ValueError:
+                continue
+        return runs
+
     def write_merged(self, merged: Mapping[str, Any]) -> Path:
         from .matrix import to_csv
 
@@ -135,7 +148,7 @@ def interference_warnings(entries: Iterable[Mapping[str, Any]], interference: Ma
 
 def merge(spec_json: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], latest: Mapping[str, Mapping[str, Any]],
           *, executor: Mapping[str, Any], interference: Mapping[str, Any] | None, interrupted: bool,
-          wall_s: float | None) -> dict[str, Any]:
+          wall_s: float | None, runs: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The merged result: every cell of the spec in order, with its last record (or ``missing``)."""
     records = [dict(latest[c["id"]]) for c in cells if c["id"] in latest]
     beside = neighbours(records)
@@ -156,6 +169,7 @@ def merge(spec_json: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], late
                         "settings changed before --resume?): they are kept in cells.jsonl but not merged")
     return {
         "schema": SCHEMA, "created": now_iso(), "spec": dict(spec_json), "executor": dict(executor),
+        "runs": [dict(r) for r in runs],
         "interrupted": interrupted, "wall_s": wall_s, "cells_total": len(entries),
         "cells_ok": counts["ok"], "cells_failed": counts["failed"], "cells_missing": counts["missing"],
         "interference": dict(interference) if interference else None, "warnings": warnings, "entries": entries,
