@@ -222,6 +222,19 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+def _cell_process(tmp_path: Path, stage: bytes) -> int | None:
+    """The pid of a running cell process (``trtprof.sweep.worker … STAGE …``) of this test, if any."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"trtprof.sweep.worker" in argv and stage in argv and any(str(tmp_path).encode() in a for a in argv):
+                return int(entry.name)
+    return None
+
+
 def _wait_for(predicate, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -271,16 +284,7 @@ def test_a_killed_cell_process_is_retried_once(tmp_path, two_models):
                             stderr=subprocess.PIPE, text=True)
 
     def compare_pid() -> int | None:
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    argv = (entry / "cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if b"trtprof.sweep.worker" in argv and b"compare" in argv \
-                        and any(str(tmp_path).encode() in a for a in argv):
-                    return int(entry.name)
-        return None
+        return _cell_process(tmp_path, b"compare")
 
     try:
         _wait_for(lambda: compare_pid() is not None or proc.poll() is not None)
@@ -336,6 +340,31 @@ def test_ray_executor_streams_cells_and_records_failures(tmp_path, two_models, b
     (entry,) = json.loads((tmp_path / "typed" / "sweep.json").read_text())["entries"]
     assert entry["status"] == "failed" and "accelerator_type:H200" in entry["error"]
     assert entry["gpu_type_wanted"] == "H200"
+    capsys.readouterr()
+
+
+def test_ray_task_whose_worker_dies_is_retried(tmp_path, two_models, local_ray, capsys):
+    """A lost task: SIGKILL the Ray worker process running the cell; Ray runs the task again."""
+    import threading
+
+    out = tmp_path / "sweep"
+    result: list[int] = []
+    argv = ["sweep", "--models", str(two_models[0]), "--batch-sizes", "1", "--executor", "ray",
+            "--engines", str(tmp_path / "engines"), "--out", str(out), "--backend", "onnxruntime",
+            "--time-budget-s", "2", "--round-iterations", "10"]
+    thread = threading.Thread(target=lambda: result.append(main(argv)), daemon=True)
+    thread.start()
+    _wait_for(lambda: _cell_process(tmp_path, b"compare") is not None or not thread.is_alive())
+    child = _cell_process(tmp_path, b"compare")
+    assert child is not None, "the cell finished before it could be killed"
+    status = Path(f"/proc/{child}/status").read_text()
+    ray_worker = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+    os.kill(ray_worker, signal.SIGKILL)
+    thread.join(timeout=240)
+    assert result == [0]
+    (rec,) = _lines(out / "cells.jsonl")
+    assert rec["status"] == "ok" and rec["ray"]["worker_pid"] != ray_worker
+    _wait_for(lambda: not Path(f"/proc/{child}").exists(), timeout_s=10)  # the orphaned cell process ended too
     capsys.readouterr()
 
 

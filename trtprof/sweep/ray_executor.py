@@ -10,6 +10,7 @@ trtprof and the model files at the same paths (a shared filesystem, or the same 
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Sequence
 
 from ..errors import BadInput, MissingDependency
@@ -45,7 +46,8 @@ def ray_cell_task(cell: Cell, use_gpu: bool) -> dict[str, Any]:
             gpu = {"index": ids[0], "uuid": None}
     slot = Slot(name=f"ray:{node[:8]}" + (f":gpu{gpu.get('index')}" if gpu else ""), gpu=gpu)
     record = run_cell(cell, slot)
-    record["ray"] = {"node_id": node, "task_id": ctx.get_task_id(), "gpu_ids": [str(i) for i in ray.get_gpu_ids()]}
+    record["ray"] = {"node_id": node, "task_id": ctx.get_task_id(), "worker_id": ctx.get_worker_id(),
+                     "worker_pid": os.getpid(), "gpu_ids": [str(i) for i in ray.get_gpu_ids()]}
     return record
 
 
