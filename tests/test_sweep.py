@@ -60,12 +60,12 @@ def test_toml_spec_with_per_model_overrides(tmp_path, two_models):
     assert wide.batch_sizes == (4,) and wide.shape == ("input:1x3x16x16",) and wide.time_budget_s == 2.0
     assert spec.engines == str((spec_file.parent / "eng").resolve())
     cells = spec.cells()
-    # round-robin over models: the second model starts second, not after all of the first's cells
-    assert [(c.model.stem, c.batch_size) for c in cells] == [("small", 1), ("wide", 4), ("small", 8)]
+    # largest batch first (the long cells must not be the last ones on a worker)
+    assert [(c.model.stem, c.batch_size) for c in cells] == [("small", 8), ("wide", 4), ("small", 1)]
     assert len({c.id for c in cells}) == 3 and [c.id for c in load_spec(spec_file).cells()] == [c.id for c in cells]
     argv = cells[1].run_argv("out.json")
     assert argv[:2] == ["compare", cells[1].engines_dir] and "--time-budget-s" in argv and "4" in argv
-    build = cells[0].build_argv()  # the whole batch list: one engine per precision for every cell of the model
+    build = cells[2].build_argv()  # the whole batch list: one engine per precision for every cell of the model
     assert build[build.index("--batch-sizes") + 1] == "1,8" and "--fp32" in build and "--fp16" in build
     # flags override the spec
     assert load_spec(spec_file, {"batch_sizes": "2"}).models[0].batch_sizes == (2,)
