@@ -212,6 +212,35 @@ def test_local_sweep_two_workers_two_models_and_a_failing_cell(tmp_path, two_mod
     assert "| small | 4 |" in capsys.readouterr().out
 
 
+def test_bench_cells_yaml_spec_and_a_cell_timeout(tmp_path, two_models, capsys):
+    pytest.importorskip("yaml")
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(f"sweep:\n  kind: bench\n  backend: onnxruntime\n  iterations: 20\n  batch_sizes: [3]\n"
+                    f"models:\n  - path: {two_models[0].name}\n")
+    out = tmp_path / "bench"
+    assert main(["sweep", str(spec), "--gpus", "none", "--out", str(out), "--engines", str(tmp_path / "e")]) == 0
+    printed = capsys.readouterr().out
+    (entry,) = json.loads((out / "sweep.json").read_text())["entries"]
+    assert entry["kind"] == "bench" and entry["status"] == "ok"
+    assert sorted(r["precision"] for r in entry["summary"]) == ["fp16", "fp32"]
+    assert all(r["batch_size"] == 3 and r["n"] == 20 and r["median_ms"] > 0 for r in entry["summary"])
+    assert "| small | " in printed and " fp32 | " in printed  # the bench table of the Markdown summary
+
+    # a step that outlives --cell-timeout-s is killed and recorded, not retried
+    out2 = tmp_path / "slow"
+    assert main(["sweep", "--models", str(two_models[0]), "--gpus", "none", "--cell-timeout-s", "0.05",
+                 "--out", str(out2), "--engines", str(tmp_path / "e2"), *FAST]) == 1
+    (entry,) = json.loads((out2 / "sweep.json").read_text())["entries"]
+    assert entry["status"] == "failed" and "killed after the cell timeout of 0.05 s" in entry["error"]
+    assert len(entry["attempts"]) == 1 and entry["attempts"][0]["exit_code"] == 124
+    capsys.readouterr()
+
+
+def test_gpu_types_need_the_ray_executor(tmp_path, two_models, capsys):
+    assert main(["sweep", "--models", str(two_models[0]), "--gpu-types", "H200", "--out", str(tmp_path / "o")]) == 2
+    assert "--executor ray" in capsys.readouterr().err
+
+
 def _sweep_cmd(models: str, out: Path, engines: Path, budget: str) -> list[str]:
     return [sys.executable, "-m", "trtprof", "sweep", "--models", models, "--batch-sizes", "1,2",
             "--gpus", "none", "--workers", "1", "--engines", str(engines), "--out", str(out),

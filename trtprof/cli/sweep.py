@@ -91,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
         print("workers: " + ", ".join(
             f"{s.name}" + (f" ({s.gpu.get('name')} {s.gpu.get('uuid')})" if s.gpu else "")
             + (f" cores {s.cpus[0]}-{s.cpus[-1]}" if s.cpus else "") for s in slots))
+        if spec.gpu_types:
+            raise BadInput("--gpu-types / gpu_types: GPU types are chosen by the Ray executor (--executor ray); "
+                           "the local executor runs on this host's GPUs (--gpus)")
     elif args.gpus is not None or args.workers is not None:
         raise BadInput("--gpus/--workers are for --executor local; Ray gives each cell one GPU (or --ray-cpus-per-cell)")
     lock = threading.Lock()

@@ -22,6 +22,7 @@ from .spec import Cell
 # Exit codes of a cell's trtprof processes. 2 = bad input (TrtprofError): the same input fails the same
 # way again, so it is not retried. Anything else (a crash, a signal, the OOM killer) is retried once.
 EXIT_BAD_INPUT = 2
+EXIT_TIMEOUT = 124  # as timeout(1): the step outlived --cell-timeout-s; it would again, so no retry
 MAX_ATTEMPTS = 2
 LOG_TAIL_CHARS = 4000
 
@@ -115,7 +116,7 @@ def _run(argv: list[str], env: Mapping[str, str], log: Any, processes: Processes
         proc.kill()
         proc.wait()
         log.write(f"\n[sweep] killed after the cell timeout of {timeout_s:g} s\n")
-        return -9
+        return EXIT_TIMEOUT
     finally:
         if processes is not None:
             processes.discard(proc)
@@ -124,6 +125,8 @@ def _run(argv: list[str], env: Mapping[str, str], log: Any, processes: Processes
 def error_line(log_text: str, rc: int) -> str:
     """The one-line cause: the CLI's ``trtprof X: error: …`` line, else the last line, else the code."""
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+    if rc == EXIT_TIMEOUT and lines and lines[-1].startswith("[sweep] killed after"):
+        return lines[-1][len("[sweep] "):]
     for line in reversed(lines):
         if ": error:" in line and line.startswith("trtprof"):
             return line
@@ -162,7 +165,7 @@ def _attempts(stages: list[tuple[str, list[str]]], slot: Slot, child_env: Mappin
             entry["error"] = problem
             continue
         entry["error"] = f"{stage}: {error_line(log_path.read_text(errors='replace'), rc)}"
-        if rc == EXIT_BAD_INPUT:
+        if rc in (EXIT_BAD_INPUT, EXIT_TIMEOUT):
             break
     return attempts
 
