@@ -372,6 +372,28 @@ def test_ray_executor_streams_cells_and_records_failures(tmp_path, two_models, b
     capsys.readouterr()
 
 
+def test_ray_gpu_tasks_and_gpu_types_on_declared_resources(tmp_path, two_models, capsys):
+    """The GPU path of the Ray executor on a CPU machine: Ray is told it has 2 GPUs and 2 nodes' worth
+    of a custom GPU type (no real GPU: the cells still run on onnxruntime's CPU provider)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, num_gpus=2, resources={"accelerator_type:FakeGPU": 2}, include_dashboard=False,
+             log_to_driver=False)
+    try:
+        out = tmp_path / "sweep"
+        rc = main(["sweep", "--models", str(two_models[0]), "--batch-sizes", "1,2", "--executor", "ray",
+                   "--gpu-types", "FakeGPU", "--engines", str(tmp_path / "engines"), "--out", str(out), *FAST])
+    finally:
+        ray.shutdown()
+    assert rc == 0
+    merged = json.loads((out / "sweep.json").read_text())
+    assert merged["executor"]["use_gpu"] is True
+    for e in merged["entries"]:
+        assert e["status"] == "ok" and e["gpu_type_wanted"] == "FakeGPU"
+        (gpu_id,) = e["ray"]["gpu_ids"]
+        assert gpu_id in ("0", "1") and e["gpu"]["index"] == int(gpu_id)  # the GPU Ray gave the task is recorded
+    assert "FakeGPU: fp16 vs fp32" in capsys.readouterr().out  # the matrix column is the GPU type
+
+
 def test_ray_task_whose_worker_dies_is_retried(tmp_path, two_models, local_ray, capsys):
     """A lost task: SIGKILL the Ray worker process running the cell; Ray runs the task again."""
     import threading

@@ -39,11 +39,14 @@ def ray_cell_task(cell: Cell, use_gpu: bool) -> dict[str, Any]:
     if use_gpu:
         from ..nvml import describe_gpus
 
-        ids = [int(i) for i in ray.get_gpu_ids()]
-        gpus = {g.get("index"): g for g in describe_gpus()}
-        gpu = gpus.get(ids[0]) if ids else None
-        if gpu is None and ids:  # no NVML on the node: still pin the index Ray chose
-            gpu = {"index": ids[0], "uuid": None}
+        ids = [str(i) for i in ray.get_gpu_ids()]
+        if ids:
+            # Ray's id is what the node's CUDA_VISIBLE_DEVICES listed: an index (NVML's order, as
+            # CUDA_DEVICE_ORDER=PCI_BUS_ID) or a UUID.
+            mine = ids[0]
+            gpu = next((g for g in describe_gpus() if str(g.get("index")) == mine or g.get("uuid") == mine), None)
+            if gpu is None:  # no NVML on the node: still pin the device Ray chose
+                gpu = {"index": int(mine) if mine.isdigit() else None, "uuid": None if mine.isdigit() else mine}
     slot = Slot(name=f"ray:{node[:8]}" + (f":gpu{gpu.get('index')}" if gpu else ""), gpu=gpu)
     record = run_cell(cell, slot)
     record["ray"] = {"node_id": node, "task_id": ctx.get_task_id(), "worker_id": ctx.get_worker_id(),
