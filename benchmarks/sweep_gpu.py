@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-sizes", default="1,64,256")
     ap.add_argument("--precisions", default="fp32,tf32,fp16")
     ap.add_argument("--skip-interference", action="store_true")
+    ap.add_argument("--only-interference", action="store_true",
+                    help="export + build, then only the interference benchmark (no sweeps)")
     ap.add_argument("--cpu-dry-run", action="store_true",
                     help="check this script on a CPU: two small demo models on onnxruntime, 1 vs 2 CPU workers")
     args = ap.parse_args(argv)
@@ -79,17 +81,23 @@ def main(argv: list[str] | None = None) -> int:
     for argv_ in firsts:
         if trtprof(*argv_, log=log) != 0:
             return 1
+    if args.only_interference:
+        runs = ()
     walls = {}
     for name, where in runs:
         rc = trtprof("sweep", str(spec), *where, "--out", str(work / name), log=log)
         merged = json.loads((work / name / "sweep.json").read_text())
         walls[name] = merged["executor"]["run_wall_s"]
         print(f"{name}: rc {rc}, {merged['cells_ok']}/{merged['cells_total']} ok, wall {walls[name]:.1f} s", flush=True)
-    ratio = walls["one_gpu"] / walls["two_gpus"]
-    print(f"\nSWEEP WALL TIME: one GPU {walls['one_gpu']:.1f} s, two GPUs {walls['two_gpus']:.1f} s, "
-          f"ratio {ratio:.3f}x (target >= 1.8x)", flush=True)
-    summary = {"one_gpu_wall_s": walls["one_gpu"], "two_gpus_wall_s": walls["two_gpus"], "ratio": ratio,
-               "order": "one GPU first, then two GPUs; engines pre-built before both"}
+    if walls:
+        ratio = walls["one_gpu"] / walls["two_gpus"]
+        print(f"\nSWEEP WALL TIME: one GPU {walls['one_gpu']:.1f} s, two GPUs {walls['two_gpus']:.1f} s, "
+              f"ratio {ratio:.3f}x (target >= 1.8x)", flush=True)
+        summary = {"one_gpu_wall_s": walls["one_gpu"], "two_gpus_wall_s": walls["two_gpus"], "ratio": ratio,
+                   "order": "one GPU first, then two GPUs; engines pre-built before both"}
+        (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        # keep the sweeps now: a later step cut off by a time limit must not lose them
+        subprocess.run(["tar", "czf", str(out / "sweeps.tgz"), "-C", str(work), "one_gpu", "two_gpus", "sweep.toml"])
     interference = out / "sweep_interference.json"
     if not args.skip_interference:
         cmd = [sys.executable, str(ROOT / "benchmarks/sweep_interference.py"), str(models[0]), "--backend", backend,
@@ -97,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
                "--engines", str(work / "engines"), "--out", str(interference)]
         print("$ " + " ".join(cmd), flush=True)
         subprocess.run(cmd)
-        if interference.is_file():  # re-merge the two-GPU sweep with the figures (no cell runs again)
+        if interference.is_file() and walls:  # re-merge the two-GPU sweep with the figures (no cell runs again)
             trtprof("sweep", str(spec), *runs[1][1], "--out", str(work / "two_gpus"), "--resume",
                     "--interference", str(interference), log=log)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    if not walls:
+        return 0
     trtprof("report", str(work / "two_gpus" / "sweep.json"), "-o", str(work / "two_gpus" / "report.html"), log=log)
     trtprof("report", str(work / "one_gpu" / "sweep.json"), "-o", str(work / "one_gpu" / "report.html"), log=log)
     subprocess.run(["tar", "czf", str(out / "sweeps.tgz"), "-C", str(work), "one_gpu", "two_gpus", "sweep.toml"])
