@@ -230,9 +230,21 @@ def _model_plan(entry: Mapping[str, Any], defaults: Mapping[str, Any], base: Pat
         round_iterations=number("round_iterations", int), iterations=number("iterations", int),
         target_ci=number("target_ci", float),
         shape=tuple(str(s) for s in _as_list(merged.get("shape", []), "shape", where)),
-        args=tuple(str(a) for a in (merged.get("args") or [])) if not isinstance(merged.get("args"), str)
-        else tuple(str(merged["args"]).split()),
+        args=_extra_args(merged.get("args"), where),
     )
+
+
+def _extra_args(value: Any, where: str) -> tuple[str, ...]:
+    """``args = ["--cuda-graph"]`` or ``args = "--cuda-graph --no-copies"`` (split like a shell)."""
+    import shlex
+
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    if isinstance(value, (list, tuple)):
+        return tuple(str(a) for a in value)
+    raise BadInput(f"{where}: args must be a list of flags or one string")
 
 
 def make_spec(data: Mapping[str, Any], *, base: Path, overrides: Mapping[str, Any] | None = None,
