@@ -167,6 +167,27 @@ def test_neighbours_are_overlapping_cells_on_the_same_host():
     assert beside["c"] == [] and beside["d"] == []  # another host is not a neighbour
 
 
+def test_interference_warnings_use_the_measured_figures(tmp_path):
+    from trtprof.sweep.runner import read_interference
+    from trtprof.sweep.store import interference_warnings
+
+    crowded = [{"id": "a", "gpu": None, "beside": [{"id": "b"}]}, {"id": "b", "gpu": None, "beside": [{"id": "a"}]},
+               {"id": "c", "gpu": {"uuid": "GPU-1"}, "beside": [{"id": "d"}]}]
+    (unmeasured,) = interference_warnings(crowded, None)
+    assert "3 cell(s) ran beside" in unmeasured and "sweep_interference" in unmeasured
+    figures = {"cpu": {"above_noise": True, "worst_slowdown": 0.05, "noise_floor": 0.012, "device": "Xeon"},
+               "gpu": {"above_noise": False, "worst_slowdown": 0.004, "noise_floor": 0.01, "device": "H200"}}
+    (cpu,) = interference_warnings(crowded, figures)  # GPU figures within the noise: no GPU warning
+    assert cpu.startswith("2 CPU cell(s)") and "+5.0%" in cpu and "±1.2%" in cpu and "Xeon" in cpu
+    assert interference_warnings([{"id": "x", "beside": []}], figures) == []
+    path = tmp_path / "figures.json"
+    path.write_text(json.dumps(figures))
+    assert read_interference(path) == figures
+    path.write_text("{}")
+    with pytest.raises(BadInput, match="not a sweep_interference result"):
+        read_interference(path)
+
+
 # --- real sweeps (ONNX Runtime, CPU) ------------------------------------------------------------------
 
 
