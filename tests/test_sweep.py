@@ -285,6 +285,15 @@ def _cell_process(tmp_path: Path, stage: bytes) -> int | None:
     return None
 
 
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie nobody reaped yet (an orphan's new parent may be slow to reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
 def _wait_for(predicate, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -436,7 +445,7 @@ def test_ray_task_whose_worker_dies_is_retried(tmp_path, two_models, local_ray, 
     assert result == [0]
     (rec,) = _lines(out / "cells.jsonl")
     assert rec["status"] == "ok" and rec["ray"]["worker_pid"] != ray_worker
-    _wait_for(lambda: not Path(f"/proc/{child}").exists(), timeout_s=10)  # the orphaned cell process ended too
+    _wait_for(lambda: _ended(child), timeout_s=10)  # the orphaned cell process ended too
     capsys.readouterr()
 
 
