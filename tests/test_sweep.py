@@ -321,8 +321,9 @@ def test_sigint_keeps_finished_cells_and_resume_skips_them(tmp_path, two_models)
     assert 1 <= len(kept) < 4 and all(r["status"] == "ok" for r in kept)
     merged = json.loads((out / "sweep.json").read_text())
     assert merged["interrupted"] is True and merged["cells_missing"] == 4 - len(kept)
+    assert _cell_process(tmp_path, b"compare") is None  # the interrupted cell's process was stopped …
     time.sleep(0.5)
-    assert len(_lines(out / "cells.jsonl")) == len(kept)  # the interrupted cell's child was stopped
+    assert len(_lines(out / "cells.jsonl")) == len(kept)  # … and recorded nothing
 
     done = subprocess.run(_sweep_cmd(models, out, engines, "1") + ["--resume"], env=env, capture_output=True,
                           text=True, timeout=300)
