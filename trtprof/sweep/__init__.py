@@ -7,8 +7,9 @@ The sweep reads the cell's result JSON back and never imports the measuring code
 statistics (``trtprof compare``) can change without touching the scheduling here.
 
 Layout: ``spec`` (what to run: the SPEC file and the cells), ``cell`` (run one cell in a
-subprocess, retry once, read its result back), ``local`` and ``ray_executor`` (where cells run),
-``store`` (the append-only log that makes finished cells survive Ctrl-C, and the merged result),
-``matrix`` (the verdict matrix, CSV and per-cell pages). Nothing here imports ray, torch or
-onnxruntime at module level.
+subprocess, retry a crash once, read its result back), ``worker`` (the pinned entry point of those
+subprocesses), ``local`` and ``ray_executor`` (where cells run), ``store`` (the append-only log that
+makes finished cells survive Ctrl-C, neighbours, the merged result), ``runner`` (spec → executor →
+store, ``--resume``), ``matrix`` (the verdict matrix, CSV and per-cell pages). Nothing here imports
+ray, torch or onnxruntime at module level.
 """
