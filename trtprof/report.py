@@ -331,7 +331,12 @@ def render_html(data: Mapping[str, Any]) -> str:
 def write_report(path: Path, out: Path) -> tuple[Path, str]:
     """Write the HTML next to nothing else; return (html path, Markdown summary)."""
     from .cache import atomic_write_text
+    from .sweep.store import SCHEMA as SWEEP_SCHEMA
 
+    if read_json(Path(path)).get("schema") == SWEEP_SCHEMA:  # a `trtprof sweep` result: its own page
+        from .sweep.matrix import write_sweep_report
+
+        return write_sweep_report(path, out)
     data = load(path)
     page = render_html(data)
     out = Path(out)

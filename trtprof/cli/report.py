@@ -12,7 +12,9 @@ def add_parser(sub) -> None:
                        description="Verdict table, speedup vs batch with CI error bars, histograms and ECDFs per "
                                    "batch size, diagnosis and environment in one HTML file (plots embedded); the "
                                    "Markdown summary goes to stdout.")
-    p.add_argument("results", type=Path, help="JSON written by `trtprof compare` (or `trtprof bench`)")
+    p.add_argument("results", type=Path,
+                   help="JSON written by `trtprof compare` (or `trtprof bench`; or OUT/sweep.json of `trtprof sweep`: "
+                        "the verdict matrix, plus one page per cell in <HTML stem>_cells/)")
     p.add_argument("-o", "--out", type=Path, default=Path("report.html"), help="HTML output (default report.html)")
     _common.add_common_debug(p)
     p.set_defaults(func=run)

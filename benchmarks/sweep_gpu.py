@@ -1,0 +1,120 @@
+"""The issue-14 sweep on a 2-GPU host: ResNet-50 and the Conv2D+ELU net, fp32/tf32/fp16, batch 1/64/256.
+
+In one run, side by side: the same sweep (``trtprof sweep``, local executor, torch backend) on one
+GPU (``--gpus 0``) and on both (``--gpus all``), printing the wall-time ratio; then
+``benchmarks/sweep_interference.py`` (ResNet-50 batch 64 alone / beside a busy neighbour on the other
+GPU / alone again); the two-GPU sweep re-merged with those figures; ``trtprof report`` of it.
+
+The engines are built once before both sweeps (``trtprof build`` of each model), so both sweeps' own
+pre-build steps are cache hits and the ratio compares the cells, not who paid for the first build.
+Models are exported on the machine with torch/torchvision (``benchmarks/gpu_fidelity.py``).
+
+    python3 benchmarks/sweep_gpu.py --out-dir $OUT/sweep_gpu --time-budget-s 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def trtprof(*args: str, log: Path | None = None) -> int:
+    cmd = [sys.executable, "-m", "trtprof", *args]
+    print("$ trtprof " + " ".join(args), flush=True)
+    t0 = time.perf_counter()
+    with open(log, "a") if log else open("/dev/null", "w") as fh:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        fh.write(proc.stdout)
+    print(proc.stdout, end="", flush=True)
+    print(f"[exit {proc.returncode}, {time.perf_counter() - t0:.1f} s]", flush=True)
+    return proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/sweep_gpu"))
+    ap.add_argument("--time-budget-s", default="3")
+    ap.add_argument("--batch-sizes", default="1,64,256")
+    ap.add_argument("--precisions", default="fp32,tf32,fp16")
+    ap.add_argument("--skip-interference", action="store_true")
+    ap.add_argument("--only-interference", action="store_true",
+                    help="export + build, then only the interference benchmark (no sweeps)")
+    ap.add_argument("--cpu-dry-run", action="store_true",
+                    help="check this script on a CPU: two small demo models on onnxruntime, 1 vs 2 CPU workers")
+    args = ap.parse_args(argv)
+
+    out, work = args.out_dir, args.work
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    log = out / "sweep_gpu.log"
+    if args.cpu_dry_run:
+        from trtprof.samples import make_demo_model
+
+        models = [make_demo_model(work / "a.onnx", channels=8, image=16, classes=10),
+                  make_demo_model(work / "b.onnx", channels=4, image=8, classes=5)]
+        backend, runs, device = "onnxruntime", (("one_gpu", ["--gpus", "none"]), ("two_gpus", ["--gpus", "none", "--workers", "2"])), "cpu"
+    else:
+        from gpu_fidelity import export_conv_elu, export_resnet50
+
+        models = [export_resnet50(work / "resnet50.onnx"), export_conv_elu(work / "conv_elu.onnx")]
+        backend, runs, device = "torch", (("one_gpu", ["--gpus", "0"]), ("two_gpus", ["--gpus", "all"])), "gpu"
+    spec = work / "sweep.toml"
+    spec.write_text(
+        f"[sweep]\nkind = \"compare\"\nbackend = \"{backend}\"\n"
+        f"precisions = {json.dumps(args.precisions.split(','))}\n"
+        f"batch_sizes = {json.dumps([int(b) for b in args.batch_sizes.split(',')])}\n"
+        f"time_budget_s = {float(args.time_budget_s)}\nengines = \"{work / 'engines'}\"\n\n"
+        + "".join(f"[[models]]\npath = \"{m}\"\n\n" for m in models))
+    (out / "sweep.toml").write_text(spec.read_text())
+    # Pre-build outside the timed sweeps: the same build argv the sweep uses, so they are cache hits.
+    from trtprof.sweep.spec import load_spec
+
+    firsts = {tuple(c.build_argv()): c for c in load_spec(spec).cells()}
+    for argv_ in firsts:
+        if trtprof(*argv_, log=log) != 0:
+            return 1
+    if args.only_interference:
+        runs = ()
+    walls = {}
+    for name, where in runs:
+        rc = trtprof("sweep", str(spec), *where, "--out", str(work / name), log=log)
+        merged = json.loads((work / name / "sweep.json").read_text())
+        walls[name] = merged["executor"]["run_wall_s"]
+        print(f"{name}: rc {rc}, {merged['cells_ok']}/{merged['cells_total']} ok, wall {walls[name]:.1f} s", flush=True)
+    if walls:
+        ratio = walls["one_gpu"] / walls["two_gpus"]
+        print(f"\nSWEEP WALL TIME: one GPU {walls['one_gpu']:.1f} s, two GPUs {walls['two_gpus']:.1f} s, "
+              f"ratio {ratio:.3f}x (target >= 1.8x)", flush=True)
+        summary = {"one_gpu_wall_s": walls["one_gpu"], "two_gpus_wall_s": walls["two_gpus"], "ratio": ratio,
+                   "order": "one GPU first, then two GPUs; engines pre-built before both"}
+        (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        # keep the sweeps now: a later step cut off by a time limit must not lose them
+        subprocess.run(["tar", "czf", str(out / "sweeps.tgz"), "-C", str(work), "one_gpu", "two_gpus", "sweep.toml"])
+    interference = out / "sweep_interference.json"
+    if not args.skip_interference:
+        cmd = [sys.executable, str(ROOT / "benchmarks/sweep_interference.py"), str(models[0]), "--backend", backend,
+               "--batch-size", "64", "--precisions", "fp32,fp16", "--time-budget-s", args.time_budget_s, "--device", device,
+               "--engines", str(work / "engines"), "--out", str(interference)]
+        print("$ " + " ".join(cmd), flush=True)
+        subprocess.run(cmd)
+        if interference.is_file() and walls:  # re-merge the two-GPU sweep with the figures (no cell runs again)
+            trtprof("sweep", str(spec), *runs[1][1], "--out", str(work / "two_gpus"), "--resume",
+                    "--interference", str(interference), log=log)
+    if not walls:
+        return 0
+    trtprof("report", str(work / "two_gpus" / "sweep.json"), "-o", str(work / "two_gpus" / "report.html"), log=log)
+    trtprof("report", str(work / "one_gpu" / "sweep.json"), "-o", str(work / "one_gpu" / "report.html"), log=log)
+    subprocess.run(["tar", "czf", str(out / "sweeps.tgz"), "-C", str(work), "one_gpu", "two_gpus", "sweep.toml"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""The merged sweep as a verdict matrix (model × batch rows, GPU type × comparison columns), a CSV
+with one row per comparison, and an HTML page that links one page per cell (``trtprof report``)."""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import BadInput
+from .store import SCHEMA
+
+CSV_COLUMNS = ("model", "kind", "batch_size", "device_type", "gpu_uuid", "host", "driver", "backend", "baseline",
+               "candidate", "precision", "speedup", "ci_low", "ci_high", "verdict", "baseline_median_ms",
+               "candidate_median_ms", "median_ms", "p99_ms", "throughput_per_s", "status", "error", "beside",
+               "cell_id", "wall_s", "result_file")
+
+
+def device_type(entry: Mapping[str, Any]) -> str:
+    """What the matrix columns group by: the GPU name, or the CPU for CPU cells."""
+    gpu = entry.get("gpu") or {}
+    if gpu.get("name"):
+        return str(gpu["name"])
+    if entry.get("gpu_type_wanted"):
+        return str(entry["gpu_type_wanted"])
+    return f"CPU {(entry.get('host') or {}).get('cpu', '')}".strip()
+
+
+def _fmt_speedup(row: Mapping[str, Any]) -> str:
+    s, lo, hi = row.get("speedup"), row.get("ci_low"), row.get("ci_high")
+    if s is None:
+        return "–"
+    ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else ""
+    return f"{s:.3f}×{ci} {row.get('verdict') or ''}".strip()
+
+
+def matrix(merged: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the verdict matrix (compare cells; failed cells say so in their column)."""
+    cols: dict[tuple[str, str], None] = {}
+    cells: dict[tuple[str, int], dict[tuple[str, str], str]] = defaultdict(dict)
+    for e in merged.get("entries", []):
+        if e.get("kind") != "compare":
+            continue
+        dev = device_type(e)
+        key = (str(e.get("model")), int(e.get("batch_size") or 0))
+        if e.get("status") != "ok":
+            pairs = [f"{c} vs {e['precisions'][0]}" for c in (e.get("precisions") or [])[1:]] or ["?"]
+            for pair in pairs:
+                cols[(dev, pair)] = None
+                cells[key][(dev, pair)] = e["status"] + (f": {e.get('error')}" if e.get("error") else "")
+            continue
+        for row in e.get("summary", []):
+            pair = f"{row.get('candidate')} vs {row.get('baseline')}"
+            cols[(dev, pair)] = None
+            cells[key][(dev, pair)] = _fmt_speedup(row)
+    headers = ["model", "batch", *(f"{dev}: {pair}" for dev, pair in cols)]
+    rows = [[model, str(batch), *(cells[(model, batch)].get(col, "–") for col in cols)]
+            for model, batch in sorted(cells)]
+    return headers, rows
+
+
+def csv_rows(merged: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for e in merged.get("entries", []):
+        base = {"model": e.get("model"), "kind": e.get("kind"), "batch_size": e.get("batch_size"),
+                "device_type": device_type(e), "gpu_uuid": (e.get("gpu") or {}).get("uuid"),
+                "host": (e.get("host") or {}).get("hostname"), "driver": (e.get("gpu") or {}).get("driver"),
+                "backend": e.get("backend"), "status": e.get("status"), "error": e.get("error"),
+                "beside": ";".join(b.get("name") or b.get("id", "") for b in e.get("beside") or []),
+                "cell_id": e.get("id"), "wall_s": e.get("wall_s"), "result_file": e.get("result_file")}
+        summary = e.get("summary") or []
+        if not summary:
+            out.append(base)
+        for row in summary:
+            out.append({**base, **{k: v for k, v in row.items() if k in CSV_COLUMNS and k != "batch_size"}})
+    return out
+
+
+def to_csv(merged: Mapping[str, Any]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for row in csv_rows(merged):
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers),
+            *("| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in rows)]
+
+
+def environments(merged: Mapping[str, Any]) -> list[list[str]]:
+    """One row per (host, GPU) that ran cells: what a reader needs to trust or reproduce a column."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for e in merged.get("entries", []):
+        if e.get("status") == "missing":
+            continue
+        host, gpu, pk = e.get("host") or {}, e.get("gpu") or {}, e.get("packages") or {}
+        key = (str(host.get("hostname")), str(gpu.get("uuid") or device_type(e)))
+        libs = ", ".join(f"{k} {pk[k]}" for k in ("onnxruntime", "torch", "tensorrt", "tensorrt-rtx", "cuda-bindings")
+                         if k in pk)
+        seen.setdefault(key, [key[0], device_type(e), str(gpu.get("uuid") or "–"), str(gpu.get("driver") or "–"),
+                              str(host.get("python") or ""), libs])
+    return list(seen.values())
+
+
+def markdown(merged: Mapping[str, Any]) -> str:
+    ex = merged.get("executor") or {}
+    lines = [f"# trtprof sweep: {merged.get('cells_ok')} ok, {merged.get('cells_failed')} failed, "
+             f"{merged.get('cells_missing')} missing of {merged.get('cells_total')} cells "
+             f"({ex.get('name')} executor, this run {merged.get('wall_s')} s)", ""]
+    headers, rows = matrix(merged)
+    if rows:
+        lines += ["Speedup = baseline median / candidate median with its CI, and the verdict, per cell.", ""]
+        lines += _md_table(headers, rows)
+    bench = [r for r in csv_rows(merged) if r.get("kind") == "bench" and r.get("precision")]
+    if bench:
+        lines += ["", *_md_table(("model", "device", "batch", "precision", "median ms", "p99 ms"),
+                                 [[str(r["model"]), str(r["device_type"]), str(r["batch_size"]), str(r["precision"]),
+                                   f"{r['median_ms']:.4g}" if r.get("median_ms") is not None else "–",
+                                   f"{r['p99_ms']:.4g}" if r.get("p99_ms") is not None else "–"] for r in bench])]
+    failed = [e for e in merged.get("entries", []) if e.get("status") == "failed"]
+    for e in failed:
+        lines += ["", f"**FAILED** {e.get('name')}: {e.get('error')}"]
+    for w in merged.get("warnings", []):
+        lines += ["", f"**WARNING:** {w}"]
+    env = environments(merged)
+    if env:
+        lines += ["", *_md_table(("host", "device", "GPU UUID", "driver", "python", "libraries"), env)]
+    return "\n".join(lines) + "\n"
+
+
+def load_sweep(path: Path) -> dict[str, Any]:
+    from ..results import read_json
+
+    data = read_json(Path(path))
+    if data.get("schema") != SCHEMA:
+        raise BadInput(f"not a trtprof sweep file (schema {data.get('schema')!r})", path=path)
+    return data
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], links: Mapping[tuple[int, int], str] | None = None) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        tds = []
+        for j, cell in enumerate(row):
+            word = cell.split()[-1] if cell else ""
+            cls = f' class="v-{html.escape(word)}"' if word in ("faster", "slower", "equivalent", "inconclusive",
+                                                                 "difference") else ""
+            text = html.escape(cell)
+            if links and (i, j) in links:
+                text = f'<a href="{html.escape(links[(i, j)])}">{text}</a>'
+            tds.append(f"<td{cls}>{text}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0;"
+        "font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em}th{background:#f3f3f3}.v-faster{background:#d8f5d0}"
+        ".v-slower{background:#f8d4d4}.v-equivalent,.v-difference{background:#eee}.v-inconclusive{background:#fff0c2}"
+        ".warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}")
+
+
+def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
+    """``out`` (the matrix) plus ``<out stem>_cells/<cell id>.html`` (each compare/bench cell's own page,
+    rendered by ``trtprof.report``); the matrix links them. Returns (html path, Markdown)."""
+    from ..cache import atomic_write_text
+    from ..report import load, render_html
+
+    path, out = Path(path), Path(out)
+    merged = load_sweep(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pages_dir = out.parent / f"{out.stem}_cells"
+    pages: dict[str, str] = {}
+    for e in merged.get("entries", []):
+        if e.get("status") == "ok" and e.get("result_file"):
+            cell_json = path.parent / e["result_file"]
+            if cell_json.is_file():
+                pages_dir.mkdir(exist_ok=True)
+                page_path = pages_dir / f"{e['id']}.html"
+                atomic_write_text(page_path, render_html(load(cell_json)))
+                pages[e["id"]] = f"{pages_dir.name}/{page_path.name}"
+    headers, rows = matrix(merged)
+    parts = [f"<h1>trtprof sweep</h1><p>{merged.get('cells_ok')} ok, {merged.get('cells_failed')} failed, "
+             f"{merged.get('cells_missing')} missing of {merged.get('cells_total')} cells; created "
+             f"{html.escape(str(merged.get('created')))}</p>"]
+    for w in merged.get("warnings", []):
+        parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
+    if rows:
+        parts.append("<h2>Verdict matrix</h2><p>speedup = baseline median / candidate median, with its CI and "
+                     "verdict, as each cell's trtprof compare reported it.</p>" + _table(headers, rows))
+    cell_rows: list[list[str]] = []
+    links: dict[tuple[int, int], str] = {}
+    for e in merged.get("entries", []):
+        i = len(cell_rows)
+        cell_rows.append([str(e.get("name")), str(e.get("status")), device_type(e),
+                          str((e.get("slot") or {}).get("name") or "–"), str(e.get("wall_s") or "–"),
+                          ", ".join(b.get("name") or "" for b in e.get("beside") or []) or "–", str(e.get("error") or "")])
+        if e.get("id") in pages:
+            links[(i, 0)] = pages[e["id"]]
+    parts.append("<h2>Cells</h2>" + _table(("cell", "status", "device", "worker", "wall s", "ran beside", "error"),
+                                           cell_rows, links))
+    env = environments(merged)
+    if env:
+        parts.append("<h2>Environment</h2>" + _table(("host", "device", "GPU UUID", "driver", "python", "libraries"), env))
+    parts.append("<h2>Executor</h2><pre>" + html.escape(json.dumps(merged.get("executor"), indent=1)) + "</pre>")
+    text = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>trtprof sweep</title>'
+            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+    atomic_write_text(out, text)
+    return out, markdown(merged)
