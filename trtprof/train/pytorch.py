@@ -58,7 +58,7 @@ class TorchTrainer(Trainer):
                                device=self.device)
 
     def max_batch(self, arm: TrainArm, make_feeds: Callable[[int], Mapping[str, np.ndarray]],
-                  limit: int) -> dict[str, Any] | None:
+                  limit: int, *, start: int = 1, resolution: float = 0.1) -> dict[str, Any] | None:
         """Largest batch whose training step runs (``FIT_STEPS`` steps) on this GPU, per arm."""
         if self.device != "cuda":
             return None
@@ -81,7 +81,7 @@ class TorchTrainer(Trainer):
                 del runner
                 mem.release()
 
-        return mem.find_max_batch(fits, limit=limit).to_json()
+        return mem.find_max_batch(fits, start=start, limit=limit, resolution=resolution).to_json()
 
     def environment(self) -> dict[str, Any]:
         torch = import_torch()

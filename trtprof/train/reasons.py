@@ -140,7 +140,7 @@ def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PRO
         runner.step(tensors)
         if on_gpu:
             torch.cuda.synchronize()
-        with profile(activities=activities) as prof:
+        with profile(activities=activities, record_shapes=True) as prof:
             for _ in range(steps):
                 runner.step(tensors)
             if on_gpu:
@@ -156,7 +156,7 @@ def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PRO
             by_class[cls] = by_class.get(cls, 0.0) + us
             by_name[evt.name] = by_name.get(evt.name, 0.0) + us
             count += 1
-        elif evt.device_type == DeviceType.CPU and evt.name == "aten::_to_copy":
+        elif evt.device_type == DeviceType.CPU and evt.name == "aten::_to_copy" and not _scalar_or_optimizer(evt):
             cast_us += float(evt.device_time_total if on_gpu else evt.cpu_time_total)
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP_KERNELS]
     return {
@@ -166,6 +166,20 @@ def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PRO
         "cast_ms": cast_us / 1e3 / steps,
         "top_kernels": [{"name": n[:200], "class": kernel_class(n), "ms_per_step": v / 1e3 / steps} for n, v in top],
     }
+
+
+def _scalar_or_optimizer(evt: Any) -> bool:
+    """True for copies that are not autocast's casts: 0-dim tensors (Python scalars wrapped by
+    arithmetic ops) and anything under torch.optim's own profiler range (``Optimizer.step#…``)."""
+    shapes = getattr(evt, "input_shapes", None)
+    if shapes and isinstance(shapes[0], (list, tuple)) and len(shapes[0]) == 0:
+        return True
+    parent = getattr(evt, "cpu_parent", None)
+    while parent is not None:
+        if str(parent.name).startswith("Optimizer."):
+            return True
+        parent = getattr(parent, "cpu_parent", None)
+    return False
 
 
 def profile_arm(runner: TorchTrainStep, tensors: list[Any]) -> StepProfile:

@@ -73,7 +73,8 @@ class Trainer:
     def solo(self, arm: Any, runner: Any, feeds: Mapping[str, np.ndarray], steps: int, reasons: bool) -> ArmRun:
         raise NotImplementedError
 
-    def max_batch(self, arm: Any, make_feeds: Callable[[int], Mapping[str, np.ndarray]], limit: int) -> dict[str, Any] | None:
+    def max_batch(self, arm: Any, make_feeds: Callable[[int], Mapping[str, np.ndarray]], limit: int, *,
+                  start: int = 1, resolution: float = 0.1) -> dict[str, Any] | None:
         return None
 
     def findings(self, base: ArmRun, cand: ArmRun, arm_name: str, base_name: str, *, peer: tuple[ArmRun, float] | None,
