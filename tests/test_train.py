@@ -34,6 +34,9 @@ def test_kernel_classes_from_names():
     assert kernel_class("void at::native::vectorized_elementwise_kernel<4, c10::Half>") == "fp16"
     assert kernel_class("void cudnn::winograd::generateWinogradTilesKernel<0, float, float>") == "fp32"
     assert kernel_class("ncclKernel_AllReduce") == "other"
+    # CUTLASS names the accumulator before the MMA shape: s16816 = FP32 accumulate of FP16 inputs
+    assert kernel_class("cutlass_tensorop_f16_s16816dgrad_analytic_f16_256x64_32x4_nhwc_align8") == "fp16"
+    assert kernel_class("cutlass_tensorop_s1688tf32gemm_256x128_16x3_tn_align4") == "tf32"
 
 
 def test_find_max_batch_search_bounds_the_answer():
@@ -236,3 +239,38 @@ def test_gpu_training_verdict_memory_and_reasons(tmp_path):
         assert run["profile"]["kernel_ms"] > 0 and not run["profile"]["errors"], run["profile"]
     fp16 = data["batches"][0]["arms"]["amp-fp16"]["profile"]
     assert fp16["kernel_ms_by_class"].get("fp16", 0) > 0
+
+
+def test_rediagnose_reclassifies_stored_kernels_and_rederives_reasons():
+    """An old JSON whose classifier called a CUTLASS FP16 kernel TF32: the class moves, the
+    low-precision share rises, timings and verdicts stay as stored."""
+    from trtprof.train.rediagnose import rediagnose
+
+    def profile(arm, kernels):
+        total = sum(ms for _, _, ms in kernels)
+        by_class: dict = {}
+        for _, cls, ms in kernels:
+            by_class[cls] = by_class.get(cls, 0.0) + ms
+        return {"arm": arm, "step_ms": total * 1.02, "phases_ms": {"forward_loss": total / 2, "backward": total / 2},
+                "kernel_ms": total, "kernel_ms_by_class": by_class, "kernels_per_step": 10, "cast_ms": 0.0,
+                "top_kernels": [{"name": n, "class": c, "ms_per_step": ms} for n, c, ms in kernels]}
+
+    base = profile("fp32", [("implicit_convolve_sgemm<float, float>", "fp32", 10.0)])
+    cand = profile("amp-fp16", [("cutlass_tensorop_f16_s16816dgrad_analytic_f16", "tf32", 16.0),
+                                ("implicit_convolve_sgemm<__half, __half>", "fp16", 14.0)])
+    data = {"device": "cuda", "environment": {"backend": {"tensor_core_layers": [
+                {"name": "conv0", "op": "Conv", "in_channels": 3, "out_channels": 3, "kernel": [32, 32],
+                 "tensor_core_eligible": False}]}},
+            "batches": [{"batch_size": 10, "median_step_ms": {"fp32": 10.2, "amp-fp16": 30.6},
+                         "arms": {"fp32": {"profile": base, "skipped_steps": None, "steps": 8, "memory": None},
+                                  "amp-fp16": {"profile": cand, "skipped_steps": 1, "steps": 8, "memory": None}}}],
+            "comparisons": [{"batch_size": 10, "baseline": "fp32", "candidate": "amp-fp16", "verdict": "slower",
+                             "speedup": {"estimate": 0.33}, "diagnosis": []}]}
+    out = rediagnose(data)
+    prof = out["batches"][0]["arms"]["amp-fp16"]["profile"]
+    assert prof["kernel_ms_by_class"] == {"fp16": 30.0} and prof["low_precision_kernel_share"] == 1.0
+    assert out["rediagnosed"]["kernel_names_reclassified"] == 1
+    rules = {f["rule"]: f for f in out["comparisons"][0]["diagnosis"]}
+    assert {"slower_kernels", "tensor_core_eligibility", "grad_scaler", "low_precision_share"} <= set(rules)
+    assert "1 of 8 steps were skipped" in rules["grad_scaler"]["message"]
+    assert out["comparisons"][0]["verdict"] == "slower" and data["comparisons"][0]["diagnosis"] == []

@@ -105,3 +105,21 @@ def write_html(data: Mapping[str, Any], out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, render_html(data))
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trtprof.train.page IN.json OUT.html``: the page and the Markdown for a stored JSON."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m trtprof.train.page IN.json OUT.html", file=sys.stderr)
+        return 2
+    data = json.loads(Path(args[0]).read_text())
+    write_html(data, Path(args[1]))
+    print(markdown(data), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -37,12 +37,16 @@ LOW_PRECISION_MIN_SHARE = 0.5
 CAST_SHARE = 0.05
 SCALER_SHARE = 0.05
 OPTIMIZER_SHARE = 0.15
+KERNEL_SLOWER = 1.05  # candidate kernel time this much above the baseline's: the kernels themselves lose
 TENSOR_CORE_MULTIPLE = 8
 
+# In CUTLASS/cuDNN names the letter before the MMA shape is the accumulator ("s16816" = FP32
+# accumulate), not the input type, so TF32 is recognised only by an explicit "tf32".
 _BF16 = re.compile(r"bf16|bfloat16")
-_FP16 = re.compile(r"f16|fp16|half|h884|h1688|h16816|hmma|__half")
-_TF32 = re.compile(r"tf32|s1688|s16816|xmma.*_tf32")
-_FP32 = re.compile(r"float|f32|fp32|sgemm|scudnn|s884|s_")
+_TF32 = re.compile(r"tf32")
+_FP16 = re.compile(r"f16|fp16|half|h884|h1688|h16816|hmma")
+_FP32 = re.compile(r"float|f32|fp32|sgemm|scudnn")
+MAX_KERNEL_NAMES = 300  # per-name kernel totals kept in the JSON, so classes can be re-derived
 
 
 def kernel_class(name: str) -> str:
@@ -71,6 +75,7 @@ class StepProfile:
     kernels_per_step: float = 0.0
     cast_ms: float = 0.0
     top_kernels: list[dict[str, Any]] = field(default_factory=list)
+    kernel_ms_by_name: dict[str, float] = field(default_factory=dict)
     clock: str = ""
     errors: list[str] = field(default_factory=list)
 
@@ -91,8 +96,46 @@ class StepProfile:
                 "kernel_ms": self.kernel_ms, "kernel_ms_by_class": self.kernel_ms_by_class,
                 "low_precision_kernel_share": self.low_precision_share(), "busy_share": self.busy_share,
                 "kernels_per_step": self.kernels_per_step, "cast_ms": self.cast_ms,
-                "top_kernels": self.top_kernels, "errors": self.errors,
+                "top_kernels": self.top_kernels, "kernel_ms_by_name": self.kernel_ms_by_name, "errors": self.errors,
                 "kernel_class_method": "name heuristic (bf16/bfloat16, tf32/s1688, f16/half/h884/hmma, float/f32)"}
+
+
+def profile_from_json(data: Mapping[str, Any]) -> StepProfile:
+    return StepProfile(arm=data["arm"], phases_ms=dict(data.get("phases_ms", {})), step_ms=float(data.get("step_ms", 0.0)),
+                       kernel_ms_by_class=dict(data.get("kernel_ms_by_class", {})), kernel_ms=float(data.get("kernel_ms", 0.0)),
+                       kernels_per_step=float(data.get("kernels_per_step", 0.0)), cast_ms=float(data.get("cast_ms", 0.0)),
+                       top_kernels=[dict(k) for k in data.get("top_kernels", [])],
+                       kernel_ms_by_name=dict(data.get("kernel_ms_by_name", {})), clock=data.get("clock", ""),
+                       errors=list(data.get("errors", [])))
+
+
+def reclassify(profile: StepProfile) -> int:
+    """Re-derive kernel classes with the current ``kernel_class`` (for JSON written by an older
+    one). From the per-name totals when present; else only the top kernels move between classes.
+    Returns how many kernel names changed class."""
+    changed = 0
+    if profile.kernel_ms_by_name:
+        by_class: dict[str, float] = {}
+        for name, ms in profile.kernel_ms_by_name.items():
+            by_class[kernel_class(name)] = by_class.get(kernel_class(name), 0.0) + ms
+        rest = profile.kernel_ms - sum(by_class.values())  # names beyond MAX_KERNEL_NAMES keep their old class
+        for k in profile.top_kernels:
+            changed += int(k["class"] != kernel_class(k["name"]))
+            k["class"] = kernel_class(k["name"])
+        if rest > 1e-9:
+            by_class["other"] = by_class.get("other", 0.0) + rest
+        profile.kernel_ms_by_class = dict(sorted(by_class.items()))
+        return changed
+    for k in profile.top_kernels:
+        new = kernel_class(k["name"])
+        if new != k["class"]:
+            ms = float(k["ms_per_step"])
+            profile.kernel_ms_by_class[k["class"]] = profile.kernel_ms_by_class.get(k["class"], 0.0) - ms
+            profile.kernel_ms_by_class[new] = profile.kernel_ms_by_class.get(new, 0.0) + ms
+            k["class"] = new
+            changed += 1
+    profile.kernel_ms_by_class = {c: v for c, v in sorted(profile.kernel_ms_by_class.items()) if v > 1e-9}
+    return changed
 
 
 def time_phases(runner: TorchTrainStep, tensors: list[Any], steps: int = PHASE_STEPS) -> tuple[dict[str, float], float]:
@@ -165,6 +208,8 @@ def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PRO
         "kernels_per_step": count / steps,
         "cast_ms": cast_us / 1e3 / steps,
         "top_kernels": [{"name": n[:200], "class": kernel_class(n), "ms_per_step": v / 1e3 / steps} for n, v in top],
+        "kernel_ms_by_name": {n[:300]: v / 1e3 / steps
+                              for n, v in sorted(by_name.items(), key=lambda kv: -kv[1])[:MAX_KERNEL_NAMES]},
     }
 
 
@@ -193,6 +238,7 @@ def profile_arm(runner: TorchTrainStep, tensors: list[Any]) -> StepProfile:
         k = profile_kernels(runner, tensors)
         prof.kernel_ms_by_class, prof.kernel_ms = k["kernel_ms_by_class"], k["kernel_ms"]
         prof.kernels_per_step, prof.cast_ms, prof.top_kernels = k["kernels_per_step"], k["cast_ms"], k["top_kernels"]
+        prof.kernel_ms_by_name = k["kernel_ms_by_name"]
     except (RuntimeError, AssertionError) as err:
         prof.errors.append(f"torch.profiler failed: {str(err).splitlines()[0][:200]}")
     return prof
@@ -271,6 +317,15 @@ def findings_for(
         else:
             out.append(Finding("low_precision_share",
                                f"{_pct(low)} of {candidate.arm}'s kernel time ran in FP16/BF16 kernels", ev))
+    if candidate.kernel_ms > 0 and baseline.kernel_ms > 0 and candidate.kernel_ms > KERNEL_SLOWER * baseline.kernel_ms:
+        top = candidate.top_kernels[0] if candidate.top_kernels else {}
+        out.append(Finding("slower_kernels",
+                           f"{candidate.arm}'s kernels take {candidate.kernel_ms:.3g} ms per step against {baseline.kernel_ms:.3g} ms "
+                           f"in {baseline.arm}: the kernels picked for these layers in this precision are slower than the "
+                           f"{baseline.arm} ones (top: {top.get('name', '?')[:90]} {top.get('ms_per_step', 0):.3g} ms, "
+                           f"{top.get('class', '?')})",
+                           {"kernel_ms": candidate.kernel_ms, "baseline_kernel_ms": baseline.kernel_ms,
+                            "top_kernels": candidate.top_kernels[:5], "baseline_top_kernels": baseline.top_kernels[:5]}))
     if amp and candidate.step_ms > 0 and candidate.cast_ms / candidate.step_ms >= CAST_SHARE:
         out.append(Finding("casts", f"autocast's casts (aten::_to_copy) take {candidate.cast_ms:.3g} ms per step, "
                            f"{_pct(candidate.cast_ms / candidate.step_ms)} of {candidate.arm}'s step: "
@@ -326,10 +381,20 @@ def findings_for(
         b, c = memory.get("baseline"), memory.get("candidate")
         if b and c and b.get("peak_allocated_mib") and c.get("peak_allocated_mib"):
             ratio = c["peak_allocated_mib"] / b["peak_allocated_mib"]
+            if ratio < 0.9:
+                why = "activations kept for backward are stored in half precision"
+            elif ratio <= 1.1:
+                why = "no visible saving"
+            else:
+                why = "more memory, not less"
+            if not amp and ratio > 1.1:
+                why += (": weights and activations have the same size in both, so the difference is the workspace of "
+                        "the convolution algorithms chosen for this precision")
+            if amp and ratio >= 0.9:
+                why += (": weights, gradients and optimizer state stay FP32, autocast adds half copies of the weights, "
+                        "and when activations are small the saving is smaller than those and cuDNN's workspaces")
             out.append(Finding("memory", f"peak allocated {c['peak_allocated_mib']:.0f} MiB vs {b['peak_allocated_mib']:.0f} "
-                               f"MiB ({ratio:.2f}×): " + ("activations saved in half precision" if ratio < 0.9 else
-                                                          "little saving: weights, gradients and optimizer state stay FP32 "
-                                                          "and autocast keeps FP32 copies of casted weights"),
+                               f"MiB in {baseline.arm} ({ratio:.2f}×): {why}",
                                {"ratio": ratio, "baseline": b, "candidate": c}))
     if device == "cpu":
         out.append(Finding("cpu_only", "measured on a CPU: a correctness run; speed claims need a GPU", {}))
