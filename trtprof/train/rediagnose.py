@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import reasons as rs
+from .run import training_notes
 
 
 def rediagnose(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,6 +48,8 @@ def rediagnose(data: Mapping[str, Any]) -> dict[str, Any]:
                                            "candidate": runs[(batch, cand)].get("memory")},
                                    peer=peer, peer_speedup=peer_speed, device=device)
         c["diagnosis"] = [f.to_json() for f in findings]
+        if "timing_notes" in c:
+            c["timing_notes"] = {side: training_notes(notes) for side, notes in c["timing_notes"].items()}
     out["rediagnosed"] = {"by": "trtprof.train.rediagnose", "kernel_names_reclassified": changed,
                           "note": "reasons re-derived from the stored evidence; timings and verdicts unchanged"}
     return out

@@ -88,6 +88,19 @@ class Trainer:
         pass
 
 
+ENQUEUE_NOTE = ("host enqueue time ≈ GPU time: in a training step the host also waits inside the step (GradScaler's "
+                "inf check reads a flag back; with many kernels per step the launch queue can be full), so this alone does not "
+                "mean the GPU idles; the launch_bound reason (profiler: share of the step with a kernel running) says "
+                "whether it does")
+
+
+def training_notes(notes: Sequence[str]) -> list[str]:
+    """The timing loop's notes, with its inference-minded enqueue-bound advice (``--cuda-graph``)
+    replaced by what that observation means for a training step."""
+    return [f"{ENQUEUE_NOTE} [{n.split('(in ')[-1].rstrip(')')}]" if n.startswith("enqueue-bound") and "(in " in n
+            else (ENQUEUE_NOTE if n.startswith("enqueue-bound") else n) for n in notes]
+
+
 def _side(name: str, arm: cmp.Arm) -> dict[str, Any]:
     lat = arm.latency_ms
     low, high = median_ci_exact(lat)
@@ -176,9 +189,6 @@ def compare_training(
             if cand == "amp-bf16" and "amp-fp16" in solo:
                 peer = (solo["amp-fp16"], medians["amp-fp16"] / medians["amp-bf16"])
             findings = trainer.findings(solo[baseline], solo[cand], cand, baseline, peer=peer, steps=options.steps)
-            notes = [n + (" (GradScaler's inf check reads back to the host each step, so the host waits for the GPU "
-                          "inside the step)" if n.startswith("enqueue-bound") and arm_json[cand].get("grad_scaler") else "")
-                     for n in cand_arm.notes]
             base_run, cand_run = solo[baseline], solo[cand]
             if not all(math.isfinite(x) for x in cand_run.losses) and all(math.isfinite(x) for x in base_run.losses):
                 msg = f"{cand} at batch {batch}: the loss became non-finite within {options.steps} steps where {baseline} stayed finite"
@@ -194,7 +204,7 @@ def compare_training(
                                             else None)},
                 "memory": {"baseline": base_run.memory, "candidate": cand_run.memory},
                 "diagnosis": [f.to_json() for f in findings],
-                "timing_notes": {"baseline": base_arm.notes, "candidate": notes},
+                "timing_notes": {"baseline": training_notes(base_arm.notes), "candidate": training_notes(cand_arm.notes)},
                 "rounds": outcome.rounds, "stop_reason": outcome.stop_reason,
                 "round_ratios": outcome.round_ratios(baseline, cand), "median_ci_half_width": outcome.half_widths,
             })
