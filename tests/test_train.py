@@ -274,3 +274,17 @@ def test_rediagnose_reclassifies_stored_kernels_and_rederives_reasons():
     assert {"slower_kernels", "tensor_core_eligibility", "grad_scaler", "low_precision_share"} <= set(rules)
     assert "1 of 8 steps were skipped" in rules["grad_scaler"]["message"]
     assert out["comparisons"][0]["verdict"] == "slower" and data["comparisons"][0]["diagnosis"] == []
+
+
+def test_trtprof_report_renders_a_stored_train_compare_json(tmp_path, capsys):
+    """`trtprof report` on the committed H200 result: the training page and its Markdown."""
+    from trtprof.cli import main
+    from trtprof.train import page, run
+
+    assert page.SCHEMA == run.SCHEMA
+    src = Path(__file__).resolve().parent.parent / "benchmarks/results/gpu_train-2026-11-30/train-report_net.rediagnosed.json"
+    out = tmp_path / "r.html"
+    assert main(["report", str(src), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| 10 | amp-fp16 vs fp32 |" in text and "slower" in text
+    assert "slower_kernels" in out.read_text()

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+SCHEMA = "trtprof.train_compare/1"  # == run.SCHEMA; not imported so reading stays light
 HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",
            "loss after N (base → cand)", "skipped", "peak alloc MiB (base → cand)")
 
@@ -105,6 +106,22 @@ def write_html(data: Mapping[str, Any], out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, render_html(data))
     return out
+
+
+def is_train_compare(path: Path) -> bool:
+    """Whether ``path`` is a train-compare JSON (cheap: unreadable files answer False and are left to
+    the caller's own error)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == SCHEMA
+
+
+def write_report(path: Path, out: Path) -> tuple[Path, str]:
+    """The page for a stored train-compare JSON (``trtprof report`` uses it); returns (html, Markdown)."""
+    data = json.loads(Path(path).read_text())
+    return write_html(data, out), markdown(data)
 
 
 def main(argv: list[str] | None = None) -> int:
