@@ -109,7 +109,9 @@ def resolve_device(text: str) -> str:
     if text not in ("cpu", "cuda"):
         raise BadInput(f"--device {text!r}: choose auto, cpu or cuda")
     if text == "cuda" and not torch.cuda.is_available():
-        raise UnsupportedPrecision("--device cuda: torch sees no CUDA GPU here")
+        from ..errors import BackendUnavailable
+
+        raise BackendUnavailable("--device cuda: torch sees no CUDA GPU here")
     return text
 
 
