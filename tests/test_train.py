@@ -276,6 +276,16 @@ def test_rediagnose_reclassifies_stored_kernels_and_rederives_reasons():
     assert out["comparisons"][0]["verdict"] == "slower" and data["comparisons"][0]["diagnosis"] == []
 
 
+def test_tf32_share_reason():
+    from trtprof.train.reasons import StepProfile, findings_for
+
+    base = StepProfile("fp32", step_ms=10, kernel_ms=9.5, kernel_ms_by_class={"fp32": 9.5})
+    cand = StepProfile("tf32", step_ms=10, kernel_ms=9.5, kernel_ms_by_class={"fp32": 9.0, "tf32": 0.5})
+    found = {f.rule: f for f in findings_for(base, cand, layers=[], skipped_steps=None, steps_run=5)}
+    assert "no TF32 algorithm" in found["tf32_share"].message
+    assert abs(found["tf32_share"].evidence["tf32_kernel_share"] - 0.5 / 9.5) < 1e-12
+
+
 def test_trtprof_report_renders_a_stored_train_compare_json(tmp_path, capsys):
     """`trtprof report` on the committed H200 result: the training page and its Markdown."""
     from trtprof.cli import main

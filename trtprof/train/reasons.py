@@ -317,6 +317,13 @@ def findings_for(
         else:
             out.append(Finding("low_precision_share",
                                f"{_pct(low)} of {candidate.arm}'s kernel time ran in FP16/BF16 kernels", ev))
+    if candidate.arm == "tf32" and candidate.kernel_ms > 0:
+        share = candidate.kernel_ms_by_class.get("tf32", 0.0) / candidate.kernel_ms
+        out.append(Finding("tf32_share",
+                           f"{_pct(share)} of tf32's kernel time ran in TF32 (tensor-core) kernels; the rest is FP32 "
+                           "work TF32 does not touch (elementwise ops, layout conversions, the optimizer) and any "
+                           "convolution/GEMM for which no TF32 algorithm was chosen (see top_kernels)",
+                           {"tf32_kernel_share": share, "kernel_ms_by_class": candidate.kernel_ms_by_class}))
     if candidate.kernel_ms > 0 and baseline.kernel_ms > 0 and candidate.kernel_ms > KERNEL_SLOWER * baseline.kernel_ms:
         top = candidate.top_kernels[0] if candidate.top_kernels else {}
         out.append(Finding("slower_kernels",
