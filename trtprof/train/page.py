@@ -122,21 +122,3 @@ def write_report(path: Path, out: Path) -> tuple[Path, str]:
     """The page for a stored train-compare JSON (``trtprof report`` uses it); returns (html, Markdown)."""
     data = json.loads(Path(path).read_text())
     return write_html(data, out), markdown(data)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m trtprof.train.page IN.json OUT.html``: the page and the Markdown for a stored JSON."""
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m trtprof.train.page IN.json OUT.html", file=sys.stderr)
-        return 2
-    data = json.loads(Path(args[0]).read_text())
-    write_html(data, Path(args[1]))
-    print(markdown(data), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
