@@ -1,0 +1,207 @@
+"""Issue 13 on a GPU: `train-compare` verdicts for ResNet-50 and the report's Conv2D+ELU net, checked
+against an independent plain-PyTorch training loop.
+
+Models (both ONNX, random seeded weights, built here):
+* ResNet-50: torchvision ``resnet50(weights=None)`` exported by ``gpu_fidelity.export_resnet50``
+  (eval-mode export, so BatchNorm is folded into the convolutions: the trained graph is
+  conv+bias+relu, not torchvision's train-mode BN network);
+* the report's Keras net *as written*: ``Conv2D(3, k, 2, 'same', activation='elu')`` for
+  k = 32, 64, 128, 256, i.e. 3 filters with 32…256-wide kernels, stride 2, TF 'same' padding,
+  input 128×128×3 (NCHW here), written with onnx.helper, Glorot-uniform weights as Keras draws them.
+
+For each model and batch size, trtprof's ``train_compare`` (the code behind ``trtprof
+train-compare``: arms fp32 (TF32 off), tf32, amp-fp16, amp-bf16; Adam; mean(|y-1|) loss) gives
+verdicts, memory and reasons. The reference is a separate plain loop over a fresh onnx2torch module
+per arm: ``torch.autocast`` + ``torch.amp.GradScaler`` on the default stream, one
+``torch.cuda.Event`` pair per step, arms run one after another. Per row the script prints
+trtprof median step / reference median step and the ratio of the two speedups.
+
+Usage (device machine, repo root): python3 benchmarks/gpu_train.py --out-dir $OUT
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+ARMS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+PLAN = {"resnet50": (32, 128, 256), "report_net": (10, 256)}
+
+
+def export_report_net(path: Path, seed: int = 0) -> Path:
+    """Conv2D(3, k, 2, 'same', activation='elu') for k in 32, 64, 128, 256 on 128×128×3, as ONNX."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    prev, cin, size = "input", 3, 128
+    for i, k in enumerate((32, 64, 128, 256)):
+        out = -(-size // 2)  # TF 'same': ceil(size / stride)
+        pad = max((out - 1) * 2 + k - size, 0)
+        limit = np.sqrt(6.0 / (k * k * cin + k * k * 3))  # glorot_uniform: fan_in + fan_out
+        w = rng.uniform(-limit, limit, (3, cin, k, k)).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"conv{i}.w"), numpy_helper.from_array(np.zeros(3, np.float32), f"conv{i}.b")]
+        nodes.append(helper.make_node("Conv", [prev, f"conv{i}.w", f"conv{i}.b"], [f"c{i}"], name=f"conv{i}",
+                                      kernel_shape=[k, k], strides=[2, 2],
+                                      pads=[pad // 2, pad // 2, pad - pad // 2, pad - pad // 2]))
+        nodes.append(helper.make_node("Elu", [f"c{i}"], [f"e{i}"], name=f"elu{i}"))
+        prev, cin, size = f"e{i}", 3, out
+    graph = helper.make_graph(nodes, "report_net",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 128, 128])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["batch", 3, size, size])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def reference_loop(onnx_path: Path, batch: int, arms, *, warmup: int, steps: int, seed: int = 0) -> dict:
+    """Plain PyTorch: fresh module per arm, Adam, autocast (+ GradScaler for fp16), events per step."""
+    import onnx
+    import torch
+    from onnx2torch import convert
+
+    proto = onnx.load(str(onnx_path))
+    # the same Identity pre-pass trtprof needs for torch-exported graphs (onnx2torch limitation)
+    from trtprof.backends.torch import fold_identity_initializers
+
+    fold_identity_initializers(proto)
+    base = convert(proto).float()
+    rng = np.random.default_rng(seed)
+    x = torch.as_tensor(rng.standard_normal((batch, 3, 224 if "resnet" in onnx_path.stem else 128,
+                                               224 if "resnet" in onnx_path.stem else 128), dtype=np.float32)).cuda()
+    out = {}
+    for arm in arms:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = arm == "tf32"
+        model = copy.deepcopy(base).cuda().train()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(arm)
+        scaler = torch.amp.GradScaler("cuda", enabled=arm == "amp-fp16")
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+                y = model(x)
+            loss = (y.float() - 1.0).abs().mean()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+
+        for _ in range(warmup):
+            step()
+        torch.cuda.synchronize()
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(steps)]
+        for a, b in events:
+            a.record()
+            step()
+            b.record()
+        torch.cuda.synchronize()
+        ms = np.array([a.elapsed_time(b) for a, b in events])
+        out[arm] = {"median_ms": float(np.median(ms)), "n": int(ms.size), "cv": float(ms.std(ddof=1) / ms.mean())}
+        del model, opt, scaler
+        torch.cuda.empty_cache()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = True
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--budget-s", type=float, default=6.0, help="train-compare time budget per batch size")
+    ap.add_argument("--steps", type=int, default=10, help="accuracy steps per arm")
+    ap.add_argument("--ref-steps", type=int, default=30)
+    ap.add_argument("--models", default="report_net,resnet50")
+    ap.add_argument("--deadline-s", type=float, default=330.0, help="skip optional parts past this wall time")
+    ap.add_argument("--max-batch", action="store_true", help="ResNet-50: --find-max-batch (if time is left)")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+
+    import torch
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    work = Path("/tmp/gpu_train")
+    work.mkdir(exist_ok=True)
+    print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cudnn.benchmark "
+          f"{torch.backends.cudnn.benchmark}", flush=True)
+    summary = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+               "date": time.strftime("%Y-%m-%d"), "rows": []}
+    for name in args.models.split(","):
+        try:
+            run_model(name, args, summary, t0, work)
+        except Exception:  # noqa: BLE001 - log it and go on with the next model: device time is scarce
+            import traceback
+
+            traceback.print_exc()
+            print(f"FAILED: {name}", flush=True)
+    print(f"total {time.time() - t0:.0f} s", flush=True)
+    return 0
+
+
+def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
+    from trtprof import compare as cmp
+    from trtprof.train.api import train_compare
+    from trtprof.train.page import markdown
+    from trtprof.train.run import TrainOptions, write_json
+
+    if name == "resnet50":
+        from gpu_fidelity import export_resnet50
+
+        path = export_resnet50(work / "resnet50.onnx")
+    else:
+        path = export_report_net(work / "report_net.onnx")
+    plan = cmp.RoundPlan(time_budget_s=args.budget_s, copies=False)
+    options = TrainOptions(steps=args.steps, find_max_batch=False)
+    data = train_compare(path, ",".join(ARMS), PLAN[name], plan, options, device="cuda",
+                         on_batch=lambda b, o: print(f"  {name} batch {b}: {o.rounds} rounds {o.elapsed_s:.1f} s "
+                                                     f"({o.stop_reason})", flush=True))
+    print(markdown(data), flush=True)
+    if args.max_batch and name == "resnet50" and time.time() - t0 < args.deadline_s:
+        from trtprof.inputs import make_inputs
+        from trtprof.train.pytorch import TorchTrainer
+        from trtprof.train.step import ARMS as ARM_SPECS
+
+        trainer = TorchTrainer(path, device="cuda", optimizer="adam", loss="mae-to-ones", seed=0)
+        data["max_batch"] = {}
+        for arm in ("fp32", "amp-fp16", "amp-bf16"):
+            if time.time() - t0 > args.deadline_s:
+                break
+            res = trainer.max_batch(ARM_SPECS[arm], lambda bb: make_inputs(trainer.inputs, {"input": (bb, 3, 224, 224)}),
+                                    4096, start=256, resolution=0.25)
+            data["max_batch"][arm] = res
+            print(f"  max batch {arm}: {res}", flush=True)
+        del trainer
+    write_json(data, args.out_dir / f"train-{name}.json")
+    for b in PLAN[name]:
+        if time.time() - t0 > args.deadline_s:
+            print(f"  reference skipped for {name} batch {b}: past the deadline", flush=True)
+            continue
+        ref = reference_loop(path, b, ARMS, warmup=5, steps=args.ref_steps)
+        ours = next(x for x in data["batches"] if x["batch_size"] == b)["median_step_ms"]
+        for arm in ARMS:
+            row = {"model": name, "batch": b, "arm": arm, "trtprof_ms": ours[arm], "reference_ms": ref[arm]["median_ms"],
+                   "ratio": ours[arm] / ref[arm]["median_ms"], "reference_cv": ref[arm]["cv"]}
+            if arm != "fp32":
+                row["trtprof_speedup"] = ours["fp32"] / ours[arm]
+                row["reference_speedup"] = ref["fp32"]["median_ms"] / ref[arm]["median_ms"]
+                row["speedup_ratio"] = row["trtprof_speedup"] / row["reference_speedup"]
+            summary["rows"].append(row)
+            print(f"  ref {name} b{b} {arm}: trtprof {ours[arm]:.3f} ms, reference {ref[arm]['median_ms']:.3f} ms, "
+                  f"ratio {row['ratio']:.4f}" + (f", speedup ratio {row['speedup_ratio']:.4f}" if arm != "fp32" else ""),
+                  flush=True)
+    (args.out_dir / "reference.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""trtprof train-compare MODEL: is a mixed-precision *training* step faster, with a CI, memory and why."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import compare as cmp
+from ..errors import BadInput
+from ..inputs import parse_batch_sizes
+from . import _common
+
+DEFAULT_TRAIN_BUDGET_S = 10.0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "train-compare",
+        help="training step (forward+loss+backward+optimizer): FP32 vs TF32 vs AMP FP16 vs AMP BF16, "
+             "speedup with a 95%% CI, memory, loss after N steps, and why",
+        description="Rebuild the ONNX model as a trainable PyTorch module (or load a Keras .keras/.h5 model) and "
+                    "time one training step per precision, interleaved like `trtprof compare`. Loss default: "
+                    "mean(|y - 1|) (needs no labels). Each arm also runs alone from the same initial weights and "
+                    "data for --steps steps (loss, skipped steps, peak memory, profile for the reasons).")
+    p.add_argument("model", type=Path, help="ONNX model (PyTorch backend) or Keras .keras/.h5 (TensorFlow)")
+    p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
+                   help="from fp32, tf32, amp-fp16, amp-bf16; baseline first (default: all four on a GPU, "
+                        "fp32,amp-bf16 on a CPU)")
+    _common.add_shape_args(p, batch_default="1")
+    p.add_argument("--optimizer", default="adam", choices=("adam", "sgd"), help="default adam (lr 1e-3)")
+    p.add_argument("--loss", default="mae-to-ones", choices=("mae-to-ones", "cross-entropy"),
+                   help="mae-to-ones: mean(|y-1|) of the first output (default); cross-entropy: the first "
+                        "output as logits [batch, classes] against seeded random labels")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="auto: cuda when torch sees a GPU (speed claims need a GPU; a CPU run checks correctness)")
+    p.add_argument("--steps", type=int, default=20, help="steps per arm for the loss comparison (default 20)")
+    p.add_argument("--budget", "--time-budget-s", dest="time_budget_s", type=float, default=DEFAULT_TRAIN_BUDGET_S,
+                   help=f"measuring time per batch size, warmup excluded (default {DEFAULT_TRAIN_BUDGET_S:g} s); "
+                        f"at least {cmp.MIN_ROUNDS} rounds run regardless")
+    p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
+                   help=f"stop when every median's 95%% CI half-width is within this fraction (default {cmp.DEFAULT_TARGET_CI})")
+    p.add_argument("--round-iterations", type=int, default=None, help="steps per arm per round (default ~0.2 s worth)")
+    p.add_argument("--copies", action="store_true",
+                   help="GPU: include the input upload in each step's time (default: data already on the GPU)")
+    p.add_argument("--find-max-batch", action="store_true",
+                   help="GPU: also search the largest batch whose step fits in memory, per arm")
+    p.add_argument("--max-batch-limit", type=int, default=4096, help="stop the search there (default 4096)")
+    p.add_argument("--no-reasons", action="store_true", help="skip the profiler passes behind the reasons")
+    p.add_argument("--seed", type=int, default=0, help="seed of the inputs, labels and nothing else")
+    p.add_argument("--out", type=Path, default=Path("train_compare.json"), help="JSON output")
+    p.add_argument("--html", type=Path, default=None, help="also write an HTML report here")
+    p.add_argument("--md", action="store_true", help="also print the Markdown summary")
+    _common.add_common_debug(p)
+    p.set_defaults(func=run)
+
+
+def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
+    if not 0 < args.target_ci < 1:
+        raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
+    if args.time_budget_s <= 0:
+        raise BadInput("--budget must be > 0")
+    if args.round_iterations is not None and args.round_iterations <= 0:
+        raise BadInput("--round-iterations must be > 0")
+    return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
+                         round_iterations=args.round_iterations, copies=args.copies, cuda_graph=False)
+
+
+def print_summary(data: dict) -> None:
+    from ..train.page import summary_lines
+
+    for line in summary_lines(data):
+        print(line)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..train.api import train_compare
+    from ..train.run import TrainOptions, write_json
+
+    plan = _plan(args)
+    sizes = parse_batch_sizes(args.batch_sizes)
+    options = TrainOptions(optimizer=args.optimizer, loss=args.loss, steps=args.steps, seed=args.seed,
+                           find_max_batch=args.find_max_batch, max_batch_limit=args.max_batch_limit,
+                           reasons=not args.no_reasons)
+
+    def on_arm(batch: int, arm: str, solo) -> None:
+        last = solo.losses[-1] if solo.losses else float("nan")
+        print(f"batch {batch}: {arm} alone: loss {solo.losses[0]:.4g} → {last:.4g} in {len(solo.losses)} steps",
+              file=sys.stderr)
+
+    def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
+        widths = ", ".join(f"{k} ±{v:.2%}" for k, v in outcome.half_widths.items())
+        print(f"batch {batch}: {outcome.rounds} rounds in {outcome.elapsed_s:.1f} s ({outcome.stop_reason}; {widths})",
+              file=sys.stderr)
+
+    data = train_compare(args.model, args.precisions, sizes, plan, options, device=args.device,
+                         shapes=_common.shapes(args), on_batch=on_batch, on_arm=on_arm)
+    write_json(data, args.out)
+    print_summary(data)
+    if args.html is not None:
+        from ..train.page import write_html
+
+        write_html(data, args.html)
+        print(f"report: {args.html}")
+    if args.md:
+        from ..train.page import markdown
+
+        print()
+        print(markdown(data), end="")
+    print(f"train-compare: {args.out}")
+    return 0

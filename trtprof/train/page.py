@@ -1,0 +1,124 @@
+"""Text, Markdown and HTML for a ``train-compare`` JSON. The HTML reuses report.py's table, image and
+speedup-plot helpers, so training and inference pages look and read alike."""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+SCHEMA = "trtprof.train_compare/1"  # == run.SCHEMA; not imported so reading stays light
+HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",
+           "loss after N (base → cand)", "skipped", "peak alloc MiB (base → cand)")
+
+
+def _f(x: Any, spec: str = ".4g") -> str:
+    if x is None:
+        return "–"
+    try:
+        return format(x, spec)
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def rows(data: Mapping[str, Any]) -> list[list[str]]:
+    out = []
+    for c in data["comparisons"]:
+        s, lat, acc, memo = c["speedup"], c["latency"], c["accuracy"], c.get("memory") or {}
+        b_mem, c_mem = (memo.get("baseline") or {}), (memo.get("candidate") or {})
+        out.append([
+            str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
+            f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
+            _f(lat["baseline"]["median_ms"]), _f(lat["candidate"]["median_ms"]),
+            f"{_f(acc['baseline_loss_last'])} → {_f(acc['candidate_loss_last'])}",
+            _f(acc.get("candidate_skipped_steps")),
+            f"{_f(b_mem.get('peak_allocated_mib'), '.0f')} → {_f(c_mem.get('peak_allocated_mib'), '.0f')}",
+        ])
+    return out
+
+
+def summary_lines(data: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for c, row in zip(data["comparisons"], rows(data)):
+        lines.append(f"batch {row[0]}: {row[1]}  speedup {row[2]}  {row[3].upper()}  "
+                     f"(step {row[4]} → {row[5]} ms, {c['rounds']} rounds, stopped: {c['stop_reason']})")
+        lines.append(f"  loss after {c['accuracy']['steps']} steps {row[6]}, skipped steps {row[7]}, peak allocated {row[8]} MiB")
+        for f in c["diagnosis"]:
+            lines.append(f"  why [{f['rule']}]: {f['message']}")
+    for b in data.get("batches", []):
+        for arm, mb in (b.get("max_batch") or {}).items():
+            if mb:
+                more = "≥" if mb.get("at_limit") else ""
+                lines.append(f"largest batch that fits, {arm}: {more}{mb['largest_fit']}")
+    if data.get("device") == "cpu":
+        lines.append("NOTE: measured on a CPU — a correctness run; training speed claims need a GPU")
+    for w in data.get("warnings", []):
+        lines.append(f"WARNING: {w}")
+    return lines
+
+
+def markdown(data: Mapping[str, Any]) -> str:
+    lines = [f"# trtprof train-compare: {data.get('model', '')} [{data.get('backend', '')}, {data.get('device', '')}]", "",
+             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows(data)]
+    for c in data["comparisons"]:
+        if c.get("diagnosis"):
+            lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
+            lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
+    for w in data.get("warnings", []):
+        lines += ["", f"**WARNING:** {w}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_html(data: Mapping[str, Any]) -> str:
+    from ..report import _CSS, _img, _table, speedup_figure
+
+    title = f"trtprof train-compare: {data.get('model', '')} [{data.get('backend', '')}, {data.get('device', '')}]"
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>created {html.escape(str(data.get('created', '')))}</p>",
+             "<h2>Verdict (one training step: forward + loss + backward + optimizer)</h2>",
+             _table(HEADERS, rows(data), verdict_col=3)]
+    if data.get("device") == "cpu":
+        parts.append('<div class="warn">Measured on a CPU: a correctness run; speed claims need a GPU.</div>')
+    for w in data.get("warnings", []):
+        parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
+    if data["comparisons"]:
+        parts.append("<h2>Speedup vs batch size</h2>" + _img(speedup_figure(data["comparisons"]), "speedup"))
+    parts.append("<h2>Why</h2>")
+    for c in data["comparisons"]:
+        items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"
+                        for f in c.get("diagnosis", [])) or "<li>no rule found evidence</li>"
+        parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs {html.escape(c['baseline'])}</h3>"
+                     f"<ul>{items}</ul>")
+    parts.append("<h2>Per arm (solo pass)</h2><pre>" + html.escape(json.dumps(
+        [{"batch_size": b["batch_size"], "median_step_ms": b["median_step_ms"],
+          "arms": {k: {kk: vv for kk, vv in v.items() if kk != "losses"} for k, v in b["arms"].items()},
+          "max_batch": b.get("max_batch")} for b in data.get("batches", [])], indent=1, default=str)) + "</pre>")
+    parts.append("<h2>Environment</h2><pre>" + html.escape(json.dumps(data.get("environment", {}), indent=1,
+                                                                         default=str)) + "</pre>")
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def write_html(data: Mapping[str, Any], out: Path) -> Path:
+    from ..cache import atomic_write_text
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, render_html(data))
+    return out
+
+
+def is_train_compare(path: Path) -> bool:
+    """Whether ``path`` is a train-compare JSON (cheap: unreadable files answer False and are left to
+    the caller's own error)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == SCHEMA
+
+
+def write_report(path: Path, out: Path) -> tuple[Path, str]:
+    """The page for a stored train-compare JSON (``trtprof report`` uses it); returns (html, Markdown)."""
+    data = json.loads(Path(path).read_text())
+    return write_html(data, out), markdown(data)

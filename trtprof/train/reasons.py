@@ -1,0 +1,408 @@
+"""Why a mixed-precision training step is (not) faster: measured evidence, one finding per cause.
+
+Evidence per arm (``StepProfile``), from two short passes outside the timed rounds:
+
+* phases: the step split at its boundaries (forward+loss, backward, GradScaler unscale + inf check,
+  optimizer step, scaler update) with CUDA events on the GPU, the host clock on a CPU;
+* kernels: torch.profiler's device kernels, each classed FP16 / BF16 / TF32 / FP32 / other by its
+  name (cuDNN, cuBLAS and ATen put the data type in kernel names: ``…f16…``, ``c10::Half``,
+  ``bf16``, ``tf32``, ``float``); the classification is a heuristic, so the top kernels and their
+  class are kept in the JSON for anyone to check; the time in ``aten::_to_copy`` (autocast's
+  casts); kernels per step and the GPU's busy share of the step (launch-bound when low).
+
+Static evidence from the ONNX graph: which Conv/Gemm/MatMul layers have channel counts that are
+multiples of 8 (tensor cores need them for FP16/BF16; others fall back or pad).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..diagnose import Finding
+from .step import PHASES, TorchTrainStep
+
+PROFILE_STEPS = 3
+PHASE_STEPS = 5
+TOP_KERNELS = 12
+# Below this share of the step with a kernel running, the GPU waits for the host (launch-bound).
+BUSY_LAUNCH_BOUND = 0.6
+# A candidate whose kernels run in low precision for less than this share of kernel time has not
+# really been converted: most of its time is still FP32 work.
+LOW_PRECISION_MIN_SHARE = 0.5
+# Shares of the step worth a finding of their own.
+CAST_SHARE = 0.05
+SCALER_SHARE = 0.05
+OPTIMIZER_SHARE = 0.15
+KERNEL_SLOWER = 1.05  # candidate kernel time this much above the baseline's: the kernels themselves lose
+TENSOR_CORE_MULTIPLE = 8
+
+# In CUTLASS/cuDNN names the letter before the MMA shape is the accumulator ("s16816" = FP32
+# accumulate), not the input type, so TF32 is recognised only by an explicit "tf32".
+_BF16 = re.compile(r"bf16|bfloat16")
+_TF32 = re.compile(r"tf32")
+_FP16 = re.compile(r"f16|fp16|half|h884|h1688|h16816|hmma")
+_FP32 = re.compile(r"float|f32|fp32|sgemm|scudnn")
+MAX_KERNEL_NAMES = 300  # per-name kernel totals kept in the JSON, so classes can be re-derived
+
+
+def kernel_class(name: str) -> str:
+    """fp16 | bf16 | tf32 | fp32 | other, from a kernel's (demangled) name."""
+    n = name.lower()
+    if _BF16.search(n):
+        return "bf16"
+    if _TF32.search(n):
+        return "tf32"
+    if _FP16.search(n):
+        return "fp16"
+    if _FP32.search(n):
+        return "fp32"
+    return "other"
+
+
+@dataclass
+class StepProfile:
+    """What one arm's step spends its time on (all times per step, ms)."""
+
+    arm: str
+    phases_ms: dict[str, float] = field(default_factory=dict)
+    step_ms: float = 0.0
+    kernel_ms_by_class: dict[str, float] = field(default_factory=dict)
+    kernel_ms: float = 0.0
+    kernels_per_step: float = 0.0
+    cast_ms: float = 0.0
+    top_kernels: list[dict[str, Any]] = field(default_factory=list)
+    kernel_ms_by_name: dict[str, float] = field(default_factory=dict)
+    clock: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def busy_share(self) -> float | None:
+        return self.kernel_ms / self.step_ms if self.step_ms > 0 and self.kernel_ms > 0 else None
+
+    def share(self, phase: str) -> float:
+        return self.phases_ms.get(phase, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
+
+    def low_precision_share(self) -> float | None:
+        if self.kernel_ms <= 0:
+            return None
+        return (self.kernel_ms_by_class.get("fp16", 0.0) + self.kernel_ms_by_class.get("bf16", 0.0)) / self.kernel_ms
+
+    def to_json(self) -> dict[str, Any]:
+        return {"arm": self.arm, "clock": self.clock, "step_ms": self.step_ms, "phases_ms": self.phases_ms,
+                "kernel_ms": self.kernel_ms, "kernel_ms_by_class": self.kernel_ms_by_class,
+                "low_precision_kernel_share": self.low_precision_share(), "busy_share": self.busy_share,
+                "kernels_per_step": self.kernels_per_step, "cast_ms": self.cast_ms,
+                "top_kernels": self.top_kernels, "kernel_ms_by_name": self.kernel_ms_by_name, "errors": self.errors,
+                "kernel_class_method": "name heuristic (bf16/bfloat16, tf32/s1688, f16/half/h884/hmma, float/f32)"}
+
+
+def profile_from_json(data: Mapping[str, Any]) -> StepProfile:
+    return StepProfile(arm=data["arm"], phases_ms=dict(data.get("phases_ms", {})), step_ms=float(data.get("step_ms", 0.0)),
+                       kernel_ms_by_class=dict(data.get("kernel_ms_by_class", {})), kernel_ms=float(data.get("kernel_ms", 0.0)),
+                       kernels_per_step=float(data.get("kernels_per_step", 0.0)), cast_ms=float(data.get("cast_ms", 0.0)),
+                       top_kernels=[dict(k) for k in data.get("top_kernels", [])],
+                       kernel_ms_by_name=dict(data.get("kernel_ms_by_name", {})), clock=data.get("clock", ""),
+                       errors=list(data.get("errors", [])))
+
+
+def reclassify(profile: StepProfile) -> int:
+    """Re-derive kernel classes with the current ``kernel_class`` (for JSON written by an older
+    one). From the per-name totals when present; else only the top kernels move between classes.
+    Returns how many kernel names changed class."""
+    changed = 0
+    if profile.kernel_ms_by_name:
+        by_class: dict[str, float] = {}
+        for name, ms in profile.kernel_ms_by_name.items():
+            by_class[kernel_class(name)] = by_class.get(kernel_class(name), 0.0) + ms
+        rest = profile.kernel_ms - sum(by_class.values())  # names beyond MAX_KERNEL_NAMES keep their old class
+        for k in profile.top_kernels:
+            changed += int(k["class"] != kernel_class(k["name"]))
+            k["class"] = kernel_class(k["name"])
+        if rest > 1e-9:
+            by_class["other"] = by_class.get("other", 0.0) + rest
+        profile.kernel_ms_by_class = dict(sorted(by_class.items()))
+        return changed
+    for k in profile.top_kernels:
+        new = kernel_class(k["name"])
+        if new != k["class"]:
+            ms = float(k["ms_per_step"])
+            profile.kernel_ms_by_class[k["class"]] = profile.kernel_ms_by_class.get(k["class"], 0.0) - ms
+            profile.kernel_ms_by_class[new] = profile.kernel_ms_by_class.get(new, 0.0) + ms
+            k["class"] = new
+            changed += 1
+    profile.kernel_ms_by_class = {c: v for c, v in sorted(profile.kernel_ms_by_class.items()) if v > 1e-9}
+    return changed
+
+
+def time_phases(runner: TorchTrainStep, tensors: list[Any], steps: int = PHASE_STEPS) -> tuple[dict[str, float], float]:
+    """Median per-phase time and median step time over ``steps`` steps (after one warm step)."""
+    torch = runner._torch
+    on_gpu = runner.device == "cuda"
+    with runner.modes():
+        runner.step(tensors)
+        per_phase: dict[str, list[float]] = {p: [] for p in PHASES}
+        totals: list[float] = []
+        for _ in range(steps):
+            if on_gpu:
+                torch.cuda.synchronize()
+                marks: list[tuple[str, Any]] = [("start", torch.cuda.Event(enable_timing=True))]
+                marks[0][1].record()
+
+                def mark(phase: str) -> None:
+                    ev = torch.cuda.Event(enable_timing=True)
+                    ev.record()
+                    marks.append((phase, ev))
+
+                runner.step(tensors, mark)
+                torch.cuda.synchronize()
+                for (_, a), (phase, b) in zip(marks, marks[1:]):
+                    per_phase[phase].append(float(a.elapsed_time(b)))
+                totals.append(float(marks[0][1].elapsed_time(marks[-1][1])))
+            else:
+                stamps: list[tuple[str, float]] = [("start", time.perf_counter())]
+                runner.step(tensors, lambda phase: stamps.append((phase, time.perf_counter())))
+                for (_, a), (phase, b) in zip(stamps, stamps[1:]):
+                    per_phase[phase].append((b - a) * 1e3)
+                totals.append((stamps[-1][1] - stamps[0][1]) * 1e3)
+    return ({p: float(np.median(v)) for p, v in per_phase.items() if v}, float(np.median(totals)))
+
+
+def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PROFILE_STEPS) -> dict[str, Any]:
+    """Kernel time by data-type class, cast time and kernels per step from torch.profiler."""
+    torch = runner._torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    on_gpu = runner.device == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with runner.modes():
+        runner.step(tensors)
+        if on_gpu:
+            torch.cuda.synchronize()
+        with profile(activities=activities, record_shapes=True) as prof:
+            for _ in range(steps):
+                runner.step(tensors)
+            if on_gpu:
+                torch.cuda.synchronize()
+    by_class: dict[str, float] = {}
+    by_name: dict[str, float] = {}
+    count = 0
+    cast_us = 0.0
+    for evt in prof.events():
+        if on_gpu and evt.device_type == DeviceType.CUDA:
+            us = float(evt.device_time_total)
+            cls = kernel_class(evt.name)
+            by_class[cls] = by_class.get(cls, 0.0) + us
+            by_name[evt.name] = by_name.get(evt.name, 0.0) + us
+            count += 1
+        elif evt.device_type == DeviceType.CPU and evt.name == "aten::_to_copy" and not _scalar_or_optimizer(evt):
+            cast_us += float(evt.device_time_total if on_gpu else evt.cpu_time_total)
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP_KERNELS]
+    return {
+        "kernel_ms_by_class": {k: v / 1e3 / steps for k, v in sorted(by_class.items())},
+        "kernel_ms": sum(by_class.values()) / 1e3 / steps,
+        "kernels_per_step": count / steps,
+        "cast_ms": cast_us / 1e3 / steps,
+        "top_kernels": [{"name": n[:200], "class": kernel_class(n), "ms_per_step": v / 1e3 / steps} for n, v in top],
+        "kernel_ms_by_name": {n[:300]: v / 1e3 / steps
+                              for n, v in sorted(by_name.items(), key=lambda kv: -kv[1])[:MAX_KERNEL_NAMES]},
+    }
+
+
+def _scalar_or_optimizer(evt: Any) -> bool:
+    """True for copies that are not autocast's casts: 0-dim tensors (Python scalars wrapped by
+    arithmetic ops) and anything under torch.optim's own profiler range (``Optimizer.step#…``)."""
+    shapes = getattr(evt, "input_shapes", None)
+    if shapes and isinstance(shapes[0], (list, tuple)) and len(shapes[0]) == 0:
+        return True
+    parent = getattr(evt, "cpu_parent", None)
+    while parent is not None:
+        if str(parent.name).startswith("Optimizer."):
+            return True
+        parent = getattr(parent, "cpu_parent", None)
+    return False
+
+
+def profile_arm(runner: TorchTrainStep, tensors: list[Any]) -> StepProfile:
+    """Both passes; a failure of one (a profiler that cannot start) is recorded, not fatal."""
+    prof = StepProfile(arm=runner.arm.name, clock="cuda_events" if runner.device == "cuda" else "perf_counter")
+    try:
+        prof.phases_ms, prof.step_ms = time_phases(runner, tensors)
+    except RuntimeError as err:
+        prof.errors.append(f"phase timing failed: {str(err).splitlines()[0][:200]}")
+    try:
+        k = profile_kernels(runner, tensors)
+        prof.kernel_ms_by_class, prof.kernel_ms = k["kernel_ms_by_class"], k["kernel_ms"]
+        prof.kernels_per_step, prof.cast_ms, prof.top_kernels = k["kernels_per_step"], k["cast_ms"], k["top_kernels"]
+        prof.kernel_ms_by_name = k["kernel_ms_by_name"]
+    except (RuntimeError, AssertionError) as err:
+        prof.errors.append(f"torch.profiler failed: {str(err).splitlines()[0][:200]}")
+    return prof
+
+
+# ---------------------------------------------------------------------------------------------
+# Static: tensor-core eligibility of the layers
+# ---------------------------------------------------------------------------------------------
+
+
+def tensor_core_layers(model: Any) -> list[dict[str, Any]]:
+    """Conv/ConvTranspose/Gemm/MatMul layers whose weight is an initializer, with the channel
+    counts tensor cores care about (FP16/BF16 need input and output channels in multiples of 8)."""
+    inits = {i.name: i for i in model.graph.initializer}
+    layers = []
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "ConvTranspose", "Gemm", "MatMul") or len(node.input) < 2:
+            continue
+        w = inits.get(node.input[1])
+        if w is None:
+            continue
+        dims = [int(d) for d in w.dims]
+        if node.op_type == "Conv" and len(dims) >= 3:
+            group = next((a.i for a in node.attribute if a.name == "group"), 1) or 1
+            c_out, c_in = dims[0], dims[1] * group
+            kernel = dims[2:]
+        elif node.op_type == "ConvTranspose" and len(dims) >= 3:
+            group = next((a.i for a in node.attribute if a.name == "group"), 1) or 1
+            c_in, c_out = dims[0], dims[1] * group
+            kernel = dims[2:]
+        elif len(dims) == 2:
+            trans_b = node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute)
+            c_out, c_in = (dims[0], dims[1]) if trans_b else (dims[1], dims[0])
+            kernel = []
+        else:
+            continue
+        eligible = c_in % TENSOR_CORE_MULTIPLE == 0 and c_out % TENSOR_CORE_MULTIPLE == 0
+        layers.append({"name": node.name or node.output[0], "op": node.op_type, "in_channels": c_in,
+                       "out_channels": c_out, "kernel": kernel, "tensor_core_eligible": eligible})
+    return layers
+
+
+# ---------------------------------------------------------------------------------------------
+# Findings
+# ---------------------------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if x >= 0.01 else f"{x:.1%}"
+
+
+def findings_for(
+    baseline: StepProfile,
+    candidate: StepProfile,
+    *,
+    layers: Sequence[Mapping[str, Any]],
+    skipped_steps: int | None,
+    steps_run: int,
+    memory: Mapping[str, Any] | None = None,
+    peer: StepProfile | None = None,
+    peer_speedup: float | None = None,
+    device: str = "cuda",
+) -> list[Finding]:
+    """Every cause with evidence for one candidate arm against the baseline at one batch size."""
+    out: list[Finding] = []
+    amp = candidate.arm.startswith("amp-")
+    low = candidate.low_precision_share()
+    if amp and low is not None:
+        ev = {"low_precision_kernel_share": low, "kernel_ms_by_class": candidate.kernel_ms_by_class,
+              "top_kernels": candidate.top_kernels[:5]}
+        if low < LOW_PRECISION_MIN_SHARE:
+            out.append(Finding("low_precision_share",
+                               f"only {_pct(low)} of {candidate.arm}'s kernel time ran in FP16/BF16 kernels; the rest "
+                               "stayed FP32 (ops autocast keeps in FP32, layers without half kernels, elementwise work), "
+                               "so AMP can speed up at most that part", ev))
+        else:
+            out.append(Finding("low_precision_share",
+                               f"{_pct(low)} of {candidate.arm}'s kernel time ran in FP16/BF16 kernels", ev))
+    if candidate.arm == "tf32" and candidate.kernel_ms > 0:
+        share = candidate.kernel_ms_by_class.get("tf32", 0.0) / candidate.kernel_ms
+        out.append(Finding("tf32_share",
+                           f"{_pct(share)} of tf32's kernel time ran in TF32 (tensor-core) kernels; the rest is FP32 "
+                           "work TF32 does not touch (elementwise ops, layout conversions, the optimizer) and any "
+                           "convolution/GEMM for which no TF32 algorithm was chosen (see top_kernels)",
+                           {"tf32_kernel_share": share, "kernel_ms_by_class": candidate.kernel_ms_by_class}))
+    if candidate.kernel_ms > 0 and baseline.kernel_ms > 0 and candidate.kernel_ms > KERNEL_SLOWER * baseline.kernel_ms:
+        top = candidate.top_kernels[0] if candidate.top_kernels else {}
+        out.append(Finding("slower_kernels",
+                           f"{candidate.arm}'s kernels take {candidate.kernel_ms:.3g} ms per step against {baseline.kernel_ms:.3g} ms "
+                           f"in {baseline.arm}: the kernels picked for these layers in this precision are slower than the "
+                           f"{baseline.arm} ones (top: {top.get('name', '?')[:90]} {top.get('ms_per_step', 0):.3g} ms, "
+                           f"{top.get('class', '?')})",
+                           {"kernel_ms": candidate.kernel_ms, "baseline_kernel_ms": baseline.kernel_ms,
+                            "top_kernels": candidate.top_kernels[:5], "baseline_top_kernels": baseline.top_kernels[:5]}))
+    if amp and candidate.step_ms > 0 and candidate.cast_ms / candidate.step_ms >= CAST_SHARE:
+        out.append(Finding("casts", f"autocast's casts (aten::_to_copy) take {candidate.cast_ms:.3g} ms per step, "
+                           f"{_pct(candidate.cast_ms / candidate.step_ms)} of {candidate.arm}'s step: "
+                           "time the FP32 step does not spend", {"cast_ms": candidate.cast_ms, "step_ms": candidate.step_ms}))
+    if candidate.arm == "amp-fp16":
+        unscale = candidate.phases_ms.get("unscale", 0.0) + candidate.phases_ms.get("scaler_update", 0.0)
+        share = unscale / candidate.step_ms if candidate.step_ms > 0 else 0.0
+        ev = {"unscale_ms": candidate.phases_ms.get("unscale"), "scaler_update_ms": candidate.phases_ms.get("scaler_update"),
+              "share_of_step": share, "skipped_steps": skipped_steps, "steps": steps_run}
+        skipped = "" if skipped_steps is None else f"; {skipped_steps} of {steps_run} steps were skipped (inf/NaN gradients)"
+        msg = (f"GradScaler: unscale + inf check + scale update take {unscale:.3g} ms per step ({_pct(share)})"
+               f"{skipped}; its found-inf check reads a flag back to the host every step")
+        if share >= SCALER_SHARE or skipped_steps:
+            out.append(Finding("grad_scaler", msg, ev))
+        else:
+            out.append(Finding("grad_scaler", msg + " (small)", ev))
+    opt_share = candidate.share("optimizer")
+    if candidate.step_ms > 0 and opt_share >= OPTIMIZER_SHARE:
+        base_opt = baseline.phases_ms.get("optimizer")
+        out.append(Finding("optimizer_step",
+                           f"the optimizer step takes {candidate.phases_ms.get('optimizer', 0):.3g} ms "
+                           f"({_pct(opt_share)} of {candidate.arm}'s step; {base_opt if base_opt is None else f'{base_opt:.3g}'} ms in "
+                           f"{baseline.arm}): it updates FP32 master weights in every precision, so AMP cannot shrink it",
+                           {"optimizer_ms": candidate.phases_ms.get("optimizer"), "baseline_optimizer_ms": base_opt,
+                            "share_of_step": opt_share}))
+    busy = candidate.busy_share
+    if device == "cuda" and busy is not None and busy < BUSY_LAUNCH_BOUND:
+        out.append(Finding("launch_bound",
+                           f"the GPU runs kernels only {_pct(busy)} of {candidate.arm}'s step "
+                           f"({candidate.kernels_per_step:.0f} kernels, {candidate.kernel_ms:.3g} of {candidate.step_ms:.3g} ms): "
+                           "the step is bound by the host launching kernels, and faster kernels cannot shorten it "
+                           "(larger batch, CUDA graphs or torch.compile can)",
+                           {"busy_share": busy, "kernels_per_step": candidate.kernels_per_step,
+                            "kernel_ms": candidate.kernel_ms, "step_ms": candidate.step_ms}))
+    if amp and layers:
+        bad = [x for x in layers if not x["tensor_core_eligible"]]
+        if bad:
+            out.append(Finding("tensor_core_eligibility",
+                               f"{len(bad)} of {len(layers)} Conv/Gemm layers have channel counts that are not multiples "
+                               f"of {TENSOR_CORE_MULTIPLE} (e.g. {bad[0]['name']}: {bad[0]['in_channels']}→"
+                               f"{bad[0]['out_channels']} channels): FP16/BF16 tensor cores cannot run them as they are",
+                               {"ineligible": bad[:20], "layers": len(layers)}))
+        else:
+            out.append(Finding("tensor_core_eligibility",
+                               f"all {len(layers)} Conv/Gemm layers have channel counts in multiples of {TENSOR_CORE_MULTIPLE}",
+                               {"layers": len(layers)}))
+    if peer is not None and peer_speedup is not None and candidate.arm == "amp-bf16":
+        out.append(Finding("bf16_vs_fp16",
+                           f"amp-bf16 is {peer_speedup:.3f}× amp-fp16 (median step ratio): BF16 needs no GradScaler "
+                           "(no unscale, no inf check, no host read-back) at the cost of 3 fewer mantissa bits",
+                           {"bf16_over_fp16_speed": peer_speedup}))
+    if memory:
+        b, c = memory.get("baseline"), memory.get("candidate")
+        if b and c and b.get("peak_allocated_mib") and c.get("peak_allocated_mib"):
+            ratio = c["peak_allocated_mib"] / b["peak_allocated_mib"]
+            if ratio < 0.9:
+                why = "activations kept for backward are stored in half precision"
+            elif ratio <= 1.1:
+                why = "no visible saving"
+            else:
+                why = "more memory, not less"
+            if not amp and ratio > 1.1:
+                why += (": weights and activations have the same size in both, so the difference is the workspace of "
+                        "the convolution algorithms chosen for this precision")
+            if amp and ratio >= 0.9:
+                why += (": weights, gradients and optimizer state stay FP32, autocast adds half copies of the weights, "
+                        "and when activations are small the saving is smaller than those and cuDNN's workspaces")
+            out.append(Finding("memory", f"peak allocated {c['peak_allocated_mib']:.0f} MiB vs {b['peak_allocated_mib']:.0f} "
+                               f"MiB in {baseline.arm} ({ratio:.2f}×): {why}",
+                               {"ratio": ratio, "baseline": b, "candidate": c}))
+    if device == "cpu":
+        out.append(Finding("cpu_only", "measured on a CPU: a correctness run; speed claims need a GPU", {}))
+    return out

@@ -1,0 +1,245 @@
+"""The whole training comparison: per batch size, an accuracy/memory/reasons pass per arm (each arm
+alone), then every arm's step interleaved by compare's ``run_interleaved`` and judged by compare's
+``speedup_ci`` and ``verdict`` — the same statistics as the inference verdict, not a copy of them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .. import compare as cmp
+from ..errors import BadInput
+from ..stats import median_ci_exact
+
+SCHEMA = "trtprof.train_compare/1"
+DEFAULT_STEPS = 20  # accuracy side: loss after this many steps per arm, same seed and data
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    optimizer: str = "adam"
+    loss: str = "mae-to-ones"
+    steps: int = DEFAULT_STEPS
+    seed: int = 0
+    find_max_batch: bool = False
+    max_batch_limit: int = 4096
+    reasons: bool = True
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise BadInput("--steps must be >= 1")
+        if self.max_batch_limit < 1:
+            raise BadInput("--max-batch-limit must be >= 1")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer, "loss": self.loss, "accuracy_steps": self.steps, "seed": self.seed,
+                "find_max_batch": self.find_max_batch, "max_batch_limit": self.max_batch_limit}
+
+
+@dataclass
+class ArmRun:
+    """What the solo pass of one arm found (before the timed rounds)."""
+
+    losses: list[float]
+    skipped_steps: int | None
+    memory: dict[str, Any] | None = None
+    profile: Any = None  # reasons.StepProfile
+    extra: dict[str, Any] | None = None  # framework-specific evidence (Keras: layer policies)
+
+    def to_json(self) -> dict[str, Any]:
+        finite = [x for x in self.losses if math.isfinite(x)]
+        return {"loss_first": self.losses[0] if self.losses else None,
+                "loss_last": self.losses[-1] if self.losses else None,
+                "losses": self.losses, "steps": len(self.losses), "all_finite": len(finite) == len(self.losses),
+                "skipped_steps": self.skipped_steps, "memory": self.memory,
+                "profile": self.profile.to_json() if self.profile is not None else None,
+                **({"framework": self.extra} if self.extra else {})}
+
+
+class Trainer:
+    """What differs between frameworks: making a runner per arm, its solo pass, the environment."""
+
+    framework = ""
+    device = "cpu"
+    inputs: tuple = ()
+
+    def make_runner(self, arm: Any) -> Any:
+        raise NotImplementedError
+
+    def solo(self, arm: Any, runner: Any, feeds: Mapping[str, np.ndarray], steps: int, reasons: bool) -> ArmRun:
+        raise NotImplementedError
+
+    def max_batch(self, arm: Any, make_feeds: Callable[[int], Mapping[str, np.ndarray]], limit: int, *,
+                  start: int = 1, resolution: float = 0.1) -> dict[str, Any] | None:
+        return None
+
+    def findings(self, base: ArmRun, cand: ArmRun, arm_name: str, base_name: str, *, peer: tuple[ArmRun, float] | None,
+                 steps: int) -> list[Any]:
+        return []
+
+    def environment(self) -> dict[str, Any]:
+        return {}
+
+    def release(self) -> None:
+        pass
+
+
+ENQUEUE_NOTE = ("host enqueue time ≈ GPU time: in a training step the host also waits inside the step (GradScaler's "
+                "inf check reads a flag back; with many kernels per step the launch queue can be full), so this alone does not "
+                "mean the GPU idles; the launch_bound reason (profiler: share of the step with a kernel running) says "
+                "whether it does")
+
+
+def training_notes(notes: Sequence[str]) -> list[str]:
+    """The timing loop's notes, with its inference-minded enqueue-bound advice (``--cuda-graph``)
+    replaced by what that observation means for a training step."""
+    return [f"{ENQUEUE_NOTE} [{n.split('(in ')[-1].rstrip(')')}]" if n.startswith("enqueue-bound") and "(in " in n
+            else (ENQUEUE_NOTE if n.startswith("enqueue-bound") else n) for n in notes]
+
+
+def _side(name: str, arm: cmp.Arm) -> dict[str, Any]:
+    lat = arm.latency_ms
+    low, high = median_ci_exact(lat)
+    return {"precision": name, "median_ms": float(np.median(lat)), "ci_low_ms": low, "ci_high_ms": high,
+            "n": int(lat.size), "cv": float(np.std(lat, ddof=1) / np.mean(lat)) if lat.size > 1 else 0.0,
+            "stage_medians_ms": {k: float(np.median(v)) for k, v in arm.pooled().items()}}
+
+
+def _result(model: str, backend: str, arm: cmp.Arm, batch: int, outcome: cmp.InterleavedOutcome,
+            plan: cmp.RoundPlan, shapes: Mapping[str, tuple[int, ...]], options: TrainOptions, arm_json: dict) -> Any:
+    from ..results import BenchResult
+
+    clock = "perf_counter_ns" if arm.runner.device == "cpu" else "cuda_events"
+    return BenchResult.from_samples(
+        stages=arm.pooled(), span_s=arm.span_s, batch_size=batch, model=model, precision=arm.name, backend=backend,
+        engine={"artifact": "", "effective_precision": arm.name, "train_arm": arm_json},
+        config={"interleaved": True, "training_step": True, "rounds": outcome.rounds,
+                "round_iterations": outcome.round_iterations[arm.name], "warmup_done": arm.warmup_done,
+                "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
+                "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": False, "clock": clock,
+                "input_shapes": {k: list(v) for k, v in shapes.items()}, **options.to_json()},
+        warnings=list(arm.notes), device=arm.device)
+
+
+def compare_training(
+    trainer: Trainer,
+    arms: Sequence[Any],
+    batch_sizes: Sequence[int],
+    plan: cmp.RoundPlan,
+    options: TrainOptions,
+    *,
+    model_name: str,
+    shapes_for: Callable[[int], Mapping[str, tuple[int, ...]]],
+    make_feeds: Callable[[Mapping[str, tuple[int, ...]]], Mapping[str, np.ndarray]],
+    on_batch: Callable[[int, cmp.InterleavedOutcome], None] | None = None,
+    on_arm: Callable[[int, str, ArmRun], None] | None = None,
+) -> dict[str, Any]:
+    """Run everything and return the JSON document (schema ``trtprof.train_compare/1``)."""
+    from ..cache import now_iso
+    from ..environment import collect
+
+    if plan.cuda_graph:
+        raise BadInput("--cuda-graph: a training step is not captured (GradScaler reads back to the host)")
+    names = [a.name for a in arms]
+    baseline = names[0]
+    backend = f"{trainer.framework}-train"
+    comparisons: list[dict[str, Any]] = []
+    results: list[Any] = []
+    per_batch: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    shapes_by_batch = {b: shapes_for(b) for b in batch_sizes}  # every shape checked before any step runs
+    for batch in batch_sizes:
+        shapes = shapes_by_batch[batch]
+        feeds = make_feeds(shapes)
+        solo: dict[str, ArmRun] = {}
+        for arm in arms:  # each arm alone: its loss curve, peak memory and evidence for the reasons
+            runner = trainer.make_runner(arm)
+            try:
+                solo[arm.name] = trainer.solo(arm, runner, feeds, options.steps, options.reasons)
+            finally:
+                runner.close()
+                del runner
+                trainer.release()
+            if on_arm is not None:
+                on_arm(batch, arm.name, solo[arm.name])
+        runners = {arm.name: trainer.make_runner(arm) for arm in arms}
+        try:
+            timed = [cmp.Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
+            outcome = cmp.run_interleaved(timed, plan)
+        finally:
+            for r in runners.values():
+                r.close()
+            runners.clear()
+            trainer.release()
+        if on_batch is not None:
+            on_batch(batch, outcome)
+        arm_json = {a.name: a.to_json() for a in arms}
+        for arm in timed:
+            results.append(_result(model_name, backend, arm, batch, outcome, plan, shapes, options, arm_json[arm.name]))
+        medians = {a.name: float(np.median(a.latency_ms)) for a in timed}
+        for cand in names[1:]:
+            base_arm, cand_arm = outcome.arm(baseline), outcome.arm(cand)
+            speed = cmp.speedup_ci(base_arm.latency_ms, cand_arm.latency_ms,
+                                   rounds=(base_arm.stages.get("latency_ms", []), cand_arm.stages.get("latency_ms", [])))
+            peer = None
+            if cand == "amp-bf16" and "amp-fp16" in solo:
+                peer = (solo["amp-fp16"], medians["amp-fp16"] / medians["amp-bf16"])
+            findings = trainer.findings(solo[baseline], solo[cand], cand, baseline, peer=peer, steps=options.steps)
+            base_run, cand_run = solo[baseline], solo[cand]
+            if not all(math.isfinite(x) for x in cand_run.losses) and all(math.isfinite(x) for x in base_run.losses):
+                msg = f"{cand} at batch {batch}: the loss became non-finite within {options.steps} steps where {baseline} stayed finite"
+                warnings.append(msg)
+            comparisons.append({
+                "batch_size": batch, "baseline": baseline, "candidate": cand,
+                "speedup": speed.to_json(), "verdict": cmp.verdict(speed.ci_low, speed.ci_high),
+                "latency": {"baseline": _side(baseline, base_arm), "candidate": _side(cand, cand_arm)},
+                "accuracy": {"baseline_loss_last": base_run.losses[-1], "candidate_loss_last": cand_run.losses[-1],
+                             "steps": options.steps, "candidate_skipped_steps": cand_run.skipped_steps,
+                             "loss_ratio": (cand_run.losses[-1] / base_run.losses[-1]
+                                            if base_run.losses[-1] not in (0.0,) and math.isfinite(base_run.losses[-1])
+                                            else None)},
+                "memory": {"baseline": base_run.memory, "candidate": cand_run.memory},
+                "diagnosis": [f.to_json() for f in findings],
+                "timing_notes": {"baseline": training_notes(base_arm.notes), "candidate": training_notes(cand_arm.notes)},
+                "rounds": outcome.rounds, "stop_reason": outcome.stop_reason,
+                "round_ratios": outcome.round_ratios(baseline, cand), "median_ci_half_width": outcome.half_widths,
+            })
+        entry: dict[str, Any] = {"batch_size": batch, "arms": {n: solo[n].to_json() for n in names},
+                                 "median_step_ms": medians, "rounds": outcome.rounds, "stop_reason": outcome.stop_reason}
+        if options.find_max_batch:
+            entry["max_batch"] = {}
+            for arm in arms:
+                entry["max_batch"][arm.name] = trainer.max_batch(
+                    arm, lambda b: make_feeds(shapes_for(b)), options.max_batch_limit)
+        per_batch.append(entry)
+        if options.find_max_batch:
+            options = TrainOptions(**{**options.__dict__, "find_max_batch": False})  # once: it does not depend on batch
+    env = collect()
+    env["backend"] = trainer.environment()
+    return {
+        "schema": SCHEMA, "created": now_iso(), "model": model_name, "backend": backend, "device": trainer.device,
+        "arms": [a.to_json() for a in arms],
+        "settings": {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
+                     "round_iterations": plan.round_iterations, "min_rounds": plan.min_rounds,
+                     "confidence": cmp.CONFIDENCE, "equivalence_margin": cmp.EQUIVALENCE_MARGIN,
+                     "copies": plan.copies, "cuda_graph": False, **options.to_json()},
+        "comparisons": comparisons,
+        "batches": per_batch,
+        "warnings": warnings,
+        "environment": env,
+        "results": [r.to_json() for r in results],
+    }
+
+
+def write_json(data: Mapping[str, Any], path: Path) -> None:
+    import json
+
+    from ..cache import atomic_write_text
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, indent=1, allow_nan=True) + "\n")
