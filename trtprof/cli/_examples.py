@@ -35,6 +35,15 @@ EXAMPLES = {
   trtprof cache ls engines/
   trtprof cache prune engines/ --corrupt               # corrupt entries, orphan artifacts, temp files
   trtprof cache prune engines/ --older-than 14d --model resnet50 --dry-run""",
+    "sweep": """\
+  trtprof sweep sweep.toml --out sweep/                     # one worker per GPU of this host
+  trtprof sweep --models a.onnx,b.onnx --precisions fp32,fp16 --batch-sizes 1,64 --out sweep/
+  trtprof sweep sweep.toml --out sweep/ --resume            # after Ctrl-C: only the cells not done
+  trtprof sweep sweep.toml --executor ray --address auto --out sweep/""",
+    "train-compare": """\
+  trtprof train-compare model.onnx --batch-sizes 10,256     # fp32,tf32,amp-fp16,amp-bf16 training steps
+  trtprof train-compare model.onnx --precisions fp32,amp-bf16 --device cpu --steps 5 --out train.json
+  trtprof train-compare model.keras --batch-sizes 10         # Keras: float32 vs mixed_float16""",
 }
 
 
