@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from . import backends, timing
+from .backends.base import set_autotune
 from .cache import EngineRecord, now_iso
 from .environment import collect
 from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -59,6 +60,7 @@ def bench_one(
     else:
         samples = timing.time_device(runner, feeds, config)
         applied = {**config.to_json(), "clock": "cuda_events"}
+    applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
                     "warmup_s": round(samples.warmup_s, 4)})
@@ -99,6 +101,7 @@ def bench_records(
     int_range: tuple[int, int] = DEFAULT_INT_RANGE,
     on_result: Callable[[BenchResult], None] | None = None,
     on_start: Callable[[BenchPlan], None] | None = None,
+    autotune: bool = True,
 ) -> ResultSet:
     """Bench every engine × batch size. All inputs are checked (engines load, shapes resolve) before
     the first measurement, so a bad request fails in a second rather than after minutes of timing."""
@@ -107,6 +110,7 @@ def bench_records(
     try:
         for record in records:
             runners[record.key] = load_runner(record)
+            set_autotune(runners[record.key], autotune)
         for item in items:
             runner = runners[item.record.key]
             overrides = {**item.record.spec.shape_overrides(), **(shapes or {})}

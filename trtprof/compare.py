@@ -243,6 +243,7 @@ class RoundPlan:
     first_warmup_ms: float = FIRST_WARMUP_MS
     copies: bool = True
     cuda_graph: bool = False
+    autotune: bool = True  # torch: cudnn.benchmark during the run (backends.base.set_autotune)
 
     def block_config(self, iterations: int) -> TimingConfig:
         return TimingConfig(warmup=ROUND_WARMUP, iterations=iterations, copies=self.copies, cuda_graph=self.cuda_graph)
@@ -402,7 +403,8 @@ class CompareReport:
             "settings": {"target_ci": self.plan.target_ci, "time_budget_s": self.plan.time_budget_s,
                          "round_iterations": self.plan.round_iterations, "min_rounds": self.plan.min_rounds,
                          "confidence": CONFIDENCE, "equivalence_margin": EQUIVALENCE_MARGIN,
-                         "copies": self.plan.copies, "cuda_graph": self.plan.cuda_graph},
+                         "copies": self.plan.copies, "cuda_graph": self.plan.cuda_graph,
+                         "autotune": self.plan.autotune},
             "comparisons": [c.to_json() for c in self.comparisons],
             "warnings": self.warnings,
             "device_peak": self.device_peak,
@@ -464,7 +466,7 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
                 "round_warmup": ROUND_WARMUP, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": plan.cuda_graph,
-                "clock": clock, "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed},
+                "clock": clock, "autotune": getattr(arm.runner, "autotune", None), "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed},
         warnings=warnings,
         device=arm.device,
     )
@@ -485,6 +487,7 @@ def compare_records(
     batch size; every candidate gets a speedup, an accuracy delta and its diagnosis."""
     from . import diagnose as dg
     from .accuracy import compare_outputs, run_outputs
+    from .backends.base import set_autotune
     from .bench import load_runner
     from .cache import now_iso
     from .environment import collect
@@ -501,6 +504,7 @@ def compare_records(
     try:
         for name in names:
             runners[name] = load_runner(records[name])
+            set_autotune(runners[name], plan.autotune)
         first = records[baseline]
         overrides = {**first.spec.shape_overrides(), **(shapes or {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)

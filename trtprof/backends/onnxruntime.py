@@ -71,10 +71,14 @@ def _ort_cause(text: str) -> str:
     return " ".join(cause.split())[:300]
 
 
-def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path):
+def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
+             profile_prefix: str | None = None):
     ort = _ort()
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only: ORT's warnings would flood the bench output
+    if profile_prefix is not None:  # trtprof profile: per-node times (a separate session, not the timed one)
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     if optimized_out is not None:
         # Basic level keeps node names; ORT's precision fallback (InsertCastTransformer) runs at
         # every level, so the saved graph shows which nodes really run in FP32.

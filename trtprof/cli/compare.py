@@ -41,6 +41,7 @@ def add_parser(sub) -> None:
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")
     p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
     p.add_argument("--cuda-graph", action="store_true", help="GPU: replay a captured CUDA graph")
+    _common.add_autotune_arg(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -63,7 +64,7 @@ def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
         raise BadInput("--round-iterations must be > 0")
     return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                          round_iterations=args.round_iterations, copies=not args.no_copies,
-                         cuda_graph=args.cuda_graph)
+                         cuda_graph=args.cuda_graph, autotune=args.autotune)
 
 
 def print_comparison(c: dict) -> None:

@@ -1,0 +1,176 @@
+"""Per-node GPU kernel times of the torch backend from torch.profiler (CUPTI).
+
+Every onnx2torch submodule is one ONNX node; forward hooks open a ``record_function`` range named
+after the node around it, so each CUDA kernel (linked by CUPTI's correlation id to the aten op that
+launched it) is attributed to the innermost node range above that op. The FP16 runner's input cast
+and the output copy (a cast to float32 in FP16) get ranges of their own. Kernels outside every range
+are one "(unattributed)" row. Each iteration runs inside an ``iteration`` range, so per-node times
+are medians over iterations of that node's summed kernel time.
+
+Eager only: a replayed CUDA graph has no per-op launches to attribute. Autotuning (cudnn.benchmark)
+follows the runner's setting, and the warmup runs before the profiler starts, so the profiled
+kernels are the ones the timing loop runs.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from .kernels import uses_tensor_cores
+from .table import KernelTime, LayerTiming, PrecisionProfile, kind_of
+
+SOURCE = "torch.profiler (CUPTI kernel times, attributed to ONNX nodes by record_function ranges)"
+PREFIX = "trtprof::"
+ITERATION = PREFIX + "iteration"
+INPUT_CAST = PREFIX + "(input cast)"
+OUTPUT_COPY = PREFIX + "(output copy)"
+UNATTRIBUTED = "(unattributed)"
+
+
+def attribute_kernels(events: Iterable[Any]) -> tuple[dict[str, dict[int, dict[str, list[float]]]], dict[int, float]]:
+    """{range label: {iteration id: {kernel name: [µs per launch]}}} and {iteration id: Σ kernel µs}.
+
+    ``events`` are torch.autograd FunctionEvents (or fakes with ``name``, ``id``, ``cpu_parent`` and
+    ``kernels`` of ``name``/``duration`` µs). Kernels hang on the op that launched them; the label is
+    the innermost ``trtprof::`` range above that op, the iteration the ``trtprof::iteration`` above it.
+    """
+    out: dict[str, dict[int, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    totals: dict[int, float] = defaultdict(float)
+    for ev in events:
+        kernels = getattr(ev, "kernels", None)
+        if not kernels:
+            continue
+        label, iteration = None, None
+        node = ev
+        while node is not None:
+            name = str(getattr(node, "name", ""))
+            if name == ITERATION:
+                iteration = int(getattr(node, "id", 0))
+                break
+            if label is None and name.startswith(PREFIX):
+                label = name[len(PREFIX):]
+            node = getattr(node, "cpu_parent", None)
+        if iteration is None:
+            continue  # outside the profiled iterations
+        for k in kernels:
+            us = float(k.duration)
+            out[label or UNATTRIBUTED][iteration][str(k.name)].append(us)
+            totals[iteration] += us
+    return out, totals
+
+
+def summarize(attributed: Mapping[str, Mapping[int, Mapping[str, list[float]]]], iterations: list[int],
+              op_types: Mapping[str, str], order: list[str], *, half: bool = False) -> tuple[LayerTiming, ...]:
+    """Per label: median over iterations of its summed kernel time (an iteration without its kernels
+    counts 0), and per kernel name the median per-iteration time and launches. The output copy is a
+    cast row when ``half`` (FP16 outputs copied into float32 buffers), a plain copy otherwise."""
+    labels = [n for n in order if n in attributed] + [n for n in attributed if n not in order]
+    layers = []
+    for label in labels:
+        per_iter = attributed[label]
+        sums = [sum(sum(v) for v in per_iter.get(i, {}).values()) for i in iterations]
+        names: list[str] = []
+        for i in iterations:
+            for k in per_iter.get(i, {}):
+                if k not in names:
+                    names.append(k)
+        kernels = []
+        for k in names:
+            times = [sum(per_iter.get(i, {}).get(k, [])) for i in iterations]
+            calls = [len(per_iter.get(i, {}).get(k, [])) for i in iterations]
+            kernels.append(KernelTime(name=k, median_ms=float(np.median(times)) / 1e3,
+                                      calls=int(np.median(calls)), tensor_core=uses_tensor_cores(k)))
+        op = op_types.get(label, "Cast" if label == "(input cast)" else "Copy" if label == "(output copy)" else "")
+        kind = kind_of(op, label)
+        if label == "(output copy)":
+            kind = "cast" if half else "other"
+        layers.append(LayerTiming(name=label, op_type=op, kind=kind, median_ms=float(np.median(sums)) / 1e3,
+                                  kernels=tuple(sorted(kernels, key=lambda k: -k.median_ms))))
+    return tuple(layers)
+
+
+def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: int, warmup: int,
+                  batch_size: int, onnx_model: Any = None) -> PrecisionProfile:
+    """Profile a loaded ``TorchRunner`` eagerly: ``warmup`` unprofiled calls, then ``iterations``."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from ..backends.torch import cudnn_mode
+    from .graph import node_key
+
+    module = runner.module
+    # onnx2torch names each submodule after its node (OnnxGraph's unique names, in node order)
+    op_types: dict[str, str] = {}
+    label_of: dict[str, str] = {}
+    order: list[str] = []
+    if onnx_model is not None:
+        from onnx2torch.onnx_graph import OnnxGraph
+
+        graph = OnnxGraph(onnx_model.graph)
+        for i, (unique, onode) in enumerate(graph.nodes.items()):
+            key = node_key(onode.proto, i)
+            label_of[unique] = key
+            op_types[key] = onode.proto.op_type
+            order.append(key)
+    stack: list[Any] = []
+    handles = []
+    for name, child in module.named_children():
+        if name == "initializers":
+            continue
+        label = PREFIX + label_of.get(name, name)
+
+        def pre(_m: Any, _args: Any, label: str = label) -> None:
+            rf = record_function(label)
+            rf.__enter__()
+            stack.append(rf)
+
+        def post(_m: Any, _args: Any, _out: Any) -> None:
+            if stack:
+                stack.pop().__exit__(None, None, None)
+
+        handles.append(child.register_forward_pre_hook(pre))
+        handles.append(child.register_forward_hook(post))
+    input_shapes = {name: tuple(int(d) for d in arr.shape) for name, arr in feeds.items()}
+    runner.prepare(input_shapes)
+    xs = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to("cuda") for t in runner.inputs]
+    half = runner.precision.value == "fp16"
+    dsts: list[Any] = []
+
+    def one() -> None:
+        with record_function(INPUT_CAST):
+            args = [x.half() if half and x.is_floating_point() else x for x in xs]
+        result = module(*args)
+        outs = (result,) if isinstance(result, torch.Tensor) else tuple(result.values()) if isinstance(result, dict) \
+            else tuple(result)
+        if not dsts:  # the runner copies into float32 (fp16: a cast) buffers the profiler owns: same here
+            dsts.extend(torch.empty(tuple(o.shape), dtype=getattr(torch, spec.dtype), device="cuda")
+                        for spec, o in zip(runner.outputs, outs))
+        with record_function(OUTPUT_COPY):
+            for dst, o in zip(dsts, outs):
+                dst.copy_(o)
+
+    try:
+        with torch.inference_mode(), cudnn_mode(torch, runner.tf32, runner.autotune):
+            for _ in range(warmup):
+                one()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(iterations):
+                    with record_function(ITERATION):
+                        one()
+                torch.cuda.synchronize()
+    finally:
+        for h in handles:
+            h.remove()
+    events = list(prof.events())
+    attributed, totals = attribute_kernels(events)
+    iteration_ids = sorted({int(e.id) for e in events if e.name == ITERATION})
+    layers = summarize(attributed, iteration_ids, op_types, order, half=half)
+    total = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) / 1e3 if iteration_ids else None
+    notes = ("eager execution (no CUDA graph) so that every kernel has a launching op to attribute",)
+    return PrecisionProfile(precision=runner.precision.value, backend="torch", source=SOURCE, batch_size=batch_size,
+                            iterations=iterations, layers=layers, iteration_total_ms=total,
+                            config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32},
+                            notes=notes)
