@@ -247,6 +247,10 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs "
                          f"{html.escape(c['baseline'])} ({c.get('rounds', '?')} rounds, stopped: "
                          f"{html.escape(str(c.get('stop_reason', '?')))})</h3><ul>{items}</ul>")
+        if data.get("layers"):
+            from .layers.html import layers_section
+
+            parts.append(layers_section(data["layers"]))
         roof_rows = []
         for c in comparisons:
             for side in ("baseline", "candidate"):

@@ -28,7 +28,7 @@ def fp16_slower_layers(table: LayerTable, candidate: str) -> Finding | None:
     if candidate not in table.profiles or base not in table.profiles:
         return None
     total_c = table.profiles[candidate].total_ms
-    slower = []
+    slower: list[dict[str, Any]] = []
     for r in table.rows:
         ratio = r.ratio(candidate, base)
         if ratio is None or ratio <= 1 + SLOWER_MARGIN:
