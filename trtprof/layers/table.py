@@ -146,9 +146,13 @@ class LayerTable:
         rows = []
         for name in order:
             first = next(by_prec[p][name] for p in self.precisions if name in by_prec[p])
+            # a row is a cast/reformat when any precision runs it as one (the FP16 output copy casts,
+            # the FP32 one only copies)
+            kinds = [by_prec[p][name].kind for p in self.precisions if name in by_prec[p]]
+            kind = next((k for k in kinds if k in (CAST, REFORMAT)), first.kind)
             times = {p: (by_prec[p][name].median_ms if name in by_prec[p] else None) for p in self.precisions}
             rows.append(LayerRow(
-                name=name, op_type=first.op_type, kind=first.kind, time_ms=times,
+                name=name, op_type=first.op_type, kind=kind, time_ms=times,
                 share={p: (t / totals[p] if t is not None and totals[p] > 0 else None) for p, t in times.items()},
                 kernels={p: by_prec[p][name].kernels for p in self.precisions if name in by_prec[p]},
                 graph=self.graph.get(name),
