@@ -542,8 +542,8 @@ def compare_records(
     from .layers.profile import graph_facts, profile_records
 
     graphs = {b: graph_facts(onnx_path, records[baseline], b, shapes) for b in batch_sizes} if on_gpu else {}
-    tables = {b: profile_records(records, b, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
-                                 autotune=plan.autotune) for b in batch_sizes} if layers else {}
+    tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
+                             autotune=plan.autotune) if layers else {}
     for batch in batch_sizes:
         outcome = outcomes[batch]
         base_result = per_batch[batch][baseline]

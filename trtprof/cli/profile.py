@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
         if args.warmup < 0:
             raise BadInput("--warmup must be >= 0")
         kwargs["warmup"] = args.warmup
-    table = lp.profile_records(records, args.batch_size, onnx_path=onnx_path, shapes=shapes, seed=args.seed,
-                               int_range=_common.int_range(args), autotune=args.autotune, **kwargs)
+    table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
+                               int_range=_common.int_range(args), autotune=args.autotune, **kwargs)[args.batch_size]
     data = table.to_json()
     findings = []
     for cand in list(records)[1:]:

@@ -7,7 +7,7 @@ latency run uses, and the torch runner keeps its autotune setting, so the kernel
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..errors import BadInput, BackendUnavailable
 from .table import LayerTable, PrecisionProfile
@@ -16,39 +16,47 @@ DEFAULT_ITERATIONS = 20  # medians over 20 profiled iterations: a layer's time t
 DEFAULT_WARMUP = 5  # covers cuDNN autotuning (first call per shape) and lazy initialisation
 
 
-def profile_record(record: Any, batch_size: int, *, iterations: int = DEFAULT_ITERATIONS,
+def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
                    warmup: int = DEFAULT_WARMUP, shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                   int_range: tuple[int, int] | None = None, autotune: bool = True) -> PrecisionProfile:
-    """One engine's per-layer profile with the profiler of the backend that built it."""
+                   int_range: tuple[int, int] | None = None, autotune: bool = True) -> dict[int, PrecisionProfile]:
+    """One engine's per-layer profile at each batch size, with the profiler of the backend that
+    built it (the engine is loaded once)."""
     from ..backends.base import set_autotune
     from ..bench import load_runner
     from ..inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 
     if iterations < 1:
         raise BadInput(f"--iterations must be at least 1, got {iterations}")
+    if record.backend not in ("onnxruntime", "torch", "tensorrt"):
+        raise BackendUnavailable(f"no per-layer profiler for the {record.backend} backend")
     runner = load_runner(record)
+    out: dict[int, PrecisionProfile] = {}
     try:
         set_autotune(runner, autotune)
         overrides = {**record.spec.shape_overrides(), **(shapes or {})}
-        input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
-        feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE)
-        if record.backend == "onnxruntime":
-            from .ort import profile_onnxruntime
-
-            return profile_onnxruntime(Path(record.artifact_path), record.precision, feeds, iterations=iterations,
-                                       warmup=warmup, batch_size=batch_size)
+        onnx_model = None
         if record.backend == "torch":
             import onnx
 
-            from .torch_profile import profile_torch
+            onnx_model = onnx.load(str(record.artifact_path))
+        for batch_size in batch_sizes:
+            input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
+            feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE)
+            if record.backend == "onnxruntime":
+                from .ort import profile_onnxruntime
 
-            return profile_torch(runner, feeds, iterations=iterations, warmup=warmup, batch_size=batch_size,
-                                 onnx_model=onnx.load(str(record.artifact_path)))
-        if record.backend == "tensorrt":
-            from .tensorrt import profile_tensorrt
+                out[batch_size] = profile_onnxruntime(Path(record.artifact_path), record.precision, feeds,
+                                                      iterations=iterations, warmup=warmup, batch_size=batch_size)
+            elif record.backend == "torch":
+                from .torch_profile import profile_torch
 
-            return profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations)
-        raise BackendUnavailable(f"no per-layer profiler for the {record.backend} backend")
+                out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
+                                                batch_size=batch_size, onnx_model=onnx_model)
+            else:
+                from .tensorrt import profile_tensorrt
+
+                out[batch_size] = profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations)
+        return out
     finally:
         runner.close()
 
@@ -73,14 +81,17 @@ def graph_facts(onnx_path: Any, record: Any, batch_size: int,
         return {}
 
 
-def profile_records(records: Mapping[str, Any], batch_size: int, *, onnx_path: Any = None,
+def profile_records(records: Mapping[str, Any], batch_sizes: Sequence[int], *, onnx_path: Any = None,
                     iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                    int_range: tuple[int, int] | None = None, autotune: bool = True) -> LayerTable:
-    """Every precision of ``records`` (precision → record, baseline first), one after the other."""
-    profiles = {name: profile_record(rec, batch_size, iterations=iterations, warmup=warmup, shapes=shapes, seed=seed,
-                                     int_range=int_range, autotune=autotune)
-                for name, rec in records.items()}
+                    int_range: tuple[int, int] | None = None, autotune: bool = True) -> dict[int, LayerTable]:
+    """Every precision of ``records`` (precision → record, baseline first), one engine after the
+    other, at every batch size: one LayerTable per batch size."""
+    per: dict[str, dict[int, PrecisionProfile]] = {
+        name: profile_record(rec, batch_sizes, iterations=iterations, warmup=warmup, shapes=shapes, seed=seed,
+                             int_range=int_range, autotune=autotune)
+        for name, rec in records.items()}
     first = next(iter(records.values()))
-    return LayerTable(batch_size=batch_size, precisions=tuple(records), profiles=profiles,
-                      graph=graph_facts(onnx_path, first, batch_size, shapes))
+    return {b: LayerTable(batch_size=b, precisions=tuple(records), profiles={n: per[n][b] for n in records},
+                          graph=graph_facts(onnx_path, first, b, shapes))
+            for b in batch_sizes}
