@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "models"))
 
-MODELS = ("report_conv_elu_k32_256", "conv_elu_3x3_f32_256", "resnet50", "mobilenetv2")
+MODELS = ("report_conv_elu_k32_256", "resnet50", "conv_elu_3x3_f32_256", "mobilenetv2")
 PRECISIONS = ("fp32", "tf32", "fp16")
 SUM_TARGET = 0.10  # |Σ layer medians / measured compute median − 1|
 
