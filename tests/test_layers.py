@@ -80,8 +80,44 @@ def test_torch_kernels_go_to_the_innermost_node_range_per_iteration():
     conv = layers[0]
     assert conv.name == "conv1" and conv.op_type == "Conv" and conv.kind == "compute"
     assert conv.median_ms == pytest.approx(0.201)  # median of 101, 301, 201 µs
-    assert [k.tensor_core for k in conv.kernels] == [True, None]
+    assert [k.tensor_core for k in conv.kernels] == [True, False]  # the layout kernel is CUDA-core work
     assert conv.kernels[0].median_ms == pytest.approx(0.2)
+
+
+class FakeKineto:
+    """Stands in for torch's raw KinetoEvent (the accessors attribute_by_launch reads)."""
+
+    def __init__(self, name, device, start, end, corr=0):
+        self._v = (name, device, start, end, corr)
+
+    def name(self): return self._v[0]
+    def device_type(self): return self._v[1]
+    def start_ns(self): return self._v[2]
+    def end_ns(self): return self._v[3]
+    def duration_ns(self): return self._v[3] - self._v[2]
+    def correlation_id(self): return self._v[4]
+    def start_thread_id(self): return 1
+
+
+def test_launch_time_attribution_counts_each_gpu_activity_once():
+    from trtprof.layers.torch_profile import attribute_by_launch
+
+    cpu, gpu = "cpu", "cuda"
+    raw = []
+    for it, base in ((0, 0), (1, 10_000)):
+        raw += [FakeKineto(ITERATION, cpu, base, base + 9_000),
+                FakeKineto(PREFIX + "conv1", cpu, base + 100, base + 2_000),
+                FakeKineto("cudaLaunchKernel", cpu, base + 500, base + 600, corr=100 + it),
+                FakeKineto("cudaLaunchKernel", cpu, base + 2_500, base + 2_600, corr=200 + it),  # outside conv1
+                FakeKineto("sm90_xmma_fprop_f16f16", gpu, base + 3_000, base + 3_000 + 1_000 * (it + 1), corr=100 + it),
+                FakeKineto("elementwise_kernel", gpu, base + 5_000, base + 5_500, corr=200 + it)]
+    raw.append(FakeKineto("fill", gpu, 50_000, 60_000, corr=999))  # its launch was not recorded
+    attributed, totals, counts = attribute_by_launch(raw, cpu, (gpu,))
+    assert counts == {"gpu_activities": 5, "matched_to_launch": 4, "iterations": 2}
+    assert set(attributed) == {"conv1", UNATTRIBUTED}
+    assert sorted(totals.values()) == [1.5, 2.5]  # µs per iteration: kernel + stray
+    layers = summarize(attributed, sorted(totals), {"conv1": "Conv"}, ["conv1"])
+    assert layers[0].median_ms == pytest.approx(1.5e-3)
 
 
 def test_kernel_names_tensor_core_flag():
@@ -92,6 +128,13 @@ def test_kernel_names_tensor_core_flag():
     assert uses_tensor_cores("implicit_convolve_sgemm<float, float, 128, 5, 5>") is False
     assert uses_tensor_cores("void at::native::vectorized_elementwise_kernel<4, elu>") is False
     assert uses_tensor_cores("some_unknown_kernel") is None
+    # names seen on the H200 (torch 2.11, cuDNN 9)
+    assert uses_tensor_cores("cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_256x64>") is True
+    assert uses_tensor_cores("sm90_xmma_fprop_image_first_layer_f16f16_f32_f16_nhwckrsc_nhwc_hmma_k64c4r7s7") is True
+    assert uses_tensor_cores("void convolve_common_engine_float_NHWC<__half, __half, 128, 5, 5, 3, 3, 3>") is False
+    assert uses_tensor_cores("void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false>") is False
+    assert uses_tensor_cores("void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float>") is False
+    assert uses_tensor_cores("nvjet_sm90_hsh_320x128_64x3_4x2_v_bz_coopB_NNT") is None
 
 
 # ----------------------------------------------------------------------------------- graph facts

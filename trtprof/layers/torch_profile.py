@@ -61,6 +61,66 @@ def attribute_kernels(events: Iterable[Any]) -> tuple[dict[str, dict[int, dict[s
     return out, totals
 
 
+def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]) -> tuple[
+        dict[str, dict[int, dict[str, list[float]]]], dict[int, float], dict[str, int]]:
+    """The same result as ``attribute_kernels`` from torch's raw kineto events, by time.
+
+    Each GPU activity (kernel, memcpy, memset) has the CUPTI correlation id of the runtime call that
+    launched it (``cudaLaunchKernel``…, a CPU event); the launch's host timestamp falls inside the
+    ``trtprof::`` ranges that were open then, on that thread. A sweep over range starts/ends and
+    launches gives the innermost node range and the iteration. Every GPU activity is counted once,
+    whatever the op tree looks like (torch's FunctionEvent tree can hang one kernel on more than one
+    op). Returns (attributed, per-iteration totals µs, counts)."""
+    raw = list(raw)
+    launches: dict[int, tuple[int, int]] = {}
+    ranges: list[tuple[int, int, str, int]] = []
+    for k in raw:
+        if k.device_type() != cpu:
+            continue
+        name = k.name()
+        if name.startswith(PREFIX):
+            ranges.append((k.start_ns(), k.end_ns(), name, k.start_thread_id()))
+        elif name.startswith(("cuda", "cu")) and k.correlation_id() > 0:
+            launches[k.correlation_id()] = (k.start_ns(), k.start_thread_id())
+    gpu = [k for k in raw if k.device_type() in gpu_types]
+    # (time, order, index): at equal times starts (0) sort before launches (1) before ends (2), so a
+    # launch at a range's first or last nanosecond is inside it
+    points: list[tuple[int, int, int]] = []
+    for i, (a, b, _name, _tid) in enumerate(ranges):
+        points.append((a, 0, i))
+        points.append((b, 2, i))
+    matched = 0
+    for j, k in enumerate(gpu):
+        launch = launches.get(k.correlation_id())
+        if launch is not None:
+            points.append((launch[0], 1, j))
+            matched += 1
+    points.sort()
+    out: dict[str, dict[int, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    totals: dict[int, float] = defaultdict(float)
+    open_nodes: list[int] = []
+    iteration: int | None = None
+    for _t, kind, i in points:
+        if kind == 0:
+            if ranges[i][2] == ITERATION:
+                iteration = i
+            else:
+                open_nodes.append(i)
+        elif kind == 2:
+            if ranges[i][2] == ITERATION:
+                iteration = None
+            elif i in open_nodes:
+                open_nodes.remove(i)
+        elif iteration is not None:
+            k = gpu[i]
+            label = ranges[open_nodes[-1]][2][len(PREFIX):] if open_nodes else UNATTRIBUTED
+            us = k.duration_ns() / 1e3
+            out[label][iteration][k.name()].append(us)
+            totals[iteration] += us
+    return out, totals, {"gpu_activities": len(gpu), "matched_to_launch": matched,
+                         "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
+
+
 def summarize(attributed: Mapping[str, Mapping[int, Mapping[str, list[float]]]], iterations: list[int],
               op_types: Mapping[str, str], order: list[str], *, half: bool = False) -> tuple[LayerTiming, ...]:
     """Per label: median over iterations of its summed kernel time (an iteration without its kernels
@@ -170,10 +230,26 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
     events = list(prof.events())
     attributed, totals = attribute_kernels(events)
     iteration_ids = sorted({int(e.id) for e in events if e.name == ITERATION})
+    attribution: dict[str, Any] = {"method": "op tree (FunctionEvent.kernels)"}
+    try:  # prefer the launch-time attribution: one count per GPU activity (see attribute_by_launch)
+        from torch.autograd import DeviceType
+
+        raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+        by_launch, launch_totals, counts = attribute_by_launch(raw, DeviceType.CPU, (DeviceType.CUDA,))
+        attribution.update(counts)
+        if counts["gpu_activities"] and counts["matched_to_launch"] >= 0.95 * counts["gpu_activities"]:
+            attribution["method"] = "launch time (kineto runtime correlation)"
+            attribution["op_tree_total_us"] = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) \
+                if iteration_ids else None
+            attributed, totals = by_launch, launch_totals
+            iteration_ids = sorted(launch_totals)
+    except Exception as err:  # noqa: BLE001 - an older/newer torch without these accessors
+        attribution["launch_attribution_error"] = f"{type(err).__name__}: {err}"
     layers = summarize(attributed, iteration_ids, op_types, order, half=half)
     total = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) / 1e3 if iteration_ids else None
     notes = ("eager execution (no CUDA graph) so that every kernel has a launching op to attribute",)
     return PrecisionProfile(precision=runner.precision.value, backend="torch", source=SOURCE, batch_size=batch_size,
                             iterations=iterations, layers=layers, iteration_total_ms=total,
-                            config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32},
+                            config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32,
+                                    "attribution": attribution},
                             notes=notes)
