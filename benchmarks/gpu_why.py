@@ -154,6 +154,8 @@ def layer_sums(compare_json: dict) -> list[dict]:
             it_total = table["profiles"][p].get("iteration_total_ms")
             out.append({"batch_size": int(batch), "precision": p, "sum_layer_medians_ms": total,
                         "kernel_total_per_iteration_ms": it_total, "measured_compute_median_ms": measured,
+                        "profiled_elapsed_ms_per_iteration":
+                            table["profiles"][p]["config"].get("profiled_elapsed_ms_per_iteration"),
                         "ratio": (total / measured) if measured else None,
                         "within_target": (abs(total / measured - 1) <= SUM_TARGET) if measured else None})
     return out

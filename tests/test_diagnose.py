@@ -43,6 +43,14 @@ def test_fixed_time_with_host_enqueue_as_long_is_left_to_enqueue_bound():
     assert dg.enqueue_bound(series[0]) is not None
 
 
+def test_host_bound_points_stay_out_of_the_fit():
+    # eager at small batch: compute ≈ host time; at batch 64 enqueue is 72 % of compute (host-heavy)
+    series = [crafted(batch=1, compute_ms=5.0, enqueue_ms=5.0), crafted(batch=8, compute_ms=3.6, enqueue_ms=3.6),
+              crafted(batch=64, compute_ms=6.6, enqueue_ms=4.8), crafted(batch=256, compute_ms=26.0, enqueue_ms=4.0)]
+    assert dg.gpu_underutilised(series, 64) is None
+    assert dg.gpu_underutilised(series, 256) is None  # one GPU-bound point left: no fit
+
+
 def test_compute_bound_series_is_not_underutilised():
     series = [crafted(batch=b, compute_ms=0.05 + 1.0 * b) for b in (1, 4, 16)]
     assert dg.gpu_underutilised(series, 1) is None

@@ -106,7 +106,7 @@ def tensor_core_ineligible(graph: Mapping[str, Mapping[str, Any]], candidate: st
         "tensor_core_ineligible",
         f"{len(bad)} {candidate.upper()} layer(s) cannot fill tensor cores — channel counts / GEMM dims are not "
         f"multiples of 8 (e.g. {example['name']}: {', '.join(example['reasons'])}) — and they hold {share:.0%} of the "
-        f"{basis}; FP16's tensor-core peak does not apply to them (pad channels to multiples of 8)",
+        f"{basis}; {candidate.upper()}'s tensor-core peak does not apply to them (pad channels to multiples of 8)",
         {"candidate": candidate, "share": share, "basis": basis, "layers": evidence_rows[:20],
          "multiple": 8, "guidance": "NVIDIA Deep Learning Performance Guide: Tensor Core Requirements"},
     )

@@ -27,6 +27,9 @@ ITERATION = PREFIX + "iteration"
 INPUT_CAST = PREFIX + "(input cast)"
 OUTPUT_COPY = PREFIX + "(output copy)"
 UNATTRIBUTED = "(unattributed)"
+# Kernel time may exceed the elapsed time of the profiled iterations by a little (event placement,
+# the last iteration's tail); 5 % more means double counting or concurrency, which the notes say.
+OVERCOUNT = 0.05
 
 
 def attribute_kernels(events: Iterable[Any]) -> tuple[dict[str, dict[int, dict[str, list[float]]]], dict[int, float]]:
@@ -219,11 +222,18 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
             for _ in range(warmup):
                 one()
             torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                start.record()
                 for _ in range(iterations):
                     with record_function(ITERATION):
                         one()
+                end.record()
                 torch.cuda.synchronize()
+            # the profiled iterations' own elapsed GPU time: kernel sums above it mean kernels were
+            # counted twice; sums near it but above the latency run's compute time mean the profiled
+            # run itself was slower (profiling perturbation)
+            elapsed_ms = float(start.elapsed_time(end)) / iterations
     finally:
         for h in handles:
             h.remove()
@@ -247,9 +257,12 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
         attribution["launch_attribution_error"] = f"{type(err).__name__}: {err}"
     layers = summarize(attributed, iteration_ids, op_types, order, half=half)
     total = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) / 1e3 if iteration_ids else None
-    notes = ("eager execution (no CUDA graph) so that every kernel has a launching op to attribute",)
+    notes: tuple[str, ...] = ("eager execution (no CUDA graph) so that every kernel has a launching op to attribute",)
+    if total is not None and total > elapsed_ms * (1 + OVERCOUNT):
+        notes += (f"summed kernel time {total:.4g} ms per iteration exceeds the profiled iterations' elapsed "
+                  f"{elapsed_ms:.4g} ms: some kernels were attributed more than once (or ran concurrently)",)
     return PrecisionProfile(precision=runner.precision.value, backend="torch", source=SOURCE, batch_size=batch_size,
                             iterations=iterations, layers=layers, iteration_total_ms=total,
                             config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32,
-                                    "attribution": attribution},
+                                    "attribution": attribution, "profiled_elapsed_ms_per_iteration": elapsed_ms},
                             notes=notes)
