@@ -15,8 +15,15 @@ against an independent autotuned plain-PyTorch loop.
    within 10 %), ResNet-50's top-5 layers at the largest batch, every kernel name seen with its
    tensor-core flag (to check the name rule on this GPU).
 
-Usage (device machine, repository root):
-    python3 benchmarks/gpu_why.py --out-dir $OUT/why
+5. ``--parts fidelity``: ``benchmarks/gpu_fidelity.py`` (trtprof's loop against a plain-PyTorch
+   loop on the same modules, both autotuned) into ``OUT_DIR/gpu_fidelity.json``.
+
+Usage (device machine, repository root; one call each, the whole set is longer than one 10-minute
+call: the compare part took 330 s for three models with --time-budget-s 1, the fidelity part about
+150 s for three models with the default --fidelity-args):
+    python3 benchmarks/gpu_why.py --out-dir /tmp/why --parts compare --time-budget-s 1
+    python3 benchmarks/gpu_why.py --out-dir /tmp/why --parts fidelity
+then tar /tmp/why into $OUT (results come back as at most 8 files).
 """
 from __future__ import annotations
 
@@ -195,7 +202,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="models checked against the independent autotuned loop")
     ap.add_argument("--reference-rounds", type=int, default=6)
     ap.add_argument("--reference-iterations", type=int, default=30)
+    ap.add_argument("--parts", default="compare,fidelity",
+                    help="compare (verdicts, layer tables, reports, independent loop) and/or fidelity "
+                         "(benchmarks/gpu_fidelity.py, autotuned, into OUT_DIR/gpu_fidelity.json)")
+    ap.add_argument("--fidelity-args", default="--models report_conv_elu_k32_256,conv_elu_3x3_f32_256,resnet50 "
+                                               "--configs eager,graph --iterations 30 --rounds 2",
+                    help="arguments for gpu_fidelity.py")
     args = ap.parse_args(argv)
+    parts = set(args.parts.split(","))
 
     from gpu_fidelity import MAKERS
     from trtprof.cli import main as trtprof
@@ -207,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="gpu-why-") as tmp:
         work = Path(tmp)
-        for name in args.models.split(","):
+        for name in (args.models.split(",") if "compare" in parts else []):
             entry: dict = summary["models"].setdefault(name, {})
             try:
                 model = MAKERS[name](work / f"{name}.onnx")
@@ -276,6 +290,18 @@ def main(argv: list[str] | None = None) -> int:
                         log(f"  b{a['batch_size']:<4} {a['pair']:13s} trtprof {a['trtprof']}  independent "
                             f"{a['independent']}  agree={a['agree']}")
             (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    if "fidelity" in parts:
+        import gpu_fidelity
+
+        try:
+            rc = gpu_fidelity.main(["--out", str(out / "gpu_fidelity.json"), *args.fidelity_args.split()])
+            if rc:
+                summary["errors"].append(f"gpu_fidelity exited {rc}")
+            else:
+                summary["fidelity"] = json.loads((out / "gpu_fidelity.json").read_text())["summary"]
+        except Exception as err:  # noqa: BLE001
+            summary["errors"].append(f"gpu_fidelity: {type(err).__name__}: {err}")
+            traceback.print_exc()
     summary["seconds"] = round(time.time() - started, 1)
     try:
         import torch

@@ -194,6 +194,11 @@ def test_table_joins_precisions_and_marks_slower_layers():
     assert rows["conv0"]["share"]["fp16"] == pytest.approx(0.7) and rows["conv0"]["share"]["fp32"] == pytest.approx(0.6)
     assert rows["cast_in"]["time_ms"]["fp32"] is None and rows["cast_in"]["kind"] == "cast"
     assert rows["conv1"]["tensor_core"]["fp16"] is True and rows["conv0"]["tensor_core"]["fp16"] is False
+    from trtprof.layers.table import LayerRow
+
+    unknown = LayerRow("c", "Conv", "compute", {}, {}, {"fp16": (KernelTime("nvjet_sm90_hsh", 1.0, 1, None),
+                                                                KernelTime("elementwise_kernel", 0.1, 1, False))})
+    assert unknown.tensor_core("fp16") is None  # a GEMM whose name does not tell: no claim either way
     text = format_table(data)
     assert "1.17!" in text and "separate profiled run" in text
     assert text.splitlines()[2].startswith("conv0")  # rows by their largest time

@@ -112,10 +112,14 @@ class LayerRow:
         return c / b
 
     def tensor_core(self, precision: str) -> bool | None:
-        flags = [k.tensor_core for k in self.kernels.get(precision, ()) if k.tensor_core is not None]
-        if not flags:
+        """True when a kernel of this layer uses tensor cores; False only when every kernel is known
+        not to; None when some kernel's name does not tell (e.g. cuBLASLt's ``nvjet_*`` GEMMs)."""
+        flags = [k.tensor_core for k in self.kernels.get(precision, ())]
+        if any(f is True for f in flags):
+            return True
+        if not flags or any(f is None for f in flags):
             return None
-        return any(flags)
+        return False
 
 
 @dataclass(frozen=True)
