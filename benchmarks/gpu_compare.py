@@ -1,7 +1,8 @@
-"""The issue-6 verdict tables on a GPU: `trtprof compare` on ResNet-50 and the 4-layer Conv2D+ELU net.
+"""The issue-6 verdict tables on a GPU: `trtprof compare` on ResNet-50 and the 4-layer Conv2D+ELU nets.
 
-Both models are exported with torch/torchvision (random weights, seeded) by the exporters in
-``benchmarks/gpu_fidelity.py`` (the same ONNX files the GPU-fidelity check uses), then each goes
+The models come from the makers in ``benchmarks/gpu_fidelity.py`` (ResNet-50/MobileNetV2 exported with
+torch/torchvision, random seeded weights; the Conv2D+ELU nets from ``models/conv_elu.py``: the
+report's literal ``report_conv_elu_k32_256`` and the 3×3 ``conv_elu_3x3_f32_256``), then each goes
 through the real CLI: ``trtprof compare MODEL --backend torch --batch-sizes 1,256
 --precisions fp32,tf32,fp16`` (fp32 = TF32 off, the baseline; tf32 shows what PyTorch's default
 FP32 path already gets), and ``trtprof report`` for the HTML page. Nothing here times anything
@@ -21,13 +22,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-MODELS = ("resnet50", "conv_elu")
+MODELS = ("resnet50", "report_conv_elu_k32_256", "conv_elu_3x3_f32_256")
 
 
 def export(name: str, path: Path) -> Path:
-    from gpu_fidelity import export_conv_elu, export_resnet50  # torch + torchvision, on the device
+    from gpu_fidelity import MAKERS  # torch + torchvision for the torchvision models, on the device
 
-    return {"resnet50": export_resnet50, "conv_elu": export_conv_elu}[name](path)
+    return MAKERS[name](path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,15 @@
 """Does trtprof's GPU loop measure what a careful plain-PyTorch loop measures? Run on a GPU, one process.
 
 For ResNet-50 (torchvision, random weights, exported to ONNX) at batch 1, 8, 64, 256 and the 4-layer
-Conv2D+ELU net (NCHW: Conv 3→32→64→128→256, kernel 3, stride 2, padding 1, ELU; input 3×128×128),
+Conv2D+ELU nets of ``models/conv_elu.py`` (the report's literal ``report_conv_elu_k32_256`` and the
+3×3 ``conv_elu_3x3_f32_256``; NHWC 128×128×3, TF 'same' padding),
 in fp32 (TF32 off) and fp16, each model goes through the product path (``build_engines`` →
 ``load_runner`` → ``timing.time_device``) and through an independent reference loop written with
 plain PyTorch (its own stream, ``torch.cuda.Event`` pairs made before the loop, two
 iterations queued and a sync on the oldest: the same stream discipline), eagerly and with a CUDA graph (``torch.cuda.CUDAGraph``
 replay as the bare-graph reference). Both loops run the same module object on the same input, so the
-ratio isolates the measuring loop. Rounds alternate trtprof / reference (ABAB) so clock drift hits
+ratio isolates the measuring loop. Both autotune: trtprof's torch runner turns ``cudnn.benchmark`` on
+by default and the reference sets it too (``--no-autotune``: both off), so they run the same kernels. Rounds alternate trtprof / reference (ABAB) so clock drift hits
 both; medians are compared.
 
 Also: known-duration kernels through trtprof's loop — a ``%globaltimer`` spin (duration fixed in
@@ -51,23 +53,28 @@ def export_resnet50(path: Path) -> Path:
     return _export(model, torch.randn(1, 3, 224, 224), path)
 
 
-class ConvElu:
-    @staticmethod
-    def module():
-        import torch.nn as nn
-
-        layers, cin = [], 3
-        for cout in (32, 64, 128, 256):
-            layers += [nn.Conv2d(cin, cout, kernel_size=3, stride=2, padding=1), nn.ELU()]
-            cin = cout
-        return nn.Sequential(*layers).eval()
-
-
-def export_conv_elu(path: Path) -> Path:
+def export_mobilenetv2(path: Path) -> Path:
     import torch
+    import torchvision
 
     torch.manual_seed(0)
-    return _export(ConvElu.module(), torch.randn(1, 3, 128, 128), path)
+    model = torchvision.models.mobilenet_v2(weights=None).eval()
+    return _export(model, torch.randn(1, 3, 224, 224), path)
+
+
+def _conv_elu_maker(name: str):
+    def make(path: Path) -> Path:
+        sys.path.insert(0, str(ROOT / "models"))
+        import conv_elu
+
+        return conv_elu.make_onnx(name, path)
+
+    return make
+
+
+MAKERS = {"resnet50": export_resnet50, "mobilenetv2": export_mobilenetv2,
+          "report_conv_elu_k32_256": _conv_elu_maker("report_conv_elu_k32_256"),
+          "conv_elu_3x3_f32_256": _conv_elu_maker("conv_elu_3x3_f32_256")}
 
 
 def _export(model, example, path: Path) -> Path:
@@ -125,8 +132,9 @@ def torch_events_loop(stream, call, *, warmup: int, iterations: int, h2d=None, d
 
 
 def reference_loop(module, x: np.ndarray, out_shape, *, half: bool, tf32: bool, warmup: int, iterations: int,
-                   graph: bool, copies: bool) -> np.ndarray:
-    """Plain PyTorch: own stream, pinned tensors, events made before the loop."""
+                   graph: bool, copies: bool, autotune: bool = True) -> np.ndarray:
+    """Plain PyTorch: own stream, pinned tensors, events made before the loop; ``cudnn.benchmark`` as
+    ``autotune`` says (restored after), tuned by the warmup before anything is timed."""
     import torch
 
     stream = torch.cuda.Stream()
@@ -134,8 +142,9 @@ def reference_loop(module, x: np.ndarray, out_shape, *, half: bool, tf32: bool, 
     x_dev = torch.empty(x.shape, dtype=torch.float32, device="cuda")
     y_dev = torch.empty(tuple(out_shape), dtype=torch.float32, device="cuda")
     y_pin = torch.empty(tuple(out_shape), dtype=torch.float32).pin_memory()
-    prev = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    prev = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = autotune
     try:
         with torch.cuda.stream(stream), torch.inference_mode():
             x_dev.copy_(x_pin)
@@ -159,7 +168,7 @@ def reference_loop(module, x: np.ndarray, out_shape, *, half: bool, tf32: bool, 
             times = torch_events_loop(stream, call, warmup=warmup, iterations=iterations, **kw)
         stream.synchronize()
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = prev
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = prev
     return times
 
 
@@ -231,7 +240,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/gpu_fidelity-2026-11-30.json")
     ap.add_argument("--batches", default="1,8,64,256")
-    ap.add_argument("--models", default="resnet50,conv_elu")
+    ap.add_argument("--models", default="resnet50,report_conv_elu_k32_256,conv_elu_3x3_f32_256",
+                    help=f"comma list of {','.join(MAKERS)}")
+    ap.add_argument("--configs", default="eager,graph,copies",
+                    help="eager (no copies), graph (CUDA graph, no copies), copies (eager with H2D/D2H)")
+    ap.add_argument("--no-autotune", dest="autotune", action="store_false",
+                    help="both sides with cudnn.benchmark off (default: both autotuned)")
+    ap.add_argument("--skip-known-duration", action="store_true")
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=2, help="ABAB rounds (trtprof, reference) per entry")
@@ -248,7 +263,11 @@ def main(argv=None) -> int:
     batches = [int(b) for b in args.batches.split(",")]
     work = Path(tempfile.mkdtemp(prefix="gpu_fidelity_"))
     engines = args.engines or work / "engines"
-    makers = {"resnet50": export_resnet50, "conv_elu": export_conv_elu}
+    makers = MAKERS
+    configs = [{"eager": (False, False), "graph": (True, False), "copies": (False, True)}[c]
+               for c in args.configs.split(",")]
+    from trtprof.backends.base import set_autotune
+
     t_start = time.time()
     entries = []
     for model_name in args.models.split(","):
@@ -258,13 +277,14 @@ def main(argv=None) -> int:
         for outcome in outcomes:
             record = outcome.record
             runner = load_runner(record)
+            set_autotune(runner, args.autotune)
             half = record.precision == "fp16"
             in_name = runner.inputs[0].name
             for batch in batches:
                 shape = (batch,) + tuple(int(d) for d in record.inputs[0].shape[1:])
                 x = np.random.default_rng(batch).standard_normal(shape, dtype=np.float32)
                 out_shape = runner.prepare({in_name: shape})[runner.outputs[0].name]
-                for graph, copies in ((False, False), (True, False), (False, True)):
+                for graph, copies in configs:
                     config = TimingConfig(warmup=args.warmup, iterations=args.iterations, cuda_graph=graph,
                                           copies=copies, spin_wait=args.spin_wait)
                     ours, ref, notes = [], [], []
@@ -274,30 +294,35 @@ def main(argv=None) -> int:
                         notes = samples.notes
                         ref.append(reference_loop(runner.module, x, out_shape, half=half, tf32=False,
                                                   warmup=args.warmup, iterations=args.iterations, graph=graph,
-                                                  copies=copies))
+                                                  copies=copies, autotune=args.autotune))
                     t_ms, r_ms = float(np.median(np.concatenate(ours))), float(np.median(np.concatenate(ref)))
                     entry = {"model": model_name, "batch_size": batch, "precision": record.precision,
                              "cuda_graph": graph, "copies": copies, "trtprof_ms": round(t_ms, 5),
                              "reference_ms": round(r_ms, 5), "ratio_vs_reference": round(t_ms / r_ms, 5),
-                             "n_per_side": args.iterations * args.rounds, "notes": notes}
+                             "n_per_side": args.iterations * args.rounds, "autotune": args.autotune, "notes": notes}
                     if graph:
                         entry["graph_overhead_us"] = round((t_ms - r_ms) * 1e3, 2)
                     entries.append(entry)
                     print(f"{model_name:9s} b{batch:<4d} {record.precision} graph={int(graph)} copies={int(copies)} "
                           f"trtprof {t_ms:9.4f} ms  ref {r_ms:9.4f} ms  ratio {t_ms / r_ms:.4f}", flush=True)
             runner.close()
-    known = known_duration(args.iterations * 2)
+    known = [] if args.skip_known_duration else known_duration(args.iterations * 2)
     elapsed = time.time() - t_start
     ratios = [abs(e["ratio_vs_reference"] - 1) for e in entries]
     overheads = [e["graph_overhead_us"] for e in entries if "graph_overhead_us" in e]
     known_err = [abs(k["ratio"] - 1) for k in known]
+    graph_ratios = [abs(e["ratio_vs_reference"] - 1) for e in entries if e["cuda_graph"]]
     summary = {
         "max_abs_ratio_minus_1": max(ratios),
         "entries_within_target": sum(r <= RATIO_TARGET for r in ratios),
         "entries": len(ratios),
-        "max_graph_overhead_us": max(overheads),
-        "median_graph_overhead_us": float(np.median(overheads)),
-        "max_known_duration_error": max(known_err),
+        "cuda_graph_max_abs_ratio_minus_1": max(graph_ratios) if graph_ratios else None,
+        "cuda_graph_entries_within_target": sum(r <= RATIO_TARGET for r in graph_ratios),
+        "cuda_graph_entries": len(graph_ratios),
+        "autotune": args.autotune,
+        "max_graph_overhead_us": max(overheads) if overheads else None,
+        "median_graph_overhead_us": float(np.median(overheads)) if overheads else None,
+        "max_known_duration_error": max(known_err) if known_err else None,
         "targets": {"ratio": RATIO_TARGET, "known_duration": KNOWN_DURATION_TARGET,
                     "graph_overhead_us": GRAPH_OVERHEAD_TARGET_US},
         "seconds": round(elapsed, 1),
@@ -309,9 +334,10 @@ def main(argv=None) -> int:
               "torch_cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
     result = {"benchmark": "gpu_fidelity", "date": time.strftime("%Y-%m-%d"), "device": device,
               "config": {"iterations": args.iterations, "warmup": args.warmup, "rounds": args.rounds,
-                         "statistic": "median", "fp32": "TF32 off",
+                         "statistic": "median", "fp32": "TF32 off", "autotune": args.autotune,
+                         "configs": args.configs,
                          "trtprof_spin_wait": args.spin_wait, "in_flight": IN_FLIGHT, "reference": "plain torch, own stream, "
-                         "torch.cuda.Event, sync per iteration; graph: torch.cuda.CUDAGraph.replay"},
+                         "torch.cuda.Event, sync per iteration; graph: torch.cuda.CUDAGraph.replay; cudnn.benchmark as autotune"},
               "entries": entries, "known_duration": known, "summary": summary}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))

@@ -1,6 +1,6 @@
 """Make trtprof's sample TensorFlow models reproducibly, without downloads.
 
-    python models/make_models.py [OUT_DIR] [--models convnet,mlp,...] [--formats keras,savedmodel,onnx]
+    python models/make_models.py [OUT_DIR] [--models conv_elu_3x3_f32_256,mlp,...] [--formats keras,savedmodel,onnx]
                                  [--update-manifest]
 
 Writes ``OUT_DIR/<name>.keras``, ``OUT_DIR/<name>_savedmodel/`` and ``OUT_DIR/<name>.onnx`` (the last
@@ -26,25 +26,26 @@ from pathlib import Path
 from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # conv_elu.py beside this file, also when imported as models.make_models
+    sys.path.insert(0, str(HERE))
 MANIFEST = HERE / "manifest.json"
 DEFAULT_OUT = HERE / "build"
 SEED = 0
 FORMATS = ("keras", "savedmodel", "onnx")
 
 
-def convnet(keras: Any) -> Any:
-    """The 4-layer Conv2D+ELU net from "mixed precision is slower" reports.
+def conv_elu_3x3_f32_256(keras: Any) -> Any:
+    """32, 64, 128, 256 filters of 3×3, stride 2, 'same', ELU (formerly "convnet"; models/conv_elu.py)."""
+    from conv_elu import keras_model
 
-    The report writes ``Conv2D(3, 32, 2, 'same', activation=elu)``, which read in Keras's positional
-    order would be 3 filters, kernel 32. The net it describes has 32, 64, 128, 256 *filters*, each a
-    3x3 kernel with stride 2 and 'same' padding: that is what is built here
-    (``Conv2D(filters, kernel_size=3, strides=2, ...)``).
-    """
-    inputs = keras.Input((128, 128, 3), name="image")
-    x = inputs
-    for filters in (32, 64, 128, 256):
-        x = keras.layers.Conv2D(filters, kernel_size=3, strides=2, padding="same", activation="elu")(x)
-    return keras.Model(inputs, x, name="convnet")
+    return keras_model("conv_elu_3x3_f32_256", keras)
+
+
+def report_conv_elu_k32_256(keras: Any) -> Any:
+    """The report's code read literally: Conv2D(3, k, 2, 'same', elu), k = 32…256 (models/conv_elu.py)."""
+    from conv_elu import keras_model
+
+    return keras_model("report_conv_elu_k32_256", keras)
 
 
 def mlp(keras: Any) -> Any:
@@ -64,7 +65,10 @@ def mobilenetv2(keras: Any) -> Any:
 
 
 MODELS: dict[str, tuple[Callable[[Any], Any], str]] = {
-    "convnet": (convnet, "Keras functional, 4x Conv2D(3x3, stride 2, same, elu) 32/64/128/256 filters"),
+    "conv_elu_3x3_f32_256": (conv_elu_3x3_f32_256,
+                             "Keras functional, 4x Conv2D(3x3, stride 2, same, elu) 32/64/128/256 filters"),
+    "report_conv_elu_k32_256": (report_conv_elu_k32_256,
+                                "Keras functional, 4x Conv2D(3 filters, kernel 32/64/128/256, stride 2, same, elu)"),
     "mlp": (mlp, "Keras functional, Dense 512-512-10 (relu), logits"),
     "mobilenetv2": (mobilenetv2, "keras.applications.MobileNetV2(weights=None, classifier_activation=None)"),
     "resnet50": (resnet50, "keras.applications.ResNet50(weights=None, classifier_activation=None)"),
@@ -138,13 +142,19 @@ def make(name: str, out_dir: Path, formats: tuple[str, ...]) -> dict[str, Any]:
             "output_scale": result.check.min_output_scale,
         }
         entry["measured_with"] = {**result.versions, "keras": keras.__version__, "python": platform.python_version()}
+    import conv_elu
+
+    if name in conv_elu.NETWORKS:  # the same network built without TF (seeded NumPy weights, not Keras's)
+        path = conv_elu.make_onnx(name, out_dir / f"{name}.no_tf.onnx")
+        entry["onnx_without_tf"] = {"script": "models/conv_elu.py", "file_sha256": conv_elu.file_sha256(path),
+                                    "params": conv_elu.parameters(name), "source": conv_elu.DESCRIPTIONS[name]}
     return entry
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", nargs="?", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--models", default="convnet,mlp", help=f"comma list of {','.join(MODELS)} or 'all'")
+    parser.add_argument("--models", default="conv_elu_3x3_f32_256,report_conv_elu_k32_256,mlp", help=f"comma list of {','.join(MODELS)} or 'all'")
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma list of keras,savedmodel,onnx")
     parser.add_argument("--update-manifest", action="store_true", help="record what was measured here")
     args = parser.parse_args(argv)

@@ -151,12 +151,12 @@ def tf_models(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("tf_models")
     make_models = load_make_models()
-    make_models.make("convnet", out, ("keras", "savedmodel"))
+    make_models.make("conv_elu_3x3_f32_256", out, ("keras", "savedmodel"))
     make_models.make("mlp", out, ("keras",))
-    pb, pb_inputs, pb_outputs = make_frozen_graph(out / "convnet_savedmodel", out / "convnet_frozen.pb")
+    pb, pb_inputs, pb_outputs = make_frozen_graph(out / "conv_elu_3x3_f32_256_savedmodel", out / "conv_elu_3x3_f32_256_frozen.pb")
     return {
-        "keras": out / "convnet.keras",
-        "savedmodel": out / "convnet_savedmodel",
+        "keras": out / "conv_elu_3x3_f32_256.keras",
+        "savedmodel": out / "conv_elu_3x3_f32_256_savedmodel",
         "mlp": out / "mlp.keras",
         "pb": pb,
         "pb_inputs": pb_inputs,

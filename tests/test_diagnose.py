@@ -10,7 +10,7 @@ from trtprof.roofline import PEAKS
 
 
 def crafted(precision="fp16", batch=1, *, backend="torch", metadata=None, device=None, warnings=(), cv=0.0,
-            clock="cuda_events", **stage_medians_ms) -> BenchResult:
+            clock="cuda_events", config=None, **stage_medians_ms) -> BenchResult:
     """Fake result: each stage is 101 samples around the given median (spread ``cv``)."""
     stage_medians_ms.setdefault("latency_ms", sum(stage_medians_ms.values()) or 1.0)
     spread = np.linspace(-1.0, 1.0, 101) * cv * np.sqrt(3)  # uniform with std ≈ cv (relative)
@@ -19,26 +19,48 @@ def crafted(precision="fp16", batch=1, *, backend="torch", metadata=None, device
     return BenchResult.from_samples(
         stages=stages, span_s=1.0, batch_size=batch, model="m", precision=precision, backend=backend,
         engine={"effective_precision": meta.get("effective_precision", precision), "backend_metadata": meta},
-        config={"clock": clock}, warnings=list(warnings), device=dict(device or {}),
+        config={"clock": clock, **(config or {})}, warnings=list(warnings), device=dict(device or {}),
     )
 
 
-def test_overhead_bound_fit_reports_the_intercept_share():
-    series = [crafted(batch=b, latency_ms=2.0 + 0.01 * b) for b in (1, 8, 64)]
-    f = dg.overhead_bound(series, 1)
-    assert f is not None and f.rule == "overhead_bound"
+def test_gpu_underutilised_fit_reports_the_intercept_share_of_compute():
+    series = [crafted(batch=b, compute_ms=2.0 + 0.01 * b, enqueue_ms=0.1) for b in (1, 8, 64)]
+    f = dg.gpu_underutilised(series, 1)
+    assert f is not None and f.rule == "gpu_underutilised" and f.evidence["stage"] == "compute_ms"
     assert f.evidence["intercept_ms"] == pytest.approx(2.0)
     assert f.evidence["slope_ms_per_sample"] == pytest.approx(0.01)
     assert f.evidence["intercept_share"] == pytest.approx(2.0 / 2.01)
-    # at batch 256 the same fit is mostly per-sample work: not overhead-bound
-    series.append(crafted(batch=256, latency_ms=2.0 + 0.01 * 256))
-    assert dg.overhead_bound(series, 256) is None
-    assert dg.overhead_bound(series[:1], 1) is None  # one batch size: no fit, no claim
+    assert "overhead" not in f.message and "under-used" in f.message
+    # at batch 256 the same fit is mostly per-sample work: not under-used
+    series.append(crafted(batch=256, compute_ms=2.0 + 0.01 * 256, enqueue_ms=0.1))
+    assert dg.gpu_underutilised(series, 256) is None
+    assert dg.gpu_underutilised(series[:1], 1) is None  # one batch size: no fit, no claim
 
 
-def test_compute_bound_series_is_not_overhead_bound():
-    series = [crafted(batch=b, latency_ms=0.05 + 1.0 * b) for b in (1, 4, 16)]
-    assert dg.overhead_bound(series, 1) is None
+def test_fixed_time_with_host_enqueue_as_long_is_left_to_enqueue_bound():
+    series = [crafted(batch=b, compute_ms=2.0 + 0.01 * b, enqueue_ms=1.95) for b in (1, 8, 64)]
+    assert dg.gpu_underutilised(series, 1) is None
+    assert dg.enqueue_bound(series[0]) is not None
+
+
+def test_host_bound_points_stay_out_of_the_fit():
+    # eager at small batch: compute ≈ host time; at batch 64 enqueue is 72 % of compute (host-heavy)
+    series = [crafted(batch=1, compute_ms=5.0, enqueue_ms=5.0), crafted(batch=8, compute_ms=3.6, enqueue_ms=3.6),
+              crafted(batch=64, compute_ms=6.6, enqueue_ms=4.8), crafted(batch=256, compute_ms=26.0, enqueue_ms=4.0)]
+    assert dg.gpu_underutilised(series, 64) is None
+    assert dg.gpu_underutilised(series, 256) is None  # one GPU-bound point left: no fit
+
+
+def test_compute_bound_series_is_not_underutilised():
+    series = [crafted(batch=b, compute_ms=0.05 + 1.0 * b) for b in (1, 4, 16)]
+    assert dg.gpu_underutilised(series, 1) is None
+
+
+def test_heuristic_kernels_only_when_autotune_was_off():
+    f = dg.heuristic_kernels(crafted(compute_ms=1.0, config={"autotune": False}))
+    assert f is not None and f.evidence["autotune"] is False
+    assert dg.heuristic_kernels(crafted(compute_ms=1.0, config={"autotune": True})) is None
+    assert dg.heuristic_kernels(crafted(compute_ms=1.0)) is None  # not recorded: no claim
 
 
 def test_transfer_bound():
@@ -72,6 +94,18 @@ def test_hardware_line_cites_its_source_and_says_when_fp16_is_slower():
     hopper = dg.hardware(PEAKS["9.0"], 1.4, {"share_of_peak": 0.12})
     assert "measured 1.40×" in hopper.message and "12.0%" in hopper.message
     assert dg.hardware(None, 1.0) is None
+    assert hopper.evidence["peak_ratio"] == 16  # no results given: fp16 against true fp32
+
+
+def test_hardware_line_uses_the_candidates_own_peak():
+    h100 = PEAKS["9.0"]
+    fp16_vs_tf32 = dg.hardware(h100, 1.1, baseline=crafted("tf32"), candidate=crafted("fp16"))
+    assert fp16_vs_tf32.evidence["peak_ratio"] == 2 and "FP16 peak is 2× TF32" in fp16_vs_tf32.message
+    tf32_vs_fp32 = dg.hardware(h100, 5.0, baseline=crafted("fp32", metadata={"tf32": False}), candidate=crafted("tf32"))
+    assert tf32_vs_fp32.evidence["peak_ratio"] == 8 and "TF32 peak is 8× FP32" in tf32_vs_fp32.message
+    # an fp32 baseline that ran with TF32 on is held against the TF32 peak
+    tf32_on = dg.hardware(h100, 1.1, baseline=crafted("fp32", metadata={"tf32": True}), candidate=crafted("fp16"))
+    assert tf32_on.evidence["baseline_peak"] == "tf32"
 
 
 def test_fp16_not_fp16_from_ort_census_and_trt_layers():

@@ -38,7 +38,7 @@ def synthetic_compare_json(tmp_path, *, overflow: bool = False):
         comparisons.append(cmp.Comparison(
             batch_size=batch, baseline="fp32", candidate="fp16",
             speedup=cmp.speedup_ci(base.samples_ms["latency_ms"], cand.samples_ms["latency_ms"]), accuracy=acc,
-            diagnosis=[Finding("overhead_bound", "<b>not html</b> fixed cost", {"intercept_ms": 0.1})],
+            diagnosis=[Finding("gpu_underutilised", "<b>not html</b> fixed cost", {"intercept_ms": 0.1})],
             baseline_result=base, candidate_result=cand, rounds=5, stop_reason="target",
             round_ratios=[1.6] * 5, half_widths={"fp32": 0.005, "fp16": 0.004},
         ))

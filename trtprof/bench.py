@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from . import backends, preflight, timing
+from .backends.base import set_autotune
 from .cache import EngineRecord, now_iso
 from .environment import collect
 from .errors import BadInput
@@ -97,6 +98,7 @@ def bench_one(
         if preflight.is_out_of_memory(err) or (isinstance(err, ValueError) and "too big" in str(err)):
             raise preflight.out_of_memory(err, batch_size, needed) from err
         raise
+    applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
                     "warmup_s": round(samples.warmup_s, 4)})
@@ -149,6 +151,7 @@ def bench_records(
     on_start: Callable[[BenchPlan], None] | None = None,
     on_plan: Callable[[list[BenchPlan]], None] | None = None,
     threads: int | None = None,
+    autotune: bool = True,
 ) -> ResultSet:
     """Bench every engine × batch size. All inputs are checked (engines load, shapes resolve, integer
     ranges fit the model's embeddings, the largest inputs fit in memory) before the first
@@ -165,6 +168,7 @@ def bench_records(
     try:
         for record in records:
             runners[record.key] = load_runner(record, threads)
+            set_autotune(runners[record.key], autotune)
             preflight.check_int_range(onnx_of(record), runners[record.key].inputs, int_range)
         for item in items:
             runner = runners[item.record.key]

@@ -243,6 +243,7 @@ class RoundPlan:
     first_warmup_ms: float = FIRST_WARMUP_MS
     copies: bool = True
     cuda_graph: bool = False
+    autotune: bool = True  # torch: cudnn.benchmark during the run (backends.base.set_autotune)
 
     def block_config(self, iterations: int) -> TimingConfig:
         return TimingConfig(warmup=ROUND_WARMUP, iterations=iterations, copies=self.copies, cuda_graph=self.cuda_graph)
@@ -392,8 +393,10 @@ class CompareReport:
     created: str = ""
     device_peak: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    layers: dict[int, Any] = field(default_factory=dict)  # batch → layers.LayerTable (compare --layers)
 
     def to_json(self) -> dict[str, Any]:
+        extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
         return {
             "schema": SCHEMA,
             "created": self.created,
@@ -402,12 +405,14 @@ class CompareReport:
             "settings": {"target_ci": self.plan.target_ci, "time_budget_s": self.plan.time_budget_s,
                          "round_iterations": self.plan.round_iterations, "min_rounds": self.plan.min_rounds,
                          "confidence": CONFIDENCE, "equivalence_margin": EQUIVALENCE_MARGIN,
-                         "copies": self.plan.copies, "cuda_graph": self.plan.cuda_graph},
+                         "copies": self.plan.copies, "cuda_graph": self.plan.cuda_graph,
+                         "autotune": self.plan.autotune},
             "comparisons": [c.to_json() for c in self.comparisons],
             "warnings": self.warnings,
             "device_peak": self.device_peak,
             "environment": self.environment,
             "results": [r.to_json() for r in self.results],
+            **extra,
         }
 
     def write_json(self, path) -> None:
@@ -464,7 +469,7 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
                 "round_warmup": ROUND_WARMUP, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": plan.cuda_graph,
-                "clock": clock, "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed},
+                "clock": clock, "autotune": getattr(arm.runner, "autotune", None), "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed},
         warnings=warnings,
         device=arm.device,
     )
@@ -480,12 +485,15 @@ def compare_records(
     int_range: tuple[int, int] | None = None,
     onnx_path: Any = None,
     on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
+    layers: bool = False,
 ) -> CompareReport:
     """Interleave the engines of ``records`` (precision → record; the first is the baseline) at each
-    batch size; every candidate gets a speedup, an accuracy delta and its diagnosis."""
+    batch size; every candidate gets a speedup, an accuracy delta and its diagnosis. ``layers``: also
+    profile every engine layer by layer (a separate run after the timing, ``trtprof.layers``)."""
     from . import diagnose as dg
     from . import fp16range
     from .accuracy import compare_outputs, run_outputs
+    from .backends.base import set_autotune
     from .bench import load_runner
     from .cache import now_iso
     from .environment import collect
@@ -502,6 +510,7 @@ def compare_records(
     try:
         for name in names:
             runners[name] = load_runner(records[name])
+            set_autotune(runners[name], plan.autotune)
         first = records[baseline]
         overrides = {**first.spec.shape_overrides(), **(shapes or {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
@@ -533,6 +542,11 @@ def compare_records(
 
     series = {name: [per_batch[b][name] for b in batch_sizes] for name in names}
     costs = _graph_costs(onnx_path, all_shapes, names, warnings)
+    from .layers.profile import graph_facts, profile_records
+
+    graphs = {b: graph_facts(onnx_path, records[baseline], b, shapes) for b in batch_sizes} if on_gpu else {}
+    tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
+                             autotune=plan.autotune) if layers else {}
     for batch in batch_sizes:
         outcome = outcomes[batch]
         base_result = per_batch[batch][baseline]
@@ -554,7 +568,8 @@ def compare_records(
                                   "flops_by_op": cost.flops_by_op, "counted_ops": list(cost.counted_ops)}
             rates = peak.rates if peak is not None else None
             findings = dg.diagnose(base_result, cand_result, series=series, rates=rates, speedup=speed.estimate,
-                                   roofline=roof.get("candidate"), device_kind=runners_device(runners, cand))
+                                   roofline=roof.get("candidate"), device_kind=runners_device(runners, cand),
+                                   layers=tables.get(batch), graph=graphs.get(batch))
             if acc.flagged:
                 msg = (f"{cand} produced {acc.nonfinite} non-finite output values (inf/NaN) at batch {batch} where "
                        f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32")
@@ -571,7 +586,8 @@ def compare_records(
     env["backend"] = dict(first.environment)
     return CompareReport(model=first.model, backend=first.backend, plan=plan, comparisons=comparisons,
                          results=results, environment=env, created=now_iso(),
-                         device_peak=peak.to_json() if peak is not None else None, warnings=warnings)
+                         device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
+                         layers=tables)
 
 
 def runners_device(runners: Mapping[str, Any], name: str) -> str | None:
@@ -613,6 +629,7 @@ def compare_model(
     int_range: tuple[int, int] | None = None,
     on_built: Callable[[Any], None] | None = None,
     on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
+    layers: bool = False,
 ) -> CompareReport:
     """MODEL (ONNX or TensorFlow) → build what is missing → ``compare_records``.
     An engines dir (or one engine's JSON) → its engines of the asked precisions, batch sizes checked."""
@@ -643,4 +660,4 @@ def compare_model(
     if len(records) < 2:
         raise BadInput("compare needs at least two precisions (e.g. --precisions fp32,fp16)")
     return compare_records(records, sizes, plan, shapes=shapes, seed=seed, int_range=int_range,
-                           onnx_path=onnx_path, on_batch=on_batch)
+                           onnx_path=onnx_path, on_batch=on_batch, layers=layers)

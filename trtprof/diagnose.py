@@ -14,9 +14,11 @@ import numpy as np
 from .results import BenchResult
 from .roofline import PeakRates
 
-# Latency is "overhead-bound" when at least half of it is the fit's intercept — time per call that
-# does not grow with batch (launches, Python, synchronisation) and that FP16 arithmetic cannot cut.
-OVERHEAD_SHARE = 0.5
+# Compute time is "fixed" at a batch size when at least half of it is the intercept of a fit of GPU
+# compute time vs batch — kernel time that does not grow with the work, which FP16 arithmetic cannot
+# cut. Whether the GPU then waits for the host or runs under-filled kernels is told apart by enqueue
+# time (enqueue_bound) and, with a layer profile, by the kernels' own time (layers.rules).
+FIXED_SHARE = 0.5
 # trtexec warns when host enqueue time approaches GPU compute time: the GPU then waits for the host.
 ENQUEUE_BOUND_RATIO = 0.8
 # Clocks "moved" when the SM clock differs by more than 5 % between rounds (boost/throttle steps are
@@ -49,9 +51,31 @@ def _metadata(result: BenchResult) -> dict[str, Any]:
     return dict(result.engine.get("backend_metadata", {}) or {})
 
 
-def overhead_bound(series: Sequence[BenchResult], batch_size: int) -> Finding | None:
-    """Fit median latency = intercept + slope · batch over the batch sizes of one precision."""
-    points = sorted({r.batch_size: r.latency.p50 for r in series}.items())
+# The GPU is "busy" at a batch size only while host enqueue time stays under half the compute time:
+# above that, eager launches leave gaps that look like fixed GPU time (measured on the H200: eager
+# ResNet-50 at batch 64 enqueues 4.8 ms per 6.6 ms of compute).
+HOST_SHARE = 0.5
+
+
+def _host_heavy(result: BenchResult, share: float) -> bool:
+    enqueue, compute = _median(result, "enqueue_ms"), _median(result, "compute_ms")
+    return enqueue is not None and compute is not None and enqueue >= share * compute
+
+
+def gpu_underutilised(series: Sequence[BenchResult], batch_size: int) -> Finding | None:
+    """Fit median GPU compute time = intercept + slope · batch over the batch sizes of one precision.
+
+    A large intercept share says the time does not scale with the work. It is *not* blamed on
+    per-call overhead: when the host is the bottleneck (enqueue ≥ ENQUEUE_BOUND_RATIO × compute)
+    ``enqueue_bound`` says so and this rule stays silent; otherwise the GPU is busy with kernels that
+    are too small to fill it (few channels, small spatial/batch extent)."""
+    if not series or any(r.config.get("clock") != "cuda_events" or "compute_ms" not in r.stats for r in series):
+        return None  # GPU results only: the rule is about kernels filling a GPU
+    stage = "compute_ms"
+    # Host-bound points measure the host, not the kernels: they stay out of the fit, and at the
+    # batch size asked the host must leave the GPU mostly to itself before the GPU is blamed.
+    points = sorted({r.batch_size: float(r.stats[stage].p50) for r in series
+                     if not _host_heavy(r, ENQUEUE_BOUND_RATIO)}.items())
     if len(points) < 2:
         return None
     from scipy import stats as sps
@@ -63,17 +87,26 @@ def overhead_bound(series: Sequence[BenchResult], batch_size: int) -> Finding | 
     if at is None or at <= 0 or fit.intercept <= 0:
         return None
     share = min(1.0, float(fit.intercept) / at)
-    if share < OVERHEAD_SHARE:
+    if share < FIXED_SHARE:
         return None
+    result = next(r for r in series if r.batch_size == batch_size)
+    enqueue = _median(result, "enqueue_ms")
+    if _host_heavy(result, HOST_SHARE):
+        return None  # the host holds the GPU back here: enqueue_bound / host_bound speak to it
     precision = series[0].precision
+    per_sample = [m / b for b, m in points]
     return Finding(
-        "overhead_bound",
-        f"{precision} at batch {batch_size}: {share:.0%} of the {at:.3g} ms latency is fixed per-call cost "
-        f"(fit over batch sizes {', '.join(str(int(b)) for b in x)}: intercept {fit.intercept:.3g} ms, "
-        f"slope {fit.slope:.3g} ms/sample); FP16 shortens the math, not launches or host overhead",
-        {"precision": precision, "intercept_ms": float(fit.intercept), "slope_ms_per_sample": float(fit.slope),
-         "intercept_share": share, "latency_ms": at, "batch_sizes": [int(b) for b in x],
-         "medians_ms": [float(v) for v in y]},
+        "gpu_underutilised",
+        f"{precision} at batch {batch_size}: the GPU is busy but under-used — {share:.0%} of the {at:.3g} ms "
+        f"{stage[:-3]} time does not grow with batch (fit over batch sizes {', '.join(str(int(b)) for b in x)}: "
+        f"intercept {fit.intercept:.3g} ms, slope {fit.slope:.3g} ms/sample; per sample "
+        f"{per_sample[0]:.3g} → {per_sample[-1]:.3g} ms)"
+        + (f", while the host enqueues in {enqueue:.3g} ms" if enqueue is not None else "")
+        + ": kernels too small to fill the GPU, which FP16 math does not fix (larger batches or wider layers do)",
+        {"precision": precision, "stage": stage, "intercept_ms": float(fit.intercept),
+         "slope_ms_per_sample": float(fit.slope), "intercept_share": share, "time_ms": at,
+         "enqueue_ms": enqueue, "batch_sizes": [int(b) for b in x], "medians_ms": [float(v) for v in y],
+         "threshold": FIXED_SHARE},
     )
 
 
@@ -149,26 +182,61 @@ def tf32(baseline: BenchResult, rates: PeakRates | None) -> Finding | None:
     )
 
 
-def hardware(rates: PeakRates | None, speedup: float | None, roofline: Mapping[str, Any] | None = None) -> Finding | None:
+def _peak_precision(result: BenchResult | None, default: str) -> str:
+    """Which peak a result ran against: tf32 when it ran with TF32 on, else its precision."""
+    if result is None:
+        return default
+    if result.precision == "fp32" and _tf32_state(result):
+        return "tf32"
+    return result.precision if result.precision in ("fp32", "tf32", "fp16") else default
+
+
+def hardware(rates: PeakRates | None, speedup: float | None, roofline: Mapping[str, Any] | None = None,
+             baseline: BenchResult | None = None, candidate: BenchResult | None = None) -> Finding | None:
+    """The ceiling of the candidate's own peak over the baseline's (FP16 vs TF32 is not FP16 vs FP32)."""
     if rates is None:
         return None
-    ratio = rates.fp16_over_fp32
-    where = "tensor cores" if rates.fp16_tensor_cores else "CUDA cores"
+    base_p = _peak_precision(baseline, "fp32")
+    cand_p = _peak_precision(candidate, "fp16")
+    base_rate, cand_rate = rates.per_clock(base_p), rates.per_clock(cand_p)
+    sm = f"sm_{rates.compute_capability.replace('.', '')}"
+    if not base_rate or not cand_rate:
+        return None
+    ratio = cand_rate / base_rate
+    where = "tensor cores" if (cand_p == "fp16" and rates.fp16_tensor_cores) or cand_p == "tf32" else "CUDA cores"
     if ratio < 1:
-        text = (f"this GPU (sm_{rates.compute_capability.replace('.', '')}) runs FP16 at 1/{1 / ratio:g} of its FP32 "
-                "rate: FP16 cannot be faster here")
+        text = (f"this GPU ({sm}) runs {cand_p.upper()} at 1/{1 / ratio:g} of its {base_p.upper()} rate: "
+                f"{cand_p.upper()} cannot be faster here")
+    elif ratio == 1:
+        text = f"hardware ceiling: {cand_p.upper()} and {base_p.upper()} have the same peak on {sm}: no gain to expect"
     else:
-        text = (f"hardware ceiling: FP16 peak is {ratio:g}× FP32 on sm_{rates.compute_capability.replace('.', '')} "
-                f"({where})" + (f"; measured {speedup:.2f}×" if speedup is not None else ""))
-    evidence: dict[str, Any] = {"compute_capability": rates.compute_capability, "fp16_over_fp32_peak": ratio,
+        text = (f"hardware ceiling: {cand_p.upper()} peak is {ratio:g}× {base_p.upper()} on {sm} ({where})"
+                + (f"; measured {speedup:.2f}×" if speedup is not None else ""))
+    evidence: dict[str, Any] = {"compute_capability": rates.compute_capability, "baseline_peak": base_p,
+                                "candidate_peak": cand_p, "peak_ratio": ratio,
+                                "fp16_over_fp32_peak": rates.fp16_over_fp32,
                                 "fp32_flop_per_clk_sm": rates.fp32_flop_per_clk_sm,
+                                "tf32_flop_per_clk_sm": rates.tf32_flop_per_clk_sm,
                                 "fp16_flop_per_clk_sm": rates.fp16_flop_per_clk_sm, "source": rates.source}
     if roofline:
         share = roofline.get("share_of_peak")
         if share is not None:
-            text += f"; the candidate reaches {share:.1%} of its peak FLOP/s"
+            text += f"; the candidate reaches {share:.2g} of its peak FLOP/s" if share < 0.001 else \
+                f"; the candidate reaches {share:.1%} of its peak FLOP/s"
         evidence["roofline"] = dict(roofline)
     return Finding("hardware", text, evidence)
+
+
+def heuristic_kernels(result: BenchResult) -> Finding | None:
+    """Autotuning was switched off (--no-autotune): cuDNN picked kernels by heuristics."""
+    if result.config.get("autotune") is not False:
+        return None
+    return Finding(
+        "heuristic_kernels",
+        f"{result.precision} at batch {result.batch_size}: cuDNN chose kernels by heuristics (--no-autotune); "
+        "autotuned kernels (the default, and what TensorRT always does) can be much faster and change the verdict",
+        {"precision": result.precision, "autotune": False, "backend": result.backend},
+    )
 
 
 # Where backends record per-precision counts, most specific first: TensorRT's engine inspector (the
@@ -311,17 +379,29 @@ def diagnose(
     speedup: float | None = None,
     roofline: Mapping[str, Any] | None = None,
     device_kind: str | None = None,
+    layers: Any = None,
+    graph: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Finding]:
-    """Every rule that has evidence for one baseline/candidate pair at one batch size."""
+    """Every rule that has evidence for one baseline/candidate pair at one batch size.
+
+    ``layers`` (a ``layers.LayerTable`` of this batch size) and ``graph`` (``layers.graph.node_facts``)
+    enable the layer rules: FP16-slower layers, cast/reformat share, tensor-core-ineligible layers,
+    GPU idle gaps."""
     series = series or {}
     findings = [
-        overhead_bound(series.get(candidate.precision, []), candidate.batch_size),
+        gpu_underutilised(series.get(candidate.precision, []), candidate.batch_size),
         transfer_bound(candidate),
         enqueue_bound(candidate),
+        heuristic_kernels(candidate),
         tf32(baseline, rates),
-        hardware(rates, speedup, roofline),
+        hardware(rates, speedup, roofline, baseline, candidate),
         fp16_not_fp16(candidate, device_kind),
         unstable_clocks(baseline),
         unstable_clocks(candidate),
     ]
+    if layers is not None or graph:
+        from .layers.rules import layer_findings
+
+        compute = {r.precision: _median(r, "compute_ms") for r in (baseline, candidate)}
+        findings += layer_findings(layers, graph, candidate.precision, compute, gpu=device_kind == "cuda")
     return [f for f in findings if f is not None]

@@ -287,6 +287,10 @@ def render_html(data: Mapping[str, Any]) -> str:
                                  f"{html.escape(c['baseline'])}</h3><ul>{items}</ul>")
         if acc_parts:
             parts.append("<h2>FP16 accuracy: predicted vs observed</h2>" + "".join(acc_parts))
+        if data.get("layers"):
+            from .layers.html import layers_section
+
+            parts.append(layers_section(data["layers"]))
         roof_rows = []
         for c in comparisons:
             for side in ("baseline", "candidate"):

@@ -82,6 +82,16 @@ class DeviceRunner(Runner, Protocol):
     # host time would otherwise have that time measured as the model's, while the GPU waits.
 
 
+def set_autotune(runner: Any, enabled: bool) -> bool | None:
+    """Switch a runner's kernel autotuning (cuDNN benchmark mode on torch) and return what it now
+    does; None for runners without the setting (ONNX Runtime CPU, TensorRT, which always times its
+    tactics at build time). Callers record the returned value in their results' ``config``."""
+    if not hasattr(runner, "autotune"):
+        return None
+    runner.autotune = bool(enabled)
+    return bool(runner.autotune)
+
+
 class Backend(Protocol):
     name: str
     artifact_suffix: str  # e.g. ".onnx", ".plan"

@@ -72,7 +72,7 @@ def _ort_cause(text: str) -> str:
 
 
 def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
-             threads: int | None = None):
+             threads: int | None = None, profile_prefix: str | None = None):
     ort = _ort()
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: ORT warnings would flood the output, and its errors come back as exceptions that trtprof turns into one line
@@ -81,6 +81,9 @@ def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: 
         # total is what the user asked for (ORT's default is one thread per core, often noisy).
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+    if profile_prefix is not None:  # trtprof profile: per-node times (a separate session, not the timed one)
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     if optimized_out is not None:
         # Basic level keeps node names; ORT's precision fallback (InsertCastTransformer) runs at
         # every level, so the saved graph shows which nodes really run in FP32.

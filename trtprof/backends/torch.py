@@ -9,6 +9,13 @@ anything: the module is rebuilt from the protobuf with onnx2torch at load time. 
 at load: fp32 runs with TF32 switched off (PyTorch's cuDNN default is TF32 on, which is not FP32),
 tf32 with it on, fp16 with the module in half and the float IO cast on the device inside ``enqueue``.
 
+cuDNN autotuning (``torch.backends.cudnn.benchmark``) is on by default while the runner runs
+(``TorchRunner.autotune``; ``--no-autotune`` switches it off): with it off cuDNN picks convolution
+kernels by heuristics, which on the H200 made the report's Conv+ELU net up to 2× slower and flipped
+its FP16 verdict (FACTS.md). TensorRT always picks its tactics by timing them, so autotuned PyTorch
+is the like-for-like comparison. Tuning happens on the first call per shape (``prepare`` and the
+timing loop's warmup), never inside the measured iterations; the global flag is restored afterwards.
+
 The runner reads and writes the profiler's device buffers directly: every pointer is wrapped as a
 tensor through ``__cuda_array_interface__`` (no copy) and the module runs under
 ``torch.cuda.ExternalStream(stream)``. The one extra device operation per output is the ``copy_``
@@ -150,6 +157,21 @@ def tf32_mode(torch: Any, enabled: bool) -> Iterator[None]:
         matmul.allow_tf32, cudnn.allow_tf32 = prev
 
 
+@contextmanager
+def cudnn_mode(torch: Any, tf32: bool, autotune: bool) -> Iterator[None]:
+    """TF32 (see ``tf32_mode``) and cuDNN autotuning for a block, both restored afterwards."""
+    cudnn = torch.backends.cudnn
+    prev = cudnn.benchmark
+    if prev != autotune:
+        cudnn.benchmark = autotune
+    try:
+        with tf32_mode(torch, tf32):
+            yield
+    finally:
+        if prev != autotune:
+            cudnn.benchmark = prev
+
+
 class _DeviceArray:
     """A raw device pointer described by ``__cuda_array_interface__`` (v2: no stream to sync with,
     the profiler orders work on its own stream), so ``torch.as_tensor`` wraps it without a copy."""
@@ -178,6 +200,9 @@ class TorchRunner:
         self.tf32 = precision == Precision.TF32
         # fp16 of a half() module: float IO cast here; a module from the FP16 ONNX graph casts inside
         self._half = precision == Precision.FP16 and cast_io
+        # cuDNN picks convolution kernels by timing them (as TensorRT does) unless switched off:
+        # bench/compare/profile set this from --no-autotune and record it in their config.
+        self.autotune = True
         self._input_shapes: dict[str, tuple[int, ...]] = {}
         self._output_shapes: dict[str, tuple[int, ...]] = {}
         self._bound: tuple[tuple[int, ...], list[Any], list[Any]] | None = None
@@ -207,7 +232,7 @@ class TorchRunner:
             raise BadModel(f"no shape given for input(s) {', '.join(missing)}")
         tensors = [torch.zeros(tuple(input_shapes[t.name]), dtype=getattr(torch, t.dtype), device="cuda")
                    for t in self.inputs]
-        with torch.inference_mode(), tf32_mode(torch, self.tf32):
+        with torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             outs = self._run(tensors)
         torch.cuda.synchronize()
         if len(outs) != len(self.outputs):
@@ -237,7 +262,7 @@ class TorchRunner:
         ext = self._streams.get(stream)
         if ext is None:
             ext = self._streams[stream] = torch.cuda.ExternalStream(stream)
-        with torch.cuda.stream(ext), torch.inference_mode(), tf32_mode(torch, self.tf32):
+        with torch.cuda.stream(ext), torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             for dst, src in zip(outs, self._run(ins)):
                 dst.copy_(src)
 
@@ -258,14 +283,14 @@ class TorchRunner:
             for dst, src in zip(outs, run(ins)):
                 dst.copy_(src)
 
-        with torch.cuda.stream(ext), torch.inference_mode(), tf32_mode(torch, self.tf32):
+        with torch.cuda.stream(ext), torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             yield launch
 
     # -- correctness path -------------------------------------------------------------------------
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         torch = self._torch
         tensors = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to("cuda") for t in self.inputs]
-        with torch.inference_mode(), tf32_mode(torch, self.tf32):
+        with torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             outs = self._run(tensors)
         return {spec.name: out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy()
                 for spec, out in zip(self.outputs, outs)}

@@ -50,6 +50,12 @@ def add_timing_args(parser: argparse.ArgumentParser) -> None:
                         "recorded in the results")
 
 
+def add_autotune_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-autotune", dest="autotune", action="store_false",
+                        help="torch: let cuDNN pick kernels by heuristics instead of timing them "
+                             "(cudnn.benchmark off); default: autotuned, as TensorRT always is")
+
+
 def timing_config(args: argparse.Namespace) -> TimingConfig:
     return TimingConfig(
         warmup=args.warmup,

@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("path", type=Path, help="engines dir, or one engine (artifact or its .json)")
     _common.add_shape_args(p, batch_default=None)
     _common.add_timing_args(p)
+    _common.add_autotune_arg(p)
     p.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     p.add_argument("--csv", type=Path, default=None, help="also write a CSV, one row per engine × batch")
     p.set_defaults(func=run)
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             results = bench_path(
                 args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
                 seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,
-                on_plan=on_plan, threads=args.threads,
+                on_plan=on_plan, threads=args.threads, autotune=args.autotune,
             )
     finally:
         close()

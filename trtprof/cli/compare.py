@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")
     p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
     p.add_argument("--cuda-graph", action="store_true", help="GPU: replay a captured CUDA graph")
+    _common.add_autotune_arg(p)
+    p.add_argument("--layers", action="store_true",
+                   help="also profile every precision layer by layer (a separate run after the timing; "
+                        "as `trtprof profile`) and diagnose from the per-layer table")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -63,7 +67,7 @@ def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
         raise BadInput("--round-iterations must be > 0")
     return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                          round_iterations=args.round_iterations, copies=not args.no_copies,
-                         cuda_graph=args.cuda_graph)
+                         cuda_graph=args.cuda_graph, autotune=args.autotune)
 
 
 def print_comparison(c: dict) -> None:
@@ -109,11 +113,17 @@ def run(args: argparse.Namespace) -> int:
     report = cmp.compare_model(
         args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
         shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-        on_built=on_built, on_batch=on_batch,
+        on_built=on_built, on_batch=on_batch, layers=args.layers,
     )
     data = report.to_json()
     for c in data["comparisons"]:
         print_comparison(c)
+    if data.get("layers"):
+        from ..layers.table import format_table
+
+        for batch, table in data["layers"].items():
+            print(f"\nlayers at batch {batch}:")
+            print(format_table(table, top=15))
     report.write_json(args.out)
     for w in data["warnings"]:
         print(f"WARNING: {w}")

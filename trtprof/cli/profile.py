@@ -1,0 +1,95 @@
+"""trtprof profile MODEL_OR_ENGINES: per-layer times per precision, FP16/FP32 ratio, kernels, casts."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import BadInput
+from . import _common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "profile", help="per-layer times per precision: where the time goes and which layers FP16 slows down",
+        description="Profile every precision's engine layer by layer (ONNX Runtime session profiling, "
+                    "torch.profiler/CUPTI, TensorRT IProfiler) in a separate run from any latency measurement; "
+                    "print one table (time per precision, share, FP16/FP32 ratio, tensor-core kernels, casts and "
+                    "reformats as their own rows) and the layer-level diagnosis.")
+    p.add_argument("model", type=Path, metavar="MODEL_OR_ENGINES",
+                   help="ONNX/TensorFlow model (missing engines are built), or an engines dir")
+    p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
+                   help="baseline first, then candidates (default fp32,fp16)")
+    p.add_argument("--batch-size", type=int, default=1, help="batch size (default 1)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME:D0xD1x…",
+                   help="full shape of an input with dynamic dims other than batch (repeatable)")
+    p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
+    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch")
+    p.add_argument("--iterations", type=int, default=None, help="profiled iterations per precision (default 20)")
+    p.add_argument("--warmup", type=int, default=None, help="unprofiled calls first (default 5)")
+    p.add_argument("--top", type=int, default=20, help="rows to print, by time (default 20; 0 = all)")
+    p.add_argument("--out", type=Path, default=Path("layers.json"), help="JSON output (default layers.json)")
+    _common.add_autotune_arg(p)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
+    _common.add_common_debug(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cache import atomic_write_text, now_iso
+    from ..compare import select_records
+    from ..layers import profile as lp
+    from ..layers.rules import layer_findings
+    from ..layers.table import format_table
+    from .compare import parse_precisions
+
+    if args.batch_size < 1:
+        raise BadInput(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.top < 0:
+        raise BadInput("--top must be >= 0")
+    precisions = parse_precisions(args.precisions)
+    shapes = _common.shapes(args)
+    path = Path(args.model)
+    if not path.exists():
+        raise BadInput("no such file or directory", path=path)
+    if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
+        from ..build import as_onnx
+        from ..cache import list_engines
+
+        records = select_records(list_engines(path), precisions, args.backend)
+        source = Path(next(iter(records.values())).model_path)
+        try:
+            onnx_path = as_onnx(source, path) if source.exists() else None
+        except Exception:  # graph facts are optional (a TF source without TF installed)
+            onnx_path = None
+    else:
+        from ..build import as_onnx, build_engines
+
+        outcomes = build_engines(path, precisions, (args.batch_size,), shapes=shapes, engines_dir=args.engines,
+                                 backend=args.backend)
+        records = {o.record.precision: o.record for o in outcomes}
+        onnx_path = as_onnx(path, args.engines)
+    kwargs = {}
+    if args.iterations is not None:
+        kwargs["iterations"] = args.iterations
+    if args.warmup is not None:
+        if args.warmup < 0:
+            raise BadInput("--warmup must be >= 0")
+        kwargs["warmup"] = args.warmup
+    table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
+                               int_range=_common.int_range(args), autotune=args.autotune, **kwargs)[args.batch_size]
+    data = table.to_json()
+    findings = []
+    for cand in list(records)[1:]:
+        findings += [f.to_json() for f in layer_findings(table, table.graph, cand)]
+    first = next(iter(records.values()))
+    out = {"schema": "trtprof.layers/1", "created": now_iso(), "model": first.model, "backend": first.backend,
+           "autotune": args.autotune, "table": data, "diagnosis": findings}
+    print(format_table(data, top=args.top or None))
+    for f in findings:
+        print(f"why [{f['rule']}]: {f['message']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out, json.dumps(out, indent=1, allow_nan=True) + "\n")
+    print(f"layers: {args.out}")
+    return 0

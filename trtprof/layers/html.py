@@ -1,0 +1,54 @@
+"""The per-layer section of the HTML report: top layers per batch size, FP16-slower rows highlighted.
+
+Kept here, not in report.py, so the report stays one page builder and this section one idea.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Mapping
+
+from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN
+
+TOP_ROWS = 15
+CSS = ".l-slower{background:#f8d4d4}.l-cast{background:#fff0c2}"
+
+
+def _ms(v: Any) -> str:
+    return "–" if v is None else (f"{v:.4f}" if v < 1 else f"{v:.3f}")
+
+
+def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS) -> str:
+    """HTML for ``compare --layers`` tables ({batch: table JSON}); '' when there are none."""
+    if not layers:
+        return ""
+    parts = [f"<style>{CSS}</style><h2>Layers: where the time goes</h2>",
+             f"<p>{html.escape(SEPARATE_RUN_NOTE)}. Rows by largest time; red: slower than the baseline by more "
+             f"than {SLOWER_MARGIN:.0%}; yellow: casts and reformats. TC: kernels using tensor cores / kernels "
+             "whose name tells.</p>"]
+    for batch, table in sorted(layers.items(), key=lambda kv: int(kv[0])):
+        precisions = list(table["precisions"])
+        base = precisions[0]
+        rows = sorted(table["rows"], key=lambda r: -max((t or 0.0) for t in r["time_ms"].values()))
+        head = ["layer", "op", "kind"] + [h for p in precisions for h in (f"{p} ms", f"{p} share")] \
+            + [f"{p}/{base}" for p in precisions[1:]] + [f"TC {p}" for p in precisions]
+        body = []
+        for r in rows[:top]:
+            ratios = [r["ratio_vs_baseline"].get(p) for p in precisions[1:]]
+            slower = any(x is not None and x > 1 + SLOWER_MARGIN for x in ratios)
+            cls = "l-slower" if slower else "l-cast" if r["kind"] in ("cast", "reformat") else ""
+            cells = [r["name"], r["op_type"], r["kind"]]
+            for p in precisions:
+                share = r["share"].get(p)
+                cells += [_ms(r["time_ms"].get(p)), "–" if share is None else f"{share:.1%}"]
+            cells += ["–" if x is None else f"{x:.2f}" for x in ratios]
+            for p in precisions:
+                ks = [k for k in r["kernels"].get(p, []) if k.get("tensor_core") is not None]
+                cells.append(f"{sum(1 for k in ks if k['tensor_core'])}/{len(ks)}" if ks else "–")
+            body.append(f'<tr class="{cls}">' + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        totals = ", ".join(f"{html.escape(p)} {_ms(v)} ms" for p, v in table.get("totals_ms", {}).items())
+        parts.append(f"<h3>batch {html.escape(str(batch))} (sum of layer medians: {totals})</h3>"
+                     "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+                     + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
+        if len(rows) > top:
+            parts.append(f"<p>… and {len(rows) - top} more layers (JSON has all).</p>")
+    return "".join(parts)

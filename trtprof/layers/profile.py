@@ -1,0 +1,97 @@
+"""Per-layer profiles of several engines (one per precision) at one batch size → a LayerTable.
+
+The profiled run is separate from the latency run: each engine is loaded afresh, warmed up, and run
+``iterations`` times under its backend's profiler. Inputs are the same seeded random tensors the
+latency run uses, and the torch runner keeps its autotune setting, so the kernels are the same.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import BadInput, BackendUnavailable
+from .table import LayerTable, PrecisionProfile
+
+DEFAULT_ITERATIONS = 20  # medians over 20 profiled iterations: a layer's time to a few %
+DEFAULT_WARMUP = 5  # covers cuDNN autotuning (first call per shape) and lazy initialisation
+
+
+def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
+                   warmup: int = DEFAULT_WARMUP, shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
+                   int_range: tuple[int, int] | None = None, autotune: bool = True) -> dict[int, PrecisionProfile]:
+    """One engine's per-layer profile at each batch size, with the profiler of the backend that
+    built it (the engine is loaded once)."""
+    from ..backends.base import set_autotune
+    from ..bench import load_runner
+    from ..inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+
+    if iterations < 1:
+        raise BadInput(f"--iterations must be at least 1, got {iterations}")
+    if record.backend not in ("onnxruntime", "torch", "tensorrt"):
+        raise BackendUnavailable(f"no per-layer profiler for the {record.backend} backend")
+    runner = load_runner(record)
+    out: dict[int, PrecisionProfile] = {}
+    try:
+        set_autotune(runner, autotune)
+        overrides = {**record.spec.shape_overrides(), **(shapes or {})}
+        onnx_model = None
+        if record.backend == "torch":
+            import onnx
+
+            onnx_model = onnx.load(str(record.artifact_path))
+        for batch_size in batch_sizes:
+            input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
+            feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE)
+            if record.backend == "onnxruntime":
+                from .ort import profile_onnxruntime
+
+                out[batch_size] = profile_onnxruntime(Path(record.artifact_path), record.precision, feeds,
+                                                      iterations=iterations, warmup=warmup, batch_size=batch_size)
+            elif record.backend == "torch":
+                from .torch_profile import profile_torch
+
+                out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
+                                                batch_size=batch_size, onnx_model=onnx_model)
+            else:
+                from .tensorrt import profile_tensorrt
+
+                out[batch_size] = profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations)
+        return out
+    finally:
+        runner.close()
+
+
+def graph_facts(onnx_path: Any, record: Any, batch_size: int,
+                shapes: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, dict[str, Any]]:
+    """Node facts (shapes, tensor-core eligibility) of the source ONNX at this batch size; {} when the
+    model cannot be read or shape-inferred (the table then has no graph column, nothing is claimed)."""
+    if onnx_path is None:
+        return {}
+    from ..errors import TrtprofError
+    from ..inputs import resolve_shapes
+    from ..model import load_onnx
+    from .graph import node_facts
+
+    try:
+        model = load_onnx(Path(onnx_path))
+        overrides = {**record.spec.shape_overrides(), **(shapes or {})}
+        input_shapes = resolve_shapes(tuple(record.inputs), batch_size, overrides, model_path=record.model_path)
+        return node_facts(model, input_shapes)
+    except (TrtprofError, ValueError, KeyError, OSError):
+        return {}
+
+
+def profile_records(records: Mapping[str, Any], batch_sizes: Sequence[int], *, onnx_path: Any = None,
+                    iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
+                    shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
+                    int_range: tuple[int, int] | None = None, autotune: bool = True) -> dict[int, LayerTable]:
+    """Every precision of ``records`` (precision → record, baseline first), one engine after the
+    other, at every batch size: one LayerTable per batch size."""
+    per: dict[str, dict[int, PrecisionProfile]] = {
+        name: profile_record(rec, batch_sizes, iterations=iterations, warmup=warmup, shapes=shapes, seed=seed,
+                             int_range=int_range, autotune=autotune)
+        for name, rec in records.items()}
+    first = next(iter(records.values()))
+    return {b: LayerTable(batch_size=b, precisions=tuple(records), profiles={n: per[n][b] for n in records},
+                          graph=graph_facts(onnx_path, first, b, shapes))
+            for b in batch_sizes}

@@ -1,0 +1,162 @@
+"""Diagnosis rules that need the per-layer table or the graph: each finding carries its evidence.
+
+Silent without evidence: no table → no layer rule; a node whose shapes are unknown → no eligibility
+claim. Thresholds are named constants with their reasons.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ..diagnose import Finding
+from .table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
+
+# A finding about a group of layers is worth reading when the group holds this much of the time:
+# smaller groups cannot explain a verdict (and profiler jitter is ~1 % of a layer table's total).
+MIN_SHARE = 0.05
+# GPU idle gaps: the GPU ran kernels for less than this share of the measured compute time (events
+# around the enqueue), so the rest was waiting for the host (launch latency, Python).
+KERNEL_BUSY_SHARE = 0.5
+TOP = 5
+
+
+def _rows_json(table: LayerTable) -> list[dict[str, Any]]:
+    return table.to_json()["rows"]
+
+
+def fp16_slower_layers(table: LayerTable, candidate: str) -> Finding | None:
+    base = table.baseline
+    if candidate not in table.profiles or base not in table.profiles:
+        return None
+    total_c = table.profiles[candidate].total_ms
+    slower: list[dict[str, Any]] = []
+    for r in table.rows:
+        ratio = r.ratio(candidate, base)
+        if ratio is None or ratio <= 1 + SLOWER_MARGIN:
+            continue
+        slower.append({"name": r.name, "op_type": r.op_type, "kind": r.kind, f"{base}_ms": r.time_ms[base],
+                       f"{candidate}_ms": r.time_ms[candidate], "ratio": ratio,
+                       "share": r.share.get(candidate), "tensor_core": r.tensor_core(candidate)})
+    if not slower:
+        return None
+    slower.sort(key=lambda x: -(x[f"{candidate}_ms"] - x[f"{base}_ms"]))
+    extra = sum(x[f"{candidate}_ms"] - x[f"{base}_ms"] for x in slower)
+    share = sum(x["share"] or 0.0 for x in slower)
+    if share < MIN_SHARE:
+        return None
+    names = ", ".join(f"{x['name']} ({x['ratio']:.2f}×)" for x in slower[:TOP])
+    return Finding(
+        "fp16_slower_layers",
+        f"{len(slower)} layer(s) are slower in {candidate} than in {base} at batch {table.batch_size} "
+        f"(+{extra:.3g} ms, {share:.0%} of {candidate}'s profiled time): {names}",
+        {"candidate": candidate, "baseline": base, "batch_size": table.batch_size, "layers": slower[:20],
+         "extra_ms": extra, "share_of_candidate": share, "candidate_total_ms": total_c, "margin": SLOWER_MARGIN},
+    )
+
+
+def cast_reformat_share(table: LayerTable, candidate: str) -> Finding | None:
+    if candidate not in table.profiles:
+        return None
+    rows = [r for r in table.rows if r.kind in (CAST, REFORMAT) and r.time_ms.get(candidate)]
+    share = table.share_of_kind(candidate, (CAST, REFORMAT))
+    if not rows or share < MIN_SHARE:
+        return None
+    ms = sum(r.time_ms[candidate] or 0.0 for r in rows)
+    return Finding(
+        "cast_reformat",
+        f"{candidate} at batch {table.batch_size}: casts/reformats take {ms:.3g} ms, {share:.0%} of the profiled "
+        f"time ({len(rows)} layers, e.g. {', '.join(r.name for r in rows[:3])}): time FP16 adds, not saves",
+        {"candidate": candidate, "share": share, "ms": ms,
+         "layers": [{"name": r.name, "op_type": r.op_type, "kind": r.kind, "ms": r.time_ms[candidate]} for r in rows[:20]]},
+    )
+
+
+def tensor_core_ineligible(graph: Mapping[str, Mapping[str, Any]], candidate: str,
+                           table: LayerTable | None = None) -> Finding | None:
+    """FP16 (or TF32) layers whose channels/GEMM dims are not multiples of 8, with their time share
+    (from the profile) or, without one, their FLOP share of the counted ops."""
+    if candidate not in ("fp16", "tf32") or not graph:
+        return None
+    bad = {name: f for name, f in graph.items() if f.get("tensor_core") and not f["tensor_core"].get("eligible", True)}
+    if not bad:
+        return None
+    evidence_rows = []
+    if table is not None and candidate in table.profiles and table.profiles[candidate].total_ms > 0:
+        by_name = {r.name: r for r in table.rows}
+        share = 0.0
+        for name, f in bad.items():
+            row = by_name.get(name)
+            s = row.share.get(candidate) if row is not None else None
+            share += s or 0.0
+            evidence_rows.append({"name": name, "op_type": f["op_type"], "reasons": f["tensor_core"]["reasons"],
+                                  "share": s, "ms": row.time_ms.get(candidate) if row else None,
+                                  "tensor_core_kernels": row.tensor_core(candidate) if row else None})
+        basis = "profiled time"
+    else:
+        total = sum(int(f.get("flops") or 0) for f in graph.values())
+        share = sum(int(f.get("flops") or 0) for f in bad.values()) / total if total else 0.0
+        for name, f in bad.items():
+            evidence_rows.append({"name": name, "op_type": f["op_type"], "reasons": f["tensor_core"]["reasons"],
+                                  "flops": f.get("flops")})
+        basis = "counted FLOPs (no per-layer profile: run with --layers for time shares)"
+    if share < MIN_SHARE:
+        return None
+    evidence_rows.sort(key=lambda x: -(x.get("share") or x.get("flops") or 0))
+    example = evidence_rows[0]
+    return Finding(
+        "tensor_core_ineligible",
+        f"{len(bad)} {candidate.upper()} layer(s) cannot fill tensor cores — channel counts / GEMM dims are not "
+        f"multiples of 8 (e.g. {example['name']}: {', '.join(example['reasons'])}) — and they hold {share:.0%} of the "
+        f"{basis}; {candidate.upper()}'s tensor-core peak does not apply to them (pad channels to multiples of 8)",
+        {"candidate": candidate, "share": share, "basis": basis, "layers": evidence_rows[:20],
+         "multiple": 8, "guidance": "NVIDIA Deep Learning Performance Guide: Tensor Core Requirements"},
+    )
+
+
+def gpu_idle_gaps(table: LayerTable, precision: str, compute_ms: float | None) -> Finding | None:
+    """Host/launch-bound from the kernels: measured GPU compute time (events around the enqueue)
+    minus the profiled kernel time is time the GPU waited for the host."""
+    prof = table.profiles.get(precision)
+    if prof is None or compute_ms is None or compute_ms <= 0 or prof.backend != "torch":
+        return None
+    kernels = prof.iteration_total_ms if prof.iteration_total_ms is not None else prof.total_ms
+    busy = kernels / compute_ms
+    if busy >= KERNEL_BUSY_SHARE:
+        return None
+    return Finding(
+        "host_bound",
+        f"{precision} at batch {table.batch_size}: the GPU ran kernels for {kernels:.3g} ms of the {compute_ms:.3g} ms "
+        f"measured compute time ({busy:.0%}); the rest ({compute_ms - kernels:.3g} ms) it waited for the host "
+        "(launches, Python): FP16 shortens kernels, not that wait (CUDA graphs remove most of it)",
+        {"precision": precision, "kernel_ms": kernels, "compute_ms": compute_ms, "busy_share": busy,
+         "threshold": KERNEL_BUSY_SHARE, "source": prof.source},
+    )
+
+
+def on_gpu(table: LayerTable | None, candidate: str) -> bool:
+    """Tensor cores only matter for GPU engines: torch, TensorRT, ONNX Runtime's CUDA provider."""
+    prof = table.profiles.get(candidate) if table is not None else None
+    if prof is None:
+        return False
+    return prof.backend in ("torch", "tensorrt") or str(prof.config.get("provider", "")).startswith("CUDA")
+
+
+def layer_findings(table: LayerTable | None, graph: Mapping[str, Mapping[str, Any]] | None, candidate: str,
+                   compute_ms: Mapping[str, float | None] | None = None, *, gpu: bool | None = None) -> list[Finding]:
+    """Every layer/graph rule with evidence for one candidate (and the gap rule for both sides).
+    ``gpu``: whether the engines run on a GPU (default: read from the table's profiles)."""
+    out: list[Finding | None] = []
+    graph = graph if graph is not None else (table.graph if table is not None else {})
+    if gpu if gpu is not None else on_gpu(table, candidate):
+        out.append(tensor_core_ineligible(graph or {}, candidate, table))
+    if table is not None:
+        out.append(fp16_slower_layers(table, candidate))
+        out.append(cast_reformat_share(table, candidate))
+        for precision, ms in (compute_ms or {}).items():
+            out.append(gpu_idle_gaps(table, precision, ms))
+    return [f for f in out if f is not None]
+
+
+def top_layers(table: LayerTable, precision: str, n: int = TOP) -> Sequence[dict[str, Any]]:
+    rows = [r for r in _rows_json(table) if r["time_ms"].get(precision) is not None]
+    rows.sort(key=lambda r: -r["time_ms"][precision])
+    return rows[:n]

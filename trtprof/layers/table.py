@@ -1,0 +1,254 @@
+"""One table shape for per-layer times on every backend, and its text rendering.
+
+Each backend's profiler (ONNX Runtime session profiling, torch.profiler/CUPTI, TensorRT's
+IProfiler) yields a ``PrecisionProfile``: per executed layer (an ONNX node, or a fused layer),
+the median time over the profiled iterations and the kernels behind it. ``LayerTable`` joins the
+profiles of several precisions by layer name, so a row reads "this layer: fp32 x ms, fp16 y ms,
+ratio y/x, kernels (tensor cores or not)". Casts and reformats are rows of their own (kind
+``cast``/``reformat``), never folded into a neighbour, because they are what FP16 adds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+COMPUTE = "compute"
+CAST = "cast"
+REFORMAT = "reformat"
+OTHER = "other"
+
+# Separate run: say so wherever the numbers are shown (the profilers add per-layer events and, for
+# TensorRT and torch.profiler, synchronisation or callbacks that the latency run does not have).
+SEPARATE_RUN_NOTE = ("per-layer times come from a separate profiled run (profiling perturbs timing); "
+                     "the latency numbers come from the unprofiled timing loop")
+
+# A layer is "FP16-slower" when its FP16 median is this much above the baseline's: smaller
+# differences are within what one profiled run reproduces (profiler jitter of a few µs per layer).
+SLOWER_MARGIN = 0.05
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel name behind a layer: median time per iteration (all its launches) and launches."""
+
+    name: str
+    median_ms: float
+    calls: int = 1
+    tensor_core: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "median_ms": self.median_ms, "calls": self.calls, "tensor_core": self.tensor_core}
+
+
+@dataclass(frozen=True)
+class LayerTiming:
+    name: str
+    op_type: str
+    kind: str  # COMPUTE | CAST | REFORMAT | OTHER
+    median_ms: float
+    kernels: tuple[KernelTime, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "op_type": self.op_type, "kind": self.kind, "median_ms": self.median_ms,
+                "kernels": [k.to_json() for k in self.kernels]}
+
+
+@dataclass(frozen=True)
+class PrecisionProfile:
+    """Per-layer medians of one engine (one precision) at one batch size, from one profiler."""
+
+    precision: str
+    backend: str
+    source: str  # which profiler, in words
+    batch_size: int
+    iterations: int
+    layers: tuple[LayerTiming, ...]
+    # median over iterations of the summed kernel/node time of one iteration (what the GPU or the
+    # CPU was busy with), which may differ from the sum of per-layer medians
+    iteration_total_ms: float | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_ms(self) -> float:
+        return float(sum(layer.median_ms for layer in self.layers))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"precision": self.precision, "backend": self.backend, "source": self.source,
+                "batch_size": self.batch_size, "iterations": self.iterations, "total_ms": self.total_ms,
+                "iteration_total_ms": self.iteration_total_ms, "config": dict(self.config), "notes": list(self.notes),
+                "layers": [layer.to_json() for layer in self.layers]}
+
+
+def kind_of(op_type: str, name: str = "") -> str:
+    """Cast/reformat/compute from the op (or layer type) and name, the same words on every backend."""
+    op = op_type.lower()
+    low = name.lower()
+    if op == "cast" or "cast" in op:
+        return CAST
+    if op in ("reformat", "reformatting", "reorderinput", "reorderoutput", "memcpytohost", "memcpyfromhost") \
+            or low.startswith("reformatting copynode") or "reorder" in op:
+        return REFORMAT
+    if op in ("input", "output", "identity", "constant", "shape", "reshape", "flatten", "squeeze", "unsqueeze"):
+        return OTHER
+    return COMPUTE
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    name: str
+    op_type: str
+    kind: str
+    time_ms: dict[str, float | None]
+    share: dict[str, float | None]
+    kernels: dict[str, tuple[KernelTime, ...]]
+    graph: Mapping[str, Any] | None = None  # graph facts (shapes, tensor-core eligibility), if the node is known
+
+    def ratio(self, candidate: str, baseline: str) -> float | None:
+        """candidate time / baseline time (> 1: the candidate is slower on this layer)."""
+        b, c = self.time_ms.get(baseline), self.time_ms.get(candidate)
+        if b is None or c is None or b <= 0:
+            return None
+        return c / b
+
+    def tensor_core(self, precision: str) -> bool | None:
+        """True when a kernel of this layer uses tensor cores; False only when every kernel is known
+        not to; None when some kernel's name does not tell (e.g. cuBLASLt's ``nvjet_*`` GEMMs)."""
+        flags = [k.tensor_core for k in self.kernels.get(precision, ())]
+        if any(f is True for f in flags):
+            return True
+        if not flags or any(f is None for f in flags):
+            return None
+        return False
+
+
+@dataclass(frozen=True)
+class LayerTable:
+    batch_size: int
+    precisions: tuple[str, ...]  # the first is the baseline
+    profiles: Mapping[str, PrecisionProfile]
+    graph: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # node name → graph facts
+
+    @property
+    def baseline(self) -> str:
+        return self.precisions[0]
+
+    @property
+    def rows(self) -> list[LayerRow]:
+        order: list[str] = []
+        by_prec: dict[str, dict[str, LayerTiming]] = {}
+        for p in self.precisions:
+            prof = self.profiles.get(p)
+            by_prec[p] = {}
+            if prof is None:
+                continue
+            for layer in prof.layers:
+                by_prec[p][layer.name] = layer
+                if layer.name not in order:
+                    order.append(layer.name)
+        totals = {p: (self.profiles[p].total_ms if p in self.profiles else 0.0) for p in self.precisions}
+        rows = []
+        for name in order:
+            first = next(by_prec[p][name] for p in self.precisions if name in by_prec[p])
+            # a row is a cast/reformat when any precision runs it as one (the FP16 output copy casts,
+            # the FP32 one only copies)
+            kinds = [by_prec[p][name].kind for p in self.precisions if name in by_prec[p]]
+            kind = next((k for k in kinds if k in (CAST, REFORMAT)), first.kind)
+            times = {p: (by_prec[p][name].median_ms if name in by_prec[p] else None) for p in self.precisions}
+            rows.append(LayerRow(
+                name=name, op_type=first.op_type, kind=kind, time_ms=times,
+                share={p: (t / totals[p] if t is not None and totals[p] > 0 else None) for p, t in times.items()},
+                kernels={p: by_prec[p][name].kernels for p in self.precisions if name in by_prec[p]},
+                graph=self.graph.get(name),
+            ))
+        return rows
+
+    def totals_ms(self) -> dict[str, float]:
+        return {p: self.profiles[p].total_ms for p in self.precisions if p in self.profiles}
+
+    def share_of_kind(self, precision: str, kinds: Sequence[str]) -> float:
+        total = self.profiles[precision].total_ms if precision in self.profiles else 0.0
+        if total <= 0:
+            return 0.0
+        return sum(r.time_ms[precision] or 0.0 for r in self.rows if r.kind in kinds) / total
+
+    def to_json(self) -> dict[str, Any]:
+        base = self.baseline
+        rows = []
+        for r in self.rows:
+            rows.append({
+                "name": r.name, "op_type": r.op_type, "kind": r.kind, "time_ms": r.time_ms, "share": r.share,
+                "ratio_vs_baseline": {p: r.ratio(p, base) for p in self.precisions[1:]},
+                "tensor_core": {p: r.tensor_core(p) for p in self.precisions if p in r.kernels},
+                "kernels": {p: [k.to_json() for k in ks] for p, ks in r.kernels.items()},
+                "graph": dict(r.graph) if r.graph else None,
+            })
+        return {"batch_size": self.batch_size, "precisions": list(self.precisions), "baseline": base,
+                "note": SEPARATE_RUN_NOTE, "totals_ms": self.totals_ms(),
+                "profiles": {p: {k: v for k, v in prof.to_json().items() if k != "layers"}
+                             for p, prof in self.profiles.items()},
+                "rows": rows}
+
+
+def table_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON form is what reports read; this is a light validity check, not a round-trip."""
+    if not isinstance(data, Mapping) or "rows" not in data or "precisions" not in data:
+        raise ValueError("not a trtprof layer table")
+    return dict(data)
+
+
+def _fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if value < 1 else f"{value:.3f}"
+
+
+def _tc_cell(kernels: Sequence[Mapping[str, Any]]) -> str:
+    known = [k for k in kernels if k.get("tensor_core") is not None]
+    if not known:
+        return "?" if kernels else "-"
+    return f"{sum(1 for k in known if k['tensor_core'])}/{len(known)}"
+
+
+def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
+    """Text table of a layer table's JSON form, rows by their largest time, FP16-slower marked ``!``."""
+    precisions = list(table["precisions"])
+    base = precisions[0]
+    rows = list(table["rows"])
+    rows.sort(key=lambda r: -max((t or 0.0) for t in r["time_ms"].values()))
+    shown = rows if top is None else rows[:top]
+    headers = ["layer", "op", "kind"]
+    for p in precisions:
+        headers += [f"{p} ms", f"{p} %"]
+    for p in precisions[1:]:
+        headers.append(f"{p}/{base}")
+    headers += [f"TC kernels {p}" for p in precisions]
+    lines_rows = []
+    for r in shown:
+        cells = [r["name"][:48], r["op_type"], r["kind"]]
+        for p in precisions:
+            share = r["share"].get(p)
+            cells += [_fmt_ms(r["time_ms"].get(p)), "-" if share is None else f"{share:.1%}"]
+        for p in precisions[1:]:
+            ratio = r["ratio_vs_baseline"].get(p)
+            mark = "!" if ratio is not None and ratio > 1 + SLOWER_MARGIN else ""
+            cells.append("-" if ratio is None else f"{ratio:.2f}{mark}")
+        cells += [_tc_cell(r["kernels"].get(p, [])) for p in precisions]
+        lines_rows.append(cells)
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *lines_rows)] if lines_rows else [len(h) for h in headers]
+    out = ["  ".join(str(c).rjust(w) if i >= 3 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+           for cells in [headers, *lines_rows]]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    if top is not None and len(rows) > top:
+        rest = rows[top:]
+        parts = []
+        for p in precisions:
+            total = table["totals_ms"].get(p) or 0.0
+            t = sum(r["time_ms"].get(p) or 0.0 for r in rest)
+            parts.append(f"{p} {_fmt_ms(t)} ms ({t / total:.1%})" if total else f"{p} -")
+        out.append(f"… {len(rest)} more layers: " + ", ".join(parts))
+    totals = ", ".join(f"{p} {_fmt_ms(v)} ms" for p, v in table["totals_ms"].items())
+    out.append(f"sum of layer medians: {totals}  (batch {table['batch_size']}; '!' = slower than {base} by "
+               f"> {SLOWER_MARGIN:.0%}; TC = kernels with tensor cores / kernels named)")
+    out.append(f"note: {table.get('note', SEPARATE_RUN_NOTE)}")
+    return "\n".join(out)
