@@ -35,6 +35,10 @@ EXAMPLES = {
   trtprof cache ls engines/
   trtprof cache prune engines/ --corrupt               # corrupt entries, orphan artifacts, temp files
   trtprof cache prune engines/ --older-than 14d --model resnet50 --dry-run""",
+    "profile": """\
+  trtprof profile model.onnx --precisions fp32,fp16 --batch-size 8        # per-layer table (ORT on a CPU)
+  trtprof profile model.onnx --backend torch --precisions fp32,tf32,fp16 --batch-size 256 --out layers.json
+  trtprof profile engines/ --precisions fp32,fp16                          # engines already built""",
     "sweep": """\
   trtprof sweep sweep.toml --out sweep/                     # one worker per GPU of this host
   trtprof sweep --models a.onnx,b.onnx --precisions fp32,fp16 --batch-sizes 1,64 --out sweep/
