@@ -25,6 +25,12 @@ def synthetic_result(precision: str, batch: int, median_ms: float, seed: int) ->
                                     engine={"effective_precision": precision}, config={})
 
 
+def as_blocks(result: BenchResult, loads: int = 2, rounds: int = 4) -> list[list[np.ndarray]]:
+    """The pooled samples cut into loads × rounds blocks (the shape compare measures in)."""
+    parts = np.array_split(np.asarray(result.samples_ms["latency_ms"]), loads * rounds)
+    return [parts[i * rounds:(i + 1) * rounds] for i in range(loads)]
+
+
 def synthetic_compare_json(tmp_path, *, overflow: bool = False):
     """A compare file built by the real Comparison/CompareReport code from synthetic samples."""
     comparisons, results = [], []
@@ -37,10 +43,10 @@ def synthetic_compare_json(tmp_path, *, overflow: bool = False):
         acc = compare_outputs(ref, out)
         comparisons.append(cmp.Comparison(
             batch_size=batch, baseline="fp32", candidate="fp16",
-            speedup=cmp.speedup_ci(base.samples_ms["latency_ms"], cand.samples_ms["latency_ms"]), accuracy=acc,
+            speedup=cmp.speedup_ci(as_blocks(base), as_blocks(cand)), accuracy=acc,
             diagnosis=[Finding("overhead_bound", "<b>not html</b> fixed cost", {"intercept_ms": 0.1})],
-            baseline_result=base, candidate_result=cand, rounds=5, stop_reason="target",
-            round_ratios=[1.6] * 5, half_widths={"fp32": 0.005, "fp16": 0.004},
+            baseline_result=base, candidate_result=cand, rounds=8, stop_reason="decisive", loads=2,
+            round_ratios=[1.6] * 8, half_widths={"fp32": 0.005, "fp16": 0.004},
         ))
     report = cmp.CompareReport(model="net", backend="onnxruntime", plan=cmp.RoundPlan(), comparisons=comparisons,
                                results=results, environment={"host": {"cpu": "test"}},

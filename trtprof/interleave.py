@@ -46,7 +46,7 @@ MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of
 MAX_ROUND_ITERATIONS = 2000  # a block of a very fast model stays short in samples
 ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches; not steady state
 FIRST_WARMUP = 10  # before a load's first round, per arm: at least this many calls …
-FIRST_WARMUP_MS = 200.0  # … and this long (GPU clocks ramp from idle under load: FACTS.md); per load and arm
+FIRST_WARMUP_MS = 100.0  # … and this long (GPU clocks ramp from idle under load: FACTS.md); per load and arm
 
 # An early stop (before the budget is spent) needs the stricter interval to be decisive: the loop
 # looks several times, and stopping at the first look whose 95 % CI happens to be decisive would

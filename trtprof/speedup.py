@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -41,6 +41,8 @@ EQUIVALENT = "equivalent"
 INCONCLUSIVE = "inconclusive"
 VERDICTS = (FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE)
 DECISIVE = (FASTER, SLOWER, EQUIVALENT)  # the stopping rule's "the question is answered"
+
+Values = Union[Sequence[float], np.ndarray]  # one load's per-round values
 
 METHOD = ("two-stage cluster bootstrap (loads with replacement, then rounds within each load) of the mean over "
           "loads of the median per-round log ratio of block medians; its SE × Student-t quantile with loads−1 df")
@@ -125,7 +127,7 @@ def verdict(ci_low: float, ci_high: float, margin: float = EQUIVALENCE_MARGIN) -
 # ---------------------------------------------------------------------------------------------
 
 
-def _padded(loads: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+def _padded(loads: Sequence[Values]) -> tuple[np.ndarray, np.ndarray]:
     """Ragged per-load values → (L × Rmax matrix padded with NaN, counts)."""
     counts = np.array([len(v) for v in loads], dtype=np.int64)
     out = np.full((len(loads), int(counts.max())), np.nan)
@@ -134,19 +136,19 @@ def _padded(loads: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
     return out, counts
 
 
-def hierarchical_statistic(loads: Sequence[Sequence[float]]) -> float:
+def hierarchical_statistic(loads: Sequence[Values]) -> float:
     """Mean over loads of the median of each load's values (per-round log ratios, or log block medians)."""
     return float(np.mean([np.median(v) for v in loads]))
 
 
-def hierarchical_se(loads: Sequence[Sequence[float]], *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> float:
+def hierarchical_se(loads: Sequence[Values], *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> float:
     """SE of ``hierarchical_statistic`` by the two-stage cluster bootstrap: draw L loads with
     replacement, then within each drawn load its R_i values with replacement, recompute."""
-    loads = [np.asarray(v, dtype=np.float64) for v in loads if len(v)]
-    if not loads:
+    arrays = [np.asarray(v, dtype=np.float64) for v in loads if len(v)]
+    if not arrays:
         raise ValueError("no rounds")
-    matrix, counts = _padded(loads)
-    n_loads = len(loads)
+    matrix, counts = _padded(arrays)
+    n_loads = len(arrays)
     rng = np.random.default_rng(seed)
     which = rng.integers(0, n_loads, size=(n_resamples, n_loads))  # stage 1: loads
     r_max = matrix.shape[1]
@@ -169,16 +171,16 @@ def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
     return float(sps.t.ppf(0.5 + confidence / 2, max(df, 1)))
 
 
-def variance_components(loads: Sequence[Sequence[float]]) -> dict[str, float]:
+def variance_components(loads: Sequence[Values]) -> dict[str, float]:
     """Method-of-moments split of the spread: ``within`` (round to round, inside a load) and
     ``between`` (load to load, beyond what the rounds explain). Drives where the loop adds effort."""
-    loads = [np.asarray(v, dtype=np.float64) for v in loads if len(v)]
-    within_parts = [np.var(v, ddof=1) for v in loads if v.size > 1]
+    arrays = [np.asarray(v, dtype=np.float64) for v in loads if len(v)]
+    within_parts = [np.var(v, ddof=1) for v in arrays if v.size > 1]
     within = float(np.mean(within_parts)) if within_parts else 0.0
-    if len(loads) < 2:
+    if len(arrays) < 2:
         return {"within": within, "between": 0.0}
-    means = np.array([np.median(v) for v in loads])
-    r_bar = float(np.mean([v.size for v in loads]))
+    means = np.array([np.median(v) for v in arrays])
+    r_bar = float(np.mean([v.size for v in arrays]))
     between = max(0.0, float(np.var(means, ddof=1)) - within / r_bar)
     return {"within": within, "between": between}
 
