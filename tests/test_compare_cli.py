@@ -120,3 +120,13 @@ def test_bad_margin_is_a_one_line_error(conv_model, tmp_path, capsys, margin):
     assert main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--margin", margin]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("trtprof compare: error:") and "--margin" in err and "\n" not in err
+
+
+def test_in_process_loads_are_recorded_as_such(conv_model, tmp_path, capsys):
+    out = tmp_path / "ip.json"
+    assert main(["compare", str(conv_model), "--in-process", "--engines", str(tmp_path / "e"), "--out", str(out),
+                 *FAST]) == 0
+    capsys.readouterr()
+    data = json.loads(out.read_text())
+    assert data["settings"]["isolation"] == "in-process"
+    assert data["comparisons"][0]["loads"] == data["settings"]["min_loads"]
