@@ -353,8 +353,8 @@ def run_interleaved(
             # load catches up by at most 2 steps; shrunk to what the budget still allows.
             step = max(1, int(math.ceil(SWEEP_GROWTH * min(done))))
             load_cost = load_open_s + plan.min_rounds * round_s
-            adding = (stop is None and _wants_load(speedups) and len(loads) < plan.max_loads
-                      and load_cost + len(loads) * round_s <= remaining)
+            adding = (stop is None and len(loads) < plan.max_loads and load_cost + len(loads) * round_s <= remaining
+                      and _wants_load(speedups))
             if adding:
                 remaining -= load_cost
             counts: list[int] = []
