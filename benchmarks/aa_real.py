@@ -63,6 +63,8 @@ def main() -> int:
     ap.add_argument("--model", default="light_shufflenet", help="onnx model-zoo graph name (static batch 1)")
     ap.add_argument("--out", type=Path, default=None, help="write OUT.json and OUT.txt")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: aa,repeat,cost")
+    ap.add_argument("--repeat-budget-s", type=float, default=None,
+                    help="--time-budget-s of the repeatability runs (default: compare's default)")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     model = zoo_model(args.model)
@@ -93,10 +95,11 @@ def main() -> int:
                 + ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts))))
             result["aa"] = {"runs": aa, "decisive": decisive}
         if "repeat" not in skip:
-            say("Repeatability: 3 × compare --precisions fp32,fp16 (defaults)")
+            budget = [] if args.repeat_budget_s is None else ["--time-budget-s", f"{args.repeat_budget_s:g}"]
+            say(f"Repeatability: 3 × compare --precisions fp32,fp16 {' '.join(budget) or '(defaults)'}")
             reps = []
             for k in range(3):
-                r = compare(model, Path(tmp) / f"rep{k}.json", engines, "--precisions", "fp32,fp16")
+                r = compare(model, Path(tmp) / f"rep{k}.json", engines, "--precisions", "fp32,fp16", *budget)
                 row = r["rows"][0]
                 reps.append(r)
                 say(f"  run {k + 1}: {row['estimate']:.3f}× [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "

@@ -68,3 +68,17 @@ def test_a_worker_that_dies_is_reported_with_its_stderr(fp32_record, tmp_path):
             pool.start(1)
     finally:
         pool.close()
+
+
+def test_a_worker_can_be_told_its_gpu(fp32_record):
+    import os
+
+    if not os.path.exists("/proc/self/environ"):
+        pytest.skip("reads the worker's environment from /proc (Linux)")
+    pool = workers.WorkerPool({"fp32": fp32_record}, device="1")
+    try:
+        pool.start(1)
+        environ = open(f"/proc/{pool.workers[0].proc.pid}/environ", "rb").read().split(b"\0")
+        assert b"CUDA_VISIBLE_DEVICES=1" in environ
+    finally:
+        pool.close()

@@ -42,6 +42,8 @@ def add_parser(sub) -> None:
                    help=f"wall time per batch size, load starts and warmup included (default "
                         f"{cmp.DEFAULT_TIME_BUDGET_S:g}); at least {cmp.MIN_LOADS} loads × {cmp.MIN_ROUNDS} rounds "
                         "run regardless")
+    p.add_argument("--device", default=None, metavar="GPU",
+                   help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
     p.add_argument("--in-process", action="store_true",
                    help="reload the engines in this process for each load instead of fresh worker processes "
                         "(for backends that cannot be started in a subprocess; misses process-level variation)")
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
         shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
         on_built=on_built, on_batch=on_batch, on_progress=on_progress,
-        isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
+        isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
     )
     data = report.to_json()
     for c in data["comparisons"]:
