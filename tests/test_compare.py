@@ -219,3 +219,31 @@ def test_target_ci_stops_when_the_ci_is_narrow_even_if_it_straddles_the_margin()
 def test_arm_labels_repeat_a_precision_for_a_a():
     assert cmp.arm_labels(["fp32", "fp32"]) == ["fp32", "fp32#2"]
     assert cmp.arm_labels(["fp32", "fp16", "fp32"]) == ["fp32", "fp16", "fp32#2"]
+
+
+class FakeRunner:
+    """Fake: a cpu 'runner' whose blocks come from fake_measure (lognormal around its median)."""
+
+    device = "cpu"
+
+    def __init__(self, median_ms: float, seed: int) -> None:
+        self.median_ms, self.rng = median_ms, np.random.default_rng(seed)
+
+
+def fake_measure(runner: FakeRunner, feeds, config: TimingConfig) -> Samples:
+    lat = runner.median_ms * np.exp(0.02 * runner.rng.standard_normal(config.iterations))
+    return Samples(stages={"latency_ms": lat}, span_s=float(lat.sum()) / 1e3, warmup_done=config.warmup, warmup_s=0.0)
+
+
+def test_the_schema_1_call_runs_one_load_of_the_given_runners_and_says_so():
+    """run_interleaved(arms, plan) — kept for callers that cannot re-create runners per load."""
+    arms = [cmp.Arm("fp32", FakeRunner(1.2, 1), {}), cmp.Arm("fp16", FakeRunner(1.0, 2), {})]
+    out = cmp.run_interleaved(arms, interleave.RoundPlan(round_iterations=50, time_budget_s=0.5), measure=fake_measure)
+    assert out.loads == 1 and out.arms[0] is arms[0] and arms[1].n_blocks == out.rounds >= interleave.MIN_ROUNDS
+    s = out.speedups["fp16"]
+    assert "one load only" in s.method and s.ci_low <= 1.2 <= s.ci_high
+    legacy = cmp.speedup_ci(arms[0].latency_ms, arms[1].latency_ms,
+                            rounds=(arms[0].stages["latency_ms"], arms[1].stages["latency_ms"]))
+    assert legacy.estimate == pytest.approx(s.estimate)
+    with pytest.raises(ValueError, match="blocks"):
+        cmp.speedup_ci(arms[0].latency_ms, arms[1].latency_ms)

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Protocol, Sequence, overload
 
 import numpy as np
 
@@ -156,6 +156,16 @@ class Arm:
         return [f"{text} (in {n} of {blocks} blocks)" if blocks > 1 else text
                 for text, n in self.note_counts.values()]
 
+    @property
+    def stages(self) -> dict[str, list[np.ndarray]]:
+        """Stage → every block in order (loads one after the other): the schema-1 view of an arm."""
+        out: dict[str, list[np.ndarray]] = {}
+        for load in self.blocks:
+            for r in load:
+                for k, v in r.items():
+                    out.setdefault(k, []).append(v)
+        return out
+
     def latency_blocks(self, stage: str = "latency_ms") -> list[list[np.ndarray]]:
         return [[r[stage] for r in load if stage in r] for load in self.blocks]
 
@@ -281,7 +291,42 @@ def _wants_load(speedups: Mapping[str, Speedup]) -> bool:
     return False
 
 
-def run_interleaved(
+@overload
+def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
+                    clock: Callable[[], float] = ..., on_progress: Callable[[Progress], None] | None = ...,
+                    measure: Measure = ...) -> InterleavedOutcome: ...
+
+
+@overload
+def run_interleaved(names: Sequence[Arm], open_load: RoundPlan, plan: None = None, *,
+                    clock: Callable[[], float] = ..., on_progress: Callable[[Progress], None] | None = ...,
+                    measure: Measure = ...) -> InterleavedOutcome: ...
+
+
+def run_interleaved(names: Any, open_load: Any, plan: RoundPlan | None = None, *,
+                    clock: Callable[[], float] = time.perf_counter,
+                    on_progress: Callable[[Progress], None] | None = None,
+                    measure: Measure = measure_block) -> InterleavedOutcome:
+    """``run_interleaved(names, open_load, plan)``: the loop (see ``run_loads``).
+
+    ``run_interleaved(arms, plan)`` — the schema-1 call, kept for callers whose runners cannot be
+    re-created per load (e.g. a training step): the given ``Arm`` objects' runners are ONE load,
+    measured in interleaved rounds and filled in place. Between-load differences are then not in
+    the CI, and ``Speedup.method`` says so ("one load only")."""
+    if plan is not None:
+        return run_loads(names, open_load, plan, clock=clock, on_progress=on_progress)
+    arms: list[Arm] = list(names)
+    load = InProcessLoad({a.name: (a.runner, a.feeds or {}) for a in arms}, measure)  # the caller closes runners
+    single = replace(open_load, min_loads=1, max_loads=1)
+    out = run_loads([a.name for a in arms], lambda i: load, single, clock=clock, on_progress=on_progress)
+    for mine, filled in zip(arms, out.arms):
+        for name in ("blocks", "span_s", "note_counts", "device_first", "device_last", "warmup_done", "warmup_s"):
+            setattr(mine, name, getattr(filled, name))
+    out.arms = arms
+    return out
+
+
+def run_loads(
     names: Sequence[str],
     open_load: Callable[[int], Load],
     plan: RoundPlan,

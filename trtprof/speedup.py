@@ -203,13 +203,21 @@ def speedup_ci(
     confidence: float = CONFIDENCE,
     n_resamples: int = N_RESAMPLES,
     seed: int = 0,
+    rounds: tuple[Sequence[np.ndarray], Sequence[np.ndarray]] | None = None,
 ) -> Speedup:
     """The speedup of ``candidate`` over ``baseline`` with its hierarchical CI.
 
     ``*_blocks[i][j]`` is the latency samples (ms) of load ``i``, round ``j``. With one load the
     t quantile has no load-to-load spread to use: the rounds of that load are the clusters then
     (df = rounds − 1) and the method says so — between-load differences are not in that interval.
+
+    Schema-1 callers passed pooled samples plus ``rounds=(baseline blocks, candidate blocks)``: that
+    is read as one load of those rounds. Pooled samples alone are refused (no rounds, no honest CI).
     """
+    if rounds is not None:
+        baseline_blocks, candidate_blocks = [list(rounds[0])], [list(rounds[1])]
+    elif len(baseline_blocks) and np.ndim(baseline_blocks[0]) == 0:
+        raise ValueError("speedup_ci needs blocks (loads → rounds → samples), not pooled samples")
     per_load = [v for v in log_ratios(baseline_blocks, candidate_blocks) if v.size]
     if not per_load:
         raise ValueError("no rounds")
