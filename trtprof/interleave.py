@@ -46,7 +46,8 @@ MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of
 MAX_ROUND_ITERATIONS = 2000  # a block of a very fast model stays short in samples
 ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches; not steady state
 FIRST_WARMUP = 10  # before a load's first round, per arm: at least this many calls …
-FIRST_WARMUP_MS = 100.0  # … and this long (GPU clocks ramp from idle under load: FACTS.md); per load and arm
+FIRST_WARMUP_MS = 500.0  # … and this long in a batch size's first load (GPU clocks ramp from idle: FACTS.md)
+LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has already warmed
 
 # An early stop (before the budget is spent) needs the stricter interval to be decisive: the loop
 # looks several times, and stopping at the first look whose 95 % CI happens to be decisive would
@@ -214,8 +215,9 @@ class RoundPlan:
     def block_config(self, iterations: int) -> TimingConfig:
         return TimingConfig(warmup=ROUND_WARMUP, iterations=iterations, copies=self.copies, cuda_graph=self.cuda_graph)
 
-    def warmup_config(self) -> TimingConfig:
-        warm_ms = min(self.first_warmup_ms, self.time_budget_s * 1e3 * 0.05)
+    def warmup_config(self, first_load: bool = True) -> TimingConfig:
+        wanted = self.first_warmup_ms if first_load else min(self.first_warmup_ms, LOAD_WARMUP_MS)
+        warm_ms = min(wanted, self.time_budget_s * 1e3 * 0.05)
         return TimingConfig(warmup=self.first_warmup, warmup_ms=warm_ms, iterations=MIN_ROUND_ITERATIONS,
                             copies=self.copies, cuda_graph=self.cuda_graph)
 
@@ -360,7 +362,7 @@ def run_loads(
             load = open_load(len(loads))
             loads.append(load)
             done.append(0)
-            warm = load.warm_up(plan.warmup_config())
+            warm = load.warm_up(plan.warmup_config(first_load=not loads[:-1]))
             for name, samples in warm.items():
                 arms[name].add_warmup(samples)
             load_open_s = clock() - t0
