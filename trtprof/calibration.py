@@ -152,6 +152,8 @@ class SimWorld:
 
     def measure(self, runner: SimRunner, feeds: Mapping[str, np.ndarray], config: TimingConfig) -> Samples:
         warm_n = config.warmup
+        if config.warmup_ms:  # warm up by time too, as timing.warm_up does: that time comes out of the budget
+            warm_n = max(warm_n, math.ceil(config.warmup_ms / (runner.base_ms * runner.offset)))
         n = config.iterations
         raw = runner.draw(warm_n + n, self.rng)
         t0 = self.clock.t
