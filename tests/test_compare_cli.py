@@ -129,4 +129,4 @@ def test_in_process_loads_are_recorded_as_such(conv_model, tmp_path, capsys):
     capsys.readouterr()
     data = json.loads(out.read_text())
     assert data["settings"]["isolation"] == "in-process"
-    assert data["comparisons"][0]["loads"] == data["settings"]["min_loads"]
+    assert data["settings"]["min_loads"] <= data["comparisons"][0]["loads"] <= data["settings"]["max_loads"]

@@ -18,8 +18,10 @@ chosen load (a two-stage cluster bootstrap; it counts the within-load spread a s
 errs wide) — for the standard error of the statistic, and takes a Student-t quantile with
 ``loads − 1`` degrees of freedom: with 4–8 loads a percentile interval of the bootstrap alone
 covers far less than 95 % when loads differ (three loads give ten distinct resamples), while the
-t quantile accounts for how few independent loads there are. Per-engine median CIs use the same
-hierarchy on each arm's log block medians.
+t quantile accounts for how few independent loads there are. The reported CI is the hull of that t
+interval and the sign-flip randomization interval of the per-load values (``sign_flip_interval``),
+which stays exact when the load effects are not normal. Per-engine median CIs use the same
+hierarchy (t interval) on each arm's log block medians.
 """
 from __future__ import annotations
 
