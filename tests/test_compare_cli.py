@@ -18,6 +18,7 @@ from .test_report import assert_self_contained
 pytest.importorskip("onnxruntime")
 
 FAST = ["--backend", "onnxruntime", "--time-budget-s", "0.5", "--round-iterations", "20"]
+VERDICTS = ("faster", "slower", "equivalent", "inconclusive")
 
 
 def test_compare_model_then_report(conv_model, tmp_path, capsys):
@@ -29,20 +30,27 @@ def test_compare_model_then_report(conv_model, tmp_path, capsys):
     assert printed.count("speedup") == 2 and "[95% CI" in printed and "why [fp16_not_fp16]" in printed
 
     data = json.loads(out.read_text())
-    assert data["schema"] == "trtprof.compare/1"
+    assert data["schema"] == "trtprof.compare/2"
+    assert data["settings"]["isolation"] == "process" and "two-stage" in data["settings"]["method"]["speedup"]
     assert [c["batch_size"] for c in data["comparisons"]] == [1, 4]
     for c in data["comparisons"]:
         assert (c["baseline"], c["candidate"]) == ("fp32", "fp16")
         s = c["speedup"]
         assert s["ci_low"] <= s["estimate"] <= s["ci_high"] and s["ci_low"] > 0
-        assert c["verdict"] in ("faster", "slower", "no measurable difference")
+        assert c["verdict"] in VERDICTS
+        assert c["loads"] >= 6 and c["rounds"] >= 3 * c["loads"] and s["loads"] == c["loads"]
+        assert c["speedup"]["df"] == c["loads"] - 1 and "two-stage cluster bootstrap" in s["method"]
+        for side in ("baseline", "candidate"):
+            lat = c["latency"][side]
+            assert lat["ci_low_ms"] <= lat["median_ms"] <= lat["ci_high_ms"]
+            assert set(c["shape"][side]) >= {"modes", "multimodal", "heavy_tail"}
         assert set(c["accuracy"]) >= {"max_abs_err", "max_rel_err", "mismatch_fraction", "nonfinite"}
         assert c["accuracy"]["nonfinite"] == 0 and math.isfinite(c["accuracy"]["max_abs_err"])
         rules = {f["rule"] for f in c["diagnosis"]}
         assert "fp16_not_fp16" in rules  # ORT CPU has no FP16 Conv/Gemm kernels: always true here
         assert rules <= {"fp16_not_fp16", "unstable_clocks"}  # no GPU-only rule on a CPU
         assert all(f["message"] and isinstance(f["evidence"], dict) for f in c["diagnosis"])
-        assert c["rounds"] >= 3 and len(c["round_ratios"]) == c["rounds"]
+        assert len(c["round_ratios"]) == c["rounds"]
         assert c["roofline"]["baseline"]["flops"] > 0
     assert "environment" in data and len(data["results"]) == 4  # 2 precisions × 2 batch sizes, raw samples
     assert all(len(r["samples_ms"]) == r["stats"]["latency_ms"]["n"] for r in data["results"])
@@ -90,3 +98,35 @@ def test_engines_dir_without_the_candidate_is_an_error(conv_model, tmp_path, cap
     capsys.readouterr()
     assert main(["compare", str(engines), "--out", str(tmp_path / "c.json")]) == 2
     assert "no fp16 engine here" in capsys.readouterr().err
+
+
+def test_a_a_run_measures_one_engine_as_two_independently_loaded_arms(conv_model, tmp_path, capsys):
+    out = tmp_path / "aa.json"
+    assert main(["compare", str(conv_model), "--precisions", "fp32,fp32", "--engines", str(tmp_path / "e"),
+                 "--out", str(out), *FAST]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count(" built ") == 1  # one engine
+    assert "loads" in captured.err and "batch 1:" in captured.err  # progress and the early verdict line
+    data = json.loads(out.read_text())
+    (c,) = data["comparisons"]
+    assert (c["baseline"], c["candidate"]) == ("fp32", "fp32#2")
+    assert c["latency"]["baseline"]["engine"] == c["latency"]["candidate"]["engine"]
+    assert "A/A" in c["verdict_note"] and "noise floor" in c["verdict_note"]
+    assert {r["config"]["arm"] for r in data["results"]} == {"fp32", "fp32#2"}
+
+
+@pytest.mark.parametrize("margin", ["0", "0.7"])
+def test_bad_margin_is_a_one_line_error(conv_model, tmp_path, capsys, margin):
+    assert main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--margin", margin]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("trtprof compare: error:") and "--margin" in err and "\n" not in err
+
+
+def test_in_process_loads_are_recorded_as_such(conv_model, tmp_path, capsys):
+    out = tmp_path / "ip.json"
+    assert main(["compare", str(conv_model), "--in-process", "--engines", str(tmp_path / "e"), "--out", str(out),
+                 *FAST]) == 0
+    capsys.readouterr()
+    data = json.loads(out.read_text())
+    assert data["settings"]["isolation"] == "in-process"
+    assert data["settings"]["min_loads"] <= data["comparisons"][0]["loads"] <= data["settings"]["max_loads"]

@@ -25,6 +25,12 @@ def synthetic_result(precision: str, batch: int, median_ms: float, seed: int) ->
                                     engine={"effective_precision": precision}, config={})
 
 
+def as_blocks(result: BenchResult, loads: int = 2, rounds: int = 4) -> list[list[np.ndarray]]:
+    """The pooled samples cut into loads × rounds blocks (the shape compare measures in)."""
+    parts = np.array_split(np.asarray(result.samples_ms["latency_ms"]), loads * rounds)
+    return [parts[i * rounds:(i + 1) * rounds] for i in range(loads)]
+
+
 def synthetic_compare_json(tmp_path, *, overflow: bool = False):
     """A compare file built by the real Comparison/CompareReport code from synthetic samples."""
     comparisons, results = [], []
@@ -37,10 +43,10 @@ def synthetic_compare_json(tmp_path, *, overflow: bool = False):
         acc = compare_outputs(ref, out)
         comparisons.append(cmp.Comparison(
             batch_size=batch, baseline="fp32", candidate="fp16",
-            speedup=cmp.speedup_ci(base.samples_ms["latency_ms"], cand.samples_ms["latency_ms"]), accuracy=acc,
+            speedup=cmp.speedup_ci(as_blocks(base), as_blocks(cand)), accuracy=acc,
             diagnosis=[Finding("gpu_underutilised", "<b>not html</b> fixed cost", {"intercept_ms": 0.1})],
-            baseline_result=base, candidate_result=cand, rounds=5, stop_reason="target",
-            round_ratios=[1.6] * 5, half_widths={"fp32": 0.005, "fp16": 0.004},
+            baseline_result=base, candidate_result=cand, rounds=8, stop_reason="decisive", loads=2,
+            round_ratios=[1.6] * 8, half_widths={"fp32": 0.005, "fp16": 0.004},
         ))
     report = cmp.CompareReport(model="net", backend="onnxruntime", plan=cmp.RoundPlan(), comparisons=comparisons,
                                results=results, environment={"host": {"cpu": "test"}},
@@ -100,3 +106,36 @@ def test_wrong_files_are_one_line_errors(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("trtprof report: error:") for line in err)
+
+
+def test_a_bimodal_engine_is_named_beside_its_histogram_and_in_the_verdict_note(tmp_path):
+    rng = np.random.default_rng(3)
+    lat = np.where(rng.random(2000) < 0.55, 1.0, 1.3) * np.exp(0.02 * rng.standard_normal(2000))
+    base = BenchResult.from_samples(stages={"latency_ms": lat}, span_s=float(lat.sum()) / 1e3, batch_size=1,
+                                    model="net", precision="fp32", backend="onnxruntime", engine={}, config={})
+    cand = synthetic_result("fp16", 1, 1.15, seed=4)
+    c = cmp.Comparison(batch_size=1, baseline="fp32", candidate="fp16",
+                       speedup=cmp.speedup_ci(as_blocks(base, 4, 5), as_blocks(cand, 4, 5)), accuracy=None,
+                       diagnosis=[], baseline_result=base, candidate_result=cand, rounds=20, stop_reason="decisive",
+                       round_ratios=[], half_widths={}, loads=4)
+    assert "2 modes" in c.verdict_note and "mean ratio" in c.verdict_note
+    path = tmp_path / "c.json"
+    cmp.CompareReport(model="net", backend="onnxruntime", plan=cmp.RoundPlan(), comparisons=[c],
+                      results=[base, cand], environment={}).write_json(path)
+    data = load(path)
+    page = render_html(data)
+    assert "fp32: 2 modes" in page and "mean ratio" in page
+    assert "2 modes" in markdown_summary(data)
+
+
+def test_a_schema_1_compare_file_still_renders(tmp_path):
+    path = synthetic_compare_json(tmp_path)
+    data = json.loads(path.read_text())
+    data["schema"] = "trtprof.compare/1"
+    for c in data["comparisons"]:
+        c["verdict"] = "no measurable difference"
+        for key in ("loads", "verdict_note", "shape"):
+            c.pop(key)
+    path.write_text(json.dumps(data))
+    page = render_html(load(path))
+    assert "no measurable difference" in page and 'class="v-no"' in page

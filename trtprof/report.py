@@ -22,7 +22,8 @@ from .errors import BadInput
 from .results import SCHEMA as RESULTS_SCHEMA
 from .results import BenchResult, read_json
 
-COMPARE_SCHEMA = "trtprof.compare/1"  # == compare.SCHEMA; not imported so reading stays light
+COMPARE_SCHEMA = "trtprof.compare/2"  # == compare.SCHEMA; not imported so reading stays light
+COMPARE_SCHEMAS = (COMPARE_SCHEMA, "trtprof.compare/1")  # /1: three verdicts, i.i.d. + round CI; still read
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def load(path: Path) -> dict[str, Any]:
     path = Path(path)
     data = read_json(path)
     schema = data.get("schema")
-    if schema == COMPARE_SCHEMA:
+    if schema in COMPARE_SCHEMAS:
         kind = "compare"
     elif schema == RESULTS_SCHEMA:
         kind = "bench"
@@ -170,6 +171,7 @@ def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
         rows.append([
             str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
             f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
+            f"{c.get('loads', 1)} × {c.get('rounds', '?')}",
             _fmt(lat.get("baseline", {}).get("median_ms")), _fmt(lat.get("candidate", {}).get("median_ms")),
             _fmt(acc.get("max_abs_err")), _fmt(acc.get("max_rel_err")),
             _fmt(acc.get("mismatch_fraction"), ".2%") if acc else "–",
@@ -194,7 +196,8 @@ def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline median ms",
+
+VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "loads × rounds", "baseline median ms",
                    "candidate median ms", "max abs err", "max rel err", "mismatch", "non-finite")
 
 
@@ -207,6 +210,9 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
         for w in data.get("warnings", []):
             lines += ["", f"**WARNING:** {w}"]
         for c in data["comparisons"]:
+            if c.get("verdict_note"):
+                lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: {c['verdict']}** — "
+                              f"{c['verdict_note']}"]
             if c.get("diagnosis"):
                 lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
                 lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
@@ -238,6 +244,25 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: i
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def _shape_captions(data: Mapping[str, Any]) -> dict[int, str]:
+    """Per batch size: what the latency distributions look like (modes, heavy tails, mean vs median)."""
+    out: dict[int, list[str]] = defaultdict(list)
+    for c in data.get("comparisons", []) if data.get("kind") == "compare" else []:
+        for side in ("baseline", "candidate"):
+            shape = (c.get("shape") or {}).get(side) or {}
+            name = c[side]
+            if shape.get("multimodal"):
+                modes = ", ".join(f"{m:.4g}" for m in shape.get("mode_ms", []))
+                out[c["batch_size"]].append(f"{name}: {shape['modes']} modes ({modes} ms) — the median sits in one")
+            if shape.get("heavy_tail"):
+                out[c["batch_size"]].append(f"{name}: heavy tail (p99 {shape['tail_ratio']:.1f} robust σ above the median)")
+        s = c.get("speedup", {})
+        if s.get("mean_ratio") and s.get("median_ratio") and abs(s["mean_ratio"] / s["median_ratio"] - 1) > 0.01:
+            out[c["batch_size"]].append(f"{c['candidate']} vs {c['baseline']}: median ratio {s['median_ratio']:.3f}×, "
+                                        f"mean ratio {s['mean_ratio']:.3f}×")
+    return {b: "; ".join(dict.fromkeys(v)) for b, v in out.items()}
+
+
 def _img(b64: str, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
 
@@ -246,7 +271,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
 th{background:#f3f3f3}td:first-child{text-align:left}.v-faster{background:#d8f5d0}.v-slower{background:#f8d4d4}
-.v-no{background:#eee}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
+.v-no{background:#eee}.v-equivalent{background:#e3ecf7}.v-inconclusive{background:#eee}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
 img{max-width:100%;display:block;margin:.5em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
 li{margin:.3em 0}
 """
@@ -264,9 +289,16 @@ def render_html(data: Mapping[str, Any]) -> str:
         settings = data.get("settings", {})
         parts.append("<h2>Verdict</h2>")
         parts.append(_table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3))
-        parts.append(f"<p>Speedup = baseline median / candidate median, interleaved rounds, "
-                     f"{_fmt(settings.get('confidence'), '.0%')} bootstrap CI; verdicts use an equivalence margin of "
+        method = (settings.get("method") or {}).get("speedup", "bootstrap")
+        parts.append(f"<p>Speedup = baseline / candidate latency, interleaved rounds in independent loads, "
+                     f"{_fmt(settings.get('confidence'), '.0%')} CI ({html.escape(str(method))}); verdicts "
+                     f"(faster, slower, equivalent, inconclusive) use an equivalence margin of "
                      f"±{_fmt(settings.get('equivalence_margin'), '.0%')}.</p>")
+        for c in comparisons:
+            if c.get("verdict_note"):
+                parts.append(f"<p><b>batch {c['batch_size']}, {html.escape(c['candidate'])} vs "
+                             f"{html.escape(c['baseline'])}: {html.escape(c['verdict'])}</b> — "
+                             f"{html.escape(c['verdict_note'])}</p>")
         for w in data.get("warnings", []):
             parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
         if comparisons:
@@ -319,8 +351,11 @@ def render_html(data: Mapping[str, Any]) -> str:
         by_batch: dict[int, list[BenchResult]] = defaultdict(list)
         for r in results:
             by_batch[r.batch_size].append(r)
+        shapes = _shape_captions(data)
         for batch, group in sorted(by_batch.items()):
             parts.append(f"<h3>batch {batch}</h3>")
+            if shapes.get(batch):
+                parts.append(f"<p>{html.escape(shapes[batch])}</p>")
             if batch in hists:
                 parts.append(_img(hists[batch], f"histogram batch {batch}"))
             parts.append(_img(ecdf_figure(group, batch), f"ECDF batch {batch}"))

@@ -15,13 +15,16 @@ from . import _common
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare", help="FP16 vs FP32: speedup with a 95%% CI, accuracy delta, and a why-not-faster diagnosis",
-        description="Run the precisions interleaved (A B, B A, …) on the same inputs until every median is known "
-                    "to --target-ci or the time budget is spent; per batch size print the speedup with its "
-                    "bootstrap CI, a verdict, the accuracy delta and the reasons.")
+        description="Measure the precisions in several independent loads (fresh worker processes), each in "
+                    "interleaved rounds (A B, B A, …) on the same inputs, until the speedup's 95%% CI is decisive "
+                    "or within --target-ci or the time budget is spent; per batch size print the speedup with its "
+                    "hierarchical CI, a verdict (faster, slower, equivalent, inconclusive), the accuracy delta and "
+                    "the reasons. --precisions fp32,fp32 measures the noise floor (A/A).")
     p.add_argument("model", type=Path, metavar="MODEL_OR_ENGINES",
                    help="ONNX/TensorFlow model (missing engines are built), or an engines dir")
     p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
-                   help="baseline first, then candidates (default fp32,fp16)")
+                   help="baseline first, then candidates (default fp32,fp16); the same precision twice (fp32,fp32) "
+                        "is an A/A run: one engine loaded independently as two arms, the noise floor")
     _common.add_shape_args(p, batch_default=None)
     for action in p._actions:  # the shared help describes bench; say what compare does
         if action.dest == "batch_sizes":
@@ -30,11 +33,20 @@ def add_parser(sub) -> None:
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
     p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
-                   help=f"stop when every median's 95%% CI half-width is within this fraction of it "
+                   help=f"also stop when the speedup's CI half-width is within this fraction of it "
                         f"(default {cmp.DEFAULT_TARGET_CI})")
+    p.add_argument("--margin", type=float, default=cmp.EQUIVALENCE_MARGIN,
+                   help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
+                        f"'faster'/'slower' (default {cmp.EQUIVALENCE_MARGIN})")
     p.add_argument("--time-budget-s", type=float, default=cmp.DEFAULT_TIME_BUDGET_S,
-                   help=f"measuring time per batch size, warmup excluded (default {cmp.DEFAULT_TIME_BUDGET_S:g}); "
-                        f"at least {cmp.MIN_ROUNDS} rounds run regardless")
+                   help=f"wall time per batch size, load starts and warmup included (default "
+                        f"{cmp.DEFAULT_TIME_BUDGET_S:g}); at least {cmp.MIN_LOADS} loads × {cmp.MIN_ROUNDS} rounds "
+                        "run regardless")
+    p.add_argument("--device", default=None, metavar="GPU",
+                   help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
+    p.add_argument("--in-process", action="store_true",
+                   help="reload the engines in this process for each load instead of fresh worker processes "
+                        "(for backends that cannot be started in a subprocess; misses process-level variation)")
     p.add_argument("--round-iterations", type=int, default=None,
                    help=f"iterations per precision per round (default: about {cmp.DEFAULT_ROUND_S:g} s worth)")
     p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
@@ -52,9 +64,10 @@ def add_parser(sub) -> None:
 
 
 def parse_precisions(text: str) -> list[Precision]:
-    precisions = list(dict.fromkeys(Precision.parse(t) for t in text.split(",") if t.strip()))
+    precisions = [Precision.parse(t) for t in text.split(",") if t.strip()]
     if len(precisions) < 2:
-        raise BadInput(f"--precisions {text!r}: give a baseline and at least one candidate, e.g. fp32,fp16")
+        raise BadInput(f"--precisions {text!r}: give a baseline and at least one candidate, e.g. fp32,fp16 "
+                       "(fp32,fp32 for an A/A run)")
     return precisions
 
 
@@ -65,8 +78,10 @@ def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
         raise BadInput("--time-budget-s must be > 0")
     if args.round_iterations is not None and args.round_iterations <= 0:
         raise BadInput("--round-iterations must be > 0")
+    if not 0 < args.margin < 0.5:
+        raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
     return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
-                         round_iterations=args.round_iterations, copies=not args.no_copies,
+                         round_iterations=args.round_iterations, margin=args.margin, copies=not args.no_copies,
                          cuda_graph=args.cuda_graph, autotune=args.autotune)
 
 
@@ -75,7 +90,9 @@ def print_comparison(c: dict) -> None:
     lat = c["latency"]
     print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
           f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
-          f"({c['rounds']} rounds, stopped: {c['stop_reason']})")
+          f"({c['loads']} loads, {c['rounds']} rounds, stopped: {c['stop_reason']})")
+    if c.get("verdict_note"):
+        print(f"  note: {c['verdict_note']}")
     for side in ("baseline", "candidate"):
         x = lat[side]
         eff = "" if x["effective_precision"] == x["precision"] else f" (effective {x['effective_precision']})"
@@ -105,15 +122,22 @@ def run(args: argparse.Namespace) -> int:
         r = outcome.record
         print(f"{r.precision:<6} {r.backend:<12} {outcome.status:<9} {r.artifact_path}  {outcome.seconds:.2f} s")
 
+    def on_progress(batch: int, p: cmp.Progress) -> None:
+        cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
+                        for name, s in p.speedups.items())
+        print(f"  batch {batch}: {p.loads} loads, {p.rounds} rounds, {p.elapsed_s:.1f} s: {cis}", file=sys.stderr)
+
     def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
-        widths = ", ".join(f"{k} ±{v:.2%}" for k, v in outcome.half_widths.items())
-        print(f"batch {batch}: {outcome.rounds} rounds in {outcome.elapsed_s:.1f} s ({outcome.stop_reason}; {widths})",
-              file=sys.stderr)
+        for name, s in outcome.speedups.items():
+            print(f"batch {batch}: {name} vs {precisions[0]}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
+                  f"{s.verdict.upper()} ({outcome.loads} loads, {outcome.rounds} rounds, {outcome.elapsed_s:.1f} s, "
+                  f"stopped: {outcome.stop_reason})", file=sys.stderr)
 
     report = cmp.compare_model(
         args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
         shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-        on_built=on_built, on_batch=on_batch, layers=args.layers,
+        on_built=on_built, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
+        isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
     )
     data = report.to_json()
     for c in data["comparisons"]:

@@ -1,0 +1,117 @@
+"""Calibration of compare's verdicts: the REAL loop (interleave.run_interleaved → speedup) driven by
+simulated runners of known truth on a simulated clock (trtprof.calibration), at the default plan.
+
+Per case and true ratio it prints: replicates, the verdict shares, the decisive rate (faster or
+slower: for a true 1.0 the false-alarm rate), the coverage of the true ratio by the 95 % CI, the
+median CI width, median rounds and loads used, the median simulated seconds, and the wall time.
+Then the issue-9 criteria: A/A decisive rate ≤ 5 %, coverage ≥ 94 % everywhere (≥ 95 % in the
+stationary cases), a true 1.05 at 10 % noise called faster ≥ 80 %.
+
+    PYTHONPATH=. python benchmarks/verdict_calibration.py --replicates 500 \
+        --out benchmarks/results/verdict_calibration-2026-11-30
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from trtprof import calibration as cal  # noqa: E402
+from trtprof.interleave import RoundPlan  # noqa: E402
+from trtprof.speedup import FASTER  # noqa: E402
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def wilson_interval(rate: float, n: int) -> tuple[float, float]:
+    """95 % Wilson score interval of a rate from n replicates (scipy): the table's sampling noise."""
+    from scipy import stats as sps
+
+    ci = sps.binomtest(round(rate * n), n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--replicates", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--out", type=Path, default=None, help="write OUT.json and OUT.txt")
+    ap.add_argument("--only", default="", help="comma list of case names to run (default: every case)")
+    args = ap.parse_args()
+
+    plan = RoundPlan()
+    started = time.perf_counter()
+    lines = [f"verdict calibration: {args.replicates} replicates per row, default plan {plan.to_json()}",
+             f"machine: {platform.node()} ({cpu_name()}), python {platform.python_version()}, "
+             f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+             "truth = E_load[median baseline] / E_load[median candidate] (see trtprof/calibration.py)", ""]
+    header = (f"{'case':28s} {'truth':>6s} {'reps':>5s} {'faster':>7s} {'slower':>7s} {'equiv':>7s} {'inconc':>7s} "
+              f"{'decisive':>8s} {'coverage':>8s} {'med width':>9s} {'rounds':>6s} {'loads':>5s} {'sim s':>6s} {'wall s':>7s}")
+    lines.append(header)
+    print("\n".join(lines), flush=True)
+    rows = []
+    only = set(filter(None, args.only.split(",")))
+    for k, case in enumerate(cal.CASES):
+        if only and case.name not in only:
+            continue
+        ratios = (1.0,) if case.bimodal is not None else (1.0, 1.05)
+        for ratio in ratios:
+            s = cal.summarize_case(case, ratio, args.replicates, seed=args.seed + 17 * k + int(ratio * 100), plan=plan)
+            row = s.to_json() | {"ratio": ratio}
+            rows.append(row)
+            v = s.verdicts
+            line = (f"{s.case:28s} {s.truth:6.3f} {s.replicates:5d} {v['faster']:7.1%} {v['slower']:7.1%} "
+                    f"{v['equivalent']:7.1%} {v['inconclusive']:7.1%} {s.decisive_rate:8.1%} {s.coverage:8.1%} "
+                    f"{s.median_width:9.4f} {s.median_rounds:6.0f} {s.median_loads:5.0f} {s.median_sim_s:6.1f} "
+                    f"{s.wall_s:7.1f}")
+            lines.append(line)
+            print(line, flush=True)
+
+    checks = []
+    for r in rows:
+        aa = r["truth"] == 1.0
+        if aa:
+            low, high = wilson_interval(r["decisive_rate"], r["replicates"])
+            checks.append((f"A/A decisive rate ≤ 5 %: {r['case']} (95 % Wilson [{low:.1%}, {high:.1%}])",
+                           r["decisive_rate"] <= 0.05, r["decisive_rate"]))
+        floor = 0.95 if r["case"] in cal.STATIONARY else 0.94
+        low, high = wilson_interval(r["coverage"], r["replicates"])
+        checks.append((f"coverage ≥ {floor:.0%}: {r['case']} (truth {r['truth']:.3f}; replicate noise: 95 % "
+                       f"Wilson [{low:.1%}, {high:.1%}])", r["coverage"] >= floor, r["coverage"]))
+    power = next((r for r in rows if r["case"] == "stationary 10 %" and r["ratio"] == 1.05), None)
+    if power is not None:
+        checks.append(("true 1.05 at 10 % noise called faster ≥ 80 %", power["verdicts"][FASTER] >= 0.80,
+                       power["verdicts"][FASTER]))
+    lines.append("")
+    for name, ok, value in checks:
+        lines.append(f"{'PASS' if ok else 'FAIL'}  {name}  ({value:.1%})")
+    lines.append(f"total wall time {time.perf_counter() - started:.0f} s")
+    print("\n".join(lines[-len(checks) - 2:]), flush=True)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+        args.out.with_suffix(".json").write_text(json.dumps({
+            "machine": {"node": platform.node(), "cpu": cpu_name(), "python": platform.python_version()},
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "replicates": args.replicates,
+            "plan": plan.to_json(), "rows": rows,
+            "checks": [{"check": n, "pass": ok, "value": v} for n, ok, v in checks]}, indent=1) + "\n")
+    return 0 if all(ok for _, ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""Worker processes: a real ONNX Runtime engine measured in a fresh process, and failures named."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from trtprof import interleave, workers
+from trtprof.errors import TrtprofError
+from trtprof.timing import TimingConfig
+
+pytest.importorskip("onnxruntime")
+
+
+@pytest.fixture
+def fp32_record(conv_model, tmp_path):
+    from trtprof.build import build_engines
+    from trtprof.spec import Precision
+
+    (outcome,) = build_engines(conv_model, [Precision.FP32], [1], engines_dir=tmp_path / "e", backend="onnxruntime")
+    return outcome.record
+
+
+def test_a_worker_loads_every_arm_once_and_runs_interleaved_rounds(fp32_record):
+    pool = workers.WorkerPool({"fp32": fp32_record, "fp32#2": fp32_record})
+    try:
+        pool.start(2)
+        assert len({w.proc.pid for w in pool.workers}) == 2
+        load = pool.load(1, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+        warm = load.warm_up(TimingConfig(warmup=1, iterations=3))
+        assert set(warm) == {"fp32", "fp32#2"} and all(s.n == 3 for s in warm.values())
+        rounds = load.rounds(0, 3, TimingConfig(warmup=0, iterations=4))
+        assert [list(r) for r in rounds] == [["fp32", "fp32#2"], ["fp32#2", "fp32"], ["fp32", "fp32#2"]]
+        assert all(np.all(s.latency_ms > 0) and s.n == 4 for r in rounds for s in r.values())
+    finally:
+        pool.close()
+    assert pool.workers == []
+
+
+def test_the_loop_runs_on_worker_loads(fp32_record):
+    pool = workers.WorkerPool({"a": fp32_record, "b": fp32_record})
+    plan = interleave.RoundPlan(time_budget_s=0.0, round_iterations=5, min_loads=2, min_rounds=2)
+    try:
+        out = interleave.run_interleaved(["a", "b"], lambda i: pool.load(i, {"input": (1, 3, 16, 16)}, 0, (0, 100)), plan)
+    finally:
+        pool.close()
+    assert out.loads == 2 and out.rounds == 4 and out.stop_reason == interleave.STOP_BUDGET
+    assert [len(load) for load in out.arm("b").blocks] == [2, 2]
+
+
+def test_a_failure_in_the_worker_comes_back_as_a_named_one_line_error(fp32_record):
+    pool = workers.WorkerPool({"fp32": fp32_record})
+    try:
+        load = pool.load(0, {"input": (1, 3, 16, 16, 2)}, 0, (0, 100))  # wrong rank: ORT refuses it
+        with pytest.raises(TrtprofError, match="load 0 \\(worker process\\)"):
+            load.warm_up(TimingConfig(warmup=1, iterations=2))
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_dies_is_reported_with_its_stderr(fp32_record, tmp_path):
+    broken = pickle.loads(pickle.dumps(fp32_record))
+    object.__setattr__(broken, "meta_path", tmp_path / "nowhere" / "x.json")
+    pool = workers.WorkerPool({"fp32": broken})
+    try:
+        with pytest.raises(TrtprofError, match="load 0|worker 0"):
+            pool.start(1)
+    finally:
+        pool.close()
+
+
+def test_a_worker_can_be_told_its_gpu(fp32_record):
+    import os
+
+    if not os.path.exists("/proc/self/environ"):
+        pytest.skip("reads the worker's environment from /proc (Linux)")
+    pool = workers.WorkerPool({"fp32": fp32_record}, device="1")
+    try:
+        pool.start(1)
+        environ = open(f"/proc/{pool.workers[0].proc.pid}/environ", "rb").read().split(b"\0")
+        assert b"CUDA_VISIBLE_DEVICES=1" in environ
+    finally:
+        pool.close()

@@ -1,0 +1,223 @@
+"""Loads as fresh worker processes: one process holds one instance of every arm and runs its rounds.
+
+Why processes: two instances of one engine in one process share the allocator, the thread pool and
+whatever state the first one left behind; across processes placement, ASLR and (on a GPU) the CUDA
+context differ, which is exactly the load-to-load spread a user sees from run to run (pyperf runs 20
+processes for the same reason). It is also the right isolation between configurations. A worker
+is started once per compare and serves every batch size, so the cost is a few process starts.
+
+Protocol: ``python -m trtprof.workers`` reads pickled commands on stdin and answers on the original
+stdout (the worker moves fd 1 to stderr so a library's prints cannot corrupt the channel):
+``init`` (records, labels) → ``ready``; ``feeds`` (shapes, seed, int range) → ``ok``;
+``warm`` / ``rounds`` (TimingConfig) → Samples per arm; ``close``. A failure answers
+``error`` with the exception's class and message; the parent re-raises it as a TrtprofError.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, BinaryIO, Mapping
+
+from .errors import TrtprofError
+from .timing import Samples, TimingConfig
+
+STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
+
+
+class WorkerFailed(TrtprofError):
+    """A measurement worker process failed or died."""
+
+
+class Worker:
+    """Parent side of one worker process (one load)."""
+
+    def __init__(self, index: int, records: Mapping[str, Any], device: str | None = None,
+                 autotune: bool = True) -> None:
+        self.index = index
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        if device is not None:  # each worker makes its own CUDA context on the device it is told
+            env["CUDA_VISIBLE_DEVICES"] = str(device)
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, "-m", "trtprof.workers"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env)
+        self._send(("init", dict(records), autotune))
+        self._ready = False
+
+    def _send(self, message: Any) -> None:
+        assert self.proc.stdin is not None
+        try:
+            pickle.dump(message, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as err:
+            raise self._died() from err
+
+    def _receive(self) -> Any:
+        assert self.proc.stdout is not None
+        try:
+            kind, payload = pickle.load(self.proc.stdout)
+        except (EOFError, pickle.UnpicklingError, OSError) as err:
+            raise self._died() from err
+        if kind == "error":
+            cls_name, message = payload
+            raise _error_class(cls_name)(f"load {self.index} (worker process): {message}")
+        return payload
+
+    def _died(self) -> WorkerFailed:
+        self.proc.poll()
+        self.stderr.seek(0)
+        tail = self.stderr.read().decode("utf-8", "replace")[-STDERR_TAIL_CHARS:].strip().replace("\n", " | ")
+        return WorkerFailed(f"measurement worker {self.index} exited (code {self.proc.returncode})"
+                            + (f": {tail}" if tail else ""))
+
+    def wait_ready(self) -> None:
+        if not self._ready:
+            self._receive()
+            self._ready = True
+
+    def call(self, *message: Any) -> Any:
+        self.wait_ready()
+        self._send(message)
+        return self._receive()
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                self._send(("close",))
+                self.proc.wait(timeout=30)
+        except (TrtprofError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream is not None:
+                    stream.close()
+            self.stderr.close()
+
+
+def _error_class(name: str) -> type[TrtprofError]:
+    from . import errors
+
+    cls = getattr(errors, name, None)
+    return cls if isinstance(cls, type) and issubclass(cls, TrtprofError) else WorkerFailed
+
+
+class WorkerLoad:
+    """One worker seen as a ``interleave.Load`` for one batch size (the pool closes the process)."""
+
+    def __init__(self, worker: Worker, feeds_spec: tuple[Any, ...]) -> None:
+        self.worker = worker
+        self.feeds_spec = feeds_spec
+
+    def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
+        self.worker.call("feeds", *self.feeds_spec)
+        return self.worker.call("warm", config)
+
+    def rounds(self, first: int, count: int, config: TimingConfig) -> list[dict[str, Samples]]:
+        return self.worker.call("rounds", first, count, config)
+
+    def close(self) -> None:
+        return None
+
+
+class WorkerPool:
+    """The compare's worker processes, started side by side, reused across batch sizes."""
+
+    def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True) -> None:
+        self.records = dict(records)
+        self.device = device
+        self.autotune = autotune
+        self.workers: list[Worker] = []
+
+    def start(self, n: int) -> None:
+        """Start up to ``n`` workers at once (their imports and engine loads overlap), wait for all."""
+        fresh = [Worker(len(self.workers) + k, self.records, self.device, self.autotune)
+                 for k in range(n - len(self.workers))]
+        self.workers.extend(fresh)
+        for w in fresh:
+            w.wait_ready()
+
+    def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int,
+             int_range: tuple[int, int]) -> WorkerLoad:
+        if index >= len(self.workers):
+            self.start(index + 1)
+        return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range))
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+        self.workers.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker side
+# ---------------------------------------------------------------------------------------------
+
+
+def serve(inp: BinaryIO, out: BinaryIO) -> None:
+    """The worker loop: load every arm once, then answer commands until ``close``."""
+    from .backends.base import set_autotune
+    from .bench import load_runner
+    from .inputs import make_inputs
+    from .interleave import measure_block, round_order
+
+    def reply(kind: str, payload: Any) -> None:
+        pickle.dump((kind, payload), out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
+
+    runners: dict[str, Any] = {}
+    feeds: dict[str, Any] = {}
+    try:
+        while True:
+            try:
+                message = pickle.load(inp)
+            except EOFError:
+                return
+            command, args = message[0], message[1:]
+            try:
+                if command == "init":
+                    autotune = args[1] if len(args) > 1 else True
+                    for label, record in args[0].items():
+                        runners[label] = load_runner(record)
+                        set_autotune(runners[label], autotune)
+                    reply("ready", None)
+                elif command == "feeds":
+                    shapes, seed, int_range = args
+                    first = next(iter(runners.values()))
+                    feeds = make_inputs(first.inputs, shapes, seed=seed, int_range=int_range)
+                    reply("ok", None)
+                elif command == "warm":
+                    (config,) = args
+                    reply("ok", {label: measure_block(r, feeds, config) for label, r in runners.items()})
+                elif command == "rounds":
+                    start, count, config = args
+                    names = list(runners)
+                    reply("ok", [{n: measure_block(runners[n], feeds, config) for n in round_order(names, j)}
+                                 for j in range(start, start + count)])
+                elif command == "close":
+                    return
+                else:
+                    reply("error", ("WorkerFailed", f"unknown command {command!r}"))
+            except TrtprofError as err:
+                reply("error", (type(err).__name__, str(err)))
+            except Exception as err:  # noqa: BLE001 - every failure goes back to the parent, named
+                reply("error", ("WorkerFailed", f"{type(err).__name__}: {err}"))
+    finally:
+        for r in runners.values():
+            r.close()
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything a library prints goes to stderr, never into the pickle channel
+    sys.stdout = sys.stderr
+    serve(sys.stdin.buffer, out)
+
+
+if __name__ == "__main__":
+    main()
