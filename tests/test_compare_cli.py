@@ -130,3 +130,37 @@ def test_in_process_loads_are_recorded_as_such(conv_model, tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["settings"]["isolation"] == "in-process"
     assert data["settings"]["min_loads"] <= data["comparisons"][0]["loads"] <= data["settings"]["max_loads"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupt_keeps_the_batch_sizes_already_decided(conv_model, tmp_path, sig):
+    """A real signal to a real `trtprof compare` (worker-process loads) once batch 1's verdict is out:
+    exit 130, and the JSON holds batch 1's comparison, says it was interrupted and what was not measured."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "c.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trtprof", "compare", str(conv_model), "--batch-sizes", "1,2", "--time-budget-s", "8",
+         "--engines", str(tmp_path / "eng"), "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 240
+    seen = []
+    for line in proc.stderr:  # the per-batch verdict line is printed as soon as batch 1 is decided
+        seen.append(line)
+        if line.startswith("batch 1: fp16 vs fp32:") or time.monotonic() > deadline:
+            break
+    assert seen and seen[-1].startswith("batch 1: fp16 vs fp32:"), "".join(seen[-5:])
+    time.sleep(1.0)  # batch 2 is running now (its budget is 8 s)
+    proc.send_signal(getattr(signal, sig))
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True and data["pending_batch_sizes"] == [2]
+    assert [c["batch_size"] for c in data["comparisons"]] == [1]
+    assert data["comparisons"][0]["verdict"] in ("faster", "slower", "equivalent", "inconclusive")
+    assert "Traceback" not in stderr and "not measured: 2" in stderr

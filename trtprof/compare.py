@@ -176,6 +176,8 @@ class CompareReport:
     warnings: list[str] = field(default_factory=list)
     isolation: str = ISOLATION_PROCESS
     layers: dict[int, Any] = field(default_factory=dict)  # batch → layers.LayerTable (compare --layers)
+    interrupted: bool = False  # Ctrl-C/SIGTERM: the comparisons are the batch sizes finished before it
+    pending: list[int] = field(default_factory=list)  # batch sizes not measured because of the interrupt
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
@@ -192,6 +194,8 @@ class CompareReport:
             "device_peak": self.device_peak,
             "environment": self.environment,
             "results": [r.to_json() for r in self.results],
+            "interrupted": self.interrupted,
+            "pending_batch_sizes": self.pending,
             **extra,
         }
 
@@ -330,41 +334,55 @@ def compare_records(
         from .workers import WorkerPool
 
         pool = WorkerPool(records, device=device, autotune=plan.autotune)
+    interrupted = False
     try:
         if pool is not None:
             pool.start(plan.min_loads)  # side by side: their imports and engine loads overlap
         for batch in batch_sizes:
-            feeds_args = (all_shapes[batch], seed, ints)
+            try:
+                feeds_args = (all_shapes[batch], seed, ints)
 
-            def open_load(index: int, feeds_args=feeds_args) -> Any:
-                if pool is not None:
-                    return pool.load(index, *feeds_args)
-                fresh = {name: load_runner(records[name]) for name in names}
-                for r in fresh.values():
-                    set_autotune(r, plan.autotune)
-                batch_feeds = make_inputs(fresh[baseline].inputs, feeds_args[0], seed=seed, int_range=ints)
-
-                def close(fresh=fresh) -> None:
+                def open_load(index: int, feeds_args=feeds_args) -> Any:
+                    if pool is not None:
+                        return pool.load(index, *feeds_args)
+                    fresh = {name: load_runner(records[name]) for name in names}
                     for r in fresh.values():
-                        r.close()
+                        set_autotune(r, plan.autotune)
+                    batch_feeds = make_inputs(fresh[baseline].inputs, feeds_args[0], seed=seed, int_range=ints)
 
-                return InProcessLoad({n: (fresh[n], batch_feeds) for n in names}, on_close=close)
+                    def close(fresh=fresh) -> None:
+                        for r in fresh.values():
+                            r.close()
 
-            def progress(p: Progress, batch: int = batch) -> None:
-                if on_progress is not None:
-                    on_progress(batch, p)
+                    return InProcessLoad({n: (fresh[n], batch_feeds) for n in names}, on_close=close)
 
-            outcome = run_interleaved(names, open_load, plan, on_progress=progress)
-            outcomes[batch] = outcome
-            per_batch[batch] = {arm.name: _result_for(records[arm.name], arm, batch, plan, outcome, all_shapes[batch],
-                                                      seed, devices[arm.name], autotune[arm.name])
-                              for arm in outcome.arms}
-            results.extend(per_batch[batch].values())
-            if on_batch is not None:
-                on_batch(batch, outcome)
+                def progress(p: Progress, batch: int = batch) -> None:
+                    if on_progress is not None:
+                        on_progress(batch, p)
+
+                outcome = run_interleaved(names, open_load, plan, on_progress=progress)
+                per_batch[batch] = {arm.name: _result_for(records[arm.name], arm, batch, plan, outcome, all_shapes[batch],
+                                                          seed, devices[arm.name], autotune[arm.name])
+                                    for arm in outcome.arms}
+                outcomes[batch] = outcome
+                results.extend(per_batch[batch].values())
+                if on_batch is not None:
+                    on_batch(batch, outcome)
+            except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)
+                interrupted = True
+                if pool is not None:
+                    pool.kill()
+                break
     finally:
         if pool is not None:
             pool.close()
+    done = [b for b in batch_sizes if b in outcomes]
+    pending = [b for b in batch_sizes if b not in outcomes]
+    if interrupted:
+        warnings.append(f"interrupted: kept batch size(s) {', '.join(map(str, done)) or 'none'}; "
+                        f"not measured: {', '.join(map(str, pending))}")
+        batch_sizes = done
+        layers = False  # no profiling after an interrupt: the user asked to stop
 
     series = {name: [per_batch[b][name] for b in batch_sizes] for name in names}
     costs = _graph_costs(onnx_path, all_shapes, {n: records[n].precision for n in names}, warnings)
@@ -413,7 +431,7 @@ def compare_records(
     return CompareReport(model=first.model, backend=first.backend, plan=plan, comparisons=comparisons,
                          results=results, environment=env, created=now_iso(),
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
-                         isolation=isolation, layers=tables)
+                         isolation=isolation, layers=tables, interrupted=interrupted, pending=pending)
 
 
 def runners_device(runners: Mapping[str, Any], name: str) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -148,6 +149,13 @@ class WorkerPool:
             self.start(index + 1)
         return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range))
 
+    def kill(self) -> None:
+        """Stop every worker now (an interrupt: their unfinished rounds are not wanted)."""
+        for w in self.workers:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+
     def close(self) -> None:
         for w in self.workers:
             w.close()
@@ -213,6 +221,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
 
 def main() -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides what to keep and stops
+    # its workers itself (WorkerPool.kill), so a worker must not die first and look like a failure.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the pickle channel
     sys.stdout = sys.stderr

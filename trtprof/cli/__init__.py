@@ -54,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv  # accepted anywhere: `trtprof build --debug …` too
     argv = [a for a in argv if a != "--debug"]
     parser = make_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a bad option (one line already printed): its code
+        return done.code if isinstance(done.code, int) else 2
     args.debug = debug
     try:
         return int(args.func(args) or 0)

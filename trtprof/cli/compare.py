@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--margin", type=float, default=cmp.EQUIVALENCE_MARGIN,
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
                         f"'faster'/'slower' (default {cmp.EQUIVALENCE_MARGIN})")
-    p.add_argument("--time-budget-s", type=float, default=cmp.DEFAULT_TIME_BUDGET_S,
+    p.add_argument("--time-budget-s", type=_common.positive_float, default=cmp.DEFAULT_TIME_BUDGET_S,
                    help=f"wall time per batch size, load starts and warmup included (default "
                         f"{cmp.DEFAULT_TIME_BUDGET_S:g}); at least {cmp.MIN_LOADS} loads × {cmp.MIN_ROUNDS} rounds "
                         "run regardless")
@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
     p.add_argument("--layers", action="store_true",
                    help="also profile every precision layer by layer (a separate run after the timing; "
                         "as `trtprof profile`) and diagnose from the per-layer table")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
     p.set_defaults(func=run)
@@ -114,6 +114,7 @@ def print_comparison(c: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _common.check_output_file(args.out, "--out")  # before any build or measurement (issue 12)
     precisions = parse_precisions(args.precisions)
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
@@ -133,12 +134,13 @@ def run(args: argparse.Namespace) -> int:
                   f"{s.verdict.upper()} ({outcome.loads} loads, {outcome.rounds} rounds, {outcome.elapsed_s:.1f} s, "
                   f"stopped: {outcome.stop_reason})", file=sys.stderr)
 
-    report = cmp.compare_model(
-        args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
-        shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-        on_built=on_built, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
-        isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-    )
+    with _common.sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
+        report = cmp.compare_model(
+            args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
+            shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+            on_built=on_built, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
+            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
+        )
     data = report.to_json()
     for c in data["comparisons"]:
         print_comparison(c)
@@ -157,4 +159,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(markdown_summary(load(args.out)), end="")
     print(f"compare: {args.out}")
+    if report.interrupted:
+        print(f"interrupted: kept {len({c['batch_size'] for c in data['comparisons']})} finished batch size(s); "
+              f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)
+        return _common.EXIT_INTERRUPTED
     return 0
