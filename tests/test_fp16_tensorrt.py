@@ -8,17 +8,7 @@ import pytest
 from trtprof.errors import BadInput, BuildFailed
 from trtprof.spec import Precision
 
-from .test_tensorrt_contract import _build, _install
-
-
-@pytest.fixture
-def trt11(monkeypatch):
-    return _install(monkeypatch, "11.0.0.9")
-
-
-@pytest.fixture
-def trt10(monkeypatch):
-    return _install(monkeypatch, "10.13.0.35")
+from .test_tensorrt_contract import _build, trt10, trt11  # noqa: F401 - the fake-TensorRT fixtures
 
 
 def test_keep_fp32_ops_on_11x_keep_that_op_type_fp32(trt11, conv_model, tmp_path):

@@ -5,21 +5,14 @@ reproducible. With TF (marked ``tf``): the ONNX file, built from a Keras model's
 Keras's outputs on the CPU — the Keras model written as the report writes it."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from .tf_helpers import load_model_script
 
 
 def _conv_elu():
-    spec = importlib.util.spec_from_file_location("trtprof_conv_elu", ROOT / "models" / "conv_elu.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_model_script("conv_elu")
 
 
 def test_tf_same_padding_puts_the_odd_pixel_after():

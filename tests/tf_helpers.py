@@ -11,13 +11,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_make_models():
-    """models/make_models.py as a module (it is a script, not part of the trtprof package)."""
-    spec = importlib.util.spec_from_file_location("trtprof_make_models", ROOT / "models" / "make_models.py")
+def load_model_script(name: str):
+    """models/<name>.py as a module (the model scripts are not part of the trtprof package)."""
+    spec = importlib.util.spec_from_file_location(f"trtprof_{name}", ROOT / "models" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_make_models():
+    """models/make_models.py as a module."""
+    return load_model_script("make_models")
 
 
 def make_frozen_graph(saved_model: Path, out: Path) -> tuple[Path, list[str], list[str]]:
