@@ -368,14 +368,23 @@ def render_html(data: Mapping[str, Any]) -> str:
 
 
 def write_report(path: Path, out: Path) -> tuple[Path, str]:
-    """Write the HTML next to nothing else; return (html path, Markdown summary)."""
+    """Write the HTML next to nothing else; return (html path, Markdown summary).
+
+    The one place that picks the page by the file's schema: a `trtprof sweep` result and a
+    `trtprof train-compare` result have pages of their own; compare and bench files are rendered here."""
     from .cache import atomic_write_text
     from .sweep.store import SCHEMA as SWEEP_SCHEMA
+    from .train.page import SCHEMA as TRAIN_SCHEMA
 
-    if read_json(Path(path)).get("schema") == SWEEP_SCHEMA:  # a `trtprof sweep` result: its own page
+    schema = read_json(Path(path)).get("schema")
+    if schema == SWEEP_SCHEMA:
         from .sweep.matrix import write_sweep_report
 
         return write_sweep_report(path, out)
+    if schema == TRAIN_SCHEMA:
+        from .train.page import write_report as write_train_report
+
+        return write_train_report(path, out)
     data = load(path)
     page = render_html(data)
     out = Path(out)

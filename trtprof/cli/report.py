@@ -22,14 +22,9 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..report import write_report
-    from ..train.page import is_train_compare
-    from ..train.page import write_report as write_train_report
 
     _common.check_output_file(args.out, "--out", ".html")
-    if is_train_compare(args.results):  # `trtprof train-compare` JSON: the training page
-        out, summary = write_train_report(args.results, args.out)
-    else:
-        out, summary = write_report(args.results, args.out)
+    out, summary = write_report(args.results, args.out)  # picks the page by the file's schema
     print(summary, end="")
     print(f"report: {out}")
     return 0

@@ -108,16 +108,6 @@ def write_html(data: Mapping[str, Any], out: Path) -> Path:
     return out
 
 
-def is_train_compare(path: Path) -> bool:
-    """Whether ``path`` is a train-compare JSON (cheap: unreadable files answer False and are left to
-    the caller's own error)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("schema") == SCHEMA
-
-
 def write_report(path: Path, out: Path) -> tuple[Path, str]:
     """The page for a stored train-compare JSON (``trtprof report`` uses it); returns (html, Markdown)."""
     data = json.loads(Path(path).read_text())
