@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..diagnose import Finding
+from ..layers.graph import TC_MULTIPLE_FP16
 from .step import PHASES, TorchTrainStep
 
 PROFILE_STEPS = 3
@@ -38,7 +39,7 @@ CAST_SHARE = 0.05
 SCALER_SHARE = 0.05
 OPTIMIZER_SHARE = 0.15
 KERNEL_SLOWER = 1.05  # candidate kernel time this much above the baseline's: the kernels themselves lose
-TENSOR_CORE_MULTIPLE = 8
+TENSOR_CORE_MULTIPLE = TC_MULTIPLE_FP16  # the inference layer table's rule (layers.graph)
 
 # In CUTLASS/cuDNN names the letter before the MMA shape is the accumulator ("s16816" = FP32
 # accumulate), not the input type, so TF32 is recognised only by an explicit "tf32".
@@ -250,34 +251,23 @@ def profile_arm(runner: TorchTrainStep, tensors: list[Any]) -> StepProfile:
 
 
 def tensor_core_layers(model: Any) -> list[dict[str, Any]]:
-    """Conv/ConvTranspose/Gemm/MatMul layers whose weight is an initializer, with the channel
-    counts tensor cores care about (FP16/BF16 need input and output channels in multiples of 8)."""
-    inits = {i.name: i for i in model.graph.initializer}
+    """Conv/ConvTranspose/Gemm/MatMul layers with the channel counts (GEMM K/N) tensor cores care about
+    (FP16/BF16 need multiples of 8). The rule is the one the inference layer table uses
+    (``layers.graph.tensor_core_dims``, depthwise convolutions included); unknown input dims are taken
+    as 1, since the channel and K/N dims it reads do not depend on them."""
+    from ..layers.graph import node_facts
+
+    shapes = {vi.name: tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1
+                             for d in vi.type.tensor_type.shape.dim)
+              for vi in model.graph.input if vi.name not in {i.name for i in model.graph.initializer}}
     layers = []
-    for node in model.graph.node:
-        if node.op_type not in ("Conv", "ConvTranspose", "Gemm", "MatMul") or len(node.input) < 2:
+    for name, facts in node_facts(model, shapes).items():
+        dims = facts["tensor_core"]
+        if dims is None:
             continue
-        w = inits.get(node.input[1])
-        if w is None:
-            continue
-        dims = [int(d) for d in w.dims]
-        if node.op_type == "Conv" and len(dims) >= 3:
-            group = next((a.i for a in node.attribute if a.name == "group"), 1) or 1
-            c_out, c_in = dims[0], dims[1] * group
-            kernel = dims[2:]
-        elif node.op_type == "ConvTranspose" and len(dims) >= 3:
-            group = next((a.i for a in node.attribute if a.name == "group"), 1) or 1
-            c_in, c_out = dims[0], dims[1] * group
-            kernel = dims[2:]
-        elif len(dims) == 2:
-            trans_b = node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute)
-            c_out, c_in = (dims[0], dims[1]) if trans_b else (dims[1], dims[0])
-            kernel = []
-        else:
-            continue
-        eligible = c_in % TENSOR_CORE_MULTIPLE == 0 and c_out % TENSOR_CORE_MULTIPLE == 0
-        layers.append({"name": node.name or node.output[0], "op": node.op_type, "in_channels": c_in,
-                       "out_channels": c_out, "kernel": kernel, "tensor_core_eligible": eligible})
+        c_in, c_out = dims.get("input_channels", dims.get("k")), dims.get("output_channels", dims.get("n"))
+        layers.append({"name": name, "op": facts["op_type"], "in_channels": c_in, "out_channels": c_out,
+                       "kernel": dims.get("kernel", []), "tensor_core_eligible": dims["eligible"]})
     return layers
 
 
