@@ -354,3 +354,20 @@ def test_read_only_engines_dir_serves_a_converted_tensorflow_model(tmp_path_fact
     assert hit.returncode == 0, hit.stderr
     assert "converted (cache hit)" in hit.stdout and " cache hit " in hit.stdout
     assert tree_snapshot(engines) == before
+
+
+@pytest.mark.parametrize("command", [
+    ["profile", "MODEL", "--out", "ADIR"],
+    ["train-compare", "MODEL", "--out", "ADIR"],
+    ["sweep", "--models", "MODEL", "--out", "MODEL"],
+])
+def test_newer_commands_check_their_output_before_any_work(conv_model, tmp_path, command):
+    """profile, train-compare and sweep refuse an unusable --out before building or measuring anything."""
+    (tmp_path / "adir").mkdir()
+    engines = tmp_path / "engines"
+    args = [str(conv_model) if a == "MODEL" else str(tmp_path / "adir") if a == "ADIR" else a for a in command]
+    proc = run_cli(*args, "--engines", str(engines)) if command[0] == "profile" else run_cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--out" in lines[0] and "Traceback" not in proc.stderr
+    assert not engines.exists()  # nothing was built

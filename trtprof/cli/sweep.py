@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep.runner import read_interference, run_sweep
     from ..sweep.spec import load_spec
 
+    _common.check_output_dir(args.out, "--out")  # before any cell runs (issue 12)
     if args.resume and not (args.out / "cells.jsonl").exists():
         raise BadInput("--resume: no sweep to resume here (no cells.jsonl)", path=args.out)
     spec = load_spec(args.spec, _overrides(args))

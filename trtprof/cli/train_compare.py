@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     from ..train.api import train_compare
     from ..train.run import TrainOptions, write_json
 
+    _common.check_output_file(args.out, "--out")  # before any training step (issue 12)
+    _common.check_output_file(args.html, "--html", ".html")
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes)
     options = TrainOptions(optimizer=args.optimizer, loss=args.loss, steps=args.steps, seed=args.seed,
