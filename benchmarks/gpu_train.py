@@ -13,7 +13,7 @@ For each model and batch size, trtprof's ``train_compare`` (the code behind ``tr
 train-compare``: arms fp32 (TF32 off), tf32, amp-fp16, amp-bf16; Adam; mean(|y-1|) loss) gives
 verdicts, memory and reasons. The reference is a separate plain loop over a fresh onnx2torch module
 per arm: ``torch.autocast`` + ``torch.amp.GradScaler`` on the default stream, one
-``torch.cuda.Event`` pair per step, arms run one after another. Per row the script prints
+``torch.cuda.Event`` pair per step, arms interleaved in rounds (ABCD DCBA …). Per row the script prints
 trtprof median step / reference median step and the ratio of the two speedups.
 
 Usage (device machine, repo root): python3 benchmarks/gpu_train.py --out-dir $OUT
@@ -66,8 +66,12 @@ def export_report_net(path: Path, seed: int = 0) -> Path:
     return path
 
 
-def reference_loop(onnx_path: Path, batch: int, arms, *, warmup: int, steps: int, seed: int = 0) -> dict:
-    """Plain PyTorch: fresh module per arm, Adam, autocast (+ GradScaler for fp16), events per step."""
+def reference_loop(onnx_path: Path, batch: int, arms, *, warmup: int, steps: int, rounds: int = 5,
+                   seed: int = 0) -> dict:
+    """Plain PyTorch: a fresh module and Adam per arm, autocast (+ GradScaler for fp16), one event pair
+    per step on the default stream. The arms run in ``rounds`` interleaved blocks (ABCD DCBA …) of
+    ``steps / rounds`` steps, so that a slow drift of the machine (clocks, host load) falls on every
+    arm alike; the median over all steps is the arm's step time."""
     import onnx
     import torch
     from onnx2torch import convert
@@ -79,38 +83,54 @@ def reference_loop(onnx_path: Path, batch: int, arms, *, warmup: int, steps: int
     fold_identity_initializers(proto)
     base = convert(proto).float()
     rng = np.random.default_rng(seed)
-    x = torch.as_tensor(rng.standard_normal((batch, 3, 224 if "resnet" in onnx_path.stem else 128,
-                                               224 if "resnet" in onnx_path.stem else 128), dtype=np.float32)).cuda()
+    side = 224 if "resnet" in onnx_path.stem else 128
+    x = torch.as_tensor(rng.standard_normal((batch, 3, side, side), dtype=np.float32)).cuda()
+    dtypes = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}
+    state = {}
+    for arm in arms:
+        model = copy.deepcopy(base).cuda().train()
+        state[arm] = (model, torch.optim.Adam(model.parameters(), lr=1e-3),
+                      torch.amp.GradScaler("cuda", enabled=arm == "amp-fp16"))
+
+    def step(arm: str) -> None:
+        model, opt, scaler = state[arm]
+        dtype = dtypes.get(arm)
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+            y = model(x)
+        loss = (y.float() - 1.0).abs().mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    def use(arm: str) -> None:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = arm == "tf32"
+
+    for arm in arms:
+        use(arm)
+        for _ in range(warmup):
+            step(arm)
+    torch.cuda.synchronize()
+    per_round = max(1, -(-steps // rounds))
+    times: dict[str, list[float]] = {arm: [] for arm in arms}
+    for r in range(rounds):
+        for arm in (arms if r % 2 == 0 else arms[::-1]):
+            use(arm)
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for _ in range(per_round)]
+            for a, b in events:
+                a.record()
+                step(arm)
+                b.record()
+            torch.cuda.synchronize()
+            times[arm] += [a.elapsed_time(b) for a, b in events]
     out = {}
     for arm in arms:
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = arm == "tf32"
-        model = copy.deepcopy(base).cuda().train()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(arm)
-        scaler = torch.amp.GradScaler("cuda", enabled=arm == "amp-fp16")
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
-                y = model(x)
-            loss = (y.float() - 1.0).abs().mean()
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-
-        for _ in range(warmup):
-            step()
-        torch.cuda.synchronize()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(steps)]
-        for a, b in events:
-            a.record()
-            step()
-            b.record()
-        torch.cuda.synchronize()
-        ms = np.array([a.elapsed_time(b) for a, b in events])
-        out[arm] = {"median_ms": float(np.median(ms)), "n": int(ms.size), "cv": float(ms.std(ddof=1) / ms.mean())}
-        del model, opt, scaler
-        torch.cuda.empty_cache()
+        ms = np.array(times[arm])
+        out[arm] = {"median_ms": float(np.median(ms)), "n": int(ms.size), "rounds": rounds,
+                    "cv": float(ms.std(ddof=1) / ms.mean())}
+    del state
+    torch.cuda.empty_cache()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = True
     return out

@@ -163,6 +163,9 @@ def layer_sums(compare_json: dict) -> list[dict]:
                         "kernel_total_per_iteration_ms": it_total, "measured_compute_median_ms": measured,
                         "profiled_elapsed_ms_per_iteration":
                             table["profiles"][p]["config"].get("profiled_elapsed_ms_per_iteration"),
+                        "unprofiled_elapsed_ms_per_iteration":
+                            table["profiles"][p]["config"].get("unprofiled_elapsed_ms_per_iteration"),
+                        "attribution": table["profiles"][p]["config"].get("attribution"),
                         "ratio": (total / measured) if measured else None,
                         "within_target": (abs(total / measured - 1) <= SUM_TARGET) if measured else None})
     return out

@@ -91,8 +91,9 @@ def test_torch_kernels_go_to_the_innermost_node_range_per_iteration():
 class FakeKineto:
     """Stands in for torch's raw KinetoEvent (the accessors attribute_by_launch reads)."""
 
-    def __init__(self, name, device, start, end, corr=0):
+    def __init__(self, name, device, start, end, corr=0, linked=0):
         self._v = (name, device, start, end, corr)
+        self._linked = linked
 
     def name(self): return self._v[0]
     def device_type(self): return self._v[1]
@@ -101,6 +102,7 @@ class FakeKineto:
     def duration_ns(self): return self._v[3] - self._v[2]
     def correlation_id(self): return self._v[4]
     def start_thread_id(self): return 1
+    def linked_correlation_id(self): return self._linked
 
 
 def test_launch_time_attribution_counts_each_gpu_activity_once():
@@ -116,12 +118,34 @@ def test_launch_time_attribution_counts_each_gpu_activity_once():
                 FakeKineto("sm90_xmma_fprop_f16f16", gpu, base + 3_000, base + 3_000 + 1_000 * (it + 1), corr=100 + it),
                 FakeKineto("elementwise_kernel", gpu, base + 5_000, base + 5_500, corr=200 + it)]
     raw.append(FakeKineto("fill", gpu, 50_000, 60_000, corr=999))  # its launch was not recorded
+    raw.append(raw[4])  # one activity reported twice: counted once
     attributed, totals, counts = attribute_by_launch(raw, cpu, (gpu,))
-    assert counts == {"gpu_activities": 5, "matched_to_launch": 4, "iterations": 2}
+    assert counts["unmatched_us_by_name"] == {"fill": 10.0}
+    del counts["unmatched_us_by_name"]
+    assert counts == {"gpu_activities": 6, "matched_to_launch": 4, "matched_by_linked_op": 0, "duplicate_records": 1,
+                      "outside_iterations_us": 0.0, "iterations": 2}
     assert set(attributed) == {"conv1", UNATTRIBUTED}
     assert sorted(totals.values()) == [1.5, 2.5]  # µs per iteration: kernel + stray
     layers = summarize(attributed, sorted(totals), {"conv1": "Conv"}, ["conv1"])
     assert layers[0].median_ms == pytest.approx(1.5e-3)
+
+
+def test_launch_attribution_falls_back_to_the_linked_op_when_no_runtime_call_was_recorded():
+    """A kernel a library launched through the driver API has no cudaLaunch* event; its linked
+    correlation id names the aten op running then, whose start places it in conv1's range."""
+    from trtprof.layers.torch_profile import attribute_by_launch
+
+    cpu, gpu = "cpu", "cuda"
+    raw = [FakeKineto(ITERATION, cpu, 0, 9_000, corr=1),
+           FakeKineto(PREFIX + "conv1", cpu, 100, 2_000, corr=2),
+           FakeKineto("aten::cudnn_convolution", cpu, 300, 1_800, corr=3),
+           FakeKineto(PREFIX + "relu", cpu, 2_100, 2_900, corr=4),
+           FakeKineto("sm90_xmma_fprop", gpu, 3_000, 4_000, corr=777, linked=3),
+           FakeKineto("late_kernel", gpu, 20_000, 21_000, corr=778, linked=99)]  # its op is unknown
+    attributed, totals, counts = attribute_by_launch(raw, cpu, (gpu,))
+    assert counts["matched_by_linked_op"] == 1 and counts["matched_to_launch"] == 0
+    assert list(attributed) == ["conv1"]
+    assert counts["unmatched_us_by_name"] == {"late_kernel": 1.0}
 
 
 def test_kernel_names_tensor_core_flag():

@@ -72,17 +72,20 @@ def attribute_kernels(events: Iterable[Any]) -> tuple[dict[str, dict[int, dict[s
 
 
 def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]) -> tuple[
-        dict[str, dict[int, dict[str, list[float]]]], dict[int, float], dict[str, int]]:
+        dict[str, dict[int, dict[str, list[float]]]], dict[int, float], dict[str, Any]]:
     """The same result as ``attribute_kernels`` from torch's raw kineto events, by time.
 
     Each GPU activity (kernel, memcpy, memset) has the CUPTI correlation id of the runtime call that
     launched it (``cudaLaunchKernel``…, a CPU event); the launch's host timestamp falls inside the
-    ``trtprof::`` ranges that were open then, on that thread. A sweep over range starts/ends and
-    launches gives the innermost node range and the iteration. Every GPU activity is counted once,
-    whatever the op tree looks like (torch's FunctionEvent tree can hang one kernel on more than one
-    op). Returns (attributed, per-iteration totals µs, counts)."""
+    ``trtprof::`` ranges that were open then, on that thread. Where no runtime call was recorded
+    (libraries launching through the driver API, which kineto may not trace), the activity's linked
+    correlation id names the CPU op that was running when it was launched, and that op's start time
+    stands in for the launch. A sweep over range starts/ends and launches gives the innermost node
+    range and the iteration. Every GPU activity is counted once, whatever the op tree looks like.
+    Returns (attributed, per-iteration totals µs, counts and checks)."""
     raw = list(raw)
-    launches: dict[int, tuple[int, int]] = {}
+    launches: dict[int, int] = {}
+    ops: dict[int, int] = {}
     ranges: list[tuple[int, int, str, int]] = []
     for k in raw:
         if k.device_type() != cpu:
@@ -90,8 +93,10 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
         name = k.name()
         if name.startswith(PREFIX):
             ranges.append((k.start_ns(), k.end_ns(), name, k.start_thread_id()))
-        elif name.startswith(("cuda", "cu")) and k.correlation_id() > 0:
-            launches[k.correlation_id()] = (k.start_ns(), k.start_thread_id())
+        if name.startswith(("cuda", "cu")) and k.correlation_id() > 0:
+            launches[k.correlation_id()] = k.start_ns()
+        else:  # an op or a range: the id a GPU activity's linked correlation id refers to
+            ops.setdefault(k.correlation_id(), k.start_ns())
     gpu = [k for k in raw if k.device_type() in gpu_types]
     # (time, order, index): at equal times starts (0) sort before launches (1) before ends (2), so a
     # launch at a range's first or last nanosecond is inside it
@@ -99,17 +104,34 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
     for i, (a, b, _name, _tid) in enumerate(ranges):
         points.append((a, 0, i))
         points.append((b, 2, i))
-    matched = 0
+    matched = linked = 0
+    unmatched: dict[str, float] = defaultdict(float)
+    seen: set[tuple[int, int, str]] = set()
+    duplicates = 0
     for j, k in enumerate(gpu):
+        key = (k.correlation_id(), k.start_ns(), k.name())
+        if key in seen:
+            duplicates += 1  # one activity reported twice: counted once
+            continue
+        seen.add(key)
         launch = launches.get(k.correlation_id())
-        if launch is not None:
-            points.append((launch[0], 1, j))
+        if launch is None:
+            link = getattr(k, "linked_correlation_id", None)
+            launch = ops.get(link()) if link is not None and link() > 0 else None
+            if launch is not None:
+                linked += 1
+        else:
             matched += 1
+        if launch is None:
+            unmatched[k.name()] += k.duration_ns() / 1e3
+            continue
+        points.append((launch, 1, j))
     points.sort()
     out: dict[str, dict[int, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     totals: dict[int, float] = defaultdict(float)
     open_nodes: list[int] = []
     iteration: int | None = None
+    outside_us = 0.0
     for _t, kind, i in points:
         if kind == 0:
             if ranges[i][2] == ITERATION:
@@ -127,8 +149,14 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
             us = k.duration_ns() / 1e3
             out[label][iteration][k.name()].append(us)
             totals[iteration] += us
-    return out, totals, {"gpu_activities": len(gpu), "matched_to_launch": matched,
-                         "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
+        else:
+            outside_us += gpu[i].duration_ns() / 1e3
+    counts: dict[str, Any] = {"gpu_activities": len(gpu), "matched_to_launch": matched, "matched_by_linked_op": linked,
+                              "duplicate_records": duplicates, "outside_iterations_us": outside_us,
+                              "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
+    if unmatched:
+        counts["unmatched_us_by_name"] = dict(sorted(unmatched.items(), key=lambda kv: -kv[1])[:5])
+    return out, totals, counts
 
 
 def summarize(attributed: Mapping[str, Mapping[int, Mapping[str, list[float]]]], iterations: list[int],
@@ -241,6 +269,14 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
             # counted twice; sums near it but above the latency run's compute time mean the profiled
             # run itself was slower (profiling perturbation)
             elapsed_ms = float(start.elapsed_time(end)) / iterations
+            # the same iterations again without the profiler: the sums' own reference (profiling
+            # perturbation shows as profiled > unprofiled elapsed; double counting as sums > profiled)
+            start.record()
+            for _ in range(iterations):
+                one()
+            end.record()
+            torch.cuda.synchronize()
+            unprofiled_ms = float(start.elapsed_time(end)) / iterations
     finally:
         for h in handles:
             h.remove()
@@ -255,7 +291,8 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
         raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
         by_launch, launch_totals, counts = attribute_by_launch(raw, DeviceType.CPU, (DeviceType.CUDA,))
         attribution.update(counts)
-        if counts["gpu_activities"] and counts["matched_to_launch"] >= 0.95 * counts["gpu_activities"]:
+        placed = counts["matched_to_launch"] + counts["matched_by_linked_op"] + counts["duplicate_records"]
+        if counts["gpu_activities"] and placed >= 0.95 * counts["gpu_activities"]:
             attribution["method"] = "launch time (kineto runtime correlation)"
             attribution["op_tree_total_us"] = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) \
                 if iteration_ids else None
@@ -269,8 +306,13 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
     if total is not None and total > elapsed_ms * (1 + OVERCOUNT):
         notes += (f"summed kernel time {total:.4g} ms per iteration exceeds the profiled iterations' elapsed "
                   f"{elapsed_ms:.4g} ms: some kernels were attributed more than once (or ran concurrently)",)
+    if elapsed_ms > unprofiled_ms * (1 + OVERCOUNT) and total is not None and total > unprofiled_ms * (1 + OVERCOUNT):
+        notes += (f"the profiled iterations took {elapsed_ms:.4g} ms each against {unprofiled_ms:.4g} ms unprofiled "
+                  f"(same process, same inputs): the profiler slowed the GPU work, so the per-layer times overstate "
+                  f"it by about {elapsed_ms / unprofiled_ms - 1:.0%}",)
     return PrecisionProfile(precision=runner.precision.value, backend="torch", source=SOURCE, batch_size=batch_size,
                             iterations=iterations, layers=layers, iteration_total_ms=total,
                             config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32,
-                                    "attribution": attribution, "profiled_elapsed_ms_per_iteration": elapsed_ms},
+                                    "attribution": attribution, "profiled_elapsed_ms_per_iteration": elapsed_ms,
+                                    "unprofiled_elapsed_ms_per_iteration": unprofiled_ms},
                             notes=notes)
