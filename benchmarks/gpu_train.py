@@ -11,10 +11,11 @@ Models (both ONNX, random seeded weights, built here):
 
 For each model and batch size, trtprof's ``train_compare`` (the code behind ``trtprof
 train-compare``: arms fp32 (TF32 off), tf32, amp-fp16, amp-bf16; Adam; mean(|y-1|) loss) gives
-verdicts, memory and reasons. The reference is a separate plain loop over a fresh onnx2torch module
-per arm: ``torch.autocast`` + ``torch.amp.GradScaler`` on the default stream, one
-``torch.cuda.Event`` pair per step, arms interleaved in rounds (ABCD DCBA …). Per row the script prints
-trtprof median step / reference median step and the ratio of the two speedups.
+verdicts, memory and reasons. The reference (``interleaved_fidelity``) is an independent plain loop
+over a fresh onnx2torch module per arm (``torch.autocast`` + ``torch.amp.GradScaler``, default
+stream, one ``torch.cuda.Event`` pair per step), run block by block against trtprof's own timed
+runner in the same process (AB BA …). Per row the script prints trtprof's median step / the
+reference's, the ratio of the two speedups, and train-compare's own median for the row.
 
 Usage (device machine, repo root): python3 benchmarks/gpu_train.py --out-dir $OUT
 """
@@ -66,71 +67,85 @@ def export_report_net(path: Path, seed: int = 0) -> Path:
     return path
 
 
-def reference_loop(onnx_path: Path, batch: int, arms, *, warmup: int, steps: int, rounds: int = 5,
-                   seed: int = 0) -> dict:
-    """Plain PyTorch: a fresh module and Adam per arm, autocast (+ GradScaler for fp16), one event pair
-    per step on the default stream. The arms run in ``rounds`` interleaved blocks (ABCD DCBA …) of
-    ``steps / rounds`` steps, so that a slow drift of the machine (clocks, host load) falls on every
-    arm alike; the median over all steps is the arm's step time."""
+def interleaved_fidelity(onnx_path: Path, batch: int, arms, *, rounds: int, steps: int, warmup: int = 5,
+                         seed: int = 0) -> dict:
+    """trtprof's timed training step against a plain-PyTorch step, block by block in the same process.
+
+    Per arm: trtprof's runner (``TorchTrainer.make_runner``, timed by trtprof's own GPU loop through
+    ``interleave.measure_block``) and an independent plain loop over a fresh onnx2torch module (Adam,
+    ``torch.autocast`` + ``torch.amp.GradScaler``, one ``torch.cuda.Event`` pair per step on the
+    default stream) alternate in ``rounds`` blocks of ``steps`` steps (AB BA …), so both see the same
+    machine: at small batch a ResNet-50 step is host-bound and its time moves with the host's state
+    (a first version that ran the reference after the whole train-compare differed by up to 18 %
+    at batch 32 on rows with a 15 % step-to-step CV)."""
     import onnx
     import torch
     from onnx2torch import convert
 
-    proto = onnx.load(str(onnx_path))
+    from trtprof.inputs import make_inputs
+    from trtprof.interleave import measure_block
+    from trtprof.timing import TimingConfig
+    from trtprof.train.pytorch import TorchTrainer
+    from trtprof.train.step import ARMS as ARM_SPECS
     # the same Identity pre-pass trtprof needs for torch-exported graphs (onnx2torch limitation)
     from trtprof.backends.torch import fold_identity_initializers
 
+    proto = onnx.load(str(onnx_path))
     fold_identity_initializers(proto)
     base = convert(proto).float()
-    rng = np.random.default_rng(seed)
+    trainer = TorchTrainer(onnx_path, device="cuda", optimizer="adam", loss="mae-to-ones", seed=seed)
     side = 224 if "resnet" in onnx_path.stem else 128
-    x = torch.as_tensor(rng.standard_normal((batch, 3, side, side), dtype=np.float32)).cuda()
+    feeds = make_inputs(trainer.inputs, {trainer.inputs[0].name: (batch, 3, side, side)}, seed=seed)
+    x = torch.as_tensor(feeds[trainer.inputs[0].name]).cuda()
     dtypes = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}
-    state = {}
-    for arm in arms:
-        model = copy.deepcopy(base).cuda().train()
-        state[arm] = (model, torch.optim.Adam(model.parameters(), lr=1e-3),
-                      torch.amp.GradScaler("cuda", enabled=arm == "amp-fp16"))
-
-    def step(arm: str) -> None:
-        model, opt, scaler = state[arm]
-        dtype = dtypes.get(arm)
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
-            y = model(x)
-        loss = (y.float() - 1.0).abs().mean()
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-
-    def use(arm: str) -> None:
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = arm == "tf32"
-
-    for arm in arms:
-        use(arm)
-        for _ in range(warmup):
-            step(arm)
-    torch.cuda.synchronize()
-    per_round = max(1, -(-steps // rounds))
-    times: dict[str, list[float]] = {arm: [] for arm in arms}
-    for r in range(rounds):
-        for arm in (arms if r % 2 == 0 else arms[::-1]):
-            use(arm)
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(per_round)]
-            for a, b in events:
-                a.record()
-                step(arm)
-                b.record()
-            torch.cuda.synchronize()
-            times[arm] += [a.elapsed_time(b) for a, b in events]
+    config = TimingConfig(warmup=2, iterations=steps, copies=False)
     out = {}
     for arm in arms:
-        ms = np.array(times[arm])
-        out[arm] = {"median_ms": float(np.median(ms)), "n": int(ms.size), "rounds": rounds,
-                    "cv": float(ms.std(ddof=1) / ms.mean())}
-    del state
-    torch.cuda.empty_cache()
+        runner = trainer.make_runner(ARM_SPECS[arm])
+        model = copy.deepcopy(base).cuda().train()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        scaler = torch.amp.GradScaler("cuda", enabled=arm == "amp-fp16")
+        dtype = dtypes.get(arm)
+
+        def step() -> None:
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
+                y = model(x)
+            loss = (y.float() - 1.0).abs().mean()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+
+        def reference_block(n: int) -> list[float]:
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = arm == "tf32"
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            for _ in range(2):
+                step()
+            for a, b in events:
+                a.record()
+                step()
+                b.record()
+            torch.cuda.synchronize()
+            return [a.elapsed_time(b) for a, b in events]
+
+        reference_block(warmup)
+        measure_block(runner, feeds, TimingConfig(warmup=warmup, iterations=1, copies=False))
+        ours: list[float] = []
+        ref: list[float] = []
+        for r in range(rounds):
+            for side_name in (("trtprof", "reference") if r % 2 == 0 else ("reference", "trtprof")):
+                if side_name == "trtprof":
+                    ours += [float(v) for v in measure_block(runner, feeds, config).latency_ms]
+                else:
+                    ref += reference_block(steps)
+        o, f = np.array(ours), np.array(ref)
+        out[arm] = {"trtprof_ms": float(np.median(o)), "reference_ms": float(np.median(f)), "n": int(o.size),
+                    "rounds": rounds, "trtprof_cv": float(o.std(ddof=1) / o.mean()),
+                    "reference_cv": float(f.std(ddof=1) / f.mean())}
+        runner.close()
+        del runner, model, opt, scaler
+        trainer.release()
+        torch.cuda.empty_cache()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = True
     return out
@@ -141,7 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--budget-s", type=float, default=6.0, help="train-compare time budget per batch size")
     ap.add_argument("--steps", type=int, default=10, help="accuracy steps per arm")
-    ap.add_argument("--ref-steps", type=int, default=30)
+    ap.add_argument("--ref-steps", type=int, default=10, help="steps per fidelity block")
+    ap.add_argument("--ref-rounds", type=int, default=6, help="fidelity blocks per side (AB BA …)")
+    ap.add_argument("--batches", default=None, help="only these batch sizes (comma list; default: the plan's)")
     ap.add_argument("--models", default="report_net,resnet50")
     ap.add_argument("--deadline-s", type=float, default=330.0, help="skip optional parts past this wall time")
     ap.add_argument("--max-batch", action="store_true", help="ResNet-50: --find-max-batch (if time is left)")
@@ -183,7 +200,10 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
         path = export_report_net(work / "report_net.onnx")
     plan = cmp.RoundPlan(time_budget_s=args.budget_s, copies=False)
     options = TrainOptions(steps=args.steps, find_max_batch=False)
-    data = train_compare(path, ",".join(ARMS), PLAN[name], plan, options, device="cuda",
+    batches = [b for b in PLAN[name] if args.batches is None or str(b) in args.batches.split(",")]
+    if not batches:
+        return
+    data = train_compare(path, ",".join(ARMS), batches, plan, options, device="cuda",
                          on_batch=lambda b, o: print(f"  {name} batch {b}: {o.rounds} rounds {o.elapsed_s:.1f} s "
                                                      f"({o.stop_reason})", flush=True))
     print(markdown(data), flush=True)
@@ -203,23 +223,25 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
             print(f"  max batch {arm}: {res}", flush=True)
         del trainer
     write_json(data, args.out_dir / f"train-{name}.json")
-    for b in PLAN[name]:
+    for b in batches:
         if time.time() - t0 > args.deadline_s:
             print(f"  reference skipped for {name} batch {b}: past the deadline", flush=True)
             continue
-        ref = reference_loop(path, b, ARMS, warmup=5, steps=args.ref_steps)
-        ours = next(x for x in data["batches"] if x["batch_size"] == b)["median_step_ms"]
+        fid = interleaved_fidelity(path, b, ARMS, rounds=args.ref_rounds, steps=args.ref_steps)
+        compare_ms = next(x for x in data["batches"] if x["batch_size"] == b)["median_step_ms"]
         for arm in ARMS:
-            row = {"model": name, "batch": b, "arm": arm, "trtprof_ms": ours[arm], "reference_ms": ref[arm]["median_ms"],
-                   "ratio": ours[arm] / ref[arm]["median_ms"], "reference_cv": ref[arm]["cv"]}
+            f = fid[arm]
+            row = {"model": name, "batch": b, "arm": arm, "trtprof_ms": f["trtprof_ms"], "reference_ms": f["reference_ms"],
+                   "ratio": f["trtprof_ms"] / f["reference_ms"], "trtprof_cv": f["trtprof_cv"],
+                   "reference_cv": f["reference_cv"], "n_per_side": f["n"], "train_compare_ms": compare_ms[arm]}
             if arm != "fp32":
-                row["trtprof_speedup"] = ours["fp32"] / ours[arm]
-                row["reference_speedup"] = ref["fp32"]["median_ms"] / ref[arm]["median_ms"]
+                row["trtprof_speedup"] = fid["fp32"]["trtprof_ms"] / f["trtprof_ms"]
+                row["reference_speedup"] = fid["fp32"]["reference_ms"] / f["reference_ms"]
                 row["speedup_ratio"] = row["trtprof_speedup"] / row["reference_speedup"]
             summary["rows"].append(row)
-            print(f"  ref {name} b{b} {arm}: trtprof {ours[arm]:.3f} ms, reference {ref[arm]['median_ms']:.3f} ms, "
-                  f"ratio {row['ratio']:.4f}" + (f", speedup ratio {row['speedup_ratio']:.4f}" if arm != "fp32" else ""),
-                  flush=True)
+            print(f"  ref {name} b{b} {arm}: trtprof {f['trtprof_ms']:.3f} ms, reference {f['reference_ms']:.3f} ms, "
+                  f"ratio {row['ratio']:.4f} (train-compare's median {compare_ms[arm]:.3f} ms)"
+                  + (f", speedup ratio {row['speedup_ratio']:.4f}" if arm != "fp32" else ""), flush=True)
     (args.out_dir / "reference.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 

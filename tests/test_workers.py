@@ -82,3 +82,46 @@ def test_a_worker_can_be_told_its_gpu(fp32_record):
         assert b"CUDA_VISIBLE_DEVICES=1" in environ
     finally:
         pool.close()
+
+
+def test_worker_trims_device_memory_before_going_idle(monkeypatch):
+    """serve() asks each runner to give back cached device memory after its warm-up and after every
+    batch of rounds (before replying), so idle loads do not hold autotuning workspaces. A recording
+    fake runner stands in for the torch runner; the protocol is the real one, over in-memory pipes."""
+    import io
+    import pickle
+
+    from trtprof import bench
+
+    log = []
+
+    class RecordingRunner:
+        inputs = ()
+
+        def trim(self):
+            log.append("trim")
+
+        def close(self):
+            log.append("close")
+
+    monkeypatch.setattr(bench, "load_runner", lambda record: RecordingRunner())
+    monkeypatch.setattr(interleave, "measure_block", lambda runner, feeds, config: log.append("block") or "samples")
+    monkeypatch.setattr("trtprof.inputs.make_inputs", lambda *a, **k: {})
+    inp = io.BytesIO()
+    for message in (("init", {"a": None, "b": None}, True), ("feeds", {}, 0, (0, 1)), ("warm", None),
+                    ("rounds", 0, 2, None), ("close",)):
+        pickle.dump(message, inp)
+    inp.seek(0)
+    out = io.BytesIO()
+    workers.serve(inp, out)
+    out.seek(0)
+    replies = []
+    while True:
+        try:
+            replies.append(pickle.load(out))
+        except EOFError:
+            break
+    assert [kind for kind, _ in replies] == ["ready", "ok", "ok", "ok"]
+    assert replies[3][1] == [{"a": "samples", "b": "samples"}, {"b": "samples", "a": "samples"}]
+    # warm: 2 blocks then both runners trimmed; rounds: 4 blocks then trimmed; close at the end
+    assert log == ["block"] * 2 + ["trim"] * 2 + ["block"] * 4 + ["trim"] * 2 + ["close"] * 2

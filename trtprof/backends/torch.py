@@ -295,6 +295,11 @@ class TorchRunner:
         return {spec.name: out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy()
                 for spec, out in zip(self.outputs, outs)}
 
+    def trim(self) -> None:
+        """Return the caching allocator's unused blocks to the driver (workers call it before idling);
+        tensors in use, the bound buffers and captured graphs' pools stay."""
+        self._torch.cuda.empty_cache()
+
     def close(self) -> None:
         self._bound = None
         self._streams.clear()
