@@ -119,10 +119,12 @@ def test_launch_time_attribution_counts_each_gpu_activity_once():
                 FakeKineto("elementwise_kernel", gpu, base + 5_000, base + 5_500, corr=200 + it)]
     raw.append(FakeKineto("fill", gpu, 50_000, 60_000, corr=999))  # its launch was not recorded
     raw.append(raw[4])  # one activity reported twice: counted once
+    raw.append(FakeKineto(PREFIX + "conv1", gpu, 3_000, 4_000))  # the range's span on the GPU: not work
     attributed, totals, counts = attribute_by_launch(raw, cpu, (gpu,))
     assert counts["unmatched_us_by_name"] == {"fill": 10.0}
     del counts["unmatched_us_by_name"]
-    assert counts == {"gpu_activities": 6, "matched_to_launch": 4, "matched_by_linked_op": 0, "duplicate_records": 1,
+    assert counts == {"gpu_activities": 6, "gpu_range_spans_skipped": 1, "matched_to_launch": 4,
+                      "matched_by_linked_op": 0, "duplicate_records": 1,
                       "outside_iterations_us": 0.0, "iterations": 2}
     assert set(attributed) == {"conv1", UNATTRIBUTED}
     assert sorted(totals.values()) == [1.5, 2.5]  # µs per iteration: kernel + stray

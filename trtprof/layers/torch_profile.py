@@ -65,6 +65,8 @@ def attribute_kernels(events: Iterable[Any]) -> tuple[dict[str, dict[int, dict[s
         if iteration is None:
             continue  # outside the profiled iterations
         for k in kernels:
+            if str(k.name).startswith(PREFIX):
+                continue  # a range's span on the GPU timeline, not a kernel (see attribute_by_launch)
             us = float(k.duration)
             out[label or UNATTRIBUTED][iteration][str(k.name)].append(us)
             totals[iteration] += us
@@ -97,7 +99,11 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
             launches[k.correlation_id()] = k.start_ns()
         else:  # an op or a range: the id a GPU activity's linked correlation id refers to
             ops.setdefault(k.correlation_id(), k.start_ns())
-    gpu = [k for k in raw if k.device_type() in gpu_types]
+    # kineto also puts every record_function range on the GPU timeline (a "gpu_user_annotation"
+    # spanning that range's kernels, named like the range): a span, not work; counted, it doubles the
+    # range's time. On the H200 these were a third of the GPU records and none has a launch.
+    every = [k for k in raw if k.device_type() in gpu_types]
+    gpu = [k for k in every if not k.name().startswith(PREFIX)]
     # (time, order, index): at equal times starts (0) sort before launches (1) before ends (2), so a
     # launch at a range's first or last nanosecond is inside it
     points: list[tuple[int, int, int]] = []
@@ -151,7 +157,8 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
             totals[iteration] += us
         else:
             outside_us += gpu[i].duration_ns() / 1e3
-    counts: dict[str, Any] = {"gpu_activities": len(gpu), "matched_to_launch": matched, "matched_by_linked_op": linked,
+    counts: dict[str, Any] = {"gpu_activities": len(gpu), "gpu_range_spans_skipped": len(every) - len(gpu),
+                              "matched_to_launch": matched, "matched_by_linked_op": linked,
                               "duplicate_records": duplicates, "outside_iterations_us": outside_us,
                               "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
     if unmatched:
