@@ -62,9 +62,10 @@ def main(argv: list[str] | None = None) -> int:
                   make_demo_model(work / "b.onnx", channels=4, image=8, classes=5)]
         backend, runs, device = "onnxruntime", (("one_gpu", ["--gpus", "none"]), ("two_gpus", ["--gpus", "none", "--workers", "2"])), "cpu"
     else:
-        from gpu_fidelity import export_conv_elu, export_resnet50
+        from gpu_fidelity import MAKERS
 
-        models = [export_resnet50(work / "resnet50.onnx"), export_conv_elu(work / "conv_elu.onnx")]
+        models = [MAKERS["resnet50"](work / "resnet50.onnx"),
+                  MAKERS["report_conv_elu_k32_256"](work / "report_conv_elu_k32_256.onnx")]
         backend, runs, device = "torch", (("one_gpu", ["--gpus", "0"]), ("two_gpus", ["--gpus", "all"])), "gpu"
     spec = work / "sweep.toml"
     spec.write_text(
