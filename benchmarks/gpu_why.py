@@ -128,20 +128,20 @@ def independent_verdicts(name: str, batches: list[int], *, graph: bool, rounds: 
 
 
 def trtprof_verdicts(compare_json: dict) -> list[dict]:
-    """trtprof's own rows, plus fp16 vs tf32 from its samples (same statistics as the reference)."""
-    from trtprof.compare import speedup_ci
-
+    """trtprof's own rows, plus fp16 vs tf32 derived from them: the ratio of the two speedups over fp32
+    (the same rounds measured all three; compare's JSON keeps pooled samples only, and its CI needs
+    the loads/rounds structure, so the derived row has an estimate and no CI or verdict of its own)."""
     rows = []
     for c in compare_json["comparisons"]:
         rows.append({"batch_size": c["batch_size"], "candidate": c["candidate"], "baseline": c["baseline"],
                      "speedup": c["speedup"]["estimate"], "ci_low": c["speedup"]["ci_low"],
                      "ci_high": c["speedup"]["ci_high"], "verdict": c["verdict"]})
-    by = {(r["batch_size"], r["precision"]): r for r in compare_json["results"]}
+    by = {(r["batch_size"], r["candidate"]): r for r in rows if r["baseline"] == "fp32"}
     for batch in sorted({b for b, _ in by}):
         if (batch, "tf32") in by and (batch, "fp16") in by:
-            s = speedup_ci(by[(batch, "tf32")]["samples_ms"], by[(batch, "fp16")]["samples_ms"])
-            rows.append({"batch_size": batch, "candidate": "fp16", "baseline": "tf32", "speedup": s.estimate,
-                         "ci_low": s.ci_low, "ci_high": s.ci_high, "verdict": s.verdict})
+            rows.append({"batch_size": batch, "candidate": "fp16", "baseline": "tf32",
+                         "speedup": by[(batch, "fp16")]["speedup"] / by[(batch, "tf32")]["speedup"],
+                         "ci_low": None, "ci_high": None, "verdict": None, "derived": True})
     return rows
 
 
@@ -284,9 +284,9 @@ def main(argv: list[str] | None = None) -> int:
                     for r in ref:
                         t = mine.get((r["batch_size"], r["candidate"], r["baseline"]))
                         agree.append({"batch_size": r["batch_size"], "pair": f"{r['candidate']} vs {r['baseline']}",
-                                      "trtprof": None if t is None else f"{t['speedup']:.3f} {t['verdict']}",
+                                      "trtprof": None if t is None else f"{t['speedup']:.3f} {t['verdict'] or '(derived)'}",
                                       "independent": f"{r['speedup']:.3f} {r['verdict']}",
-                                      "agree": None if t is None else t["verdict"] == r["verdict"],
+                                      "agree": None if t is None or t["verdict"] is None else t["verdict"] == r["verdict"],
                                       "ratio_of_speedups": None if t is None else t["speedup"] / r["speedup"]})
                     entry.setdefault("reference", {})[mode] = {"rows": ref, "agreement": agree}
                     for a in agree:
