@@ -10,6 +10,11 @@ pre-build steps are cache hits and the ratio compares the cells, not who paid fo
 Models are exported on the machine with torch/torchvision (``benchmarks/gpu_fidelity.py``).
 
     python3 benchmarks/sweep_gpu.py --out-dir $OUT/sweep_gpu --time-budget-s 3
+    python3 benchmarks/sweep_gpu.py --out-dir $OUT/sweep_ray --only-ray --skip-interference   # Ray only
+
+``--ray`` adds the two-GPU sweep through ``--executor ray`` (Ray started locally by ``trtprof sweep``,
+one task per cell with ``num_gpus=1``). Ray is not on the GPU machine and its wheel is over one call's
+transfer limit: see ``benchmarks/ray_on_device.md``.
 """
 from __future__ import annotations
 
@@ -47,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-interference", action="store_true")
     ap.add_argument("--only-interference", action="store_true",
                     help="export + build, then only the interference benchmark (no sweeps)")
+    ap.add_argument("--ray", action="store_true",
+                    help="also run the two-GPU sweep with --executor ray (a local Ray started by trtprof sweep)")
+    ap.add_argument("--only-ray", action="store_true", help="of the sweeps, only the Ray one (implies --ray)")
+    ap.add_argument("--ray-gpu-types", default=None, metavar="H200",
+                    help="pass --gpu-types to the Ray sweep (Ray's accelerator_type resources)")
     ap.add_argument("--cpu-dry-run", action="store_true",
                     help="check this script on a CPU: two small demo models on onnxruntime, 1 vs 2 CPU workers")
     args = ap.parse_args(argv)
@@ -82,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     for argv_ in firsts:
         if trtprof(*argv_, log=log) != 0:
             return 1
+    ray_run = ("ray", ["--executor", "ray"] + (["--gpu-types", args.ray_gpu_types] if args.ray_gpu_types else []))
+    if args.only_ray:
+        runs = (ray_run,)
+    elif args.ray:
+        runs = runs + (ray_run,)
     if args.only_interference:
         runs = ()
     walls = {}
@@ -90,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         merged = json.loads((work / name / "sweep.json").read_text())
         walls[name] = merged["executor"]["run_wall_s"]
         print(f"{name}: rc {rc}, {merged['cells_ok']}/{merged['cells_total']} ok, wall {walls[name]:.1f} s", flush=True)
-    if walls:
+    if "ray" in walls:
+        print(f"\nRAY SWEEP: wall {walls['ray']:.1f} s" + (f" (local executor on two GPUs: {walls['two_gpus']:.1f} s)"
+                                                          if "two_gpus" in walls else ""), flush=True)
+        (out / "summary_ray.json").write_text(json.dumps({"ray_wall_s": walls["ray"], **(
+            {"two_gpus_wall_s": walls["two_gpus"]} if "two_gpus" in walls else {})}, indent=1) + "\n")
+        subprocess.run(["tar", "czf", str(out / "sweep_ray.tgz"), "-C", str(work), "ray", "sweep.toml"])
+    if "one_gpu" in walls and "two_gpus" in walls:
         ratio = walls["one_gpu"] / walls["two_gpus"]
         print(f"\nSWEEP WALL TIME: one GPU {walls['one_gpu']:.1f} s, two GPUs {walls['two_gpus']:.1f} s, "
               f"ratio {ratio:.3f}x (target >= 1.8x)", flush=True)
@@ -106,14 +127,14 @@ def main(argv: list[str] | None = None) -> int:
                "--engines", str(work / "engines"), "--out", str(interference)]
         print("$ " + " ".join(cmd), flush=True)
         subprocess.run(cmd)
-        if interference.is_file() and walls:  # re-merge the two-GPU sweep with the figures (no cell runs again)
+        if interference.is_file() and "two_gpus" in walls:  # re-merge the two-GPU sweep with the figures (no cell runs again)
             trtprof("sweep", str(spec), *runs[1][1], "--out", str(work / "two_gpus"), "--resume",
                     "--interference", str(interference), log=log)
     if not walls:
         return 0
-    trtprof("report", str(work / "two_gpus" / "sweep.json"), "-o", str(work / "two_gpus" / "report.html"), log=log)
-    trtprof("report", str(work / "one_gpu" / "sweep.json"), "-o", str(work / "one_gpu" / "report.html"), log=log)
-    subprocess.run(["tar", "czf", str(out / "sweeps.tgz"), "-C", str(work), "one_gpu", "two_gpus", "sweep.toml"])
+    for name in walls:
+        trtprof("report", str(work / name / "sweep.json"), "-o", str(work / name / "report.html"), log=log)
+    subprocess.run(["tar", "czf", str(out / "sweeps.tgz"), "-C", str(work), *walls, "sweep.toml"])
     return 0
 
 
