@@ -52,11 +52,10 @@ def attribute_kernels(events: Iterable[Any]) -> tuple[dict[str, dict[int, dict[s
         while node is not None:
             name = str(getattr(node, "name", ""))
             if name == ITERATION:
-                # the event object itself, not its ``id`` (torch sets it to kineto's correlation id).
-                # Keyed by ``id``, large-batch ResNet-50 on the H200 showed most kernels launched
-                # twice per "iteration" and layer sums up to 1.9× the measured time: repeated ids
-                # merging iterations is the likely cause (not yet re-measured; the profile records
-                # ``iteration_event_ids_distinct`` to show it)
+                # the event object itself, not its ``id`` (torch sets it to kineto's correlation id,
+                # which need not be unique). On the H200 the ids were distinct (the profile records
+                # ``iteration_event_ids_distinct``); the doubled large-batch ResNet-50 sums came from
+                # this op tree hanging kernels twice, which is why the launch attribution is preferred
                 iteration = builtins_id(node)
                 break
             if label is None and name.startswith(PREFIX):
