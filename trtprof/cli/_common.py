@@ -86,11 +86,9 @@ def precisions_from_flags(args: argparse.Namespace) -> list[Precision]:
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    from ..texttable import grid
+
+    return "\n".join(grid(headers, rows))
 
 
 # --- option types: a bad value is an argparse error (exit 2, one line naming the option) ----------

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..texttable import grid
+
 COMPUTE = "compute"
 CAST = "cast"
 REFORMAT = "reformat"
@@ -235,10 +237,7 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
             cells.append("-" if ratio is None else f"{ratio:.2f}{mark}")
         cells += [_tc_cell(r["kernels"].get(p, [])) for p in precisions]
         lines_rows.append(cells)
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *lines_rows)] if lines_rows else [len(h) for h in headers]
-    out = ["  ".join(str(c).rjust(w) if i >= 3 else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-           for cells in [headers, *lines_rows]]
-    out.insert(1, "  ".join("-" * w for w in widths))
+    out = grid(headers, lines_rows, left=3)
     if top is not None and len(rows) > top:
         rest = rows[top:]
         parts = []
