@@ -242,7 +242,8 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
             print(f"  ref {name} b{b} {arm}: trtprof {f['trtprof_ms']:.3f} ms, reference {f['reference_ms']:.3f} ms, "
                   f"ratio {row['ratio']:.4f} (train-compare's median {compare_ms[arm]:.3f} ms)"
                   + (f", speedup ratio {row['speedup_ratio']:.4f}" if arm != "fp32" else ""), flush=True)
-    (args.out_dir / "reference.json").write_text(json.dumps(summary, indent=1) + "\n")
+        # after every batch size: a run cut by a time limit keeps the rows it measured
+        (args.out_dir / "reference.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     thread.join()
     print(f"busy:   {busy['status']} in {busy['wall_s']:.1f} s {medians(busy)} (neighbour started {delay:.1f} s "
           f"before)", flush=True)
+    if args.out:  # a run cut off before "alone again" (a time limit) still leaves what it measured
+        partial = args.out.with_name(args.out.stem + ".partial.json")
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps({"schema": "trtprof.sweep_interference.partial/1", "created": now_iso(),
+                                       "host": host(), "device": device, "alone_ms": medians(alone1),
+                                       "busy_ms": medians(busy), "neighbour_started_before_cell_s": round(delay, 2),
+                                       "note": "no 'alone again' phase yet: no noise floor; not for --interference"},
+                                      indent=1) + "\n")
     alone2 = run_cell(cell, target, build=False)
     print(f"alone:  {alone2['status']} in {alone2['wall_s']:.1f} s {medians(alone2)}", flush=True)
     if busy["status"] != "ok" or alone2["status"] != "ok":
