@@ -125,3 +125,32 @@ def test_worker_trims_device_memory_before_going_idle(monkeypatch):
     assert replies[3][1] == [{"a": "samples", "b": "samples"}, {"b": "samples", "a": "samples"}]
     # warm: 2 blocks then both runners trimmed; rounds: 4 blocks then trimmed; close at the end
     assert log == ["block"] * 2 + ["trim"] * 2 + ["block"] * 4 + ["trim"] * 2 + ["close"] * 2
+
+
+def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_it_fails(fp32_record, monkeypatch):
+    """The worker processes load their engines while the parent runs its own accuracy pass (on a GPU
+    host both take seconds); if that pass fails, no worker is left running."""
+    from trtprof import accuracy
+    from trtprof.compare import compare_records
+    from trtprof.errors import BadModel
+
+    pools = []
+
+    class RecordingPool(workers.WorkerPool):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    seen = []
+
+    def failing_outputs(runner, feeds):
+        seen.append(len(pools[0].workers))  # spawned already, while the parent is here
+        raise BadModel("outputs could not be computed")
+
+    monkeypatch.setattr(workers, "WorkerPool", RecordingPool)
+    monkeypatch.setattr(accuracy, "run_outputs", failing_outputs)
+    plan = interleave.RoundPlan(time_budget_s=0.0, round_iterations=5, min_loads=3, min_rounds=2)
+    with pytest.raises(BadModel):
+        compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], plan)
+    assert seen == [3]
+    assert all(w.proc.poll() is not None for w in pools[0].workers)

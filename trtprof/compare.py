@@ -281,7 +281,8 @@ def compare_records(
 
     The engines are loaded here once for their outputs and input specs, then closed; the timing
     runs in ``plan.min_loads``+ independent loads: worker processes (``isolation="process"``, told
-    ``device`` for CUDA_VISIBLE_DEVICES) reused across batch sizes, or fresh in-process runners
+    ``device`` for CUDA_VISIBLE_DEVICES; spawned before that pass so that their start-up overlaps
+    it) reused across batch sizes, or fresh in-process runners
     (``"in-process"``). ``on_progress`` hears every look of the stopping rule, ``on_batch`` each
     batch size as soon as its verdict is decided. ``layers``: also profile every engine layer by layer
     (a separate run after the timing, ``trtprof.layers``)."""
@@ -303,6 +304,14 @@ def compare_records(
     per_batch: dict[int, dict[str, Any]] = {}
     ints = int_range or DEFAULT_INT_RANGE
     first = records[baseline]
+    pool = None
+    if isolation == ISOLATION_PROCESS:
+        from .workers import WorkerPool, trim
+
+        pool = WorkerPool(records, device=device, autotune=plan.autotune)
+        # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
+        # tens of seconds for a torch model on a GPU host) overlap the parent's own
+        pool.spawn(plan.min_loads)
     runners: dict[str, Any] = {}
     try:  # outputs (accuracy) and shapes from one in-process load, closed before the timing
         for name in names:
@@ -319,7 +328,14 @@ def compare_records(
             if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
                 fp16_range = fp16range.for_compare(onnx_path, records, feeds)
             outputs[batch] = {name: run_outputs(runners[name], feeds) for name in names}
+    except BaseException:
+        if pool is not None:
+            pool.kill()
+            pool.close()
+        raise
     finally:
+        if pool is not None:
+            trim(runners)  # the parent idles while the loads measure: keep no autotuning workspaces
         for runner in runners.values():
             runner.close()
     on_gpu = any(d == "cuda" for d in devices.values())
@@ -329,15 +345,10 @@ def compare_records(
 
         peak = query_device_peak()
 
-    pool = None
-    if isolation == ISOLATION_PROCESS:
-        from .workers import WorkerPool
-
-        pool = WorkerPool(records, device=device, autotune=plan.autotune)
     interrupted = False
     try:
         if pool is not None:
-            pool.start(plan.min_loads)  # side by side: their imports and engine loads overlap
+            pool.start(plan.min_loads)  # wait until the workers spawned above have loaded their engines
         for batch in batch_sizes:
             try:
                 feeds_args = (all_shapes[batch], seed, ints)

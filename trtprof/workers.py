@@ -135,12 +135,16 @@ class WorkerPool:
         self.autotune = autotune
         self.workers: list[Worker] = []
 
+    def spawn(self, n: int) -> None:
+        """Start up to ``n`` workers at once and return: their imports and engine loads run in the
+        background (and overlap each other) until ``start`` waits for them."""
+        self.workers.extend(Worker(len(self.workers) + k, self.records, self.device, self.autotune)
+                            for k in range(n - len(self.workers)))
+
     def start(self, n: int) -> None:
-        """Start up to ``n`` workers at once (their imports and engine loads overlap), wait for all."""
-        fresh = [Worker(len(self.workers) + k, self.records, self.device, self.autotune)
-                 for k in range(n - len(self.workers))]
-        self.workers.extend(fresh)
-        for w in fresh:
+        """Have ``n`` workers (spawning what is missing) and wait until every one has loaded its engines."""
+        self.spawn(n)
+        for w in self.workers:
             w.wait_ready()
 
     def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int,
