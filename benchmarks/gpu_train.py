@@ -143,7 +143,7 @@ def interleaved_fidelity(onnx_path: Path, batch: int, arms, *, rounds: int, step
                     "rounds": rounds, "trtprof_cv": float(o.std(ddof=1) / o.mean()),
                     "reference_cv": float(f.std(ddof=1) / f.mean())}
         runner.close()
-        del runner, model, opt, scaler
+        del runner  # model, opt and scaler are rebound by the next arm (the closures above use them)
         trainer.release()
         torch.cuda.empty_cache()
     torch.backends.cuda.matmul.allow_tf32 = False
