@@ -67,6 +67,22 @@ def export_report_net(path: Path, seed: int = 0) -> Path:
     return path
 
 
+def round_ratio_ci(ours: np.ndarray, ref: np.ndarray, seed: int = 0) -> dict:
+    """The rounds are the independent units (each round is a trtprof block beside a reference block):
+    the ratio of the two sides' median-of-round-medians with a 95 % bootstrap CI over paired rounds
+    (scipy's BCa), so a ratio outside ±2 % can be told apart from the rounds' own spread."""
+    from scipy.stats import bootstrap
+
+    def ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(a, axis=axis) / np.median(b, axis=axis)
+
+    res = bootstrap((ours, ref), ratio, paired=True, vectorized=True, n_resamples=5000,
+                    confidence_level=0.95, random_state=np.random.default_rng(seed))
+    ci = res.confidence_interval
+    return {"round_ratio": float(ratio(ours, ref)), "round_ratio_ci": [float(ci.low), float(ci.high)],
+            "round_medians_trtprof": [float(x) for x in ours], "round_medians_reference": [float(x) for x in ref]}
+
+
 def interleaved_fidelity(onnx_path: Path, batch: int, arms, *, rounds: int, steps: int, warmup: int = 5,
                          seed: int = 0) -> dict:
     """trtprof's timed training step against a plain-PyTorch step, block by block in the same process.
@@ -130,18 +146,19 @@ def interleaved_fidelity(onnx_path: Path, batch: int, arms, *, rounds: int, step
 
         reference_block(warmup)
         measure_block(runner, feeds, TimingConfig(warmup=warmup, iterations=1, copies=False))
-        ours: list[float] = []
-        ref: list[float] = []
+        ours: list[list[float]] = []
+        ref: list[list[float]] = []
         for r in range(rounds):
             for side_name in (("trtprof", "reference") if r % 2 == 0 else ("reference", "trtprof")):
                 if side_name == "trtprof":
-                    ours += [float(v) for v in measure_block(runner, feeds, config).latency_ms]
+                    ours.append([float(v) for v in measure_block(runner, feeds, config).latency_ms])
                 else:
-                    ref += reference_block(steps)
+                    ref.append(reference_block(steps))
         o, f = np.array(ours), np.array(ref)
         out[arm] = {"trtprof_ms": float(np.median(o)), "reference_ms": float(np.median(f)), "n": int(o.size),
                     "rounds": rounds, "trtprof_cv": float(o.std(ddof=1) / o.mean()),
-                    "reference_cv": float(f.std(ddof=1) / f.mean())}
+                    "reference_cv": float(f.std(ddof=1) / f.mean()),
+                    **round_ratio_ci(np.median(o, axis=1), np.median(f, axis=1))}
         runner.close()
         del runner  # model, opt and scaler are rebound by the next arm (the closures above use them)
         trainer.release()
@@ -161,6 +178,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", default=None, help="only these batch sizes (comma list; default: the plan's)")
     ap.add_argument("--models", default="report_net,resnet50")
     ap.add_argument("--deadline-s", type=float, default=330.0, help="skip optional parts past this wall time")
+    ap.add_argument("--fidelity-only", action="store_true",
+                    help="skip train-compare itself; only the interleaved reference check (its rows already exist)")
     ap.add_argument("--max-batch", action="store_true", help="ResNet-50: --find-max-batch (if time is left)")
     args = ap.parse_args(argv)
     t0 = time.time()
@@ -203,11 +222,16 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
     batches = [b for b in PLAN[name] if args.batches is None or str(b) in args.batches.split(",")]
     if not batches:
         return
-    data = train_compare(path, ",".join(ARMS), batches, plan, options, device="cuda",
-                         on_batch=lambda b, o: print(f"  {name} batch {b}: {o.rounds} rounds {o.elapsed_s:.1f} s "
-                                                     f"({o.stop_reason})", flush=True))
-    print(markdown(data), flush=True)
-    if args.max_batch and name == "resnet50" and time.time() - t0 < args.deadline_s:
+    if args.fidelity_only:  # train-compare's own rows exist from an earlier run: only the reference check
+        data = {"batches": [{"batch_size": b, "median_step_ms": {}} for b in batches]}
+    else:
+        data = train_compare(path, ",".join(ARMS), batches, plan, options, device="cuda",
+                             on_batch=lambda b, o: print(f"  {name} batch {b}: {o.rounds} rounds {o.elapsed_s:.1f} s "
+                                                         f"({o.stop_reason})", flush=True))
+        print(markdown(data), flush=True)
+    if args.fidelity_only:
+        pass
+    elif args.max_batch and name == "resnet50" and time.time() - t0 < args.deadline_s:
         from trtprof.inputs import make_inputs
         from trtprof.train.pytorch import TorchTrainer
         from trtprof.train.step import ARMS as ARM_SPECS
@@ -222,7 +246,8 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
             data["max_batch"][arm] = res
             print(f"  max batch {arm}: {res}", flush=True)
         del trainer
-    write_json(data, args.out_dir / f"train-{name}.json")
+    if not args.fidelity_only:
+        write_json(data, args.out_dir / f"train-{name}.json")
     for b in batches:
         if time.time() - t0 > args.deadline_s:
             print(f"  reference skipped for {name} batch {b}: past the deadline", flush=True)
@@ -233,14 +258,19 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
             f = fid[arm]
             row = {"model": name, "batch": b, "arm": arm, "trtprof_ms": f["trtprof_ms"], "reference_ms": f["reference_ms"],
                    "ratio": f["trtprof_ms"] / f["reference_ms"], "trtprof_cv": f["trtprof_cv"],
-                   "reference_cv": f["reference_cv"], "n_per_side": f["n"], "train_compare_ms": compare_ms[arm]}
+                   "reference_cv": f["reference_cv"], "n_per_side": f["n"], "train_compare_ms": compare_ms.get(arm),
+                   "round_ratio": f["round_ratio"], "round_ratio_ci": f["round_ratio_ci"],
+                   "round_medians_trtprof": f["round_medians_trtprof"],
+                   "round_medians_reference": f["round_medians_reference"]}
             if arm != "fp32":
                 row["trtprof_speedup"] = fid["fp32"]["trtprof_ms"] / f["trtprof_ms"]
                 row["reference_speedup"] = fid["fp32"]["reference_ms"] / f["reference_ms"]
                 row["speedup_ratio"] = row["trtprof_speedup"] / row["reference_speedup"]
             summary["rows"].append(row)
             print(f"  ref {name} b{b} {arm}: trtprof {f['trtprof_ms']:.3f} ms, reference {f['reference_ms']:.3f} ms, "
-                  f"ratio {row['ratio']:.4f} (train-compare's median {compare_ms[arm]:.3f} ms)"
+                  f"ratio {row['ratio']:.4f}, per-round {f['round_ratio']:.4f} [95% CI {f['round_ratio_ci'][0]:.4f}, "
+                  f"{f['round_ratio_ci'][1]:.4f}]"
+                  + (f" (train-compare's median {compare_ms[arm]:.3f} ms)" if arm in compare_ms else "")
                   + (f", speedup ratio {row['speedup_ratio']:.4f}" if arm != "fp32" else ""), flush=True)
         # after every batch size: a run cut by a time limit keeps the rows it measured
         (args.out_dir / "reference.json").write_text(json.dumps(summary, indent=1) + "\n")
