@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-interference", action="store_true")
     ap.add_argument("--only-interference", action="store_true",
                     help="export + build, then only the interference benchmark (no sweeps)")
+    ap.add_argument("--finish-interference", action="store_true",
+                    help="only the 'alone again' phase of an interference run a time limit cut (its partial file in --out-dir)")
     ap.add_argument("--ray", action="store_true",
                     help="also run the two-GPU sweep with --executor ray (a local Ray started by trtprof sweep)")
     ap.add_argument("--runs", default=None, metavar="one_gpu,two_gpus,ray",
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_interference:
         cmd = [sys.executable, str(ROOT / "benchmarks/sweep_interference.py"), str(models[0]), "--backend", backend,
                "--batch-size", "64", "--precisions", "fp32,fp16", "--time-budget-s", args.time_budget_s, "--device", device,
-               "--engines", str(work / "engines"), "--out", str(interference)]
+               "--engines", str(work / "engines"), "--out", str(interference)] + (["--finish"] if args.finish_interference else [])
         print("$ " + " ".join(cmd), flush=True)
         subprocess.run(cmd)
         if interference.is_file():  # re-merge the two-GPU sweeps with the figures (no cell runs again)

@@ -7,7 +7,9 @@ the host as two CPU workers do (half the cores each). Printed per precision: the
 alone (twice: before and after), beside the neighbour, and the ratio busy / alone; the noise floor is
 how much the two alone runs differ. ``--out FILE`` writes the figures for ``trtprof sweep
 --interference FILE``, which warns about cells that ran beside others when the ratio exceeded the
-noise floor.
+noise floor. Each phase is a whole cell (on a GPU host about a minute); a run cut after the busy phase
+leaves ``OUT.partial.json`` with both records, and ``--finish`` (same arguments, same machine) runs only
+"alone again" and writes ``OUT``.
 
     python benchmarks/sweep_interference.py MODEL --backend torch --batch-size 64 \\
         --precisions fp32,fp16 --time-budget-s 4 --out benchmarks/results/sweep_interference-…json
@@ -26,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+PARTIAL_SCHEMA = "trtprof.sweep_interference.partial/2"
 NOISE_MIN = 0.01  # below ±1 % the compare's own stopping target cannot tell anything apart anyway
 
 
@@ -80,11 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=("gpu", "cpu"), default=None, help="default: gpu when NVML sees 2+ GPUs")
     ap.add_argument("--engines", type=Path, default=Path("engines"))
     ap.add_argument("--out", type=Path, default=None, help="JSON for trtprof sweep --interference")
+    ap.add_argument("--finish", action="store_true",
+                    help="a run cut after its busy phase left OUT.partial.json: run only 'alone again' (same "
+                         "arguments, the same machine) and write OUT from the three phases")
     args = ap.parse_args(argv)
+    if args.finish and not args.out:
+        ap.error("--finish needs --out (the partial file is OUT.partial.json)")
 
     from trtprof.cache import now_iso
     from trtprof.environment import host
-    from trtprof.sweep.cell import Interrupted, Processes, build_model, run_cell
+    from trtprof.sweep.cell import build_model, run_cell
     from trtprof.sweep.local import local_slots, visible_gpus
     from trtprof.sweep.spec import make_spec
 
@@ -115,11 +123,82 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build failed: {built['error']}", file=sys.stderr)
         return 1
     t0 = time.perf_counter()
+    partial = args.out.with_name(args.out.stem + ".partial.json") if args.out else None
+    what = {"model": str(args.model.resolve()), "backend": args.backend, "batch_size": args.batch_size,
+            "neighbour_batch_size": nb, "precisions": args.precisions, "time_budget_s": args.time_budget_s,
+            "round_iterations": args.round_iterations, "device": device, "target_slot": target.name,
+            "neighbour_slot": neighbour_slot.name}
+    if args.finish:
+        assert partial is not None
+        alone1, busy, delay = resume_partial(partial, what)
+        print(f"finishing {partial}: alone {medians(alone1)}, busy {medians(busy)} (measured {alone1.get('started')})",
+              flush=True)
+    else:
+        alone1, busy, delay = first_phases(cell, neighbour_cell, target, neighbour_slot)
+        if alone1 is None or busy is None:
+            return 1
+        if partial is not None:  # a run cut off before "alone again" (a time limit) still leaves what it measured
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_text(json.dumps({
+                "schema": PARTIAL_SCHEMA, "created": now_iso(), "host": host(), "device": device,
+                "alone_ms": medians(alone1), "busy_ms": medians(busy), "neighbour_started_before_cell_s": round(delay, 2),
+                "arguments": what, "records": {"alone": alone1, "busy": busy},
+                "note": "no 'alone again' phase yet: no noise floor; not for --interference (finish it with --finish)"},
+                indent=1, default=str) + "\n")
+    alone2 = run_cell(cell, target, build=False)
+    print(f"alone:  {alone2['status']} in {alone2['wall_s']:.1f} s {medians(alone2)}", flush=True)
+    if alone2["status"] != "ok":
+        print(alone2.get("error"), file=sys.stderr)
+        return 1
+    fig = figures(alone1, busy, alone2)
+    if args.finish:
+        fig["finished_later"] = {"alone_again_started": alone2.get("started"),
+                                 "note": "alone and busy came from an earlier run's partial file (--finish)"}
+    fig.update({"device": target.gpu.get("name") if target.gpu else host().get("cpu"),
+                "cell": {"model": cell.model.stem, "batch_size": cell.batch_size, "backend": cell.model.backend,
+                         "precisions": list(cell.model.precisions), "time_budget_s": args.time_budget_s},
+                "neighbour": {"batch_size": nb, "slot": neighbour_slot.to_json(), "started_before_cell_s": round(delay, 2)},
+                "target_slot": target.to_json(), "seconds": round(time.perf_counter() - t0, 1)})
+    print()
+    print(f"{'precision':<10} {'alone ms':>10} {'busy ms':>10} {'alone again':>12} {'busy/alone':>11}")
+    for p, v in fig["per_precision"].items():
+        print(f"{p:<10} {v['alone_before_ms']:>10.4g} {v['busy_ms']:>10.4g} {v['alone_after_ms']:>12.4g} "
+              f"{v['busy_over_alone']:>11.4f}")
+    print(f"interference ratio (worst busy/alone − 1): {fig['worst_slowdown']:+.2%}; noise floor (alone vs alone "
+          f"again, at least {NOISE_MIN:.0%}): ±{fig['noise_floor']:.2%}; above the noise: {fig['above_noise']}")
+    print(f"speedups alone {fig['speedup_alone']}, busy {fig['speedup_busy']}, alone again {fig['speedup_alone_after']}")
+    if args.out:
+        data = {"schema": "trtprof.sweep_interference/1", "created": now_iso(), "host": host(), device: fig,
+                "command": [sys.executable, *sys.argv]}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"interference: {args.out}")
+    return 0
+
+
+def resume_partial(partial: Path, what: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], float]:
+    """The alone and busy records an earlier run left, checked to be the same measurement."""
+    if not partial.is_file():
+        raise SystemExit(f"sweep_interference: {partial}: no partial file to finish")
+    data = json.loads(partial.read_text())
+    if data.get("schema") != PARTIAL_SCHEMA or "records" not in data:
+        raise SystemExit(f"sweep_interference: {partial}: not a partial file this version can finish")
+    differs = {k: (data["arguments"].get(k), v) for k, v in what.items() if data["arguments"].get(k) != v}
+    if differs:
+        raise SystemExit(f"sweep_interference: {partial}: measured with other arguments: "
+                         + ", ".join(f"{k} {a!r} there, {b!r} now" for k, (a, b) in differs.items()))
+    return data["records"]["alone"], data["records"]["busy"], float(data["neighbour_started_before_cell_s"])
+
+
+def first_phases(cell, neighbour_cell, target, neighbour_slot):
+    """Alone, then beside a neighbour that keeps measuring on the other worker."""
+    from trtprof.sweep.cell import Interrupted, Processes, run_cell
+
     alone1 = run_cell(cell, target, build=False)
     print(f"alone:  {alone1['status']} in {alone1['wall_s']:.1f} s {medians(alone1)}", flush=True)
     if alone1["status"] != "ok":
         print(alone1["error"], file=sys.stderr)
-        return 1
+        return None, None, 0.0
 
     procs = Processes()
     neighbour_window: dict[str, float] = {}
@@ -142,40 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     thread.join()
     print(f"busy:   {busy['status']} in {busy['wall_s']:.1f} s {medians(busy)} (neighbour started {delay:.1f} s "
           f"before)", flush=True)
-    if args.out:  # a run cut off before "alone again" (a time limit) still leaves what it measured
-        partial = args.out.with_name(args.out.stem + ".partial.json")
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps({"schema": "trtprof.sweep_interference.partial/1", "created": now_iso(),
-                                       "host": host(), "device": device, "alone_ms": medians(alone1),
-                                       "busy_ms": medians(busy), "neighbour_started_before_cell_s": round(delay, 2),
-                                       "note": "no 'alone again' phase yet: no noise floor; not for --interference"},
-                                      indent=1) + "\n")
-    alone2 = run_cell(cell, target, build=False)
-    print(f"alone:  {alone2['status']} in {alone2['wall_s']:.1f} s {medians(alone2)}", flush=True)
-    if busy["status"] != "ok" or alone2["status"] != "ok":
-        print(busy.get("error") or alone2.get("error"), file=sys.stderr)
-        return 1
-    fig = figures(alone1, busy, alone2)
-    fig.update({"device": target.gpu.get("name") if target.gpu else host().get("cpu"),
-                "cell": {"model": cell.model.stem, "batch_size": cell.batch_size, "backend": cell.model.backend,
-                         "precisions": list(cell.model.precisions), "time_budget_s": args.time_budget_s},
-                "neighbour": {"batch_size": nb, "slot": neighbour_slot.to_json(), "started_before_cell_s": round(delay, 2)},
-                "target_slot": target.to_json(), "seconds": round(time.perf_counter() - t0, 1)})
-    print()
-    print(f"{'precision':<10} {'alone ms':>10} {'busy ms':>10} {'alone again':>12} {'busy/alone':>11}")
-    for p, v in fig["per_precision"].items():
-        print(f"{p:<10} {v['alone_before_ms']:>10.4g} {v['busy_ms']:>10.4g} {v['alone_after_ms']:>12.4g} "
-              f"{v['busy_over_alone']:>11.4f}")
-    print(f"interference ratio (worst busy/alone − 1): {fig['worst_slowdown']:+.2%}; noise floor (alone vs alone "
-          f"again, at least {NOISE_MIN:.0%}): ±{fig['noise_floor']:.2%}; above the noise: {fig['above_noise']}")
-    print(f"speedups alone {fig['speedup_alone']}, busy {fig['speedup_busy']}, alone again {fig['speedup_alone_after']}")
-    if args.out:
-        data = {"schema": "trtprof.sweep_interference/1", "created": now_iso(), "host": host(), device: fig,
-                "command": [sys.executable, *sys.argv]}
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"interference: {args.out}")
-    return 0
+    if busy["status"] != "ok":
+        print(busy.get("error"), file=sys.stderr)
+        return alone1, None, delay
+    return alone1, busy, delay
 
 
 if __name__ == "__main__":
