@@ -207,53 +207,24 @@ def main(argv=None) -> int:
 
 
 def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
-    from trtprof import compare as cmp
-    from trtprof.train.api import train_compare
-    from trtprof.train.page import markdown
-    from trtprof.train.run import TrainOptions, write_json
-
     if name == "resnet50":
         from gpu_fidelity import export_resnet50
 
         path = export_resnet50(work / "resnet50.onnx")
     else:
         path = export_report_net(work / "report_net.onnx")
-    plan = cmp.RoundPlan(time_budget_s=args.budget_s, copies=False)
-    options = TrainOptions(steps=args.steps, find_max_batch=False)
     batches = [b for b in PLAN[name] if args.batches is None or str(b) in args.batches.split(",")]
     if not batches:
         return
     if args.fidelity_only:  # train-compare's own rows exist from an earlier run: only the reference check
         data = {"batches": [{"batch_size": b, "median_step_ms": {}} for b in batches]}
     else:
-        data = train_compare(path, ",".join(ARMS), batches, plan, options, device="cuda",
-                             on_batch=lambda b, o: print(f"  {name} batch {b}: {o.rounds} rounds {o.elapsed_s:.1f} s "
-                                                         f"({o.stop_reason})", flush=True))
-        print(markdown(data), flush=True)
-    if args.fidelity_only:
-        pass
-    elif args.max_batch and name == "resnet50" and time.time() - t0 < args.deadline_s:
-        from trtprof.inputs import make_inputs
-        from trtprof.train.pytorch import TorchTrainer
-        from trtprof.train.step import ARMS as ARM_SPECS
-
-        trainer = TorchTrainer(path, device="cuda", optimizer="adam", loss="mae-to-ones", seed=0)
-        data["max_batch"] = {}
-        for arm in ("fp32", "amp-fp16", "amp-bf16"):
-            if time.time() - t0 > args.deadline_s:
-                break
-            res = trainer.max_batch(ARM_SPECS[arm], lambda bb: make_inputs(trainer.inputs, {"input": (bb, 3, 224, 224)}),
-                                    4096, start=256, resolution=0.25)
-            data["max_batch"][arm] = res
-            print(f"  max batch {arm}: {res}", flush=True)
-        del trainer
-    if not args.fidelity_only:
-        write_json(data, args.out_dir / f"train-{name}.json")
+        data = run_train_compare(name, path, batches, args, t0)
+    arms = [a for a in ARMS if a in args.ref_arms.split(",")]
     for b in batches:
         if time.time() - t0 > args.deadline_s:
             print(f"  reference skipped for {name} batch {b}: past the deadline", flush=True)
             continue
-        arms = [a for a in ARMS if a in args.ref_arms.split(",")]
         fid = interleaved_fidelity(path, b, arms, rounds=args.ref_rounds, steps=args.ref_steps)
         compare_ms = next(x for x in data["batches"] if x["batch_size"] == b)["median_step_ms"]
         for arm in arms:
@@ -276,6 +247,38 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
                   + (f", speedup ratio {row['speedup_ratio']:.4f}" if "speedup_ratio" in row else ""), flush=True)
         # after every batch size: a run cut by a time limit keeps the rows it measured
         (args.out_dir / "reference.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def run_train_compare(name: str, path: Path, batches: list[int], args, t0: float) -> dict:
+    """train-compare itself on every arm (and, if asked, the largest batch per arm); writes train-NAME.json."""
+    from trtprof import compare as cmp
+    from trtprof.train.api import train_compare
+    from trtprof.train.page import markdown
+    from trtprof.train.run import TrainOptions, write_json
+
+    plan = cmp.RoundPlan(time_budget_s=args.budget_s, copies=False)
+    options = TrainOptions(steps=args.steps, find_max_batch=False)
+    data = train_compare(path, ",".join(ARMS), batches, plan, options, device="cuda",
+                         on_batch=lambda b, o: print(f"  {name} batch {b}: {o.rounds} rounds {o.elapsed_s:.1f} s "
+                                                     f"({o.stop_reason})", flush=True))
+    print(markdown(data), flush=True)
+    if args.max_batch and name == "resnet50" and time.time() - t0 < args.deadline_s:
+        from trtprof.inputs import make_inputs
+        from trtprof.train.pytorch import TorchTrainer
+        from trtprof.train.step import ARMS as ARM_SPECS
+
+        trainer = TorchTrainer(path, device="cuda", optimizer="adam", loss="mae-to-ones", seed=0)
+        data["max_batch"] = {}
+        for arm in ("fp32", "amp-fp16", "amp-bf16"):
+            if time.time() - t0 > args.deadline_s:
+                break
+            res = trainer.max_batch(ARM_SPECS[arm], lambda bb: make_inputs(trainer.inputs, {"input": (bb, 3, 224, 224)}),
+                                    4096, start=256, resolution=0.25)
+            data["max_batch"][arm] = res
+            print(f"  max batch {arm}: {res}", flush=True)
+        del trainer
+    write_json(data, args.out_dir / f"train-{name}.json")
+    return data
 
 
 if __name__ == "__main__":

@@ -141,12 +141,12 @@ def main(argv: list[str] | None = None) -> int:
                "--engines", str(work / "engines"), "--out", str(interference)] + (["--finish"] if args.finish_interference else [])
         print("$ " + " ".join(cmd), flush=True)
         subprocess.run(cmd)
-        if interference.is_file():  # re-merge the two-GPU sweeps with the figures (no cell runs again)
-            for name in ("two_gpus",):  # the local executor's (a resume of the Ray sweep would start Ray again)
-                if name in walls_all:
-                    trtprof("sweep", str(spec), *every[name], "--out", str(work / name), "--resume",
-                            "--interference", str(interference), log=log)
-                    walls.setdefault(name, walls_all[name])
+        # re-merge the local two-GPU sweep with the figures (no cell runs again; a resume of the Ray
+        # sweep would start Ray again)
+        if interference.is_file() and "two_gpus" in walls_all:
+            trtprof("sweep", str(spec), *every["two_gpus"], "--out", str(work / "two_gpus"), "--resume",
+                    "--interference", str(interference), log=log)
+            walls.setdefault("two_gpus", walls_all["two_gpus"])
     if not walls:
         return 0
     for name in walls:
