@@ -24,10 +24,14 @@ def add_shape_args(parser: argparse.ArgumentParser, *, batch_default: str | None
         help="batch sizes, comma-separated" + (f" (default {batch_default})" if batch_default else
                                                " (default: the sizes each engine was built for)"),
     )
+    add_shape_arg(parser)
+
+
+def add_shape_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shape", action="append", default=[], metavar="NAME:D0xD1x…",
         help="full shape of an input with dynamic dims other than batch; the first dim is replaced by "
-             "each batch size (repeatable)",
+             "the batch size (repeatable)",
     )
 
 
@@ -54,6 +58,17 @@ def add_autotune_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-autotune", dest="autotune", action="store_false",
                         help="torch: let cuDNN pick kernels by heuristics instead of timing them "
                              "(cudnn.benchmark off); default: autotuned, as TensorRT always is")
+
+
+def check_round_args(args: argparse.Namespace, budget_option: str) -> None:
+    """The stopping options compare and train-compare share (``target_ci``, ``time_budget_s`` — spelled
+    ``budget_option`` on the command line — and ``round_iterations``), refused before any work."""
+    if not 0 < args.target_ci < 1:
+        raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
+    if args.time_budget_s <= 0:
+        raise BadInput(f"{budget_option} must be > 0")
+    if args.round_iterations is not None and args.round_iterations <= 0:
+        raise BadInput("--round-iterations must be > 0")
 
 
 def timing_config(args: argparse.Namespace) -> TimingConfig:

@@ -72,12 +72,7 @@ def parse_precisions(text: str) -> list[Precision]:
 
 
 def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
-    if not 0 < args.target_ci < 1:
-        raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
-    if args.time_budget_s <= 0:
-        raise BadInput("--time-budget-s must be > 0")
-    if args.round_iterations is not None and args.round_iterations <= 0:
-        raise BadInput("--round-iterations must be > 0")
+    _common.check_round_args(args, "--time-budget-s")
     if not 0 < args.margin < 0.5:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
     return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,

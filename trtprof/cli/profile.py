@@ -21,8 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16)")
     p.add_argument("--batch-size", type=int, default=1, help="batch size (default 1)")
-    p.add_argument("--shape", action="append", default=[], metavar="NAME:D0xD1x…",
-                   help="full shape of an input with dynamic dims other than batch (repeatable)")
+    _common.add_shape_arg(p)
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch")
     p.add_argument("--iterations", type=int, default=None, help="profiled iterations per precision (default 20)")

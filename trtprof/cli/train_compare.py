@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 from .. import compare as cmp
-from ..errors import BadInput
 from ..inputs import parse_batch_sizes
 from . import _common
 
@@ -55,12 +54,7 @@ def add_parser(sub) -> None:
 
 
 def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
-    if not 0 < args.target_ci < 1:
-        raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
-    if args.time_budget_s <= 0:
-        raise BadInput("--budget must be > 0")
-    if args.round_iterations is not None and args.round_iterations <= 0:
-        raise BadInput("--round-iterations must be > 0")
+    _common.check_round_args(args, "--budget")
     return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                          round_iterations=args.round_iterations, copies=args.copies, cuda_graph=False)
 
