@@ -148,17 +148,26 @@ def interleaved_fidelity(onnx_path: Path, batch: int, arms, *, rounds: int, step
         measure_block(runner, feeds, TimingConfig(warmup=warmup, iterations=1, copies=False))
         ours: list[list[float]] = []
         ref: list[list[float]] = []
+        # per round, to tell the host's drift from the GPU's: seconds since the arm's first round,
+        # the SM clock when trtprof's block started (NVML), and trtprof's median host enqueue time
+        # per step (the CPU time of a step: a host-bound step's GPU time tracks it)
+        trace: dict[str, list[float]] = {"t_s": [], "sm_clock_mhz": [], "enqueue_ms": []}
+        started = time.perf_counter()
         for r in range(rounds):
             for side_name in (("trtprof", "reference") if r % 2 == 0 else ("reference", "trtprof")):
                 if side_name == "trtprof":
-                    ours.append([float(v) for v in measure_block(runner, feeds, config).latency_ms])
+                    samples = measure_block(runner, feeds, config)
+                    ours.append([float(v) for v in samples.latency_ms])
+                    trace["sm_clock_mhz"].append(samples.device.get("before", {}).get("sm_clock_mhz") or float("nan"))
+                    trace["enqueue_ms"].append(float(np.median(samples.stages["enqueue_ms"])))
                 else:
                     ref.append(reference_block(steps))
+            trace["t_s"].append(round(time.perf_counter() - started, 3))
         o, f = np.array(ours), np.array(ref)
         out[arm] = {"trtprof_ms": float(np.median(o)), "reference_ms": float(np.median(f)), "n": int(o.size),
                     "rounds": rounds, "trtprof_cv": float(o.std(ddof=1) / o.mean()),
                     "reference_cv": float(f.std(ddof=1) / f.mean()),
-                    **round_ratio_ci(np.median(o, axis=1), np.median(f, axis=1))}
+                    **round_ratio_ci(np.median(o, axis=1), np.median(f, axis=1)), "round_trace": trace}
         runner.close()
         del runner  # model, opt and scaler are rebound by the next arm (the closures above use them)
         trainer.release()
@@ -234,7 +243,7 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
                    "reference_cv": f["reference_cv"], "n_per_side": f["n"], "train_compare_ms": compare_ms.get(arm),
                    "round_ratio": f["round_ratio"], "round_ratio_ci": f["round_ratio_ci"],
                    "round_medians_trtprof": f["round_medians_trtprof"],
-                   "round_medians_reference": f["round_medians_reference"]}
+                   "round_medians_reference": f["round_medians_reference"], "round_trace": f["round_trace"]}
             if arm != "fp32" and "fp32" in fid:
                 row["trtprof_speedup"] = fid["fp32"]["trtprof_ms"] / f["trtprof_ms"]
                 row["reference_speedup"] = fid["fp32"]["reference_ms"] / f["reference_ms"]
