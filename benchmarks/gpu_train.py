@@ -182,7 +182,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--budget-s", type=float, default=6.0, help="train-compare time budget per batch size")
     ap.add_argument("--steps", type=int, default=10, help="accuracy steps per arm")
-    ap.add_argument("--ref-steps", type=int, default=10, help="steps per fidelity block")
+    ap.add_argument("--ref-steps", type=int, default=10, help="steps per fidelity block (a host-bound row needs short blocks, e.g. 4 with ~450 rounds: "
+                         "results/gpu_train-2026-11-30/run4/)")
     ap.add_argument("--ref-rounds", type=int, default=6, help="fidelity blocks per side (AB BA …)")
     ap.add_argument("--ref-arms", default=",".join(ARMS), help="arms of the reference check (comma list)")
     ap.add_argument("--batches", default=None, help="only these batch sizes (comma list; default: the plan's)")
