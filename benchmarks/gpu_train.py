@@ -182,8 +182,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--budget-s", type=float, default=6.0, help="train-compare time budget per batch size")
     ap.add_argument("--steps", type=int, default=10, help="accuracy steps per arm")
-    ap.add_argument("--ref-steps", type=int, default=10, help="steps per fidelity block (a host-bound row needs short blocks, e.g. 4 with ~450 rounds: "
-                         "results/gpu_train-2026-11-30/run4/)")
+    ap.add_argument("--ref-steps", type=int, default=10,
+                    help="steps per fidelity block (a host-bound row needs short blocks, e.g. 4 with ~450 "
+                         "rounds: results/gpu_train-2026-11-30/run4/)")
     ap.add_argument("--ref-rounds", type=int, default=6, help="fidelity blocks per side (AB BA …)")
     ap.add_argument("--ref-arms", default=",".join(ARMS), help="arms of the reference check (comma list)")
     ap.add_argument("--batches", default=None, help="only these batch sizes (comma list; default: the plan's)")
@@ -239,12 +240,10 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
         compare_ms = next(x for x in data["batches"] if x["batch_size"] == b)["median_step_ms"]
         for arm in arms:
             f = fid[arm]
-            row = {"model": name, "batch": b, "arm": arm, "trtprof_ms": f["trtprof_ms"], "reference_ms": f["reference_ms"],
-                   "ratio": f["trtprof_ms"] / f["reference_ms"], "trtprof_cv": f["trtprof_cv"],
-                   "reference_cv": f["reference_cv"], "n_per_side": f["n"], "train_compare_ms": compare_ms.get(arm),
-                   "round_ratio": f["round_ratio"], "round_ratio_ci": f["round_ratio_ci"],
-                   "round_medians_trtprof": f["round_medians_trtprof"],
-                   "round_medians_reference": f["round_medians_reference"], "round_trace": f["round_trace"]}
+            # every measured field of the arm, renamed n → n_per_side ("rounds" is the run's argument)
+            measured = {k: v for k, v in f.items() if k not in ("n", "rounds")}
+            row = {"model": name, "batch": b, "arm": arm, **measured, "ratio": f["trtprof_ms"] / f["reference_ms"],
+                   "n_per_side": f["n"], "train_compare_ms": compare_ms.get(arm)}
             if arm != "fp32" and "fp32" in fid:
                 row["trtprof_speedup"] = fid["fp32"]["trtprof_ms"] / f["trtprof_ms"]
                 row["reference_speedup"] = fid["fp32"]["reference_ms"] / f["reference_ms"]
