@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import BuildFailed, MissingDependency
 from . import fp16_fixes
-from .fp16_fixes import drop_initializer_inputs as _drop_initializer_inputs
 from .fp16_weights import FP16_MAX, FP16_MIN_SUBNORMAL, WeightReport, weight_report
 
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ def prepare_for_fp16(model: "onnx.ModelProto") -> tuple["onnx.ModelProto", list[
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     fixes = []
-    if _drop_initializer_inputs(copy):
+    if fp16_fixes.drop_initializer_inputs(copy):
         fixes.append("weights listed as graph inputs (IR < 4) dropped from the inputs")
     named = fp16_fixes.name_unnamed_nodes(copy)
     if named:
@@ -128,20 +127,6 @@ def convert_fp16(
                           kept_fp32_nodes=tuple(nodes), kept_fp32_ops=tuple(ops), original_nodes=frozenset(names))
 
 
-def convert_to_fp16(
-    model: "onnx.ModelProto",
-    *,
-    keep_io_types: bool = True,
-    op_block_list: Iterable[str] | None = None,
-    node_block_list: Iterable[str] | None = None,
-) -> tuple["onnx.ModelProto", list[str]]:
-    """Return (FP16 model, notes): ``convert_fp16`` for callers that need only the model and the
-    build-note lines. ``op_block_list`` adds to the converter's default block list."""
-    result = convert_fp16(model, keep_io_types=keep_io_types, keep_fp32_ops=op_block_list or (),
-                          keep_fp32_nodes=node_block_list or ())
-    return result.model, list(result.notes)
-
-
 _TRUNCATED = re.compile(r"the float32 number (\S+) will be truncated to (\S+)")
 
 
@@ -149,16 +134,6 @@ def summarize_warnings(messages: Iterable[str]) -> list[str]:
     """The converter's warnings other than its per-tensor truncation ones (one line each): those name
     one value per tensor and are replaced by the exact counts of ``fp16_weights``."""
     return sorted({text for text in messages if not _TRUNCATED.search(text)})
-
-
-def drop_initializer_inputs(model: "onnx.ModelProto") -> "onnx.ModelProto":
-    """A copy without graph inputs that are really initializers (see ``fp16_fixes``)."""
-    import onnx
-
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    _drop_initializer_inputs(copy)
-    return copy
 
 
 def tensor_elem_types(model: "onnx.ModelProto") -> dict[str, int]:

@@ -100,6 +100,15 @@ def _rename_reads(graph: "onnx.GraphProto", old: str, new: str) -> None:
                 _rename_reads(sub, old, new)
 
 
+def _rename_tensor(graph: "onnx.GraphProto", old: str, new: str) -> None:
+    """Rename tensor ``old`` where ``graph``'s nodes produce it and everywhere it is read."""
+    for node in graph.node:
+        for i, out in enumerate(node.output):
+            if out == old:
+                node.output[i] = new
+    _rename_reads(graph, old, new)
+
+
 def detach_graph_outputs(model: "onnx.ModelProto") -> list[str]:
     """Make every float graph output the output of its own Identity node (in place), when a node
     also reads it or no node produces it (a weight); return the outputs changed.
@@ -122,11 +131,7 @@ def detach_graph_outputs(model: "onnx.ModelProto") -> list[str]:
         if not (name in read or (name not in produced and name in initializers)):
             continue
         internal = name + DETACHED_SUFFIX
-        for node in graph.node:
-            for i, out in enumerate(node.output):
-                if out == name:
-                    node.output[i] = internal
-        _rename_reads(graph, name, internal)
+        _rename_tensor(graph, name, internal)
         if name in initializers:
             initializers[name].name = internal
         for info in graph.value_info:
@@ -229,11 +234,7 @@ def restore_output_types(model: "onnx.ModelProto", float_outputs: Iterable[str])
         if output.name not in wanted or output.type.tensor_type.elem_type != _FLOAT16:
             continue
         internal = output.name + "__fp16_out"
-        for node in model.graph.node:
-            for i, out in enumerate(node.output):
-                if out == output.name:
-                    node.output[i] = internal
-        _rename_reads(model.graph, output.name, internal)
+        _rename_tensor(model.graph, output.name, internal)
         name = output.name + "_cast_to_fp32"
         model.graph.node.append(onnx.helper.make_node("Cast", [internal], [output.name], name=name, to=_FLOAT))
         output.type.tensor_type.elem_type = _FLOAT
@@ -259,6 +260,4 @@ def origin_node(name: str, original: set[str]) -> str | None:
                 return head
             if tail in original:  # graph-input casts are named INPUT_cast_to_READER
                 return tail
-    if name.startswith(DETACH_NODE_PREFIX):
-        return None
     return None
