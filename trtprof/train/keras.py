@@ -22,12 +22,12 @@ import numpy as np
 from ..errors import BadInput, BadModel, MissingDependency, UnsupportedPrecision
 from ..spec import TensorSpec
 from .run import ArmRun, Trainer
-from .step import ADAM_LR, LOSS_OUTPUT, SGD_LR, SGD_MOMENTUM, TrainArm
+from .step import ADAM_LR, ARMS, LOSS_OUTPUT, SGD_LR, SGD_MOMENTUM, TrainArm
 
-KERAS_ARMS: dict[str, tuple[TrainArm, str]] = {
-    "fp32": (TrainArm("fp32", None, tf32=False, grad_scaler=False), "float32"),
-    "amp-fp16": (TrainArm("amp-fp16", "float16", tf32=False, grad_scaler=True), "mixed_float16"),
-    "amp-bf16": (TrainArm("amp-bf16", "bfloat16", tf32=False, grad_scaler=False), "mixed_bfloat16"),
+KERAS_ARMS: dict[str, tuple[TrainArm, str]] = {  # the PyTorch arms, each with its Keras dtype policy
+    "fp32": (ARMS["fp32"], "float32"),
+    "amp-fp16": (ARMS["amp-fp16"], "mixed_float16"),
+    "amp-bf16": (ARMS["amp-bf16"], "mixed_bfloat16"),
 }
 DEFAULT_KERAS_ARMS = ("fp32", "amp-fp16", "amp-bf16")
 
@@ -190,7 +190,7 @@ class KerasTrainer(Trainer):
                  "loss_scale": runner.loss_scale}
         return ArmRun(losses=losses, skipped_steps=skipped, memory=None, profile=None, extra=extra)
 
-    def findings(self, base: ArmRun, cand: ArmRun, arm_name: str, base_name: str, *,
+    def findings(self, base: ArmRun, cand: ArmRun, *,
                  peer: tuple[ArmRun, float] | None, steps: int) -> list[Any]:
         from ..diagnose import Finding
 

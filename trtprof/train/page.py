@@ -7,18 +7,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..report import _fmt
+
 SCHEMA = "trtprof.train_compare/1"  # == run.SCHEMA; not imported so reading stays light
 HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",
            "loss after N (base → cand)", "skipped", "peak alloc MiB (base → cand)")
-
-
-def _f(x: Any, spec: str = ".4g") -> str:
-    if x is None:
-        return "–"
-    try:
-        return format(x, spec)
-    except (TypeError, ValueError):
-        return str(x)
 
 
 def rows(data: Mapping[str, Any]) -> list[list[str]]:
@@ -29,10 +22,10 @@ def rows(data: Mapping[str, Any]) -> list[list[str]]:
         out.append([
             str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
             f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
-            _f(lat["baseline"]["median_ms"]), _f(lat["candidate"]["median_ms"]),
-            f"{_f(acc['baseline_loss_last'])} → {_f(acc['candidate_loss_last'])}",
-            _f(acc.get("candidate_skipped_steps")),
-            f"{_f(b_mem.get('peak_allocated_mib'), '.0f')} → {_f(c_mem.get('peak_allocated_mib'), '.0f')}",
+            _fmt(lat["baseline"]["median_ms"], ".4g"), _fmt(lat["candidate"]["median_ms"], ".4g"),
+            f"{_fmt(acc['baseline_loss_last'], '.4g')} → {_fmt(acc['candidate_loss_last'], '.4g')}",
+            _fmt(acc.get("candidate_skipped_steps"), ".4g"),
+            f"{_fmt(b_mem.get('peak_allocated_mib'), '.0f')} → {_fmt(c_mem.get('peak_allocated_mib'), '.0f')}",
         ])
     return out
 

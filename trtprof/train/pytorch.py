@@ -20,10 +20,11 @@ class TorchTrainer(Trainer):
         from ..model import load_onnx
 
         self.model_path = Path(model)
-        self.module, self.inputs, self.outputs = load_module(self.model_path)
+        proto = load_onnx(self.model_path)
+        self.layers = rs.tensor_core_layers(proto)  # before load_module's pre-pass changes the graph
+        self.module, self.inputs, self.outputs = load_module(self.model_path, proto)
         self.device = device
         self.optimizer, self.loss, self.seed = optimizer, loss, seed
-        self.layers = rs.tensor_core_layers(load_onnx(self.model_path))
 
     def make_runner(self, arm: TrainArm) -> TorchTrainStep:
         check_arm(arm, self.device)
@@ -48,7 +49,7 @@ class TorchTrainer(Trainer):
         profile = rs.profile_arm(runner, runner.tensors_for(feeds)) if reasons else None
         return ArmRun(losses=losses, skipped_steps=skipped, memory=memory, profile=profile)
 
-    def findings(self, base: ArmRun, cand: ArmRun, arm_name: str, base_name: str, *,
+    def findings(self, base: ArmRun, cand: ArmRun, *,
                  peer: tuple[ArmRun, float] | None, steps: int) -> list[Any]:
         if base.profile is None or cand.profile is None:
             return []

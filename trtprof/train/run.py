@@ -77,8 +77,7 @@ class Trainer:
                   start: int = 1, resolution: float = 0.1) -> dict[str, Any] | None:
         return None
 
-    def findings(self, base: ArmRun, cand: ArmRun, arm_name: str, base_name: str, *, peer: tuple[ArmRun, float] | None,
-                 steps: int) -> list[Any]:
+    def findings(self, base: ArmRun, cand: ArmRun, *, peer: tuple[ArmRun, float] | None, steps: int) -> list[Any]:
         return []
 
     def environment(self) -> dict[str, Any]:
@@ -152,7 +151,7 @@ def compare_training(
     per_batch: list[dict[str, Any]] = []
     warnings: list[str] = []
     shapes_by_batch = {b: shapes_for(b) for b in batch_sizes}  # every shape checked before any step runs
-    for batch in batch_sizes:
+    for index, batch in enumerate(batch_sizes):
         shapes = shapes_by_batch[batch]
         feeds = make_feeds(shapes)
         solo: dict[str, ArmRun] = {}
@@ -184,19 +183,20 @@ def compare_training(
         for cand in names[1:]:
             base_arm, cand_arm = outcome.arm(baseline), outcome.arm(cand)
             # One in-process load (training runners are stateful and built here): its rounds are the
-            # clusters of the CI and the method says "one load only" (compare's schema-2 statistics).
-            speed = cmp.speedup_ci([base_arm.stages.get("latency_ms", [])], [cand_arm.stages.get("latency_ms", [])])
+            # clusters of the CI and the method says "one load only" (compare's schema-2 statistics);
+            # the loop's speedup as of its last look, as compare reports it.
+            speed = outcome.speedups[cand]
             peer = None
             if cand == "amp-bf16" and "amp-fp16" in solo:
                 peer = (solo["amp-fp16"], medians["amp-fp16"] / medians["amp-bf16"])
-            findings = trainer.findings(solo[baseline], solo[cand], cand, baseline, peer=peer, steps=options.steps)
+            findings = trainer.findings(solo[baseline], solo[cand], peer=peer, steps=options.steps)
             base_run, cand_run = solo[baseline], solo[cand]
             if not all(math.isfinite(x) for x in cand_run.losses) and all(math.isfinite(x) for x in base_run.losses):
                 msg = f"{cand} at batch {batch}: the loss became non-finite within {options.steps} steps where {baseline} stayed finite"
                 warnings.append(msg)
             comparisons.append({
                 "batch_size": batch, "baseline": baseline, "candidate": cand,
-                "speedup": speed.to_json(), "verdict": cmp.verdict(speed.ci_low, speed.ci_high),
+                "speedup": speed.to_json(), "verdict": speed.verdict,
                 "latency": {"baseline": _side(baseline, base_arm), "candidate": _side(cand, cand_arm)},
                 "accuracy": {"baseline_loss_last": base_run.losses[-1], "candidate_loss_last": cand_run.losses[-1],
                              "steps": options.steps, "candidate_skipped_steps": cand_run.skipped_steps,
@@ -211,14 +211,12 @@ def compare_training(
             })
         entry: dict[str, Any] = {"batch_size": batch, "arms": {n: solo[n].to_json() for n in names},
                                  "median_step_ms": medians, "rounds": outcome.rounds, "stop_reason": outcome.stop_reason}
-        if options.find_max_batch:
+        if options.find_max_batch and index == 0:  # once: it does not depend on the batch size
             entry["max_batch"] = {}
             for arm in arms:
                 entry["max_batch"][arm.name] = trainer.max_batch(
                     arm, lambda b: make_feeds(shapes_for(b)), options.max_batch_limit)
         per_batch.append(entry)
-        if options.find_max_batch:
-            options = TrainOptions(**{**options.__dict__, "find_max_batch": False})  # once: it does not depend on batch
     env = collect()
     env["backend"] = trainer.environment()
     return {
@@ -226,7 +224,7 @@ def compare_training(
         "arms": [a.to_json() for a in arms],
         "settings": {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
                      "round_iterations": plan.round_iterations, "min_rounds": plan.min_rounds,
-                     "confidence": cmp.CONFIDENCE, "equivalence_margin": cmp.EQUIVALENCE_MARGIN,
+                     "confidence": cmp.CONFIDENCE, "equivalence_margin": plan.margin,
                      "copies": plan.copies, "cuda_graph": False, **options.to_json()},
         "comparisons": comparisons,
         "batches": per_batch,

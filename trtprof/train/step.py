@@ -86,13 +86,15 @@ def import_torch() -> Any:
     return _import_torch()
 
 
-def load_module(model: Path) -> tuple[Any, tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+def load_module(model: Path, proto: Any = None) -> tuple[Any, tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
     """ONNX → trainable float32 torch module (onnx2torch, after the Identity pre-pass), plus the
-    model's inputs and outputs. Weights become parameters; a graph with none cannot be trained."""
+    model's inputs and outputs. Weights become parameters; a graph with none cannot be trained.
+    ``proto``: the model already loaded from ``model`` (the pre-pass changes it in place)."""
     from ..backends.torch import fold_identity_initializers, to_torch_module
     from ..model import describe, load_onnx
 
-    proto = load_onnx(Path(model))
+    if proto is None:
+        proto = load_onnx(Path(model))
     info = describe(proto, Path(model))
     fold_identity_initializers(proto)
     module = to_torch_module(proto).float().train()
@@ -157,7 +159,6 @@ class TorchTrainStep:
         self._targets: dict[tuple, Any] = {}
         self._bound: tuple[tuple, list[Any], Any] | None = None
         self._input_shapes: dict[str, tuple[int, ...]] = {}
-        self.steps = 0
 
     # -- the step -------------------------------------------------------------------------------
     def _target(self, y: Any) -> Any:
@@ -213,7 +214,6 @@ class TorchTrainStep:
             opt.step()
             if mark:
                 mark("optimizer")
-        self.steps += 1
         return loss
 
     @contextmanager
