@@ -298,3 +298,15 @@ def test_trtprof_report_renders_a_stored_train_compare_json(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "| 10 | amp-fp16 vs fp32 |" in text and "slower" in text
     assert "slower_kernels" in out.read_text()
+
+
+def test_training_notes_replace_the_inference_cuda_graph_advice():
+    """A training step cannot be captured (train-compare refuses --cuda-graph), so the timing loop's
+    enqueue-bound advice is rewritten, block counts kept; other notes pass through unchanged."""
+    from trtprof.train.run import ENQUEUE_NOTE, training_notes
+
+    loop_note = ("enqueue-bound: host enqueue 9.000 ms vs GPU compute 8.000 ms (median), the GPU waits for the "
+                 "host; --cuda-graph removes most of the launch cost")
+    out = training_notes([f"{loop_note} (in 3 of 5 blocks)", loop_note, "clocks moved"])
+    assert out == [f"{ENQUEUE_NOTE} [3 of 5 blocks]", ENQUEUE_NOTE, "clocks moved"]
+    assert not any("--cuda-graph" in n for n in out)

@@ -121,7 +121,7 @@ def _result(model: str, backend: str, arm: cmp.Arm, batch: int, outcome: cmp.Int
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": False, "clock": clock,
                 "input_shapes": {k: list(v) for k, v in shapes.items()}, **options.to_json()},
-        warnings=list(arm.notes), device=arm.device)
+        warnings=training_notes(arm.notes), device=arm.device)
 
 
 def compare_training(
