@@ -132,16 +132,8 @@ class RangeAnalysis:
         return f"FP16 range analysis of the FP32 model on {shapes}: {scope}: {counts}{largest}"
 
     def lines(self, shown: int = FINDINGS_SHOWN) -> list[str]:
-        """The summary and the findings, a few per kind (all are in the JSON)."""
-        out = [self.summary()]
-        for kind in (OVERFLOW, UNDERFLOW):
-            found = self.of_kind(kind)
-            out += [f.message for f in found[:shown]]
-            if len(found) > shown:
-                out.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: fp16_range)")
-        if len([f for f in self.findings if not f.covered]) > 1:
-            out.append(f"to keep all of them FP32: {self.suggested_option}")
-        return out
+        """The summary and the findings, a few per kind (all are in the JSON): the build's notes."""
+        return predicted_lines(self.to_json(), shown, where="fp16_range", advice=False)
 
     def to_json(self) -> dict[str, Any]:
         largest = sorted(self.tensors, key=lambda t: -t.max_abs)[:LARGEST_KEPT]
@@ -327,13 +319,9 @@ def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
               shapes: Mapping[str, tuple[int, ...]] | None, spec: Any) -> RangeAnalysis:
     """The analysis ``trtprof build --fp16`` records: the bench's default inputs (seed 0) at the
     smallest batch size, findings already covered by the spec's keep-list marked so."""
-    from .convert.keeplist import KeepFp32
     from .inputs import make_inputs, resolve_shapes
 
-    try:
-        keep = KeepFp32.from_spec(spec, backend=spec.backend)
-    except Exception:  # noqa: BLE001 - TensorRT < 11's wildcard rules: nothing to mark as covered
-        keep = None
+    keep = _keep_list(spec, spec.backend)
     feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path)))
     return analyze_safely(onnx_path, first_samples(feeds, inputs), keep=keep)
 
@@ -356,13 +344,18 @@ def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, 
     if onnx_path is None:
         return RangeAnalysis(skipped="the FP32 source model is not available (engines dir without its model)")
     fp16 = next(r for r in records.values() if r.precision == "fp16")
+    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=_keep_list(fp16.spec, fp16.backend))
+
+
+def _keep_list(spec: Any, backend: str) -> Any:
+    """The spec's FP32 keep-list, to mark findings it already covers; None where the rules are not
+    a plain node/op list (TensorRT < 11's wildcard rules): then nothing is marked as covered."""
     from .convert.keeplist import KeepFp32
 
     try:
-        keep: KeepFp32 | None = KeepFp32.from_spec(fp16.spec, backend=fp16.backend)
+        return KeepFp32.from_spec(spec, backend=backend)
     except Exception:  # noqa: BLE001
-        keep = None
-    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=keep)
+        return None
 
 
 # Effective precisions of an "fp16" engine that did not compute in FP16 (ORT CPU: FP32 behind casts;
@@ -390,8 +383,10 @@ def annotate(accuracy: Any, analysis: RangeAnalysis | None, candidate_result: An
                    caveat=caveat(candidate_result.precision, effective))
 
 
-def predicted_lines(predicted: Mapping[str, Any] | None, shown: int = FINDINGS_SHOWN) -> list[str]:
-    """Text lines of a stored analysis (its JSON), for compare's accuracy block and the report."""
+def predicted_lines(predicted: Mapping[str, Any] | None, shown: int = FINDINGS_SHOWN, *,
+                    where: str = "accuracy.predicted", advice: bool = True) -> list[str]:
+    """Text lines of an analysis' JSON, for compare's accuracy block and the report (``where``: the
+    JSON path of the full list; ``advice``: how to apply a keep-list, which a build's notes need not say)."""
     if not predicted:
         return []
     if predicted.get("skipped"):
@@ -401,11 +396,11 @@ def predicted_lines(predicted: Mapping[str, Any] | None, shown: int = FINDINGS_S
         found = [f for f in predicted.get("findings", []) if f.get("kind") == kind]
         lines += [str(f.get("message")) for f in found[:shown]]
         if len(found) > shown:
-            lines.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: accuracy.predicted)")
+            lines.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: {where})")
     open_findings = [f for f in predicted.get("findings", []) if not f.get("covered")]
     if len(open_findings) > 1 and predicted.get("suggested_option"):
         lines.append(f"to keep all of them FP32: {predicted['suggested_option']}")
-    if open_findings:
+    if open_findings and advice:
         lines.append("keep-lists are build options: trtprof build MODEL --fp16 --layer-precisions …, then compare "
                      "the engines dir (the newest fp16 engine is used)")
     return lines

@@ -607,24 +607,30 @@ def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **
         cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError:
         pass  # a read-only engines dir: entry_lock below says so, after a read-only hit was tried
+
+    def usable_hit() -> ConversionResult | None:
+        hit = _read_hit(onnx_path, meta_path, sha)
+        return hit if hit is not None and (hit.check is not None or not check) else None
+
     try:
         lock = entry_lock(cache_dir, onnx_path.stem)
         lock.__enter__()
     except CacheNotWritable:
-        hit = _read_hit(onnx_path, meta_path, sha)  # read-only dir: a complete hit is still served
-        if hit is not None and (hit.check is not None or not check):
+        hit = usable_hit()  # read-only dir: a complete hit is still served
+        if hit is not None:
             return hit
         raise
-    with contextlib.ExitStack() as stack:
-        stack.push(lock)
-        hit = _read_hit(onnx_path, meta_path, sha)
-        if hit is not None and (hit.check is not None or not check):
+    try:  # the shape of EngineCache.get_or_build
+        hit = usable_hit()
+        if hit is not None:
             return hit
         result = convert_tf(path, onnx_path, check=check, source_sha256=sha, **options)
         data = result.to_json()
         data["onnx_sha256"] = sha256_file(onnx_path)
         atomic_write_text(meta_path, json.dumps(data, indent=2, sort_keys=True) + "\n")
         return result
+    finally:
+        lock.__exit__(None, None, None)
 
 
 def _read_hit(onnx_path: Path, meta_path: Path, source_sha256: str) -> ConversionResult | None:
