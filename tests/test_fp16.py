@@ -585,3 +585,25 @@ def test_the_prediction_holds_on_a_model_zoo_graph_in_real_fp16_arithmetic():
     with np.errstate(all="ignore"):
         kept = _fp16_run_model(convert_fp16(model, keep_fp32_nodes=keep).model, x)
     assert np.isfinite(kept).all()
+
+
+def test_range_analysis_text_for_the_build_and_for_compare():
+    """One text for the analysis: the build's notes point at the build JSON and give no keep-list advice
+    (they are build notes already); compare/report lines of the stored JSON point at accuracy.predicted
+    and say keep-lists are build options. Findings beyond ``shown`` per kind are counted, not listed."""
+    from trtprof.fp16range import OVERFLOW, UNDERFLOW, RangeAnalysis, RangeFinding, predicted_lines
+
+    over = tuple(RangeFinding(OVERFLOW, f"t{i}", f"n{i}", "Mul", 1e6, (f"n{i}",)) for i in range(4))
+    under = (RangeFinding(UNDERFLOW, "u", "m", "Div", 0.5, ("m",), covered=True),)
+    analysis = RangeAnalysis(findings=over + under, float_tensors=9, analysed=9, runs=1, input_shapes={"x": (1, 3)})
+    build = analysis.lines(shown=2)
+    assert build[0] == analysis.summary()
+    assert build[1:3] == [over[0].message, over[1].message]
+    assert "… and 2 more overflow risk(s) (JSON: fp16_range)" in build
+    assert under[0].message in build
+    assert build[-1] == "to keep all of them FP32: --layer-precisions n0:fp32,n1:fp32,n2:fp32,n3:fp32"
+    assert not any("keep-lists are build options" in line for line in build)
+    stored = predicted_lines(analysis.to_json(), shown=2)
+    assert "… and 2 more overflow risk(s) (JSON: accuracy.predicted)" in stored
+    assert stored[-1].startswith("keep-lists are build options")
+    assert predicted_lines(RangeAnalysis(skipped="no model").to_json()) == ["FP16 range analysis skipped: no model"]
