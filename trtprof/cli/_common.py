@@ -60,13 +60,11 @@ def add_autotune_arg(parser: argparse.ArgumentParser) -> None:
                              "(cudnn.benchmark off); default: autotuned, as TensorRT always is")
 
 
-def check_round_args(args: argparse.Namespace, budget_option: str) -> None:
-    """The stopping options compare and train-compare share (``target_ci``, ``time_budget_s`` — spelled
-    ``budget_option`` on the command line — and ``round_iterations``), refused before any work."""
+def check_round_args(args: argparse.Namespace) -> None:
+    """The stopping options compare and train-compare share (``target_ci`` and ``round_iterations``;
+    their time budget is a ``positive_float``), refused before any work."""
     if not 0 < args.target_ci < 1:
         raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
-    if args.time_budget_s <= 0:
-        raise BadInput(f"{budget_option} must be > 0")
     if args.round_iterations is not None and args.round_iterations <= 0:
         raise BadInput("--round-iterations must be > 0")
 

@@ -72,7 +72,7 @@ def parse_precisions(text: str) -> list[Precision]:
 
 
 def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
-    _common.check_round_args(args, "--time-budget-s")
+    _common.check_round_args(args)
     if not 0 < args.margin < 0.5:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
     return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,

@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
                    help="auto: cuda when torch sees a GPU (speed claims need a GPU; a CPU run checks correctness)")
     p.add_argument("--steps", type=int, default=20, help="steps per arm for the loss comparison (default 20)")
-    p.add_argument("--budget", "--time-budget-s", dest="time_budget_s", type=float, default=DEFAULT_TRAIN_BUDGET_S,
+    p.add_argument("--budget", "--time-budget-s", dest="time_budget_s", type=_common.positive_float,
+                   default=DEFAULT_TRAIN_BUDGET_S,
                    help=f"measuring time per batch size, warmup excluded (default {DEFAULT_TRAIN_BUDGET_S:g} s); "
                         f"at least {cmp.MIN_ROUNDS} rounds run regardless")
     p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
@@ -54,7 +55,7 @@ def add_parser(sub) -> None:
 
 
 def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
-    _common.check_round_args(args, "--budget")
+    _common.check_round_args(args)
     return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                          round_iterations=args.round_iterations, copies=args.copies, cuda_graph=False)
 
