@@ -63,14 +63,15 @@ class KeepFp32:
         return bool(self.nodes or self.ops)
 
     @classmethod
-    def from_spec(cls, spec: "BuildSpec", *, backend: str) -> "KeepFp32":
+    def from_spec(cls, spec: "BuildSpec", *, backend: str, why: str = "converts the graph to FP16 types") -> "KeepFp32":
         """Read the spec's options; a graph conversion can only *keep nodes FP32*, so ``NAME:fp16``
-        and wildcards (TensorRT < 11's weak typing) are refused here, naming ``backend``."""
+        and wildcards (TensorRT < 11's weak typing) are refused here, naming ``backend`` and ``why``
+        (e.g. "builds strongly typed networks" for TensorRT >= 11 / TensorRT-RTX)."""
         rules = parse_layer_precisions(spec.option("layer_precisions"))
         unsupported = [f"{n}:{p}" for n, p in rules if p != "fp32" or any(c in n for c in "*?[")]
         if unsupported:
-            raise BadInput(f"{backend} converts the graph to FP16 types: --layer-precisions can only keep named "
-                           f"nodes in fp32 (NAME:fp32); not supported: {', '.join(unsupported)}")
+            raise BadInput(f"{backend} {why}: --layer-precisions can only keep named nodes in fp32 through the "
+                           f"FP16 conversion's keep-list (NAME:fp32); not supported: {', '.join(unsupported)}")
         return cls(nodes=tuple(dict.fromkeys(n for n, _ in rules)), ops=parse_op_types(spec.option("keep_fp32_ops")))
 
     def options_text(self) -> str:

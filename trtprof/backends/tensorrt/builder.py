@@ -22,7 +22,8 @@ from ...errors import BadInput, BuildFailed
 from ...inputs import resolve_shapes
 from ...spec import BuildSpec, Precision, TensorSpec
 from ..base import BuildReport
-from .compat import TENSORRT, Library, TrtFeatures, builder_flag, dims_tuple, network_flags, parser_errors, require_library
+from .compat import (TENSORRT, Library, TrtFeatures, builder_flag, dims_tuple, network_flags, parser_errors,
+                     require_library, serialized_size)
 from .targets import apply_compute_capabilities
 from .tail_logger import LogTail, make_logger
 
@@ -41,7 +42,7 @@ class BuildOptions:
     builder_optimization_level: int | None = None
     precision_constraints: str | None = None  # "obey" | "prefer"
     layer_precisions: tuple[tuple[str, str], ...] = ()  # (layer name or "*", "fp16"|"fp32")
-    keep_fp32_ops: tuple[str, ...] = ()  # ONNX op types the FP16 conversion keeps FP32 (TensorRT >= 11)
+    keep_fp32_ops: tuple[str, ...] = ()  # parsed early to fail fast; refused on TensorRT < 11 (>= 11: KeepFp32)
 
     @classmethod
     def from_spec(cls, spec: BuildSpec) -> "BuildOptions":
@@ -106,27 +107,22 @@ def profile_shapes(
     return {t.name: (low[t.name], mid[t.name], high[t.name]) for t in inputs}
 
 
-def _fp16_model_bytes(model: Path, options: BuildOptions, product: str) -> tuple[bytes, dict[str, Any], list[str], Any]:
+def _fp16_model_bytes(model: Path, spec: BuildSpec, product: str) -> tuple[bytes, dict[str, Any], list[str], Any]:
     """TensorRT ≥ 11 / TensorRT-RTX: the ONNX with FP16 types (strong typing), via the converter ORT also uses.
 
     ModelOpt AutoCast is NVIDIA's suggestion, but nvidia-modelopt requires torch (and its onnx
     extra onnxruntime-gpu/cupy), so the shared onnxconverter-common converter is used. Layers asked
     to stay FP32 (``--layer-precisions NAME:fp32``) go to its node block list, op types
-    (``--keep-fp32-ops``) to its op block list.
+    (``--keep-fp32-ops``) to its op block list; both are read (and ``NAME:fp16`` or wildcards refused)
+    by ``KeepFp32.from_spec``, as for every backend that converts the graph.
     """
     from ...convert.fp16 import convert_fp16, count_precision
+    from ...convert.keeplist import KeepFp32
     from ...model import load_onnx
 
-    keep_fp32 = [name for name, prec in options.layer_precisions if prec == "fp32" and name != "*"]
-    unsupported = [f"{n}:{p}" for n, p in options.layer_precisions if p == "fp16" or n == "*"]
-    if unsupported:
-        raise BadInput(
-            f"{product} builds strongly typed networks: --layer-precisions only keeps named ONNX nodes in fp32 "
-            f"through the FP16 conversion's keep-list (NAME:fp32); not supported: {', '.join(unsupported)}"
-        )
+    keep = KeepFp32.from_spec(spec, backend=product, why="builds strongly typed networks")
     proto = load_onnx(model)
-    conversion = convert_fp16(proto, keep_io_types=True, keep_fp32_ops=options.keep_fp32_ops,
-                              keep_fp32_nodes=keep_fp32)
+    conversion = convert_fp16(proto, keep_io_types=True, keep_fp32_ops=keep.ops, keep_fp32_nodes=keep.nodes)
     converted = conversion.model
     meta = {"fp16_conversion": "onnxconverter-common", "fp16_weights": conversion.to_json(),
             "onnx_nodes_by_precision": count_precision(converted)}
@@ -223,13 +219,6 @@ def set_layer_precisions(
 _TIMING_CACHE_REJECTED = ("failed to deserialize timing cache", "timing cache will not be used")
 
 
-def _serialized_size(cache: Any) -> int:
-    try:
-        return len(memoryview(cache.serialize()))
-    except Exception:  # a cache TensorRT would not serialize is as good as none
-        return 0
-
-
 def _load_timing_cache(
     config: "trt.IBuilderConfig", path: Path, tail: LogTail
 ) -> tuple["trt.ITimingCache", str]:
@@ -249,13 +238,13 @@ def _load_timing_cache(
         cache = config.create_timing_cache(b"")
         config.set_timing_cache(cache, False)
         return cache, "new"
-    empty_size = _serialized_size(config.create_timing_cache(b""))
+    empty_size = serialized_size(config.create_timing_cache(b""))
     seen = len(tail.messages)
     cache = config.create_timing_cache(data)
     attached = config.set_timing_cache(cache, False)
     logged = " ".join(list(tail.messages)[seen:]).lower()
     rejected = any(text in logged for text in _TIMING_CACHE_REJECTED)
-    if attached and not rejected and _serialized_size(cache) > empty_size:
+    if attached and not rejected and serialized_size(cache) > empty_size:
         return cache, "loaded"
     cache = config.create_timing_cache(b"")
     config.set_timing_cache(cache, False)
@@ -276,7 +265,7 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     onnx_bytes: bytes | None = None
     conversion: Any = None
     if spec.precision is Precision.FP16 and features.strongly_typed_only:
-        onnx_bytes, conv_meta, conv_notes, conversion = _fp16_model_bytes(model, options, features.product)
+        onnx_bytes, conv_meta, conv_notes, conversion = _fp16_model_bytes(model, spec, features.product)
         metadata.update(conv_meta)
         notes.extend(conv_notes)
         if options.precision_constraints:

@@ -48,8 +48,6 @@ TENSORRT_RTX = Library(
     required=(("IBuilderConfig", "set_compute_capability"), ("ICudaEngine", "create_runtime_config"),
               ("IRuntimeConfig", "create_runtime_cache"), ("ComputeCapability", "SM86")),
 )
-MIN_VERSION = TENSORRT.min_version  # kept for callers of the TensorRT-only API
-EXTRA = TENSORRT.extra
 
 
 def library_of(trt: ModuleType) -> Library:
@@ -140,18 +138,9 @@ class TrtFeatures:
         )
 
     @property
-    def major(self) -> int:
-        return self.version[0]
-
-    @property
     def strongly_typed_only(self) -> bool:
         """No BuilderFlag.FP16 (TensorRT ≥ 11, TensorRT-RTX): precision comes from the graph's types."""
         return not self.fp16_builder_flag
-
-    @property
-    def precision_constraint_flags(self) -> bool:
-        """OBEY/PREFER_PRECISION_CONSTRAINTS exist only with weak typing."""
-        return self.fp16_builder_flag
 
     @property
     def version_text(self) -> str:
@@ -197,6 +186,15 @@ def parser_errors(parser: Any) -> list[str]:
         where = f"{node} ({op})" if node and op else (node or op or "")
         lines.append(f"{where}: {desc}" if where else desc)
     return lines
+
+
+def serialized_size(cache: Any) -> int:
+    """Bytes of a timing cache's or runtime cache's ``serialize()``; 0 when it will not serialize (a
+    cache TensorRT would not serialize is as good as none)."""
+    try:
+        return len(memoryview(cache.serialize()))
+    except Exception:
+        return 0
 
 
 def _call_or_none(obj: Any, name: str) -> Any:

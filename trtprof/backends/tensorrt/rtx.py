@@ -29,7 +29,7 @@ from ...spec import BuildSpec, Precision
 from ..base import Availability, BuildReport
 from . import device as _device
 from . import targets
-from .compat import TENSORRT_RTX, require_library
+from .compat import TENSORRT_RTX, require_library, serialized_size
 from .runner import TensorRTRunner
 from .tail_logger import LogTail
 
@@ -54,9 +54,8 @@ def rtx_installed() -> bool:
     return spec is not None and spec.origin not in (None, "namespace")
 
 
-def runtime_supports(cc: str) -> bool:
-    major, _, minor = cc.partition(".")
-    return cc in RUNTIME_CCS or (int(major), int(minor or 0)) > (12, 0)
+def runtime_supports(gpu: _device.DeviceInfo) -> bool:
+    return gpu.compute_capability in RUNTIME_CCS or targets.newer_than_default(gpu)
 
 
 class TensorRTRTXBackend:
@@ -77,9 +76,10 @@ class TensorRTRTXBackend:
         info = _device.query_device(0)
         if info is None:
             return Availability(False, _device.device_count()[1] or "no CUDA GPU")
-        if not runtime_supports(info.compute_capability):
+        if not runtime_supports(info):
             return Availability(False, f"{info.name} has compute capability {info.compute_capability}, which the "
-                                       f"TensorRT-RTX runtime does not run ({', '.join(RUNTIME_CCS)}, >12.0)")
+                                       f"TensorRT-RTX runtime does not run ({', '.join(RUNTIME_CCS)}, "
+                                       f">{targets.DEFAULT_SUPPORTS_NEWER_THAN})")
         return Availability(True)
 
     def check_precision(self, precision: Precision) -> None:
@@ -119,7 +119,7 @@ class TensorRTRTXBackend:
                 f"it runs on compute capability {runs_on}",
                 path=record.artifact_path,
             )
-        if not targets.can_run(value, gpu.compute_capability):
+        if not targets.can_run(value, gpu):
             raise IncompatibleEngine(
                 f"this TensorRT-RTX engine cannot run on this machine: {gpu.name} has compute capability "
                 f"{gpu.compute_capability}; it runs on compute capability {runs_on} "
@@ -213,7 +213,7 @@ class RtxRunner(TensorRTRunner):
         config.set_runtime_cache(cache)
         self._runtime_config, self._runtime_cache = config, cache  # both must outlive the context
         self._cache_info = {"path": str(self._cache_path), "found": bool(data), "loaded": loaded,
-                            "bytes_before": _size(cache)}
+                            "bytes_before": serialized_size(cache)}
         started = time.perf_counter()
         context = engine.create_execution_context(config)
         self._jit_ms = (time.perf_counter() - started) * 1e3
@@ -293,11 +293,4 @@ class RtxRunner(TensorRTRunner):
         super().close()
         self._runtime_config = None
         self._runtime_cache = None
-
-
-def _size(cache: Any) -> int:
-    try:
-        return len(memoryview(cache.serialize()))
-    except Exception:
-        return 0
 

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import re
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import BadInput
 from ...spec import BuildSpec
+
+if TYPE_CHECKING:
+    from .device import DeviceInfo
 
 OPTION = "compute_capability"
 CURRENT = "current"
 # What TensorRT-RTX 1.7.1 reports for a plan built with its default (no targets set): "Supported
 # compute capabilities: 8.0 8.6 8.9 12.0 12.1 >12.0" (its refusal message on an H200, FACTS.md).
 DEFAULT_SUPPORTED = ("8.0", "8.6", "8.9", "12.0", "12.1")
-DEFAULT_SUPPORTS_NEWER_THAN = "12.0"  # the ">12.0" of that message
+DEFAULT_SUPPORTS_NEWER_THAN_CC = (12, 0)  # the ">12.0" of that message (also the runtime's, rtx.py)
+DEFAULT_SUPPORTS_NEWER_THAN = "{}.{}".format(*DEFAULT_SUPPORTS_NEWER_THAN_CC)
 _SM = re.compile(r"^sm_?(\d+)$")
 
 
@@ -87,14 +91,17 @@ def describe_supported(value: Any) -> str:
     return text
 
 
-def can_run(value: Any, gpu_cc: str) -> bool:
-    """Whether an engine built with ``value`` targets ``gpu_cc`` (the library has the last word at load)."""
-    if gpu_cc in supported_ccs(value):
+def newer_than_default(gpu: "DeviceInfo") -> bool:
+    """The ">12.0" rule: ``gpu`` is newer than every architecture the library names."""
+    return gpu.cc_tuple > DEFAULT_SUPPORTS_NEWER_THAN_CC
+
+
+def can_run(value: Any, gpu: "DeviceInfo") -> bool:
+    """Whether an engine built with ``value`` targets ``gpu`` (the library has the last word at load)."""
+    if gpu.compute_capability in supported_ccs(value):
         return True
     if parse_targets(value) is None:
-        major, _, minor = gpu_cc.partition(".")
-        newer_major, _, newer_minor = DEFAULT_SUPPORTS_NEWER_THAN.partition(".")
-        return (int(major), int(minor or 0)) > (int(newer_major), int(newer_minor))
+        return newer_than_default(gpu)
     return False
 
 
