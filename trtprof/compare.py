@@ -334,10 +334,10 @@ def compare_records(
             pool.close()
         raise
     finally:
-        if pool is not None:
-            trim(runners)  # the parent idles while the loads measure: keep no autotuning workspaces
         for runner in runners.values():
             runner.close()
+        if pool is not None:  # after close, so that what the closed runners held is given back too
+            trim(runners)  # the parent idles while the loads measure: keep no autotuning workspaces
     on_gpu = any(d == "cuda" for d in devices.values())
     peak = None
     if on_gpu:
@@ -401,7 +401,7 @@ def compare_records(
 
     graphs = {b: graph_facts(onnx_path, records[baseline], b, shapes) for b in batch_sizes} if on_gpu else {}
     tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
-                             autotune=plan.autotune) if layers else {}
+                             autotune=plan.autotune, graphs=graphs) if layers else {}
     for batch in batch_sizes:
         outcome = outcomes[batch]
         base_result = per_batch[batch][baseline]
@@ -471,6 +471,49 @@ def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int
         return {}
 
 
+def resolve_records(
+    model: Any,
+    precisions: Sequence[Any],
+    batch_sizes: Sequence[int],
+    *,
+    engines_dir: Any = "engines",
+    backend: str = "auto",
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    on_built: Callable[[Any], None] | None = None,
+) -> tuple[dict[str, Any], Any, tuple[int, ...]]:
+    """MODEL or engines dir → (precision → record, source ONNX path or None, batch sizes).
+
+    An engines dir (a folder with engine JSONs, not a TF SavedModel) → its engines of the asked
+    precisions; batch sizes default to those every chosen engine was built for; the ONNX source is
+    optional (None when it is gone or cannot be converted). Otherwise the model's missing engines are
+    built at ``batch_sizes`` (default 1)."""
+    from pathlib import Path
+
+    from .build import as_onnx, build_engines
+    from .cache import list_engines
+
+    path = Path(model)
+    if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
+        records = select_records(list_engines(path), precisions, backend)
+        built = set.intersection(*(set(r.spec.batch_sizes) for r in records.values()))
+        sizes = tuple(batch_sizes) or tuple(sorted(built))
+        onnx_path = None
+        source = Path(next(iter(records.values())).model_path)
+        if source.exists():
+            try:
+                onnx_path = as_onnx(source, path)
+            except Exception:  # graph facts and roofline are optional here: a TF source without TF installed
+                onnx_path = None
+    else:
+        sizes = tuple(batch_sizes) or (1,)
+        unique = list(dict.fromkeys(precisions))
+        outcomes = build_engines(path, unique, sizes, shapes=shapes, engines_dir=Path(engines_dir),
+                                 backend=backend, on_done=on_built)
+        records = {o.record.precision: o.record for o in outcomes}
+        onnx_path = as_onnx(path, Path(engines_dir))
+    return records, onnx_path, sizes
+
+
 def compare_model(
     model: Any,
     precisions: Sequence[Any],
@@ -492,31 +535,10 @@ def compare_model(
     """MODEL (ONNX or TensorFlow) → build what is missing → ``compare_records``.
     A precision named twice (``fp32,fp32``) is an A/A run: one engine, two independently loaded arms.
     An engines dir (or one engine's JSON) → its engines of the asked precisions, batch sizes checked."""
-    from pathlib import Path
-
-    from .build import as_onnx, build_engines
-    from .cache import list_engines
     from .errors import BadInput
 
-    path = Path(model)
-    if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
-        records = select_records(list_engines(path), precisions, backend)
-        built = set.intersection(*(set(r.spec.batch_sizes) for r in records.values()))
-        sizes = tuple(batch_sizes) or tuple(sorted(built))
-        onnx_path = None
-        source = Path(next(iter(records.values())).model_path)
-        if source.exists():
-            try:
-                onnx_path = as_onnx(source, path)
-            except Exception:  # roofline is optional here: a TF source without TF installed
-                onnx_path = None
-    else:
-        sizes = tuple(batch_sizes) or (1,)
-        unique = list(dict.fromkeys(precisions))
-        outcomes = build_engines(path, unique, sizes, shapes=shapes, engines_dir=Path(engines_dir),
-                                 backend=backend, on_done=on_built)
-        records = {o.record.precision: o.record for o in outcomes}
-        onnx_path = as_onnx(path, Path(engines_dir))
+    records, onnx_path, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
+                                                backend=backend, shapes=shapes, on_built=on_built)
     labels = arm_labels(precisions)
     if len(labels) < 2:
         raise BadInput("compare needs a baseline and a candidate (e.g. --precisions fp32,fp16; fp32,fp32 for A/A)")

@@ -41,11 +41,6 @@ def colour(precision: str) -> str:
     return PRECISION_COLOURS.get(precision, OTHER_COLOUR)
 
 
-def series_label(r: BenchResult) -> str:
-    """A result's label on its own (see ``labels.engine_labels`` for labels within a set)."""
-    return engine_labels([r])[0]
-
-
 def robust_range(arrays: Sequence[np.ndarray]) -> tuple[float, float]:
     """Shared x range: from the lowest sample to the highest Tukey far-out fence (Q3 + 3 IQR, not
     beyond the largest sample), so rare spikes do not set the axis."""

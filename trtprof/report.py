@@ -26,10 +26,12 @@ COMPARE_SCHEMA = "trtprof.compare/2"  # == compare.SCHEMA; not imported so readi
 COMPARE_SCHEMAS = (COMPARE_SCHEMA, "trtprof.compare/1")  # /1: three verdicts, i.i.d. + round CI; still read
 
 
-def load(path: Path) -> dict[str, Any]:
-    """The JSON as a dict with ``kind`` "compare" or "bench"; one-line errors for anything else."""
+def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON as a dict with ``kind`` "compare" or "bench"; one-line errors for anything else.
+    ``data``: the file's JSON already read with ``read_json`` (it is then not read again)."""
     path = Path(path)
-    data = read_json(path)
+    if data is None:
+        data = read_json(path)
     schema = data.get("schema")
     if schema in COMPARE_SCHEMAS:
         kind = "compare"
@@ -376,7 +378,8 @@ def write_report(path: Path, out: Path) -> tuple[Path, str]:
     from .sweep.store import SCHEMA as SWEEP_SCHEMA
     from .train.page import SCHEMA as TRAIN_SCHEMA
 
-    schema = read_json(Path(path)).get("schema")
+    raw = read_json(Path(path))
+    schema = raw.get("schema")
     if schema == SWEEP_SCHEMA:
         from .sweep.matrix import write_sweep_report
 
@@ -385,7 +388,7 @@ def write_report(path: Path, out: Path) -> tuple[Path, str]:
         from .train.page import write_report as write_train_report
 
         return write_train_report(path, out)
-    data = load(path)
+    data = load(path, raw)
     page = render_html(data)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

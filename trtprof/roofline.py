@@ -99,6 +99,20 @@ def _with_inputs_fixed(model: "onnx.ModelProto", input_shapes: Mapping[str, tupl
     return onnx.shape_inference.infer_shapes(fixed, data_prop=True)
 
 
+def _inferred_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> tuple[
+        Any, dict[str, tuple[int, ...]], dict[str, tuple[int, ...] | None], dict[str, int]]:
+    """Shape inference at these input shapes → (graph, initializer dims, static shape per tensor
+    (None when unknown), element type per tensor)."""
+    graph = _with_inputs_fixed(model, input_shapes).graph
+    consts = {init.name: tuple(int(d) for d in init.dims) for init in graph.initializer}
+    shapes: dict[str, tuple[int, ...] | None] = {}
+    types: dict[str, int] = {}
+    for vi in [*graph.input, *graph.value_info, *graph.output]:
+        shapes[vi.name] = _dims(vi)
+        types[vi.name] = vi.type.tensor_type.elem_type
+    return graph, consts, shapes, types
+
+
 def _node_flops(node, shapes: Mapping[str, tuple[int, ...] | None], consts: Mapping[str, tuple[int, ...]]) -> int | None:
     def shape(name: str) -> tuple[int, ...] | None:
         return consts.get(name) or shapes.get(name)
@@ -133,14 +147,7 @@ def _node_flops(node, shapes: Mapping[str, tuple[int, ...] | None], consts: Mapp
 
 def graph_cost(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]], *, float_bytes: int = 4) -> GraphCost:
     """FLOPs and bytes of one inference at the given input shapes (batch in dim 0)."""
-    inferred = _with_inputs_fixed(model, input_shapes)
-    graph = inferred.graph
-    consts = {init.name: tuple(int(d) for d in init.dims) for init in graph.initializer}
-    shapes: dict[str, tuple[int, ...] | None] = {}
-    types: dict[str, int] = {}
-    for vi in [*graph.input, *graph.value_info, *graph.output]:
-        shapes[vi.name] = _dims(vi)
-        types[vi.name] = vi.type.tensor_type.elem_type
+    graph, consts, shapes, types = _inferred_shapes(model, input_shapes)
     flops_by_op: dict[str, int] = {}
     uncounted = []
     for node in graph.node:

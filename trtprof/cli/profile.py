@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..cache import atomic_write_text, now_iso
-    from ..compare import select_records
+    from ..compare import resolve_records
     from ..layers import profile as lp
     from ..layers.rules import layer_findings
     from ..layers.table import format_table
@@ -54,23 +54,8 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
-    if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
-        from ..build import as_onnx
-        from ..cache import list_engines
-
-        records = select_records(list_engines(path), precisions, args.backend)
-        source = Path(next(iter(records.values())).model_path)
-        try:
-            onnx_path = as_onnx(source, path) if source.exists() else None
-        except Exception:  # graph facts are optional (a TF source without TF installed)
-            onnx_path = None
-    else:
-        from ..build import as_onnx, build_engines
-
-        outcomes = build_engines(path, precisions, (args.batch_size,), shapes=shapes, engines_dir=args.engines,
-                                 backend=args.backend)
-        records = {o.record.precision: o.record for o in outcomes}
-        onnx_path = as_onnx(path, args.engines)
+    records, onnx_path, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+                                            backend=args.backend, shapes=shapes)
     kwargs = {}
     if args.iterations is not None:
         kwargs["iterations"] = args.iterations

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..roofline import _attr
+
 if TYPE_CHECKING:
     import onnx
 
@@ -22,15 +24,6 @@ TC_MULTIPLE_FP16 = 8
 def node_key(node: Any, index: int) -> str:
     """The name a layer row uses: the node's name, else ``OpType_index`` (unnamed nodes)."""
     return node.name or f"{node.op_type}_{index}"
-
-
-def _attr(node: Any, name: str, default: Any = None) -> Any:
-    import onnx
-
-    for a in node.attribute:
-        if a.name == name:
-            return onnx.helper.get_attribute_value(a)
-    return default
 
 
 def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
@@ -76,14 +69,9 @@ def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
 
 def node_facts(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, dict[str, Any]]:
     """node key → {op_type, output_shape, flops, tensor_core: {...} or None} at these input shapes."""
-    from ..roofline import _dims, _node_flops, _with_inputs_fixed
+    from ..roofline import _inferred_shapes, _node_flops
 
-    inferred = _with_inputs_fixed(model, input_shapes)
-    graph = inferred.graph
-    consts = {init.name: tuple(int(d) for d in init.dims) for init in graph.initializer}
-    shapes: dict[str, tuple[int, ...] | None] = {}
-    for vi in [*graph.input, *graph.value_info, *graph.output]:
-        shapes[vi.name] = _dims(vi)
+    graph, consts, shapes, _ = _inferred_shapes(model, input_shapes)
 
     def shape(name: str) -> tuple[int, ...] | None:
         return consts.get(name) or shapes.get(name)

@@ -7,14 +7,10 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping
 
-from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN
+from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, _fmt_ms, rows_by_time
 
 TOP_ROWS = 15
 CSS = ".l-slower{background:#f8d4d4}.l-cast{background:#fff0c2}"
-
-
-def _ms(v: Any) -> str:
-    return "–" if v is None else (f"{v:.4f}" if v < 1 else f"{v:.3f}")
 
 
 def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS) -> str:
@@ -28,7 +24,7 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
     for batch, table in sorted(layers.items(), key=lambda kv: int(kv[0])):
         precisions = list(table["precisions"])
         base = precisions[0]
-        rows = sorted(table["rows"], key=lambda r: -max((t or 0.0) for t in r["time_ms"].values()))
+        rows = rows_by_time(table["rows"])
         head = ["layer", "op", "kind"] + [h for p in precisions for h in (f"{p} ms", f"{p} share")] \
             + [f"{p}/{base}" for p in precisions[1:]] + [f"TC {p}" for p in precisions]
         body = []
@@ -39,13 +35,14 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
             cells = [r["name"], r["op_type"], r["kind"]]
             for p in precisions:
                 share = r["share"].get(p)
-                cells += [_ms(r["time_ms"].get(p)), "–" if share is None else f"{share:.1%}"]
+                cells += [_fmt_ms(r["time_ms"].get(p), missing="–"), "–" if share is None else f"{share:.1%}"]
             cells += ["–" if x is None else f"{x:.2f}" for x in ratios]
             for p in precisions:
                 ks = [k for k in r["kernels"].get(p, []) if k.get("tensor_core") is not None]
                 cells.append(f"{sum(1 for k in ks if k['tensor_core'])}/{len(ks)}" if ks else "–")
             body.append(f'<tr class="{cls}">' + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-        totals = ", ".join(f"{html.escape(p)} {_ms(v)} ms" for p, v in table.get("totals_ms", {}).items())
+        totals = ", ".join(f"{html.escape(p)} {_fmt_ms(v, missing='–')} ms"
+                           for p, v in table.get("totals_ms", {}).items())
         parts.append(f"<h3>batch {html.escape(str(batch))} (sum of layer medians: {totals})</h3>"
                      "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
                      + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")

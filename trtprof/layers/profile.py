@@ -84,14 +84,17 @@ def graph_facts(onnx_path: Any, record: Any, batch_size: int,
 def profile_records(records: Mapping[str, Any], batch_sizes: Sequence[int], *, onnx_path: Any = None,
                     iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                    int_range: tuple[int, int] | None = None, autotune: bool = True) -> dict[int, LayerTable]:
+                    int_range: tuple[int, int] | None = None, autotune: bool = True,
+                    graphs: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None) -> dict[int, LayerTable]:
     """Every precision of ``records`` (precision → record, baseline first), one engine after the
-    other, at every batch size: one LayerTable per batch size."""
+    other, at every batch size: one LayerTable per batch size. ``graphs``: ``graph_facts`` of the
+    baseline record already computed per batch size (those batch sizes are not computed again)."""
     per: dict[str, dict[int, PrecisionProfile]] = {
         name: profile_record(rec, batch_sizes, iterations=iterations, warmup=warmup, shapes=shapes, seed=seed,
                              int_range=int_range, autotune=autotune)
         for name, rec in records.items()}
     first = next(iter(records.values()))
+    known = graphs or {}
     return {b: LayerTable(batch_size=b, precisions=tuple(records), profiles={n: per[n][b] for n in records},
-                          graph=graph_facts(onnx_path, first, b, shapes))
+                          graph=known[b] if b in known else graph_facts(onnx_path, first, b, shapes))
             for b in batch_sizes}

@@ -5,7 +5,7 @@ claim. Thresholds are named constants with their reasons.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..diagnose import Finding
 from .table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
@@ -17,10 +17,6 @@ MIN_SHARE = 0.05
 # around the enqueue), so the rest was waiting for the host (launch latency, Python).
 KERNEL_BUSY_SHARE = 0.5
 TOP = 5
-
-
-def _rows_json(table: LayerTable) -> list[dict[str, Any]]:
-    return table.to_json()["rows"]
 
 
 def fp16_slower_layers(table: LayerTable, candidate: str) -> Finding | None:
@@ -154,9 +150,3 @@ def layer_findings(table: LayerTable | None, graph: Mapping[str, Mapping[str, An
         for precision, ms in (compute_ms or {}).items():
             out.append(gpu_idle_gaps(table, precision, ms))
     return [f for f in out if f is not None]
-
-
-def top_layers(table: LayerTable, precision: str, n: int = TOP) -> Sequence[dict[str, Any]]:
-    rows = [r for r in _rows_json(table) if r["time_ms"].get(precision) is not None]
-    rows.sort(key=lambda r: -r["time_ms"][precision])
-    return rows[:n]

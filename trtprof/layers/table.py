@@ -192,17 +192,15 @@ class LayerTable:
                 "rows": rows}
 
 
-def table_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON form is what reports read; this is a light validity check, not a round-trip."""
-    if not isinstance(data, Mapping) or "rows" not in data or "precisions" not in data:
-        raise ValueError("not a trtprof layer table")
-    return dict(data)
-
-
-def _fmt_ms(value: float | None) -> str:
+def _fmt_ms(value: float | None, missing: str = "-") -> str:
     if value is None:
-        return "-"
+        return missing
     return f"{value:.4f}" if value < 1 else f"{value:.3f}"
+
+
+def rows_by_time(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """A layer table's JSON rows by their largest time over the precisions, largest first (stable)."""
+    return sorted(rows, key=lambda r: -max((t or 0.0) for t in r["time_ms"].values()))
 
 
 def _tc_cell(kernels: Sequence[Mapping[str, Any]]) -> str:
@@ -216,8 +214,7 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
     """Text table of a layer table's JSON form, rows by their largest time, FP16-slower marked ``!``."""
     precisions = list(table["precisions"])
     base = precisions[0]
-    rows = list(table["rows"])
-    rows.sort(key=lambda r: -max((t or 0.0) for t in r["time_ms"].values()))
+    rows = rows_by_time(table["rows"])
     shown = rows if top is None else rows[:top]
     headers = ["layer", "op", "kind"]
     for p in precisions:
