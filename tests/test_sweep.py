@@ -100,6 +100,14 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, two_models, capsys):
     assert not (tmp_path / "o" / "cells.jsonl").exists()
 
 
+@pytest.mark.parametrize("args", [["--cell-timeout-s", "0"], ["--ray-cpus-per-cell", "0"], ["--workers", "-1"]])
+def test_cli_non_positive_counts_and_timeouts_are_refused_at_parse_time(tmp_path, two_models, capsys, args):
+    assert main(["sweep", "--models", str(two_models[0]), *args, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("trtprof sweep: error:") and args[0] in err and "\n" not in err
+    assert not (tmp_path / "o").exists()
+
+
 # --- slots: one worker per GPU, cores partitioned -----------------------------------------------------
 
 

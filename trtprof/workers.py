@@ -27,6 +27,13 @@ from .errors import TrtprofError
 from .timing import Samples, TimingConfig
 
 STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # the folder holding this trtprof
+
+
+def prepend_package_root(env: dict[str, str]) -> None:
+    """Put the folder holding this trtprof first on ``env``'s PYTHONPATH, so a child process started
+    with ``-m trtprof…`` runs the same trtprof as its parent (not another one installed)."""
+    env["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT, *filter(None, [env.get("PYTHONPATH")])])
 
 
 class WorkerFailed(TrtprofError):
@@ -40,8 +47,7 @@ class Worker:
                  autotune: bool = True) -> None:
         self.index = index
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        prepend_package_root(env)
         if device is not None:  # each worker makes its own CUDA context on the device it is told
             env["CUDA_VISIBLE_DEVICES"] = str(device)
         self.stderr = tempfile.TemporaryFile()
@@ -206,8 +212,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             command, args = message[0], message[1:]
             try:
                 if command == "init":
-                    autotune = args[1] if len(args) > 1 else True
-                    for label, record in args[0].items():
+                    records, autotune = args
+                    for label, record in records.items():
                         runners[label] = load_runner(record)
                         set_autotune(runners[label], autotune)
                     reply("ready", None)

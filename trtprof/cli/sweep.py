@@ -25,9 +25,11 @@ def add_parser(sub) -> None:
     g.add_argument("--precisions", default=None, metavar="BASE,CAND,…", help="default fp32,fp16 (baseline first)")
     g.add_argument("--batch-sizes", default=None, metavar="B1,B2,…", help="one cell per batch size (default 1)")
     g.add_argument("--backend", default=None, help="auto|onnxruntime|tensorrt|torch (default auto)")
-    g.add_argument("--time-budget-s", type=float, default=None, help="compare: measuring time per cell")
-    g.add_argument("--round-iterations", type=int, default=None, help="compare: iterations per precision per round")
-    g.add_argument("--iterations", type=int, default=None, help="bench: timed runs per engine")
+    g.add_argument("--time-budget-s", type=_common.positive_float, default=None,
+                   help="compare: measuring time per cell")
+    g.add_argument("--round-iterations", type=_common.positive_int, default=None,
+                   help="compare: iterations per precision per round")
+    g.add_argument("--iterations", type=_common.positive_int, default=None, help="bench: timed runs per engine")
     g.add_argument("--engines", type=Path, default=None, help="engine cache root (default ./engines, or the spec's)")
     g.add_argument("--gpu-types", default=None, metavar="H200,A100",
                    help="Ray: run every cell once on each of these GPU types (accelerator_type resources)")
@@ -35,12 +37,14 @@ def add_parser(sub) -> None:
     x.add_argument("--executor", choices=("local", "ray"), default="local", help="local (default) or ray")
     x.add_argument("--gpus", default=None, metavar="all|none|0,1",
                    help="local: one worker per GPU (default all GPUs NVML sees; none = CPU workers)")
-    x.add_argument("--workers", type=int, default=None,
+    x.add_argument("--workers", type=_common.positive_int, default=None,
                    help="local, CPU: workers sharing the cores (default 1: CPU workers disturb each other)")
     x.add_argument("--address", default=None, metavar="auto|ray://HOST:PORT",
                    help="ray: cluster to join (default: RAY_ADDRESS, else a local Ray)")
-    x.add_argument("--ray-cpus-per-cell", type=int, default=1, help="ray: CPUs reserved per cell (default 1)")
-    x.add_argument("--cell-timeout-s", type=float, default=None, help="kill a build/compare step after this long")
+    x.add_argument("--ray-cpus-per-cell", type=_common.positive_int, default=1,
+                   help="ray: CPUs reserved per cell (default 1)")
+    x.add_argument("--cell-timeout-s", type=_common.positive_float, default=None,
+                   help="kill a build/compare step after this long")
     p.add_argument("--out", type=Path, default=Path("sweep"), help="results folder (default ./sweep)")
     p.add_argument("--resume", action="store_true", help="continue the sweep in --out, skipping finished cells")
     p.add_argument("--interference", type=Path, default=None,
@@ -103,9 +107,10 @@ def run(args: argparse.Namespace) -> int:
         with lock:
             print(_line(rec, done, total), flush=True)
 
-    outcome = run_sweep(spec, args.out, executor=args.executor, slots=slots, resume=args.resume,
-                        address=args.address, ray_cpus_per_cell=args.ray_cpus_per_cell,
-                        timeout_s=args.cell_timeout_s, interference=interference, on_record=on_record)
+    with _common.sigterm_as_interrupt():  # SIGTERM, like Ctrl-C, keeps the finished cells and writes sweep.json
+        outcome = run_sweep(spec, args.out, executor=args.executor, slots=slots, resume=args.resume,
+                            address=args.address, ray_cpus_per_cell=args.ray_cpus_per_cell,
+                            timeout_s=args.cell_timeout_s, interference=interference, on_record=on_record)
     from ..sweep.matrix import markdown
 
     if outcome.skipped:
@@ -116,5 +121,5 @@ def run(args: argparse.Namespace) -> int:
     if outcome.interrupted:
         print(f"trtprof sweep: interrupted; {outcome.merged['cells_ok']} finished cell(s) kept in {args.out}; "
               f"continue with the same command plus --resume", file=sys.stderr)
-        return 130
+        return _common.EXIT_INTERRUPTED
     return 1 if outcome.merged["cells_failed"] else 0

@@ -48,8 +48,9 @@ class Slot:
         if self.cpus:
             for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 env[var] = str(len(self.cpus))
-        root = str(Path(__file__).resolve().parents[2])  # the trtprof the sweep itself runs from
-        env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+        from ..workers import prepend_package_root  # here, not at the top: the sweep imports no measuring code
+
+        prepend_package_root(env)  # the trtprof the sweep itself runs from
         return env
 
     def to_json(self) -> dict[str, Any]:
@@ -170,11 +171,11 @@ def _attempts(stages: list[tuple[str, list[str]]], slot: Slot, child_env: Mappin
     return attempts
 
 
-def build_model(cell: Cell, slot: Slot, *, processes: Processes | None = None, timeout_s: float | None = None,
-                env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def build_model(cell: Cell, slot: Slot, *, processes: Processes | None = None,
+                timeout_s: float | None = None) -> dict[str, Any]:
     """The sweep's pre-build step for one model: ``trtprof build`` with every precision and batch size
     of the sweep, so the cells after it only load engines. Returns ``ok``, ``error``, ``attempts``, ``log``."""
-    child_env = slot.env(env if env is not None else os.environ)
+    child_env = slot.env(os.environ)
     Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="trtprof-build-") as tmp:
         log_path = Path(tmp) / "build.log"
@@ -186,14 +187,14 @@ def build_model(cell: Cell, slot: Slot, *, processes: Processes | None = None, t
 
 
 def run_cell(cell: Cell, slot: Slot, *, processes: Processes | None = None, timeout_s: float | None = None,
-             env: Mapping[str, str] | None = None, build: bool = True) -> dict[str, Any]:
+             build: bool = True) -> dict[str, Any]:
     """Build (``build=True``: a cache hit after the first cell of a model; the local executor pre-builds
     and passes False), then compare/bench; a crashed attempt is retried once.
 
     Returns the cell record: what ran, where (host, GPU, cores), how long, the outcome, the result
     JSON itself (``"result"``, for the sweep to store) and the log tail. Raises ``Interrupted`` when
     the sweep is stopping."""
-    child_env = slot.env(env if env is not None else os.environ)
+    child_env = slot.env(os.environ)
     started_epoch = time.time()
     result: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix=f"trtprof-cell-{cell.id}-") as tmp:
@@ -219,10 +220,13 @@ def run_cell(cell: Cell, slot: Slot, *, processes: Processes | None = None, time
 
 
 def cell_record(cell: Cell, slot: Slot, *, attempts: list[dict[str, Any]], result: Mapping[str, Any] | None,
-                log_text: str, started_epoch: float, error: str | None = None) -> dict[str, Any]:
+                log_text: str, started_epoch: float, finished_epoch: float | None = None,
+                error: str | None = None) -> dict[str, Any]:
+    """``error`` overrides the last attempt's (a cell that never ran has no attempts); ``finished_epoch``
+    defaults to now (a cell that never ran passes its start: no duration, so it is nobody's neighbour)."""
     from ..environment import host, package_versions
 
-    finished_epoch = time.time()
+    finished_epoch = time.time() if finished_epoch is None else finished_epoch
     env_json = (result or {}).get("environment") or {}
     failed = result is None
     return {

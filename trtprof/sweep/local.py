@@ -132,7 +132,7 @@ def _pool(items: Sequence[Any], slots: Sequence[Slot], fn: Callable[[Any, Slot],
 
 
 def run_local(cells: Sequence[Cell], slots: Sequence[Slot], on_record: Callable[[dict[str, Any]], None], *,
-              timeout_s: float | None = None, processes: Processes | None = None) -> list[dict[str, Any]]:
+              timeout_s: float | None = None) -> list[dict[str, Any]]:
     """Pre-build every model once (spread over the slots), then every cell on the first free slot;
     ``on_record`` as each cell finishes (from the worker's thread). Returns the pre-build summary.
 
@@ -140,7 +140,7 @@ def run_local(cells: Sequence[Cell], slots: Sequence[Slot], on_record: Callable[
     still costs a process start and the backend's import per cell, time that one GPU and two GPUs
     pay alike and that would blur what the second GPU buys. A model whose build failed has its cells
     recorded as failed with the build's error, without running them."""
-    processes = processes or Processes()
+    processes = Processes()
     firsts: dict[tuple[str, ...], Cell] = {}
     for cell in cells:
         firsts.setdefault(tuple(cell.build_argv()), cell)

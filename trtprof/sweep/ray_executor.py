@@ -14,7 +14,7 @@ import os
 from typing import Any, Callable, Sequence
 
 from ..errors import BadInput, MissingDependency
-from .cell import Slot, run_cell
+from .cell import Slot, cell_record, run_cell
 from .spec import Cell
 
 TASK_RETRIES = 1  # a task whose worker/node died is run once more, then recorded as failed
@@ -57,13 +57,9 @@ def ray_cell_task(cell: Cell, use_gpu: bool) -> dict[str, Any]:
 def _failed(cell: Cell, error: str) -> dict[str, Any]:
     import time
 
-    from ..environment import host
-
     now = time.time()
-    return {**cell.to_json(), "status": "failed", "error": error, "attempts": [], "slot": {"name": "ray"},
-            "host": host(), "gpu": None, "packages": {}, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "started_epoch": now, "finished_epoch": now, "wall_s": 0.0, "summary": [], "result": None,
-            "log_tail": ""}
+    return cell_record(cell, Slot(name="ray"), attempts=[], result=None, log_text="", started_epoch=now,
+                       finished_epoch=now, error=error)
 
 
 def run_ray(cells: Sequence[Cell], on_record: Callable[[dict[str, Any]], None], *, address: str | None = None,
@@ -86,12 +82,10 @@ def run_ray(cells: Sequence[Cell], on_record: Callable[[dict[str, Any]], None], 
     task = ray.remote(ray_cell_task)
     pending: dict[Any, Cell] = {}
     for cell in cells:
-        options: dict[str, Any] = {"max_retries": TASK_RETRIES, "retry_exceptions": False}
+        options: dict[str, Any] = {"max_retries": TASK_RETRIES, "retry_exceptions": False,
+                                   "num_cpus": cpus_per_cell}
         if use_gpu:
             options["num_gpus"] = 1
-            options["num_cpus"] = cpus_per_cell
-        else:
-            options["num_cpus"] = cpus_per_cell
         if cell.gpu_type:
             key = f"accelerator_type:{cell.gpu_type}"
             if key not in resources:

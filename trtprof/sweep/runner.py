@@ -1,7 +1,6 @@
 """``run_sweep``: the cells of a spec, minus those already done, through an executor into the store."""
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..cache import now_iso
 from ..errors import BadInput
 from .cell import Slot
-from .spec import SweepSpec
+from .spec import SweepSpec, model_json
 from .store import SweepStore, merge
 
 
@@ -18,7 +17,6 @@ from .store import SweepStore, merge
 class SweepOutcome:
     merged_path: Path
     merged: dict[str, Any]
-    ran: int  # cells finished in this run (ok or failed)
     skipped: int  # cells already done (--resume)
     interrupted: bool
 
@@ -38,7 +36,7 @@ def read_interference(path: Path | None) -> dict[str, Any] | None:
 def spec_json(spec: SweepSpec) -> dict[str, Any]:
     return {"source": spec.source, "kinds": list(spec.kinds), "engines": spec.engines,
             "gpu_types": list(spec.gpu_types),
-            "models": [json.loads(json.dumps(m.__dict__)) for m in spec.models]}
+            "models": [model_json(m) for m in spec.models]}
 
 
 def run_sweep(
@@ -95,5 +93,4 @@ def run_sweep(
     merged = merge(spec_json(spec), [c.to_json() for c in cells], store.latest(), executor=info,
                    interference=interference, interrupted=interrupted, wall_s=round(wall, 3), runs=runs)
     path = store.write_merged(merged)
-    return SweepOutcome(merged_path=path, merged=merged, ran=ran, skipped=len(cells) - len(todo),
-                        interrupted=interrupted)
+    return SweepOutcome(merged_path=path, merged=merged, skipped=len(cells) - len(todo), interrupted=interrupted)

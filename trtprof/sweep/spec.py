@@ -82,7 +82,7 @@ class Cell:
     @property
     def id(self) -> str:
         """Stable across runs of the same spec (``--resume`` matches on it)."""
-        payload = {"kind": self.kind, "model": _model_json(self.model), "batch": self.batch_size,
+        payload = {"kind": self.kind, "model": model_json(self.model), "batch": self.batch_size,
                    "gpu_type": self.gpu_type}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -125,7 +125,7 @@ class Cell:
                 "gpu_type_wanted": self.gpu_type, "engines_dir": self.engines_dir}
 
 
-def _model_json(m: ModelPlan) -> dict[str, Any]:
+def model_json(m: ModelPlan) -> dict[str, Any]:
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in m.__dict__.items()}
 
 

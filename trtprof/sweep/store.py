@@ -35,8 +35,6 @@ class SweepStore:
         self.log = self.out / LOG
         if self.log.exists() and not resume:
             raise BadInput("already holds a sweep: pass --resume to continue it, or another --out", path=self.out)
-        if self.out.exists() and not self.out.is_dir():
-            raise BadInput("--out must be a folder", path=self.out)
         (self.out / "cells").mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
