@@ -4,11 +4,15 @@ simulated runners of known truth on a simulated clock (trtprof.calibration), at 
 Per case and true ratio it prints: replicates, the verdict shares, the decisive rate (faster or
 slower: for a true 1.0 the false-alarm rate), the coverage of the true ratio by the 95 % CI, the
 median CI width, median rounds and loads used, the median simulated seconds, and the wall time.
-Then the issue-9 criteria: A/A decisive rate ≤ 5 %, coverage ≥ 94 % everywhere (≥ 95 % in the
-stationary cases), a true 1.05 at 10 % noise called faster ≥ 80 %.
+The column ``w/s`` is the median CI half-width over 1.96 × the replicate-to-replicate SD of the
+estimate (issue 27: the schema-2 intervals were 1.7–3× the run-to-run spread; a t interval over 6–7
+loads is ~1.2–1.3× by its quantile alone). ``unseen`` (lopsided cases) is the share of replicates
+whose loads never drew the slow mode: no interval built on those loads can know of it.
+Then the criteria: A/A decisive rate ≤ 5 %, coverage ≥ 94 % everywhere, a true 1.05 at 10 % noise
+called faster ≥ 80 %, and (issue 27) for the lopsided cases: covered or ``inconclusive`` ≥ 94 %.
 
     PYTHONPATH=. python benchmarks/verdict_calibration.py --replicates 500 \
-        --out benchmarks/results/verdict_calibration-2026-11-30
+        --out benchmarks/results/verdict_calibration-2026-12-01
 """
 from __future__ import annotations
 
@@ -61,7 +65,8 @@ def main() -> int:
              f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}",
              "truth = E_load[median baseline] / E_load[median candidate] (see trtprof/calibration.py)", ""]
     header = (f"{'case':28s} {'truth':>6s} {'reps':>5s} {'faster':>7s} {'slower':>7s} {'equiv':>7s} {'inconc':>7s} "
-              f"{'decisive':>8s} {'coverage':>8s} {'med width':>9s} {'rounds':>6s} {'loads':>5s} {'sim s':>6s} {'wall s':>7s}")
+              f"{'decisive':>8s} {'coverage':>8s} {'med width':>9s} {'w/s':>5s} {'rounds':>6s} {'loads':>5s} {'sim s':>6s} "
+              f"{'wall s':>7s}")
     lines.append(header)
     print("\n".join(lines), flush=True)
     rows = []
@@ -77,8 +82,8 @@ def main() -> int:
             v = s.verdicts
             line = (f"{s.case:28s} {s.truth:6.3f} {s.replicates:5d} {v['faster']:7.1%} {v['slower']:7.1%} "
                     f"{v['equivalent']:7.1%} {v['inconclusive']:7.1%} {s.decisive_rate:8.1%} {s.coverage:8.1%} "
-                    f"{s.median_width:9.4f} {s.median_rounds:6.0f} {s.median_loads:5.0f} {s.median_sim_s:6.1f} "
-                    f"{s.wall_s:7.1f}")
+                    f"{s.median_width:9.4f} {s.extra['width_over_spread']:5.2f} {s.median_rounds:6.0f} "
+                    f"{s.median_loads:5.0f} {s.median_sim_s:6.1f} {s.wall_s:7.1f}")
             lines.append(line)
             print(line, flush=True)
 
@@ -89,10 +94,14 @@ def main() -> int:
             low, high = wilson_interval(r["decisive_rate"], r["replicates"])
             checks.append((f"A/A decisive rate ≤ 5 %: {r['case']} (95 % Wilson [{low:.1%}, {high:.1%}])",
                            r["decisive_rate"] <= 0.05, r["decisive_rate"]))
-        floor = 0.95 if r["case"] in cal.STATIONARY else 0.94
+        floor = 0.94
         low, high = wilson_interval(r["coverage"], r["replicates"])
         checks.append((f"coverage ≥ {floor:.0%}: {r['case']} (truth {r['truth']:.3f}; replicate noise: 95 % "
                        f"Wilson [{low:.1%}, {high:.1%}])", r["coverage"] >= floor, r["coverage"]))
+        if "covered_or_inconclusive" in r["extra"]:
+            ok = r["extra"]["covered_or_inconclusive"]
+            checks.append((f"covered or inconclusive ≥ 94 %: {r['case']} (truth {r['truth']:.3f}; slow mode never drawn "
+                           f"in {r['extra']['unseen']:.1%})", ok >= floor, ok))
     power = next((r for r in rows if r["case"] == "stationary 10 %" and r["ratio"] == 1.05), None)
     if power is not None:
         checks.append(("true 1.05 at 10 % noise called faster ≥ 80 %", power["verdicts"][FASTER] >= 0.80,

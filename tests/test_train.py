@@ -148,6 +148,7 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
     """The whole comparison through compare's run_interleaved/speedup_ci/verdict: fp32 vs amp-fp16
     (GradScaler counted) vs amp-bf16, losses per arm, reasons present, the JSON complete."""
     from trtprof import compare as cmp
+    from trtprof.interleave import FLOOR_ROUNDS
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions
 
@@ -159,7 +160,8 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
         s = c["speedup"]
         assert s["ci_low"] <= s["estimate"] <= s["ci_high"]
         assert c["verdict"] == cmp.verdict(s["ci_low"], s["ci_high"])
-        assert c["rounds"] >= cmp.MIN_ROUNDS and len(c["round_ratios"]) == c["rounds"]
+        # a 0.5 s budget: the floor of one round pair (interleave.FLOOR_ROUNDS) at least
+        assert c["rounds"] >= FLOOR_ROUNDS and len(c["round_ratios"]) == c["rounds"]
         assert c["latency"]["baseline"]["n"] == c["rounds"] * 3
         assert np.isfinite(c["accuracy"]["candidate_loss_last"])
         assert any(f["rule"] == "cpu_only" for f in c["diagnosis"])

@@ -30,8 +30,8 @@ def test_a_worker_loads_every_arm_once_and_runs_interleaved_rounds(fp32_record):
         load = pool.load(1, {"input": (1, 3, 16, 16)}, 0, (0, 100))
         warm = load.warm_up(TimingConfig(warmup=1, iterations=3))
         assert set(warm) == {"fp32", "fp32#2"} and all(s.n == 3 for s in warm.values())
-        rounds = load.rounds(0, 3, TimingConfig(warmup=0, iterations=4))
-        assert [list(r) for r in rounds] == [["fp32", "fp32#2"], ["fp32#2", "fp32"], ["fp32", "fp32#2"]]
+        rounds = load.rounds(0, 3, TimingConfig(warmup=0, iterations=4), ["fp32#2", "fp32"])
+        assert [list(r) for r in rounds] == [["fp32#2", "fp32"], ["fp32", "fp32#2"], ["fp32#2", "fp32"]]
         assert all(np.all(s.latency_ms > 0) and s.n == 4 for r in rounds for s in r.values())
     finally:
         pool.close()
@@ -109,7 +109,7 @@ def test_worker_trims_device_memory_before_going_idle(monkeypatch):
     monkeypatch.setattr("trtprof.inputs.make_inputs", lambda *a, **k: {})
     inp = io.BytesIO()
     for message in (("init", {"a": None, "b": None}, True), ("feeds", {}, 0, (0, 1)), ("warm", None),
-                    ("rounds", 0, 2, None), ("close",)):
+                    ("rounds", 0, 2, None, ["a", "b"]), ("close",)):
         pickle.dump(message, inp)
     inp.seek(0)
     out = io.BytesIO()

@@ -13,6 +13,9 @@ the ratio of the arms' expected median latencies over loads, ``E_load[median A] 
 which here is ``median(A's shape) / median(B's shape)`` (for lognormal noise: ``base_A / base_B``;
 for the bimodal case the median of the mixture, computed numerically). Outliers, drift and bursts
 are disturbances the truth does not include: a correct interval must not be dragged by them.
+Lopsided cases: the candidate is ``f``× slow in a random share ``p`` of the loads (a mode of process
+starts), so the truth is ``ratio / (1 − p + p·f)``. Order effect: whichever arm runs second in a
+round is faster by that fraction (both arms run second equally often, so the truth is the ratio).
 """
 from __future__ import annotations
 
@@ -58,9 +61,14 @@ class Case:
     load_offsets: tuple[float, float] | None = None  # (low, high) of |log offset| per arm and load
     bimodal: tuple[float, float, float] | None = None  # baseline is (p low, low ms, high ms) × base
     bimodal_sigma: float = 0.02
+    lopsided: tuple[float, float] | None = None  # (p, f): each load of the candidate is f× slow with probability p
+    order_effect: float = 0.0  # the arm that runs second in a round is this much faster (warm caches)
 
     def true_ratio(self, ratio: float) -> float:
         """E_load[median baseline] / E_load[median candidate] (see the module docstring)."""
+        if self.lopsided is not None:
+            p, f = self.lopsided
+            return ratio / (1 - p + p * f)
         if self.bimodal is None:
             return ratio
         return _mixture_median(self.bimodal, self.bimodal_sigma) * ratio / _candidate_center(self)
@@ -95,6 +103,9 @@ CASES: tuple[Case, ...] = (
     Case("one-engine burst, 2 rounds", sigma=0.10, burst_rounds=2),
     Case("per-load offsets 3-8 %", sigma=0.10, load_offsets=(0.03, 0.08)),
     Case("bimodal 55/45 vs steady", sigma=0.02, bimodal=(0.55, 1.0, 1.3)),
+    Case("lopsided: 10 % slow in 20 % of loads", sigma=0.10, lopsided=(0.2, 1.10)),
+    Case("lopsided: 20 % slow in 10 % of loads", sigma=0.10, lopsided=(0.1, 1.20)),
+    Case("order effect: second arm 3 % faster", sigma=0.10, order_effect=0.03),
 )
 STATIONARY = ("stationary 2 %", "stationary 10 %", "stationary 30 %")
 
@@ -140,6 +151,8 @@ class SimWorld:
             self.burst_starts = np.empty(0)
         # which (load, round) blocks of the candidate get a one-engine burst: rounds 1.. of load 1
         self.burst_blocks = {(1, r) for r in range(1, 1 + case.burst_rounds)}
+        self.round_blocks: dict[int, int] = {}  # load → round blocks measured (the order effect's position)
+        self.slow_loads = 0
 
     def factor_at(self, times_s: np.ndarray) -> np.ndarray:
         case = self.case
@@ -163,6 +176,10 @@ class SimWorld:
             if runner.is_candidate and (runner.load, runner.blocks) in self.burst_blocks:
                 lat = lat * BURST_FACTOR
             runner.blocks += 1
+            position = self.round_blocks.get(runner.load, 0)  # blocks of a round run back to back: 0 first, 1 second
+            self.round_blocks[runner.load] = position + 1
+            if position % 2 == 1:
+                lat = lat * (1.0 - self.case.order_effect)
         self.clock.t = t0 + float(lat.sum()) / 1e3 + SIM_BLOCK_OVERHEAD_S
         timed = lat[warm_n:]
         return Samples(stages={"latency_ms": timed}, span_s=float(timed.sum()) / 1e3, warmup_done=warm_n,
@@ -178,6 +195,9 @@ class SimWorld:
             if self.case.load_offsets is not None:
                 low, high = self.case.load_offsets
                 offset = math.exp(self.rng.choice((-1.0, 1.0)) * self.rng.uniform(low, high))
+            if self.case.lopsided is not None and k == 1 and self.rng.random() < self.case.lopsided[0]:
+                offset *= self.case.lopsided[1]
+                self.slow_loads += 1
             arms[name] = (SimRunner(name, base, offset, self.case, self, is_candidate=k == 1, load=index), {})
         return InProcessLoad(arms, measure=self.measure)
 
@@ -192,6 +212,7 @@ class Replicate:
     loads: int
     sim_s: float
     stop_reason: str
+    slow_loads: int = 0  # lopsided cases: loads that drew the candidate's slow mode
 
 
 def run_replicate(case: Case, ratio: float, seed: int, plan: RoundPlan | None = None,
@@ -204,7 +225,8 @@ def run_replicate(case: Case, ratio: float, seed: int, plan: RoundPlan | None = 
     out: InterleavedOutcome = run_interleaved(
         names, lambda i: world.open_load(i, names, bases, plan.min_loads), plan, clock=world.clock)
     s = out.speedups["cand"]
-    return Replicate(s.verdict, s.estimate, s.ci_low, s.ci_high, out.rounds, out.loads, world.clock.t, out.stop_reason)
+    return Replicate(s.verdict, s.estimate, s.ci_low, s.ci_high, out.rounds, out.loads, world.clock.t, out.stop_reason,
+                     world.slow_loads)
 
 
 @dataclass
@@ -239,7 +261,26 @@ def summarize_case(case: Case, ratio: float, replicates: int, *, seed: int = 0,
         median_width=float(np.median([(r.ci_high - r.ci_low) / r.estimate for r in reps])),
         median_rounds=float(np.median([r.rounds for r in reps])), median_loads=float(np.median([r.loads for r in reps])),
         median_sim_s=float(np.median([r.sim_s for r in reps])), wall_s=time.perf_counter() - t0,
+        extra={"width_over_spread": width_over_spread(reps), **lopsided_extra(case, reps, covered)},
     )
+
+
+def lopsided_extra(case: Case, reps: list[Replicate], covered: list[bool]) -> dict[str, float]:
+    """For a lopsided case: how often the slow mode was never drawn, and how often the replicate was
+    covered or said ``inconclusive`` (the issue's criterion where a mixture cannot be resolved)."""
+    if case.lopsided is None:
+        return {}
+    ok = [c or r.verdict == INCONCLUSIVE for c, r in zip(covered, reps)]
+    return {"unseen": float(np.mean([r.slow_loads == 0 for r in reps])), "covered_or_inconclusive": float(np.mean(ok))}
+
+
+def width_over_spread(reps: list[Replicate]) -> float:
+    """Median CI half-width (log) over 1.96 × the replicate-to-replicate SD of log(estimate): about 1
+    for an interval as wide as the run-to-run spread says it should be (t with few loads: a bit more)."""
+    logs = np.log([r.estimate for r in reps])
+    half = np.median([math.log(r.ci_high / r.ci_low) / 2 for r in reps if r.ci_low > 0 and math.isfinite(r.ci_high)])
+    spread = float(np.std(logs, ddof=1)) if len(reps) > 1 else float("nan")
+    return float(half / (1.96 * spread)) if spread > 0 else float("nan")
 
 
 def case_named(name: str) -> Case:

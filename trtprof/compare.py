@@ -13,6 +13,7 @@ re-exported here for callers of ``trtprof.compare``.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -46,7 +47,7 @@ from .speedup import (  # noqa: F401 - re-exported
     INCONCLUSIVE,
     SLOWER,
     VERDICTS,
-    Shape,
+    LatencyShape,
     Speedup,
     distribution_shape,
     engine_median_ci,
@@ -118,13 +119,13 @@ class Comparison:
         if mm:
             notes.append(mm)
         for side, result in (("baseline", self.baseline_result), ("candidate", self.candidate_result)):
-            text = self.shapes.get(side, Shape(1, (), 0.0)).describe()
+            text = self.shapes.get(side, LatencyShape(1, (), 0.0)).describe()
             if text:
                 notes.append(f"{result.precision if side == 'baseline' else self.candidate}: {text}")
         return "; ".join(notes)
 
     @property
-    def shapes(self) -> dict[str, Shape]:
+    def shapes(self) -> dict[str, LatencyShape]:
         cached = self.__dict__.get("_shapes")
         if cached is None:
             cached = {side: distribution_shape(r.samples_ms["latency_ms"])
@@ -346,6 +347,8 @@ def compare_records(
         peak = query_device_peak()
 
     interrupted = False
+    # The first batch size's budget includes waiting for the workers (issue 27: the budget is the budget)
+    first_started: float | None = time.perf_counter()
     try:
         if pool is not None:
             pool.start(plan.min_loads)  # wait until the workers spawned above have loaded their engines
@@ -371,7 +374,8 @@ def compare_records(
                     if on_progress is not None:
                         on_progress(batch, p)
 
-                outcome = run_interleaved(names, open_load, plan, on_progress=progress)
+                outcome = run_interleaved(names, open_load, plan, on_progress=progress, started=first_started)
+                first_started = None
                 per_batch[batch] = {arm.name: _result_for(records[arm.name], arm, batch, plan, outcome, all_shapes[batch],
                                                           seed, devices[arm.name], autotune[arm.name])
                                     for arm in outcome.arms}

@@ -5,16 +5,26 @@ Why loads: a *load* is one independent instance of every engine (by default a fr
 same engine can differ by several per cent through every round; only measuring several loads shows
 that spread, and the speedup CI (``trtprof.speedup``) is built on it.
 
-Why interleaved rounds: inside a load every arm runs one block per round and the order alternates
-(A B, B A, …), so drift and throttling hit every arm alike and each round gives a paired ratio.
+Why interleaved rounds: inside a load every arm runs one block per round and the order flips every
+round (A B, then B A), so drift and throttling hit every arm alike, each round gives a paired ratio,
+and each *pair* of rounds cancels an order effect (the arm that runs second being a little faster
+or slower). Which order a load starts with is drawn at random, balanced over the loads (of every
+two loads, one starts A B and one B A), so no load pattern is the same in every worker.
 
 Why this stopping rule: the user asks "is the candidate faster, by how much?". So the loop looks at
-the speedup's CI after each sweep (every load runs a few more rounds; sweeps grow geometrically, so
-there are few looks) and stops when every candidate's CI is decisive (wholly beyond the equivalence
-margin, or wholly inside it), or when its half-width is within ``target_ci``, or the time budget is
-spent. Before the first look every load has ``min_rounds`` rounds and there are ``min_loads`` loads,
-so no single load or round decides the interval. When the load-to-load spread dominates the SE, the
-next sweep adds a load (more rounds could not help); otherwise it adds rounds.
+the speedup's CI after each sweep (every load runs a few more round pairs; sweeps grow
+geometrically, so there are few looks) and stops when every candidate's CI is decisive (wholly
+beyond the equivalence margin, or wholly inside it), or when its half-width is within
+``target_ci``, or the time budget is spent. Where effort goes follows the measured variance
+components and what each costs (``wants_load``): the next sweep adds a load when that shrinks the
+interval more per second than more rounds would (the load-to-load spread dominates, or few loads
+leave a large t quantile), otherwise round pairs.
+
+The budget is wall time from ``started`` (compare passes the moment it began waiting for its
+worker processes, so their start-up is inside the first batch size's budget): blocks are sized so
+that the minimum design (``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep that
+would end past it is not started, and below the minimum only the floor of two loads × one round
+pair runs regardless (without it there is no interval at all).
 
 Everything time-related goes through an injectable ``clock`` and every measurement through a
 ``Load`` (``InProcessLoad`` takes an injectable ``measure``): the calibration simulation
@@ -27,7 +37,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Protocol, Sequence, overload
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -37,9 +47,12 @@ from .timing import Samples, TimingConfig
 
 DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is within ±0.5 % (half the margin)
 DEFAULT_TIME_BUDGET_S = 12.0  # per batch size, warmup and load starts included: 3 batch sizes < 60 s
-MIN_LOADS = 6  # t(5 df) = 2.57; with 4 loads, four that happen to agree decided A/A runs falsely (sim)
-MAX_LOADS = 10  # beyond this, loads cost more start-up than they buy in df
-MIN_ROUNDS = 3  # per load before the first look: a load's median round needs a few rounds
+MIN_LOADS = 6  # t(5 df) = 2.57, and a minority mode of the loads can show (speedup.load_mixture)
+MAX_LOADS = 20  # the allocation (wants_load) decides below this, from the variance components and costs
+MIN_ROUNDS = 4  # per load before the first look: two round pairs (A B + B A, twice)
+FLOOR_LOADS = 2  # below the minimum, what runs even when the budget is spent: no interval without it
+FLOOR_ROUNDS = 2  # … one round pair per load
+MIN_DESIGN_SHARE = 0.6  # the minimum design is sized to this share of the budget left after the first load
 SWEEP_GROWTH = 0.5  # each sweep adds this fraction of the rounds a load already has (few looks)
 DEFAULT_ROUND_S = 0.1  # one block per arm per round: short, so drift within a block is small
 MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of several samples
@@ -78,17 +91,29 @@ Measure = Callable[[Any, Mapping[str, np.ndarray], TimingConfig], Samples]
 
 class Load(Protocol):
     """One instance of every arm. ``rounds`` runs rounds ``first … first+count−1`` of this load,
-    arm order as given on even rounds, reversed on odd ones; returns arm name → Samples per round."""
+    arm order ``order`` on even rounds, reversed on odd ones; returns arm name → Samples per round."""
 
     def warm_up(self, config: TimingConfig) -> dict[str, Samples]: ...
 
-    def rounds(self, first: int, count: int, config: TimingConfig) -> list[dict[str, Samples]]: ...
+    def rounds(self, first: int, count: int, config: TimingConfig,
+               order: Sequence[str]) -> list[dict[str, Samples]]: ...
 
     def close(self) -> None: ...
 
 
-def round_order(names: Sequence[str], index: int) -> list[str]:
-    return list(names) if index % 2 == 0 else list(names)[::-1]
+def round_order(order: Sequence[str], index: int) -> list[str]:
+    """Round ``index`` of a load whose first round runs ``order``: flipped every round."""
+    return list(order) if index % 2 == 0 else list(order)[::-1]
+
+
+def load_order(names: Sequence[str], index: int, seed: int = 0) -> list[str]:
+    """The arm order of load ``index``'s first round: a rotation of ``names``, drawn at random and
+    balanced — each run of len(names) consecutive loads uses every rotation once, in a seeded random
+    order — so every arm starts a round pair first in as many loads as the others."""
+    k = len(names)
+    block, slot = divmod(index, k)
+    rotation = int(np.random.default_rng([seed, block]).permutation(k)[slot])
+    return list(names[rotation:]) + list(names[:rotation])
 
 
 class InProcessLoad:
@@ -104,10 +129,11 @@ class InProcessLoad:
     def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
         return {name: self.measure(runner, feeds, config) for name, (runner, feeds) in self.arms.items()}
 
-    def rounds(self, first: int, count: int, config: TimingConfig) -> list[dict[str, Samples]]:
+    def rounds(self, first: int, count: int, config: TimingConfig,
+               order: Sequence[str]) -> list[dict[str, Samples]]:
         out = []
         for j in range(first, first + count):
-            out.append({name: self.measure(*self.arms[name], config) for name in round_order(list(self.arms), j)})
+            out.append({name: self.measure(*self.arms[name], config) for name in round_order(order, j)})
         return out
 
     def close(self) -> None:
@@ -212,6 +238,7 @@ class RoundPlan:
     copies: bool = True
     cuda_graph: bool = False
     autotune: bool = True  # torch: cudnn.benchmark during the run (backends.base.set_autotune), in every load
+    order_seed: int = 0  # which loads start with which arm (load_order)
 
     def block_config(self, iterations: int) -> TimingConfig:
         return TimingConfig(warmup=ROUND_WARMUP, iterations=iterations, copies=self.copies, cuda_graph=self.cuda_graph)
@@ -227,7 +254,7 @@ class RoundPlan:
                 "round_iterations": self.round_iterations, "min_rounds_per_load": self.min_rounds,
                 "min_loads": self.min_loads, "max_loads": self.max_loads, "equivalence_margin": self.margin,
                 "round_s": self.round_s, "copies": self.copies, "cuda_graph": self.cuda_graph,
-                "autotune": self.autotune}
+                "autotune": self.autotune, "order_seed": self.order_seed}
 
 
 @dataclass(frozen=True)
@@ -236,9 +263,10 @@ class Progress:
 
     loads: int
     rounds: int
-    elapsed_s: float
+    elapsed_s: float  # spent of the budget so far (worker start-up included when compare passed it)
     speedups: dict[str, Speedup]
     stop_reason: str | None  # set on the last look
+    budget_s: float = float("nan")
 
 
 @dataclass
@@ -252,6 +280,7 @@ class InterleavedOutcome:
     loads: int = 1
     speedups: dict[str, Speedup] = field(default_factory=dict)  # per candidate, as of the last look
     round_s: float = 0.0  # measured seconds per round (all arms), for "about N more rounds"
+    budget_s: float = float("nan")  # the budget it ran under (elapsed_s counts from the same start)
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -275,54 +304,87 @@ def iterations_for(median_ms: float, plan: RoundPlan) -> int:
 
 def _settled(speedups: Mapping[str, Speedup], target_ci: float) -> str | None:
     strict = {name: s.interval(STOP_CONFIDENCE) for name, s in speedups.items()}
-    decided = {name: verdict(*strict[name], s.margin) in DECISIVE for name, s in speedups.items()}
+    decided = {name: not s.mixture and verdict(*strict[name], s.margin) in DECISIVE for name, s in speedups.items()}
     if all(decided.values()):
         return STOP_DECISIVE
-    narrow = {name: (high - low) / 2 / s.estimate <= target_ci for name, ((low, high), s)
-              in ((n, (strict[n], speedups[n])) for n in speedups)}
+    narrow = {name: not s.mixture and (strict[name][1] - strict[name][0]) / 2 / s.estimate <= target_ci
+              for name, s in speedups.items()}
     if all(decided[n] or narrow[n] for n in speedups):
         return STOP_TARGET
     return None
 
 
-def _wants_load(speedups: Mapping[str, Speedup]) -> bool:
-    """More loads, not more rounds, when the load-to-load spread is most of the SE² of some speedup."""
+def wants_load(speedups: Mapping[str, Speedup], rounds_per_load: float, load_cost_s: float, round_s: float) -> bool:
+    """Add a load (rather than rounds) when, for the same seconds, it shrinks some candidate's interval more.
+
+    The interval's half-width² is ``t(df)² × (between + within / pairs) / loads`` (the variance
+    components of ``speedup.variance_components``). One more load costs ``load_cost_s`` (open,
+    warm-up and its first round pairs); the same seconds spent on round pairs spread over the loads
+    it has. A load also buys a degree of freedom, and a load mixture is only resolved by more loads."""
+    from .speedup import t_quantile
+
     for s in speedups.values():
+        if s.mixture:
+            return True
+        loads = max(s.loads, 1)
         between, within = s.components.get("between", 0.0), s.components.get("within", 0.0)
-        rounds_per_load = s.rounds / max(s.loads, 1)
-        if between / max(s.loads, 1) > within / max(s.rounds, 1) and rounds_per_load >= MIN_ROUNDS:
+        pairs = max(rounds_per_load / 2, 1.0)
+        extra_pairs = load_cost_s / max(2 * round_s * loads, 1e-9)
+        more_rounds = t_quantile(loads - 1) ** 2 * (between + within / (pairs + extra_pairs)) / loads
+        more_loads = t_quantile(loads) ** 2 * (between + within / pairs) / (loads + 1)
+        if more_loads < more_rounds:
             return True
     return False
 
 
-@overload
 def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
-                    clock: Callable[[], float] = ..., on_progress: Callable[[Progress], None] | None = ...,
-                    measure: Measure = ...) -> InterleavedOutcome: ...
-
-
-@overload
-def run_interleaved(names: Sequence[Arm], open_load: RoundPlan, plan: None = None, *,
-                    clock: Callable[[], float] = ..., on_progress: Callable[[Progress], None] | None = ...,
-                    measure: Measure = ...) -> InterleavedOutcome: ...
-
-
-def run_interleaved(names: Any, open_load: Any, plan: RoundPlan | None = None, *,
                     clock: Callable[[], float] = time.perf_counter,
                     on_progress: Callable[[Progress], None] | None = None,
-                    measure: Measure = measure_block) -> InterleavedOutcome:
-    """``run_interleaved(names, open_load, plan)``: the loop (see ``run_loads``).
+                    started: float | None = None) -> InterleavedOutcome:
+    """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
+    candidate's speedup CI after each sweep, and stop as the module docstring says.
 
-    ``run_interleaved(arms, plan)`` — the schema-1 call, kept for callers whose runners cannot be
-    re-created per load (e.g. a training step): the given ``Arm`` objects' runners are ONE load,
-    measured in interleaved rounds and filled in place. Between-load differences are then not in
-    the CI, and ``Speedup.method`` says so ("one load only")."""
-    if plan is not None:
-        return run_loads(names, open_load, plan, clock=clock, on_progress=on_progress)
-    arms: list[Arm] = list(names)
+    ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget counts from
+    ``started`` (a ``clock()`` value; default: now). Loads are closed on return."""
+    names = list(names)
+    if len(names) < 2:
+        raise ValueError("need a baseline and at least one candidate")
+    loop = _Loop(names, open_load, plan, clock, clock() if started is None else started)
+    stop: str | None = None
+    try:
+        loop.open_minimum()
+        while True:
+            loop.look()
+            stop = _settled(loop.speedups, plan.target_ci)
+            counts, adding = ([], False) if stop is not None else loop.next_sweep()
+            if stop is None and not counts:
+                stop = STOP_BUDGET
+            if on_progress is not None:
+                on_progress(Progress(len(loop.loads), sum(loop.done), loop.elapsed(), dict(loop.speedups), stop,
+                                     plan.time_budget_s))
+            if stop is not None:
+                break
+            for i, count in enumerate(counts):
+                loop.run(i, count)
+            if adding:
+                loop.add_load()
+                loop.run(len(loop.loads) - 1, min(plan.min_rounds, loop.max_pairs_fitting(1)))
+    finally:
+        for load in loop.loads:
+            load.close()
+    return loop.outcome(stop or STOP_BUDGET)
+
+
+def run_one_load(arms: Sequence[Arm], plan: RoundPlan, *, measure: Measure = measure_block,
+                 clock: Callable[[], float] = time.perf_counter,
+                 on_progress: Callable[[Progress], None] | None = None) -> InterleavedOutcome:
+    """The given ``Arm`` objects' runners as ONE load (for callers whose runners cannot be re-created
+    per load, e.g. a training step), measured by ``run_interleaved`` and filled in place. Between-load
+    differences are then not in the CI, and ``Speedup.method`` says so ("one load only")."""
+    arms = list(arms)
     load = InProcessLoad({a.name: (a.runner, a.feeds or {}) for a in arms}, measure)  # the caller closes runners
-    single = replace(open_load, min_loads=1, max_loads=1)
-    out = run_loads([a.name for a in arms], lambda i: load, single, clock=clock, on_progress=on_progress)
+    single = replace(plan, min_loads=1, max_loads=1)
+    out = run_interleaved([a.name for a in arms], lambda i: load, single, clock=clock, on_progress=on_progress)
     for mine, filled in zip(arms, out.arms):
         for name in ("blocks", "span_s", "note_counts", "device_first", "device_last", "warmup_done", "warmup_s"):
             setattr(mine, name, getattr(filled, name))
@@ -330,108 +392,115 @@ def run_interleaved(names: Any, open_load: Any, plan: RoundPlan | None = None, *
     return out
 
 
-def run_loads(
-    names: Sequence[str],
-    open_load: Callable[[int], Load],
-    plan: RoundPlan,
-    *,
-    clock: Callable[[], float] = time.perf_counter,
-    on_progress: Callable[[Progress], None] | None = None,
-) -> InterleavedOutcome:
-    """Open ``plan.min_loads`` loads, warm each, size the blocks, then sweep rounds over the loads,
-    look at every candidate's speedup CI after each sweep, and stop as the module docstring says.
+class _Loop:
+    """The state of one ``run_interleaved``: loads, rounds done per load, the cost estimates."""
 
-    ``names[0]`` is the baseline. The budget covers everything from the call on (load starts and
-    warmups too) and is checked before each sweep with the last rounds' duration: a sweep that
-    would end past the budget is shrunk, or not started. The minimum loads and rounds always run.
-    Loads are closed on return.
-    """
-    names = list(names)
-    if len(names) < 2:
-        raise ValueError("need a baseline and at least one candidate")
-    baseline, candidates = names[0], names[1:]
-    arms = {n: Arm(n) for n in names}
-    loads: list[Load] = []
-    done: list[int] = []  # rounds run per load
-    started = clock()
-    iterations = 0
-    round_s = 0.0
-    load_open_s = 0.0
-    try:
-        def add_load() -> dict[str, Samples]:
-            nonlocal load_open_s
-            t0 = clock()
-            load = open_load(len(loads))
-            loads.append(load)
-            done.append(0)
-            warm = load.warm_up(plan.warmup_config(first_load=not loads[:-1]))
-            for name, samples in warm.items():
-                arms[name].add_warmup(samples)
-            load_open_s = clock() - t0
-            return warm
+    def __init__(self, names: list[str], open_load: Callable[[int], Load], plan: RoundPlan,
+                 clock: Callable[[], float], started: float) -> None:
+        self.names, self.open_load, self.plan, self.clock, self.started = names, open_load, plan, clock, started
+        self.arms = {n: Arm(n) for n in names}
+        self.loads: list[Load] = []
+        self.done: list[int] = []  # rounds run per load
+        self.iterations = 0
+        self.config = plan.block_config(MIN_ROUND_ITERATIONS)
+        self.round_s = 0.0  # seconds per round (all arms), measured on the last rounds
+        self.load_open_s = 0.0  # seconds the last load took to open and warm up
+        self.speedups: dict[str, Speedup] = {}
 
-        # One block size for every arm and load, sized by the slowest arm in the first load's
-        # warm-up: every round compares like with like.
-        warm0 = add_load()
-        iterations = plan.round_iterations or min(
-            iterations_for(float(np.median(w.latency_ms)), plan) for w in warm0.values())
-        config = plan.block_config(iterations)
-        while len(loads) < plan.min_loads:
-            add_load()
+    def elapsed(self) -> float:
+        return self.clock() - self.started
 
-        def run(load_index: int, count: int) -> None:
-            nonlocal round_s
-            t0 = clock()
-            for rnd in loads[load_index].rounds(done[load_index], count, config):
-                for name, samples in rnd.items():
-                    arms[name].add(samples, load_index)
-            done[load_index] += count
-            round_s = (clock() - t0) / count
+    def remaining(self) -> float:
+        return self.plan.time_budget_s - self.elapsed()
 
-        for i in range(len(loads)):
-            run(i, plan.min_rounds)
-        speedups: dict[str, Speedup] = {}
-        stop: str | None = None
-        while True:
-            speedups = {c: speedup_ci(arms[baseline].latency_blocks(), arms[c].latency_blocks(), margin=plan.margin)
-                        for c in candidates}
-            stop = _settled(speedups, plan.target_ci)
-            elapsed = clock() - started
-            remaining = plan.time_budget_s - elapsed
-            # The next sweep: every load grows by ``step`` rounds (geometric, so few looks), a newer
-            # load catches up by at most 2 steps; shrunk to what the budget still allows.
-            step = max(1, int(math.ceil(SWEEP_GROWTH * min(done))))
-            load_cost = load_open_s + plan.min_rounds * round_s
-            adding = (stop is None and len(loads) < plan.max_loads and load_cost + len(loads) * round_s <= remaining
-                      and _wants_load(speedups))
-            if adding:
-                remaining -= load_cost
-            counts: list[int] = []
-            while stop is None:
-                top = max(done) + step
-                counts = [max(1, min(top - d, 2 * step)) for d in done]
-                if sum(counts) * round_s <= remaining or step == 1:
-                    break
-                step = max(1, step // 2)
-            if stop is None and sum(counts) * round_s > remaining:
-                stop = STOP_BUDGET
-            if on_progress is not None:
-                on_progress(Progress(len(loads), sum(done), elapsed, dict(speedups), stop))
-            if stop is not None:
+    def add_load(self) -> dict[str, Samples]:
+        t0 = self.clock()
+        load = self.open_load(len(self.loads))
+        self.loads.append(load)
+        self.done.append(0)
+        warm = load.warm_up(self.plan.warmup_config(first_load=len(self.loads) == 1))
+        for name, samples in warm.items():
+            self.arms[name].add_warmup(samples)
+        self.load_open_s = self.clock() - t0
+        return warm
+
+    def run(self, index: int, count: int) -> None:
+        if count <= 0:
+            return
+        t0 = self.clock()
+        order = load_order(self.names, index, self.plan.order_seed)
+        for rnd in self.loads[index].rounds(self.done[index], count, self.config, order):
+            for name, samples in rnd.items():
+                self.arms[name].add(samples, index)
+        self.done[index] += count
+        self.round_s = (self.clock() - t0) / count
+
+    def max_pairs_fitting(self, loads: int) -> int:
+        """Rounds (an even number, at least FLOOR_ROUNDS) per load that ``loads`` loads can still afford."""
+        fit = int(self.remaining() / max(self.round_s * loads, 1e-9)) // 2 * 2
+        return max(FLOOR_ROUNDS, fit)
+
+    def open_minimum(self) -> None:
+        """The minimum loads, each only while it fits (the floor always runs); then blocks sized so that
+        the minimum rounds take at most ``MIN_DESIGN_SHARE`` of what is left, and those rounds."""
+        plan = self.plan
+        warm0 = self.add_load()
+        medians_ms = [float(np.median(w.latency_ms)) for w in warm0.values()]
+        wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
+        self.round_s = sum((MIN_ROUND_ITERATIONS + ROUND_WARMUP) * m / 1e3 for m in medians_ms)  # the floor's blocks
+        while len(self.loads) < plan.min_loads:
+            needed = self.load_open_s + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
+            if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
                 break
-            for i, count in enumerate(counts):
-                run(i, count)
-            if adding:
-                add_load()
-                run(len(loads) - 1, plan.min_rounds)
-    finally:
-        for load in loads:
-            load.close()
-    half = {}
-    for name, arm in arms.items():
-        low, high = arm.median_ci_ms()
-        med = float(np.median(arm.latency_ms))
-        half[name] = (high - low) / 2 / med if med > 0 else float("inf")
-    return InterleavedOutcome(arms=[arms[n] for n in names], rounds=sum(done), stop_reason=stop or STOP_BUDGET,
-                              elapsed_s=clock() - started, round_iterations={n: iterations for n in names},
-                              half_widths=half, loads=len(loads), speedups=speedups, round_s=round_s)
+            self.add_load()
+        if plan.round_iterations is None:  # shrink the blocks until the minimum rounds fit the budget
+            per_iteration_s = len(self.loads) * plan.min_rounds * sum(medians_ms) / 1e3
+            affordable = int(MIN_DESIGN_SHARE * self.remaining() / per_iteration_s) - ROUND_WARMUP \
+                if per_iteration_s > 0 else wanted
+            wanted = max(MIN_ROUND_ITERATIONS, min(wanted, affordable))
+        self.iterations = int(wanted)
+        self.config = plan.block_config(self.iterations)
+        self.round_s = sum((self.iterations + ROUND_WARMUP) * m / 1e3 for m in medians_ms)
+        rounds = min(plan.min_rounds, self.max_pairs_fitting(len(self.loads)))
+        for i in range(len(self.loads)):
+            self.run(i, rounds)
+
+    def look(self) -> None:
+        base = self.arms[self.names[0]].latency_blocks()
+        self.speedups = {c: speedup_ci(base, self.arms[c].latency_blocks(), margin=self.plan.margin)
+                         for c in self.names[1:]}
+
+    def next_sweep(self) -> tuple[list[int], bool]:
+        """Rounds per load of the next sweep (even counts; every load grows by ``step``, a newer load
+        catches up by at most 2 steps; shrunk to what the budget allows), or ``([0, …], True)``: add a
+        load instead. ``[]``: nothing more fits."""
+        plan, remaining = self.plan, self.remaining()
+        step = max(2, int(math.ceil(SWEEP_GROWTH * min(self.done) / 2)) * 2)
+        load_cost = self.load_open_s + plan.min_rounds * self.round_s
+        adding = (len(self.loads) < plan.max_loads and load_cost <= remaining
+                  and wants_load(self.speedups, sum(self.done) / len(self.done), load_cost, self.round_s))
+        if adding:  # the spread is between loads: a load, not rounds for the loads it has
+            return [0] * len(self.done), True
+        while True:
+            top = max(self.done) + step
+            counts = [max(0, min(top - d, 2 * step)) // 2 * 2 or 2 for d in self.done]
+            if sum(counts) * self.round_s <= remaining:
+                return counts, adding
+            if step == 2:  # what is left: a round pair for the loads with the fewest rounds, as many as fit
+                fit = int(remaining / max(2 * self.round_s, 1e-9))
+                if fit < 1:
+                    return [], False
+                chosen = set(sorted(range(len(self.done)), key=lambda i: self.done[i])[:fit])
+                return [2 if i in chosen else 0 for i in range(len(self.done))], False
+            step = max(2, step // 4 * 2)
+
+    def outcome(self, stop: str) -> InterleavedOutcome:
+        half = {}
+        for name, arm in self.arms.items():
+            low, high = arm.median_ci_ms()
+            med = float(np.median(arm.latency_ms))
+            half[name] = (high - low) / 2 / med if med > 0 else float("inf")
+        return InterleavedOutcome(arms=[self.arms[n] for n in self.names], rounds=sum(self.done), stop_reason=stop,
+                                  elapsed_s=self.elapsed(), round_iterations={n: self.iterations for n in self.names},
+                                  half_widths=half, loads=len(self.loads), speedups=self.speedups,
+                                  round_s=self.round_s, budget_s=self.plan.time_budget_s)

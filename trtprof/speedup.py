@@ -1,27 +1,35 @@
-"""The speedup's statistics: a hierarchical CI (loads → rounds → iterations), four verdicts, and shape.
+"""The speedup's statistics: a load-level t interval (loads → round pairs → iterations), four verdicts,
+a check for loads that form a mixture, and the latency distribution's shape.
 
-Why hierarchical: the samples of one block (one arm, one round) share that block's disturbances, the
+Why load-level: the samples of one block (one arm, one round) share that block's disturbances, the
 blocks of one load (one process holding one instance of every engine) share that load's placement,
 allocation and thread layout. Measured here on ONNX Runtime, an i.i.d. bootstrap over iterations
 covered the truth in 20–28 % of A/A runs, and one loaded instance could be 3–8 % slower than another
-through every round. So the unit of evidence is the *load*, and inside it the *round*:
+through every round. So the unit of evidence is the *load*:
 
 * each block is summarised by its median (robust to the 1 % of iterations that are 5× slow);
-* each round by the paired log ratio ``log(median baseline block) − log(median candidate block)``
-  (both blocks ran back to back, so drift and shared bursts cancel);
-* each load by the median of its rounds' log ratios (one disturbed round cannot move it far);
-* the estimate is the mean over loads (each load weighs the same: it is one draw of "how the
-  engines happened to be placed").
+* each round by the paired log ratio ``log(median baseline block) − log(median candidate block)``;
+* consecutive rounds run in opposite arm orders (A B, then B A), so an order effect (the second arm
+  of a round always a little faster) cancels in every couple of an A B round and a B A round
+  instead of biasing loads with an odd number of rounds;
+* each load by the median of the means of all (A B round, B A round) couples: the order effect
+  cancels in each couple, and one disturbed round cannot move the median far;
+* the estimate is the mean over loads (each load weighs the same).
 
-The CI resamples the hierarchy — loads with replacement, then rounds with replacement within each
-chosen load (a two-stage cluster bootstrap; it counts the within-load spread a second time, which
-errs wide) — for the standard error of the statistic, and takes a Student-t quantile with
-``loads − 1`` degrees of freedom: with 4–8 loads a percentile interval of the bootstrap alone
-covers far less than 95 % when loads differ (three loads give ten distinct resamples), while the
-t quantile accounts for how few independent loads there are. The reported CI is the hull of that t
-interval and the sign-flip randomization interval of the per-load values (``sign_flip_interval``),
-which stays exact when the load effects are not normal. Per-engine median CIs use the same
-hierarchy (t interval) on each arm's log block medians.
+The CI is the one-sample Student-t interval of the L load values (scipy ``ttest_1samp``): the
+spread of the load values already holds the round-to-round spread (divided by the rounds of a load)
+and the load-to-load spread, each counted once, with L − 1 degrees of freedom. Schema 2 resampled
+loads and then rounds within them (a two-stage bootstrap), which counts the within-load spread a
+second time, multiplied that by √(L/(L−1)) and took the hull with the sign-flip interval (with 6
+loads: the min–max of the load values, a 96.9 % interval): 1.7–3× wider than the run-to-run spread
+of the estimate and 97–99.8 % coverage in the calibration simulation. Per-engine median CIs use the
+same load-level t interval on each arm's log block medians.
+
+What no interval over L loads can see: a mode that only some loads fall into and that none of
+these L did (a candidate 20 % slow in 10 % of process starts is missed by 6 loads with probability
+0.9⁶ = 53 %). When the loads *show* such a mode — a minority of loads far from the rest, beyond
+what the rounds' own spread explains (``load_mixture``) — the verdict is ``inconclusive`` with that
+reason, whatever the interval says.
 """
 from __future__ import annotations
 
@@ -32,7 +40,6 @@ from typing import Any, Sequence, Union
 import numpy as np
 
 CONFIDENCE = 0.95
-N_RESAMPLES = 2000  # bootstrap resamples: the SE is stable to ~2 % relative, cheap on block medians
 # A speedup within ±1 % of 1.0 is not one to act on: the size of drift that interleaving does not
 # cancel on a busy machine. ``--margin`` changes it.
 EQUIVALENCE_MARGIN = 0.01
@@ -46,17 +53,23 @@ DECISIVE = (FASTER, SLOWER, EQUIVALENT)  # the stopping rule's "the question is 
 
 Values = Union[Sequence[float], np.ndarray]  # one load's per-round values
 
-METHOD = ("two-stage cluster bootstrap (loads with replacement, then rounds within each load) of the mean over "
-          "loads of the median per-round log ratio of block medians; its SE × Student-t quantile with loads−1 df; "
-          "hull with the sign-flip randomization interval of the load values")
-# The t interval is exact only for normal load effects; with few loads whose effects are not normal
-# (simulated: every load 3–8 % faster or slower at random) it covered 93–95 %. The sign-flip
-# (randomization) interval of the per-load values is exact for any distribution symmetric about
-# the truth — an A/A run is symmetric by construction — so the reported CI is the hull of both.
-SIGN_FLIP_MIN_LOADS = 6  # below this even the most extreme of 2^L sign patterns has p > 5 %
-SIGN_FLIP_EXACT_LOADS = 12  # enumerate all 2^L patterns up to here, else draw this many at random
-ENGINE_METHOD = ("pooled median × exp(± t(loads−1) × SE); SE from the two-stage cluster bootstrap (loads, then "
-                 "rounds) of the mean over loads of the median log block median")
+METHOD = ("one-sample Student-t interval (loads−1 df) of the per-load values; a load's value is the median over "
+          "its round pairs (every A B round with every B A round, averaged) of the log ratio of block medians, "
+          "rounds beyond 5 pooled robust sigma set aside; the estimate is their mean")
+ENGINE_METHOD = ("pooled median × exp(± t(loads−1) × SE); SE of the mean over loads of each load's median log "
+                 "block median (one-sample t on the load values)")
+
+# A mixture of loads: a minority (at most MIXTURE_MAX_SHARE of the loads, at least one) separated from
+# the majority by an empty stretch of MIXTURE_SEPARATION robust spreads. The spread of one load value
+# is the larger of the majority's own (1.4826 · MAD) and what the round pairs predict (√(within/pairs)):
+# with six normal loads the farthest one sits ≤ 3 such spreads out in 99 % of A/A simulations, so 6
+# spreads is not noise. Also it must exceed the margin: a mode smaller than the margin changes nothing.
+MIXTURE_SEPARATION = 6.0
+MIXTURE_MAX_SHARE = 1.0 / 3.0
+MIXTURE_MIN_LOADS = 4  # with fewer loads there is no majority to compare against
+# A round this many pooled robust σ from its load's median is a disturbed block, set aside (set_aside):
+# a normal round lies beyond 5 σ with probability 6e-7.
+ROUND_OUTLIER_Z = 5.0
 
 # Distribution shape (beside the verdict, never changing it).
 # A KDE mode counts when its peak stands this far (fraction of the highest peak) above the valley
@@ -76,8 +89,10 @@ MEAN_MEDIAN_DISAGREE = 0.01
 class Speedup:
     """``baseline / candidate`` latency: above 1 means the candidate is faster.
 
-    ``estimate`` is the hierarchical estimate (geometric, paired by round); ``median_ratio`` and
-    ``mean_ratio`` are the pooled-sample ratios, reported so a bimodal or heavy-tailed latency shows."""
+    ``estimate`` is the load-level estimate (geometric, paired by round); ``median_ratio`` and
+    ``mean_ratio`` are the pooled-sample ratios, reported so a bimodal or heavy-tailed latency shows.
+    ``mixture`` (when not empty) says which loads disagree with the rest: the verdict is then
+    ``inconclusive`` whatever the CI says."""
 
     estimate: float
     ci_low: float
@@ -92,9 +107,14 @@ class Speedup:
     median_ratio: float = float("nan")
     mean_ratio: float = float("nan")
     components: dict[str, float] = field(default_factory=dict)  # between-load / within-load variances
+    mixture: str = ""
+    load_values: tuple[float, ...] = ()  # the per-load log ratios the interval is built on
+    set_aside: int = 0  # disturbed rounds left out (``set_aside``)
 
     @property
     def verdict(self) -> str:
+        if self.mixture:
+            return INCONCLUSIVE
         return verdict(self.ci_low, self.ci_high, self.margin)
 
     @property
@@ -114,7 +134,9 @@ class Speedup:
                 "confidence": self.confidence, "method": self.method, "margin": self.margin,
                 "loads": self.loads, "rounds": self.rounds, "se_log": self.se_log, "df": self.df,
                 "median_ratio": self.median_ratio, "mean_ratio": self.mean_ratio,
-                "variance_components": dict(self.components)}
+                "variance_components": dict(self.components), "mixture": self.mixture,
+                "rounds_set_aside": self.set_aside,
+                "load_log_ratios": list(self.load_values)}
 
 
 def verdict(ci_low: float, ci_high: float, margin: float = EQUIVALENCE_MARGIN) -> str:
@@ -132,46 +154,55 @@ def verdict(ci_low: float, ci_high: float, margin: float = EQUIVALENCE_MARGIN) -
 
 
 # ---------------------------------------------------------------------------------------------
-# The hierarchical bootstrap
+# The load-level interval
 # ---------------------------------------------------------------------------------------------
 
 
-def _padded(loads: Sequence[Values]) -> tuple[np.ndarray, np.ndarray]:
-    """Ragged per-load values → (L × Rmax matrix padded with NaN, counts)."""
-    counts = np.array([len(v) for v in loads], dtype=np.int64)
-    out = np.full((len(loads), int(counts.max())), np.nan)
-    for i, v in enumerate(loads):
-        out[i, : len(v)] = v
-    return out, counts
+def round_pairs(values: Values) -> np.ndarray:
+    """Consecutive rounds averaged in pairs (rounds 0+1, 2+3, …; the arm order flips between the two
+    rounds of a pair, so an order effect cancels inside each pair). An unpaired last round stands alone."""
+    v = np.asarray(values, dtype=np.float64)
+    n = v.size // 2 * 2
+    return np.concatenate([(v[:n:2] + v[1:n:2]) / 2, v[n:]])
 
 
-def hierarchical_statistic(loads: Sequence[Values]) -> float:
-    """Mean over loads of the median of each load's values (per-round log ratios, or log block medians)."""
-    return float(np.mean([np.median(v) for v in loads]))
+def load_value(values: Values) -> float:
+    """One load's value: the median of the means of every (even round, odd round) couple.
+
+    Even and odd rounds run the arms in opposite orders, so each couple's mean cancels an order
+    effect; the median over all couples (a Hodges–Lehmann-type center) keeps one disturbed round
+    from moving the load once there are three rounds of each order, and costs little precision
+    against plain means when nothing is disturbed."""
+    v = np.asarray(values, dtype=np.float64)
+    even, odd = v[0::2], v[1::2]
+    even, odd = even[np.isfinite(even)], odd[np.isfinite(odd)]  # rounds set aside (NaN) by ``set_aside``
+    if odd.size == 0 or even.size == 0:
+        return float(np.median(np.concatenate([even, odd])))
+    return float(np.median((even[:, None] + odd[None, :]) / 2))
 
 
-def hierarchical_se(loads: Sequence[Values], *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> float:
-    """SE of ``hierarchical_statistic`` by the two-stage cluster bootstrap: draw L loads with
-    replacement, then within each drawn load its R_i values with replacement, recompute."""
-    arrays = [np.asarray(v, dtype=np.float64) for v in loads if len(v)]
-    if not arrays:
-        raise ValueError("no rounds")
-    matrix, counts = _padded(arrays)
-    n_loads = len(arrays)
-    rng = np.random.default_rng(seed)
-    which = rng.integers(0, n_loads, size=(n_resamples, n_loads))  # stage 1: loads
-    r_max = matrix.shape[1]
-    drawn = counts[which][..., None]  # R_i of each drawn load
-    picks = (rng.random((n_resamples, n_loads, r_max)) * drawn).astype(np.int64)  # stage 2: its rounds
-    values = matrix[which[..., None], picks]
-    values[np.arange(r_max)[None, None, :] >= drawn] = np.inf  # only R_i draws count; sorted to the end
-    values.sort(axis=2)
-    lo = np.take_along_axis(values, (drawn - 1) // 2, axis=2)[..., 0]
-    hi = np.take_along_axis(values, drawn // 2, axis=2)[..., 0]
-    stats = ((lo + hi) / 2).mean(axis=1)
-    # The bootstrap variance of a mean of L cluster values is (L − 1)/L of the usual unbiased one:
-    # with 4 loads that alone would shrink the interval by 13 %.
-    return float(np.std(stats, ddof=1)) * math.sqrt(n_loads / (n_loads - 1)) if n_loads > 1 else float(np.std(stats, ddof=1))
+def set_aside(per_load: Sequence[Values]) -> tuple[list[np.ndarray], int]:
+    """Rounds whose log ratio is ``ROUND_OUTLIER_Z`` robust σ from their load's median become NaN
+    (their position kept, so A B / B A parity holds); σ is pooled over every load (1.4826 · the median
+    absolute deviation from each load's own median). Returns the rounds and how many were set aside.
+
+    Why: a disturbed block (a neighbour's burst while one arm ran) moves its round by many σ. A
+    median only half-removes it once the round is among few, and that half biases the load just
+    enough to cost coverage without widening the interval (simulated: 91 % coverage with one 30 %
+    round). Set aside, it costs nothing; a real difference moves every round of a load alike."""
+    arrays = [np.asarray(v, dtype=np.float64) for v in per_load]
+    deviations = np.concatenate([np.abs(v - np.median(v)) for v in arrays if v.size >= 3] or [np.empty(0)])
+    if deviations.size == 0:
+        return arrays, 0
+    sigma = 1.4826 * float(np.median(deviations))
+    if sigma == 0.0:
+        return arrays, 0
+    out, n = [], 0
+    for v in arrays:
+        far = np.abs(v - np.median(v)) > ROUND_OUTLIER_Z * sigma if v.size >= 3 else np.zeros(v.size, bool)
+        n += int(far.sum())
+        out.append(np.where(far, np.nan, v))
+    return out, n
 
 
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
@@ -180,18 +211,61 @@ def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
     return float(sps.t.ppf(0.5 + confidence / 2, max(df, 1)))
 
 
+def t_interval(values: Values, confidence: float = CONFIDENCE) -> tuple[float, float, float, int]:
+    """The one-sample t interval of ``values`` (scipy): (center, SE, half-width, df); with fewer than two
+    values the half-width is infinite (nothing says how far the center may be off)."""
+    from scipy import stats as sps
+
+    x = np.asarray(values, dtype=np.float64)
+    if x.size < 2:
+        return float(x.mean()) if x.size else float("nan"), float("inf"), float("inf"), 0
+    se = float(sps.sem(x))
+    df = x.size - 1
+    if se == 0.0:
+        return float(x.mean()), 0.0, 0.0, df
+    low, high = sps.ttest_1samp(x, 0.0).confidence_interval(confidence)
+    return float(x.mean()), se, float(high - low) / 2, df
+
+
 def variance_components(loads: Sequence[Values]) -> dict[str, float]:
-    """Method-of-moments split of the spread: ``within`` (round to round, inside a load) and
-    ``between`` (load to load, beyond what the rounds explain). Drives where the loop adds effort."""
-    arrays = [np.asarray(v, dtype=np.float64) for v in loads if len(v)]
-    within_parts = [np.var(v, ddof=1) for v in arrays if v.size > 1]
+    """Method-of-moments split of the spread: ``within`` (pair to pair, inside a load) and
+    ``between`` (load to load, beyond what the pairs explain). Drives where the loop adds effort."""
+    pairs = [round_pairs(v) for v in loads if len(v)]
+    within_parts = [np.var(p, ddof=1) for p in pairs if p.size > 1]
     within = float(np.mean(within_parts)) if within_parts else 0.0
-    if len(arrays) < 2:
+    if len(pairs) < 2:
         return {"within": within, "between": 0.0}
-    means = np.array([np.median(v) for v in arrays])
-    r_bar = float(np.mean([v.size for v in arrays]))
-    between = max(0.0, float(np.var(means, ddof=1)) - within / r_bar)
+    means = np.array([float(np.median(p)) for p in pairs])
+    p_bar = float(np.mean([p.size for p in pairs]))
+    between = max(0.0, float(np.var(means, ddof=1)) - within / p_bar)
     return {"within": within, "between": between}
+
+
+def load_mixture(load_values: Values, within: float, pairs_per_load: float, margin: float) -> str:
+    """Do the loads form a mixture: a minority far from the rest? ``""`` when not; else the reason.
+
+    A minority of k loads (1 ≤ k ≤ ``MIXTURE_MAX_SHARE`` of them, taken from either end of the
+    sorted values) is a separate mode when the empty stretch between it and the majority's nearest
+    load is wider than ``MIXTURE_SEPARATION`` spreads of one load value and its mean is further
+    than the margin (in log terms) from the majority's median."""
+    x = np.sort(np.asarray(load_values, dtype=np.float64))
+    n = x.size
+    if n < MIXTURE_MIN_LOADS:
+        return ""
+    noise = math.sqrt(within / max(pairs_per_load, 1.0)) if within > 0 else 0.0
+    for k in range(1, int(n * MIXTURE_MAX_SHARE) + 1):
+        for minority, majority in ((x[:k], x[k:]), (x[n - k:], x[: n - k])):
+            center = float(np.median(majority))
+            spread = max(1.4826 * float(np.median(np.abs(majority - center))), noise)
+            gap = abs(float(minority.mean()) - center)
+            # the empty stretch between the minority and the majority's nearest load: a mode, not a tail
+            edge = float(majority[0] - minority[-1]) if minority[0] < majority[0] else float(minority[0] - majority[-1])
+            if gap > math.log1p(margin) and (spread == 0.0 or edge > MIXTURE_SEPARATION * spread):
+                side = "slower" if float(minority.mean()) < center else "faster"
+                return (f"{k} of {n} loads measured the candidate {math.expm1(gap):.1%} {side} than the other "
+                        f"{n - k} did (> {MIXTURE_SEPARATION:g}× the spread of one load): the loads form a mixture, "
+                        f"so how often the slow mode occurs is not known from {n} loads")
+    return ""
 
 
 def log_ratios(baseline_blocks: Sequence[Sequence[np.ndarray]],
@@ -210,104 +284,57 @@ def speedup_ci(
     *,
     margin: float = EQUIVALENCE_MARGIN,
     confidence: float = CONFIDENCE,
-    n_resamples: int = N_RESAMPLES,
-    seed: int = 0,
-    rounds: tuple[Sequence[np.ndarray], Sequence[np.ndarray]] | None = None,
 ) -> Speedup:
-    """The speedup of ``candidate`` over ``baseline`` with its hierarchical CI.
+    """The speedup of ``candidate`` over ``baseline`` with its load-level CI.
 
     ``*_blocks[i][j]`` is the latency samples (ms) of load ``i``, round ``j``. With one load the
-    t quantile has no load-to-load spread to use: the rounds of that load are the clusters then
-    (df = rounds − 1) and the method says so — between-load differences are not in that interval.
-
-    Schema-1 callers passed pooled samples plus ``rounds=(baseline blocks, candidate blocks)``: that
-    is read as one load of those rounds. Pooled samples alone are refused (no rounds, no honest CI).
+    interval has no load-to-load spread to use: that load's round pairs are the units then
+    (df = pairs − 1) and the method says so — between-load differences are not in that interval.
+    Pooled samples (no rounds) are refused: no rounds, no honest CI.
     """
-    if rounds is not None:
-        baseline_blocks, candidate_blocks = [list(rounds[0])], [list(rounds[1])]
-    elif len(baseline_blocks) and np.ndim(baseline_blocks[0]) == 0:
+    if len(baseline_blocks) and np.ndim(baseline_blocks[0]) == 0:
         raise ValueError("speedup_ci needs blocks (loads → rounds → samples), not pooled samples")
     per_load = [v for v in log_ratios(baseline_blocks, candidate_blocks) if v.size]
     if not per_load:
         raise ValueError("no rounds")
     n_rounds = int(sum(v.size for v in per_load))
-    theta = hierarchical_statistic(per_load)
-    method = METHOD
-    if len(per_load) >= 2:
-        se = hierarchical_se(per_load, n_resamples=n_resamples, seed=seed)
-        df = len(per_load) - 1
-    else:  # one load: the rounds are the only clusters
-        values = per_load[0]
-        se = _median_se(values, n_resamples, seed) if values.size > 1 else float("inf")
-        df = max(values.size - 1, 1)
-        method = "one load only (between-load differences NOT included): bootstrap SE of the median per-round " \
-                 "log ratio × Student-t quantile with rounds−1 df"
-    half = t_quantile(df, confidence) * se
-    low, high = theta - half, theta + half
-    if len(per_load) >= SIGN_FLIP_MIN_LOADS:
-        f_low, f_high = sign_flip_interval(np.array([np.median(v) for v in per_load]), confidence, seed=seed)
-        low, high = min(low, f_low), max(high, f_high)
+    components = variance_components(per_load)
+    kept, aside = set_aside(per_load)
+    kept = [v for v in kept if np.isfinite(v).any()]  # a load whose every round was set aside says nothing
+    values = np.array([load_value(v) for v in kept])
+    method, mixture = METHOD, ""
+    if len(kept) >= 2:
+        theta, se, half, df = t_interval(values, confidence)
+        pairs_per_load = float(np.mean([round_pairs(v).size for v in per_load]))
+        mixture = load_mixture(values, components["within"], pairs_per_load, margin)
+    else:  # one load: its round pairs are the only units
+        units = round_pairs(kept[0])
+        theta, se, half, df = t_interval(units[np.isfinite(units)], confidence)
+        if not math.isfinite(theta):
+            theta = float(per_load[0].mean())
+        method = "one load only (between-load differences NOT included): one-sample t interval of its round pairs' " \
+                 "log ratios (rounds A B then B A, averaged), pairs−1 df"
     b_all = np.concatenate([np.concatenate(list(x)) for x in baseline_blocks if len(x)])
     c_all = np.concatenate([np.concatenate(list(x)) for x in candidate_blocks if len(x)])
+    low, high = (math.exp(theta - half), math.exp(theta + half)) if math.isfinite(half) else (0.0, float("inf"))
     return Speedup(
-        estimate=math.exp(theta), ci_low=math.exp(low), ci_high=math.exp(high),
-        confidence=confidence, method=method, margin=margin, loads=len(per_load), rounds=n_rounds,
+        estimate=math.exp(theta), ci_low=low, ci_high=high,
+        confidence=confidence, method=method, margin=margin, loads=len(kept), rounds=n_rounds,
         se_log=se, df=df, median_ratio=float(np.median(b_all) / np.median(c_all)),
-        mean_ratio=float(np.mean(b_all) / np.mean(c_all)), components=variance_components(per_load),
+        mean_ratio=float(np.mean(b_all) / np.mean(c_all)), components=components, mixture=mixture,
+        load_values=tuple(float(v) for v in values), set_aside=aside,
     )
 
 
-def sign_flip_interval(values: np.ndarray, confidence: float = CONFIDENCE, seed: int = 0) -> tuple[float, float]:
-    """CI of the center of ``values`` by inverting the sign-flip test of their mean: θ is inside
-    when |mean(x − θ)| is not beyond the (1 − confidence) tail of |mean(±(x − θ))| over sign patterns.
-    Exact for independent values symmetric about θ, whatever their distribution."""
-    x = np.asarray(values, dtype=np.float64)
-    n = x.size
-    if n <= SIGN_FLIP_EXACT_LOADS:
-        signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1)
-    else:
-        signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(2 ** SIGN_FLIP_EXACT_LOADS, n))
-    alpha = 1.0 - confidence
-
-    def accepted(theta: float) -> bool:
-        d = x - theta
-        observed = abs(d.mean())
-        return float(np.mean(np.abs(signs @ d) / n >= observed - 1e-15)) > alpha
-
-    center = float(x.mean())
-    span = float(np.ptp(x)) or abs(center) * 1e-6 or 1e-9
-
-    def edge(direction: float) -> float:
-        inside, outside = center, center + direction * 3 * span
-        while accepted(outside):  # pragma: no cover - only for L < SIGN_FLIP_MIN_LOADS
-            outside += direction * 3 * span
-        for _ in range(50):
-            mid = (inside + outside) / 2
-            inside, outside = (mid, outside) if accepted(mid) else (inside, mid)
-        return inside
-
-    return edge(-1.0), edge(1.0)
-
-
-def _median_se(values: np.ndarray, n_resamples: int, seed: int) -> float:
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, values.size, size=(n_resamples, values.size))
-    return float(np.std(np.median(values[picks], axis=1), ddof=1))
-
-
-def engine_median_ci(blocks: Sequence[Sequence[np.ndarray]], *, confidence: float = CONFIDENCE,
-                     n_resamples: int = N_RESAMPLES, seed: int = 0) -> tuple[float, float]:
+def engine_median_ci(blocks: Sequence[Sequence[np.ndarray]], *, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """CI of one engine's median latency that is honest in the same sense as the speedup's: the
-    spread of its log block medians across loads and rounds, not the i.i.d. spread of iterations."""
+    spread of its per-load median log block medians (t, loads − 1 df), not the i.i.d. spread of iterations."""
     per_load = [np.log([float(np.median(b)) for b in load]) for load in blocks if len(load)]
     pooled = float(np.median(np.concatenate([np.concatenate(list(load)) for load in blocks if len(load)])))
-    if len(per_load) >= 2:
-        se, df = hierarchical_se(per_load, n_resamples=n_resamples, seed=seed), len(per_load) - 1
-    elif per_load[0].size > 1:
-        se, df = _median_se(per_load[0], n_resamples, seed), per_load[0].size - 1
-    else:
+    units = np.array([float(np.median(v)) for v in per_load]) if len(per_load) >= 2 else per_load[0]
+    _, se, half, _ = t_interval(units, confidence)
+    if not math.isfinite(half):
         return pooled, pooled
-    half = t_quantile(df, confidence) * se
     return pooled * math.exp(-half), pooled * math.exp(half)
 
 
@@ -340,6 +367,8 @@ def rounds_to_decide(s: Speedup) -> float:
 
 def inconclusive_hint(s: Speedup, round_s: float) -> str:
     """The sentence an ``inconclusive`` verdict carries: what spans what, and what would decide it."""
+    if s.mixture:
+        return s.mixture + "; more loads (a longer --time-budget-s) would show how often that mode occurs"
     more = rounds_to_decide(s)
     head = (f"the CI [{s.ci_low:.3f}, {s.ci_high:.3f}] spans the ±{s.margin:.0%} margin edge "
             f"{'1+margin' if s.estimate >= 1 else '1/(1+margin)'}")
@@ -352,7 +381,7 @@ def inconclusive_hint(s: Speedup, round_s: float) -> str:
 
 
 @dataclass(frozen=True)
-class Shape:
+class LatencyShape:
     """What a latency distribution looks like beyond its median."""
 
     modes: int
@@ -380,7 +409,7 @@ class Shape:
                 "multimodal": self.multimodal, "heavy_tail": self.heavy_tail}
 
 
-def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) -> Shape:
+def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) -> LatencyShape:
     """Modes from a Gaussian KDE (scipy; no dip test in scipy) and a robust tail ratio.
 
     The KDE runs on the central 99 % (the tail is measured separately), Scott's bandwidth; a mode
@@ -393,13 +422,13 @@ def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) 
     mad = float(np.median(np.abs(x - p50))) if x.size else 0.0
     tail = (float(np.percentile(x, 99)) - p50) / (1.4826 * mad) if mad > 0 else 0.0
     if x.size < 50 or mad == 0:
-        return Shape(1, (p50,), tail)
+        return LatencyShape(1, (p50,), tail)
     lo, hi = np.percentile(x, (0.5, 99.5))
     core = x[(x >= lo) & (x <= hi)]
     if core.size > KDE_MAX_SAMPLES:
         core = np.random.default_rng(seed).choice(core, KDE_MAX_SAMPLES, replace=False)
     if np.ptp(core) == 0:
-        return Shape(1, (p50,), tail)
+        return LatencyShape(1, (p50,), tail)
     grid = np.linspace(lo, hi, KDE_GRID)
     density = sps.gaussian_kde(core)(grid)
     peaks, _ = signal.find_peaks(np.concatenate([[0.0], density, [0.0]]), prominence=MODE_MIN_PROMINENCE * density.max())
@@ -410,11 +439,11 @@ def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) 
         mass = np.bincount(nearest, minlength=peaks.size) / core.size
         peaks = peaks[mass >= MODE_MIN_MASS]
     if peaks.size == 0:
-        return Shape(1, (p50,), tail)
-    return Shape(int(peaks.size), tuple(float(grid[p]) for p in peaks), tail)
+        return LatencyShape(1, (p50,), tail)
+    return LatencyShape(int(peaks.size), tuple(float(grid[p]) for p in peaks), tail)
 
 
-def shape_note(name: str, shape: Shape) -> str | None:
+def shape_note(name: str, shape: LatencyShape) -> str | None:
     text = shape.describe()
     return f"{name}: {text}" if text else None
 

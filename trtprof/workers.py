@@ -9,7 +9,7 @@ is started once per compare and serves every batch size, so the cost is a few pr
 Protocol: ``python -m trtprof.workers`` reads pickled commands on stdin and answers on the original
 stdout (the worker moves fd 1 to stderr so a library's prints cannot corrupt the channel):
 ``init`` (records, labels) → ``ready``; ``feeds`` (shapes, seed, int range) → ``ok``;
-``warm`` / ``rounds`` (TimingConfig) → Samples per arm; ``close``. A failure answers
+``warm`` (TimingConfig) / ``rounds`` (first, count, TimingConfig, arm order) → Samples per arm; ``close``. A failure answers
 ``error`` with the exception's class and message; the parent re-raises it as a TrtprofError.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, BinaryIO, Mapping
+from typing import Any, BinaryIO, Mapping, Sequence
 
 from .errors import TrtprofError
 from .timing import Samples, TimingConfig
@@ -125,8 +125,8 @@ class WorkerLoad:
         self.worker.call("feeds", *self.feeds_spec)
         return self.worker.call("warm", config)
 
-    def rounds(self, first: int, count: int, config: TimingConfig) -> list[dict[str, Samples]]:
-        return self.worker.call("rounds", first, count, config)
+    def rounds(self, first: int, count: int, config: TimingConfig, order: Sequence[str]) -> list[dict[str, Samples]]:
+        return self.worker.call("rounds", first, count, config, list(order))
 
     def close(self) -> None:
         return None
@@ -228,9 +228,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
                     trim(runners)
                     reply("ok", warm)
                 elif command == "rounds":
-                    start, count, config = args
-                    names = list(runners)
-                    done = [{n: measure_block(runners[n], feeds, config) for n in round_order(names, j)}
+                    start, count, config, order = args
+                    done = [{n: measure_block(runners[n], feeds, config) for n in round_order(order, j)}
                             for j in range(start, start + count)]
                     trim(runners)
                     reply("ok", done)

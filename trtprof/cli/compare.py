@@ -16,7 +16,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare", help="FP16 vs FP32: speedup with a 95%% CI, accuracy delta, and a why-not-faster diagnosis",
         description="Measure the precisions in several independent loads (fresh worker processes), each in "
-                    "interleaved rounds (A B, B A, …) on the same inputs, until the speedup's 95%% CI is decisive "
+                    "interleaved rounds (A B, B A, …; each load starts with either arm, balanced) on the same inputs, until the speedup's 95%% CI is decisive "
                     "or within --target-ci or the time budget is spent; per batch size print the speedup with its "
                     "hierarchical CI, a verdict (faster, slower, equivalent, inconclusive), the accuracy delta and "
                     "the reasons. --precisions fp32,fp32 measures the noise floor (A/A).")
@@ -39,9 +39,9 @@ def add_parser(sub) -> None:
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
                         f"'faster'/'slower' (default {cmp.EQUIVALENCE_MARGIN})")
     p.add_argument("--time-budget-s", type=_common.positive_float, default=cmp.DEFAULT_TIME_BUDGET_S,
-                   help=f"wall time per batch size, load starts and warmup included (default "
-                        f"{cmp.DEFAULT_TIME_BUDGET_S:g}); at least {cmp.MIN_LOADS} loads × {cmp.MIN_ROUNDS} rounds "
-                        "run regardless")
+                   help=f"wall time per batch size, worker start-up (in the first), load starts and warm-up "
+                        f"included (default {cmp.DEFAULT_TIME_BUDGET_S:g}); {cmp.MIN_LOADS} loads × {cmp.MIN_ROUNDS} "
+                        "rounds when they fit, else fewer: only 2 loads × 2 rounds run regardless")
     p.add_argument("--device", default=None, metavar="GPU",
                    help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
     p.add_argument("--in-process", action="store_true",
@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     def on_progress(batch: int, p: cmp.Progress) -> None:
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
-        print(f"  batch {batch}: {p.loads} loads, {p.rounds} rounds, {p.elapsed_s:.1f} s: {cis}", file=sys.stderr)
+        print(f"  batch {batch}: {p.loads} loads, {p.rounds} rounds, {p.elapsed_s:.1f} of {p.budget_s:g} s spent: "
+              f"{cis}", file=sys.stderr)
 
     def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
         for name, s in outcome.speedups.items():

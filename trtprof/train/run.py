@@ -1,5 +1,5 @@
 """The whole training comparison: per batch size, an accuracy/memory/reasons pass per arm (each arm
-alone), then every arm's step interleaved by compare's ``run_interleaved`` and judged by compare's
+alone), then every arm's step interleaved by compare's loop (``interleave.run_one_load``) and judged by compare's
 ``speedup_ci`` and ``verdict`` — the same statistics as the inference verdict, not a copy of them.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import compare as cmp
 from ..errors import BadInput
+from ..interleave import run_one_load
 from ..stats import median_ci_exact
 
 SCHEMA = "trtprof.train_compare/1"
@@ -168,7 +169,7 @@ def compare_training(
         runners = {arm.name: trainer.make_runner(arm) for arm in arms}
         try:
             timed = [cmp.Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
-            outcome = cmp.run_interleaved(timed, plan)
+            outcome = run_one_load(timed, plan)
         finally:
             for r in runners.values():
                 r.close()

@@ -1,0 +1,227 @@
+"""What-if experiments: a changed copy of a model whose outputs must equal the original's, to be
+measured against it as an A/B (``trtprof.ab``).
+
+Why: the diagnosis gives advice ("pad channels to multiples of 8 so FP16 runs on tensor cores"), and
+advice that is never measured is a guess. ``pad-channels`` makes the advice concrete and checks it is
+harmless: every Conv (group 1) and Gemm gets its channel dimensions zero-padded to a multiple of 8 —
+the activation is padded with zero channels before it (``Pad``), the weights with zero filters and
+zero input channels, and the result sliced back to the original channels after it (``Slice``) — so the
+model computes exactly what it did, with every Conv/Gemm at tensor-core-friendly sizes. The local
+Pad/Slice around each layer is the conservative version of the change (a hand-padded network would
+carry the padded channels from layer to layer): its memory traffic is part of what is measured.
+``check_identical`` runs both models on the same inputs (ONNX Runtime, FP32) and refuses a copy whose
+outputs differ beyond rounding.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import BadInput, TrtprofError
+
+PAD_MULTIPLE = 8  # FP16 tensor cores want channel counts in multiples of 8 (cuDNN, TensorRT docs)
+PAD_CHANNELS = "pad-channels"
+CHANNELS_LAST = "channels-last"
+WHAT_IFS = (PAD_CHANNELS,)
+# The finding whose advice each experiment tests (diagnose/layers rule names).
+SUGGESTED_BY = {PAD_CHANNELS: "tensor_core_ineligible"}
+# "Identical": the padded model adds zero products, which only changes summation order inside a
+# kernel. Relative to the output's scale, FP32 reordering stays far below this.
+IDENTICAL_RTOL = 1e-5
+MIN_OPSET = 11  # Pad takes its pads as an input from opset 11 on
+
+
+@dataclass(frozen=True)
+class PadReport:
+    """What ``pad_channels`` changed: per padded node, its (old, new) channel counts."""
+
+    padded: dict[str, dict[str, tuple[int, int]]]
+    skipped: dict[str, str]  # node → why it was left alone
+
+    def to_json(self) -> dict[str, Any]:
+        return {"padded": {k: {d: list(v) for d, v in dims.items()} for k, dims in self.padded.items()},
+                "skipped": dict(self.skipped), "multiple": PAD_MULTIPLE}
+
+
+def _round_up(n: int) -> int:
+    return -(-n // PAD_MULTIPLE) * PAD_MULTIPLE
+
+
+def pad_channels(source: Path, out: Path) -> PadReport:
+    """Write ``out``: ``source`` with every group-1 Conv and every Gemm padded as the module docstring says."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(source))
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    if opset < MIN_OPSET:
+        raise BadInput(f"{source}: --what-if {PAD_CHANNELS} needs ONNX opset ≥ {MIN_OPSET} (the model has {opset})")
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    padded: dict[str, dict[str, tuple[int, int]]] = {}
+    skipped: dict[str, str] = {}
+    nodes = []
+    for k, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{k}"
+        if node.op_type not in ("Conv", "Gemm"):
+            nodes.append(node)
+            continue
+        why = _unpaddable(node, inits)
+        if why:
+            skipped[name] = why
+            nodes.append(node)
+            continue
+        w = numpy_helper.to_array(inits[node.input[1]])
+        if node.op_type == "Conv":
+            new_nodes, dims = _pad_conv(node, name, w, inits, graph)
+        else:
+            new_nodes, dims = _pad_gemm(node, name, w, inits, graph)
+        if not dims:
+            skipped[name] = f"channels already multiples of {PAD_MULTIPLE}"
+            nodes.append(node)
+            continue
+        padded[name] = dims
+        nodes.extend(new_nodes)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    used = {name for n in graph.node for name in n.input}
+    kept = [i for i in graph.initializer if i.name in used]  # the replaced weights go
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    onnx.checker.check_model(model)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(out))
+    return PadReport(padded, skipped)
+
+
+def _attr(node: Any, name: str, default: Any) -> Any:
+    from onnx import helper
+
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _unpaddable(node: Any, inits: Mapping[str, Any]) -> str:
+    if len(node.input) < 2 or node.input[1] not in inits:
+        return "weights are not an initializer"
+    if len(node.input) > 2 and node.input[2] and node.input[2] not in inits:
+        return "bias is not an initializer"
+    if node.op_type == "Conv" and _attr(node, "group", 1) != 1:
+        return "grouped convolution"
+    if node.op_type == "Gemm" and (_attr(node, "transA", 0) or len(inits[node.input[1]].dims) != 2):
+        return "transposed A or non-2D weights"
+    return ""
+
+
+def _const(graph: Any, name: str, values: np.ndarray) -> str:
+    from onnx import numpy_helper
+
+    graph.initializer.append(numpy_helper.from_array(values, name))
+    return name
+
+
+def _pad_conv(node: Any, name: str, w: np.ndarray, inits: Mapping[str, Any], graph: Any):
+    """Pad(x: channels C→C') → Conv(W: [M', C', …], b: [M']) → Slice(channels :M)."""
+    from onnx import helper, numpy_helper
+
+    m, c = int(w.shape[0]), int(w.shape[1])
+    m2, c2 = _round_up(m), _round_up(c)
+    if (m2, c2) == (m, c):
+        return [node], {}
+    rank = w.ndim  # N, C and the spatial dims of the activation
+    tag = f"{name}__pad{PAD_MULTIPLE}"
+    x = node.input[0]
+    nodes = []
+    if c2 != c:
+        pads = np.zeros(2 * rank, dtype=np.int64)
+        pads[rank + 1] = c2 - c  # end of the channel axis
+        nodes.append(helper.make_node("Pad", [x, _const(graph, f"{tag}_pads", pads)], [f"{tag}_x"], name=f"{tag}_Pad"))
+        x = f"{tag}_x"
+    w2 = np.zeros((m2, c2, *w.shape[2:]), dtype=w.dtype)
+    w2[:m, :c] = w
+    inputs = [x, _const(graph, f"{tag}_W", w2)]
+    if len(node.input) > 2 and node.input[2]:
+        b = numpy_helper.to_array(inits[node.input[2]])
+        inputs.append(_const(graph, f"{tag}_B", np.concatenate([b, np.zeros(m2 - m, dtype=b.dtype)])))
+    y = node.output[0] if m2 == m else f"{tag}_y"
+    conv = helper.make_node("Conv", inputs, [y], name=f"{tag}_Conv")
+    conv.attribute.extend(node.attribute)
+    nodes.append(conv)
+    if m2 != m:
+        nodes.append(_slice(graph, tag, y, node.output[0], m))
+    return nodes, {"out_channels": (m, m2), "in_channels": (c, c2)}
+
+
+def _pad_gemm(node: Any, name: str, w: np.ndarray, inits: Mapping[str, Any], graph: Any):
+    """Pad(A: K→K') → Gemm(B: [K', N'] or [N', K'], C: [N']) → Slice(columns :N)."""
+    from onnx import helper, numpy_helper
+
+    trans_b = bool(_attr(node, "transB", 0))
+    k, n = (int(w.shape[1]), int(w.shape[0])) if trans_b else (int(w.shape[0]), int(w.shape[1]))
+    k2, n2 = _round_up(k), _round_up(n)
+    if (k2, n2) == (k, n):
+        return [node], {}
+    tag = f"{name}__pad{PAD_MULTIPLE}"
+    a = node.input[0]
+    nodes = []
+    if k2 != k:
+        pads = np.array([0, 0, 0, k2 - k], dtype=np.int64)
+        nodes.append(helper.make_node("Pad", [a, _const(graph, f"{tag}_pads", pads)], [f"{tag}_a"], name=f"{tag}_Pad"))
+        a = f"{tag}_a"
+    w2 = np.zeros((n2, k2) if trans_b else (k2, n2), dtype=w.dtype)
+    if trans_b:
+        w2[:n, :k] = w
+    else:
+        w2[:k, :n] = w
+    inputs = [a, _const(graph, f"{tag}_B", w2)]
+    if len(node.input) > 2 and node.input[2]:
+        c = numpy_helper.to_array(inits[node.input[2]])
+        if c.size == n:  # a bias per output column: pad it; a scalar or full C stays broadcastable only if 1
+            c = np.concatenate([c.reshape(-1), np.zeros(n2 - n, dtype=c.dtype)])
+        inputs.append(_const(graph, f"{tag}_C", c))
+    y = node.output[0] if n2 == n else f"{tag}_y"
+    gemm = helper.make_node("Gemm", inputs, [y], name=f"{tag}_Gemm")
+    gemm.attribute.extend(node.attribute)
+    nodes.append(gemm)
+    if n2 != n:
+        nodes.append(_slice(graph, tag, y, node.output[0], n))
+    return nodes, {"out_features": (n, n2), "in_features": (k, k2)}
+
+
+def _slice(graph: Any, tag: str, x: str, y: str, keep: int) -> Any:
+    from onnx import helper
+
+    return helper.make_node("Slice", [x, _const(graph, f"{tag}_s0", np.array([0], dtype=np.int64)),
+                                      _const(graph, f"{tag}_s1", np.array([keep], dtype=np.int64)),
+                                      _const(graph, f"{tag}_ax", np.array([1], dtype=np.int64))], [y],
+                            name=f"{tag}_Slice")
+
+
+def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarray]) -> float:
+    """Run both models (ONNX Runtime, FP32, CPU) on ``feeds``; return the largest difference relative
+    to the output's scale. Raises when it is beyond ``IDENTICAL_RTOL``: a what-if that changes the
+    answer is not the same model made faster."""
+    try:
+        import onnxruntime as ort
+    except ImportError as err:  # pragma: no cover - onnxruntime is a base dependency
+        raise TrtprofError("checking a what-if's outputs needs onnxruntime (pip install onnxruntime)") from err
+
+    outs = []
+    for path in (original, changed):
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        outs.append(dict(zip(names, session.run(names, dict(feeds)))))
+    worst = 0.0
+    for name, ref in outs[0].items():
+        got = outs[1][name]
+        scale = float(np.max(np.abs(ref))) or 1.0
+        worst = max(worst, float(np.max(np.abs(got.astype(np.float64) - ref))) / scale)
+    if worst > IDENTICAL_RTOL:
+        raise TrtprofError(f"{changed}: the {PAD_CHANNELS} copy's outputs differ from {original}'s by {worst:.2e} of "
+                           f"their scale (> {IDENTICAL_RTOL:g}): not the same model; nothing measured")
+    return worst
