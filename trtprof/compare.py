@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .interleave import FLOOR_LOADS
 from .interleave import (  # noqa: F401 - re-exported: callers import them from trtprof.compare
     DEFAULT_ROUND_S,
     DEFAULT_TARGET_CI,
@@ -350,8 +351,8 @@ def compare_records(
     # The first batch size's budget includes waiting for the workers (issue 27: the budget is the budget)
     first_started: float | None = time.perf_counter()
     try:
-        if pool is not None:
-            pool.start(plan.min_loads)  # wait until the workers spawned above have loaded their engines
+        if pool is not None:  # wait for the floor's workers only; the others finish starting while these warm
+            pool.start(min(FLOOR_LOADS, plan.min_loads))  # up, and a load that would not fit is never waited for
         for batch in batch_sizes:
             try:
                 feeds_args = (all_shapes[batch], seed, ints)
@@ -374,7 +375,8 @@ def compare_records(
                     if on_progress is not None:
                         on_progress(batch, p)
 
-                outcome = run_interleaved(names, open_load, plan, on_progress=progress, started=first_started)
+                outcome = run_interleaved(names, open_load, plan, on_progress=progress, started=first_started,
+                                          load_ready=pool.ready if pool is not None else None)
                 first_started = None
                 per_batch[batch] = {arm.name: _result_for(records[arm.name], arm, batch, plan, outcome, all_shapes[batch],
                                                           seed, devices[arm.name], autotune[arm.name])

@@ -52,7 +52,10 @@ MAX_LOADS = 20  # the allocation (wants_load) decides below this, from the varia
 MIN_ROUNDS = 4  # per load before the first look: two round pairs (A B + B A, twice)
 FLOOR_LOADS = 2  # below the minimum, what runs even when the budget is spent: no interval without it
 FLOOR_ROUNDS = 2  # … one round pair per load
-MIN_DESIGN_SHARE = 0.6  # the minimum design is sized to this share of the budget left after the first load
+MIN_DESIGN_SHARE = 0.6  # the minimum rounds' blocks are sized to this share of the budget left after the loads
+# Every decision plans against this share of the budget: what a round costs varies from round to round
+# (measured on the loaded 2-core machine: ±30 %), and the budget is a promise within 10 %.
+BUDGET_PLAN_SHARE = 0.95
 SWEEP_GROWTH = 0.5  # each sweep adds this fraction of the rounds a load already has (few looks)
 DEFAULT_ROUND_S = 0.1  # one block per arm per round: short, so drift within a block is small
 MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of several samples
@@ -340,16 +343,20 @@ def wants_load(speedups: Mapping[str, Speedup], rounds_per_load: float, load_cos
 def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
                     clock: Callable[[], float] = time.perf_counter,
                     on_progress: Callable[[Progress], None] | None = None,
-                    started: float | None = None) -> InterleavedOutcome:
+                    started: float | None = None,
+                    load_ready: Callable[[int], bool] | None = None) -> InterleavedOutcome:
     """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
     candidate's speedup CI after each sweep, and stop as the module docstring says.
 
     ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget counts from
-    ``started`` (a ``clock()`` value; default: now). Loads are closed on return."""
+    ``started`` (a ``clock()`` value; default: now). ``load_ready(i)``: would load ``i`` open without
+    waiting for a worker to start? When not, opening it is costed like the first load (start-up
+    included) rather than like the last one. Loads are closed on return."""
     names = list(names)
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
     loop = _Loop(names, open_load, plan, clock, clock() if started is None else started)
+    loop.load_ready = load_ready
     stop: str | None = None
     try:
         loop.open_minimum()
@@ -405,13 +412,15 @@ class _Loop:
         self.config = plan.block_config(MIN_ROUND_ITERATIONS)
         self.round_s = 0.0  # seconds per round (all arms), measured on the last rounds
         self.load_open_s = 0.0  # seconds the last load took to open and warm up
+        self.first_open_s = 0.0  # from ``started`` until the first load was open and warm (start-up included)
+        self.load_ready: Callable[[int], bool] | None = None
         self.speedups: dict[str, Speedup] = {}
 
     def elapsed(self) -> float:
         return self.clock() - self.started
 
     def remaining(self) -> float:
-        return self.plan.time_budget_s - self.elapsed()
+        return BUDGET_PLAN_SHARE * self.plan.time_budget_s - self.elapsed()
 
     def add_load(self) -> dict[str, Samples]:
         t0 = self.clock()
@@ -422,7 +431,16 @@ class _Loop:
         for name, samples in warm.items():
             self.arms[name].add_warmup(samples)
         self.load_open_s = self.clock() - t0
+        if len(self.loads) == 1:
+            self.first_open_s = self.elapsed()
         return warm
+
+    def next_load_cost(self) -> float:
+        """Seconds the next load will take to open: like the last one, or like the first when its
+        worker is still starting."""
+        if self.load_ready is not None and not self.load_ready(len(self.loads)):
+            return max(self.load_open_s, self.first_open_s)
+        return self.load_open_s
 
     def run(self, index: int, count: int) -> None:
         if count <= 0:
@@ -445,11 +463,14 @@ class _Loop:
         the minimum rounds take at most ``MIN_DESIGN_SHARE`` of what is left, and those rounds."""
         plan = self.plan
         warm0 = self.add_load()
-        medians_ms = [float(np.median(w.latency_ms)) for w in warm0.values()]
+        # what one iteration costs in wall time (the host loop and its bookkeeping included: a 13 µs
+        # model took ~0.3 ms a call through time_host on the loaded 2-core machine), not its latency
+        medians_ms = [max(float(np.median(w.latency_ms)), 1e3 * (w.warmup_s + w.span_s) / max(w.warmup_done + w.n, 1))
+                      for w in warm0.values()]
         wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
         self.round_s = sum((MIN_ROUND_ITERATIONS + ROUND_WARMUP) * m / 1e3 for m in medians_ms)  # the floor's blocks
         while len(self.loads) < plan.min_loads:
-            needed = self.load_open_s + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
+            needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
             if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
                 break
             self.add_load()
@@ -461,9 +482,13 @@ class _Loop:
         self.iterations = int(wanted)
         self.config = plan.block_config(self.iterations)
         self.round_s = sum((self.iterations + ROUND_WARMUP) * m / 1e3 for m in medians_ms)
-        rounds = min(plan.min_rounds, self.max_pairs_fitting(len(self.loads)))
+        for i in range(len(self.loads)):  # the floor's round pair first: it measures what a round costs …
+            self.run(i, FLOOR_ROUNDS)
+        more = min(plan.min_rounds - FLOOR_ROUNDS, self.max_pairs_fitting(len(self.loads)))
+        if len(self.loads) * more * self.round_s > self.remaining():  # … and the rest of the minimum if it fits
+            more = 0
         for i in range(len(self.loads)):
-            self.run(i, rounds)
+            self.run(i, more)
 
     def look(self) -> None:
         base = self.arms[self.names[0]].latency_blocks()
@@ -476,7 +501,7 @@ class _Loop:
         load instead. ``[]``: nothing more fits."""
         plan, remaining = self.plan, self.remaining()
         step = max(2, int(math.ceil(SWEEP_GROWTH * min(self.done) / 2)) * 2)
-        load_cost = self.load_open_s + plan.min_rounds * self.round_s
+        load_cost = self.next_load_cost() + plan.min_rounds * self.round_s
         adding = (len(self.loads) < plan.max_loads and load_cost <= remaining
                   and wants_load(self.speedups, sum(self.done) / len(self.done), load_cost, self.round_s))
         if adding:  # the spread is between loads: a load, not rounds for the loads it has

@@ -87,6 +87,14 @@ class Worker:
             self._receive()
             self._ready = True
 
+    def is_ready(self) -> bool:
+        """Has the worker said ``ready`` (without waiting for it)?"""
+        import select
+
+        if not self._ready and self.proc.stdout is not None and select.select([self.proc.stdout], [], [], 0)[0]:
+            self.wait_ready()
+        return self._ready
+
     def call(self, *message: Any) -> Any:
         self.wait_ready()
         self._send(message)
@@ -152,6 +160,10 @@ class WorkerPool:
         self.spawn(n)
         for w in self.workers:
             w.wait_ready()
+
+    def ready(self, index: int) -> bool:
+        """Would load ``index`` open without waiting for a worker to start?"""
+        return index < len(self.workers) and self.workers[index].is_ready()
 
     def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int,
              int_range: tuple[int, int]) -> WorkerLoad:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from .. import compare as cmp
 from ..errors import BadInput
@@ -20,9 +21,18 @@ def add_parser(sub) -> None:
                     "or within --target-ci or the time budget is spent; per batch size print the speedup with its "
                     "hierarchical CI, a verdict (faster, slower, equivalent, inconclusive), the accuracy delta and "
                     "the reasons. --precisions fp32,fp32 measures the noise floor (A/A).")
-    p.add_argument("model", type=Path, metavar="MODEL_OR_ENGINES",
-                   help="ONNX/TensorFlow model (missing engines are built), or an engines dir")
-    p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
+    p.add_argument("model", type=Path, nargs="+", metavar="MODEL_OR_ENGINES",
+                   help="ONNX/TensorFlow model (missing engines are built), or an engines dir; two of them: an A/B "
+                        "of the two (the first is the baseline; see docs/ab-and-what-if.md)")
+    p.add_argument("--precision", default=None, metavar="P",
+                   help="A/B, --backends and --what-if: the one precision both arms run at (default fp32; "
+                        "pad-channels: fp16, measured against the original's fp32 and fp16)")
+    p.add_argument("--backends", default=None, metavar="X,Y",
+                   help="A/B of one model on two backends, e.g. onnxruntime,torch (the first is the baseline)")
+    p.add_argument("--what-if", default=None, choices=["pad-channels"],
+                   help="measure the diagnosis' advice: pad-channels zero-pads every Conv/Gemm's channels to "
+                        "multiples of 8 (outputs checked identical) and runs it as an A/B against the original")
+    p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16); the same precision twice (fp32,fp32) "
                         "is an A/A run: one engine loaded independently as two arms, the noise floor")
     _common.add_shape_args(p, batch_default=None)
@@ -91,7 +101,8 @@ def print_comparison(c: dict) -> None:
     for side in ("baseline", "candidate"):
         x = lat[side]
         eff = "" if x["effective_precision"] == x["precision"] else f" (effective {x['effective_precision']})"
-        print(f"  {x['precision']}{eff}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
+        label = c[side] if c[side].split("#")[0] != x["precision"] else x["precision"]  # an A/B arm's label
+        print(f"  {label}{eff}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
               f"n={x['n']}")
     print(f"  accuracy vs {c['baseline']}: max abs {acc['max_abs_err']:.3g}, max rel {acc['max_rel_err']:.3g}, "
           f"{acc['mismatch_fraction']:.2%} beyond rtol {acc['rtol']:g}/atol {acc['atol']:g}, "
@@ -108,9 +119,41 @@ def print_comparison(c: dict) -> None:
         print(f"  why [{f['rule']}]: {f['message']}")
 
 
+def ab_mode(args: argparse.Namespace) -> bool:
+    """An A/B (two models, two backends or a what-if) rather than precisions of one model?"""
+    if args.precisions is not None and (len(args.model) > 1 or args.backends or args.what_if):
+        raise BadInput("--precisions compares precisions of one model; an A/B (two models, --backends, --what-if) "
+                       "takes one --precision")
+    if len(args.model) > 2:
+        raise BadInput(f"compare takes one model (precisions) or two (an A/B), not {len(args.model)}")
+    if args.what_if and (len(args.model) > 1 or args.backends):
+        raise BadInput("--what-if runs one model against its changed copy: give one model, no --backends")
+    if args.precision is not None and not (len(args.model) > 1 or args.backends or args.what_if):
+        raise BadInput("--precision is for an A/B (two models, --backends, --what-if); for one model use --precisions")
+    return len(args.model) > 1 or bool(args.backends) or bool(args.what_if)
+
+
+def run_ab(args: argparse.Namespace, plan: cmp.RoundPlan, sizes: tuple[int, ...], **callbacks) -> Any:
+    """Two models, two backends, or a what-if: ``trtprof.ab``."""
+    from .. import ab
+
+    common = dict(engines_dir=args.engines, shapes=_common.shapes(args), seed=args.seed,
+                  int_range=_common.int_range(args), layers=args.layers, device=args.device,
+                  isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, **callbacks)
+    if args.what_if:
+        precision = str(Precision.parse(args.precision or "fp16"))
+        return ab.compare_what_if(args.model[0], args.what_if, precision, sizes, plan, backend=args.backend, **common)
+    precision = str(Precision.parse(args.precision or "fp32"))
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else [args.backend]
+    arms = ab.ab_arms(list(args.model), precision, backends)
+    seed, int_range = common.pop("seed"), common.pop("int_range")
+    return ab.compare_ab(arms, sizes, plan, seed=seed, int_range=int_range, **common)
+
+
 def run(args: argparse.Namespace) -> int:
     _common.check_output_file(args.out, "--out")  # before any build or measurement (issue 12)
-    precisions = parse_precisions(args.precisions)
+    is_ab = ab_mode(args)
+    precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
@@ -126,18 +169,23 @@ def run(args: argparse.Namespace) -> int:
 
     def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
         for name, s in outcome.speedups.items():
-            print(f"batch {batch}: {name} vs {precisions[0]}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
+            print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
                   f"{s.verdict.upper()} ({outcome.loads} loads, {outcome.rounds} rounds, {outcome.elapsed_s:.1f} s, "
                   f"stopped: {outcome.stop_reason})", file=sys.stderr)
 
+    ab_outcome = None
     with _common.sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
-        report = cmp.compare_model(
-            args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
-            shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-            on_built=on_built, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
-            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-        )
-    data = report.to_json()
+        if is_ab:
+            ab_outcome = run_ab(args, plan, sizes, on_built=on_built, on_batch=on_batch, on_progress=on_progress)
+            report = ab_outcome.report
+        else:
+            report = cmp.compare_model(
+                args.model[0], precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
+                shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+                on_built=on_built, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
+                isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
+            )
+    data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     for c in data["comparisons"]:
         print_comparison(c)
     if data.get("layers"):
@@ -146,7 +194,12 @@ def run(args: argparse.Namespace) -> int:
         for batch, table in data["layers"].items():
             print(f"\nlayers at batch {batch}:")
             print(format_table(table, top=15))
-    report.write_json(args.out)
+    for line in data.get("ab", {}).get("what_if", {}).get("lines", []):
+        print(f"what-if: {line}")
+    if ab_outcome is not None:
+        ab_outcome.write_json(args.out)
+    else:
+        report.write_json(args.out)
     for w in data["warnings"]:
         print(f"WARNING: {w}")
     if args.md:

@@ -1,0 +1,211 @@
+"""A/B of any two models, engines or backends, and what-if experiments: the same loop, statistics and
+verdicts as ``compare``'s precisions, with a check that the two take the same inputs.
+
+Why the same machinery: "is my change faster?" — padded channels, an optimised graph, another opset,
+another backend — is the question compare answers for precisions: two arms measured in independent
+loads and interleaved rounds, a speedup with its load-level CI, four verdicts, the accuracy delta
+between the two outputs. Only the arms differ: here each arm is (model, backend, precision), so the
+engines come from different models and ``compare.select_records``'s one-model rule does not apply.
+
+Two things are checked before any measurement: the arms take the same inputs (names, dtypes, dims;
+a dynamic dim matches anything), and produce the same outputs (names) so the accuracy delta means
+something; a mismatch is a ``BadInput`` naming it (exit 2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .errors import BadInput
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One side of an A/B: a model (or engines dir) on a backend at a precision."""
+
+    label: str
+    model: Path
+    backend: str
+    precision: str
+
+
+@dataclass
+class AbOutcome:
+    """The compare report plus what makes it an A/B (written under ``ab`` in the JSON)."""
+
+    report: Any  # compare.CompareReport
+    arms: list[ArmSpec]
+    what_if: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.report.to_json()
+        data["ab"] = {"arms": [{"label": a.label, "model": str(a.model), "backend": a.backend, "precision": a.precision}
+                               for a in self.arms], **({"what_if": self.what_if} if self.what_if else {})}
+        return data
+
+    def write_json(self, path: Path) -> None:
+        import json
+
+        from .cache import atomic_write_text
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=True) + "\n")
+
+
+def ab_arms(models: Sequence[Path], precision: str, backends: Sequence[str] = ()) -> list[ArmSpec]:
+    """Two models (one backend), or one model on two backends (``backends``): the arms, labelled so a
+    reader knows which is which (file stems; backends names), baseline first."""
+    if len(models) == 2 and len(backends) <= 1:
+        backend = backends[0] if backends else "auto"
+        stems = [m.stem if m.suffix else m.name for m in models]
+        labels = stems if stems[0] != stems[1] else [f"A:{stems[0]}", f"B:{stems[1]}"]
+        return [ArmSpec(labels[k], models[k], backend, precision) for k in range(2)]
+    if len(models) == 1 and len(backends) == 2:
+        if backends[0] == backends[1]:
+            raise BadInput(f"--backends {','.join(backends)}: name two different backends")
+        return [ArmSpec(b, models[0], b, precision) for b in backends]
+    raise BadInput("an A/B needs two models (compare A.onnx B.onnx) or one model and --backends X,Y")
+
+
+def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines_dir: Path,
+                 shapes: Mapping[str, tuple[int, ...]] | None = None,
+                 on_built: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], tuple[int, ...], Any]:
+    """Build (or find) each arm's engine: label → record, the batch sizes, the baseline's ONNX path."""
+    from .compare import resolve_records
+    from .spec import Precision
+
+    records: dict[str, Any] = {}
+    sizes: tuple[int, ...] = tuple(batch_sizes)
+    onnx_paths = []
+    for arm in arms:
+        found, onnx_path, arm_sizes = resolve_records(arm.model, [Precision.parse(arm.precision)], batch_sizes,
+                                                      engines_dir=engines_dir,
+                                                      backend=arm.backend, shapes=shapes, on_built=on_built)
+        records[arm.label] = found[arm.precision]
+        onnx_paths.append(onnx_path)
+        sizes = tuple(s for s in (sizes or arm_sizes) if s in arm_sizes) if sizes else arm_sizes
+    if not sizes:
+        raise BadInput("the two arms were built for no common batch size; pass --batch-sizes")
+    return records, sizes, onnx_paths[0]
+
+
+def io_mismatch(a_label: str, a: Any, b_label: str, b: Any) -> str:
+    """The first way two runners' inputs/outputs differ ("" when they match): input names, dtypes and
+    dims (a symbolic dim matches any), then output names."""
+    a_in, b_in = {t.name: t for t in a.inputs}, {t.name: t for t in b.inputs}
+    if set(a_in) != set(b_in):
+        return f"inputs differ: {a_label} takes {sorted(a_in)}, {b_label} takes {sorted(b_in)}"
+    for name, ta in a_in.items():
+        tb = b_in[name]
+        if ta.dtype != tb.dtype:
+            return f"input {name!r}: {a_label} takes {ta.dtype}, {b_label} takes {tb.dtype}"
+        if len(ta.shape) != len(tb.shape):
+            return f"input {name!r}: {a_label} has rank {len(ta.shape)}, {b_label} rank {len(tb.shape)}"
+        for k, (da, db) in enumerate(zip(ta.shape, tb.shape)):
+            if isinstance(da, int) and isinstance(db, int) and da > 0 and db > 0 and da != db:
+                return f"input {name!r} dim {k}: {a_label} {list(ta.shape)} vs {b_label} {list(tb.shape)}"
+    a_out, b_out = {t.name for t in a.outputs}, {t.name for t in b.outputs}
+    if a_out != b_out:
+        return f"outputs differ: {a_label} gives {sorted(a_out)}, {b_label} gives {sorted(b_out)}"
+    return ""
+
+
+def check_compatible(records: Mapping[str, Any]) -> None:
+    """Load every arm once and refuse (exit 2, one line) arms that do not take the same inputs."""
+    from .bench import load_runner
+
+    labels = list(records)
+    runners: dict[str, Any] = {}
+    try:
+        for label in labels:
+            runners[label] = load_runner(records[label])
+        base = labels[0]
+        for other in labels[1:]:
+            why = io_mismatch(base, runners[base], other, runners[other])
+            if why:
+                raise BadInput(f"cannot A/B {records[base].model_path} and {records[other].model_path}: {why}")
+    finally:
+        for r in runners.values():
+            r.close()
+
+
+def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], plan: Any, *, engines_dir: Path,
+               shapes: Mapping[str, tuple[int, ...]] | None = None, on_built: Callable[[Any], None] | None = None,
+               **compare_kwargs: Any) -> AbOutcome:
+    """Resolve, check, then measure the arms through ``compare.compare_records`` (baseline first).
+
+    The roofline and FP16 range analysis read one source graph: with two different models they are
+    skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept."""
+    from .compare import compare_records
+
+    records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=shapes,
+                                             on_built=on_built)
+    check_compatible(records)
+    same_model = len({str(a.model) for a in arms}) == 1
+    report = compare_records(records, sizes, plan, shapes=shapes, onnx_path=onnx_path if same_model else None,
+                             **compare_kwargs)
+    report.model = " vs ".join(dict.fromkeys(r.model for r in records.values()))
+    report.backend = " vs ".join(dict.fromkeys(r.backend for r in records.values()))
+    if not same_model:
+        report.warnings.append("A/B of two models: roofline and FP16 range analysis skipped (they read one graph)")
+    return AbOutcome(report, list(arms))
+
+
+def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequence[int], plan: Any, *,
+                    engines_dir: Path, backend: str = "auto", shapes: Mapping[str, tuple[int, ...]] | None = None,
+                    on_built: Callable[[Any], None] | None = None, seed: int = 0,
+                    **compare_kwargs: Any) -> AbOutcome:
+    """``--what-if pad-channels``: the original against its padded copy (outputs checked identical
+    first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
+    "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer."""
+    from . import whatif
+    from .build import as_onnx
+    from .inputs import make_inputs, resolve_shapes
+    from .model import inspect_model
+
+    if what_if not in whatif.WHAT_IFS:
+        raise BadInput(f"--what-if {what_if}: known experiments are {', '.join(whatif.WHAT_IFS)}")
+    source = as_onnx(Path(model), Path(engines_dir))
+    padded = Path(engines_dir) / "what-if" / f"{source.stem}.{what_if}.onnx"
+    change = whatif.pad_channels(source, padded)
+    if not change.padded:
+        raise BadInput(f"{model}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
+                       f"{whatif.PAD_MULTIPLE} (or none can be padded: {change.skipped}); nothing to measure")
+    inputs = inspect_model(source).inputs
+    check_feeds = make_inputs(inputs, resolve_shapes(inputs, min(batch_sizes or (1,)), shapes or {}), seed=seed)
+    identical = whatif.check_identical(source, padded, check_feeds)
+    label = f"{precision}+{what_if}"
+    arms = ([ArmSpec("fp32", source, backend, "fp32"), ArmSpec("fp16", source, backend, "fp16")]
+            if precision == "fp16" else [ArmSpec(precision, source, backend, precision)])
+    arms.append(ArmSpec(label, padded, backend, precision))
+    outcome = compare_ab(arms, batch_sizes, plan, engines_dir=engines_dir, shapes=shapes, on_built=on_built, seed=seed,
+                         **compare_kwargs)
+    outcome.report.model = source.stem
+    outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
+                       "changed_model": str(padded), "change": change.to_json(),
+                       "outputs_max_rel_diff": identical, "identical_rtol": whatif.IDENTICAL_RTOL,
+                       "lines": what_if_lines(outcome.report, what_if, arms)}
+    return outcome
+
+
+def what_if_lines(report: Any, what_if: str, arms: Sequence[ArmSpec]) -> list[str]:
+    """Per batch size: "<finding> (raised here | not raised here) → <what-if> measured: A× → B×"."""
+    from . import whatif
+
+    rule = whatif.SUGGESTED_BY[what_if]
+    original, changed = arms[-2].label, arms[-1].label
+    lines = []
+    for batch in sorted({c.batch_size for c in report.comparisons}):
+        here = {c.candidate: c for c in report.comparisons if c.batch_size == batch}
+        raised = any(f.rule == rule for c in here.values() for f in c.diagnosis)
+        new = here[changed].speedup
+        head = f"batch {batch}: {rule} ({'raised here' if raised else 'not raised here'}) → {what_if} measured: "
+        if original in here:  # fp16: both against the original's fp32
+            old = here[original].speedup
+            lines.append(head + f"{original} vs {arms[0].label} {old.estimate:.3f}× → {changed} vs {arms[0].label} "
+                         f"{new.estimate:.3f}× [{new.ci_low:.3f}, {new.ci_high:.3f}] ({new.verdict})")
+        else:
+            lines.append(head + f"{changed} vs {original} {new.estimate:.3f}× [{new.ci_low:.3f}, {new.ci_high:.3f}] "
+                         f"({new.verdict})")
+    return lines
