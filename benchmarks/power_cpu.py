@@ -1,8 +1,9 @@
 """Power of `trtprof compare` on the CPU machine as it is (issue 27), through the real CLI (ONNX Runtime).
 
-A model pair with a real ≈ 5 % difference: two MLPs (width 512, batch 8) whose only difference is
-the depth, 20 vs 21 Gemm+Relu layers (≈ 1.05 × the work; widths that differ by 2 % gave a 12 %
-difference here, through ONNX Runtime's kernel choice). The truth is measured
+A model pair with a real ≈ 5 % difference: two MLPs (width 256, batch 8) whose only difference is
+the depth, 40 vs 42 Gemm+Relu layers (≈ 1.05 × the work; 20 vs 21 layers of width 512 measured
+0.87–0.88 here — 21 MB of weights against 20, likely a cache boundary — and widths 1024 vs 1048
+0.87–0.89, through ONNX Runtime's kernel choice). The truth is measured
 independently in the same run, before the A/B runs and after them: both models loaded in this
 process (trtprof's own ONNX Runtime runners), alternated block by block for ``--truth-s`` seconds,
 the ratio of the median block medians (not through compare's statistics).
@@ -37,8 +38,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DEPTHS = (20, 21)
-WIDTH = 512
+DEPTHS = (40, 42)
+WIDTH = 256
 BATCH = 8
 AB_BUDGET_S = 60.0
 MARGIN = 0.01
@@ -55,8 +56,9 @@ def make_mlp(path: Path, layers: int, width: int = WIDTH, seed: int = 0, feature
     for k, d in enumerate(dims):
         w = (rng.standard_normal((prev, d)) * np.sqrt(2.0 / prev)).astype(np.float32)
         inits += [numpy_helper.from_array(w, f"w{k}"), numpy_helper.from_array(np.zeros(d, np.float32), f"b{k}")]
-        nodes.append(helper.make_node("Gemm", [cur, f"w{k}", f"b{k}"], [f"g{k}"], name=f"gemm{k}"))
-        cur = f"g{k}"
+        last = k == len(dims) - 1  # the output is named "y" in both models: the A/B compares outputs by name
+        nodes.append(helper.make_node("Gemm", [cur, f"w{k}", f"b{k}"], ["y" if last else f"g{k}"], name=f"gemm{k}"))
+        cur = "y" if last else f"g{k}"
         if k < len(dims) - 1:
             nodes.append(helper.make_node("Relu", [cur], [f"r{k}"], name=f"relu{k}"))
             cur = f"r{k}"

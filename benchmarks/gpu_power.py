@@ -1,0 +1,146 @@
+"""Issue 27 on the H200 (prepared on the CPU machine, run by the lead on the device): two checks through
+the real CLI on the torch backend (eager, autotuned as compare's default).
+
+1. The report's net with ``--what-if pad-channels`` at batch 10 and 256: every Conv of
+   ``report_conv_elu_k32_256`` has 3 input and 3 output channels (tensor-core ineligible); the what-if
+   pads them to 8 (outputs checked identical) and measures fp32 → fp16 → padded fp16:
+   ``trtprof compare report.onnx --what-if pad-channels --backend torch --batch-sizes 10,256``.
+   Its "what-if:" lines ("tensor_core_ineligible → pad-channels measured: fp16 vs fp32 A× → B×") and
+   JSON go to OUT/what_if.{txt,json}.
+2. A 1 % difference decided within 30 s: two MLPs (width 512, batch 256) of 100 and 101 Gemm+ReLU
+   layers (≈ 1 % more work). The truth is measured independently first and last: both loaded in this
+   process (trtprof's torch runners, trtprof's CUDA-event timing loop), alternated block by block for
+   ``--truth-s`` seconds, the ratio of median block medians. Then ``--runs`` × ``trtprof compare A B
+   --backend torch --batch-sizes 256 --time-budget-s 30`` (the order alternating): decided the right
+   way / the wrong way / not, and the wall time of each against its 30 s budget (worker start-up
+   included). Results in OUT/one_percent.{txt,json}.
+
+    python3 benchmarks/gpu_power.py --out-dir benchmarks/results/gpu_power-2026-12-01
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "models"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+DEPTHS = (100, 101)
+WIDTH = 512  # 100 layers × 512² weights: 105 MB per model, kept out of the results folder
+BATCH = 256
+BUDGET_S = 30.0
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "trtprof", *args], capture_output=True, text=True, env=env)
+
+
+def what_if(out_dir: Path, work: Path, budget: str) -> None:
+    import conv_elu
+
+    net = conv_elu.make_onnx("report_conv_elu_k32_256", work / "report_conv_elu_k32_256.onnx")
+    t0 = time.perf_counter()
+    proc = cli("compare", str(net), "--what-if", "pad-channels", "--backend", "torch", "--batch-sizes", "10,256",
+               "--time-budget-s", budget, "--engines", str(work / "engines"), "--out", str(out_dir / "what_if.json"))
+    wall = time.perf_counter() - t0
+    (out_dir / "what_if.txt").write_text(proc.stdout + proc.stderr + f"\nexit {proc.returncode}, wall {wall:.1f} s\n")
+    print(proc.stdout[-4000:], proc.stderr[-2000:], flush=True)
+
+
+def truth(models: list[Path], engines: Path, seconds: float) -> dict:
+    from trtprof.bench import load_runner
+    from trtprof.build import build_engines
+    from trtprof.inputs import make_inputs
+    from trtprof.interleave import measure_block
+    from trtprof.spec import Precision
+    from trtprof.timing import TimingConfig
+
+    runners = []
+    for m in models:
+        (outcome,) = build_engines(m, [Precision.FP32], [BATCH], engines_dir=engines, backend="torch")
+        runners.append(load_runner(outcome.record))
+    feeds = make_inputs(runners[0].inputs, {"x": (BATCH, 256)}, seed=0)
+    config = TimingConfig(warmup=5, iterations=30)
+    medians: list[list[float]] = [[], []]
+    end, k = time.perf_counter() + seconds, 0
+    while time.perf_counter() < end:
+        for i in ((0, 1) if k % 2 == 0 else (1, 0)):
+            medians[i].append(float(np.median(measure_block(runners[i], feeds, config).latency_ms)))
+        k += 1
+    for r in runners:
+        r.close()
+    return {"ratio": float(np.median(medians[0]) / np.median(medians[1])), "blocks": k,
+            "median_ms": [float(np.median(m)) for m in medians]}
+
+
+def one_percent(out_dir: Path, work: Path, runs: int, truth_s: float) -> None:
+    from power_cpu import make_mlp
+
+    models = [make_mlp(work / f"mlp{d}.onnx", d, width=WIDTH) for d in DEPTHS]
+    engines = work / "engines"
+    result: dict = {"depths": DEPTHS, "width": WIDTH, "batch": BATCH, "budget_s": BUDGET_S,
+                    "truth": [truth(models, engines, truth_s)], "runs": []}
+    for k in range(runs):
+        pair = models if k % 2 == 0 else models[::-1]
+        t0 = time.perf_counter()
+        proc = cli("compare", str(pair[0]), str(pair[1]), "--backend", "torch", "--batch-sizes", str(BATCH),
+                   "--time-budget-s", f"{BUDGET_S:g}", "--engines", str(engines), "--out", str(work / "c.json"))
+        wall = time.perf_counter() - t0
+        row: dict = {"order": [p.stem for p in pair], "wall_s": wall, "exit": proc.returncode}
+        if proc.returncode == 0:
+            c = json.loads((work / "c.json").read_text())["comparisons"][0]
+            row.update(verdict=c["verdict"], estimate=c["speedup"]["estimate"], ci=[c["speedup"]["ci_low"],
+                       c["speedup"]["ci_high"]], loads=c["loads"], rounds=c["rounds"], stop=c["stop_reason"])
+        else:
+            row["error"] = proc.stderr[-1500:]
+        result["runs"].append(row)
+        print(row, flush=True)
+    result["truth"].append(truth(models, engines, truth_s))
+    t = float(np.mean([x["ratio"] for x in result["truth"]]))  # lat(100 layers) / lat(101 layers) < 1
+    right = wrong = 0
+    for k, row in enumerate(result["runs"]):
+        expected = "slower" if k % 2 == 0 else "faster"  # A=100 layers first: the candidate is slower
+        right += row.get("verdict") == expected
+        wrong += row.get("verdict") in ({"faster", "slower"} - {expected}) | {"equivalent"}
+    lines = [f"truth lat(100)/lat(101): {result['truth'][0]['ratio']:.4f} before, {result['truth'][1]['ratio']:.4f} after "
+             f"(mean {t:.4f})",
+             f"{runs} runs at --time-budget-s {BUDGET_S:g}: right way {right}, wrong way {wrong}, undecided {runs - right - wrong}; "
+             f"wall time max {max(r['wall_s'] for r in result['runs']):.1f} s (budget × 1.1 = {BUDGET_S * 1.1:.0f} s)"]
+    result["summary"] = lines
+    (out_dir / "one_percent.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out_dir / "one_percent.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--truth-s", type=float, default=30.0)
+    ap.add_argument("--what-if-budget-s", default="20", help="--time-budget-s of the what-if run (per batch size)")
+    ap.add_argument("--skip", default="", help="what-if,one-percent")
+    args = ap.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix="gpu-power-"))  # models and engines: not brought back
+    subprocess.run(["nvidia-smi"], stdout=open(args.out_dir / "nvidia-smi.txt", "w"), check=False)
+    if "what-if" not in args.skip:
+        what_if(args.out_dir, work, args.what_if_budget_s)
+    if "one-percent" not in args.skip:
+        one_percent(args.out_dir, work, args.runs, args.truth_s)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
