@@ -168,3 +168,26 @@ def test_interrupt_keeps_the_batch_sizes_already_decided(conv_model, tmp_path, s
     assert f"{kept['speedup']['estimate']:.3f}× [{kept['speedup']['ci_low']:.3f}, {kept['speedup']['ci_high']:.3f}] " \
         f"{kept['verdict'].upper()}" in seen[-1]
     assert "Traceback" not in stderr and "not measured: 2" in stderr
+
+
+def test_the_budget_accounting_end_to_end(conv_model, tmp_path, capsys):
+    """Real workers: what the loop spent (worker start-up included for the first batch size) is in the
+    JSON and in the progress line, and anything beyond the budget is only the floor (2 loads × 2 rounds),
+    which runs regardless. No speed is asserted: on a slow machine the floor is what runs."""
+    import re
+
+    from trtprof.interleave import FLOOR_LOADS, FLOOR_ROUNDS
+
+    out = tmp_path / "c.json"
+    budget = 4.0
+    assert main(["compare", str(conv_model), "--batch-sizes", "1,2", "--engines", str(tmp_path / "e"), "--out", str(out),
+                 "--backend", "onnxruntime", "--time-budget-s", f"{budget:g}"]) == 0
+    err = capsys.readouterr().err
+    spent = [float(x) for x in re.findall(r"([\d.]+) of 4 s spent", err)]
+    assert spent
+    data = json.loads(out.read_text())
+    for c in data["comparisons"]:
+        result = next(r for r in data["results"] if r["batch_size"] == c["batch_size"])
+        elapsed = result["config"]["elapsed_s"]
+        assert result["config"]["time_budget_s"] == budget
+        assert elapsed <= budget * 1.1 or (c["loads"] == FLOOR_LOADS and c["rounds"] == FLOOR_LOADS * FLOOR_ROUNDS)
