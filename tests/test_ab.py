@@ -156,6 +156,10 @@ def test_what_if_pad_channels_runs_against_the_original_and_says_what_suggested_
     assert [arm["label"] for arm in data["ab"]["arms"]] == ["fp32", "fp16", "fp16+pad-channels"]
     assert [c["candidate"] for c in data["comparisons"]] == ["fp16", "fp16+pad-channels"]
     assert all(c["verdict"] in VERDICTS for c in data["comparisons"])
+    # the original's graph is analysed (roofline, FP16 range); the padded copy's FLOPs are not claimed
+    assert data["comparisons"][0]["roofline"]["candidate"]["flops"] > 0
+    assert "candidate" not in data["comparisons"][1]["roofline"] and any("roofline of the changed" in x
+                                                                          for x in data["warnings"])
 
 
 def test_what_if_on_a_model_with_nothing_to_pad_is_refused(tmp_path, capsys):

@@ -132,22 +132,24 @@ def check_compatible(records: Mapping[str, Any]) -> None:
 
 def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], plan: Any, *, engines_dir: Path,
                shapes: Mapping[str, tuple[int, ...]] | None = None, on_built: Callable[[Any], None] | None = None,
-               **compare_kwargs: Any) -> AbOutcome:
+               analysis_onnx: Path | None = None, **compare_kwargs: Any) -> AbOutcome:
     """Resolve, check, then measure the arms through ``compare.compare_records`` (baseline first).
 
     The roofline and FP16 range analysis read one source graph: with two different models they are
-    skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept."""
+    skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept.
+    ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
+    what does not apply to the changed arm."""
     from .compare import compare_records
 
     records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=shapes,
                                              on_built=on_built)
     check_compatible(records)
     same_model = len({str(a.model) for a in arms}) == 1
-    report = compare_records(records, sizes, plan, shapes=shapes, onnx_path=onnx_path if same_model else None,
-                             **compare_kwargs)
+    report = compare_records(records, sizes, plan, shapes=shapes,
+                             onnx_path=onnx_path if same_model else analysis_onnx, **compare_kwargs)
     report.model = " vs ".join(dict.fromkeys(r.model for r in records.values()))
     report.backend = " vs ".join(dict.fromkeys(r.backend for r in records.values()))
-    if not same_model:
+    if not same_model and analysis_onnx is None:
         report.warnings.append("A/B of two models: roofline and FP16 range analysis skipped (they read one graph)")
     return AbOutcome(report, list(arms))
 
@@ -180,8 +182,13 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
             if precision == "fp16" else [ArmSpec(precision, source, backend, precision)])
     arms.append(ArmSpec(label, padded, backend, precision))
     outcome = compare_ab(arms, batch_sizes, plan, engines_dir=engines_dir, shapes=shapes, on_built=on_built, seed=seed,
-                         **compare_kwargs)
+                         analysis_onnx=source, **compare_kwargs)
     outcome.report.model = source.stem
+    for c in outcome.report.comparisons:  # the original's FLOPs are not the padded copy's
+        if c.candidate == label:
+            c.roofline.pop("candidate", None)
+    outcome.report.warnings.append(f"{label}: roofline of the changed copy skipped (its FLOPs are not the original's); "
+                                   "the FP16 range analysis is the original's")
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
                        "changed_model": str(padded), "change": change.to_json(),
                        "outputs_max_rel_diff": identical, "identical_rtol": whatif.IDENTICAL_RTOL,
