@@ -102,6 +102,9 @@ def main() -> int:
             ok = r["extra"]["covered_or_inconclusive"]
             checks.append((f"covered or inconclusive ≥ 94 %: {r['case']} (truth {r['truth']:.3f}; slow mode never drawn "
                            f"in {r['extra']['unseen']:.1%})", ok >= floor, ok))
+            drawn = r["extra"]["covered_or_inconclusive_when_drawn"]
+            checks.append((f"covered or inconclusive ≥ 94 % where some load drew the slow mode: {r['case']} (truth "
+                           f"{r['truth']:.3f})", drawn >= floor, drawn))
     power = next((r for r in rows if r["case"] == "stationary 10 %" and r["ratio"] == 1.05), None)
     if power is not None:
         checks.append(("true 1.05 at 10 % noise called faster ≥ 80 %", power["verdicts"][FASTER] >= 0.80,

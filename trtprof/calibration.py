@@ -271,7 +271,9 @@ def lopsided_extra(case: Case, reps: list[Replicate], covered: list[bool]) -> di
     if case.lopsided is None:
         return {}
     ok = [c or r.verdict == INCONCLUSIVE for c, r in zip(covered, reps)]
-    return {"unseen": float(np.mean([r.slow_loads == 0 for r in reps])), "covered_or_inconclusive": float(np.mean(ok))}
+    drawn = [k for k, r in enumerate(reps) if r.slow_loads > 0]
+    return {"unseen": float(np.mean([r.slow_loads == 0 for r in reps])), "covered_or_inconclusive": float(np.mean(ok)),
+            "covered_or_inconclusive_when_drawn": float(np.mean([ok[k] for k in drawn])) if drawn else float("nan")}
 
 
 def width_over_spread(reps: list[Replicate]) -> float:
