@@ -34,15 +34,15 @@ def rows(data: Mapping[str, Any]) -> list[list[str]]:
 
 def header_lines(data: Mapping[str, Any]) -> list[str]:
     """What the numbers depend on, said first: cuDNN autotuning and what the model source lost."""
-    settings = data.get("settings", {})
-    bench = settings.get("cudnn_benchmark")
+    backend = (data.get("environment") or {}).get("backend") or {}
+    # files written before the setting was recorded in "settings" carry the flag as it was in the backend
+    bench = data.get("settings", {}).get("cudnn_benchmark", backend.get("cudnn_benchmark"))
     if bench is None:
         tuning = "cuDNN autotuning: not applicable (" + ("CPU" if data.get("device") == "cpu" else "not PyTorch") + ")"
     else:
         tuning = ("cuDNN autotuning: on (cudnn.benchmark = True, tuned before timing)" if bench else
-                  "cuDNN autotuning: OFF (--no-autotune: kernels chosen by heuristics)")
-    source = ((data.get("environment") or {}).get("backend") or {}).get("source") or {}
-    return [tuning] + list(source.get("notes", []))
+                  "cuDNN autotuning: OFF (cudnn.benchmark = False: kernels chosen by heuristics)")
+    return [tuning] + list((backend.get("source") or {}).get("notes", []))
 
 
 def summary_lines(data: Mapping[str, Any]) -> list[str]:
