@@ -409,17 +409,7 @@ def findings_for(
                            {"busy_share": busy, "kernels_per_step": candidate.kernels_per_step,
                             "kernel_ms": candidate.kernel_ms, "step_ms": candidate.step_ms}))
     if amp and layers and device == "cuda":  # tensor cores: a GPU-only reason
-        bad = [x for x in layers if not x["tensor_core_eligible"]]
-        if bad:
-            out.append(Finding("tensor_core_eligibility",
-                               f"{len(bad)} of {len(layers)} Conv/Gemm layers have channel counts that are not multiples "
-                               f"of {TENSOR_CORE_MULTIPLE} (e.g. {bad[0]['name']}: {bad[0]['in_channels']}→"
-                               f"{bad[0]['out_channels']} channels): FP16/BF16 tensor cores cannot run them as they are",
-                               {"ineligible": bad[:20], "layers": len(layers)}))
-        else:
-            out.append(Finding("tensor_core_eligibility",
-                               f"all {len(layers)} Conv/Gemm layers have channel counts in multiples of {TENSOR_CORE_MULTIPLE}",
-                               {"layers": len(layers)}))
+        out.append(_tensor_core_finding(layers))
     if peer is not None and peer_speedup is not None and candidate.arm == "amp-bf16":
         out.append(Finding("bf16_vs_fp16",
                            f"amp-bf16 is {peer_speedup:.3f}× amp-fp16 (median step ratio): BF16 needs no GradScaler "
@@ -518,3 +508,17 @@ def _memory_findings(baseline: str, memory: Mapping[str, Any], *, amp: bool, aut
                 "and when activations are small the saving is smaller than those and cuDNN's workspaces")
     return [Finding("memory", f"peak allocated {c['peak_allocated_mib']:.0f} MiB vs {b['peak_allocated_mib']:.0f} "
                     f"MiB in {baseline} ({ratio:.2f}×): {why}", ev)]
+
+
+def _tensor_core_finding(layers: Sequence[Mapping[str, Any]]) -> Finding:
+    """Static evidence: layers whose channel counts FP16/BF16 tensor cores cannot take as they are."""
+    bad = [x for x in layers if not x["tensor_core_eligible"]]
+    if bad:
+        return Finding("tensor_core_eligibility",
+                       f"{len(bad)} of {len(layers)} Conv/Gemm layers have channel counts that are not multiples "
+                       f"of {TENSOR_CORE_MULTIPLE} (e.g. {bad[0]['name']}: {bad[0]['in_channels']}→"
+                       f"{bad[0]['out_channels']} channels): FP16/BF16 tensor cores cannot run them as they are",
+                       {"ineligible": bad[:20], "layers": len(layers)})
+    return Finding("tensor_core_eligibility",
+                   f"all {len(layers)} Conv/Gemm layers have channel counts in multiples of {TENSOR_CORE_MULTIPLE}",
+                   {"layers": len(layers)})

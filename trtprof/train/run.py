@@ -193,6 +193,22 @@ def _comparison(trainer: Trainer, outcome: cmp.InterleavedOutcome, solo: Mapping
     }
 
 
+def _solo_pass(trainer: Trainer, arms: Sequence[Any], feeds: Mapping[str, np.ndarray], options: TrainOptions,
+               on_arm: Callable[[str, ArmRun], None]) -> dict[str, ArmRun]:
+    """Each arm alone: its loss curve, peak memory and the evidence for the reasons."""
+    solo: dict[str, ArmRun] = {}
+    for arm in arms:
+        runner = trainer.make_runner(arm)
+        try:
+            solo[arm.name] = trainer.solo(arm, runner, feeds, options.steps, options.reasons)
+        finally:
+            runner.close()
+            del runner
+            trainer.release()
+        on_arm(arm.name, solo[arm.name])
+    return solo
+
+
 def compare_training(
     trainer: Trainer,
     arms: Sequence[Any],
@@ -223,17 +239,7 @@ def compare_training(
     for index, batch in enumerate(batch_sizes):
         shapes = shapes_by_batch[batch]
         feeds = make_feeds(shapes)
-        solo: dict[str, ArmRun] = {}
-        for arm in arms:  # each arm alone: its loss curve, peak memory and evidence for the reasons
-            runner = trainer.make_runner(arm)
-            try:
-                solo[arm.name] = trainer.solo(arm, runner, feeds, options.steps, options.reasons)
-            finally:
-                runner.close()
-                del runner
-                trainer.release()
-            if on_arm is not None:
-                on_arm(batch, arm.name, solo[arm.name])
+        solo = _solo_pass(trainer, arms, feeds, options, lambda name, run: on_arm(batch, name, run) if on_arm else None)
         runners = {arm.name: trainer.make_runner(arm) for arm in arms}
         try:
             timed = [cmp.Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
