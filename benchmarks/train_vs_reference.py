@@ -54,8 +54,8 @@ class Plan:
 
 FULL = Plan(models=(("report_net", "models/report_net.py:make", (10, 256)),
                     ("resnet50", "models/resnet50_factory.py:make", (32, 128, 256))),
-            arms=ARMS, device="cuda", budget_s=8.0, ref_rounds=8, ref_steps=5, ref_warmup=5, timeout_s=240)
-QUICK = Plan(models=FULL.models, arms=ARMS, device="cuda", budget_s=4.0, ref_rounds=5, ref_steps=4, ref_warmup=4,
+            arms=ARMS, device="cuda", budget_s=12.0, ref_rounds=10, ref_steps=5, ref_warmup=5, timeout_s=270)
+QUICK = Plan(models=FULL.models, arms=ARMS, device="cuda", budget_s=5.0, ref_rounds=5, ref_steps=4, ref_warmup=4,
              timeout_s=150)
 SMOKE = Plan(models=(("tiny", "benchmarks/train_reference.py:make_tiny", (2,)),), arms=("fp32", "amp-bf16"),
              device="cpu", budget_s=0.3, ref_rounds=3, ref_steps=2, ref_warmup=1, timeout_s=300)
@@ -119,7 +119,21 @@ def run_model(name: str, factory: str, batches: tuple[int, ...], plan: Plan, out
                             "rounds_reference": len(theirs[arm]["round_medians_ms"]),
                             "ci_within_1_pm_3pct": bool(low >= 1 - TARGET and high <= 1 + TARGET)})
             rows.append(row)
+    add_speedups(rows)
     return rows
+
+
+def add_speedups(rows: list[dict]) -> None:
+    """Per row, each side's own speedup over its fp32 arm at that batch (the verdict a user reads),
+    and their ratio: the same verdict *and* magnitude means speedup_ratio ≈ 1."""
+    base = {(r["model"], r["batch"]): r for r in rows if r["arm"] == "fp32" and "missing" not in r}
+    for r in rows:
+        b = base.get((r["model"], r["batch"]))
+        if r["arm"] == "fp32" or b is None or "missing" in r:
+            continue
+        r["trtprof_speedup"] = b["trtprof_ms"] / r["trtprof_ms"]
+        r["reference_speedup"] = b["reference_ms"] / r["reference_ms"]
+        r["speedup_ratio"] = r["trtprof_speedup"] / r["reference_speedup"]
 
 
 def markdown(doc: dict) -> str:
@@ -127,15 +141,17 @@ def markdown(doc: dict) -> str:
              f"plan: {doc['plan']}; torch {doc.get('torch')}; "
              + ("cuDNN autotuning on in both" if doc["device"] != "cpu" else "CPU: plumbing only, the ratios mean nothing"),
              "",
-             "| model | batch | arm | trtprof ms | reference ms | ratio | round ratio [95% CI] | rounds (t/r) | CI within 1±3 % |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| model | batch | arm | trtprof ms | reference ms | ratio | round ratio [95% CI] | rounds (t/r) "
+             "| CI within 1±3 % | speedup vs fp32: trtprof / reference |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
         if "missing" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | {r['arm']} | – | – | – | {r['missing']} side missing | – | – |")
+            lines.append(f"| {r['model']} | {r['batch']} | {r['arm']} | – | – | – | {r['missing']} side missing | – | – | – |")
             continue
         lines.append(f"| {r['model']} | {r['batch']} | {r['arm']} | {r['trtprof_ms']:.3f} | {r['reference_ms']:.3f} | "
                      f"{r['ratio']:.4f} | {r['round_ratio']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}] | "
-                     f"{r['rounds_trtprof']}/{r['rounds_reference']} | {'yes' if r['ci_within_1_pm_3pct'] else 'NO'} |")
+                     f"{r['rounds_trtprof']}/{r['rounds_reference']} | {'yes' if r['ci_within_1_pm_3pct'] else 'NO'} | "
+                     + (f"{r['trtprof_speedup']:.3f}× / {r['reference_speedup']:.3f}× |" if "speedup_ratio" in r else "– |"))
     return "\n".join(lines) + "\n"
 
 

@@ -68,3 +68,6 @@ def test_driver_smoke_mode_on_cpu(tmp_path):
     ours = json.loads((tmp_path / "trtprof-tiny.json").read_text())
     assert ours["environment"]["backend"]["source"]["factory"] == "benchmarks/train_reference.py:make_tiny"
     assert "| tiny | 2 | fp32 |" in (tmp_path / "table.md").read_text()
+    fp32, bf16 = doc["rows"]
+    assert bf16["trtprof_speedup"] == pytest.approx(fp32["trtprof_ms"] / bf16["trtprof_ms"])
+    assert bf16["speedup_ratio"] == pytest.approx(bf16["trtprof_speedup"] / bf16["reference_speedup"])
