@@ -124,7 +124,7 @@ def _assert_no_cpu_nonsense(data, text):
         if s["ci_high"] / s["ci_low"] > MAX_CI_RATIO:
             assert c["verdict"] == NOT_MEASURABLE and c["not_measurable"]
             assert f"{s['estimate']:.3f}×" not in text  # the estimate is not printed as a result
-        assert not any(f["rule"] in ("tensor_core_eligibility", "launch_bound", "slower_kernels", "tf32_share",
+        assert not any(f["rule"] in ("tensor_core_eligibility", "launch_bound", "slower_kernels", "tf32_share", "bf16_vs_fp16",
                                      "low_precision_share") for f in c["diagnosis"])
         for f in c["diagnosis"]:
             share = f["evidence"].get("share_of_step")
@@ -305,9 +305,11 @@ def test_tensor_core_reason_is_gpu_only():
     base, cand = _profiles()
     layers = [{"name": "c", "op": "Conv", "in_channels": 3, "out_channels": 3, "kernel": [3, 3],
                "tensor_core_eligible": False}]
-    on = {f.rule for f in findings_for(base, cand, layers=layers, skipped_steps=None, steps_run=3, device="cuda")}
-    off = {f.rule for f in findings_for(base, cand, layers=layers, skipped_steps=None, steps_run=3, device="cpu")}
-    assert "tensor_core_eligibility" in on and "tensor_core_eligibility" not in off and "cpu_only" in off
+    peer = dict(peer=base, peer_speedup=1.2)  # a median ratio is a speed claim: GPU only too
+    on = {f.rule for f in findings_for(base, cand, layers=layers, skipped_steps=None, steps_run=3, device="cuda", **peer)}
+    off = {f.rule for f in findings_for(base, cand, layers=layers, skipped_steps=None, steps_run=3, device="cpu", **peer)}
+    assert {"tensor_core_eligibility", "bf16_vs_fp16"} <= on and "cpu_only" in off
+    assert not {"tensor_core_eligibility", "bf16_vs_fp16"} & off
 
 
 def test_captured_output_keeps_library_prints_off_the_terminal(capfd):

@@ -410,7 +410,7 @@ def findings_for(
                             "kernel_ms": candidate.kernel_ms, "step_ms": candidate.step_ms}))
     if amp and layers and device == "cuda":  # tensor cores: a GPU-only reason
         out.append(_tensor_core_finding(layers))
-    if peer is not None and peer_speedup is not None and candidate.arm == "amp-bf16":
+    if device == "cuda" and peer is not None and peer_speedup is not None and candidate.arm == "amp-bf16":
         out.append(Finding("bf16_vs_fp16",
                            f"amp-bf16 is {peer_speedup:.3f}× amp-fp16 (median step ratio): BF16 needs no GradScaler "
                            "(no unscale, no inf check, no host read-back) at the cost of 3 fewer mantissa bits",
