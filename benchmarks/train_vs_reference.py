@@ -90,16 +90,22 @@ def run(cmd: list[str], log: Path, timeout_s: float) -> int:
     return rc
 
 
-def run_model(name: str, factory: str, batches: tuple[int, ...], plan: Plan, out: Path) -> list[dict]:
+def run_model(name: str, factory: str, batches: tuple[int, ...], plan: Plan, out: Path,
+              ends_at: float = float("inf")) -> list[dict]:
+    """Both sides for one model; each process gets at most its plan's timeout and never runs past
+    ``ends_at`` (perf_counter time), so the whole run ends inside one device call."""
+    def timeout() -> float:
+        return max(10.0, min(plan.timeout_s, ends_at - time.perf_counter()))
+
     sizes = ",".join(str(b) for b in batches)
     ours_json, ref_json = out / f"trtprof-{name}.json", out / f"reference-{name}.json"
     run([sys.executable, "-m", "trtprof", "train-compare", factory, "--device", plan.device, "--batch-sizes", sizes,
          "--precisions", ",".join(plan.arms), "--budget", str(plan.budget_s), "--steps", "2", "--no-reasons",
-         "--out", str(ours_json)], out / f"trtprof-{name}.log", plan.timeout_s)
+         "--out", str(ours_json)], out / f"trtprof-{name}.log", timeout())
     run([sys.executable, str(ROOT / "benchmarks/train_reference.py"), "--model", name, "--batches", sizes,
          "--arms", ",".join(plan.arms), "--rounds", str(plan.ref_rounds), "--steps", str(plan.ref_steps),
          "--warmup", str(plan.ref_warmup), "--device", plan.device, "--json", str(ref_json)],
-        out / f"reference-{name}.log", plan.timeout_s)
+        out / f"reference-{name}.log", timeout())
     ours = json.loads(ours_json.read_text()) if ours_json.exists() else {"batches": []}
     ref = json.loads(ref_json.read_text()) if ref_json.exists() else {"batches": {}}
     rows = []
@@ -163,6 +169,8 @@ def main(argv=None) -> int:
     mode.add_argument("--smoke", action="store_true", help="CPU, tiny net, two arms: checks the plumbing (CI)")
     ap.add_argument("--models", default=None, help="only these models (comma list)")
     ap.add_argument("--deadline-s", type=float, default=450.0, help="start no further model after this wall time")
+    ap.add_argument("--total-s", type=float, default=570.0,
+                    help="no process runs past this wall time (the device machine's 600 s per call)")
     args = ap.parse_args(argv)
     plan = SMOKE if args.smoke else QUICK if args.quick else FULL
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -182,7 +190,7 @@ def main(argv=None) -> int:
             print(f"skipped {name}: past --deadline-s", flush=True)
             continue
         print(f"{name} batches {batches}", flush=True)
-        doc["rows"] += run_model(name, factory, batches, plan, args.out_dir)
+        doc["rows"] += run_model(name, factory, batches, plan, args.out_dir, ends_at=t0 + args.total_s)
         (args.out_dir / "table.json").write_text(json.dumps(doc, indent=1) + "\n")  # a cut run keeps its rows
         (args.out_dir / "table.md").write_text(markdown(doc))
     doc["wall_s"] = round(time.perf_counter() - t0, 1)
