@@ -2,7 +2,7 @@
 
 For each model and batch size, four arms (fp32, tf32, amp-fp16, amp-bf16), two separate processes:
 
-* trtprof: ``python3 -m trtprof train-compare <factory> --device cuda`` on the module factory
+* trtprof: ``python3 -m trtprof train-compare <factory> --device cuda`` (one process per batch size) on the module factory
   (``models/resnet50_factory.py:make``: torchvision ResNet-50 *with BatchNorm*;
   ``models/report_net.py:make``: the report's Conv2D+ELU net), cuDNN autotuning on (the default);
 * the reference: ``benchmarks/train_reference.py`` — imports nothing from trtprof, written the way a
@@ -98,15 +98,20 @@ def run_model(name: str, factory: str, batches: tuple[int, ...], plan: Plan, out
         return max(10.0, min(plan.timeout_s, ends_at - time.perf_counter()))
 
     sizes = ",".join(str(b) for b in batches)
-    ours_json, ref_json = out / f"trtprof-{name}.json", out / f"reference-{name}.json"
-    run([sys.executable, "-m", "trtprof", "train-compare", factory, "--device", plan.device, "--batch-sizes", sizes,
-         "--precisions", ",".join(plan.arms), "--budget", str(plan.budget_s), "--steps", "2", "--no-reasons",
-         "--out", str(ours_json)], out / f"trtprof-{name}.log", timeout())
+    ref_json = out / f"reference-{name}.json"
+    ours_batches = []
+    for batch in batches:  # one process per batch size: a cut run keeps the batches it finished
+        ours_json = out / f"trtprof-{name}-b{batch}.json"
+        run([sys.executable, "-m", "trtprof", "train-compare", factory, "--device", plan.device, "--batch-sizes",
+             str(batch), "--precisions", ",".join(plan.arms), "--budget", str(plan.budget_s), "--steps", "2",
+             "--no-reasons", "--out", str(ours_json)], out / f"trtprof-{name}-b{batch}.log", timeout())
+        if ours_json.exists():
+            ours_batches += json.loads(ours_json.read_text())["batches"]
     run([sys.executable, str(ROOT / "benchmarks/train_reference.py"), "--model", name, "--batches", sizes,
          "--arms", ",".join(plan.arms), "--rounds", str(plan.ref_rounds), "--steps", str(plan.ref_steps),
          "--warmup", str(plan.ref_warmup), "--device", plan.device, "--json", str(ref_json)],
         out / f"reference-{name}.log", timeout())
-    ours = json.loads(ours_json.read_text()) if ours_json.exists() else {"batches": []}
+    ours = {"batches": ours_batches}
     ref = json.loads(ref_json.read_text()) if ref_json.exists() else {"batches": {}}
     rows = []
     for batch in batches:

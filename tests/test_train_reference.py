@@ -65,7 +65,7 @@ def test_driver_smoke_mode_on_cpu(tmp_path):
         assert r["ci_low"] <= r["round_ratio"] <= r["ci_high"] and r["rounds_reference"] == drv.SMOKE.ref_rounds
     ref = json.loads((tmp_path / "reference-tiny.json").read_text())
     assert ref["cudnn_benchmark"] is True
-    ours = json.loads((tmp_path / "trtprof-tiny.json").read_text())
+    ours = json.loads((tmp_path / "trtprof-tiny-b2.json").read_text())
     assert ours["environment"]["backend"]["source"]["factory"] == "benchmarks/train_reference.py:make_tiny"
     assert "| tiny | 2 | fp32 |" in (tmp_path / "table.md").read_text()
     fp32, bf16 = doc["rows"]
