@@ -3,6 +3,7 @@ tests/faults/sitecustomize.py, named per test) or a real limit (``ulimit -f``), 
 the exit code, the one line, and the user files that must still exist."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -50,3 +51,91 @@ def test_ort_allocation_failure_while_running_is_exit_2_naming_the_batch(engines
                           "--iterations", "2", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert out.exists()
+
+
+# --- cache prune / ls touch only trtprof's entries ----------------------------------------------
+
+def _one_line(code: int, err: str, *needles: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_prune_refuses_a_folder_that_is_not_an_engines_dir(conv_model, tmp_path, capsys):
+    """Was: `prune DIR --corrupt` on a model folder removed the model and the results (exit 0)."""
+    results = tmp_path / "results.json"
+    results.write_text('{"schema": 1, "results": []}')
+    for argv in (["--corrupt"], ["--corrupt", "--dry-run"], ["--older-than", "0s"], ["--model", "convnet"]):
+        code, out, err = _run(capsys, "cache", "prune", str(tmp_path), *argv)
+        _one_line(code, err, str(tmp_path), "holds no trtprof engine entry", "2 other file(s)")
+        assert "remove" not in out
+    code, _, err = _run(capsys, "cache", "ls", str(tmp_path))
+    _one_line(code, err, "holds no trtprof engine entry")
+    assert conv_model.exists() and results.exists()
+
+
+@pytest.mark.parametrize("where", ["root", "home"])
+def test_prune_and_ls_refuse_a_filesystem_root_and_home(where, capsys):
+    folder = "/" if where == "root" else str(Path.home())
+    for argv in (["prune", folder, "--corrupt", "--dry-run"], ["ls", folder]):
+        code, out, err = _run(capsys, "cache", *argv)
+        _one_line(code, err, folder, "filesystem root or a home dir")
+        assert out == ""
+
+
+def test_prune_keeps_user_files_inside_an_engines_dir(engines, tmp_path, capsys):
+    """Results, a model and a symlink in the engines dir, and metadata whose artifact names a user's
+    file: `prune --corrupt` removes only the entry's own files."""
+    results = engines / "results.json"
+    results.write_text('{"schema": 1}')
+    model = engines / "mlp.onnx"
+    model.write_bytes(b"a user's model")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    link = engines / "x.fp32.onnxruntime.0123456789ab.onnx"
+    link.symlink_to(outside)
+    (meta,) = engines.glob("*.fp32.*.json")
+    data = json.loads(meta.read_text())
+    artifact = engines / data["artifact"]
+    data["artifact"] = "results.json"  # points the entry at a user's file
+    meta.write_text(json.dumps(data))
+    code, out, _ = _run(capsys, "cache", "prune", str(engines), "--corrupt")
+    assert code == 0 and "removed 1 of 1" in out and "3 other file(s) not trtprof's, left alone" in out
+    assert not meta.exists() and not artifact.exists()  # the corrupt entry itself
+    assert results.exists() and model.exists() and link.is_symlink() and outside.read_text() == "keep"
+
+
+def test_metadata_named_like_an_entry_but_unproven_is_left_alone(engines, capsys):
+    """A JSON that follows the naming scheme but is not a record, with no build lock of its key:
+    not provably trtprof's, so neither listed for removal nor removed."""
+    stray = engines / "notes.fp32.onnxruntime.abcdefabcdef.json"
+    stray.write_text("[1, 2]")
+    code, out, _ = _run(capsys, "cache", "prune", str(engines), "--corrupt")
+    assert code == 0 and "removed 0 of 1" in out and stray.exists()
+    (engines / ".locks" / ("abcdefabcdef" + "0" * 52 + ".lock")).touch()  # a build of that key was here
+    code, out, _ = _run(capsys, "cache", "prune", str(engines), "--corrupt")
+    assert code == 0 and "removed 1 of 2" in out and not stray.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores a read-only mode")
+def test_prune_in_a_read_only_dir_is_one_line(engines, capsys):
+    (meta,) = engines.glob("*.fp32.*.json")
+    meta.write_text("[]")  # corrupt, so prune wants it gone
+    engines.chmod(0o555)
+    try:
+        code, _, err = _run(capsys, "cache", "prune", str(engines), "--corrupt")
+    finally:
+        engines.chmod(0o755)
+    _one_line(code, err, str(engines), "cannot remove", "Permission denied")
+    assert meta.exists()
