@@ -139,3 +139,87 @@ def test_prune_in_a_read_only_dir_is_one_line(engines, capsys):
         engines.chmod(0o755)
     _one_line(code, err, str(engines), "cannot remove", "Permission denied")
     assert meta.exists()
+
+
+# --- output paths checked before work starts ----------------------------------------------------
+
+FAST = ["--warmup", "1", "--iterations", "2"]
+
+
+def test_bench_out_inside_the_engines_dir_is_refused(engines, tmp_path, capsys):
+    """Was: `bench e5 --out e5/results.json` exited 0, then `bench e5` failed on that file."""
+    before = sorted(p.name for p in engines.iterdir())
+    code, out, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(engines / "results.json"))
+    _one_line(code, err, "--out", "inside the engines dir")
+    assert "median" not in out and sorted(p.name for p in engines.iterdir()) == before
+    code, _, err = _run(capsys, "bench", str(engines), *FAST, "--csv", str(engines / "sub" / "r.csv"),
+                        "--out", str(tmp_path / "r.json"))
+    _one_line(code, err, "--csv", "inside the engines dir")
+    # an engine of another engines dir is refused the same way (found by its build locks)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".locks").mkdir()
+    (other / ".locks" / ("ab" * 32 + ".lock")).touch()
+    code, _, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(other / "r.json"))
+    _one_line(code, err, "--out", "inside the engines dir", str(other))
+    assert main(["bench", str(engines), *FAST, "--out", str(tmp_path / "r.json")]) == 0  # next to it is fine
+
+
+def test_out_naming_an_engine_metadata_file_is_refused(engines, tmp_path, capsys):
+    (meta,) = engines.glob("*.fp32.*.json")
+    original = meta.read_bytes()
+    moved = tmp_path / "elsewhere" / meta.name  # even outside the engines dir: the name is an engine's
+    code, _, err = _run(capsys, "bench", str(meta), *FAST, "--out", str(meta))
+    _one_line(code, err, "--out", "inside the engines dir")
+    code, _, err = _run(capsys, "bench", str(meta), *FAST, "--out", str(moved))
+    _one_line(code, err, "--out", "named like an engine's file")
+    assert meta.read_bytes() == original and not moved.exists()
+
+
+def test_out_and_csv_naming_one_file_is_refused(engines, tmp_path, capsys):
+    """Was: `--out x.json --csv x.json` kept the CSV and lost the JSON."""
+    target = tmp_path / "x.json"
+    code, out, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(target), "--csv", str(target))
+    _one_line(code, err, "--csv", "same file as --out")
+    code, out, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(target),
+                          "--csv", str(tmp_path / "." / "x.json"))
+    _one_line(code, err, "--csv", "same file as --out")
+    assert not target.exists() and "median" not in out
+
+
+def test_sweep_out_inside_its_engines_dir_is_refused(conv_model, tmp_path, capsys):
+    """Was: `sweep --engines X --out X` let a later prune delete sweep.json and cells.jsonl."""
+    engines = tmp_path / "X"
+    for out in (engines, engines / "sweep"):
+        code, _, err = _run(capsys, "sweep", "--models", str(conv_model), "--engines", str(engines),
+                            "--out", str(out), "--batch-sizes", "1")
+        _one_line(code, err, "--out", "inside the engines dir")
+    assert not engines.exists()
+
+
+def test_plot_never_leaves_a_truncated_image(tmp_path, monkeypatch):
+    """Fault: the PNG write fails with ENOSPC. Plots are written atomically: no half image."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from trtprof.plots import save_figure
+
+    fig, _ = plt.subplots()
+    target = tmp_path / "p.png"
+    target.write_bytes(b"old image")
+
+    def failing_replace(src, dst):  # fault injection: the rename never happens, as on a full disk
+        raise OSError(28, "No space left on device", str(dst))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", failing_replace)
+        with pytest.raises(OSError, match="No space"):
+            save_figure(fig, target)
+    plt.close(fig)
+    assert target.read_bytes() == b"old image" and [p.name for p in tmp_path.iterdir()] == ["p.png"]
+    fig, _ = plt.subplots()
+    save_figure(fig, target)
+    plt.close(fig)
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

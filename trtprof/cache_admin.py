@@ -170,6 +170,17 @@ def scan_dir(root: Path, *, verify: bool = False) -> CacheScan:
     return scan
 
 
+def is_engines_dir(folder: Path) -> bool:
+    """Whether ``folder`` is (or holds the start of) an engines dir: a ``.locks`` folder or metadata
+    named by the entry scheme. Outputs are never written there (``prune`` would see user files)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return False
+    if _locked_keys(folder):  # build locks (a converter's `<stem>.lock` is not one)
+        return True
+    return any(ENTRY_NAME.fullmatch(p.name) and p.suffix == META_SUFFIX for p in folder.glob(f"*{META_SUFFIX}"))
+
+
 def check_cache_dir(root: Path, scan: CacheScan | None = None) -> None:
     """Refuse (exit 2) a filesystem root, a home dir, or a dir with files none of which is trtprof's:
     ``cache ls``/``prune`` are for engines dirs, and a typo must not list or remove a user's files."""

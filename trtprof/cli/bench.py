@@ -102,8 +102,10 @@ def report_interruption(results: ResultSet) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _common.check_output_file(args.out, "--out")
-    _common.check_output_file(args.csv, "--csv", ".csv")
+    engines = [args.path if args.path.is_dir() else args.path.parent]
+    _common.check_output_file(args.out, "--out", engines=engines)
+    _common.check_output_file(args.csv, "--csv", ".csv", engines=engines)
+    _common.check_distinct_outputs(out=args.out, csv=args.csv)
     config = _common.timing_config(args)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():

@@ -109,7 +109,7 @@ def print_comparison(c: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _common.check_output_file(args.out, "--out")  # before any build or measurement (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
     precisions = parse_precisions(args.precisions)
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
