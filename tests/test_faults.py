@@ -223,3 +223,157 @@ def test_plot_never_leaves_a_truncated_image(tmp_path, monkeypatch):
     save_figure(fig, target)
     plt.close(fig)
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- data never becomes a path; specs and result files bounded and typed ---------------------------
+
+def _spec(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _sweep_line(capsys, spec: Path, *extra: str) -> str:
+    code, out, err = _run(capsys, "sweep", str(spec), "--out", str(spec.parent / "sweep_out"), *extra)
+    line = _one_line(code, err)
+    assert not (spec.parent / "sweep_out" / "cells.jsonl").exists()
+    return line
+
+
+def test_spec_backend_is_checked_before_it_names_a_folder(conv_model, tmp_path, capsys):
+    """Was: `backend = "../../x"` created a folder outside the engines root, then was refused."""
+    spec = _spec(tmp_path, f'[sweep]\nengines = "e"\n[[models]]\npath = "{conv_model}"\nbackend = "../../escaped"\n')
+    line = _sweep_line(capsys, spec)
+    assert "backend" in line and "'../../escaped'" in line
+    assert not (tmp_path / "e").exists() and not list(tmp_path.parent.glob("*escaped*"))
+
+
+@pytest.mark.parametrize("body,needles", [
+    ('sweep = 5\n[[models]]\npath = "{m}"\n', ["[sweep] must be a table"]),
+    ('models = "x"\n', ["models must be a list"]),
+    ('[[models]]\npath = "{m}"\ntime_budget_s = nan\n', ["time_budget_s", "finite number > 0"]),
+    ('[[models]]\npath = "{m}"\ntime_budget_s = inf\n', ["time_budget_s", "finite number > 0"]),
+    ('[[models]]\npath = "{m}"\nround_iterations = 2.5\n', ["round_iterations", "an integer"]),
+    ('[[models]]\npath = "{m}"\nround_iterations = true\n', ["round_iterations", "an integer"]),
+    ('[[models]]\npath = "{m}"\nbatch_sizes = [true, 1.9]\n', ["batch_sizes", "True"]),
+    ('[[models]]\npath = "{m}"\nbatch_sizes = [1.9]\n', ["batch_sizes", "1.9"]),
+    ('[[models]]\npath = "{m}"\nbatch_sizes = [2147483648]\n', ["batch_sizes", "2147483647"]),
+    ('[[models]]\npath = "{m}"\nshape = ["x:' + "1x" * 70000 + '1"]\n', ["shape[0]", "more than 4096"]),
+    ('[[models]]\npath = "{m}"\nshape = ["x:1xq"]\n', ["shape", "integers"]),
+    ('[[models]]\npath = 5\n', ["a model needs a path"]),
+    ('[sweep]\ngpu_types = ["../H200"]\n[[models]]\npath = "{m}"\n', ["gpu_types", "not a plain name"]),
+    ('[[models]]\npath = "{m}"\nargs = "--x \'unclosed"\n', ["args", "quotation"]),
+])
+def test_spec_fields_are_typed_and_bounded(body, needles, conv_model, tmp_path, capsys):
+    """Was: TypeError tracebacks, `nan` accepted and failing every cell, `[true, 1.9]` read as [1],
+    a 140 KB shape reaching exec as 'Argument list too long'."""
+    line = _sweep_line(capsys, _spec(tmp_path, body.replace("{m}", str(conv_model))))
+    for needle in needles:
+        assert needle in line, line
+
+
+def test_spec_batch_size_limit_just_inside_is_accepted(conv_model, tmp_path):
+    from trtprof.inputs import MAX_BATCH_SIZE
+    from trtprof.sweep.spec import load_spec
+
+    spec = load_spec(_spec(tmp_path, f'[[models]]\npath = "{conv_model}"\nbatch_sizes = [{MAX_BATCH_SIZE}, "8"]\n'))
+    assert spec.models[0].batch_sizes == (8, MAX_BATCH_SIZE)
+
+
+def test_spec_file_size_limit(conv_model, tmp_path):
+    from trtprof.datafile import MAX_SPEC_BYTES
+    from trtprof.errors import BadInput
+    from trtprof.sweep.spec import load_spec
+
+    body = f'[[models]]\npath = "{conv_model}"\n'
+    pad = MAX_SPEC_BYTES - len(body.encode()) - 1
+    just_inside = _spec(tmp_path, body + "#" * pad + "\n")
+    assert just_inside.stat().st_size == MAX_SPEC_BYTES
+    assert load_spec(just_inside).models
+    just_outside = _spec(tmp_path, body + "#" * (pad + 1) + "\n", "big.toml")
+    with pytest.raises(BadInput, match=f"more than the {MAX_SPEC_BYTES}-byte limit"):
+        load_spec(just_outside)
+
+
+def test_yaml_alias_bomb_is_refused_at_once(conv_model, tmp_path, capsys):
+    """Was: 1 GB of memory after 40 s. Ten levels of ten aliases: refused in well under a second."""
+    pytest.importorskip("yaml")
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    spec = _spec(tmp_path, "\n".join(lines) + f"\nmodels:\n  - path: {conv_model}\n", "bomb.yaml")
+    line = _sweep_line(capsys, spec)
+    assert "alias bomb" in line and str(spec) in line
+
+
+def test_structure_limits_just_inside_and_outside():
+    from trtprof.datafile import MAX_DEPTH, MAX_SPEC_NODES, check_bounded
+    from trtprof.errors import BadInput
+
+    check_bounded([0] * (MAX_SPEC_NODES - 1), "x", max_nodes=MAX_SPEC_NODES)  # the list itself is one value
+    with pytest.raises(BadInput, match="more than"):
+        check_bounded([0] * MAX_SPEC_NODES, "x", max_nodes=MAX_SPEC_NODES)
+    nested: list = []
+    for _ in range(MAX_DEPTH):
+        nested = [nested]
+    check_bounded(nested, "x")  # depth MAX_DEPTH
+    with pytest.raises(BadInput, match="nested deeper"):
+        check_bounded([nested], "x")
+
+
+def test_same_model_by_two_spellings_is_one_set_of_cells(conv_model, tmp_path, monkeypatch):
+    from trtprof.sweep.spec import load_spec
+
+    monkeypatch.chdir(conv_model.parent)
+    spec = load_spec(_spec(tmp_path, f'[[models]]\npath = "{conv_model.name}"\n[[models]]\npath = "./{conv_model.name}"\n'
+                           f'[[models]]\npath = "{conv_model}"\n'))
+    cells = spec.cells()
+    assert len(spec.models) == 1 and len({c.id for c in cells}) == len(cells) == 1
+
+
+def _fake_sweep(tmp_path: Path, entry_id: str, result_file: str | None = None) -> Path:
+    """A sweep.json (fake: written by hand) whose one ok entry points at a real bench result."""
+    from trtprof.sweep.store import SCHEMA
+
+    out = tmp_path / "sw"
+    (out / "cells").mkdir(parents=True)
+    (out / "cells" / "ok.json").write_text(json.dumps({"schema": "trtprof.results/1", "results": []}))
+    entry = {"id": entry_id, "name": "m bench batch 1", "status": "ok",
+             "result_file": result_file or f"cells/{entry_id}.json"}
+    (out / "sweep.json").write_text(json.dumps({"schema": SCHEMA, "entries": [entry]}))
+    return out / "sweep.json"
+
+
+@pytest.mark.parametrize("entry_id", ["../../outside/x", "/tmp/abs", "..", ".hidden", "a/b"])
+def test_report_never_writes_where_an_entry_id_points(entry_id, tmp_path, capsys):
+    """Was: `report sweep.json` wrote a page wherever an entry's id pointed."""
+    sweep = _fake_sweep(tmp_path, entry_id)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    code, _, err = _run(capsys, "report", str(sweep), "-o", str(tmp_path / "report" / "r.html"))
+    _one_line(code, err, "entries[0].id", "not a plain name")
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert not Path("/tmp/abs.html").exists()
+
+
+def test_report_refuses_a_result_file_outside_cells(tmp_path, capsys):
+    sweep = _fake_sweep(tmp_path, "ok", result_file="../../etc/passwd")
+    code, _, err = _run(capsys, "report", str(sweep), "-o", str(tmp_path / "r.html"))
+    _one_line(code, err, "entries[0].result_file", "cells/ok.json")
+
+
+@pytest.mark.parametrize("entries", ['"x"', "[5]"])
+def test_report_refuses_entries_of_the_wrong_shape(entries, tmp_path, capsys):
+    from trtprof.sweep.store import SCHEMA
+
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(f'{{"schema": "{SCHEMA}", "entries": {entries}}}')
+    code, _, err = _run(capsys, "report", str(sweep), "-o", str(tmp_path / "r.html"))
+    _one_line(code, err, "entries", "expected")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_results_file_nested_too_deeply_is_one_line(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    for argv in (["report", str(deep), "-o", str(tmp_path / "r.html")], ["plot", str(deep), "--out", str(tmp_path / "p")]):
+        code, _, err = _run(capsys, *argv)
+        _one_line(code, err, str(deep), "nested")

@@ -147,10 +147,9 @@ def read_json(path: Path) -> dict[str, Any]:
         raise BadInput("is a directory; give the results JSON inside it (e.g. results.json)", path=path)
     if not path.is_file():
         raise BadInput("no such results file", path=path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise BadInput(f"not a JSON results file ({err})", path=path) from err
+    from .datafile import load_json
+
+    data = load_json(path, "results file")  # size, nesting and UTF-8 bounded: one line, not a traceback
     if not isinstance(data, dict):
         raise BadInput(f"not a trtprof results file (a JSON {type(data).__name__}, not an object)", path=path)
     return data
