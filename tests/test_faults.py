@@ -377,3 +377,50 @@ def test_results_file_nested_too_deeply_is_one_line(tmp_path, capsys):
     for argv in (["report", str(deep), "-o", str(tmp_path / "r.html")], ["plot", str(deep), "--out", str(tmp_path / "p")]):
         code, _, err = _run(capsys, *argv)
         _one_line(code, err, str(deep), "nested")
+
+
+@pytest.fixture
+def results_file(engines, tmp_path) -> Path:
+    out = tmp_path / "results.json"
+    assert main(["bench", str(engines), *FAST, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("where,value,needle", [
+    ("samples_ms", [1.0, float("nan")], "results[0].samples_ms[1]"),
+    ("samples_ms", [float("inf")], "results[0].samples_ms[0]"),
+    ("samples_ms", [], "results[0].samples_ms: expected a non-empty list"),
+    ("samples_ms", "x", "results[0].samples_ms: expected a non-empty list"),
+    ("samples_ms", [True], "results[0].samples_ms[0]"),
+])
+def test_report_and_plot_accept_only_finite_samples(where, value, needle, results_file, tmp_path, capsys):
+    """Was: tracebacks on NaN/inf samples and `samples_ms: []`. Now one line naming the bad entry."""
+    data = json.loads(results_file.read_text())
+    data["results"][0][where] = value
+    results_file.write_text(json.dumps(data, allow_nan=True))
+    for argv in (["report", str(results_file), "-o", str(tmp_path / "r.html")],
+                 ["plot", str(results_file), "--out", str(tmp_path / "plots")]):
+        code, _, err = _run(capsys, *argv)
+        _one_line(code, err, str(results_file), needle)
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "plots").exists()
+
+
+@pytest.mark.parametrize("results", ['"x"', "[5]"])
+def test_results_of_the_wrong_shape_are_one_line(results, results_file, tmp_path, capsys):
+    data = json.loads(results_file.read_text())
+    results_file.write_text(json.dumps(data).replace(json.dumps(data["results"]), results))
+    for argv in (["report", str(results_file), "-o", str(tmp_path / "r.html")],
+                 ["plot", str(results_file), "--out", str(tmp_path / "plots")]):
+        code, _, err = _run(capsys, *argv)
+        _one_line(code, err, str(results_file), "results")
+
+
+@pytest.mark.parametrize("sizes", [[0, -3], [], [1.5], [True], "1"])
+def test_metadata_with_impossible_batch_sizes_is_corrupt_not_a_crash(sizes, engines, tmp_path, capsys):
+    (meta,) = engines.glob("*.fp32.*.json")
+    data = json.loads(meta.read_text())
+    data["spec"]["batch_sizes"] = sizes
+    meta.write_text(json.dumps(data))
+    code, _, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(tmp_path / "r.json"))
+    _one_line(code, err, str(meta), "batch_sizes")
+    assert not (tmp_path / "r.json").exists()
