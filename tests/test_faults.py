@@ -424,3 +424,135 @@ def test_metadata_with_impossible_batch_sizes_is_corrupt_not_a_crash(sizes, engi
     code, _, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(tmp_path / "r.json"))
     _one_line(code, err, str(meta), "batch_sizes")
     assert not (tmp_path / "r.json").exists()
+
+
+# --- resume over a torn line; signals; full disks; temp dirs --------------------------------------
+
+def test_resume_repairs_a_torn_last_line_before_appending(tmp_path):
+    """Was: after a torn last line, --resume wrote the next record onto it and that result was lost."""
+    from trtprof.sweep.store import SweepStore
+
+    out = tmp_path / "sw"
+    store = SweepStore(out, resume=False)
+    store.add({"id": "aaaaaaaaaaaa", "status": "ok"})
+    with open(store.log, "a") as fh:
+        fh.write('{"id": "bbbbbbbbbbbb", "sta')  # killed mid-write
+    resumed = SweepStore(out, resume=True)
+    resumed.add({"id": "cccccccccccc", "status": "ok"})
+    assert [r["id"] for r in resumed.read_records()] == ["aaaaaaaaaaaa", "cccccccccccc"]
+    assert store.log.read_text().endswith("}\n") and len(store.log.read_text().splitlines()) == 2
+
+
+def test_records_whose_id_is_not_a_plain_name_are_never_used(tmp_path):
+    from trtprof.sweep.store import SweepStore
+
+    store = SweepStore(tmp_path / "sw", resume=False)
+    store.log.write_text('{"id": "../../x", "status": "ok"}\n{"id": 5}\n{"id": "abcdef012345"}\n')
+    assert [r["id"] for r in store.read_records()] == ["abcdef012345"]
+    with pytest.raises(ValueError, match="not a plain name"):
+        store.add({"id": "../escape", "status": "ok"})
+    assert not (tmp_path / "escape.log").exists()
+
+
+def test_build_under_a_file_size_limit_blames_the_disk_not_the_model(conv_model, tmp_path):
+    """Real limit: `ulimit -f` 2 KiB (the 26 KB model's writes fail with EFBIG). Was: "onnxruntime
+    cannot load the model: Protobuf serialization failed" naming the model."""
+    import resource
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    engines = tmp_path / "engines"
+    proc = run_with_fault("", "build", str(conv_model), "--fp32", "--engines", str(engines),
+                          "--backend", "onnxruntime", preexec_fn=small_files)
+    _assert_clean_failure(proc, "cannot write", "File too large", "ulimit -f")
+    assert "cannot load the model" not in proc.stderr and f"{conv_model}:" not in proc.stderr
+    assert conv_model.exists() and not list(engines.glob("*.json"))
+
+
+@pytest.mark.parametrize("fault", ["enospc", "efbig"])
+def test_bench_on_a_full_disk_keeps_the_measurements(fault, engines, tmp_path):
+    """Fault: writing the results JSON fails with ENOSPC / EFBIG. Exit 2, one line naming the file and
+    the cause; the measurements are on stdout (the fallback summary); an older results file is kept."""
+    out = tmp_path / "results.json"
+    out.write_text('{"old": true}')
+    proc = run_with_fault(f"{fault}:results.json", "bench", str(engines), *FAST, "--out", str(out))
+    cause = "No space left on device" if fault == "enospc" else "File too large"
+    _assert_clean_failure(proc, str(out), "cannot write", cause, "measurements are in the table above")
+    assert "fp32" in proc.stdout and "batch" in proc.stdout.lower()  # the table: the measurements themselves
+    assert out.read_text() == '{"old": true}' and not list(tmp_path.glob(".results.json.*"))
+
+
+@pytest.mark.parametrize("fault", ["enospc:r.html", "efbig:/plots/"])
+def test_report_and_plot_on_a_full_disk_are_one_line(fault, results_file, tmp_path):
+    report, plots = tmp_path / "r.html", tmp_path / "plots"
+    argv = (["report", str(results_file), "-o", str(report)] if "html" in fault
+            else ["plot", str(results_file), "--out", str(plots)])
+    proc = run_with_fault(fault, *argv)
+    _assert_clean_failure(proc, "cannot write")
+    assert not report.exists() and not list(plots.glob("*.png")) and results_file.exists()
+
+
+def test_sigterm_of_a_build_says_interrupted_like_ctrl_c(conv_model, tmp_path):
+    """Was: SIGTERM of a build exited 143 silently. Now exit 130 and the same line as Ctrl-C."""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", "import time, sys; from trtprof.cli import main; "
+                             "import trtprof.cli.build as b; real = b.build_engines\n"
+                             "def slow(*a, **k):\n print('started', flush=True); time.sleep(60)\n"
+                             "b.build_engines = slow\nsys.exit(main(sys.argv[1:]))",
+                             "build", str(conv_model), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "started"  # the build is under way (a slow fake build)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == "trtprof: interrupted", err
+    assert conv_model.exists()
+
+
+def test_second_ctrl_c_while_writing_still_writes_the_results(engines, tmp_path):
+    """Was: a second Ctrl-C 20-50 ms after the first lost the finished results. While the results are
+    written, SIGINT is ignored (the write here is slowed by a fault hook, so the second signal surely
+    lands inside it)."""
+    out = tmp_path / "r.json"
+    hook = ("import sys, os, signal, time; import trtprof.results as r; real = r.ResultSet.write_json\n"
+            "def slow(self, path):\n os.kill(os.getpid(), signal.SIGINT); time.sleep(0.5); real(self, path)\n"
+            "r.ResultSet.write_json = slow\nfrom trtprof.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", hook, "bench", str(engines), *FAST, "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["results"]
+
+
+def test_stale_temp_dirs_are_removed_by_the_next_run(tmp_path, capsys):
+    """A killed run's `trtprof-ort-p<pid>-*`: removed once its owner is gone and it is a day old; a
+    live owner's, a fresh one's and any other name are kept."""
+    import time
+
+    from trtprof.scratch import STALE_AFTER_S, clean_stale
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    now = time.time()
+
+    def make(name: str, age_s: float) -> Path:
+        d = tmp_path / name
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "executed.onnx").write_bytes(b"x" * 100)
+        os.utime(d, (now - age_s, now - age_s))
+        return d
+
+    stale = make(f"trtprof-ort-p{dead}-abc", STALE_AFTER_S + 60)
+    cell = make(f"trtprof-cell-0123456789ab-p{dead}-xyz", STALE_AFTER_S + 60)
+    just_inside = make(f"trtprof-ort-p{dead}-new", STALE_AFTER_S - 60)
+    alive = make(f"trtprof-ort-p{os.getpid()}-mine", STALE_AFTER_S * 3)
+    other = make("trtprof-user-notes", STALE_AFTER_S * 3)
+    assert sorted(clean_stale(tmp_path, now=now)) == sorted([stale, cell])
+    assert just_inside.exists() and alive.exists() and other.exists()
+    # the CLI runs it on every start, on $TMPDIR
+    again = make(f"trtprof-ort-p{dead}-def", STALE_AFTER_S + 60)
+    proc = subprocess.run([sys.executable, "-m", "trtprof", "cache", "ls", str(tmp_path / "nothing")],
+                          capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(REPO)))
+    assert proc.returncode == 2 and not again.exists() and alive.exists()
