@@ -556,3 +556,46 @@ def test_stale_temp_dirs_are_removed_by_the_next_run(tmp_path, capsys):
     proc = subprocess.run([sys.executable, "-m", "trtprof", "cache", "ls", str(tmp_path / "nothing")],
                           capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=str(REPO)))
     assert proc.returncode == 2 and not again.exists() and alive.exists()
+
+
+# --- compare runs bench's memory preflight -------------------------------------------------------
+
+def test_compare_refuses_a_huge_batch_before_allocating(conv_model, tmp_path, capsys):
+    """Was: `compare --batch-sizes 1000000` grew to 23.8 GB and was OOM-killed. Now the same
+    pre-check as bench: one line naming the batch and a smaller one to try, nothing written."""
+    out = tmp_path / "c.json"
+    code, _, err = _run(capsys, "compare", str(conv_model), "--batch-sizes", "2000000000", "--backend", "onnxruntime",
+                        "--engines", str(tmp_path / "e"), "--out", str(out))
+    line = _one_line(code, err, "batch size 2000000000", "GiB", "try --batch-sizes")
+    suggested = int(line.split("try --batch-sizes ")[1].split()[0])
+    assert 1 <= suggested < 2000000000 and not out.exists()
+
+
+def test_compare_allocation_failure_is_exit_2_naming_the_batch(conv_model, tmp_path):
+    """Fault: ORT fails to allocate at batch 4096 (injected, as in the bench test): compare says which
+    batch ran out instead of a traceback (was: a numpy traceback under `ulimit -v`)."""
+    out = tmp_path / "c.json"
+    proc = run_with_fault("ort_oom:4096", "compare", str(conv_model), "--batch-sizes", "4096", "--backend",
+                          "onnxruntime", "--engines", str(tmp_path / "e"), "--out", str(out))
+    _assert_clean_failure(proc, "out of memory at batch size 4096", "try --batch-sizes")
+    assert not out.exists() and conv_model.exists()
+
+
+def test_memory_preflight_just_inside_and_outside():
+    from trtprof.errors import OutOfMemory
+    from trtprof.preflight import check_memory
+
+    check_memory(8, 1000, available=1000)  # exactly what is available: allowed
+    with pytest.raises(OutOfMemory, match="batch size 8 needs"):
+        check_memory(8, 1001, available=1000)
+
+
+def test_compare_of_built_engines_refuses_a_huge_batch_before_allocating(conv_model, tmp_path, capsys):
+    """The engines exist (no build step to catch it): compare's own pre-check after loading them."""
+    engines = tmp_path / "e"
+    assert main(["build", str(conv_model), "--fp32", "--fp16", "--engines", str(engines), "--backend", "onnxruntime"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "c.json"
+    code, _, err = _run(capsys, "compare", str(engines), "--batch-sizes", "2000000000", "--out", str(out))
+    _one_line(code, err, "batch size 2000000000 needs", "try --batch-sizes")
+    assert not out.exists()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import backends
+from . import backends, preflight
 from .cache import EngineCache, EngineRecord, now_iso
 from .errors import BadInput, BadModel
 from .inputs import resolve_shapes
@@ -110,6 +110,10 @@ def build_engines(
     info = inspect_model(onnx_path)
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
+    if range_check and Precision.FP16 in precisions:  # the FP16 range analysis makes inputs at the smallest batch
+        smallest = min(batch_sizes)
+        preflight.check_memory(smallest, preflight.input_bytes(
+            info.inputs, resolve_shapes(info.inputs, smallest, shapes, model_path=str(onnx_path))))
     keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
     if keep_options and Precision.FP16 not in precisions:
         raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")

@@ -46,7 +46,7 @@ def clean_stale(root: Path | None = None, *, now: float | None = None) -> list[P
     touched, never followed through a symlink; errors (another user's dir) are skipped."""
     root = Path(tempfile.gettempdir() if root is None else root)
     now = time.time() if now is None else now
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = [p for p in root.iterdir() if p.name.startswith(PREFIX)]
     except OSError:
