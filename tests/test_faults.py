@@ -599,3 +599,32 @@ def test_compare_of_built_engines_refuses_a_huge_batch_before_allocating(conv_mo
     code, _, err = _run(capsys, "compare", str(engines), "--batch-sizes", "2000000000", "--out", str(out))
     _one_line(code, err, "batch size 2000000000 needs", "try --batch-sizes")
     assert not out.exists()
+
+
+def test_compare_on_a_full_disk_keeps_the_printed_comparison(conv_model, tmp_path):
+    """Fault: ENOSPC on the compare JSON. One line naming it; the verdict was printed before."""
+    out = tmp_path / "c.json"
+    proc = run_with_fault("enospc:c.json", "compare", str(conv_model), "--backend", "onnxruntime",
+                          "--engines", str(tmp_path / "e"), "--time-budget-s", "1", "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]  # compare's progress is on stderr too
+    assert len(errors) == 1 and errors[0] == proc.stderr.strip().splitlines()[-1]
+    for needle in (str(out), "No space left on device", "comparisons are printed above"):
+        assert needle in errors[0], errors[0]
+    assert "fp16 vs fp32" in proc.stdout + proc.stderr and not out.exists()
+
+
+def test_prune_that_cannot_remove_is_one_line(engines, monkeypatch, capsys):
+    """Fault: the unlink is refused (a read-only engines dir as a non-root user sees it; root ignores
+    the mode, so the refusal is injected here). Was: a PermissionError traceback."""
+    import trtprof.cache_admin as admin
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    (meta,) = engines.glob("*.fp32.*.json")
+    meta.write_text("[]")
+    monkeypatch.setattr(admin, "_unlink_quietly", refused)
+    code, _, err = _run(capsys, "cache", "prune", str(engines), "--corrupt")
+    _one_line(code, err, str(engines), "cannot remove", "Permission denied")
+    assert meta.exists()
