@@ -628,3 +628,26 @@ def test_prune_that_cannot_remove_is_one_line(engines, monkeypatch, capsys):
     code, _, err = _run(capsys, "cache", "prune", str(engines), "--corrupt")
     _one_line(code, err, str(engines), "cannot remove", "Permission denied")
     assert meta.exists()
+
+
+@pytest.mark.parametrize("name,ours", [
+    ("convnet.fp32.onnxruntime.0123456789ab.onnx", True),
+    ("convnet.fp32.onnxruntime.0123456789ab.json", True),
+    ("m.fp16.torch.0123456789ab.torch.onnx", True),  # the torch backend's two-part suffix
+    ("m.fp16.tensorrt-rtx.0123456789ab.sm89.rtxcache", True),  # TensorRT-RTX's runtime cache beside it
+    ("modèle_v2.fp32.onnxruntime.0123456789ab.onnx", True),  # safe_stem keeps non-ASCII letters
+    ("results.json", False), ("mlp.onnx", False), ("timing.cache", False),
+    ("convnet.fp32.onnxruntime.0123456789AB.onnx", False), ("../x.fp32.onnxruntime.0123456789ab.onnx", False),
+])
+def test_entry_names(name, ours):
+    from trtprof.cache import ENTRY_NAME
+
+    assert bool(ENTRY_NAME.fullmatch(name)) is ours
+
+
+def test_bench_of_an_engines_dir_ignores_a_results_file_left_inside(engines, tmp_path, capsys):
+    """Was: a results.json in the engines dir (written there by an older trtprof) failed every later
+    `bench DIR`. Only entry metadata is read as an engine."""
+    (engines / "results.json").write_text('{"schema": "trtprof.results/1", "results": []}')
+    assert main(["bench", str(engines), *FAST, "--out", str(tmp_path / "r.json")]) == 0
+    assert (engines / "results.json").exists()

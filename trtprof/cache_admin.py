@@ -24,13 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .cache import LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, _file_lock, _unlink_quietly
+from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, _file_lock, _unlink_quietly
 from .errors import BadInput
 
 OK, CORRUPT, ORPHAN, TEMP = "ok", "corrupt", "orphan", "temp"
 _SHORT_KEY = re.compile(r"\.([0-9a-f]{12})(?:\.|$)")
-# the names EngineCache.entry_stem + an extension give, and the temp names of their atomic writes
-ENTRY_NAME = re.compile(r"(?P<stem>[A-Za-z0-9_-]+\.[a-z0-9]+\.[a-z0-9_-]+\.(?P<short>[0-9a-f]{12}))\.[A-Za-z0-9_]+")
 TEMP_NAME = re.compile(r"\.(?P<entry>.+)\.[A-Za-z0-9_]+\.tmp")
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from . import add_common_debug
-from ..cache_admin import ENTRY_NAME, TEMP_NAME, is_engines_dir
+from ..cache import ENTRY_NAME
+from ..cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput
 from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..spec import Precision
