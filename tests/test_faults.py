@@ -651,3 +651,14 @@ def test_bench_of_an_engines_dir_ignores_a_results_file_left_inside(engines, tmp
     (engines / "results.json").write_text('{"schema": "trtprof.results/1", "results": []}')
     assert main(["bench", str(engines), *FAST, "--out", str(tmp_path / "r.json")]) == 0
     assert (engines / "results.json").exists()
+
+
+def test_build_on_a_full_disk_names_the_engines_dir_not_the_model(conv_model, tmp_path):
+    """Fault: ENOSPC while the artifact is written into the engines dir. One line with the cause; no
+    half entry or temp file is left; the model is untouched and not blamed."""
+    engines = tmp_path / "engines"
+    proc = run_with_fault("enospc:.convnet.fp32", "build", str(conv_model), "--fp32", "--engines", str(engines),
+                          "--backend", "onnxruntime")
+    _assert_clean_failure(proc, str(engines), "cannot write", "No space left on device")
+    assert f"{conv_model}:" not in proc.stderr and conv_model.exists()
+    assert [p.name for p in engines.iterdir() if p.name != ".locks"] == []
