@@ -99,6 +99,9 @@ def test_a_writer_killed_mid_write_leaves_the_old_file_whole(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     assert target.read_bytes() == old
+    assert [item.status for item in scan_dir(tmp_path).items if item.status == TEMP] == []  # no proof it is ours
+    (tmp_path / ".locks").mkdir()
+    (tmp_path / ".locks" / ("0123456789ab" + "0" * 52 + ".lock")).touch()  # every build leaves its key's lock
     assert [item.status for item in scan_dir(tmp_path).items if item.status == TEMP] == [TEMP]
 
 

@@ -83,7 +83,9 @@ def bench_one(
     overrides.update(shapes or {})
     input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
     needed = preflight.input_bytes(runner.inputs, input_shapes)
-    try:
+    # ORT raises its own RuntimeError subclasses, torch OutOfMemoryError, CUDA cudaErrorMemoryAllocation;
+    # numpy MemoryError or ValueError ("array is too big"): all become OutOfMemory naming the batch.
+    with preflight.allocation_guard(batch_size, needed):
         feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range)
         if runner.device == "cpu":
             samples = timing.time_host(lambda: runner.infer(feeds), config)
@@ -92,12 +94,6 @@ def bench_one(
         else:
             samples = timing.time_device(runner, feeds, config)
             applied = {**config.to_json(), "clock": "cuda_events"}
-    except Exception as err:
-        # ORT raises its own RuntimeError subclasses, torch OutOfMemoryError, CUDA cudaErrorMemoryAllocation;
-        # numpy MemoryError or ValueError ("array is too big"). Anything else keeps its own error.
-        if preflight.is_out_of_memory(err) or (isinstance(err, ValueError) and "too big" in str(err)):
-            raise preflight.out_of_memory(err, batch_size, needed) from err
-        raise
     applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
@@ -174,8 +170,7 @@ def bench_records(
             runner = runners[item.record.key]
             overrides = {**item.record.spec.shape_overrides(), **(shapes or {})}
             input_shapes = resolve_shapes(runner.inputs, item.batch_size, overrides, model_path=item.record.model_path)
-            if runner.device == "cpu":
-                preflight.check_memory(item.batch_size, preflight.input_bytes(runner.inputs, input_shapes))
+            preflight.check_batch_memory(runner, item.batch_size, input_shapes)
         if on_plan is not None:
             on_plan(items)
         for index, item in enumerate(items):

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import backends
+from . import backends, preflight
 from .cache import EngineCache, EngineRecord, now_iso
 from .errors import BadInput, BadModel
 from .inputs import resolve_shapes
 from .model import inspect_model
-from .spec import BuildSpec, CacheKey, Precision
+from .spec import BuildSpec, CacheKey, Precision, TensorSpec
 
 DEFAULT_BATCH_SIZES = (1,)
 # Build options that only shape an FP16 engine (trtprof.convert.keeplist): kept out of other specs.
@@ -76,6 +76,14 @@ def as_onnx(
     return path
 
 
+def check_range_memory(inputs: Sequence[TensorSpec], batch_size: int, shapes: Mapping[str, tuple[int, ...]] | None,
+                       onnx_path: Path) -> None:
+    """The FP16 range analysis makes the bench's inputs at the smallest batch on the host: refuse one
+    whose inputs alone exceed free memory before allocating (the same pre-check as bench)."""
+    resolved = resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path))
+    preflight.check_memory(batch_size, preflight.input_bytes(inputs, resolved))
+
+
 def build_engines(
     model: Path,
     precisions: Sequence[Precision],
@@ -110,6 +118,8 @@ def build_engines(
     info = inspect_model(onnx_path)
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
+    if range_check and Precision.FP16 in precisions:
+        check_range_memory(info.inputs, min(batch_sizes), shapes, onnx_path)
     keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
     if keep_options and Precision.FP16 not in precisions:
         raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")

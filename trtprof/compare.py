@@ -287,7 +287,7 @@ def compare_records(
     batch size as soon as its verdict is decided. ``layers``: also profile every engine layer by layer
     (a separate run after the timing, ``trtprof.layers``)."""
     from . import diagnose as dg
-    from . import fp16range
+    from . import fp16range, preflight
     from .accuracy import compare_outputs, run_outputs
     from .backends.base import set_autotune
     from .bench import load_runner
@@ -320,14 +320,17 @@ def compare_records(
         overrides = {**first.spec.shape_overrides(), **(shapes or {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
                       for b in batch_sizes}  # every shape checked before the first measurement
+        needed = {b: preflight.check_batch_memory(runners[baseline], b, all_shapes[b])  # as bench does
+                  for b in batch_sizes}
         devices = {name: runners[name].device for name in names}
         outputs = {}
         fp16_range = None
         for batch in batch_sizes:
-            feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints)
-            if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
-                fp16_range = fp16range.for_compare(onnx_path, records, feeds)
-            outputs[batch] = {name: run_outputs(runners[name], feeds) for name in names}
+            with preflight.allocation_guard(batch, needed[batch]):
+                feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints)
+                if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
+                    fp16_range = fp16range.for_compare(onnx_path, records, feeds)
+                outputs[batch] = {name: run_outputs(runners[name], feeds) for name in names}
     except BaseException:
         if pool is not None:
             pool.kill()

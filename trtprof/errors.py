@@ -66,6 +66,25 @@ class BackendUnavailable(TrtprofError):
     """The backend asked for cannot run here (package or device missing)."""
 
 
+class OutputNotWritten(TrtprofError):
+    """A file trtprof writes could not be written (disk full, ``ulimit -f``, quota): the message names
+    the path and the cause, never the model, and says where the finished measurements still are."""
+
+
+WRITE_ERRNOS = frozenset({28, 27, 122})  # ENOSPC, EFBIG, EDQUOT: the disk or a limit, not the input
+
+
+def write_failure(err: OSError, path: str | Path | None = None, *, kept: str = "") -> OutputNotWritten:
+    """The one-line error for an OSError while writing ``path``."""
+    where = path if path is not None else err.filename
+    if where is not None:  # an atomic write's temp ``.name.XXXX.tmp`` stands for ``name``
+        temp = Path(str(where))
+        if temp.name.startswith(".") and temp.name.endswith(".tmp") and temp.name.count(".") >= 3:
+            where = temp.parent / temp.name[1:].rsplit(".", 2)[0]
+    what = err.strerror or str(err)
+    return OutputNotWritten(f"cannot write ({what})" + (f"; {kept}" if kept else ""), path=where)
+
+
 class OutOfMemory(TrtprofError):
     """A batch does not fit in memory; the message names the batch size, the bytes asked for and a
     smaller batch size to try."""

@@ -28,6 +28,18 @@ OTHER_COLOUR = "#7f7f7f"
 LINESTYLES = ("-", "--", ":", "-.")
 
 
+
+def save_figure(fig, path: Path) -> None:
+    """Render to memory, then write atomically: a full disk or ``ulimit -f`` leaves the old image
+    or none, never a truncated PNG that looks like a result."""
+    import io
+
+    from .cache import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png")
+    atomic_write_bytes(path, buf.getvalue())
+
 def _plt():
     import matplotlib
 
@@ -92,7 +104,7 @@ def histograms(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") 
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = Path(out_dir) / f"hist_batch{batch}.{fmt}"
-        fig.savefig(path)
+        save_figure(fig, path)
         plt.close(fig)
         paths.append(path)
     return paths
@@ -131,7 +143,7 @@ def _save_batch_figure(plt, fig, ax, batches: Sequence[int], ylabel: str, title:
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import BadInput
 from .results import SCHEMA as RESULTS_SCHEMA
-from .results import BenchResult, read_json
+from .results import BenchResult, read_json, results_from_json
 
 COMPARE_SCHEMA = "trtprof.compare/2"  # == compare.SCHEMA; not imported so reading stays light
 COMPARE_SCHEMAS = (COMPARE_SCHEMA, "trtprof.compare/1")  # /1: three verdicts, i.i.d. + round CI; still read
@@ -39,10 +39,7 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
         kind = "bench"
     else:
         raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
-    try:
-        results = [BenchResult.from_json(r) for r in data.get("results", [])]
-    except (KeyError, TypeError, ValueError) as err:
-        raise BadInput(f"damaged results ({type(err).__name__}: {err})", path=path) from err
+    results = results_from_json(data.get("results", []), path)
     if kind == "bench":  # a results file names no single model/backend: title it by what it holds
         data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
                 "backend": data.get("backend") or ", ".join(sorted({r.backend for r in results}))}

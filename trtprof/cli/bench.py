@@ -8,6 +8,7 @@ from pathlib import Path
 from ..bench import bench_path
 from ..cache_admin import scan_dir
 from ..labels import engine_labels, fmt_ms
+from ..errors import write_failure
 from ..results import ResultSet
 from . import _common
 
@@ -88,11 +89,18 @@ def progress(desc: str = "bench"):
 
 
 def write_outputs(results: ResultSet, out: Path, csv: Path | None) -> None:
-    results.write_json(out)
-    print(f"results: {out}")
-    if csv:
-        results.write_csv(csv)
-        print(f"csv: {csv}")
+    """Write the JSON (and CSV) with Ctrl-C/SIGTERM deferred; a full disk is one line that says the
+    measurements are in the table printed above (the fallback summary), never a traceback."""
+    kept = "the measurements are in the table above" if results.results else ""
+    with _common.signals_deferred():
+        try:
+            results.write_json(out)
+            print(f"results: {out}")
+            if csv:
+                results.write_csv(csv)
+                print(f"csv: {csv}")
+        except OSError as err:
+            raise write_failure(err, out, kept=kept) from err
 
 
 def report_interruption(results: ResultSet) -> None:
@@ -102,8 +110,10 @@ def report_interruption(results: ResultSet) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _common.check_output_file(args.out, "--out")
-    _common.check_output_file(args.csv, "--csv", ".csv")
+    engines = [args.path if args.path.is_dir() else args.path.parent]
+    _common.check_output_file(args.out, "--out", engines=engines)
+    _common.check_output_file(args.csv, "--csv", ".csv", engines=engines)
+    _common.check_distinct_outputs(out=args.out, csv=args.csv)
     config = _common.timing_config(args)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():

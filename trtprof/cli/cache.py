@@ -5,7 +5,7 @@ import argparse
 import time
 from pathlib import Path
 
-from ..cache_admin import OK, CacheItem, parse_age, remove, scan_dir, select
+from ..cache_admin import OK, CacheItem, check_cache_dir, parse_age, remove, scan_dir, select
 from ..errors import BadInput
 from . import _common, add_common_debug
 
@@ -61,8 +61,19 @@ def _row(item: CacheItem, now: float) -> tuple:
     return (*fields, _size(item.size_bytes), _age(item.age_s(now)), status, item.name)
 
 
+def _scan(root: Path):
+    check_cache_dir(root)
+    scan = scan_dir(root, verify=True)
+    check_cache_dir(root, scan)
+    return scan
+
+
+def _foreign_note(scan) -> str:
+    return f"; {len(scan.foreign)} other file(s) not trtprof's, left alone" if scan.foreign else ""
+
+
 def run_ls(args: argparse.Namespace) -> int:
-    scan = scan_dir(args.dir, verify=True)
+    scan = _scan(args.dir)
     if not scan.items:
         print(f"{args.dir}: empty")
         return 0
@@ -71,7 +82,8 @@ def run_ls(args: argparse.Namespace) -> int:
                                [_row(i, now) for i in scan.items]))
     counts = {s: sum(1 for i in scan.items if i.status == s) for s in ("ok", "corrupt", "orphan", "temp")}
     total = sum(i.size_bytes for i in scan.items)
-    print(f"{len(scan.items)} item(s), {_size(total)}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    print(f"{len(scan.items)} item(s), {_size(total)}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+          + _foreign_note(scan))
     return 0
 
 
@@ -79,7 +91,7 @@ def run_prune(args: argparse.Namespace) -> int:
     if args.older_than is None and not args.corrupt and args.model is None:
         raise BadInput("prune: give at least one of --older-than, --corrupt, --model (nothing is pruned by default)")
     older = parse_age(args.older_than) if args.older_than is not None else None
-    scan = scan_dir(args.dir, verify=True)
+    scan = _scan(args.dir)
     chosen = select(scan, older_than_s=older, corrupt=args.corrupt, model=args.model)
     removed = busy = 0
     for item in chosen:
@@ -94,5 +106,5 @@ def run_prune(args: argparse.Namespace) -> int:
             print(f"kept (a build holds its lock now): {item.name}")
     verb = "would remove" if args.dry_run else "removed"
     print(f"{verb} {len(chosen) if args.dry_run else removed} of {len(scan.items)} item(s)"
-          + (f"; {busy} busy" if busy else ""))
+          + (f"; {busy} busy" if busy else "") + _foreign_note(scan))
     return 0

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import compare as cmp
-from ..errors import BadInput
+from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes
 from ..spec import Precision
 from . import _common
@@ -109,7 +109,7 @@ def print_comparison(c: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _common.check_output_file(args.out, "--out")  # before any build or measurement (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
     precisions = parse_precisions(args.precisions)
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
@@ -145,7 +145,11 @@ def run(args: argparse.Namespace) -> int:
         for batch, table in data["layers"].items():
             print(f"\nlayers at batch {batch}:")
             print(format_table(table, top=15))
-    report.write_json(args.out)
+    with _common.signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
+        try:
+            report.write_json(args.out)
+        except OSError as err:
+            raise write_failure(err, args.out, kept="the comparisons are printed above") from err
     for w in data["warnings"]:
         print(f"WARNING: {w}")
     if args.md:

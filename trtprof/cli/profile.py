@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from ..layers.table import format_table
     from .compare import parse_precisions
 
-    _common.check_output_file(args.out, "--out")  # before any build or profiling (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or profiling (issue 12)
 
     if args.batch_size < 1:
         raise BadInput(f"--batch-size must be >= 1, got {args.batch_size}")

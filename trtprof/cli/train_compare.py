@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     _common.check_output_file(args.out, "--out")  # before any training step (issue 12)
     _common.check_output_file(args.html, "--html", ".html")
+    _common.check_distinct_outputs(out=args.out, html=args.html)
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes is not None else None
     options = TrainOptions(optimizer=args.optimizer, loss=args.loss, steps=args.steps, seed=args.seed,

@@ -9,13 +9,13 @@ profiling on runs the asked iterations; the timed session is never profiled.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..scratch import temp_dir
 from .table import KernelTime, LayerTiming, PrecisionProfile, kind_of
 
 SOURCE = "onnxruntime session profiling (per-node wall time on the host)"
@@ -73,7 +73,7 @@ def profile_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, np.n
     from ..backends.onnxruntime import _session
     from ..spec import Precision
 
-    with tempfile.TemporaryDirectory(prefix="trtprof-ortprof-") as tmp:
+    with temp_dir("ortprof") as tmp:
         session = _session(Path(artifact), Precision(precision), path=Path(artifact),
                            profile_prefix=str(Path(tmp) / "ort"))
         for _ in range(warmup + iterations):
