@@ -599,11 +599,11 @@ def test_range_analysis_text_for_the_build_and_for_compare():
     build = analysis.lines(shown=2)
     assert build[0] == analysis.summary()
     assert build[1:3] == [over[0].message, over[1].message]
-    assert "… and 2 more overflow risk(s) (JSON: fp16_range)" in build
+    assert "… and 2 more overflow risks (JSON: fp16_range)" in build
     assert under[0].message in build
     assert build[-1] == "to keep all of them FP32: --layer-precisions n0:fp32,n1:fp32,n2:fp32,n3:fp32"
     assert not any("keep-lists are build options" in line for line in build)
     stored = predicted_lines(analysis.to_json(), shown=2)
-    assert "… and 2 more overflow risk(s) (JSON: accuracy.predicted)" in stored
+    assert "… and 2 more overflow risks (JSON: accuracy.predicted)" in stored
     assert stored[-1].startswith("keep-lists are build options")
     assert predicted_lines(RangeAnalysis(skipped="no model").to_json()) == ["FP16 range analysis skipped: no model"]

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
 from .model import sha256_file
-from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, TensorSpec
+from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
 META_SUFFIX = ".json"
 LOCK_DIR = ".locks"
@@ -340,7 +340,9 @@ def list_engines(path: Path) -> list[EngineRecord]:
         metas = sorted(p for p in path.glob(f"*{META_SUFFIX}") if not p.name.startswith("."))
         if not metas:
             raise BadInput("no engines here (build some with `trtprof build MODEL --engines DIR`)", path=path)
-        return [EngineRecord.read(m) for m in metas]
+        # by model, then precision as a reader compares them (fp32, tf32, fp16), not by file name
+        records = [EngineRecord.read(m) for m in metas]
+        return sorted(records, key=lambda r: (r.model, Precision.rank(r.precision), r.backend))
     if path.suffix == META_SUFFIX:
         return [EngineRecord.read(path)]
     meta = path.parent / (path.name[: -len(path.suffix)] + META_SUFFIX) if path.suffix else None

@@ -15,6 +15,7 @@ from typing import Any
 from .. import backends
 from ..cache import EngineRecord, list_engines
 from ..errors import BackendUnavailable, BadInput
+from ..wording import plural
 from . import _common
 
 TENSORRT_BACKENDS = ("tensorrt", "tensorrt-rtx")  # engines the TensorRT inspector reads
@@ -103,7 +104,7 @@ def _print_inspection(info: dict[str, Any]) -> None:
     ]
     print(_common.format_table(("#", "layer", "type", "precision", "tactic", ""), rows))
     counts = ", ".join(f"{k} {v}" for k, v in inspection["counts_by_precision"].items())
-    print(f"  {len(rows)} layers ({counts}); {inspection['reformat_layers']} reformat layer(s)")
+    print(f"  {plural(len(rows), 'layer')} ({counts}); {plural(inspection['reformat_layers'], 'reformat layer')}")
     profile = info.get("layer_profile")
     if profile:
         total = profile["total_median_ms"] or 1.0

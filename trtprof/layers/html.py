@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping
 
+from ..wording import plural
 from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, _fmt_ms, rows_by_time
 
 TOP_ROWS = 15
@@ -47,5 +48,5 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
                      "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
                      + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
         if len(rows) > top:
-            parts.append(f"<p>… and {len(rows) - top} more layers (JSON has all).</p>")
+            parts.append(f"<p>… and {plural(len(rows) - top, 'more layer')} (JSON has all).</p>")
     return "".join(parts)
