@@ -63,7 +63,8 @@ def test_build_cache_hit_bench_plot(conv_model, tmp_path, capsys):
     plots = tmp_path / "plots"
     assert main(["plot", str(results), "--out", str(plots)]) == 0
     made = sorted(p.name for p in plots.iterdir())
-    assert made == ["hist_batch1.png", "hist_batch4.png", "latency_vs_batch.png", "throughput_vs_batch.png"]
+    assert made == ["ecdf_batch1.png", "ecdf_batch4.png", "hist_batch1.png", "hist_batch4.png", "latency_vs_batch.png",
+                    "throughput_vs_batch.png"]
     assert all((plots / m).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for m in made)
     assert main(["plot", str(results), "--out", str(plots), "--format", "svg"]) == 0
     assert (plots / "hist_batch1.svg").read_text().lstrip().startswith("<?xml")
