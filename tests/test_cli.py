@@ -230,7 +230,7 @@ def test_contract_on_a_model_zoo_graph_we_did_not_write(tmp_path, capsys):
     assert main(["bench", str(engines), "--warmup", "1", "--iterations", "3", "--out", str(results)]) == 0
     entries = json.loads(results.read_text())["results"]
     assert [(e["precision"], e["config"]["input_shapes"]) for e in entries] == [
-        ("fp16", {"gpu_0/data_0": [1, 3, 224, 224]}), ("fp32", {"gpu_0/data_0": [1, 3, 224, 224]})]
+        ("fp32", {"gpu_0/data_0": [1, 3, 224, 224]}), ("fp16", {"gpu_0/data_0": [1, 3, 224, 224]})]  # fp32 first
     # its static batch of 1 is enforced
     assert main(["build", str(model), "--batch-sizes", "4", "--engines", str(engines), "--backend", "onnxruntime"]) == 2
     assert "static batch of 1" in capsys.readouterr().err

@@ -184,8 +184,8 @@ def test_page_says_the_method_in_plain_words_and_the_environment_as_a_table(tmp_
     assert '<a href="docs/method.md">' in method and "95%" in method and "±1%" in method
     assert "<pre>" not in page
     assert "<td>GPU 0</td><td>name</td><td>NVIDIA H200</td>" in page
-    assert "<td>host</td><td>cpu_count</td><td>32</td>" in page
-    assert "<td>settings</td><td>method.speedup</td>" in page  # the exact method: in the table, not the prose
+    assert "<td></td><td>cpu_count</td><td>32</td>" in page and "<td>host</td><td>cpu</td><td>Xeon</td>" in page
+    assert "<td>method.speedup</td>" in page  # the exact method: in the table, not the prose
 
 
 def test_verdict_table_says_the_effective_precision(tmp_path):

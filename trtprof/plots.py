@@ -133,7 +133,9 @@ def histogram_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[
         if over:
             left, right = step(1 + overflow), step(2 + overflow)
             ax.bar(left, over, width=right - left, align="edge", color=c, alpha=0.6, hatch="//", edgecolor=c)
-            ax.annotate(str(over), ((left + right) / 2, over), ha="center", va="bottom", fontsize=8, color=c)
+            # upright count above its bar: side-by-side bars are narrower than a 3-digit label
+            ax.annotate(str(over), ((left + right) / 2, over), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8, color=c, rotation=90)
             overflow += 1
     if log:
         ax.set_xscale("log")

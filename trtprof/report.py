@@ -315,8 +315,8 @@ def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
         sections.append(("settings", data["settings"]))
     rows = []
     for section, value in sections:
-        for key, text in _flat("", value if isinstance(value, Mapping) else {"value": value}):
-            rows.append([section, key, text])
+        for i, (key, text) in enumerate(_flat("", value if isinstance(value, Mapping) else {"value": value})):
+            rows.append([section if i == 0 else "", key, text])  # the section named once, on its first row
     return rows
 
 
@@ -331,7 +331,10 @@ def render_html(data: Mapping[str, Any]) -> str:
         comparisons = data["comparisons"]
         settings = data.get("settings", {})
         parts.append("<h2>Verdict</h2>")
-        parts.append(_table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3))
+        # the comparison and its interval read as one line each, left-aligned like the text they are
+        parts.append("<style>.verdict td:nth-child(2),.verdict th:nth-child(2){text-align:left}.verdict td:nth-child(-n+3)"
+                     "{white-space:nowrap}</style><div class=\"verdict\">"
+                     + _table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3) + "</div>")
         parts.append(method_paragraph(settings))
         for c in comparisons:
             if c.get("verdict_note"):
@@ -355,7 +358,7 @@ def render_html(data: Mapping[str, Any]) -> str:
             notes = accuracy_notes(c)
             if notes:
                 items = "".join(f"<li>{html.escape(line)}</li>" for line in notes)
-                acc_parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs "
+                acc_parts.append(f"<h3>batch {c['batch_size']}: {html.escape(arm_text(c, 'candidate'))} vs "
                                  f"{html.escape(c['baseline'])}</h3><ul>{items}</ul>")
         if acc_parts:
             parts.append("<h2>FP16 accuracy: predicted vs observed</h2>" + "".join(acc_parts))
@@ -399,7 +402,7 @@ def render_html(data: Mapping[str, Any]) -> str:
             if batch in hists:
                 parts.append(_img(hists[batch], f"histogram batch {batch}"))
             parts.append(_img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
-    parts.append("<h2>Environment and settings</h2><style>.env td{text-align:left}</style><div class=\"env\">"
+    parts.append("<h2>Environment and settings</h2><style>.env td,.env th{text-align:left}</style><div class=\"env\">"
                  + _table(("section", "item", "value"), environment_rows(data)) + "</div>")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
