@@ -313,3 +313,29 @@ def test_short_names_stay_distinct():
     assert "left" in shown[2] and "rite" in shown[3]  # same start and end: the middle is shown
     assert short_names(["x" * NAME_WIDTH]) == ["x" * NAME_WIDTH]  # exactly the width: untouched
     assert len(short_names(["x" * (NAME_WIDTH + 1)])[0]) == NAME_WIDTH
+
+
+def _chain(ops):
+    """An ONNX graph x → Conv → ops… → out (unnamed nodes), for SourceGraph's fused-chain walk."""
+    from onnx import TensorProto, helper
+
+    nodes, prev = [helper.make_node("Conv", ["x", "w"], ["t0"])], "t0"
+    for i, op in enumerate(ops, 1):
+        out = "out" if i == len(ops) else f"t{i}"
+        nodes.append(helper.make_node(op, [prev, "b"] if op in ("Add", "Mul") else [prev], [out]))
+        prev = out
+    vi = helper.make_tensor_value_info
+    return helper.make_model(helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT, None)],
+                                               [vi("out", TensorProto.FLOAT, None)]))
+
+
+def test_fused_node_found_up_to_its_chain_limit():
+    from trtprof.layers.ort import FUSED_CHAIN, SourceGraph
+
+    assert FUSED_CHAIN == 3  # the node itself and two above it (Conv + Add + Relu fused into one)
+    inside = SourceGraph.of(_chain(["Add", "Relu"]))  # Conv two steps above the Relu ORT names it after
+    assert inside.origin("out_nchwc", "Conv") == "Conv_0"
+    outside = SourceGraph.of(_chain(["Add", "Mul", "Relu"]))  # three steps: beyond the walk
+    assert outside.origin("out_nchwc", "Conv") == "Relu_3"
+    assert inside.origin("out_token_7", "Relu") == "Relu_2"  # the node itself: no walk
+    assert inside.origin("ReorderOutput_token_4", "ReorderOutput") is None  # nothing to go on without ORT's graph

@@ -308,7 +308,8 @@ def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
     settings as (section, item, value) rows: a table one reads, not a JSON dump."""
     env = data.get("environment") or {}
     sections: list[tuple[str, Any]] = [(k, v) for k, v in env.items() if k != "gpus"]
-    sections += [(f"GPU {g.get('index', i)}", g) for i, g in enumerate(env.get("gpus") or []) if isinstance(g, Mapping)]
+    sections += [(f"GPU {g.get('index', i)}", {k: v for k, v in g.items() if k != "index"})  # index: in the name
+                 for i, g in enumerate(env.get("gpus") or []) if isinstance(g, Mapping)]
     if data.get("device_peak"):
         sections.append(("device peak", data["device_peak"]))
     if data.get("settings"):

@@ -73,14 +73,14 @@ class SourceGraph(NamedTuple):
             found = self.producers.get(bare) or (bare if bare in self.ops else None)
         if found is None:
             return None
-        walk = found
+        walk: str | None = found
         for _ in range(FUSED_CHAIN):
+            if walk is None:
+                break
             if self.ops.get(walk) == op:
                 return walk
             first = self.inputs.get(walk, ())
             walk = self.producers.get(first[0]) if first else None
-            if walk is None:
-                break
         return found
 
 
