@@ -97,7 +97,7 @@ def test_a_30000_weight_survives_and_a_1e5_weight_is_reported(tmp_path):
     [raised] = [c for c in conv.weights.changes if c.kind == "raised"]
     assert raised.count == 1 and raised.new_abs == 2.0 ** -24
     notes = " ".join(conv.notes)
-    assert "2 value(s) in 1 tensor(s) exceed FP16's max 65504 and were clamped to ±65504: w (2 of 6" in notes
+    assert "2 values in 1 tensor exceed FP16's max 65504 and were clamped to ±65504: w (2 of 6" in notes
     assert "raised to ±5.96e-08 instead of flushed to 0" in notes
     assert "1e-07" not in notes and "10000" not in notes  # the converter's defaults are not in play
 
