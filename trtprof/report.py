@@ -321,6 +321,20 @@ def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
+def verdict_table_html(comparisons: Sequence[Mapping[str, Any]]) -> str:
+    """The verdict table; the comparison and its interval read as one line each, left-aligned like the
+    text they are."""
+    return ("<style>.verdict td:nth-child(2),.verdict th:nth-child(2){text-align:left}.verdict td:nth-child(-n+3)"
+            "{white-space:nowrap}</style><div class=\"verdict\">"
+            + _table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3) + "</div>")
+
+
+def environment_html(data: Mapping[str, Any]) -> str:
+    """The environment and settings section: ``environment_rows`` as a left-aligned table."""
+    return ("<h2>Environment and settings</h2><style>.env td,.env th{text-align:left}</style><div class=\"env\">"
+            + _table(("section", "item", "value"), environment_rows(data)) + "</div>")
+
+
 def render_html(data: Mapping[str, Any]) -> str:
     """The page: verdict table, warnings, speedup plot, per-batch histograms and ECDFs, diagnosis,
     roofline, environment. Every image is a data: URI; no external resource is referenced."""
@@ -331,12 +345,7 @@ def render_html(data: Mapping[str, Any]) -> str:
     if data["kind"] == "compare":
         comparisons = data["comparisons"]
         settings = data.get("settings", {})
-        parts.append("<h2>Verdict</h2>")
-        # the comparison and its interval read as one line each, left-aligned like the text they are
-        parts.append("<style>.verdict td:nth-child(2),.verdict th:nth-child(2){text-align:left}.verdict td:nth-child(-n+3)"
-                     "{white-space:nowrap}</style><div class=\"verdict\">"
-                     + _table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3) + "</div>")
-        parts.append(method_paragraph(settings))
+        parts.append("<h2>Verdict</h2>" + verdict_table_html(comparisons) + method_paragraph(settings))
         for c in comparisons:
             if c.get("verdict_note"):
                 parts.append(f"<p><b>batch {c['batch_size']}, {html.escape(arm_text(c, 'candidate'))} vs "
@@ -403,8 +412,7 @@ def render_html(data: Mapping[str, Any]) -> str:
             if batch in hists:
                 parts.append(_img(hists[batch], f"histogram batch {batch}"))
             parts.append(_img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
-    parts.append("<h2>Environment and settings</h2><style>.env td,.env th{text-align:left}</style><div class=\"env\">"
-                 + _table(("section", "item", "value"), environment_rows(data)) + "</div>")
+    parts.append(environment_html(data))
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
 
