@@ -264,7 +264,7 @@ def test_cache_ls_cli(messy_engines, capsys):
     assert any("corrupt: " in l and "sha256" in l for l in lines)
     assert any("corrupt: " in l and "JSON list" in l for l in lines)
     assert any("orphan" in l and messy_engines["orphan"].name in l for l in lines)
-    assert lines[-1].startswith("5 item(s)") and "1 ok, 2 corrupt, 1 orphan, 1 temp" in lines[-1]
+    assert lines[-1].startswith("5 items") and "1 ok, 2 corrupt, 1 orphan, 1 temp" in lines[-1]
 
 
 def test_bench_warns_about_orphans(messy_engines, tmp_path, capsys):

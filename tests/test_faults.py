@@ -78,7 +78,7 @@ def test_prune_refuses_a_folder_that_is_not_an_engines_dir(conv_model, tmp_path,
     results.write_text('{"schema": 1, "results": []}')
     for argv in (["--corrupt"], ["--corrupt", "--dry-run"], ["--older-than", "0s"], ["--model", "convnet"]):
         code, out, err = _run(capsys, "cache", "prune", str(tmp_path), *argv)
-        _one_line(code, err, str(tmp_path), "holds no trtprof engine entry", "2 other file(s)")
+        _one_line(code, err, str(tmp_path), "holds no trtprof engine entry", "2 other files")
         assert "remove" not in out
     code, _, err = _run(capsys, "cache", "ls", str(tmp_path))
     _one_line(code, err, "holds no trtprof engine entry")
@@ -111,7 +111,7 @@ def test_prune_keeps_user_files_inside_an_engines_dir(engines, tmp_path, capsys)
     data["artifact"] = "results.json"  # points the entry at a user's file
     meta.write_text(json.dumps(data))
     code, out, _ = _run(capsys, "cache", "prune", str(engines), "--corrupt")
-    assert code == 0 and "removed 1 of 1" in out and "3 other file(s) not trtprof's, left alone" in out
+    assert code == 0 and "removed 1 of 1" in out and "3 other files not trtprof's, left alone" in out
     assert not meta.exists() and not artifact.exists()  # the corrupt entry itself
     assert results.exists() and model.exists() and link.is_symlink() and outside.read_text() == "keep"
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
 from .model import sha256_file
-from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, TensorSpec
+from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
 META_SUFFIX = ".json"
 # the names EngineCache.entry_stem + an extension give: ``cache prune`` and ``bench DIR`` know entries by it
@@ -344,7 +344,9 @@ def list_engines(path: Path) -> list[EngineRecord]:
         metas = sorted(p for p in path.glob(f"*{META_SUFFIX}") if ENTRY_NAME.fullmatch(p.name))
         if not metas:
             raise BadInput("no engines here (build some with `trtprof build MODEL --engines DIR`)", path=path)
-        return [EngineRecord.read(m) for m in metas]
+        # by model, then precision as a reader compares them (fp32, tf32, fp16), not by file name
+        records = [EngineRecord.read(m) for m in metas]
+        return sorted(records, key=lambda r: (r.model, Precision.rank(r.precision), r.backend))
     if path.suffix == META_SUFFIX:
         return [EngineRecord.read(path)]
     meta = path.parent / (path.name[: -len(path.suffix)] + META_SUFFIX) if path.suffix else None

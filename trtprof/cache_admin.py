@@ -26,6 +26,7 @@ from typing import Iterable
 
 from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, _file_lock, _unlink_quietly
 from .errors import BadInput
+from .wording import plural
 
 OK, CORRUPT, ORPHAN, TEMP = "ok", "corrupt", "orphan", "temp"
 _SHORT_KEY = re.compile(r"\.([0-9a-f]{12})(?:\.|$)")
@@ -186,7 +187,7 @@ def check_cache_dir(root: Path, scan: CacheScan | None = None) -> None:
     if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
         raise BadInput("is a filesystem root or a home dir, not an engines dir (name the engines dir)", path=root)
     if scan is not None and not scan.items and scan.foreign:
-        raise BadInput(f"holds no trtprof engine entry ({len(scan.foreign)} other file(s), left alone): "
+        raise BadInput(f"holds no trtprof engine entry ({plural(len(scan.foreign), 'other file')}, left alone): "
                        "not an engines dir", path=root)
 
 

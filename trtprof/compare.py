@@ -393,7 +393,7 @@ def compare_records(
     done = [b for b in batch_sizes if b in outcomes]
     pending = [b for b in batch_sizes if b not in outcomes]
     if interrupted:
-        warnings.append(f"interrupted: kept batch size(s) {', '.join(map(str, done)) or 'none'}; "
+        warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, done)) or 'none'}; "
                         f"not measured: {', '.join(map(str, pending))}")
         batch_sizes = done
         layers = False  # no profiling after an interrupt: the user asked to stop

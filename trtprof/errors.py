@@ -42,6 +42,21 @@ class BadModel(TrtprofError):
     """The model file is missing, empty, truncated, not a model, or not runnable as asked."""
 
 
+class StaticBatch(BadModel):
+    """A model input fixes the batch size, and another was asked. The advice names the option of the
+    command that asked (``--batch-sizes`` for most, ``--batch-size`` for ``profile``): a command with
+    another option re-raises with ``for_option``."""
+
+    def __init__(self, input_name: str, static: int, asked: int, *, path: str | Path | None = None,
+                 option: str = "--batch-sizes") -> None:
+        super().__init__(f"input {input_name!r} has a static batch of {static}; batch size {asked} cannot run "
+                         f"(use {option} {static})", path=path)
+        self.input_name, self.static, self.asked = input_name, static, asked
+
+    def for_option(self, option: str) -> "StaticBatch":
+        return StaticBatch(self.input_name, self.static, self.asked, path=self.path, option=option)
+
+
 class UnsupportedPrecision(TrtprofError):
     """The backend cannot produce the asked precision on this device."""
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .convert.fp16_weights import FP16_MAX, FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL
+from .wording import plural
 
 if TYPE_CHECKING:
     import onnx
@@ -126,7 +127,7 @@ class RangeAnalysis:
         scope = (f"{self.analysed} of {self.float_tensors} float tensors (sampled evenly to bound the cost)"
                  if self.sampled else f"all {self.analysed} float tensors")
         shapes = ", ".join(f"{k} {list(v)}" for k, v in self.input_shapes.items())
-        counts = f"{len(self.of_kind(OVERFLOW))} overflow risk(s), {len(self.of_kind(UNDERFLOW))} underflow risk(s)"
+        counts = f"{plural(len(self.of_kind(OVERFLOW)), 'overflow risk')}, {plural(len(self.of_kind(UNDERFLOW)), 'underflow risk')}"
         peak = max(self.tensors, key=lambda t: t.max_abs, default=None)
         largest = f"; largest |x| {peak.max_abs:.4g} ({peak.name})" if peak is not None else ""
         return f"FP16 range analysis of the FP32 model on {shapes}: {scope}: {counts}{largest}"
@@ -396,7 +397,7 @@ def predicted_lines(predicted: Mapping[str, Any] | None, shown: int = FINDINGS_S
         found = [f for f in predicted.get("findings", []) if f.get("kind") == kind]
         lines += [str(f.get("message")) for f in found[:shown]]
         if len(found) > shown:
-            lines.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: {where})")
+            lines.append(f"… and {plural(len(found) - shown, f'more {kind} risk')} (JSON: {where})")
     open_findings = [f for f in predicted.get("findings", []) if not f.get("covered")]
     if len(open_findings) > 1 and predicted.get("suggested_option"):
         lines.append(f"to keep all of them FP32: {predicted['suggested_option']}")

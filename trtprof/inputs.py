@@ -5,7 +5,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .errors import BadInput, BadModel
+from .errors import BadInput, BadModel, StaticBatch
 from .spec import TensorSpec
 
 DEFAULT_INT_RANGE = (0, 100)
@@ -95,11 +95,7 @@ def resolve_shapes(
             continue
         first = spec.shape[0]
         if isinstance(first, int) and first != batch_size:
-            raise BadModel(
-                f"input {spec.name!r} has a static batch of {first}; batch size {batch_size} cannot run "
-                f"(use --batch-sizes {first})",
-                path=model_path,
-            )
+            raise StaticBatch(spec.name, first, batch_size, path=model_path)
         rest = spec.shape[1:]
         if not all(isinstance(d, int) for d in rest):
             example = "x".join(str(d) if isinstance(d, int) else "N" for d in spec.shape)

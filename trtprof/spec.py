@@ -25,6 +25,12 @@ class Precision(str, enum.Enum):
     def __str__(self) -> str:  # argparse / f-strings print the plain name
         return self.value
 
+    @staticmethod
+    def rank(name: str) -> int:
+        """Sort key of a precision name: fp32, tf32, fp16 (the order of this enum), then any other."""
+        order = [p.value for p in Precision]
+        return order.index(name) if name in order else len(order)
+
     @classmethod
     def parse(cls, text: str) -> "Precision":
         try:

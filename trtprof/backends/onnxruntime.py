@@ -71,7 +71,7 @@ def _ort_cause(text: str) -> str:
 
 
 def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
-             threads: int | None = None, profile_prefix: str | None = None):
+             threads: int | None = None, profile_prefix: str | None = None, keep_optimizations: bool = False):
     ort = _ort()
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: ORT warnings would flood the output, and its errors come back as exceptions that trtprof turns into one line
@@ -86,7 +86,9 @@ def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: 
     if optimized_out is not None:
         # Basic level keeps node names; ORT's precision fallback (InsertCastTransformer) runs at
         # every level, so the saved graph shows which nodes really run in FP32.
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        # keep_optimizations: save the graph that really runs (trtprof profile maps its fused nodes back)
+        if not keep_optimizations:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.optimized_model_filepath = str(optimized_out)
     providers, _ = _provider_args(precision)
     source = str(model) if isinstance(model, Path) else model

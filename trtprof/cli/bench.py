@@ -10,6 +10,7 @@ from ..cache_admin import scan_dir
 from ..labels import engine_labels, fmt_ms
 from ..errors import write_failure
 from ..results import ResultSet
+from ..wording import plural
 from . import _common
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
@@ -105,7 +106,7 @@ def write_outputs(results: ResultSet, out: Path, csv: Path | None) -> None:
 
 def report_interruption(results: ResultSet) -> None:
     todo = ", ".join(f"{p['model']} {p['precision']} batch {p['batch_size']}" for p in results.pending)
-    print(f"interrupted: kept {len(results.results)} finished measurement(s); not run: {todo or 'nothing'}",
+    print(f"interrupted: kept {plural(len(results.results), 'finished measurement')}; not run: {todo or 'nothing'}",
           file=sys.stderr)
 
 

@@ -9,14 +9,16 @@ from .. import compare as cmp
 from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes
 from ..spec import Precision
+from ..wording import plural
 from . import _common
+from .build import print_outcome
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare", help="FP16 vs FP32: speedup with a 95%% CI, accuracy delta, and a why-not-faster diagnosis",
         description="Measure the precisions in several independent loads (fresh worker processes), each in "
-                    "interleaved rounds (A B, B A, …) on the same inputs, until the speedup's 95%% CI is decisive "
+                    "interleaved rounds (A B, B A, …) on the same inputs, until the speedup's 95% CI is decisive "
                     "or within --target-ci or the time budget is spent; per batch size print the speedup with its "
                     "hierarchical CI, a verdict (faster, slower, equivalent, inconclusive), the accuracy delta and "
                     "the reasons. --precisions fp32,fp32 measures the noise floor (A/A).")
@@ -85,7 +87,7 @@ def print_comparison(c: dict) -> None:
     lat = c["latency"]
     print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
           f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
-          f"({c['loads']} loads, {c['rounds']} rounds, stopped: {c['stop_reason']})")
+          f"({plural(c['loads'], 'load')}, {plural(c['rounds'], 'round')}, stopped: {c['stop_reason']})")
     if c.get("verdict_note"):
         print(f"  note: {c['verdict_note']}")
     for side in ("baseline", "candidate"):
@@ -114,26 +116,22 @@ def run(args: argparse.Namespace) -> int:
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
-    def on_built(outcome) -> None:
-        r = outcome.record
-        print(f"{r.precision:<6} {r.backend:<12} {outcome.status:<9} {r.artifact_path}  {outcome.seconds:.2f} s")
-
     def on_progress(batch: int, p: cmp.Progress) -> None:
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
-        print(f"  batch {batch}: {p.loads} loads, {p.rounds} rounds, {p.elapsed_s:.1f} s: {cis}", file=sys.stderr)
+        print(f"  batch {batch}: {plural(p.loads, 'load')}, {plural(p.rounds, 'round')}, {p.elapsed_s:.1f} s: {cis}", file=sys.stderr)
 
     def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {precisions[0]}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                  f"{s.verdict.upper()} ({outcome.loads} loads, {outcome.rounds} rounds, {outcome.elapsed_s:.1f} s, "
+                  f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, {outcome.elapsed_s:.1f} s, "
                   f"stopped: {outcome.stop_reason})", file=sys.stderr)
 
     with _common.sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         report = cmp.compare_model(
             args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
             shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-            on_built=on_built, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
+            on_built=print_outcome, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
         )
     data = report.to_json()
@@ -159,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         print(markdown_summary(load(args.out)), end="")
     print(f"compare: {args.out}")
     if report.interrupted:
-        print(f"interrupted: kept {len({c['batch_size'] for c in data['comparisons']})} finished batch size(s); "
+        print(f"interrupted: kept {plural(len({c['batch_size'] for c in data['comparisons']}), 'finished batch size')}; "
               f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)
         return _common.EXIT_INTERRUPTED
     return 0

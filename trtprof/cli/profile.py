@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..errors import BadInput
+from ..errors import BadInput, StaticBatch
 from . import _common
 
 
@@ -54,8 +54,11 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
-    records, onnx_path, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
-                                            backend=args.backend, shapes=shapes)
+    try:
+        records, onnx_path, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+                                                backend=args.backend, shapes=shapes)
+    except StaticBatch as err:  # this command's option is --batch-size
+        raise err.for_option("--batch-size") from err
     kwargs = {}
     if args.iterations is not None:
         kwargs["iterations"] = args.iterations
@@ -63,8 +66,12 @@ def run(args: argparse.Namespace) -> int:
         if args.warmup < 0:
             raise BadInput("--warmup must be >= 0")
         kwargs["warmup"] = args.warmup
-    table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
-                               int_range=_common.int_range(args), autotune=args.autotune, **kwargs)[args.batch_size]
+    try:
+        table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
+                                   int_range=_common.int_range(args), autotune=args.autotune,
+                                   **kwargs)[args.batch_size]
+    except StaticBatch as err:
+        raise err.for_option("--batch-size") from err
     data = table.to_json()
     findings = []
     for cand in list(records)[1:]:
