@@ -382,7 +382,7 @@ def test_compare_predicts_the_overflow_cpu_fp16_does_not_show(tmp_path, capsys):
 
     data = load(out)
     assert "predicted: overflow risk: tensor t2" in markdown_summary(data)
-    assert "FP16 accuracy: predicted vs observed" in render_html(data)
+    assert "Accuracy: verdict, predicted vs observed" in render_html(data)
 
 
 def test_build_prints_the_range_analysis_and_a_keep_list_covers_it(tmp_path, capsys):

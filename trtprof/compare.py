@@ -274,6 +274,8 @@ def compare_records(
     isolation: str = ISOLATION_PROCESS,
     device: str | None = None,
     layers: bool = False,
+    accuracy_budget: Any = None,
+    data: Any = None,
 ) -> CompareReport:
     """Measure the engines of ``records`` (arm label → record; the first is the baseline; one record
     may appear under two labels for an A/A run) at each batch size; every candidate gets a speedup,
@@ -285,10 +287,12 @@ def compare_records(
     it) reused across batch sizes, or fresh in-process runners
     (``"in-process"``). ``on_progress`` hears every look of the stopping rule, ``on_batch`` each
     batch size as soon as its verdict is decided. ``layers``: also profile every engine layer by layer
-    (a separate run after the timing, ``trtprof.layers``)."""
+    (a separate run after the timing, ``trtprof.layers``). ``accuracy_budget`` (accuracy.AccuracyBudget;
+    default ``DEFAULT_BUDGET``) gives every candidate its accuracy verdict; ``data`` (user_inputs.InputData)
+    replaces the random inputs: accuracy runs on all its samples, timing on its first batch."""
     from . import diagnose as dg
     from . import fp16range, preflight
-    from .accuracy import compare_outputs, run_outputs
+    from .accuracy import run_outputs
     from .backends.base import set_autotune
     from .bench import load_runner
     from .cache import now_iso
@@ -411,8 +415,8 @@ def compare_records(
         for cand in names[1:]:
             cand_result = per_batch[batch][cand]
             speed = outcome.speedups[cand]
-            acc = fp16range.annotate(compare_outputs(outputs[batch][baseline], outputs[batch][cand]), fp16_range,
-                                     cand_result)
+            acc = accuracy_of(outputs[batch][baseline], outputs[batch][cand], fp16_range, cand_result,
+                              accuracy_budget, data, seed)
             roof = {}
             for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):
                 cost = costs.get((batch, name))
@@ -446,6 +450,20 @@ def compare_records(
                          results=results, environment=env, created=now_iso(),
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=isolation, layers=tables, interrupted=interrupted, pending=pending)
+
+
+def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16_range: Any, cand_result: Any,
+                budget: Any, data: Any, seed: int) -> Any:
+    """The accuracy delta of one candidate: metrics on what the outputs were computed on, the FP16
+    range prediction and caveat (fp16), and the verdict against ``budget``."""
+    from dataclasses import replace
+
+    from . import fp16range
+    from .accuracy import AccuracyBudget, compare_outputs, judge
+
+    inputs = data.describe() if data is not None else f"random inputs (seed {seed})"
+    acc = fp16range.annotate(compare_outputs(reference, candidate, inputs=inputs), fp16_range, cand_result)
+    return replace(acc, verdict=judge(acc, budget if budget is not None else AccuracyBudget.parse(None)))
 
 
 def runners_device(runners: Mapping[str, Any], name: str) -> str | None:
@@ -534,6 +552,8 @@ def compare_model(
     isolation: str = ISOLATION_PROCESS,
     device: str | None = None,
     layers: bool = False,
+    accuracy_budget: Any = None,
+    data: Any = None,
 ) -> CompareReport:
     """MODEL (ONNX or TensorFlow) → build what is missing → ``compare_records``.
     A precision named twice (``fp32,fp32``) is an A/A run: one engine, two independently loaded arms.
@@ -548,4 +568,4 @@ def compare_model(
     arms = {label: records[str(p)] for label, p in zip(labels, precisions)}
     return compare_records(arms, sizes, plan, shapes=shapes, seed=seed, int_range=int_range,
                            onnx_path=onnx_path, on_batch=on_batch, on_progress=on_progress, isolation=isolation,
-                           device=device, layers=layers)
+                           device=device, layers=layers, accuracy_budget=accuracy_budget, data=data)

@@ -166,32 +166,63 @@ def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
             f"{c.get('loads', 1)} × {c.get('rounds', '?')}",
             _fmt(lat.get("baseline", {}).get("median_ms")), _fmt(lat.get("candidate", {}).get("median_ms")),
-            _fmt(acc.get("max_abs_err")), _fmt(acc.get("max_rel_err")),
-            _fmt(acc.get("mismatch_fraction"), ".2%") if acc else "–",
+            accuracy_cell(acc), _fmt(acc.get("cosine"), ".6f"),
+            _fmt(acc.get("top1"), ".2%") if acc.get("top1") is not None else "–",
+            _fmt(acc.get("max_err_scaled")),
             (f"{nonfinite} ⚠" if nonfinite else str(nonfinite if nonfinite is not None else "–")),
+            _predicted_cell(acc),
         ])
     return rows
 
 
+def accuracy_cell(acc: Mapping[str, Any]) -> str:
+    """The accuracy verdict and the inputs it was measured on ("OK (random inputs)")."""
+    v = acc.get("verdict") or {}
+    if not v:
+        return "–"
+    return f"{v.get('label', v.get('verdict'))} ({acc.get('inputs', 'random inputs')})"
+
+
+def _predicted_cell(acc: Mapping[str, Any]) -> str:
+    """Predicted FP16 overflow/underflow (range analysis of the FP32 model): counts, or –."""
+    predicted = acc.get("predicted")
+    if not predicted or predicted.get("skipped"):
+        return "–"
+    over, under = predicted.get("overflow_risks", 0), predicted.get("underflow_risks", 0)
+    if not over and not under:
+        return "none"
+    return f"{over} overflow ⚠, {under} underflow" if over else f"{under} underflow"
+
+
 def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
-    """Observed error, the caveat when the candidate did not compute in FP16, and the FP16 range
-    analysis' prediction (``trtprof.fp16range``), one line each; [] when there is neither."""
+    """The verdict, the metrics (scale-aware first, on which inputs), the caveat when the candidate
+    did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.fp16range``), one
+    line each."""
+    from .accuracy import summary_line
     from .fp16range import predicted_lines
 
     acc = comparison.get("accuracy") or {}
-    if not acc.get("caveat") and not acc.get("predicted"):
+    if not acc:
         return []
-    lines = [f"observed: max abs err {_fmt(acc.get('max_abs_err'))}, max rel err {_fmt(acc.get('max_rel_err'))}, "
-             f"non-finite {acc.get('nonfinite', '–')}"]
+    v = acc.get("verdict") or {}
+    lines = [f"verdict: {v.get('label')} against {v.get('budget')}: {v.get('reason')}"] if v else []
+    lines.append(f"observed: {summary_line(acc)}")
     if acc.get("caveat"):
         lines.append(f"caveat: {acc['caveat']}")
     lines += [f"predicted: {line}" for line in predicted_lines(acc.get("predicted"))]
     return lines
 
 
+def accuracy_legend(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per accuracy metric, from the JSON's own field docs (what each number means)."""
+    docs = next((c["accuracy"].get("field_docs") for c in comparisons if (c.get("accuracy") or {}).get("field_docs")),
+                None)
+    return [f"{name}: {doc}" for name, doc in (docs or {}).items()]
+
 
 VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "loads × rounds", "baseline median ms",
-                   "candidate median ms", "max abs err", "max rel err", "mismatch", "non-finite")
+                   "candidate median ms", "accuracy (inputs)", "cosine", "top-1", "max err/max|ref|", "non-finite",
+                   "predicted FP16")
 
 
 def markdown_summary(data: Mapping[str, Any]) -> str:
@@ -215,6 +246,9 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
                 lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: accuracy, "
                               "predicted vs observed**", ""]
                 lines += [f"- {line}" for line in notes]
+        legend = accuracy_legend(data["comparisons"])
+        if legend:
+            lines += ["", "**Accuracy metrics**", ""] + [f"- {line}" for line in legend]
     else:
         from .labels import engine_labels, fmt_ms
 
@@ -368,7 +402,9 @@ def render_html(data: Mapping[str, Any]) -> str:
                 acc_parts.append(f"<h3>batch {c['batch_size']}: {html.escape(arm_text(c, 'candidate'))} vs "
                                  f"{html.escape(c['baseline'])}</h3><ul>{items}</ul>")
         if acc_parts:
-            parts.append("<h2>FP16 accuracy: predicted vs observed</h2>" + "".join(acc_parts))
+            legend = "".join(f"<li>{html.escape(line)}</li>" for line in accuracy_legend(comparisons))
+            parts.append("<h2>Accuracy: verdict, predicted vs observed</h2>" + "".join(acc_parts)
+                         + (f"<h3>What the metrics mean</h3><ul>{legend}</ul>" if legend else ""))
         if data.get("layers"):
             from .layers.html import layers_section
 

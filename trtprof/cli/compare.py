@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import compare as cmp
+from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes
 from ..spec import Precision
@@ -59,6 +60,9 @@ def add_parser(sub) -> None:
     p.add_argument("--layers", action="store_true",
                    help="also profile every precision layer by layer (a separate run after the timing; "
                         "as `trtprof profile`) and diagnose from the per-layer table")
+    p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
+                   help="accuracy budget for the OK / DEGRADED / BROKEN verdict (default "
+                        f"{DEFAULT_BUDGET}; metrics: {', '.join(BUDGET_METRICS)}; see docs/accuracy.md)")
     p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -95,9 +99,7 @@ def print_comparison(c: dict) -> None:
         eff = "" if x["effective_precision"] == x["precision"] else f" (effective {x['effective_precision']})"
         print(f"  {x['precision']}{eff}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
               f"n={x['n']}")
-    print(f"  accuracy vs {c['baseline']}: max abs {acc['max_abs_err']:.3g}, max rel {acc['max_rel_err']:.3g}, "
-          f"{acc['mismatch_fraction']:.2%} beyond rtol {acc['rtol']:g}/atol {acc['atol']:g}, "
-          f"non-finite {acc['nonfinite']}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
+    print_accuracy(c)
     if acc["nonfinite"]:
         print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
     if acc.get("caveat"):
@@ -110,10 +112,26 @@ def print_comparison(c: dict) -> None:
         print(f"  why [{f['rule']}]: {f['message']}")
 
 
+def print_accuracy(c: dict) -> None:
+    """The accuracy verdict (against the budget, on which inputs) and the metrics behind it."""
+    acc = c["accuracy"]
+    v = acc.get("verdict") or {}
+    if v:
+        print(f"  accuracy vs {c['baseline']}: {v['label']} [{v['budget']}: {v['reason']}]")
+    print(f"    {summary_line(acc)}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
+
+
+def print_accuracy_legend() -> None:
+    print("accuracy metrics (worst output; JSON: accuracy.field_docs):")
+    for name, doc in FIELD_DOCS.items():
+        print(f"  {name}: {doc}")
+
+
 def run(args: argparse.Namespace) -> int:
     _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
     precisions = parse_precisions(args.precisions)
     plan = _plan(args)
+    budget = AccuracyBudget.parse(args.accuracy)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
     def on_progress(batch: int, p: cmp.Progress) -> None:
@@ -133,10 +151,13 @@ def run(args: argparse.Namespace) -> int:
             shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             on_built=print_outcome, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
+            accuracy_budget=budget,
         )
     data = report.to_json()
     for c in data["comparisons"]:
         print_comparison(c)
+    if data["comparisons"]:
+        print_accuracy_legend()
     if data.get("layers"):
         from ..layers.table import format_table
 
