@@ -99,13 +99,15 @@ def build_engines(
     on_convert: Callable[[Any], None] | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
     range_check: bool = True,
+    data: Any = None,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
     An FP16 engine records the FP16 range analysis of the FP32 model (``range_check``) in its
-    metadata and notes; the FP16 keep-lists go into the FP16 spec only.
+    metadata and notes (on all of the user's samples with ``data``, user_inputs.InputData); the FP16
+    keep-lists go into the FP16 spec only.
     """
     impl = backends.resolve_for_build(backend)
     normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
@@ -116,6 +118,8 @@ def build_engines(
         impl.check_precision(precision)
     onnx_path = as_onnx(Path(model), Path(engines_dir), check=check, on_convert=on_convert, **(convert_options or {}))
     info = inspect_model(onnx_path)
+    if data is not None:
+        data.check(info.inputs, model_path=str(onnx_path))
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
     if range_check and Precision.FP16 in precisions:
@@ -153,7 +157,7 @@ def build_engines(
             if range_check and spec.precision is Precision.FP16:
                 from .fp16range import for_build
 
-                analysis = for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec)
+                analysis = for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec, data=data)
                 report.metadata["fp16_range"] = analysis.to_json()
                 report.notes.extend(analysis.lines())
             return EngineRecord(

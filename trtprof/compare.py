@@ -292,7 +292,6 @@ def compare_records(
     replaces the random inputs: accuracy runs on all its samples, timing on its first batch."""
     from . import diagnose as dg
     from . import fp16range, preflight
-    from .accuracy import run_outputs
     from .backends.base import set_autotune
     from .bench import load_runner
     from .cache import now_iso
@@ -321,7 +320,9 @@ def compare_records(
         for name in names:
             runners[name] = load_runner(records[name])
         autotune = {name: set_autotune(runners[name], plan.autotune) for name in names}
-        overrides = {**first.spec.shape_overrides(), **(shapes or {})}
+        if data is not None:  # the user's inputs: refused (exit 2) before any measurement
+            data.check(runners[baseline].inputs, model_path=first.model_path)
+        overrides = {**first.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
                       for b in batch_sizes}  # every shape checked before the first measurement
         needed = {b: preflight.check_batch_memory(runners[baseline], b, all_shapes[b])  # as bench does
@@ -331,10 +332,10 @@ def compare_records(
         fp16_range = None
         for batch in batch_sizes:
             with preflight.allocation_guard(batch, needed[batch]):
-                feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints)
+                feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
-                    fp16_range = fp16range.for_compare(onnx_path, records, feeds)
-                outputs[batch] = {name: run_outputs(runners[name], feeds) for name in names}
+                    fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
+                outputs[batch] = reference_outputs(runners, feeds, data, batch)
     except BaseException:
         if pool is not None:
             pool.kill()
@@ -359,14 +360,16 @@ def compare_records(
         for batch in batch_sizes:
             try:
                 feeds_args = (all_shapes[batch], seed, ints)
+                fixed = data.batch(batch, dtypes=input_dtypes(records[baseline])) if data is not None else None
 
-                def open_load(index: int, feeds_args=feeds_args) -> Any:
+                def open_load(index: int, feeds_args=feeds_args, fixed=fixed) -> Any:
                     if pool is not None:
-                        return pool.load(index, *feeds_args)
+                        return pool.load(index, *feeds_args, fixed=fixed)
                     fresh = {name: load_runner(records[name]) for name in names}
                     for r in fresh.values():
                         set_autotune(r, plan.autotune)
-                    batch_feeds = make_inputs(fresh[baseline].inputs, feeds_args[0], seed=seed, int_range=ints)
+                    batch_feeds = fixed if fixed is not None else \
+                        make_inputs(fresh[baseline].inputs, feeds_args[0], seed=seed, int_range=ints)
 
                     def close(fresh=fresh) -> None:
                         for r in fresh.values():
@@ -408,7 +411,7 @@ def compare_records(
 
     graphs = {b: graph_facts(onnx_path, records[baseline], b, shapes) for b in batch_sizes} if on_gpu else {}
     tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
-                             autotune=plan.autotune, graphs=graphs) if layers else {}
+                             autotune=plan.autotune, graphs=graphs, data=data) if layers else {}
     for batch in batch_sizes:
         outcome = outcomes[batch]
         base_result = per_batch[batch][baseline]
@@ -450,6 +453,21 @@ def compare_records(
                          results=results, environment=env, created=now_iso(),
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=isolation, layers=tables, interrupted=interrupted, pending=pending)
+
+
+def reference_outputs(runners: Mapping[str, Any], feeds: Mapping[str, Any], data: Any, batch: int) -> dict[str, Any]:
+    """Every arm's outputs for the accuracy delta: on ``feeds`` (one random batch), or on all of the
+    user's samples in batches of ``batch`` (``data``)."""
+    from .accuracy import run_outputs
+    from .user_inputs import run_all
+
+    if data is not None:
+        return {name: run_all(runner, data, batch) for name, runner in runners.items()}
+    return {name: run_outputs(runner, feeds) for name, runner in runners.items()}
+
+
+def input_dtypes(record: Any) -> dict[str, Any]:
+    return {t.name: np.dtype(t.dtype) for t in record.inputs}
 
 
 def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16_range: Any, cand_result: Any,

@@ -107,6 +107,8 @@ class RangeAnalysis:
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     seconds: float = 0.0
     skipped: str = ""  # why there is no analysis ("" when there is one)
+    inputs: str = "random inputs"  # what the FP32 model ran on (the user's --inputs or random)
+    samples: int = 0  # samples analysed (all batches)
 
     @property
     def sampled(self) -> bool:
@@ -130,7 +132,8 @@ class RangeAnalysis:
         counts = f"{plural(len(self.of_kind(OVERFLOW)), 'overflow risk')}, {plural(len(self.of_kind(UNDERFLOW)), 'underflow risk')}"
         peak = max(self.tensors, key=lambda t: t.max_abs, default=None)
         largest = f"; largest |x| {peak.max_abs:.4g} ({peak.name})" if peak is not None else ""
-        return f"FP16 range analysis of the FP32 model on {shapes}: {scope}: {counts}{largest}"
+        on = f"{self.inputs} in batches of {shapes}" if self.samples else shapes
+        return f"FP16 range analysis of the FP32 model on {on}: {scope}: {counts}{largest}"
 
     def lines(self, shown: int = FINDINGS_SHOWN) -> list[str]:
         """The summary and the findings, a few per kind (all are in the JSON): the build's notes."""
@@ -144,6 +147,7 @@ class RangeAnalysis:
                 "suggested_option": self.suggested_option, "float_tensors": self.float_tensors,
                 "analysed_tensors": self.analysed, "sampled": self.sampled, "runs": self.runs,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()}, "seconds": round(self.seconds, 3),
+                "inputs": self.inputs, "samples": self.samples,
                 "thresholds": {"overflow_max_abs": FP16_MAX, "min_normal": FP16_MIN_NORMAL,
                                "min_subnormal": FP16_MIN_SUBNORMAL, "underflow_share": UNDERFLOW_SHARE,
                                "underflow_min_values": UNDERFLOW_MIN_VALUES},
@@ -163,6 +167,19 @@ def tensor_range(name: str, node: str, op_type: str, values: np.ndarray) -> Tens
         below_subnormal_share=float(np.count_nonzero(nonzero < FP16_MIN_SUBNORMAL)) / n if n else 0.0,
         nonfinite=int(a.size - np.count_nonzero(finite)),
     )
+
+
+def merge_ranges(parts: Sequence[TensorRange]) -> TensorRange:
+    """One tensor's range over several batches: max of the maxima, shares weighted by the non-zero counts."""
+    first = parts[0]
+    nonzero = sum(p.nonzero for p in parts)
+
+    def share(attr: str) -> float:
+        return sum(getattr(p, attr) * p.nonzero for p in parts) / nonzero if nonzero else 0.0
+
+    return replace(first, elements=sum(p.elements for p in parts), max_abs=max(p.max_abs for p in parts),
+                   nonzero=nonzero, below_normal_share=share("below_normal_share"),
+                   below_subnormal_share=share("below_subnormal_share"), nonfinite=sum(p.nonfinite for p in parts))
 
 
 def findings_of(ranges: Sequence[TensorRange], readers: Mapping[str, Sequence[str]],
@@ -241,10 +258,14 @@ def plan_runs(names: Sequence[str], sizes: Mapping[str, int], unknown_size: int,
     return runs
 
 
-def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray], *, keep: "KeepFp32 | None" = None,
-            max_run_elements: int = MAX_RUN_ELEMENTS, max_runs: int = MAX_RUNS) -> RangeAnalysis:
-    """Run the FP32 ``model`` once per planned run on ``feeds``; the range of every float tensor a node
-    produces (Constant outputs are weights: the conversion's weight report covers them)."""
+def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], *,
+            keep: "KeepFp32 | None" = None, max_run_elements: int = MAX_RUN_ELEMENTS, max_runs: int = MAX_RUNS,
+            inputs: str = "random inputs") -> RangeAnalysis:
+    """Run the FP32 ``model`` once per planned run on ``feeds`` (one batch, or a list of batches: the
+    user's samples; ranges merged over them); the range of every float tensor a node produces
+    (Constant outputs are weights: the conversion's weight report covers them)."""
+    batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
+    feeds = batches[0]
     import onnx
 
     from .backends.onnxruntime import _ort
@@ -280,21 +301,30 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray], *, keep: 
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(prepared.SerializeToString(), options, providers=["CPUExecutionProvider"])
     wanted = {i.name for i in session.get_inputs()}
-    run_feeds = {k: v for k, v in feeds.items() if k in wanted}
     ranges: list[TensorRange] = []
     for run in runs:
-        for name, values in zip(run, session.run(run, run_feeds)):
-            node, op = producer[name]
-            ranges.append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
+        per_tensor: dict[str, list[TensorRange]] = {}
+        for batch in batches:
+            batch_feeds = {k: v for k, v in batch.items() if k in wanted}
+            for name, values in zip(run, session.run(run, batch_feeds)):
+                node, op = producer[name]
+                per_tensor.setdefault(name, []).append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
+        ranges += [merge_ranges(parts) for parts in per_tensor.values()]
     ops = {node.name: node.op_type for node in graph.node}
     readers = {k.removesuffix(DETACHED_SUFFIX): [r for r in v if not r.startswith(DETACH_NODE_PREFIX)]
                for k, v in readers.items()}
     return RangeAnalysis(findings=findings_of(ranges, readers, keep, ops), tensors=tuple(ranges),
                          float_tensors=len(names), analysed=len(ranges), runs=len(runs), input_shapes=shapes,
-                         seconds=time.perf_counter() - started)
+                         seconds=time.perf_counter() - started, inputs=inputs,
+                         samples=0 if inputs == "random inputs" else sum(_batch_of(b) for b in batches))
 
 
-def analyze_safely(model: Any, feeds: Mapping[str, np.ndarray], *, keep: "KeepFp32 | None" = None) -> RangeAnalysis:
+def _batch_of(feeds: Mapping[str, np.ndarray]) -> int:
+    return int(np.shape(next(iter(feeds.values())))[0]) if feeds else 0
+
+
+def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
+                   inputs: str = "random inputs") -> RangeAnalysis:
     """``analyze`` for a build or a compare: a model ONNX Runtime cannot run (custom ops, a missing
     onnxruntime) costs a skipped analysis with its reason, never the build or the measurement."""
     from .errors import TrtprofError
@@ -302,7 +332,7 @@ def analyze_safely(model: Any, feeds: Mapping[str, np.ndarray], *, keep: "KeepFp
 
     try:
         proto = load_onnx(model) if not hasattr(model, "graph") else model
-        return analyze(proto, feeds, keep=keep)
+        return analyze(proto, feeds, keep=keep, inputs=inputs)
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
     except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
@@ -317,14 +347,39 @@ def analyze_safely(model: Any, feeds: Mapping[str, np.ndarray], *, keep: "KeepFp
 
 
 def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
-              shapes: Mapping[str, tuple[int, ...]] | None, spec: Any) -> RangeAnalysis:
+              shapes: Mapping[str, tuple[int, ...]] | None, spec: Any, data: Any = None) -> RangeAnalysis:
     """The analysis ``trtprof build --fp16`` records: the bench's default inputs (seed 0) at the
-    smallest batch size, findings already covered by the spec's keep-list marked so."""
+    smallest batch size, or all of the user's samples (``data``), findings already covered by the
+    spec's keep-list marked so."""
     from .inputs import make_inputs, resolve_shapes
 
     keep = _keep_list(spec, spec.backend)
+    if data is not None:
+        return analyze_safely(onnx_path, sample_batches(data, inputs, batch_size), keep=keep, inputs=data.describe())
     feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path)))
     return analyze_safely(onnx_path, first_samples(feeds, inputs), keep=keep)
+
+
+# Samples of the user's --inputs the range analysis runs at most: its cost grows with them (one
+# inference per batch per run), its answer (a maximum, a share) settles long before.
+MAX_SAMPLES = 512
+
+
+def sample_batches(data: Any, inputs: Sequence[Any], batch_size: int) -> list[dict[str, np.ndarray]]:
+    """The user's samples (at most ``MAX_SAMPLES``) in batches: of ``MAX_BATCH`` when the batch
+    dimension is dynamic, else of the model's static batch."""
+    from .user_inputs import InputData
+
+    dynamic = all(not isinstance(t.shape[0], int) for t in inputs if t.shape) and bool(inputs)
+    size = MAX_BATCH if dynamic else batch_size
+    kept = data if data.samples <= MAX_SAMPLES else \
+        InputData(f"{data.source} (first {MAX_SAMPLES})", {k: v[:MAX_SAMPLES] for k, v in data.arrays.items()})
+    dtypes = {t.name: np.dtype(t.dtype) for t in inputs}
+    batches = list(kept.batches(size, dtypes))
+    if dynamic and kept.samples % size:  # the last batch holds the remainder only: no sample counted twice
+        rest = kept.samples % size
+        batches[-1] = {k: v[:rest] for k, v in batches[-1].items()}
+    return batches
 
 
 def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
@@ -338,14 +393,20 @@ def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
     return {k: v[:max_batch] for k, v in feeds.items()}
 
 
-def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray]) -> RangeAnalysis | None:
-    """The analysis compare puts beside the observed FP16 error: None when no candidate is FP16."""
+def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray],
+                data: Any = None) -> RangeAnalysis | None:
+    """The analysis compare puts beside the observed FP16 error: None when no candidate is FP16;
+    on all of the user's samples with ``data``."""
     if not any(getattr(r, "precision", None) == "fp16" for r in records.values()):
         return None
     if onnx_path is None:
         return RangeAnalysis(skipped="the FP32 source model is not available (engines dir without its model)")
     fp16 = next(r for r in records.values() if r.precision == "fp16")
-    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=_keep_list(fp16.spec, fp16.backend))
+    keep = _keep_list(fp16.spec, fp16.backend)
+    if data is not None:
+        batch = int(np.shape(next(iter(feeds.values())))[0]) if feeds else 1
+        return analyze_safely(onnx_path, sample_batches(data, fp16.inputs, batch), keep=keep, inputs=data.describe())
+    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=keep)
 
 
 def _keep_list(spec: Any, backend: str) -> Any:

@@ -1,7 +1,7 @@
 """Concrete input shapes per batch size, and random input data per dtype."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -113,9 +113,14 @@ def make_inputs(
     *,
     seed: int = 0,
     int_range: tuple[int, int] = DEFAULT_INT_RANGE,
+    data: Any = None,
 ) -> dict[str, np.ndarray]:
     """Random data with each input's dtype: floats ~ N(0, 1), integers uniform in [low, high), bools
-    uniform. Seeded, so every precision and backend sees the same numbers."""
+    uniform. Seeded, so every precision and backend sees the same numbers. With ``data`` (the user's
+    ``--inputs``, user_inputs.InputData) its first batch instead, cast to each input's dtype."""
+    if data is not None:
+        batch = next((s[0] for s in shapes.values() if s), 1)
+        return data.batch(batch, dtypes={spec.name: np.dtype(spec.dtype) for spec in inputs})
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise BadInput(f"--seed {seed}: must be a non-negative integer")
     rng = np.random.default_rng(seed)

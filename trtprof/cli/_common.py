@@ -37,6 +37,21 @@ def add_shape_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_inputs_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
+    parser.add_argument(
+        "--inputs", default=None, metavar="PATH",
+        help=f"your inputs instead of random ones: an .npz (arrays by input name, samples first), a directory "
+             f"of NAME.npy, or loader.py:fn returning/yielding feed dicts; {what}")
+
+
+def load_inputs(args: argparse.Namespace):
+    """``--inputs`` read and checked for form (names/dtypes/shapes are checked against the model later);
+    None without it."""
+    from ..user_inputs import load_inputs as load
+
+    return load(getattr(args, "inputs", None))
+
+
 def add_timing_args(parser: argparse.ArgumentParser) -> None:
     add_common_debug(parser)
     g = parser.add_argument_group("timing")

@@ -26,6 +26,7 @@ def add_parser(sub) -> None:
     _common.add_shape_args(p, batch_default=None)
     _common.add_timing_args(p)
     _common.add_autotune_arg(p)
+    _common.add_inputs_arg(p, what="timed on its first batch")
     p.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     p.add_argument("--csv", type=Path, default=None, help="also write a CSV, one row per engine × batch")
     p.set_defaults(func=run)
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     _common.check_output_file(args.csv, "--csv", ".csv", engines=engines)
     _common.check_distinct_outputs(out=args.out, csv=args.csv)
     config = _common.timing_config(args)
+    data = _common.load_inputs(args)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():
             print(f"warning: {problem}", file=sys.stderr)
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             results = bench_path(
                 args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
                 seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,
-                on_plan=on_plan, threads=args.threads, autotune=args.autotune,
+                on_plan=on_plan, threads=args.threads, autotune=args.autotune, data=data,
             )
     finally:
         close()

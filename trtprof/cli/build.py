@@ -48,6 +48,7 @@ def add_parser(sub) -> None:
                         "TensorRT >= 11)")
     p.add_argument("--no-range-check", action="store_true",
                    help="skip the FP16 range analysis of the FP32 model (overflow/underflow risks)")
+    _common.add_inputs_arg(p, what="the FP16 range analysis runs on all its samples")
     _common.add_common_debug(p)
     p.set_defaults(func=run)
 
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engines.exists() and not args.engines.is_dir():  # a read-only dir is fine: it can still serve hits
         raise BadInput("--engines: exists and is not a directory", path=args.engines)
     sizes = parse_batch_sizes(args.batch_sizes)
+    data = _common.load_inputs(args)
     if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):
         raise BadInput(f"--opt-batch {args.opt_batch} is outside --batch-sizes {args.batch_sizes}")
     build_engines(
@@ -113,5 +115,6 @@ def run(args: argparse.Namespace) -> int:
         on_convert=_print_conversion,
         on_done=print_outcome,
         range_check=not args.no_range_check,
+        data=data,
     )
     return 0

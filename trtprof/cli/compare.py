@@ -63,6 +63,8 @@ def add_parser(sub) -> None:
     p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
                    help="accuracy budget for the OK / DEGRADED / BROKEN verdict (default "
                         f"{DEFAULT_BUDGET}; metrics: {', '.join(BUDGET_METRICS)}; see docs/accuracy.md)")
+    _common.add_inputs_arg(p, what="accuracy and the FP16 range analysis run on all its samples, timing on "
+                                   "the first batch")
     p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -132,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     precisions = parse_precisions(args.precisions)
     plan = _plan(args)
     budget = AccuracyBudget.parse(args.accuracy)
+    data = _common.load_inputs(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
     def on_progress(batch: int, p: cmp.Progress) -> None:
@@ -151,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             on_built=print_outcome, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-            accuracy_budget=budget,
+            accuracy_budget=budget, data=data,
         )
     data = report.to_json()
     for c in data["comparisons"]:

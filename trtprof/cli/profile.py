@@ -29,6 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--top", type=int, default=20, help="rows to print, by time (default 20; 0 = all)")
     p.add_argument("--out", type=Path, default=Path("layers.json"), help="JSON output (default layers.json)")
     _common.add_autotune_arg(p)
+    _common.add_inputs_arg(p, what="profiled on its first batch")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--top must be >= 0")
     precisions = parse_precisions(args.precisions)
     shapes = _common.shapes(args)
+    data = _common.load_inputs(args)
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         kwargs["warmup"] = args.warmup
     try:
         table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
-                                   int_range=_common.int_range(args), autotune=args.autotune,
+                                   int_range=_common.int_range(args), autotune=args.autotune, data=data,
                                    **kwargs)[args.batch_size]
     except StaticBatch as err:
         raise err.for_option("--batch-size") from err
