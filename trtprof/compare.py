@@ -364,7 +364,8 @@ def compare_records(
 
                 def open_load(index: int, feeds_args=feeds_args, fixed=fixed) -> Any:
                     if pool is not None:
-                        return pool.load(index, *feeds_args, fixed=fixed)
+                        shapes_b, seed_b, ints_b = feeds_args
+                        return pool.load(index, shapes_b, seed_b, ints_b, fixed=fixed)
                     fresh = {name: load_runner(records[name]) for name in names}
                     for r in fresh.values():
                         set_autotune(r, plan.autotune)
