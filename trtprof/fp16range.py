@@ -74,6 +74,8 @@ class RangeFinding:
     value: float  # max |x| (overflow) or the share of non-zero values below 2⁻²⁴ (underflow)
     keep_nodes: tuple[str, ...]  # producer and readers: keeping these FP32 keeps the tensor FP32
     covered: bool = False  # the build's keep-list already keeps all of keep_nodes in FP32
+    built: bool | None = None  # the FP16 conversion with this keep-list was built and loaded (None: not tried)
+    build_error: str = ""
 
     @property
     def option(self) -> str:
@@ -89,7 +91,9 @@ class RangeFinding:
                     f"of its non-zero values below 2^-24 (5.96e-08) → lost in FP16")
         if self.covered:
             return what + "; already kept in FP32 by this build's keep-list"
-        return what + f"; keep it FP32 with {self.option}"
+        if self.built is False:
+            return what + f"; keeping its producer and readers in FP32 did not build here ({self.build_error})"
+        return what + f"; keep it FP32 with {self.option}" + (" (built and loaded: checked)" if self.built else "")
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "keep_nodes": list(self.keep_nodes), "option": self.option, "message": self.message}
@@ -109,6 +113,7 @@ class RangeAnalysis:
     skipped: str = ""  # why there is no analysis ("" when there is one)
     inputs: str = "random inputs"  # what the FP32 model ran on (the user's --inputs or random)
     samples: int = 0  # samples analysed (all batches)
+    suggestion_error: str = ""  # the combined keep-list did not build: why (then none is suggested)
 
     @property
     def sampled(self) -> bool:
@@ -120,8 +125,14 @@ class RangeAnalysis:
     @property
     def suggested_option(self) -> str:
         """One option that keeps every risky tensor (not yet kept) in FP32."""
-        nodes = list(dict.fromkeys(n for f in self.findings if not f.covered for n in f.keep_nodes))
-        return "--layer-precisions " + ",".join(f"{n}:fp32" for n in nodes) if nodes else ""
+        if self.suggestion_error:
+            return ""
+        return option_text(self.open_nodes)
+
+    @property
+    def open_nodes(self) -> list[str]:
+        """The nodes of every finding not yet kept in FP32: the combined keep-list."""
+        return list(dict.fromkeys(n for f in self.findings if not f.covered for n in f.keep_nodes))
 
     def summary(self) -> str:
         if self.skipped:
@@ -144,7 +155,8 @@ class RangeAnalysis:
         return {"summary": self.summary(), "skipped": self.skipped or None,
                 "findings": [f.to_json() for f in self.findings],
                 "overflow_risks": len(self.of_kind(OVERFLOW)), "underflow_risks": len(self.of_kind(UNDERFLOW)),
-                "suggested_option": self.suggested_option, "float_tensors": self.float_tensors,
+                "suggested_option": self.suggested_option, "suggestion_error": self.suggestion_error or None,
+                "float_tensors": self.float_tensors,
                 "analysed_tensors": self.analysed, "sampled": self.sampled, "runs": self.runs,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()}, "seconds": round(self.seconds, 3),
                 "inputs": self.inputs, "samples": self.samples,
@@ -152,6 +164,10 @@ class RangeAnalysis:
                                "min_subnormal": FP16_MIN_SUBNORMAL, "underflow_share": UNDERFLOW_SHARE,
                                "underflow_min_values": UNDERFLOW_MIN_VALUES},
                 "largest_tensors": [t.to_json() for t in largest]}
+
+
+def option_text(nodes: Sequence[str]) -> str:
+    return "--layer-precisions " + ",".join(f"{n}:fp32" for n in nodes) if nodes else ""
 
 
 def tensor_range(name: str, node: str, op_type: str, values: np.ndarray) -> TensorRange:
@@ -332,13 +348,60 @@ def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
 
     try:
         proto = load_onnx(model) if not hasattr(model, "graph") else model
-        return analyze(proto, feeds, keep=keep, inputs=inputs)
+        return check_suggestions(proto, analyze(proto, feeds, keep=keep, inputs=inputs), keep)
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
     except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
         from .backends.onnxruntime import _ort_cause
 
         return RangeAnalysis(skipped=f"{type(err).__name__}: {_ort_cause(str(err))}")
+
+
+# Keep-lists built to check them per analysis (each: one FP16 conversion and one ONNX Runtime load,
+# ~0.1–2 s on ResNet-50-sized models): the combined one and the findings printed first.
+MAX_CHECKED = 1 + 2 * FINDINGS_SHOWN
+
+
+def build_error(model: "onnx.ModelProto", nodes: Sequence[str], ops: Sequence[str] = ()) -> str:
+    """"" when trtprof's FP16 conversion keeping ``nodes`` (and ``ops``) in FP32 builds and ONNX
+    Runtime loads it (type checks included: what refused the keep-lists of issue 23); else why not.
+    Every converting backend (ONNX Runtime, torch keep-lists, TensorRT >= 11, TensorRT-RTX) builds
+    from this same converted graph."""
+    from .backends.onnxruntime import _ort, _ort_cause
+    from .convert.fp16 import convert_fp16
+
+    try:
+        converted = convert_fp16(model, keep_fp32_nodes=nodes, keep_fp32_ops=ops).model
+        ort = _ort()
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        ort.InferenceSession(converted.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - any failure means: do not suggest it
+        return _ort_cause(str(err)).splitlines()[0] if str(err) else type(err).__name__
+    return ""
+
+
+def check_suggestions(model: "onnx.ModelProto", analysis: RangeAnalysis, keep: "KeepFp32 | None") -> RangeAnalysis:
+    """Build every keep-list the analysis would print (the combined one, and each printed finding's)
+    before it is suggested; one that does not build is reported with its cause instead."""
+    kept = list(keep.nodes) if keep else []
+    kept_ops = list(keep.ops) if keep else []
+    budget = MAX_CHECKED
+    suggestion_error = ""
+    if analysis.open_nodes:
+        suggestion_error = build_error(model, [*kept, *analysis.open_nodes], kept_ops)
+        budget -= 1
+    findings = []
+    shown: dict[str, int] = {}
+    for f in analysis.findings:
+        shown[f.kind] = shown.get(f.kind, 0) + 1
+        if f.covered or budget <= 0 or shown[f.kind] > FINDINGS_SHOWN:
+            findings.append(f)
+            continue
+        error = build_error(model, list(dict.fromkeys([*kept, *f.keep_nodes])), kept_ops)
+        budget -= 1
+        findings.append(replace(f, built=not error, build_error=error))
+    return replace(analysis, findings=tuple(findings), suggestion_error=suggestion_error)
 
 
 # ---------------------------------------------------------------------------------------------

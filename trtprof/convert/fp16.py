@@ -96,6 +96,10 @@ def convert_fp16(
         raise BadInput(f"--layer-precisions names no node of this model: {', '.join(unknown)} "
                        "(see `trtprof inspect` or the range analysis for node names)")
     op_block_list = sorted(set(float16.DEFAULT_OP_BLOCK_LIST) | set(DEFAULT_OP_BLOCK_LIST) | set(ops))
+    split = fp16_fixes.split_shared_initializers(prepared, nodes, op_block_list)
+    if split:
+        fixes.append(f"{len(split)} weight(s) shared by nodes kept in FP32 and FP16 nodes given an FP32 copy for the "
+                     f"kept ones: {', '.join(split[:5])}" + (" …" if len(split) > 5 else ""))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
