@@ -126,6 +126,13 @@ def test_top1_and_top5_agreement_of_a_classifier_output():
     assert few.top1 is not None and few.top5 is None  # top-5 of 5 classes would always agree
 
 
+def test_ties_count_as_agreement():
+    """A flat output (a softmax of equal logits: 0.001 everywhere) has no ranking to disagree with."""
+    flat = np.full((2, 1000), 0.001)
+    d = compare_output("probs", flat, flat.copy())
+    assert (d.top1, d.top5) == (1.0, 1.0)
+
+
 def test_an_inf_score_never_agrees():
     ref = np.array([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]])
     assert compare_output("p", ref, np.array([[np.nan, 1.0, 2.0], [0.0, 1.0, 2.0]])).top1 == 0.5

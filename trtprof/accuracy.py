@@ -110,11 +110,14 @@ def _topk_agreement(ref: np.ndarray, cand: np.ndarray) -> tuple[float | None, fl
     sound = np.isfinite(c).all(axis=1)  # a sample with an inf/NaN score never counts as agreeing
     c = np.where(np.isfinite(c), c, 0.0)
     truth = np.argmax(r, axis=1)
-    top1 = float(np.mean((np.argmax(c, axis=1) == truth) & sound))
+    # the reference's class agrees when the candidate scores it at least as high as its k-th best
+    # (ties count as agreement: a flat output has no ranking to disagree with)
+    score = c[np.arange(c.shape[0]), truth]
+    top1 = float(np.mean((score >= c.max(axis=1)) & sound))
     top5 = None
     if r.shape[1] > TOP5:
-        best5 = np.argpartition(-c, TOP5 - 1, axis=1)[:, :TOP5]
-        top5 = float(np.mean((best5 == truth[:, None]).any(axis=1) & sound))
+        fifth = -np.partition(-c, TOP5 - 1, axis=1)[:, TOP5 - 1]
+        top5 = float(np.mean((score >= fifth) & sound))
     return top1, top5, int(r.shape[0])
 
 
