@@ -143,7 +143,7 @@ class RangeAnalysis:
         counts = f"{plural(len(self.of_kind(OVERFLOW)), 'overflow risk')}, {plural(len(self.of_kind(UNDERFLOW)), 'underflow risk')}"
         peak = max(self.tensors, key=lambda t: t.max_abs, default=None)
         largest = f"; largest |x| {peak.max_abs:.4g} ({peak.name})" if peak is not None else ""
-        on = f"{self.inputs} in batches of {shapes}" if self.samples else shapes
+        on = f"{self.inputs} in batches of {shapes}" if self.samples else f"{self.inputs} {shapes}"
         return f"FP16 range analysis of the FP32 model on {on}: {scope}: {counts}{largest}"
 
     def lines(self, shown: int = FINDINGS_SHOWN) -> list[str]:
