@@ -436,7 +436,8 @@ def compare_records(
                                    layers=tables.get(batch), graph=graphs.get(batch))
             if acc.flagged:
                 msg = (f"{cand} produced {acc.nonfinite} non-finite output values (inf/NaN) at batch {batch} where "
-                       f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32")
+                       f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32 "
+                       "(`trtprof fix-fp16 MODEL` finds which and measures the cost)")
                 findings.insert(0, dg.Finding("nonfinite", msg, {"nonfinite": acc.nonfinite, "elements": acc.elements}))
                 warnings.append(msg)
             comparisons.append(Comparison(
