@@ -201,3 +201,23 @@ def test_bench_and_profile_time_the_first_batch_of_the_inputs(tmp_path, capsys):
     assert result["config"]["inputs"] == f"inputs {npz} ({SAMPLES} samples), first batch"
     assert main(["profile", str(model), "--engines", str(engines), "--backend", "onnxruntime", "--batch-size", "8",
                  "--out", str(tmp_path / "l.json"), "--inputs", str(npz), "--iterations", "2", "--warmup", "0"]) == 0
+
+
+def test_train_compare_trains_on_the_first_batch_of_the_inputs(tmp_path, capsys):
+    pytest.importorskip("torch")
+    (tmp_path / "net.py").write_text(
+        "import torch\n"
+        "def make():\n"
+        "    torch.manual_seed(0)\n"
+        "    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 4)), torch.zeros(2, 16)\n")
+    npz = tmp_path / "d.npz"
+    out = tmp_path / "t.json"
+    argv = ["train-compare", f"{tmp_path / 'net.py'}:make", "--device", "cpu", "--budget", "0.3",
+            "--round-iterations", "2", "--steps", "2", "--no-reasons", "--out", str(out), "--inputs", str(npz)]
+    np.savez(npz, input=_x(6))
+    assert main(argv) == 0
+    assert json.loads(out.read_text())["settings"]["inputs"] == f"inputs {npz} (6 samples), first batch"
+    out.unlink()
+    np.savez(npz, x=_x(6))
+    assert main(argv) == 2 and not out.exists()  # refused before any step
+    assert "lacks input(s) input; has unknown name(s) x" in capsys.readouterr().err

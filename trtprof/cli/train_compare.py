@@ -54,6 +54,7 @@ def add_parser(sub) -> None:
                    help="GPU: also search the largest batch whose step fits in memory, per arm")
     p.add_argument("--max-batch-limit", type=int, default=4096, help="stop the search there (default 4096)")
     p.add_argument("--no-reasons", action="store_true", help="skip the profiler passes behind the reasons")
+    _common.add_inputs_arg(p, what="its first batch feeds the timed steps and the loss comparison")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs, labels and nothing else")
     p.add_argument("--out", type=Path, default=Path("train_compare.json"), help="JSON output")
     p.add_argument("--html", type=Path, default=None, help="also write an HTML report here")
@@ -99,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     data = train_compare(args.model, args.precisions, sizes, plan, options, device=args.device,
-                         shapes=_common.shapes(args), on_batch=on_batch, on_arm=on_arm)
+                         shapes=_common.shapes(args), on_batch=on_batch, on_arm=on_arm,
+                         data=_common.load_inputs(args))
     write_json(data, args.out)
     print_summary(data)
     if args.html is not None:

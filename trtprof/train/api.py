@@ -28,7 +28,10 @@ def train_compare(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     on_batch: Callable[[int, cmp.InterleavedOutcome], None] | None = None,
     on_arm: Callable[[int, str, Any], None] | None = None,
+    data: Any = None,
 ) -> dict[str, Any]:
+    """``data`` (user_inputs.InputData, ``--inputs``): its first batch instead of random inputs, for the
+    timed steps and the loss comparison alike (labels stay seeded)."""
     from ..inputs import make_inputs, resolve_shapes
 
     from .factory import FactorySpec
@@ -67,14 +70,21 @@ def train_compare(
     if not sizes:
         sizes = ((getattr(trainer, "source", None) or {}).get("example_batch") or 1,)
 
+    if data is not None:
+        data.check(trainer.inputs, model_path=str(model))
+        overrides.update(data.shape_overrides())
+
     def shapes_for(batch: int) -> Mapping[str, tuple[int, ...]]:
         return resolve_shapes(trainer.inputs, batch, overrides, model_path=str(model))
 
     def make_feeds(s: Mapping[str, tuple[int, ...]]) -> Mapping[str, Any]:
-        return make_inputs(trainer.inputs, s, seed=options.seed)
+        return make_inputs(trainer.inputs, s, seed=options.seed, data=data)
 
-    return compare_training(trainer, arms, sizes, plan, options, model_name=name, shapes_for=shapes_for,
-                            make_feeds=make_feeds, on_batch=on_batch, on_arm=on_arm)
+    result = compare_training(trainer, arms, sizes, plan, options, model_name=name, shapes_for=shapes_for,
+                              make_feeds=make_feeds, on_batch=on_batch, on_arm=on_arm)
+    result.setdefault("settings", {})["inputs"] = f"{data.describe()}, first batch" if data is not None else \
+        f"random inputs (seed {options.seed})"
+    return result
 
 
 def _torch_arms(precisions: str | None, options: TrainOptions, device: str) -> tuple[str, list[Any]]:
