@@ -202,3 +202,11 @@ def test_bad_budgets_are_refused(text, cause):
 
     with pytest.raises(BadInput, match=cause):
         AccuracyBudget.parse(text)
+
+
+def test_summary_of_a_file_written_before_the_new_metrics_claims_none_of_them():
+    from trtprof.accuracy import summary_line
+
+    old = {"max_abs_err": 0.5, "max_rel_err": 0.1, "mismatch_fraction": 0.0, "nonfinite": 0, "rtol": 0.01, "atol": 0.001}
+    text = summary_line(old)
+    assert text.startswith("max abs 0.5, max rel 0.1") and "cosine" not in text and "random" not in text

@@ -188,10 +188,14 @@ def _predicted_cell(acc: Mapping[str, Any]) -> str:
     predicted = acc.get("predicted")
     if not predicted or predicted.get("skipped"):
         return "–"
-    over, under = predicted.get("overflow_risks", 0), predicted.get("underflow_risks", 0)
+    findings = predicted.get("findings", [])
+    open_ = [f for f in findings if not f.get("covered")]
+    over = sum(f.get("kind") == "overflow" for f in open_)
+    under = sum(f.get("kind") == "underflow" for f in open_)
+    kept = f", {len(findings) - len(open_)} kept FP32" if len(open_) < len(findings) else ""
     if not over and not under:
-        return "none"
-    return f"{over} overflow ⚠, {under} underflow" if over else f"{under} underflow"
+        return "none" + kept
+    return (f"{over} overflow ⚠, {under} underflow" if over else f"{under} underflow") + kept
 
 
 def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
@@ -221,7 +225,7 @@ def accuracy_legend(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "loads × rounds", "baseline median ms",
-                   "candidate median ms", "accuracy (inputs)", "cosine", "top-1", "max err/max|ref|", "non-finite",
+                   "candidate median ms", "accuracy (inputs)", "cosine", "top-1", "max err / max abs ref", "non-finite",
                    "predicted FP16")
 
 
