@@ -168,3 +168,19 @@ def test_fix_fp16_on_a_model_zoo_graph(tmp_path, capsys):
     [reuse] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("reuse: ")]
     argv = shlex.split(reuse.removeprefix("reuse: trtprof "))
     assert main([*argv, "--engines", str(tmp_path / "fresh"), "--backend", "onnxruntime"]) == 0
+
+
+def test_the_engine_path_judges_the_backends_own_outputs(tmp_path, monkeypatch):
+    """Contract of the path GPU backends take (their FP16 engines compute in FP16): forced here on ONNX
+    Runtime, whose 'fp16' engine computes in FP32 behind casts, so its plain FP16 output meets any
+    budget — which is exactly why the emulation is used for it by default."""
+    from trtprof import fp16range
+
+    monkeypatch.setattr(fp16range, "NOT_FP16", ())
+    model = cancellation_model(tmp_path / "m.onnx")
+    out = tmp_path / "fix.json"
+    assert main(["fix-fp16", str(model), "--engines", str(tmp_path / "e"), "--batch-size", "4", "--out", str(out),
+                 "--accuracy", "cosine>=0.9999", *FAST]) == 0
+    search = json.loads(out.read_text())["fix_fp16"]
+    assert search["evaluation"] == "engine"
+    assert [(t["stage"], t["verdict"]) for t in search["trials"]] == [("plain", "OK")] and search["keep"] == []

@@ -3,6 +3,7 @@ and what it costs in speed."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -98,5 +99,6 @@ def print_fix(fix, model: Path) -> None:
         print(f"fp16 with {len(s.keep)} node(s) in fp32: {sp.estimate:.3g}× [{sp.ci_low:.3g}, {sp.ci_high:.3g}] "
               f"{relation} fp32{score} ({'emulated FP16' if s.evaluation == 'emulated' else 'FP16 engine'}); "
               f"the measured engine: accuracy {acc.verdict['label']}, cosine {acc.cosine:.6g} on {acc.inputs}")
-    option = s.option or "(nothing to keep: plain --fp16 meets the budget)"
-    print(f"reuse: trtprof build {model} --fp16 {option}".rstrip())
+    if not s.keep:
+        print("nothing to keep in FP32: plain FP16 meets the budget")
+    print(f"reuse: trtprof build {shlex.quote(str(model))} --fp16 {s.option}".rstrip())
