@@ -84,3 +84,129 @@ def test_fp16_overflow_through_the_real_build_is_flagged(tmp_path):
     assert np.isfinite(out["fp32"]["y"]).all()
     acc = compare_outputs(out["fp32"], out["fp16"])
     assert acc.flagged and acc.nonfinite > 0
+
+
+# -- metrics that survive near-zero references (issue 23) -------------------------------------------
+
+
+def test_scale_relative_metrics_survive_near_zero_references():
+    """A logit of 2e-3 makes the elementwise relative error explode; the metrics relative to the
+    output's scale, SNR and cosine stay small/near 1 for the same tiny absolute error."""
+    ref = np.array([10.0, -8.0, 2e-3, 5.0])
+    cand = ref + np.array([0.0, 0.0, 0.01, 0.0])
+    d = compare_output("logits", ref, cand)
+    assert d.max_rel_err == pytest.approx(5.0)  # 0.01 / 2e-3: what the issue saw as "max rel 14.4"
+    assert d.max_err_scaled == pytest.approx(0.01 / 10.0)
+    rms = np.sqrt(np.mean(ref ** 2))
+    assert d.mean_err_scaled == pytest.approx((0.01 / 4) / rms)
+    assert d.snr_db == pytest.approx(10 * np.log10(np.sum(ref ** 2) / 0.01 ** 2))
+    assert d.cosine == pytest.approx(float(ref @ cand / np.linalg.norm(ref) / np.linalg.norm(cand)))
+    assert d.cosine > 0.999999
+
+
+def test_snr_and_cosine_by_hand():
+    d = compare_output("y", np.array([3.0, 4.0]), np.array([3.0, 4.1]))
+    assert d.snr_db == pytest.approx(10 * np.log10(25 / 0.01))
+    d = compare_output("y", np.array([1.0, 0.0]), np.array([1.0, 1.0]))
+    assert d.cosine == pytest.approx(1 / np.sqrt(2))
+    exact = compare_output("y", np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+    assert exact.snr_db == np.inf and exact.cosine == 1.0
+
+
+def test_top1_and_top5_agreement_of_a_classifier_output():
+    ref = np.tile(np.arange(10, dtype=np.float64), (4, 1))  # every sample: class 9 first, 8 second, …
+    cand = ref.copy()
+    cand[1, 9] = 7.5  # sample 1: top-1 becomes 8, ref's class 9 still in the top 5
+    cand[2, 9] = -1.0  # sample 2: class 9 drops out of the top 5
+    d = compare_output("probs", ref, cand)
+    assert (d.top1, d.top5, d.samples) == (0.5, 0.75, 4)
+    assert compare_output("flat", ref.ravel(), cand.ravel()).top1 is None  # 1-D: no classes
+    assert compare_output("nchw", ref[:, :, None, None], cand[:, :, None, None]).top1 == 0.5
+    few = compare_output("few", ref[:, :5], cand[:, :5])
+    assert few.top1 is not None and few.top5 is None  # top-5 of 5 classes would always agree
+
+
+def test_ties_count_as_agreement():
+    """A flat output (a softmax of equal logits: 0.001 everywhere) has no ranking to disagree with."""
+    flat = np.full((2, 1000), 0.001)
+    d = compare_output("probs", flat, flat.copy())
+    assert (d.top1, d.top5) == (1.0, 1.0)
+
+
+def test_an_inf_score_never_agrees():
+    ref = np.array([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0]])
+    assert compare_output("p", ref, np.array([[np.nan, 1.0, 2.0], [0.0, 1.0, 2.0]])).top1 == 0.5
+    assert compare_output("p", ref, np.array([[-np.inf, 1.0, 2.0], [0.0, 1.0, 2.0]])).top1 == 0.5
+
+
+# -- the accuracy verdict ---------------------------------------------------------------------------
+
+
+def _delta(**kw):
+    from trtprof.accuracy import AccuracyDelta
+
+    base = dict(max_abs_err=0.0, max_rel_err=0.0, mismatch_fraction=0.0, nonfinite=0, elements=10)
+    return AccuracyDelta(**{**base, **kw})
+
+
+def test_default_budget_each_threshold_just_inside_and_outside():
+    from trtprof.accuracy import DEGRADED, OK, AccuracyBudget, judge
+
+    budget = AccuracyBudget.parse(None)
+    assert budget.text == "cosine>=0.999,top1>=0.99"
+    assert judge(_delta(cosine=0.99901, top1=1.0), budget)["verdict"] == OK
+    assert judge(_delta(cosine=0.999, top1=0.99), budget)["verdict"] == OK  # the bounds themselves pass
+    out = judge(_delta(cosine=0.99899, top1=1.0), budget)
+    assert out["verdict"] == DEGRADED and out["reason"].startswith("cosine>=0.999 fails (0.99899)")
+    assert judge(_delta(cosine=1.0, top1=0.9899), budget)["verdict"] == DEGRADED
+    # no [N, classes] output: top1 does not apply, and says so
+    out = judge(_delta(cosine=1.0, top1=None), budget)
+    assert out["verdict"] == OK and out["not_applicable"] == ["top1>=0.99"]
+
+
+def test_other_budget_metrics_just_inside_and_outside():
+    from trtprof.accuracy import DEGRADED, OK, AccuracyBudget, judge
+
+    budget = AccuracyBudget.parse("snr_db>=40,max_err_scaled<=0.01,top5>=0.999,mean_err_scaled<=0.001,"
+                                  "mismatch_fraction<=0.05")
+    good = dict(snr_db=40.0, max_err_scaled=0.01, top5=0.999, mean_err_scaled=0.001, mismatch_fraction=0.05)
+    assert judge(_delta(**good), budget)["verdict"] == OK
+    for metric, worse in (("snr_db", 39.99), ("max_err_scaled", 0.0101), ("top5", 0.998),
+                          ("mean_err_scaled", 0.00101), ("mismatch_fraction", 0.0501)):
+        out = judge(_delta(**{**good, metric: worse}), budget)
+        assert out["verdict"] == DEGRADED and out["reason"].startswith(metric), metric
+
+
+def test_new_inf_is_broken_whatever_the_metrics():
+    from trtprof.accuracy import BROKEN, AccuracyBudget, judge
+
+    out = judge(_delta(cosine=1.0, nonfinite=1), AccuracyBudget.parse(None))
+    assert out["verdict"] == BROKEN and "1 non-finite" in out["reason"]
+
+
+def test_predicted_overflow_beside_an_ok_observation():
+    from trtprof.accuracy import AccuracyBudget, judge
+
+    predicted = {"findings": [{"kind": "overflow", "covered": False}], "skipped": None}
+    out = judge(_delta(predicted=predicted, caveat="observed error is not FP16's"), AccuracyBudget.parse(None))
+    assert (out["verdict"], out["predicted"], out["label"]) == ("OK", "BROKEN", "OK (predicted BROKEN)")
+    covered = {"findings": [{"kind": "overflow", "covered": True}], "skipped": None}
+    assert judge(_delta(predicted=covered), AccuracyBudget.parse(None))["label"] == "OK"
+
+
+@pytest.mark.parametrize("text, cause", [("cosine<=0.9", "bounded with >="), ("top1>=x", "not a number"),
+                                         ("accuracy>=0.9", "expected METRIC"), ("cosine>=inf", "finite")])
+def test_bad_budgets_are_refused(text, cause):
+    from trtprof.accuracy import AccuracyBudget
+    from trtprof.errors import BadInput
+
+    with pytest.raises(BadInput, match=cause):
+        AccuracyBudget.parse(text)
+
+
+def test_summary_of_a_file_written_before_the_new_metrics_claims_none_of_them():
+    from trtprof.accuracy import summary_line
+
+    old = {"max_abs_err": 0.5, "max_rel_err": 0.1, "mismatch_fraction": 0.0, "nonfinite": 0, "rtol": 0.01, "atol": 0.001}
+    text = summary_line(old)
+    assert text.startswith("max abs 0.5, max rel 0.1") and "cosine" not in text and "random" not in text

@@ -99,6 +99,9 @@ def test_a_writer_killed_mid_write_leaves_the_old_file_whole(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     assert target.read_bytes() == old
+    assert [item.status for item in scan_dir(tmp_path).items if item.status == TEMP] == []  # no proof it is ours
+    (tmp_path / ".locks").mkdir()
+    (tmp_path / ".locks" / ("0123456789ab" + "0" * 52 + ".lock")).touch()  # every build leaves its key's lock
     assert [item.status for item in scan_dir(tmp_path).items if item.status == TEMP] == [TEMP]
 
 
@@ -261,7 +264,7 @@ def test_cache_ls_cli(messy_engines, capsys):
     assert any("corrupt: " in l and "sha256" in l for l in lines)
     assert any("corrupt: " in l and "JSON list" in l for l in lines)
     assert any("orphan" in l and messy_engines["orphan"].name in l for l in lines)
-    assert lines[-1].startswith("5 item(s)") and "1 ok, 2 corrupt, 1 orphan, 1 temp" in lines[-1]
+    assert lines[-1].startswith("5 items") and "1 ok, 2 corrupt, 1 orphan, 1 temp" in lines[-1]
 
 
 def test_bench_warns_about_orphans(messy_engines, tmp_path, capsys):

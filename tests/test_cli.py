@@ -63,7 +63,8 @@ def test_build_cache_hit_bench_plot(conv_model, tmp_path, capsys):
     plots = tmp_path / "plots"
     assert main(["plot", str(results), "--out", str(plots)]) == 0
     made = sorted(p.name for p in plots.iterdir())
-    assert made == ["hist_batch1.png", "hist_batch4.png", "latency_vs_batch.png", "throughput_vs_batch.png"]
+    assert made == ["ecdf_batch1.png", "ecdf_batch4.png", "hist_batch1.png", "hist_batch4.png", "latency_vs_batch.png",
+                    "throughput_vs_batch.png"]
     assert all((plots / m).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for m in made)
     assert main(["plot", str(results), "--out", str(plots), "--format", "svg"]) == 0
     assert (plots / "hist_batch1.svg").read_text().lstrip().startswith("<?xml")
@@ -229,7 +230,7 @@ def test_contract_on_a_model_zoo_graph_we_did_not_write(tmp_path, capsys):
     assert main(["bench", str(engines), "--warmup", "1", "--iterations", "3", "--out", str(results)]) == 0
     entries = json.loads(results.read_text())["results"]
     assert [(e["precision"], e["config"]["input_shapes"]) for e in entries] == [
-        ("fp16", {"gpu_0/data_0": [1, 3, 224, 224]}), ("fp32", {"gpu_0/data_0": [1, 3, 224, 224]})]
+        ("fp32", {"gpu_0/data_0": [1, 3, 224, 224]}), ("fp16", {"gpu_0/data_0": [1, 3, 224, 224]})]  # fp32 first
     # its static batch of 1 is enforced
     assert main(["build", str(model), "--batch-sizes", "4", "--engines", str(engines), "--backend", "onnxruntime"]) == 2
     assert "static batch of 1" in capsys.readouterr().err

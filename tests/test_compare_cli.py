@@ -65,7 +65,7 @@ def test_compare_model_then_report(conv_model, tmp_path, capsys):
 
     html = tmp_path / "report.html"
     assert main(["report", str(out), "-o", str(html)]) == 0
-    assert "| 1 | fp16 vs fp32 |" in capsys.readouterr().out
+    assert "| 1 | fp16 (effective fp32+casts) vs fp32 |" in capsys.readouterr().out  # ORT CPU: what really ran
     assert_self_contained(html.read_text())
 
 

@@ -97,7 +97,7 @@ def test_a_30000_weight_survives_and_a_1e5_weight_is_reported(tmp_path):
     [raised] = [c for c in conv.weights.changes if c.kind == "raised"]
     assert raised.count == 1 and raised.new_abs == 2.0 ** -24
     notes = " ".join(conv.notes)
-    assert "2 value(s) in 1 tensor(s) exceed FP16's max 65504 and were clamped to ±65504: w (2 of 6" in notes
+    assert "2 values in 1 tensor exceed FP16's max 65504 and were clamped to ±65504: w (2 of 6" in notes
     assert "raised to ±5.96e-08 instead of flushed to 0" in notes
     assert "1e-07" not in notes and "10000" not in notes  # the converter's defaults are not in play
 
@@ -382,7 +382,7 @@ def test_compare_predicts_the_overflow_cpu_fp16_does_not_show(tmp_path, capsys):
 
     data = load(out)
     assert "predicted: overflow risk: tensor t2" in markdown_summary(data)
-    assert "FP16 accuracy: predicted vs observed" in render_html(data)
+    assert "Accuracy: verdict, predicted vs observed" in render_html(data)
 
 
 def test_build_prints_the_range_analysis_and_a_keep_list_covers_it(tmp_path, capsys):
@@ -599,11 +599,11 @@ def test_range_analysis_text_for_the_build_and_for_compare():
     build = analysis.lines(shown=2)
     assert build[0] == analysis.summary()
     assert build[1:3] == [over[0].message, over[1].message]
-    assert "… and 2 more overflow risk(s) (JSON: fp16_range)" in build
+    assert "… and 2 more overflow risks (JSON: fp16_range)" in build
     assert under[0].message in build
     assert build[-1] == "to keep all of them FP32: --layer-precisions n0:fp32,n1:fp32,n2:fp32,n3:fp32"
     assert not any("keep-lists are build options" in line for line in build)
     stored = predicted_lines(analysis.to_json(), shown=2)
-    assert "… and 2 more overflow risk(s) (JSON: accuracy.predicted)" in stored
+    assert "… and 2 more overflow risks (JSON: accuracy.predicted)" in stored
     assert stored[-1].startswith("keep-lists are build options")
     assert predicted_lines(RangeAnalysis(skipped="no model").to_json()) == ["FP16 range analysis skipped: no model"]

@@ -150,7 +150,7 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
     from trtprof import compare as cmp
     from trtprof.interleave import FLOOR_ROUNDS
     from trtprof.train.api import train_compare
-    from trtprof.train.run import TrainOptions
+    from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
 
     plan = cmp.RoundPlan(time_budget_s=0.5, round_iterations=3, first_warmup=2, first_warmup_ms=0)
     data = train_compare(_model(tmp_path), "fp32,amp-fp16,amp-bf16", (2,), plan, TrainOptions(steps=4), device="cpu")
@@ -159,7 +159,8 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
     for c in data["comparisons"]:
         s = c["speedup"]
         assert s["ci_low"] <= s["estimate"] <= s["ci_high"]
-        assert c["verdict"] == cmp.verdict(s["ci_low"], s["ci_high"])
+        wide = s["ci_high"] / s["ci_low"] > MAX_CI_RATIO
+        assert c["verdict"] == (NOT_MEASURABLE if wide else cmp.verdict(s["ci_low"], s["ci_high"]))
         # a 0.5 s budget: the floor of one round pair (interleave.FLOOR_ROUNDS) at least
         assert c["rounds"] >= FLOOR_ROUNDS and len(c["round_ratios"]) == c["rounds"]
         assert c["latency"]["baseline"]["n"] == c["rounds"] * 3
@@ -167,7 +168,10 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
         assert any(f["rule"] == "cpu_only" for f in c["diagnosis"])
     fp16 = data["comparisons"][0]
     assert fp16["accuracy"]["candidate_skipped_steps"] is not None
-    assert any(f["rule"] == "grad_scaler" for f in fp16["diagnosis"])
+    # the phase split is reported only when the profiling pass agrees with the timed median (a
+    # loaded CPU often does not); either way the comparison says which
+    assert any(f["rule"] in ("grad_scaler", "phase_split") for f in fp16["diagnosis"])
+    assert not any(f["rule"] == "tensor_core_eligibility" for c in data["comparisons"] for f in c["diagnosis"])
     arms = data["batches"][0]["arms"]
     assert arms["fp32"]["skipped_steps"] is None and arms["amp-fp16"]["steps"] == 4
     prof = arms["amp-bf16"]["profile"]

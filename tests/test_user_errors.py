@@ -172,27 +172,6 @@ def test_huge_batch_is_refused_before_allocating(engines, tmp_path, capsys):
     assert 1 <= suggested < 2000000000
 
 
-def _limit_address_space() -> None:  # runs in the child before exec
-    import resource
-
-    limit = 1536 * 1024**2
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is how the test makes memory run out")
-def test_real_out_of_memory_is_exit_2_naming_the_batch(engines, tmp_path):
-    """A real allocation failure: the bench subprocess may map 1.5 GiB; batch 120000 of the conv net
-    needs more (one activation is 0.23 GiB, ORT's arena asks for more), while its inputs (0.34 GiB)
-    pass the pre-check. ORT's own error log must not add lines to the one-line error."""
-    (meta,) = engines.glob("*.fp32.*.json")
-    out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "trtprof", "bench", str(meta), "--batch-sizes", "120000",
-                           "--warmup", "1", "--iterations", "2", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, preexec_fn=_limit_address_space)
-    _assert_clean_failure(proc, "out of memory at batch size 120000", "inputs alone take", "try --batch-sizes")
-    assert not out.exists()
-
-
 def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp_path):
     """ORT's "Failed to allocate" from a run (here from a fake runner: forcing a real one out of memory
     would take the test machine's memory with it) becomes OutOfMemory with the batch size."""
@@ -279,7 +258,7 @@ def test_read_only_engines_dir_serves_cache_hits_and_refuses_builds(conv_model, 
     miss = _run_read_only(engines, "build", str(conv_model), "--fp16", "--engines", str(engines), "--backend", "onnxruntime")
     _assert_clean_failure(miss, str(engines), "not writable", "writable --engines")
     bench = _run_read_only(engines, "bench", str(engines), *FAST, "--out", str(engines / "r.json"))
-    _assert_clean_failure(bench, "--out", "cannot write")
+    _assert_clean_failure(bench, "--out", "inside the engines dir")  # refused before its permissions matter (issue 21)
     assert tree_snapshot(engines) == before
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import backends, preflight, timing
 from .backends.base import set_autotune
@@ -78,13 +78,19 @@ def bench_one(
     seed: int = 0,
     int_range: tuple[int, int] = DEFAULT_INT_RANGE,
     threads: int | None = None,
+    data: Any = None,
 ) -> BenchResult:
+    """Time one engine at one batch size, on seeded random inputs or the first batch of the user's
+    (``data``, user_inputs.InputData)."""
     overrides = dict(record.spec.shape_overrides())
     overrides.update(shapes or {})
+    overrides.update(data.shape_overrides() if data is not None else {})
     input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
     needed = preflight.input_bytes(runner.inputs, input_shapes)
-    try:
-        feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range)
+    # ORT raises its own RuntimeError subclasses, torch OutOfMemoryError, CUDA cudaErrorMemoryAllocation;
+    # numpy MemoryError or ValueError ("array is too big"): all become OutOfMemory naming the batch.
+    with preflight.allocation_guard(batch_size, needed):
+        feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range, data=data)
         if runner.device == "cpu":
             samples = timing.time_host(lambda: runner.infer(feeds), config)
             applied = {**config.to_json(), "copies": None, "cuda_graph": False, "spin_wait": None,
@@ -92,15 +98,10 @@ def bench_one(
         else:
             samples = timing.time_device(runner, feeds, config)
             applied = {**config.to_json(), "clock": "cuda_events"}
-    except Exception as err:
-        # ORT raises its own RuntimeError subclasses, torch OutOfMemoryError, CUDA cudaErrorMemoryAllocation;
-        # numpy MemoryError or ValueError ("array is too big"). Anything else keeps its own error.
-        if preflight.is_out_of_memory(err) or (isinstance(err, ValueError) and "too big" in str(err)):
-            raise preflight.out_of_memory(err, batch_size, needed) from err
-        raise
     applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
+                    "inputs": data.describe() + ", first batch" if data is not None else "random inputs",
                     "warmup_s": round(samples.warmup_s, 4)})
     runtime_report = getattr(runner, "runtime_report", None)  # TensorRT-RTX: JIT and runtime cache
     if runtime_report is not None:
@@ -152,6 +153,7 @@ def bench_records(
     on_plan: Callable[[list[BenchPlan]], None] | None = None,
     threads: int | None = None,
     autotune: bool = True,
+    data: Any = None,
 ) -> ResultSet:
     """Bench every engine × batch size. All inputs are checked (engines load, shapes resolve, integer
     ranges fit the model's embeddings, the largest inputs fit in memory) before the first
@@ -170,12 +172,14 @@ def bench_records(
             runners[record.key] = load_runner(record, threads)
             set_autotune(runners[record.key], autotune)
             preflight.check_int_range(onnx_of(record), runners[record.key].inputs, int_range)
+            if data is not None:
+                data.check(runners[record.key].inputs, model_path=record.model_path)
         for item in items:
             runner = runners[item.record.key]
-            overrides = {**item.record.spec.shape_overrides(), **(shapes or {})}
+            overrides = {**item.record.spec.shape_overrides(), **(shapes or {}),
+                         **(data.shape_overrides() if data is not None else {})}
             input_shapes = resolve_shapes(runner.inputs, item.batch_size, overrides, model_path=item.record.model_path)
-            if runner.device == "cpu":
-                preflight.check_memory(item.batch_size, preflight.input_bytes(runner.inputs, input_shapes))
+            preflight.check_batch_memory(runner, item.batch_size, input_shapes)
         if on_plan is not None:
             on_plan(items)
         for index, item in enumerate(items):
@@ -183,7 +187,7 @@ def bench_records(
                 if on_start is not None:
                     on_start(item)
                 result = bench_one(item.record, runners[item.record.key], item.batch_size, config,
-                                   shapes=shapes, seed=seed, int_range=int_range, threads=threads)
+                                   shapes=shapes, seed=seed, int_range=int_range, threads=threads, data=data)
             except KeyboardInterrupt:
                 interrupted, pending = True, pending_json(items[index:])
                 break

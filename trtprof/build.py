@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import backends
+from . import backends, preflight
 from .cache import EngineCache, EngineRecord, now_iso
 from .errors import BadInput, BadModel
 from .inputs import resolve_shapes
 from .model import inspect_model
-from .spec import BuildSpec, CacheKey, Precision
+from .spec import BuildSpec, CacheKey, Precision, TensorSpec
 
 DEFAULT_BATCH_SIZES = (1,)
 # Build options that only shape an FP16 engine (trtprof.convert.keeplist): kept out of other specs.
@@ -76,6 +76,14 @@ def as_onnx(
     return path
 
 
+def check_range_memory(inputs: Sequence[TensorSpec], batch_size: int, shapes: Mapping[str, tuple[int, ...]] | None,
+                       onnx_path: Path) -> None:
+    """The FP16 range analysis makes the bench's inputs at the smallest batch on the host: refuse one
+    whose inputs alone exceed free memory before allocating (the same pre-check as bench)."""
+    resolved = resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path))
+    preflight.check_memory(batch_size, preflight.input_bytes(inputs, resolved))
+
+
 def build_engines(
     model: Path,
     precisions: Sequence[Precision],
@@ -91,13 +99,15 @@ def build_engines(
     on_convert: Callable[[Any], None] | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
     range_check: bool = True,
+    data: Any = None,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
     An FP16 engine records the FP16 range analysis of the FP32 model (``range_check``) in its
-    metadata and notes; the FP16 keep-lists go into the FP16 spec only.
+    metadata and notes (on all of the user's samples with ``data``, user_inputs.InputData); the FP16
+    keep-lists go into the FP16 spec only.
     """
     impl = backends.resolve_for_build(backend)
     normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
@@ -108,8 +118,12 @@ def build_engines(
         impl.check_precision(precision)
     onnx_path = as_onnx(Path(model), Path(engines_dir), check=check, on_convert=on_convert, **(convert_options or {}))
     info = inspect_model(onnx_path)
+    if data is not None:
+        data.check(info.inputs, model_path=str(onnx_path))
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
+    if range_check and Precision.FP16 in precisions:
+        check_range_memory(info.inputs, min(batch_sizes), shapes, onnx_path)
     keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
     if keep_options and Precision.FP16 not in precisions:
         raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
@@ -143,7 +157,7 @@ def build_engines(
             if range_check and spec.precision is Precision.FP16:
                 from .fp16range import for_build
 
-                analysis = for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec)
+                analysis = for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec, data=data)
                 report.metadata["fp16_range"] = analysis.to_json()
                 report.notes.extend(analysis.lines())
             return EngineRecord(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from contextlib import contextmanager
@@ -23,9 +24,11 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
 from .model import sha256_file
-from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, TensorSpec
+from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
 META_SUFFIX = ".json"
+# the names EngineCache.entry_stem + an extension give: ``cache prune`` and ``bench DIR`` know entries by it
+ENTRY_NAME = re.compile(r"(?P<stem>[\w-]+\.[a-z0-9]+\.[a-z0-9_-]+\.(?P<short>[0-9a-f]{12}))(?:\.[A-Za-z0-9_]+){1,2}")
 LOCK_DIR = ".locks"
 LOCK_TIMEOUT_S = 3600  # a TensorRT build of a large model can take many minutes
 
@@ -337,10 +340,13 @@ def list_engines(path: Path) -> list[EngineRecord]:
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
     if path.is_dir():
-        metas = sorted(p for p in path.glob(f"*{META_SUFFIX}") if not p.name.startswith("."))
+        # entry metadata only: a results.json or notes.json beside the engines is not an engine
+        metas = sorted(p for p in path.glob(f"*{META_SUFFIX}") if ENTRY_NAME.fullmatch(p.name))
         if not metas:
             raise BadInput("no engines here (build some with `trtprof build MODEL --engines DIR`)", path=path)
-        return [EngineRecord.read(m) for m in metas]
+        # by model, then precision as a reader compares them (fp32, tf32, fp16), not by file name
+        records = [EngineRecord.read(m) for m in metas]
+        return sorted(records, key=lambda r: (r.model, Precision.rank(r.precision), r.backend))
     if path.suffix == META_SUFFIX:
         return [EngineRecord.read(path)]
     meta = path.parent / (path.name[: -len(path.suffix)] + META_SUFFIX) if path.suffix else None

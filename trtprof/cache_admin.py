@@ -7,20 +7,30 @@ Every file in the dir is one of:
 - an ``orphan``: an artifact whose metadata is gone (never served: ``bench`` would skip it);
 - a ``temp`` file ``.<name>.<random>.tmp``: a write in progress, or debris of a killed one.
 Removal happens under the entry's lock, so a build running now is never cut from under.
+
+Only trtprof's own files are ever classified, listed for removal or removed: a file counts as
+trtprof's when its name follows the entry scheme ``<stem>.<precision>.<backend>.<12 hex>.<ext>``
+(or the temp form ``.<that>.<random>.tmp``) *and* its content or the dir proves it: metadata that
+reads as a record with that short key, or a lock of that key in ``.locks/`` (written by every
+build). Anything else (a user's model, results, a symlink) is ``foreign``: counted, never touched.
+Symlinks are never followed, and an artifact name from metadata is used only if it is the entry's own.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .cache import LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, _file_lock, _unlink_quietly
+from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, _file_lock, _unlink_quietly
 from .errors import BadInput
+from .wording import plural
 
 OK, CORRUPT, ORPHAN, TEMP = "ok", "corrupt", "orphan", "temp"
 _SHORT_KEY = re.compile(r"\.([0-9a-f]{12})(?:\.|$)")
+TEMP_NAME = re.compile(r"\.(?P<entry>.+)\.[A-Za-z0-9_]+\.tmp")
 
 
 @dataclass
@@ -59,6 +69,7 @@ class CacheItem:
 class CacheScan:
     root: Path
     items: list[CacheItem] = field(default_factory=list)
+    foreign: list[Path] = field(default_factory=list)  # not trtprof's: never listed for removal
 
     def problems(self) -> list[str]:
         """One line per orphan artifact and leftover temp file (corrupt entries are refused by
@@ -86,6 +97,32 @@ def _stat(files: Iterable[Path]) -> tuple[int, float]:
     return size, newest
 
 
+def _entry_name(name: str) -> re.Match | None:
+    """The entry-scheme match of a file name (plain or temp form), or None."""
+    temp = TEMP_NAME.fullmatch(name)
+    return ENTRY_NAME.fullmatch(temp.group("entry") if temp else name)
+
+
+def _locked_keys(root: Path) -> set[str]:
+    """Short keys with a lock in ``.locks/``: proof that a trtprof build wrote entries of that key."""
+    locks = root / LOCK_DIR
+    if not locks.is_dir() or locks.is_symlink():
+        return set()
+    return {p.name[:12] for p in locks.iterdir() if p.name.endswith(".lock") and re.fullmatch(r"[0-9a-f]{64}\.lock", p.name)}
+
+
+def _read_entry(meta: Path, short: str, locked: set[str]) -> tuple[EngineRecord | None, str] | None:
+    """(record or None, problem) for a metadata file of the entry scheme; None when neither its
+    content nor a lock proves it trtprof's."""
+    try:
+        record = EngineRecord.read(meta)
+    except CacheCorrupt as err:
+        return (None, str(err.message)) if short in locked else None
+    if record.key[:12] != short:
+        return (None, f"metadata key {record.key[:12]} does not match its name") if short in locked else None
+    return record, ""
+
+
 def scan_dir(root: Path, *, verify: bool = False) -> CacheScan:
     """Classify every file of ``root`` (see the module doc). ``verify`` also checks each artifact's
     sha256, which reads every artifact: ``cache ls`` does, ``bench``'s pre-scan does not."""
@@ -93,40 +130,65 @@ def scan_dir(root: Path, *, verify: bool = False) -> CacheScan:
     if not root.is_dir():
         raise BadInput("no such engines dir", path=root)
     scan = CacheScan(root)
-    files = sorted(p for p in root.iterdir() if p.is_file())
-    claimed: set[Path] = set()
-    for meta in (p for p in files if p.suffix == META_SUFFIX and not p.name.startswith(".")):
-        stem = meta.name[: -len(META_SUFFIX)]
-        siblings = [p for p in files if p != meta and not p.name.startswith(".") and p.name.startswith(stem + ".")
-                    and p.name[len(stem):].count(".") == 1]
-        try:
-            record = EngineRecord.read(meta)
-        except CacheCorrupt as err:
-            item_files = [meta, *siblings]
-            claimed.update(item_files)
-            scan.items.append(CacheItem(CORRUPT, item_files, None, str(err.message), *_stat(item_files)))
+    files = sorted(p for p in root.iterdir() if p.is_file() or p.is_symlink())
+    locked = _locked_keys(root)
+    claimed: set[Path] = {p for p in files if p.is_symlink()}
+    scan.foreign.extend(sorted(claimed))
+    for meta in (p for p in files if p.suffix == META_SUFFIX and p not in claimed):
+        match = ENTRY_NAME.fullmatch(meta.name)
+        read = _read_entry(meta, match.group("short"), locked) if match else None
+        if read is None:
             continue
-        artifact = meta.parent / record.artifact
-        item_files = [meta, *([artifact] if artifact.is_file() else []),
-                      *(s for s in siblings if s != artifact)]
+        record, problem = read
+        stem = match.group("stem")  # type: ignore[union-attr]
+        siblings = [p for p in files if p != meta and p not in claimed and ENTRY_NAME.fullmatch(p.name)
+                    and p.name.startswith(stem + ".")]
+        item_files = [meta, *siblings]
         claimed.update(item_files)
-        status, problem = OK, ""
-        try:
-            if verify:
-                record.verify()
-            elif not artifact.is_file():
-                raise CacheCorrupt("artifact is missing", path=artifact)
-        except CacheCorrupt as err:
-            status, problem = CORRUPT, err.message
+        status = CORRUPT if record is None else OK
+        if record is not None:
+            artifact = meta.parent / record.artifact
+            try:
+                if artifact not in siblings:  # a name outside the entry is never followed
+                    raise CacheCorrupt("artifact is missing (or not the entry's own file)", path=artifact)
+                if verify:
+                    record.verify()
+            except CacheCorrupt as err:
+                status, problem = CORRUPT, err.message
         scan.items.append(CacheItem(status, item_files, record, problem, *_stat(item_files)))
     for f in files:
         if f in claimed:
             continue
-        if f.name.startswith(".") and f.name.endswith(".tmp"):
+        match = _entry_name(f.name)
+        if match is None or match.group("short") not in locked:
+            scan.foreign.append(f)
+        elif f.name.startswith("."):
             scan.items.append(CacheItem(TEMP, [f], None, "temp file", *_stat([f])))
-        elif not f.name.startswith("."):
+        else:
             scan.items.append(CacheItem(ORPHAN, [f], None, "no metadata JSON", *_stat([f])))
     return scan
+
+
+def is_engines_dir(folder: Path) -> bool:
+    """Whether ``folder`` is (or holds the start of) an engines dir: a ``.locks`` folder or metadata
+    named by the entry scheme. Outputs are never written there (``prune`` would see user files)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return False
+    if _locked_keys(folder):  # build locks (a converter's `<stem>.lock` is not one)
+        return True
+    return any(ENTRY_NAME.fullmatch(p.name) and p.suffix == META_SUFFIX for p in folder.glob(f"*{META_SUFFIX}"))
+
+
+def check_cache_dir(root: Path, scan: CacheScan | None = None) -> None:
+    """Refuse (exit 2) a filesystem root, a home dir, or a dir with files none of which is trtprof's:
+    ``cache ls``/``prune`` are for engines dirs, and a typo must not list or remove a user's files."""
+    resolved = Path(os.path.abspath(root)).resolve()
+    if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
+        raise BadInput("is a filesystem root or a home dir, not an engines dir (name the engines dir)", path=root)
+    if scan is not None and not scan.items and scan.foreign:
+        raise BadInput(f"holds no trtprof engine entry ({plural(len(scan.foreign), 'other file')}, left alone): "
+                       "not an engines dir", path=root)
 
 
 def parse_age(text: str) -> float:
@@ -178,6 +240,8 @@ def remove(root: Path, item: CacheItem) -> bool:
         return True
     except Timeout:
         return False
+    except OSError as err:  # a read-only engines dir: the lock or the unlink is refused
+        raise BadInput(f"cannot remove {item.name} ({err.strerror or err})", path=root) from err
     finally:
         for lock in held:
             lock.release()

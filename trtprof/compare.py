@@ -277,6 +277,8 @@ def compare_records(
     isolation: str = ISOLATION_PROCESS,
     device: str | None = None,
     layers: bool = False,
+    accuracy_budget: Any = None,
+    data: Any = None,
 ) -> CompareReport:
     """Measure the engines of ``records`` (arm label → record; the first is the baseline; one record
     may appear under two labels for an A/A run) at each batch size; every candidate gets a speedup,
@@ -288,10 +290,11 @@ def compare_records(
     it) reused across batch sizes, or fresh in-process runners
     (``"in-process"``). ``on_progress`` hears every look of the stopping rule, ``on_batch`` each
     batch size as soon as its verdict is decided. ``layers``: also profile every engine layer by layer
-    (a separate run after the timing, ``trtprof.layers``)."""
+    (a separate run after the timing, ``trtprof.layers``). ``accuracy_budget`` (accuracy.AccuracyBudget;
+    default ``DEFAULT_BUDGET``) gives every candidate its accuracy verdict; ``data`` (user_inputs.InputData)
+    replaces the random inputs: accuracy runs on all its samples, timing on its first batch."""
     from . import diagnose as dg
-    from . import fp16range
-    from .accuracy import compare_outputs, run_outputs
+    from . import fp16range, preflight
     from .backends.base import set_autotune
     from .bench import load_runner
     from .cache import now_iso
@@ -323,17 +326,22 @@ def compare_records(
         for name in names:
             runners[name] = load_runner(records[name])
         autotune = {name: set_autotune(runners[name], plan.autotune) for name in names}
-        overrides = {**first.spec.shape_overrides(), **(shapes or {})}
+        if data is not None:  # the user's inputs: refused (exit 2) before any measurement
+            data.check(runners[baseline].inputs, model_path=first.model_path)
+        overrides = {**first.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
                       for b in batch_sizes}  # every shape checked before the first measurement
+        needed = {b: preflight.check_batch_memory(runners[baseline], b, all_shapes[b])  # as bench does
+                  for b in batch_sizes}
         devices = {name: runners[name].device for name in names}
         outputs = {}
         fp16_range = None
         for batch in batch_sizes:
-            feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints)
-            if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
-                fp16_range = fp16range.for_compare(onnx_path, records, feeds)
-            outputs[batch] = {name: run_outputs(runners[name], feeds) for name in names}
+            with preflight.allocation_guard(batch, needed[batch]):
+                feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints, data=data)
+                if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
+                    fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
+                outputs[batch] = reference_outputs(runners, feeds, data, batch)
     except BaseException:
         if pool is not None:
             pool.kill()
@@ -358,14 +366,17 @@ def compare_records(
         for batch in batch_sizes:
             try:
                 feeds_args = (all_shapes[batch], seed, ints)
+                fixed = data.batch(batch, dtypes=input_dtypes(records[baseline])) if data is not None else None
 
-                def open_load(index: int, feeds_args=feeds_args) -> Any:
+                def open_load(index: int, feeds_args=feeds_args, fixed=fixed) -> Any:
                     if pool is not None:
-                        return pool.load(index, *feeds_args)
+                        shapes_b, seed_b, ints_b = feeds_args
+                        return pool.load(index, shapes_b, seed_b, ints_b, fixed=fixed)
                     fresh = {name: load_runner(records[name]) for name in names}
                     for r in fresh.values():
                         set_autotune(r, plan.autotune)
-                    batch_feeds = make_inputs(fresh[baseline].inputs, feeds_args[0], seed=seed, int_range=ints)
+                    batch_feeds = fixed if fixed is not None else \
+                        make_inputs(fresh[baseline].inputs, feeds_args[0], seed=seed, int_range=ints)
 
                     def close(fresh=fresh) -> None:
                         for r in fresh.values():
@@ -398,7 +409,7 @@ def compare_records(
     done = [b for b in batch_sizes if b in outcomes]
     pending = [b for b in batch_sizes if b not in outcomes]
     if interrupted:
-        warnings.append(f"interrupted: kept batch size(s) {', '.join(map(str, done)) or 'none'}; "
+        warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, done)) or 'none'}; "
                         f"not measured: {', '.join(map(str, pending))}")
         batch_sizes = done
         layers = False  # no profiling after an interrupt: the user asked to stop
@@ -409,15 +420,15 @@ def compare_records(
 
     graphs = {b: graph_facts(onnx_path, records[baseline], b, shapes) for b in batch_sizes} if on_gpu else {}
     tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
-                             autotune=plan.autotune, graphs=graphs) if layers else {}
+                             autotune=plan.autotune, graphs=graphs, data=data) if layers else {}
     for batch in batch_sizes:
         outcome = outcomes[batch]
         base_result = per_batch[batch][baseline]
         for cand in names[1:]:
             cand_result = per_batch[batch][cand]
             speed = outcome.speedups[cand]
-            acc = fp16range.annotate(compare_outputs(outputs[batch][baseline], outputs[batch][cand]), fp16_range,
-                                     cand_result)
+            acc = accuracy_of(outputs[batch][baseline], outputs[batch][cand], fp16_range, cand_result,
+                              accuracy_budget, data, seed)
             roof = {}
             for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):
                 cost = costs.get((batch, name))
@@ -433,7 +444,8 @@ def compare_records(
                                    layers=tables.get(batch), graph=graphs.get(batch))
             if acc.flagged:
                 msg = (f"{cand} produced {acc.nonfinite} non-finite output values (inf/NaN) at batch {batch} where "
-                       f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32")
+                       f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32 "
+                       "(`trtprof fix-fp16 MODEL` finds which and measures the cost)")
                 findings.insert(0, dg.Finding("nonfinite", msg, {"nonfinite": acc.nonfinite, "elements": acc.elements}))
                 warnings.append(msg)
             comparisons.append(Comparison(
@@ -451,6 +463,35 @@ def compare_records(
                          results=results, environment=env, created=now_iso(),
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=isolation, layers=tables, interrupted=interrupted, pending=pending)
+
+
+def reference_outputs(runners: Mapping[str, Any], feeds: Mapping[str, Any], data: Any, batch: int) -> dict[str, Any]:
+    """Every arm's outputs for the accuracy delta: on ``feeds`` (one random batch), or on all of the
+    user's samples in batches of ``batch`` (``data``)."""
+    from .accuracy import run_outputs
+    from .user_inputs import run_all
+
+    if data is not None:
+        return {name: run_all(runner, data, batch) for name, runner in runners.items()}
+    return {name: run_outputs(runner, feeds) for name, runner in runners.items()}
+
+
+def input_dtypes(record: Any) -> dict[str, Any]:
+    return {t.name: np.dtype(t.dtype) for t in record.inputs}
+
+
+def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16_range: Any, cand_result: Any,
+                budget: Any, data: Any, seed: int) -> Any:
+    """The accuracy delta of one candidate: metrics on what the outputs were computed on, the FP16
+    range prediction and caveat (fp16), and the verdict against ``budget``."""
+    from dataclasses import replace
+
+    from . import fp16range
+    from .accuracy import AccuracyBudget, compare_outputs, judge
+
+    inputs = data.describe() if data is not None else f"random inputs (seed {seed})"
+    acc = fp16range.annotate(compare_outputs(reference, candidate, inputs=inputs), fp16_range, cand_result)
+    return replace(acc, verdict=judge(acc, budget if budget is not None else AccuracyBudget.parse(None)))
 
 
 def runners_device(runners: Mapping[str, Any], name: str) -> str | None:
@@ -539,6 +580,8 @@ def compare_model(
     isolation: str = ISOLATION_PROCESS,
     device: str | None = None,
     layers: bool = False,
+    accuracy_budget: Any = None,
+    data: Any = None,
 ) -> CompareReport:
     """MODEL (ONNX or TensorFlow) → build what is missing → ``compare_records``.
     A precision named twice (``fp32,fp32``) is an A/A run: one engine, two independently loaded arms.
@@ -553,4 +596,4 @@ def compare_model(
     arms = {label: records[str(p)] for label, p in zip(labels, precisions)}
     return compare_records(arms, sizes, plan, shapes=shapes, seed=seed, int_range=int_range,
                            onnx_path=onnx_path, on_batch=on_batch, on_progress=on_progress, isolation=isolation,
-                           device=device, layers=layers)
+                           device=device, layers=layers, accuracy_budget=accuracy_budget, data=data)

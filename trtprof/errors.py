@@ -42,6 +42,21 @@ class BadModel(TrtprofError):
     """The model file is missing, empty, truncated, not a model, or not runnable as asked."""
 
 
+class StaticBatch(BadModel):
+    """A model input fixes the batch size, and another was asked. The advice names the option of the
+    command that asked (``--batch-sizes`` for most, ``--batch-size`` for ``profile``): a command with
+    another option re-raises with ``for_option``."""
+
+    def __init__(self, input_name: str, static: int, asked: int, *, path: str | Path | None = None,
+                 option: str = "--batch-sizes") -> None:
+        super().__init__(f"input {input_name!r} has a static batch of {static}; batch size {asked} cannot run "
+                         f"(use {option} {static})", path=path)
+        self.input_name, self.static, self.asked = input_name, static, asked
+
+    def for_option(self, option: str) -> "StaticBatch":
+        return StaticBatch(self.input_name, self.static, self.asked, path=self.path, option=option)
+
+
 class UnsupportedPrecision(TrtprofError):
     """The backend cannot produce the asked precision on this device."""
 
@@ -64,6 +79,25 @@ class CudaError(TrtprofError):
 
 class BackendUnavailable(TrtprofError):
     """The backend asked for cannot run here (package or device missing)."""
+
+
+class OutputNotWritten(TrtprofError):
+    """A file trtprof writes could not be written (disk full, ``ulimit -f``, quota): the message names
+    the path and the cause, never the model, and says where the finished measurements still are."""
+
+
+WRITE_ERRNOS = frozenset({28, 27, 122})  # ENOSPC, EFBIG, EDQUOT: the disk or a limit, not the input
+
+
+def write_failure(err: OSError, path: str | Path | None = None, *, kept: str = "") -> OutputNotWritten:
+    """The one-line error for an OSError while writing ``path``."""
+    where = path if path is not None else err.filename
+    if where is not None:  # an atomic write's temp ``.name.XXXX.tmp`` stands for ``name``
+        temp = Path(str(where))
+        if temp.name.startswith(".") and temp.name.endswith(".tmp") and temp.name.count(".") >= 3:
+            where = temp.parent / temp.name[1:].rsplit(".", 2)[0]
+    what = err.strerror or str(err)
+    return OutputNotWritten(f"cannot write ({what})" + (f"; {kept}" if kept else ""), path=where)
 
 
 class OutOfMemory(TrtprofError):

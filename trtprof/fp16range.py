@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .convert.fp16_weights import FP16_MAX, FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL
+from .wording import plural
 
 if TYPE_CHECKING:
     import onnx
@@ -73,6 +74,8 @@ class RangeFinding:
     value: float  # max |x| (overflow) or the share of non-zero values below 2⁻²⁴ (underflow)
     keep_nodes: tuple[str, ...]  # producer and readers: keeping these FP32 keeps the tensor FP32
     covered: bool = False  # the build's keep-list already keeps all of keep_nodes in FP32
+    built: bool | None = None  # the FP16 conversion with this keep-list was built and loaded (None: not tried)
+    build_error: str = ""
 
     @property
     def option(self) -> str:
@@ -88,7 +91,9 @@ class RangeFinding:
                     f"of its non-zero values below 2^-24 (5.96e-08) → lost in FP16")
         if self.covered:
             return what + "; already kept in FP32 by this build's keep-list"
-        return what + f"; keep it FP32 with {self.option}"
+        if self.built is False:
+            return what + f"; keeping its producer and readers in FP32 did not build here ({self.build_error})"
+        return what + f"; keep it FP32 with {self.option}" + (" (built and loaded: checked)" if self.built else "")
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "keep_nodes": list(self.keep_nodes), "option": self.option, "message": self.message}
@@ -106,6 +111,9 @@ class RangeAnalysis:
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     seconds: float = 0.0
     skipped: str = ""  # why there is no analysis ("" when there is one)
+    inputs: str = "random inputs"  # what the FP32 model ran on (the user's --inputs or random)
+    samples: int = 0  # samples analysed (all batches)
+    suggestion_error: str = ""  # the combined keep-list did not build: why (then none is suggested)
 
     @property
     def sampled(self) -> bool:
@@ -117,8 +125,14 @@ class RangeAnalysis:
     @property
     def suggested_option(self) -> str:
         """One option that keeps every risky tensor (not yet kept) in FP32."""
-        nodes = list(dict.fromkeys(n for f in self.findings if not f.covered for n in f.keep_nodes))
-        return "--layer-precisions " + ",".join(f"{n}:fp32" for n in nodes) if nodes else ""
+        if self.suggestion_error:
+            return ""
+        return option_text(self.open_nodes)
+
+    @property
+    def open_nodes(self) -> list[str]:
+        """The nodes of every finding not yet kept in FP32: the combined keep-list."""
+        return list(dict.fromkeys(n for f in self.findings if not f.covered for n in f.keep_nodes))
 
     def summary(self) -> str:
         if self.skipped:
@@ -126,10 +140,11 @@ class RangeAnalysis:
         scope = (f"{self.analysed} of {self.float_tensors} float tensors (sampled evenly to bound the cost)"
                  if self.sampled else f"all {self.analysed} float tensors")
         shapes = ", ".join(f"{k} {list(v)}" for k, v in self.input_shapes.items())
-        counts = f"{len(self.of_kind(OVERFLOW))} overflow risk(s), {len(self.of_kind(UNDERFLOW))} underflow risk(s)"
+        counts = f"{plural(len(self.of_kind(OVERFLOW)), 'overflow risk')}, {plural(len(self.of_kind(UNDERFLOW)), 'underflow risk')}"
         peak = max(self.tensors, key=lambda t: t.max_abs, default=None)
         largest = f"; largest |x| {peak.max_abs:.4g} ({peak.name})" if peak is not None else ""
-        return f"FP16 range analysis of the FP32 model on {shapes}: {scope}: {counts}{largest}"
+        on = f"{self.inputs} in batches of {shapes}" if self.samples else f"{self.inputs} {shapes}"
+        return f"FP16 range analysis of the FP32 model on {on}: {scope}: {counts}{largest}"
 
     def lines(self, shown: int = FINDINGS_SHOWN) -> list[str]:
         """The summary and the findings, a few per kind (all are in the JSON): the build's notes."""
@@ -140,13 +155,19 @@ class RangeAnalysis:
         return {"summary": self.summary(), "skipped": self.skipped or None,
                 "findings": [f.to_json() for f in self.findings],
                 "overflow_risks": len(self.of_kind(OVERFLOW)), "underflow_risks": len(self.of_kind(UNDERFLOW)),
-                "suggested_option": self.suggested_option, "float_tensors": self.float_tensors,
+                "suggested_option": self.suggested_option, "suggestion_error": self.suggestion_error or None,
+                "float_tensors": self.float_tensors,
                 "analysed_tensors": self.analysed, "sampled": self.sampled, "runs": self.runs,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()}, "seconds": round(self.seconds, 3),
+                "inputs": self.inputs, "samples": self.samples,
                 "thresholds": {"overflow_max_abs": FP16_MAX, "min_normal": FP16_MIN_NORMAL,
                                "min_subnormal": FP16_MIN_SUBNORMAL, "underflow_share": UNDERFLOW_SHARE,
                                "underflow_min_values": UNDERFLOW_MIN_VALUES},
                 "largest_tensors": [t.to_json() for t in largest]}
+
+
+def option_text(nodes: Sequence[str]) -> str:
+    return "--layer-precisions " + ",".join(f"{n}:fp32" for n in nodes) if nodes else ""
 
 
 def tensor_range(name: str, node: str, op_type: str, values: np.ndarray) -> TensorRange:
@@ -162,6 +183,19 @@ def tensor_range(name: str, node: str, op_type: str, values: np.ndarray) -> Tens
         below_subnormal_share=float(np.count_nonzero(nonzero < FP16_MIN_SUBNORMAL)) / n if n else 0.0,
         nonfinite=int(a.size - np.count_nonzero(finite)),
     )
+
+
+def merge_ranges(parts: Sequence[TensorRange]) -> TensorRange:
+    """One tensor's range over several batches: max of the maxima, shares weighted by the non-zero counts."""
+    first = parts[0]
+    nonzero = sum(p.nonzero for p in parts)
+
+    def share(attr: str) -> float:
+        return sum(getattr(p, attr) * p.nonzero for p in parts) / nonzero if nonzero else 0.0
+
+    return replace(first, elements=sum(p.elements for p in parts), max_abs=max(p.max_abs for p in parts),
+                   nonzero=nonzero, below_normal_share=share("below_normal_share"),
+                   below_subnormal_share=share("below_subnormal_share"), nonfinite=sum(p.nonfinite for p in parts))
 
 
 def findings_of(ranges: Sequence[TensorRange], readers: Mapping[str, Sequence[str]],
@@ -240,10 +274,14 @@ def plan_runs(names: Sequence[str], sizes: Mapping[str, int], unknown_size: int,
     return runs
 
 
-def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray], *, keep: "KeepFp32 | None" = None,
-            max_run_elements: int = MAX_RUN_ELEMENTS, max_runs: int = MAX_RUNS) -> RangeAnalysis:
-    """Run the FP32 ``model`` once per planned run on ``feeds``; the range of every float tensor a node
-    produces (Constant outputs are weights: the conversion's weight report covers them)."""
+def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], *,
+            keep: "KeepFp32 | None" = None, max_run_elements: int = MAX_RUN_ELEMENTS, max_runs: int = MAX_RUNS,
+            inputs: str = "random inputs") -> RangeAnalysis:
+    """Run the FP32 ``model`` once per planned run on ``feeds`` (one batch, or a list of batches: the
+    user's samples; ranges merged over them); the range of every float tensor a node produces
+    (Constant outputs are weights: the conversion's weight report covers them)."""
+    batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
+    feeds = batches[0]
     import onnx
 
     from .backends.onnxruntime import _ort
@@ -279,21 +317,30 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray], *, keep: 
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(prepared.SerializeToString(), options, providers=["CPUExecutionProvider"])
     wanted = {i.name for i in session.get_inputs()}
-    run_feeds = {k: v for k, v in feeds.items() if k in wanted}
     ranges: list[TensorRange] = []
     for run in runs:
-        for name, values in zip(run, session.run(run, run_feeds)):
-            node, op = producer[name]
-            ranges.append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
+        per_tensor: dict[str, list[TensorRange]] = {}
+        for batch in batches:
+            batch_feeds = {k: v for k, v in batch.items() if k in wanted}
+            for name, values in zip(run, session.run(run, batch_feeds)):
+                node, op = producer[name]
+                per_tensor.setdefault(name, []).append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
+        ranges += [merge_ranges(parts) for parts in per_tensor.values()]
     ops = {node.name: node.op_type for node in graph.node}
     readers = {k.removesuffix(DETACHED_SUFFIX): [r for r in v if not r.startswith(DETACH_NODE_PREFIX)]
                for k, v in readers.items()}
     return RangeAnalysis(findings=findings_of(ranges, readers, keep, ops), tensors=tuple(ranges),
                          float_tensors=len(names), analysed=len(ranges), runs=len(runs), input_shapes=shapes,
-                         seconds=time.perf_counter() - started)
+                         seconds=time.perf_counter() - started, inputs=inputs,
+                         samples=0 if inputs == "random inputs" else sum(_batch_of(b) for b in batches))
 
 
-def analyze_safely(model: Any, feeds: Mapping[str, np.ndarray], *, keep: "KeepFp32 | None" = None) -> RangeAnalysis:
+def _batch_of(feeds: Mapping[str, np.ndarray]) -> int:
+    return int(np.shape(next(iter(feeds.values())))[0]) if feeds else 0
+
+
+def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
+                   inputs: str = "random inputs") -> RangeAnalysis:
     """``analyze`` for a build or a compare: a model ONNX Runtime cannot run (custom ops, a missing
     onnxruntime) costs a skipped analysis with its reason, never the build or the measurement."""
     from .errors import TrtprofError
@@ -301,7 +348,7 @@ def analyze_safely(model: Any, feeds: Mapping[str, np.ndarray], *, keep: "KeepFp
 
     try:
         proto = load_onnx(model) if not hasattr(model, "graph") else model
-        return analyze(proto, feeds, keep=keep)
+        return check_suggestions(proto, analyze(proto, feeds, keep=keep, inputs=inputs), keep)
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
     except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
@@ -310,20 +357,92 @@ def analyze_safely(model: Any, feeds: Mapping[str, np.ndarray], *, keep: "KeepFp
         return RangeAnalysis(skipped=f"{type(err).__name__}: {_ort_cause(str(err))}")
 
 
+# Keep-lists built to check them per analysis (each: one FP16 conversion and one ONNX Runtime load,
+# ~0.1–2 s on ResNet-50-sized models): the combined one and the findings printed first.
+MAX_CHECKED = 1 + 2 * FINDINGS_SHOWN
+
+
+def build_error(model: "onnx.ModelProto", nodes: Sequence[str], ops: Sequence[str] = ()) -> str:
+    """"" when trtprof's FP16 conversion keeping ``nodes`` (and ``ops``) in FP32 builds and ONNX
+    Runtime loads it (type checks included: what refused the keep-lists of issue 23); else why not.
+    Every converting backend (ONNX Runtime, torch keep-lists, TensorRT >= 11, TensorRT-RTX) builds
+    from this same converted graph."""
+    from .backends.onnxruntime import _ort, _ort_cause
+    from .convert.fp16 import convert_fp16
+
+    try:
+        converted = convert_fp16(model, keep_fp32_nodes=nodes, keep_fp32_ops=ops).model
+        ort = _ort()
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        ort.InferenceSession(converted.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - any failure means: do not suggest it
+        return _ort_cause(str(err)).splitlines()[0] if str(err) else type(err).__name__
+    return ""
+
+
+def check_suggestions(model: "onnx.ModelProto", analysis: RangeAnalysis, keep: "KeepFp32 | None") -> RangeAnalysis:
+    """Build every keep-list the analysis would print (the combined one, and each printed finding's)
+    before it is suggested; one that does not build is reported with its cause instead."""
+    kept = list(keep.nodes) if keep else []
+    kept_ops = list(keep.ops) if keep else []
+    budget = MAX_CHECKED
+    suggestion_error = ""
+    if analysis.open_nodes:
+        suggestion_error = build_error(model, [*kept, *analysis.open_nodes], kept_ops)
+        budget -= 1
+    findings = []
+    shown: dict[str, int] = {}
+    for f in analysis.findings:
+        shown[f.kind] = shown.get(f.kind, 0) + 1
+        if f.covered or budget <= 0 or shown[f.kind] > FINDINGS_SHOWN:
+            findings.append(f)
+            continue
+        error = build_error(model, list(dict.fromkeys([*kept, *f.keep_nodes])), kept_ops)
+        budget -= 1
+        findings.append(replace(f, built=not error, build_error=error))
+    return replace(analysis, findings=tuple(findings), suggestion_error=suggestion_error)
+
+
 # ---------------------------------------------------------------------------------------------
 # Hooks for build and compare
 # ---------------------------------------------------------------------------------------------
 
 
 def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
-              shapes: Mapping[str, tuple[int, ...]] | None, spec: Any) -> RangeAnalysis:
+              shapes: Mapping[str, tuple[int, ...]] | None, spec: Any, data: Any = None) -> RangeAnalysis:
     """The analysis ``trtprof build --fp16`` records: the bench's default inputs (seed 0) at the
-    smallest batch size, findings already covered by the spec's keep-list marked so."""
+    smallest batch size, or all of the user's samples (``data``), findings already covered by the
+    spec's keep-list marked so."""
     from .inputs import make_inputs, resolve_shapes
 
     keep = _keep_list(spec, spec.backend)
+    if data is not None:
+        return analyze_safely(onnx_path, sample_batches(data, inputs, batch_size), keep=keep, inputs=data.describe())
     feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path)))
     return analyze_safely(onnx_path, first_samples(feeds, inputs), keep=keep)
+
+
+# Samples of the user's --inputs the range analysis runs at most: its cost grows with them (one
+# inference per batch per run), its answer (a maximum, a share) settles long before.
+MAX_SAMPLES = 512
+
+
+def sample_batches(data: Any, inputs: Sequence[Any], batch_size: int) -> list[dict[str, np.ndarray]]:
+    """The user's samples (at most ``MAX_SAMPLES``) in batches: of ``MAX_BATCH`` when the batch
+    dimension is dynamic, else of the model's static batch."""
+    from .user_inputs import InputData
+
+    dynamic = all(not isinstance(t.shape[0], int) for t in inputs if t.shape) and bool(inputs)
+    size = MAX_BATCH if dynamic else batch_size
+    kept = data if data.samples <= MAX_SAMPLES else \
+        InputData(f"{data.source} (first {MAX_SAMPLES})", {k: v[:MAX_SAMPLES] for k, v in data.arrays.items()})
+    dtypes = {t.name: np.dtype(t.dtype) for t in inputs}
+    batches = list(kept.batches(size, dtypes))
+    if dynamic and kept.samples % size:  # the last batch holds the remainder only: no sample counted twice
+        rest = kept.samples % size
+        batches[-1] = {k: v[:rest] for k, v in batches[-1].items()}
+    return batches
 
 
 def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
@@ -337,14 +456,20 @@ def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
     return {k: v[:max_batch] for k, v in feeds.items()}
 
 
-def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray]) -> RangeAnalysis | None:
-    """The analysis compare puts beside the observed FP16 error: None when no candidate is FP16."""
+def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray],
+                data: Any = None) -> RangeAnalysis | None:
+    """The analysis compare puts beside the observed FP16 error: None when no candidate is FP16;
+    on all of the user's samples with ``data``."""
     if not any(getattr(r, "precision", None) == "fp16" for r in records.values()):
         return None
     if onnx_path is None:
         return RangeAnalysis(skipped="the FP32 source model is not available (engines dir without its model)")
     fp16 = next(r for r in records.values() if r.precision == "fp16")
-    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=_keep_list(fp16.spec, fp16.backend))
+    keep = _keep_list(fp16.spec, fp16.backend)
+    if data is not None:
+        batch = int(np.shape(next(iter(feeds.values())))[0]) if feeds else 1
+        return analyze_safely(onnx_path, sample_batches(data, fp16.inputs, batch), keep=keep, inputs=data.describe())
+    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=keep)
 
 
 def _keep_list(spec: Any, backend: str) -> Any:
@@ -396,7 +521,7 @@ def predicted_lines(predicted: Mapping[str, Any] | None, shown: int = FINDINGS_S
         found = [f for f in predicted.get("findings", []) if f.get("kind") == kind]
         lines += [str(f.get("message")) for f in found[:shown]]
         if len(found) > shown:
-            lines.append(f"… and {len(found) - shown} more {kind} risk(s) (JSON: {where})")
+            lines.append(f"… and {plural(len(found) - shown, f'more {kind} risk')} (JSON: {where})")
     open_findings = [f for f in predicted.get("findings", []) if not f.get("covered")]
     if len(open_findings) > 1 and predicted.get("suggested_option"):
         lines.append(f"to keep all of them FP32: {predicted['suggested_option']}")

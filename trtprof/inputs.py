@@ -1,11 +1,11 @@
 """Concrete input shapes per batch size, and random input data per dtype."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import BadInput, BadModel
+from .errors import BadInput, BadModel, StaticBatch
 from .spec import TensorSpec
 
 DEFAULT_INT_RANGE = (0, 100)
@@ -95,11 +95,7 @@ def resolve_shapes(
             continue
         first = spec.shape[0]
         if isinstance(first, int) and first != batch_size:
-            raise BadModel(
-                f"input {spec.name!r} has a static batch of {first}; batch size {batch_size} cannot run "
-                f"(use --batch-sizes {first})",
-                path=model_path,
-            )
+            raise StaticBatch(spec.name, first, batch_size, path=model_path)
         rest = spec.shape[1:]
         if not all(isinstance(d, int) for d in rest):
             example = "x".join(str(d) if isinstance(d, int) else "N" for d in spec.shape)
@@ -117,9 +113,14 @@ def make_inputs(
     *,
     seed: int = 0,
     int_range: tuple[int, int] = DEFAULT_INT_RANGE,
+    data: Any = None,
 ) -> dict[str, np.ndarray]:
     """Random data with each input's dtype: floats ~ N(0, 1), integers uniform in [low, high), bools
-    uniform. Seeded, so every precision and backend sees the same numbers."""
+    uniform. Seeded, so every precision and backend sees the same numbers. With ``data`` (the user's
+    ``--inputs``, user_inputs.InputData) its first batch instead, cast to each input's dtype."""
+    if data is not None:
+        batch = next((s[0] for s in shapes.values() if s), 1)
+        return data.batch(batch, dtypes={spec.name: np.dtype(spec.dtype) for spec in inputs})
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise BadInput(f"--seed {seed}: must be a non-negative integer")
     rng = np.random.default_rng(seed)

@@ -1,16 +1,22 @@
 """Matplotlib figures from results. matplotlib is imported inside functions (Agg, no display).
 
-Readability rules (issue 12): each precision keeps one colour in every figure and every run; engines
-are named by ``labels.engine_labels`` (which add the profile/options when two engines would read the
-same); the histogram axis comes from a robust range with an overflow bin that says how many samples
-it holds, so a few spikes cannot squash the rest into one bar; batch ticks are the batch sizes
-themselves; a series with one batch size is a marker, not a one-point line.
+Readability rules (issues 12 and 26), each checked by a test and by looking at the PNGs in docs/img/:
+- each precision keeps one colour in every figure and every run; a second series of one precision
+  gets the next line style; filled areas are translucent with a solid outline in the series' colour,
+  so two overlapping histograms read as two series, not as a brown/grey third one;
+- engines are named by ``labels.engine_labels`` (profile/options added when two would read the same);
+- axis limits come from the bulk of the data (``bulk_range``), never from a few spikes; samples
+  beyond are counted and marked (an overflow bar per series; a note on the ECDF);
+- an axis whose range spans a decade or more is logarithmic (``LOG_AXIS_RATIO``), so small batch
+  sizes are not flattened to zero next to large ones;
+- legends sit below the axes, outside the data;
+- batch ticks are the batch sizes themselves; a series with one batch size is a marker, not a line.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -18,14 +24,33 @@ from .labels import engine_labels, fmt_ms
 from .results import BenchResult
 
 HIST_BINS = 60
-# Upper edge of the histogram axis: Q3 + this many IQRs (Tukey's "far out" fence). Samples beyond it
-# go to one overflow bin with their count written on it.
+# Upper edge of the bulk of one series: Q3 + this many IQRs (Tukey's "far out" fence) ...
 HIST_FENCE_IQR = 3.0
+# ... but never below this percentile: a second mode holding ≥ 5 % of the samples is bulk, not
+# outliers (a tight main mode has a tiny IQR, and its fence alone would push that mode off the axis).
+BULK_PERCENTILE = 95.0
+# An axis whose top is at least this many times its bottom spans a decade: logarithmic.
+LOG_AXIS_RATIO = 10.0
+FILL_ALPHA = 0.3  # histogram fill; the outline is opaque
 # One colour per precision, the same in every figure and every run (matplotlib's default cycle
-# would give fp16 whichever colour its position in the file dictates).
+# would give fp16 whichever colour its position in the file dictates). Tableau colours: distinct
+# in hue and lightness, readable by the common colour-vision deficiencies for the first three.
 PRECISION_COLOURS = {"fp32": "#1f77b4", "tf32": "#2ca02c", "fp16": "#ff7f0e", "bf16": "#d62728", "int8": "#9467bd"}
 OTHER_COLOUR = "#7f7f7f"
 LINESTYLES = ("-", "--", ":", "-.")
+DODGE_LOG2 = 0.04  # latency_vs_batch: series shifted this many octaves apart, bars stay apart
+
+
+def save_figure(fig, path: Path, dpi: int = 100) -> None:
+    """Render to memory, then write atomically: a full disk or ``ulimit -f`` leaves the old image
+    or none, never a truncated PNG that looks like a result."""
+    import io
+
+    from .cache import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _plt():
@@ -41,61 +66,152 @@ def colour(precision: str) -> str:
     return PRECISION_COLOURS.get(precision, OTHER_COLOUR)
 
 
-def robust_range(arrays: Sequence[np.ndarray]) -> tuple[float, float]:
-    """Shared x range: from the lowest sample to the highest Tukey far-out fence (Q3 + 3 IQR, not
-    beyond the largest sample), so rare spikes do not set the axis."""
+def bulk_range(arrays: Sequence[np.ndarray]) -> tuple[float, float]:
+    """Shared axis range of several series: from the lowest sample to the highest bulk edge, where a
+    series' bulk edge is max(Q3 + 3 IQR, p95), not beyond its largest sample. Rare spikes (under 5 %
+    of a series and beyond its fence) do not set the axis; they are counted beyond it."""
     low = min(float(a.min()) for a in arrays)
-    fences = []
+    edges = []
     for a in arrays:
-        q1, q3 = np.percentile(a, [25, 75])
-        fences.append(min(float(a.max()), float(q3 + HIST_FENCE_IQR * (q3 - q1))))
-    high = max(fences)
+        q1, q3, pct = np.percentile(a, [25, 75, BULK_PERCENTILE])
+        edges.append(min(float(a.max()), max(float(q3 + HIST_FENCE_IQR * (q3 - q1)), float(pct))))
+    high = max(edges)
     if not high > low:
         high = low + max(abs(low) * 1e-3, 1e-6)
     return low, high
 
 
-def histograms(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:
-    """One figure per batch size: latency histograms of every engine on shared bins, plus an
-    overflow bin right of the axis for samples beyond the robust range."""
-    plt = _plt()
-    labels = dict(zip(map(id, results), engine_labels(results)))
-    by_batch: dict[int, list[BenchResult]] = defaultdict(list)
+
+def spans_decades(low: float, high: float) -> bool:
+    """True when a positive range is wide enough for a log axis (top ≥ LOG_AXIS_RATIO × bottom)."""
+    return low > 0 and high >= LOG_AXIS_RATIO * low
+
+
+def _plain_log_ticks(axis) -> None:
+    """Log-scaled axis ticks written as plain numbers (0.05, 1, 20), not powers of ten."""
+    from matplotlib import ticker
+
+    axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def legend_below(fig, ax) -> None:
+    """The legend under the axes, outside the data (the figure is laid out 'constrained')."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", fontsize=8, frameon=False)
+
+
+def _by_batch(results: Sequence[BenchResult]) -> dict[int, list[BenchResult]]:
+    out: dict[int, list[BenchResult]] = defaultdict(list)
     for r in results:
-        by_batch[r.batch_size].append(r)
-    paths = []
-    for batch, group in sorted(by_batch.items()):
-        arrays = [np.asarray(r.samples_ms["latency_ms"], dtype=np.float64) for r in group]
-        low, high = robust_range(arrays)
-        bins = np.linspace(low, high, HIST_BINS + 1)
-        width = bins[1] - bins[0]
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        any_overflow = False
-        for r, a in zip(group, arrays):
-            c = colour(r.precision)
-            over = int(np.count_nonzero(a > high))
-            label = f"{labels[id(r)]}  median {fmt_ms(r.latency.p50)} ms"
-            if over:
-                label += f"; {over} above {fmt_ms(high)} ms (overflow bin)"
-            ax.hist(a[a <= high], bins=bins, alpha=0.5, color=c, label=label)
-            ax.axvline(r.latency.p50, linestyle="--", linewidth=1, color=c)
-            if over:
-                any_overflow = True
-                ax.bar(high + 1.5 * width, over, width=width, color=c, alpha=0.5, hatch="//", edgecolor=c)
-                ax.annotate(str(over), (high + 1.5 * width, over), ha="center", va="bottom", fontsize=8)
-        if any_overflow:
-            ax.axvline(high + 0.5 * width, color="grey", linewidth=0.8)
-            ax.set_xlim(low - width, high + 3 * width)
-        ax.set_xlabel("latency (ms)" + (f"; hatched bar: samples above {fmt_ms(high)} ms" if any_overflow else ""))
-        ax.set_ylabel("iterations")
-        ax.set_title(f"Latency distribution, batch {batch}")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = Path(out_dir) / f"hist_batch{batch}.{fmt}"
-        fig.savefig(path)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+        out[r.batch_size].append(r)
+    return dict(sorted(out.items()))
+
+
+def _series_styles(group: Sequence[BenchResult]) -> list[dict[str, Any]]:
+    """Colour by precision; a second series of one precision gets the next line style."""
+    seen: dict[str, int] = defaultdict(int)
+    styles = []
+    for r in group:
+        styles.append({"color": colour(r.precision), "linestyle": LINESTYLES[seen[r.precision] % len(LINESTYLES)]})
+        seen[r.precision] += 1
+    return styles
+
+
+def histogram_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[str]):
+    """Latency histograms of one batch size's engines on shared bins over the bulk range (log bins
+    when it spans a decade), an overflow bar per series right of the axis for samples beyond it."""
+    plt = _plt()
+    arrays = [np.asarray(r.samples_ms["latency_ms"], dtype=np.float64) for r in group]
+    low, high = bulk_range(arrays)
+    log = spans_decades(low, high)
+    bins = np.geomspace(low, high, HIST_BINS + 1) if log else np.linspace(low, high, HIST_BINS + 1)
+    # positions right of the axis in bin steps (multiplicative on a log axis)
+    step = (lambda k: high * (bins[1] / bins[0]) ** k) if log else (lambda k: high + k * (bins[1] - bins[0]))
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    overflow = 0
+    for r, a, label, style in zip(group, arrays, labels, _series_styles(group)):
+        c = style["color"]
+        over = int(np.count_nonzero(a > high))
+        text = f"{label}  median {fmt_ms(r.latency.p50)} ms"
+        if over:
+            text += f"; {over} above {fmt_ms(high)} ms (hatched bar, max {fmt_ms(float(a.max()))} ms)"
+        inside = a[a <= high]
+        ax.hist(inside, bins=bins, histtype="stepfilled", alpha=FILL_ALPHA, color=c)
+        ax.hist(inside, bins=bins, histtype="step", linewidth=1.5, color=c, linestyle=style["linestyle"], label=text)
+        ax.axvline(r.latency.p50, linestyle="--", linewidth=1, color=c)
+        if over:
+            left, right = step(1 + overflow), step(2 + overflow)
+            ax.bar(left, over, width=right - left, align="edge", color=c, alpha=0.6, hatch="//", edgecolor=c)
+            # upright count above its bar: side-by-side bars are narrower than a 3-digit label
+            ax.annotate(str(over), ((left + right) / 2, over), xytext=(0, 2), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=8, color=c, rotation=90)
+            overflow += 1
+    if log:
+        ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
+    if overflow:
+        ax.axvline(step(0.5), color="grey", linewidth=0.8)
+        ax.set_xlim(low if log else low - (bins[1] - bins[0]), step(2 + overflow))
+    else:
+        ax.set_xlim(low, high)
+    ax.set_xlabel("latency (ms" + (", log scale" if log else "") + ")"
+                  + (f"; hatched bars right of the grey line: samples above {fmt_ms(high)} ms" if overflow else ""))
+    ax.set_ylabel("iterations")
+    ax.set_title(f"Latency distribution, batch {batch}")
+    legend_below(fig, ax)
+    return fig
+
+
+def ecdf_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[str]):
+    """Empirical CDFs of one batch size's engines over the bulk range: shifts and tails at a glance;
+    how many samples lie beyond the axis is said in the legend and by an arrow at the right edge."""
+    plt = _plt()
+    arrays = [np.sort(np.asarray(r.samples_ms["latency_ms"], dtype=np.float64)) for r in group]
+    low, high = bulk_range(arrays)
+    log = spans_decades(low, high)
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    for r, a, label, style in zip(group, arrays, labels, _series_styles(group)):
+        frac = np.arange(1, a.size + 1) / a.size
+        over = int(np.count_nonzero(a > high))
+        text = f"{label}  median {fmt_ms(r.latency.p50)} ms"
+        if over:
+            text += f"; {over} above {fmt_ms(high)} ms (max {fmt_ms(float(a[-1]))} ms)"
+            # a ▶ at the right edge where the curve leaves the axis: the rest lies beyond
+            ax.plot([high], [1 - over / a.size], marker=">", markersize=8, color=style["color"], clip_on=False)
+        ax.step(a, frac, where="post", label=text, **style)
+    if log:
+        ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
+    ax.set_xlim(low, high)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("latency (ms" + (", log scale" if log else "") + f"), up to {fmt_ms(high)} ms: the bulk of the data")
+    ax.set_ylabel("fraction of iterations ≤ x")
+    ax.set_title(f"Latency ECDF, batch {batch}")
+    legend_below(fig, ax)
+    return fig
+
+
+def _save(fig, path: Path) -> Path:
+    save_figure(fig, path, dpi=100)
+    _plt().close(fig)
+    return path
+
+
+def histograms(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:
+    """hist_batch<B>.<fmt>: one histogram figure per batch size."""
+    labels = dict(zip(map(id, results), engine_labels(results)))
+    return [_save(histogram_figure(group, batch, [labels[id(r)] for r in group]), Path(out_dir) / f"hist_batch{batch}.{fmt}")
+            for batch, group in _by_batch(results).items()]
+
+
+def ecdfs(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:
+    """ecdf_batch<B>.<fmt>: one ECDF figure per batch size."""
+    labels = dict(zip(map(id, results), engine_labels(results)))
+    return [_save(ecdf_figure(group, batch, [labels[id(r)] for r in group]), Path(out_dir) / f"ecdf_batch{batch}.{fmt}")
+            for batch, group in _by_batch(results).items()]
 
 
 def _by_series(results: Sequence[BenchResult]) -> dict[str, list[BenchResult]]:
@@ -118,54 +234,62 @@ def _styles(series: dict[str, list[BenchResult]]) -> dict[str, dict]:
     return out
 
 
-def _save_batch_figure(plt, fig, ax, batches: Sequence[int], ylabel: str, title: str, path: Path) -> Path:
-    """Shared finish of the per-batch-size figures: a log2 axis when there are several batch sizes,
-    ticked at the batch sizes written as numbers; labels, legend, save, close."""
+def finish_batch_axes(fig, ax, batches: Sequence[int], ylabel: str, title: str, values: Sequence[float] = ()) -> None:
+    """Shared finish of the per-batch-size figures: a log2 x axis when there are several batch
+    sizes, ticked at the batch sizes written as numbers; a log y axis when ``values`` (everything
+    drawn, bars included) span a decade; labels; the legend below the axes."""
     batches = sorted(set(batches))
     if len(batches) > 1:
         ax.set_xscale("log", base=2)
     ax.set_xticks(batches, [str(b) for b in batches])
     ax.minorticks_off()
+    positive = [v for v in values if v > 0]
+    if positive and spans_decades(min(positive), max(positive)):
+        ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis)
+        ylabel += ", log scale"
     ax.set_xlabel("batch size")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    legend_below(fig, ax)
 
 
 def latency_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
     """Median latency per batch size with bars from the minimum to p90."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
     series = _by_series(results)
     styles = _styles(series)
-    for label, group in series.items():
-        b = [r.batch_size for r in group]
+    drawn: list[float] = []
+    for i, (label, group) in enumerate(series.items()):
+        # series side by side (a few % apart on the log2 axis) so equal medians do not hide a bar
+        dodge = 2 ** (DODGE_LOG2 * (i - (len(series) - 1) / 2))
+        b = [r.batch_size * dodge for r in group]
         med = np.array([r.latency.p50 for r in group])
         low = med - np.array([r.latency.min for r in group])
         high = np.array([r.latency.p90 for r in group]) - med
         ax.errorbar(b, med, yerr=[low, high], marker="o", capsize=3, label=label, **styles[label])
-    return _save_batch_figure(plt, fig, ax, [r.batch_size for r in results], "latency (ms): median, bars min…p90",
-                              "Latency vs batch size", Path(out_dir) / f"latency_vs_batch.{fmt}")
+        drawn += [*(med - low), *(med + high)]
+    finish_batch_axes(fig, ax, [r.batch_size for r in results], "latency (ms): median, bars min…p90",
+                      "Latency vs batch size", drawn)
+    return _save(fig, Path(out_dir) / f"latency_vs_batch.{fmt}")
 
 
 def throughput_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
     series = _by_series(results)
     styles = _styles(series)
     for label, group in series.items():
         ax.plot([r.batch_size for r in group], [r.throughput_per_s for r in group], marker="o", label=label,
                 **styles[label])
-    return _save_batch_figure(plt, fig, ax, [r.batch_size for r in results], "throughput (samples/s)",
-                              "Throughput vs batch size", Path(out_dir) / f"throughput_vs_batch.{fmt}")
+    finish_batch_axes(fig, ax, [r.batch_size for r in results], "throughput (samples/s)",
+                      "Throughput vs batch size", [r.throughput_per_s for r in results])
+    return _save(fig, Path(out_dir) / f"throughput_vs_batch.{fmt}")
 
 
 def plot_all(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    return [*histograms(results, out_dir, fmt), latency_vs_batch(results, out_dir, fmt),
+    return [*histograms(results, out_dir, fmt), *ecdfs(results, out_dir, fmt), latency_vs_batch(results, out_dir, fmt),
             throughput_vs_batch(results, out_dir, fmt)]

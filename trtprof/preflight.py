@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -118,6 +119,28 @@ def check_memory(batch_size: int, needed_bytes: int, *, available: int | None = 
         f"{_fmt_bytes(available)} of memory is available: try --batch-sizes "
         f"{largest_fitting_batch(batch_size, needed_bytes, available)} or smaller"
     )
+
+
+def check_batch_memory(runner: Any, batch_size: int, shapes: Mapping[str, tuple[int, ...]]) -> int:
+    """``check_memory`` for one runner at one batch size, before anything is allocated: a host runner
+    (its inputs live in host memory) is refused when its inputs alone exceed what is available.
+    Returns the inputs' bytes (for ``allocation_guard``). ``bench`` and ``compare`` both call it."""
+    needed = input_bytes(runner.inputs, shapes)
+    if runner.device == "cpu":
+        check_memory(batch_size, needed)
+    return needed
+
+
+@contextmanager
+def allocation_guard(batch_size: int, needed_bytes: int) -> Iterator[None]:
+    """Inside the block, an allocation failure (numpy MemoryError or "array is too big", ORT's "Failed
+    to allocate", CUDA out of memory) becomes ``OutOfMemory`` naming the batch; anything else passes."""
+    try:
+        yield
+    except Exception as err:
+        if is_out_of_memory(err) or (isinstance(err, ValueError) and "too big" in str(err)):
+            raise out_of_memory(err, batch_size, needed_bytes) from err
+        raise
 
 
 _ORT_OOM = re.compile(r"Failed to allocate memory|bad_alloc|out of memory|CUDA_ERROR_OUT_OF_MEMORY|"

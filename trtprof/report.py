@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import math
 import tempfile
 from collections import defaultdict
@@ -20,7 +19,8 @@ import numpy as np
 
 from .errors import BadInput
 from .results import SCHEMA as RESULTS_SCHEMA
-from .results import BenchResult, read_json
+from .results import BenchResult, read_json, results_from_json
+from .wording import plural, times
 
 COMPARE_SCHEMA = "trtprof.compare/2"  # == compare.SCHEMA; not imported so reading stays light
 COMPARE_SCHEMAS = (COMPARE_SCHEMA, "trtprof.compare/1")  # /1: three verdicts, i.i.d. + round CI; still read
@@ -39,10 +39,7 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
         kind = "bench"
     else:
         raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
-    try:
-        results = [BenchResult.from_json(r) for r in data.get("results", [])]
-    except (KeyError, TypeError, ValueError) as err:
-        raise BadInput(f"damaged results ({type(err).__name__}: {err})", path=path) from err
+    results = results_from_json(data.get("results", []), path)
     if kind == "bench":  # a results file names no single model/backend: title it by what it holds
         data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
                 "backend": data.get("backend") or ", ".join(sorted({r.backend for r in results}))}
@@ -77,10 +74,10 @@ def _file_b64(path: Path) -> str:
 def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
     """Speedup vs batch size with the bootstrap 95 % CI as error bars; 1.0 = no change."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for c in comparisons:
-        by_pair[f"{c['candidate']} vs {c['baseline']}"].append(c)
+        by_pair[f"{arm_text(c, 'candidate')} vs {arm_text(c, 'baseline')}"].append(c)
     for label, group in by_pair.items():
         group = sorted(group, key=lambda c: c["batch_size"])
         b = [c["batch_size"] for c in group]
@@ -96,36 +93,19 @@ def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
     ax.minorticks_off()
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup (baseline / candidate median)")
-    ax.set_title("Speedup with 95 % bootstrap CI")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.set_title("Speedup with 95 % CI (above 1: the candidate is faster)")
+    from .plots import legend_below
+
+    legend_below(fig, ax)
     return _png_b64(fig)
 
 
 def ecdf_figure(results: Sequence[BenchResult], batch_size: int) -> str:
-    """Empirical CDFs of latency (scipy's ecdf): shifts and tails show at a glance."""
-    from scipy import stats as sps
+    """Empirical CDFs of latency over the bulk of the data (``trtprof.plots``): shifts and tails at a glance."""
+    from .labels import engine_labels
+    from .plots import ecdf_figure as draw_ecdf
 
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    from .labels import engine_labels, fmt_ms
-    from .plots import colour
-
-    for r, label in zip(results, engine_labels(results)):
-        x = np.asarray(r.samples_ms["latency_ms"], dtype=np.float64)
-        cdf = sps.ecdf(x).cdf
-        ax.step(cdf.quantiles, cdf.probabilities, where="post", color=colour(r.precision),
-                label=f"{label} (median {fmt_ms(r.latency.p50)} ms)")
-    high = max(float(np.percentile(r.samples_ms["latency_ms"], 99.5)) for r in results)
-    low = min(float(np.min(r.samples_ms["latency_ms"])) for r in results)
-    if high > low:
-        ax.set_xlim(low, high)
-    ax.set_xlabel("latency (ms), up to p99.5")
-    ax.set_ylabel("fraction of iterations ≤ x")
-    ax.set_title(f"Latency ECDF, batch {batch_size}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _png_b64(fig)
+    return _png_b64(draw_ecdf(results, batch_size, engine_labels(results)))
 
 
 def histogram_figures(results: Sequence[BenchResult]) -> dict[int, str]:
@@ -164,6 +144,17 @@ def _fmt(value: Any, spec: str = ".3g") -> str:
         return str(value)
 
 
+def arm_text(comparison: Mapping[str, Any], side: str) -> str:
+    """``fp16 (effective fp32+casts)`` when the engine did not compute in the asked precision (as the
+    CLI prints it): an ONNX Runtime CPU "fp16" that is slower is a cast-and-FP32 result, not FP16's."""
+    lat = (comparison.get("latency") or {}).get(side) or {}
+    asked = comparison[side]
+    effective = lat.get("effective_precision")
+    if not effective or effective == lat.get("precision", asked):
+        return asked
+    return f"{asked} (effective {effective})"
+
+
 def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     rows = []
     for c in comparisons:
@@ -171,36 +162,71 @@ def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
         lat = c.get("latency", {})
         nonfinite = acc.get("nonfinite")
         rows.append([
-            str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
+            str(c["batch_size"]), f"{arm_text(c, 'candidate')} vs {arm_text(c, 'baseline')}",
             f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
             f"{c.get('loads', 1)} × {c.get('rounds', '?')}",
             _fmt(lat.get("baseline", {}).get("median_ms")), _fmt(lat.get("candidate", {}).get("median_ms")),
-            _fmt(acc.get("max_abs_err")), _fmt(acc.get("max_rel_err")),
-            _fmt(acc.get("mismatch_fraction"), ".2%") if acc else "–",
+            accuracy_cell(acc), _fmt(acc.get("cosine"), ".6f"),
+            _fmt(acc.get("top1"), ".2%") if acc.get("top1") is not None else "–",
+            _fmt(acc.get("max_err_scaled")),
             (f"{nonfinite} ⚠" if nonfinite else str(nonfinite if nonfinite is not None else "–")),
+            _predicted_cell(acc),
         ])
     return rows
 
 
+def accuracy_cell(acc: Mapping[str, Any]) -> str:
+    """The accuracy verdict and the inputs it was measured on ("OK (random inputs)")."""
+    v = acc.get("verdict") or {}
+    if not v:
+        return "–"
+    return f"{v.get('label', v.get('verdict'))} ({acc.get('inputs', 'random inputs')})"
+
+
+def _predicted_cell(acc: Mapping[str, Any]) -> str:
+    """Predicted FP16 overflow/underflow (range analysis of the FP32 model): counts, or –."""
+    predicted = acc.get("predicted")
+    if not predicted or predicted.get("skipped"):
+        return "–"
+    findings = predicted.get("findings", [])
+    open_ = [f for f in findings if not f.get("covered")]
+    over = sum(f.get("kind") == "overflow" for f in open_)
+    under = sum(f.get("kind") == "underflow" for f in open_)
+    kept = f", {len(findings) - len(open_)} kept FP32" if len(open_) < len(findings) else ""
+    if not over and not under:
+        return "none" + kept
+    return (f"{over} overflow ⚠, {under} underflow" if over else f"{under} underflow") + kept
+
+
 def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
-    """Observed error, the caveat when the candidate did not compute in FP16, and the FP16 range
-    analysis' prediction (``trtprof.fp16range``), one line each; [] when there is neither."""
+    """The verdict, the metrics (scale-aware first, on which inputs), the caveat when the candidate
+    did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.fp16range``), one
+    line each."""
+    from .accuracy import summary_line
     from .fp16range import predicted_lines
 
     acc = comparison.get("accuracy") or {}
-    if not acc.get("caveat") and not acc.get("predicted"):
+    if not acc:
         return []
-    lines = [f"observed: max abs err {_fmt(acc.get('max_abs_err'))}, max rel err {_fmt(acc.get('max_rel_err'))}, "
-             f"non-finite {acc.get('nonfinite', '–')}"]
+    v = acc.get("verdict") or {}
+    lines = [f"verdict: {v.get('label')} against {v.get('budget')}: {v.get('reason')}"] if v else []
+    lines.append(f"observed: {summary_line(acc)}")
     if acc.get("caveat"):
         lines.append(f"caveat: {acc['caveat']}")
     lines += [f"predicted: {line}" for line in predicted_lines(acc.get("predicted"))]
     return lines
 
 
+def accuracy_legend(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per accuracy metric, from the JSON's own field docs (what each number means)."""
+    docs = next((c["accuracy"].get("field_docs") for c in comparisons if (c.get("accuracy") or {}).get("field_docs")),
+                None)
+    return [f"{name}: {doc}" for name, doc in (docs or {}).items()]
+
 
 VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "loads × rounds", "baseline median ms",
-                   "candidate median ms", "max abs err", "max rel err", "mismatch", "non-finite")
+                   "candidate median ms", "accuracy (inputs)", "cosine", "top-1", "max err / max abs ref", "non-finite",
+                   "predicted FP16")
 
 
 def markdown_summary(data: Mapping[str, Any]) -> str:
@@ -224,6 +250,9 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
                 lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: accuracy, "
                               "predicted vs observed**", ""]
                 lines += [f"- {line}" for line in notes]
+        legend = accuracy_legend(data["comparisons"])
+        if legend:
+            lines += ["", "**Accuracy metrics**", ""] + [f"- {line}" for line in legend]
     else:
         from .labels import engine_labels, fmt_ms
 
@@ -257,7 +286,8 @@ def _shape_captions(data: Mapping[str, Any]) -> dict[int, str]:
                 modes = ", ".join(f"{m:.4g}" for m in shape.get("mode_ms", []))
                 out[c["batch_size"]].append(f"{name}: {shape['modes']} modes ({modes} ms) — the median sits in one")
             if shape.get("heavy_tail"):
-                out[c["batch_size"]].append(f"{name}: heavy tail (p99 {shape['tail_ratio']:.1f} robust σ above the median)")
+                ratio = shape.get("p99_over_median")
+                out[c["batch_size"]].append(f"{name}: heavy tail" + (f" (p99 = {times(ratio)} the median)" if ratio else ""))
         s = c.get("speedup", {})
         if s.get("mean_ratio") and s.get("median_ratio") and abs(s["mean_ratio"] / s["median_ratio"] - 1) > 0.01:
             out[c["batch_size"]].append(f"{c['candidate']} vs {c['baseline']}: median ratio {s['median_ratio']:.3f}×, "
@@ -279,6 +309,67 @@ li{margin:.3em 0}
 """
 
 
+# Where the method is written out in plain words (docs/method.md); the page is self-contained and
+# gets mailed, so the link names the file in trtprof's source as well.
+METHOD_DOC = "docs/method.md"
+
+
+def method_paragraph(settings: Mapping[str, Any]) -> str:
+    """Two plain sentences on how the speedup and the verdict were obtained, and where the details are."""
+    confidence = _fmt(settings.get("confidence", 0.95), ".0%")
+    margin = _fmt(settings.get("equivalence_margin", 0.01), ".0%")
+    return ("<p>trtprof ran the two engines in alternating rounds on the same inputs, repeated in several "
+            "separate processes, so that clock drift and background load hit both alike; the speedup is how many "
+            f"times faster the candidate's typical (median) latency is, with a {confidence} confidence interval "
+            "that includes the differences between those processes. The verdict is <i>faster</i> or <i>slower</i> "
+            f"only when the whole interval lies beyond ±{margin}, <i>equivalent</i> when it lies within ±{margin}, "
+            f"and <i>inconclusive</i> otherwise (details: <a href=\"{METHOD_DOC}\">{METHOD_DOC}</a> in trtprof's "
+            "source; the exact method is listed under Environment and settings).</p>")
+
+
+def _flat(prefix: str, value: Any) -> list[tuple[str, str]]:
+    """(dotted key, text) pairs of a nested JSON value; lists of scalars joined with commas."""
+    if isinstance(value, Mapping):
+        return [pair for k, v in value.items() for pair in _flat(f"{prefix}.{k}" if prefix else str(k), v)]
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, (Mapping, list, tuple)) for v in value):
+        return [(prefix, ", ".join(_fmt(v, ".4g") for v in value) or "–")]
+    if isinstance(value, (list, tuple)):
+        return [pair for i, v in enumerate(value) for pair in _flat(f"{prefix}[{i}]", v)]
+    return [(prefix, _fmt(value, ".4g") if isinstance(value, float) else str(value))]
+
+
+def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    """The environment (host, packages, GPUs, backend), the device's peak rates and the measurement
+    settings as (section, item, value) rows: a table one reads, not a JSON dump."""
+    env = data.get("environment") or {}
+    sections: list[tuple[str, Any]] = [(k, v) for k, v in env.items() if k != "gpus"]
+    sections += [(f"GPU {g.get('index', i)}", {k: v for k, v in g.items() if k != "index"})  # index: in the name
+                 for i, g in enumerate(env.get("gpus") or []) if isinstance(g, Mapping)]
+    if data.get("device_peak"):
+        sections.append(("device peak", data["device_peak"]))
+    if data.get("settings"):
+        sections.append(("settings", data["settings"]))
+    rows = []
+    for section, value in sections:
+        for i, (key, text) in enumerate(_flat("", value if isinstance(value, Mapping) else {"value": value})):
+            rows.append([section if i == 0 else "", key, text])  # the section named once, on its first row
+    return rows
+
+
+def verdict_table_html(comparisons: Sequence[Mapping[str, Any]]) -> str:
+    """The verdict table; the comparison and its interval read as one line each, left-aligned like the
+    text they are."""
+    return ("<style>.verdict td:nth-child(2),.verdict th:nth-child(2){text-align:left}.verdict td:nth-child(-n+3)"
+            "{white-space:nowrap}</style><div class=\"verdict\">"
+            + _table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3) + "</div>")
+
+
+def environment_html(data: Mapping[str, Any]) -> str:
+    """The environment and settings section: ``environment_rows`` as a left-aligned table."""
+    return ("<h2>Environment and settings</h2><style>.env td,.env th{text-align:left}</style><div class=\"env\">"
+            + _table(("section", "item", "value"), environment_rows(data)) + "</div>")
+
+
 def render_html(data: Mapping[str, Any]) -> str:
     """The page: verdict table, warnings, speedup plot, per-batch histograms and ECDFs, diagnosis,
     roofline, environment. Every image is a data: URI; no external resource is referenced."""
@@ -289,16 +380,10 @@ def render_html(data: Mapping[str, Any]) -> str:
     if data["kind"] == "compare":
         comparisons = data["comparisons"]
         settings = data.get("settings", {})
-        parts.append("<h2>Verdict</h2>")
-        parts.append(_table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3))
-        method = (settings.get("method") or {}).get("speedup", "bootstrap")
-        parts.append(f"<p>Speedup = baseline / candidate latency, interleaved rounds in independent loads, "
-                     f"{_fmt(settings.get('confidence'), '.0%')} CI ({html.escape(str(method))}); verdicts "
-                     f"(faster, slower, equivalent, inconclusive) use an equivalence margin of "
-                     f"±{_fmt(settings.get('equivalence_margin'), '.0%')}.</p>")
+        parts.append("<h2>Verdict</h2>" + verdict_table_html(comparisons) + method_paragraph(settings))
         for c in comparisons:
             if c.get("verdict_note"):
-                parts.append(f"<p><b>batch {c['batch_size']}, {html.escape(c['candidate'])} vs "
+                parts.append(f"<p><b>batch {c['batch_size']}, {html.escape(arm_text(c, 'candidate'))} vs "
                              f"{html.escape(c['baseline'])}: {html.escape(c['verdict'])}</b> — "
                              f"{html.escape(c['verdict_note'])}</p>")
         for w in data.get("warnings", []):
@@ -309,18 +394,21 @@ def render_html(data: Mapping[str, Any]) -> str:
         for c in comparisons:
             items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"
                             for f in c.get("diagnosis", [])) or "<li>no rule found evidence</li>"
-            parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs "
-                         f"{html.escape(c['baseline'])} ({c.get('rounds', '?')} rounds, stopped: "
+            parts.append(f"<h3>batch {c['batch_size']}: {html.escape(arm_text(c, 'candidate'))} vs "
+                         f"{html.escape(c['baseline'])} ({plural(c.get('loads', 1), 'load')} × "
+                         f"{plural(c.get('rounds', 0), 'round')}, stopped: "
                          f"{html.escape(str(c.get('stop_reason', '?')))})</h3><ul>{items}</ul>")
         acc_parts = []
         for c in comparisons:
             notes = accuracy_notes(c)
             if notes:
                 items = "".join(f"<li>{html.escape(line)}</li>" for line in notes)
-                acc_parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs "
+                acc_parts.append(f"<h3>batch {c['batch_size']}: {html.escape(arm_text(c, 'candidate'))} vs "
                                  f"{html.escape(c['baseline'])}</h3><ul>{items}</ul>")
         if acc_parts:
-            parts.append("<h2>FP16 accuracy: predicted vs observed</h2>" + "".join(acc_parts))
+            legend = "".join(f"<li>{html.escape(line)}</li>" for line in accuracy_legend(comparisons))
+            parts.append("<h2>Accuracy: verdict, predicted vs observed</h2>" + "".join(acc_parts)
+                         + (f"<h3>What the metrics mean</h3><ul>{legend}</ul>" if legend else ""))
         if data.get("layers"):
             from .layers.html import layers_section
 
@@ -361,10 +449,7 @@ def render_html(data: Mapping[str, Any]) -> str:
             if batch in hists:
                 parts.append(_img(hists[batch], f"histogram batch {batch}"))
             parts.append(_img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
-    env = {"environment": data.get("environment", {})}
-    if data.get("device_peak"):
-        env["device_peak"] = data["device_peak"]
-    parts.append("<h2>Environment</h2><pre>" + html.escape(json.dumps(env, indent=1, default=str)) + "</pre>")
+    parts.append(environment_html(data))
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
 

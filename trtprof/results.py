@@ -132,12 +132,39 @@ class ResultSet:
         data = read_json(path)
         if data.get("schema") != SCHEMA:
             raise BadInput(f"not a trtprof results file (schema {data.get('schema')!r}, expected {SCHEMA!r})", path=path)
-        try:
-            results = [BenchResult.from_json(r) for r in data["results"]]
-        except (KeyError, TypeError, ValueError) as err:
-            raise BadInput(f"damaged results file ({type(err).__name__}: {err})", path=path) from err
+        if "results" not in data:
+            raise BadInput("damaged results file (no results list)", path=path)
+        results = results_from_json(data["results"], path)
         return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""),
                    interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])))
+
+
+def results_from_json(items: Any, path: Path) -> list[BenchResult]:
+    """Each entry of a file's ``results`` list, checked: an object whose samples are a non-empty list
+    of finite numbers (a NaN or an empty list would crash a plot or a percentile); BadInput names
+    the entry (``results[3].samples_ms[7]``) and the file."""
+    from .datafile import finite_samples
+
+    if not isinstance(items, list):
+        raise BadInput(f"results: expected a list, not {type(items).__name__}", path=path)
+    out = []
+    for i, item in enumerate(items):
+        where = f"results[{i}]"
+        if not isinstance(item, dict):
+            raise BadInput(f"{where}: expected an object, not {type(item).__name__}", path=path)
+        stages = item.get("stage_samples_ms", {})
+        try:
+            finite_samples(item.get("samples_ms"), f"{where}.samples_ms")
+            if not isinstance(stages, dict):
+                raise BadInput(f"{where}.stage_samples_ms: expected an object")
+            for name, values in stages.items():
+                finite_samples(values, f"{where}.stage_samples_ms.{name}")
+            out.append(BenchResult.from_json(item))
+        except BadInput as err:
+            raise BadInput(err.message, path=path) from err
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise BadInput(f"{where}: damaged ({type(err).__name__}: {err})", path=path) from err
+    return out
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -147,10 +174,9 @@ def read_json(path: Path) -> dict[str, Any]:
         raise BadInput("is a directory; give the results JSON inside it (e.g. results.json)", path=path)
     if not path.is_file():
         raise BadInput("no such results file", path=path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise BadInput(f"not a JSON results file ({err})", path=path) from err
+    from .datafile import load_json
+
+    data = load_json(path, "results file")  # size, nesting and UTF-8 bounded: one line, not a traceback
     if not isinstance(data, dict):
         raise BadInput(f"not a trtprof results file (a JSON {type(data).__name__}, not an object)", path=path)
     return data

@@ -25,6 +25,12 @@ class Precision(str, enum.Enum):
     def __str__(self) -> str:  # argparse / f-strings print the plain name
         return self.value
 
+    @staticmethod
+    def rank(name: str) -> int:
+        """Sort key of a precision name: fp32, tf32, fp16 (the order of this enum), then any other."""
+        order = [p.value for p in Precision]
+        return order.index(name) if name in order else len(order)
+
     @classmethod
     def parse(cls, text: str) -> "Precision":
         try:
@@ -34,6 +40,10 @@ class Precision(str, enum.Enum):
             from .errors import BadInput
 
             raise BadInput(f"unknown precision {text!r} (choose from {names})") from err
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 Dim = int | str | None  # an int, a symbolic name, or unknown
@@ -105,12 +115,22 @@ class BuildSpec:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "BuildSpec":
+        """ValueError for a spec that cannot have been built (EngineRecord.read makes it CacheCorrupt):
+        batch sizes and shape dims must be positive integers, the backend and sha256 strings."""
+        sizes = data["batch_sizes"]
+        dims = {k: v for k, v in data.get("shapes", {}).items()}
+        if not isinstance(sizes, list) or not sizes or not all(_positive_int(b) for b in sizes):
+            raise ValueError(f"batch_sizes {str(sizes)[:80]} must be a non-empty list of positive integers")
+        if not all(isinstance(v, list) and v and all(_positive_int(d) for d in v) for v in dims.values()):
+            raise ValueError("shapes must map names to lists of positive integers")
+        if not isinstance(data["backend"], str) or not isinstance(data["model_sha256"], str):
+            raise ValueError("backend and model_sha256 must be strings")
         return cls(
             model_sha256=data["model_sha256"],
             backend=data["backend"],
             precision=Precision(data["precision"]),
-            batch_sizes=tuple(int(b) for b in data["batch_sizes"]),
-            shapes=tuple(sorted((k, tuple(int(d) for d in v)) for k, v in data.get("shapes", {}).items())),
+            batch_sizes=tuple(int(b) for b in sizes),
+            shapes=tuple(sorted((k, tuple(int(d) for d in v)) for k, v in dims.items())),
             options=tuple(sorted(data.get("options", {}).items())),
         )
 

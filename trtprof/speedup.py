@@ -39,6 +39,8 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
+from .wording import plural, times
+
 CONFIDENCE = 0.95
 # A speedup within ±1 % of 1.0 is not one to act on: the size of drift that interleaving does not
 # cancel on a busy machine. ``--margin`` changes it.
@@ -376,7 +378,7 @@ def inconclusive_hint(s: Speedup, round_s: float) -> str:
         return head + "; the loads disagree more than the margin allows: more loads (a longer --time-budget-s), " \
                       "a quieter machine, or a wider --margin would decide it"
     more_rounds = max(1, int(math.ceil(more)))
-    return (head + f"; about {more_rounds} more rounds (~{more_rounds * round_s:.0f} s more --time-budget-s) "
+    return (head + f"; about {plural(more_rounds, 'more round')} (~{more_rounds * round_s:.0f} s more --time-budget-s) "
                    "would decide it")
 
 
@@ -386,7 +388,8 @@ class LatencyShape:
 
     modes: int
     mode_ms: tuple[float, ...]
-    tail_ratio: float  # (p99 − p50) / (1.4826 · MAD)
+    tail_ratio: float  # (p99 − p50) / (1.4826 · MAD): decides "heavy tail"
+    p99_over_median: float = float("nan")  # p99 / p50: how a reader says a tail ("p99 = 60× the median")
 
     @property
     def multimodal(self) -> bool:
@@ -401,11 +404,13 @@ class LatencyShape:
         if self.multimodal:
             parts.append(f"{self.modes} modes (" + ", ".join(f"{m:.4g}" for m in self.mode_ms) + " ms)")
         if self.heavy_tail:
-            parts.append(f"heavy tail (p99 is {self.tail_ratio:.1f} robust σ above the median)")
+            parts.append("heavy tail" + (f" (p99 = {times(self.p99_over_median)} the median)"
+                                         if math.isfinite(self.p99_over_median) else ""))
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         return {"modes": self.modes, "mode_ms": list(self.mode_ms), "tail_ratio": self.tail_ratio,
+                "p99_over_median": self.p99_over_median if math.isfinite(self.p99_over_median) else None,
                 "multimodal": self.multimodal, "heavy_tail": self.heavy_tail}
 
 
@@ -420,15 +425,17 @@ def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) 
     x = np.asarray(samples_ms, dtype=np.float64)
     p50 = float(np.median(x)) if x.size else float("nan")
     mad = float(np.median(np.abs(x - p50))) if x.size else 0.0
-    tail = (float(np.percentile(x, 99)) - p50) / (1.4826 * mad) if mad > 0 else 0.0
+    p99 = float(np.percentile(x, 99)) if x.size else float("nan")
+    tail = (p99 - p50) / (1.4826 * mad) if mad > 0 else 0.0
+    p99_ratio = p99 / p50 if p50 > 0 else float("nan")
     if x.size < 50 or mad == 0:
-        return LatencyShape(1, (p50,), tail)
+        return LatencyShape(1, (p50,), tail, p99_ratio)
     lo, hi = np.percentile(x, (0.5, 99.5))
     core = x[(x >= lo) & (x <= hi)]
     if core.size > KDE_MAX_SAMPLES:
         core = np.random.default_rng(seed).choice(core, KDE_MAX_SAMPLES, replace=False)
     if np.ptp(core) == 0:
-        return LatencyShape(1, (p50,), tail)
+        return LatencyShape(1, (p50,), tail, p99_ratio)
     grid = np.linspace(lo, hi, KDE_GRID)
     density = sps.gaussian_kde(core)(grid)
     peaks, _ = signal.find_peaks(np.concatenate([[0.0], density, [0.0]]), prominence=MODE_MIN_PROMINENCE * density.max())
@@ -439,8 +446,8 @@ def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) 
         mass = np.bincount(nearest, minlength=peaks.size) / core.size
         peaks = peaks[mass >= MODE_MIN_MASS]
     if peaks.size == 0:
-        return LatencyShape(1, (p50,), tail)
-    return LatencyShape(int(peaks.size), tuple(float(grid[p]) for p in peaks), tail)
+        return LatencyShape(1, (p50,), tail, p99_ratio)
+    return LatencyShape(int(peaks.size), tuple(float(grid[p]) for p in peaks), tail, p99_ratio)
 
 
 def shape_note(name: str, shape: LatencyShape) -> str | None:

@@ -8,8 +8,9 @@ is started once per compare and serves every batch size, so the cost is a few pr
 
 Protocol: ``python -m trtprof.workers`` reads pickled commands on stdin and answers on the original
 stdout (the worker moves fd 1 to stderr so a library's prints cannot corrupt the channel):
-``init`` (records, labels) → ``ready``; ``feeds`` (shapes, seed, int range) → ``ok``;
-``warm`` (TimingConfig) / ``rounds`` (first, count, TimingConfig, arm order) → Samples per arm; ``close``. A failure answers
+``init`` (records, labels) → ``ready``; ``feeds`` (shapes, seed, int range, fixed feeds or None) → ``ok``;
+``warm`` (TimingConfig) / ``rounds`` (first, count, TimingConfig, arm order) → Samples per arm; ``close``.
+A failure answers
 ``error`` with the exception's class and message; the parent re-raises it as a TrtprofError.
 """
 from __future__ import annotations
@@ -166,10 +167,12 @@ class WorkerPool:
         return index < len(self.workers) and self.workers[index].is_ready()
 
     def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int,
-             int_range: tuple[int, int]) -> WorkerLoad:
+             int_range: tuple[int, int], fixed: Mapping[str, Any] | None = None) -> WorkerLoad:
+        """A load of worker ``index`` on random inputs of ``shapes``, or on ``fixed`` feeds (the first
+        batch of the user's ``--inputs``)."""
         if index >= len(self.workers):
             self.start(index + 1)
-        return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range))
+        return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range, fixed))
 
     def kill(self) -> None:
         """Stop every worker now (an interrupt: their unfinished rounds are not wanted)."""
@@ -230,9 +233,10 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
                         set_autotune(runners[label], autotune)
                     reply("ready", None)
                 elif command == "feeds":
-                    shapes, seed, int_range = args
+                    shapes, seed, int_range, fixed = args
                     first = next(iter(runners.values()))
-                    feeds = make_inputs(first.inputs, shapes, seed=seed, int_range=int_range)
+                    feeds = dict(fixed) if fixed is not None else make_inputs(first.inputs, shapes, seed=seed,
+                                                                               int_range=int_range)
                     reply("ok", None)
                 elif command == "warm":
                     (config,) = args

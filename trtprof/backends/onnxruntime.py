@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import BadModel, BuildFailed, MissingDependency, UnsupportedPrecision
+from ..errors import BadModel, BuildFailed, MissingDependency, OutputNotWritten, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
 from .base import Availability, BuildReport
 
@@ -72,7 +71,7 @@ def _ort_cause(text: str) -> str:
 
 
 def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
-             threads: int | None = None, profile_prefix: str | None = None):
+             threads: int | None = None, profile_prefix: str | None = None, keep_optimizations: bool = False):
     ort = _ort()
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: ORT warnings would flood the output, and its errors come back as exceptions that trtprof turns into one line
@@ -87,7 +86,9 @@ def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: 
     if optimized_out is not None:
         # Basic level keeps node names; ORT's precision fallback (InsertCastTransformer) runs at
         # every level, so the saved graph shows which nodes really run in FP32.
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        # keep_optimizations: save the graph that really runs (trtprof profile maps its fused nodes back)
+        if not keep_optimizations:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.optimized_model_filepath = str(optimized_out)
     providers, _ = _provider_args(precision)
     source = str(model) if isinstance(model, Path) else model
@@ -102,12 +103,42 @@ def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> di
     import onnx
 
     from ..convert.fp16 import count_precision
+    from ..scratch import temp_dir
 
-    with tempfile.TemporaryDirectory(prefix="trtprof-ort-") as tmp:
-        out = Path(tmp) / "executed.onnx"
-        _session(model_bytes, precision, optimized_out=out, path=path)
+    with temp_dir("ort") as tmp:
+        out = tmp / "executed.onnx"
+        try:
+            _session(model_bytes, precision, optimized_out=out, path=path)
+        except BadModel as err:
+            if not _loads_without_writing(model_bytes, precision, path):
+                raise
+            # ORT says "Protobuf serialization failed" when its file write fails (full disk, ulimit -f):
+            # the model loads, so the temp dir is to blame, not the model (issue 21)
+            ort_says = err.message.split(": ", 1)[-1].rstrip(".")
+            raise OutputNotWritten(f"cannot write onnxruntime's executed graph ({ort_says}: {_write_limit(tmp)})",
+                                   path=out) from err
         executed = onnx.load(str(out))
     return count_precision(executed)
+
+
+def _write_limit(folder: Path) -> str:
+    """What most likely stopped a write in ``folder``: the file size limit or the free space."""
+    import resource
+    import shutil
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY:
+        return f"File too large: the file size limit (ulimit -f) is {soft} bytes"
+    free = shutil.disk_usage(folder).free
+    return f"No space left on device? {free} bytes free in {folder}; set TMPDIR to a folder with room"
+
+
+def _loads_without_writing(model_bytes: bytes, precision: Precision, path: Path) -> bool:
+    try:
+        _session(model_bytes, precision, path=path)
+    except BadModel:
+        return False
+    return True
 
 
 def effective_precision(requested: Precision, census: Mapping[str, Mapping[str, int]]) -> str:
@@ -212,6 +243,8 @@ class OnnxRuntimeBackend:
             if conversion is not None:
                 _blame_conversion(conversion, err, proto, model)
             raise
+        except OutputNotWritten:
+            raise  # the temp dir, not the model
         except Exception as err:  # census is diagnostics; a failure there must not hide the model
             raise BuildFailed(f"onnxruntime could not analyse the built graph: {err}", path=model) from err
         _, device = _provider_args(spec.precision)

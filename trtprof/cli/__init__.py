@@ -11,12 +11,12 @@ import sys
 from typing import Sequence
 
 from .. import __version__
-from ..errors import TrtprofError
+from ..errors import WRITE_ERRNOS, TrtprofError, write_failure
 
 # A module listed here but absent is skipped (a subcommand not part of this build); module names use
 # underscores, the command name is whatever the module's ``add_parser`` registers.
 SUBCOMMANDS = ("build", "bench", "plot", "demo", "convert", "inspect", "compare", "report", "profile", "cache",
-               "train_compare", "sweep")
+               "train_compare", "sweep", "fix_fp16")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,8 +59,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version, or a bad option (one line already printed): its code
         return done.code if isinstance(done.code, int) else 2
     args.debug = debug
+    from ..scratch import clean_stale
+    from ._common import EXIT_INTERRUPTED, sigterm_as_interrupt
+
+    clean_stale()  # temp dirs of runs killed by SIGKILL (a day old, owner gone): nothing else removes them
+
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_interrupt():  # SIGTERM (a scheduler, `kill`) says what Ctrl-C says, in every command
+            return int(args.func(args) or 0)
+    except OSError as err:
+        if args.debug or err.errno not in WRITE_ERRNOS:
+            raise
+        print(f"trtprof {args.command}: error: {write_failure(err)}", file=sys.stderr)  # full disk, ulimit -f
+        return 2
     except TrtprofError as err:
         if args.debug:
             raise
@@ -68,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         print("trtprof: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 

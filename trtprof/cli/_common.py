@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from . import add_common_debug
+from ..cache import ENTRY_NAME
+from ..cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput
 from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..spec import Precision
@@ -33,6 +35,21 @@ def add_shape_arg(parser: argparse.ArgumentParser) -> None:
         help="full shape of an input with dynamic dims other than batch; the first dim is replaced by "
              "the batch size (repeatable)",
     )
+
+
+def add_inputs_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
+    parser.add_argument(
+        "--inputs", default=None, metavar="PATH",
+        help=f"your inputs instead of random ones: an .npz (arrays by input name, samples first), a directory "
+             f"of NAME.npy, or loader.py:fn returning/yielding feed dicts; {what}")
+
+
+def load_inputs(args: argparse.Namespace):
+    """``--inputs`` read and checked for form (names/dtypes/shapes are checked against the model later);
+    None without it."""
+    from ..user_inputs import load_inputs as load
+
+    return load(getattr(args, "inputs", None))
 
 
 def add_timing_args(parser: argparse.ArgumentParser) -> None:
@@ -176,12 +193,48 @@ def _existing_ancestor(path: Path) -> Path:
     return Path(".")
 
 
-def check_output_file(path: Path | None, option: str, suffix: str = ".json") -> None:
+def _resolved(path: Path) -> Path:
+    return Path(os.path.abspath(path)).resolve()
+
+
+def check_not_engines_place(path: Path, option: str, engines: Sequence[Path | None] = ()) -> None:
+    """Refuse an output inside an engines dir (the given ones, or any folder that is one) or named
+    like an engine's file: `bench` would read it as an engine and `cache prune` could remove it."""
+    target = _resolved(path)
+    for root in [r for r in engines if r is not None]:
+        root = _resolved(root)
+        if target == root or root in target.parents:
+            raise BadInput(f"{option}: is inside the engines dir {root}; write outputs elsewhere",
+                           path=path)
+    for folder in [target, *target.parents]:
+        if is_engines_dir(folder):
+            raise BadInput(f"{option}: is inside the engines dir {folder}; write outputs elsewhere", path=path)
+    if ENTRY_NAME.fullmatch(target.name) or TEMP_NAME.fullmatch(target.name):
+        raise BadInput(f"{option}: is named like an engine's file; choose another name", path=path)
+
+
+def check_distinct_outputs(**paths: Path | None) -> None:
+    """Two outputs of one command naming the same file: the second write would replace the first."""
+    seen: dict[Path, str] = {}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        name = "--" + option.replace("_", "-")
+        key = _resolved(path)
+        if key in seen:
+            raise BadInput(f"{name}: is the same file as {seen[key]}; give each output its own file", path=path)
+        seen[key] = name
+
+
+def check_output_file(path: Path | None, option: str, suffix: str = ".json",
+                      engines: Sequence[Path | None] = ()) -> None:
     """Refuse, before any work, an output file that cannot be written: a directory, a path under a
-    file, or a place without write permission (the parent folders are created on write)."""
+    file, a place without write permission (the parent folders are created on write), or a place in an
+    engines dir."""
     if path is None:
         return
     path = Path(path)
+    check_not_engines_place(path, option, engines)
     if path.is_dir():
         raise BadInput(f"{option}: is a directory; give a file name (e.g. {path / ('out' + suffix)})", path=path)
     folder = path.parent if path.parent.exists() else _existing_ancestor(path)
@@ -192,9 +245,11 @@ def check_output_file(path: Path | None, option: str, suffix: str = ".json") -> 
     _probe_writable_dir(folder, option, path)
 
 
-def check_output_dir(path: Path, option: str) -> None:
-    """Refuse an output folder that is an existing file or cannot be created/written."""
+def check_output_dir(path: Path, option: str, engines: Sequence[Path | None] = ()) -> None:
+    """Refuse an output folder that is an existing file, cannot be created/written, or is (in) an
+    engines dir."""
     path = Path(path)
+    check_not_engines_place(path, option, engines)
     if path.exists() and not path.is_dir():
         raise BadInput(f"{option}: exists and is not a directory; give a folder", path=path)
     folder = path if path.is_dir() else _existing_ancestor(path)
@@ -206,6 +261,22 @@ def check_output_dir(path: Path, option: str) -> None:
 # --- interruption: SIGTERM is treated like Ctrl-C, so both keep finished work ---------------------
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM are ignored: the finished results are being written, and
+    a second Ctrl-C 20 ms after the first must not lose them. The old handlers are restored after."""
+    try:
+        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextmanager

@@ -8,7 +8,9 @@ from pathlib import Path
 from ..bench import bench_path
 from ..cache_admin import scan_dir
 from ..labels import engine_labels, fmt_ms
+from ..errors import write_failure
 from ..results import ResultSet
+from ..wording import plural
 from . import _common
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
@@ -24,6 +26,7 @@ def add_parser(sub) -> None:
     _common.add_shape_args(p, batch_default=None)
     _common.add_timing_args(p)
     _common.add_autotune_arg(p)
+    _common.add_inputs_arg(p, what="timed on its first batch")
     p.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     p.add_argument("--csv", type=Path, default=None, help="also write a CSV, one row per engine × batch")
     p.set_defaults(func=run)
@@ -88,23 +91,33 @@ def progress(desc: str = "bench"):
 
 
 def write_outputs(results: ResultSet, out: Path, csv: Path | None) -> None:
-    results.write_json(out)
-    print(f"results: {out}")
-    if csv:
-        results.write_csv(csv)
-        print(f"csv: {csv}")
+    """Write the JSON (and CSV) with Ctrl-C/SIGTERM deferred; a full disk is one line that says the
+    measurements are in the table printed above (the fallback summary), never a traceback."""
+    kept = "the measurements are in the table above" if results.results else ""
+    with _common.signals_deferred():
+        try:
+            results.write_json(out)
+            print(f"results: {out}")
+            if csv:
+                results.write_csv(csv)
+                print(f"csv: {csv}")
+        except OSError as err:
+            raise write_failure(err, out, kept=kept) from err
 
 
 def report_interruption(results: ResultSet) -> None:
     todo = ", ".join(f"{p['model']} {p['precision']} batch {p['batch_size']}" for p in results.pending)
-    print(f"interrupted: kept {len(results.results)} finished measurement(s); not run: {todo or 'nothing'}",
+    print(f"interrupted: kept {plural(len(results.results), 'finished measurement')}; not run: {todo or 'nothing'}",
           file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    _common.check_output_file(args.out, "--out")
-    _common.check_output_file(args.csv, "--csv", ".csv")
+    engines = [args.path if args.path.is_dir() else args.path.parent]
+    _common.check_output_file(args.out, "--out", engines=engines)
+    _common.check_output_file(args.csv, "--csv", ".csv", engines=engines)
+    _common.check_distinct_outputs(out=args.out, csv=args.csv)
     config = _common.timing_config(args)
+    data = _common.load_inputs(args)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():
             print(f"warning: {problem}", file=sys.stderr)
@@ -114,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             results = bench_path(
                 args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
                 seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,
-                on_plan=on_plan, threads=args.threads, autotune=args.autotune,
+                on_plan=on_plan, threads=args.threads, autotune=args.autotune, data=data,
             )
     finally:
         close()

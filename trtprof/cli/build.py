@@ -48,16 +48,30 @@ def add_parser(sub) -> None:
                         "TensorRT >= 11)")
     p.add_argument("--no-range-check", action="store_true",
                    help="skip the FP16 range analysis of the FP32 model (overflow/underflow risks)")
+    _common.add_inputs_arg(p, what="the FP16 range analysis runs on all its samples")
     _common.add_common_debug(p)
     p.set_defaults(func=run)
 
 
-def _print_outcome(outcome: BuildOutcome) -> None:
+# Build lines are printed as each engine finishes, so the columns cannot be sized from the rows:
+# wide enough for the longest precision text a backend gives and the longest backend name.
+PRECISION_WIDTH = len("fp16 (effective fp32+casts)")
+BACKEND_WIDTH = len("tensorrt-rtx")
+STATUS_WIDTH = len("cache hit")
+
+
+def outcome_line(outcome: BuildOutcome) -> str:
+    """One build result: precision (and what ran when it differs), backend, built/cache hit, path, time."""
     r = outcome.record
     eff = r.backend_metadata.get("effective_precision", r.precision)
     prec = r.precision if eff == r.precision else f"{r.precision} (effective {eff})"
-    print(f"{prec:<24} {r.backend:<12} {outcome.status:<9} {r.artifact_path}  {outcome.seconds:.2f} s")
-    for note in r.notes:
+    return (f"{prec:<{PRECISION_WIDTH}}  {r.backend:<{BACKEND_WIDTH}}  {outcome.status:<{STATUS_WIDTH}}  "
+            f"{r.artifact_path}  {outcome.seconds:.2f} s")
+
+
+def print_outcome(outcome: BuildOutcome) -> None:
+    print(outcome_line(outcome))
+    for note in outcome.record.notes:
         print(f"    note: {note}")
 
 
@@ -84,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engines.exists() and not args.engines.is_dir():  # a read-only dir is fine: it can still serve hits
         raise BadInput("--engines: exists and is not a directory", path=args.engines)
     sizes = parse_batch_sizes(args.batch_sizes)
+    data = _common.load_inputs(args)
     if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):
         raise BadInput(f"--opt-batch {args.opt_batch} is outside --batch-sizes {args.batch_sizes}")
     build_engines(
@@ -98,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
         check=not args.no_check,
         convert_options={"inputs": args.tf_inputs, "outputs": args.tf_outputs, "signature": args.signature},
         on_convert=_print_conversion,
-        on_done=_print_outcome,
+        on_done=print_outcome,
         range_check=not args.no_range_check,
+        data=data,
     )
     return 0

@@ -5,8 +5,10 @@ import argparse
 import time
 from pathlib import Path
 
-from ..cache_admin import OK, CacheItem, parse_age, remove, scan_dir, select
+from ..cache_admin import OK, CacheItem, check_cache_dir, parse_age, remove, scan_dir, select
 from ..errors import BadInput
+from ..texttable import grid
+from ..wording import plural
 from . import _common, add_common_debug
 
 
@@ -30,6 +32,9 @@ def add_parser(sub) -> None:
     add_common_debug(pr)
     pr.set_defaults(func=run_prune)
     p.set_defaults(func=lambda args: p.error("say ls or prune"))
+
+
+LS_HEADERS = ("model", "precision", "backend", "effective", "profile", "status", "file", "size", "age")
 
 
 def _size(n: int) -> str:
@@ -57,21 +62,36 @@ def _row(item: CacheItem, now: float) -> tuple:
         fields = (r.model, r.precision, r.backend, eff, profile + (f" {opts}" if opts else ""))
     else:
         fields = (item.model, "-", "-", "-", "-")
-    status = item.status if item.status == OK else f"{item.status}: {item.problem}"
-    return (*fields, _size(item.size_bytes), _age(item.age_s(now)), status, item.name)
+    return (*fields, item.status, item.name, _size(item.size_bytes), _age(item.age_s(now)))
+
+
+def _scan(root: Path):
+    check_cache_dir(root)
+    scan = scan_dir(root, verify=True)
+    check_cache_dir(root, scan)
+    return scan
+
+
+def _foreign_note(scan) -> str:
+    return f"; {plural(len(scan.foreign), 'other file')} not trtprof's, left alone" if scan.foreign else ""
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    scan = scan_dir(args.dir, verify=True)
+    scan = _scan(args.dir)
     if not scan.items:
         print(f"{args.dir}: empty")
         return 0
     now = time.time()
-    print(_common.format_table(("model", "precision", "backend", "effective", "profile", "size", "age", "status", "file"),
-                               [_row(i, now) for i in scan.items]))
+    # names and words left-aligned, sizes and ages right; the status column holds one word and each
+    # problem goes on a line of its own under the table (a long problem would widen every row)
+    print("\n".join(grid(LS_HEADERS, [_row(i, now) for i in scan.items], left=LS_HEADERS.index("size"))))
+    for item in scan.items:
+        if item.status != OK:
+            print(f"{item.status}: {item.name}: {item.problem}")
     counts = {s: sum(1 for i in scan.items if i.status == s) for s in ("ok", "corrupt", "orphan", "temp")}
     total = sum(i.size_bytes for i in scan.items)
-    print(f"{len(scan.items)} item(s), {_size(total)}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    print(f"{plural(len(scan.items), 'item')}, {_size(total)}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+          + _foreign_note(scan))
     return 0
 
 
@@ -79,7 +99,7 @@ def run_prune(args: argparse.Namespace) -> int:
     if args.older_than is None and not args.corrupt and args.model is None:
         raise BadInput("prune: give at least one of --older-than, --corrupt, --model (nothing is pruned by default)")
     older = parse_age(args.older_than) if args.older_than is not None else None
-    scan = scan_dir(args.dir, verify=True)
+    scan = _scan(args.dir)
     chosen = select(scan, older_than_s=older, corrupt=args.corrupt, model=args.model)
     removed = busy = 0
     for item in chosen:
@@ -93,6 +113,6 @@ def run_prune(args: argparse.Namespace) -> int:
             busy += 1
             print(f"kept (a build holds its lock now): {item.name}")
     verb = "would remove" if args.dry_run else "removed"
-    print(f"{verb} {len(chosen) if args.dry_run else removed} of {len(scan.items)} item(s)"
-          + (f"; {busy} busy" if busy else ""))
+    print(f"{verb} {len(chosen) if args.dry_run else removed} of {plural(len(scan.items), 'item')}"
+          + (f"; {busy} busy" if busy else "") + _foreign_note(scan))
     return 0

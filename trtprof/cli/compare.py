@@ -7,17 +7,21 @@ from pathlib import Path
 from typing import Any
 
 from .. import compare as cmp
-from ..errors import BadInput
+from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
+from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes
 from ..spec import Precision
+from ..wording import plural
 from . import _common
+from .build import print_outcome
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare", help="FP16 vs FP32: speedup with a 95%% CI, accuracy delta, and a why-not-faster diagnosis",
         description="Measure the precisions in several independent loads (fresh worker processes), each in "
-                    "interleaved rounds (A B, B A, …; each load starts with either arm, balanced) on the same inputs, until the speedup's 95%% CI is decisive "
+                    "interleaved rounds (A B, B A, …; each load starts with either arm, balanced) on the same inputs, "
+                    "until the speedup's 95% CI is decisive "
                     "or within --target-ci or the time budget is spent; per batch size print the speedup with its "
                     "hierarchical CI, a verdict (faster, slower, equivalent, inconclusive), the accuracy delta and "
                     "the reasons. --precisions fp32,fp32 measures the noise floor (A/A).")
@@ -67,6 +71,11 @@ def add_parser(sub) -> None:
     p.add_argument("--layers", action="store_true",
                    help="also profile every precision layer by layer (a separate run after the timing; "
                         "as `trtprof profile`) and diagnose from the per-layer table")
+    p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
+                   help="accuracy budget for the OK / DEGRADED / BROKEN verdict (default "
+                        f"{DEFAULT_BUDGET}; metrics: {', '.join(BUDGET_METRICS)}; see docs/accuracy.md)")
+    _common.add_inputs_arg(p, what="accuracy and the FP16 range analysis run on all its samples, timing on "
+                                   "the first batch")
     p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -95,7 +104,7 @@ def print_comparison(c: dict) -> None:
     lat = c["latency"]
     print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
           f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
-          f"({c['loads']} loads, {c['rounds']} rounds, stopped: {c['stop_reason']})")
+          f"({plural(c['loads'], 'load')}, {plural(c['rounds'], 'round')}, stopped: {c['stop_reason']})")
     if c.get("verdict_note"):
         print(f"  note: {c['verdict_note']}")
     for side in ("baseline", "candidate"):
@@ -104,9 +113,7 @@ def print_comparison(c: dict) -> None:
         label = c[side] if c[side].split("#")[0] != x["precision"] else x["precision"]  # an A/B arm's label
         print(f"  {label}{eff}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
               f"n={x['n']}")
-    print(f"  accuracy vs {c['baseline']}: max abs {acc['max_abs_err']:.3g}, max rel {acc['max_rel_err']:.3g}, "
-          f"{acc['mismatch_fraction']:.2%} beyond rtol {acc['rtol']:g}/atol {acc['atol']:g}, "
-          f"non-finite {acc['nonfinite']}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
+    print_accuracy(c)
     if acc["nonfinite"]:
         print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
     if acc.get("caveat"):
@@ -150,44 +157,61 @@ def run_ab(args: argparse.Namespace, plan: cmp.RoundPlan, sizes: tuple[int, ...]
     return ab.compare_ab(arms, sizes, plan, seed=seed, int_range=int_range, **common)
 
 
+def print_accuracy(c: dict) -> None:
+    """The accuracy verdict (against the budget, on which inputs) and the metrics behind it."""
+    acc = c["accuracy"]
+    v = acc.get("verdict") or {}
+    if v:
+        print(f"  accuracy vs {c['baseline']}: {v['label']} [{v['budget']}: {v['reason']}]")
+    print(f"    {summary_line(acc)}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
+
+
+def print_accuracy_legend() -> None:
+    print("accuracy metrics (worst output; JSON: accuracy.field_docs):")
+    for name, doc in FIELD_DOCS.items():
+        print(f"  {name}: {doc}")
+
+
 def run(args: argparse.Namespace) -> int:
-    _common.check_output_file(args.out, "--out")  # before any build or measurement (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
     is_ab = ab_mode(args)
     precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []
     plan = _plan(args)
+    budget = AccuracyBudget.parse(args.accuracy)
+    data = _common.load_inputs(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
-
-    def on_built(outcome) -> None:
-        r = outcome.record
-        print(f"{r.precision:<6} {r.backend:<12} {outcome.status:<9} {r.artifact_path}  {outcome.seconds:.2f} s")
 
     def on_progress(batch: int, p: cmp.Progress) -> None:
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
-        print(f"  batch {batch}: {p.loads} loads, {p.rounds} rounds, {p.elapsed_s:.1f} of {p.budget_s:g} s spent: "
-              f"{cis}", file=sys.stderr)
+        print(f"  batch {batch}: {plural(p.loads, 'load')}, {plural(p.rounds, 'round')}, {p.elapsed_s:.1f} of "
+              f"{p.budget_s:g} s spent: {cis}", file=sys.stderr)
 
     def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                  f"{s.verdict.upper()} ({outcome.loads} loads, {outcome.rounds} rounds, {outcome.elapsed_s:.1f} s, "
+                  f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, {outcome.elapsed_s:.1f} s, "
                   f"stopped: {outcome.stop_reason})", file=sys.stderr)
 
     ab_outcome = None
     with _common.sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         if is_ab:
-            ab_outcome = run_ab(args, plan, sizes, on_built=on_built, on_batch=on_batch, on_progress=on_progress)
+            ab_outcome = run_ab(args, plan, sizes, on_built=print_outcome, on_batch=on_batch, on_progress=on_progress,
+                                accuracy_budget=budget, data=data)
             report = ab_outcome.report
         else:
             report = cmp.compare_model(
                 args.model[0], precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
                 shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-                on_built=on_built, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
+                on_built=print_outcome, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
                 isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
+                accuracy_budget=budget, data=data,
             )
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     for c in data["comparisons"]:
         print_comparison(c)
+    if data["comparisons"]:
+        print_accuracy_legend()
     if data.get("layers"):
         from ..layers.table import format_table
 
@@ -196,10 +220,11 @@ def run(args: argparse.Namespace) -> int:
             print(format_table(table, top=15))
     for line in data.get("ab", {}).get("what_if", {}).get("lines", []):
         print(f"what-if: {line}")
-    if ab_outcome is not None:
-        ab_outcome.write_json(args.out)
-    else:
-        report.write_json(args.out)
+    with _common.signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
+        try:
+            (ab_outcome if ab_outcome is not None else report).write_json(args.out)
+        except OSError as err:
+            raise write_failure(err, args.out, kept="the comparisons are printed above") from err
     for w in data["warnings"]:
         print(f"WARNING: {w}")
     if args.md:
@@ -209,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         print(markdown_summary(load(args.out)), end="")
     print(f"compare: {args.out}")
     if report.interrupted:
-        print(f"interrupted: kept {len({c['batch_size'] for c in data['comparisons']})} finished batch size(s); "
+        print(f"interrupted: kept {plural(len({c['batch_size'] for c in data['comparisons']}), 'finished batch size')}; "
               f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)
         return _common.EXIT_INTERRUPTED
     return 0

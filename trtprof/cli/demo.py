@@ -10,9 +10,10 @@ from ..inputs import parse_batch_sizes
 from ..plots import plot_all
 from ..samples import make_demo_model
 from ..spec import Precision
+from ..wording import plural
 from . import _common
 from .bench import print_table, progress
-from .build import _print_outcome
+from .build import print_outcome
 
 
 def add_parser(sub) -> None:
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"model: {model}")
     sizes = parse_batch_sizes(args.batch_sizes)
     outcomes = build_engines(model, [Precision.FP32, Precision.FP16], sizes, engines_dir=out / "engines",
-                             backend=args.backend, on_done=_print_outcome)
+                             backend=args.backend, on_done=print_outcome)
     print()
     on_plan, on_start, on_result, close = progress("demo bench")
     try:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     results.write_csv(out / "results.csv")
     print(f"\nresults: {out / 'results.json'}  csv: {out / 'results.csv'}")
     if results.interrupted:
-        print(f"interrupted: {len(results.pending)} measurement(s) not run; results so far above")
+        print(f"interrupted: {plural(len(results.pending), 'measurement')} not run; results so far above")
         return _common.EXIT_INTERRUPTED
     for path in plot_all(results.results, out / "plots"):
         print(f"plot: {path}")

@@ -15,6 +15,8 @@ from typing import Any
 from .. import backends
 from ..cache import EngineRecord, list_engines
 from ..errors import BackendUnavailable, BadInput
+from ..layers.table import short_names
+from ..wording import plural
 from . import _common
 
 TENSORRT_BACKENDS = ("tensorrt", "tensorrt-rtx")  # engines the TensorRT inspector reads
@@ -90,25 +92,29 @@ def _inspect_tensorrt(record: EngineRecord, args: argparse.Namespace) -> dict[st
         runner.close()
 
 
+INSPECT_NAME_WIDTH = 60  # TensorRT layer names ("conv1 + relu1 + …") shortened to this, kept distinct
+
+
 def _print_inspection(info: dict[str, Any]) -> None:
     inspection = info["inspection"]
     print(f"{info['engine']}")
     print(f"  model {info['model']}  TensorRT {info['environment'].get('tensorrt_version')}  "
           f"{info['environment'].get('gpu_name')}  precision {info['precision']}")
     print(f"  I/O tensors: {', '.join(inspection['io_tensors'])}")
+    names = short_names([layer["name"] for layer in inspection["layers"]], INSPECT_NAME_WIDTH)
     rows = [
-        (i, layer["name"][:60], layer["type"], layer["precision"] or "?", layer["tactic"][:40],
-         "reformat" if layer["reformat"] else "")
-        for i, layer in enumerate(inspection["layers"])
+        (i, name, layer["type"], layer["precision"] or "?", layer["tactic"][:40], "reformat" if layer["reformat"] else "")
+        for i, (layer, name) in enumerate(zip(inspection["layers"], names))
     ]
     print(_common.format_table(("#", "layer", "type", "precision", "tactic", ""), rows))
     counts = ", ".join(f"{k} {v}" for k, v in inspection["counts_by_precision"].items())
-    print(f"  {len(rows)} layers ({counts}); {inspection['reformat_layers']} reformat layer(s)")
+    print(f"  {plural(len(rows), 'layer')} ({counts}); {plural(inspection['reformat_layers'], 'reformat layer')}")
     profile = info.get("layer_profile")
     if profile:
         total = profile["total_median_ms"] or 1.0
         layers = sorted(profile["layers"], key=lambda t: -t["median_ms"])
-        prow = [(t["name"][:60], f"{t['median_ms']:.4f}", f"{100 * t['median_ms'] / total:.1f}%") for t in layers]
+        prow = [(name, f"{t['median_ms']:.4f}", f"{100 * t['median_ms'] / total:.1f}%")
+                for t, name in zip(layers, short_names([t["name"] for t in layers], INSPECT_NAME_WIDTH))]
         print(f"\n  per-layer times, batch {profile['batch_size']}, median of {profile['iterations']} profiled runs "
               f"(profiler on: not the latency; see `trtprof bench`)")
         print(_common.format_table(("layer", "median ms", "share"), prow))

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..errors import BadInput
+from ..errors import BadInput, StaticBatch
 from . import _common
 
 
@@ -29,6 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--top", type=int, default=20, help="rows to print, by time (default 20; 0 = all)")
     p.add_argument("--out", type=Path, default=Path("layers.json"), help="JSON output (default layers.json)")
     _common.add_autotune_arg(p)
+    _common.add_inputs_arg(p, what="profiled on its first batch")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..layers.table import format_table
     from .compare import parse_precisions
 
-    _common.check_output_file(args.out, "--out")  # before any build or profiling (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or profiling (issue 12)
 
     if args.batch_size < 1:
         raise BadInput(f"--batch-size must be >= 1, got {args.batch_size}")
@@ -51,11 +52,15 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--top must be >= 0")
     precisions = parse_precisions(args.precisions)
     shapes = _common.shapes(args)
+    data = _common.load_inputs(args)
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
-    records, onnx_path, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
-                                            backend=args.backend, shapes=shapes)
+    try:
+        records, onnx_path, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+                                                backend=args.backend, shapes=shapes)
+    except StaticBatch as err:  # this command's option is --batch-size
+        raise err.for_option("--batch-size") from err
     kwargs = {}
     if args.iterations is not None:
         kwargs["iterations"] = args.iterations
@@ -63,8 +68,12 @@ def run(args: argparse.Namespace) -> int:
         if args.warmup < 0:
             raise BadInput("--warmup must be >= 0")
         kwargs["warmup"] = args.warmup
-    table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
-                               int_range=_common.int_range(args), autotune=args.autotune, **kwargs)[args.batch_size]
+    try:
+        table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
+                                   int_range=_common.int_range(args), autotune=args.autotune, data=data,
+                                   **kwargs)[args.batch_size]
+    except StaticBatch as err:
+        raise err.for_option("--batch-size") from err
     data = table.to_json()
     findings = []
     for cand in list(records)[1:]:

@@ -83,10 +83,11 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep.runner import read_interference, run_sweep
     from ..sweep.spec import load_spec
 
-    _common.check_output_dir(args.out, "--out")  # before any cell runs (issue 12)
+    _common.check_output_dir(args.out, "--out", engines=[args.engines])  # before any cell runs (issue 12)
     if args.resume and not (args.out / "cells.jsonl").exists():
         raise BadInput("--resume: no sweep to resume here (no cells.jsonl)", path=args.out)
     spec = load_spec(args.spec, _overrides(args))
+    _common.check_not_engines_place(args.out, "--out", [Path(spec.engines)])  # the spec's engines root too
     interference = read_interference(args.interference)
     slots: list = []
     if args.executor == "local":

@@ -17,15 +17,23 @@ def add_parser(sub) -> None:
         "train-compare",
         help="training step (forward+loss+backward+optimizer): FP32 vs TF32 vs AMP FP16 vs AMP BF16, "
              "speedup with a 95%% CI, memory, loss after N steps, and why",
-        description="Rebuild the ONNX model as a trainable PyTorch module (or load a Keras .keras/.h5 model) and "
-                    "time one training step per precision, interleaved like `trtprof compare`. Loss default: "
+        description="Time one training step per precision, interleaved like `trtprof compare`, on your own "
+                    "PyTorch module (a factory: path/to/file.py:make or package.module:make returning the model, "
+                    "(model, example_inputs) or (model, example_inputs, loss_fn, optimizer_fn)), an ONNX model "
+                    "rebuilt as a trainable module (an inference export: it says what it lost), or a Keras "
+                    ".keras/.h5 model. cuDNN autotuning is on (tuned before timing; --no-autotune). Loss default: "
                     "mean(|y - 1|) (needs no labels). Each arm also runs alone from the same initial weights and "
                     "data for --steps steps (loss, skipped steps, peak memory, profile for the reasons).")
-    p.add_argument("model", type=Path, help="ONNX model (PyTorch backend) or Keras .keras/.h5 (TensorFlow)")
+    p.add_argument("model", help="module factory FILE.py:FUNCTION or package.module:FUNCTION (PyTorch), "
+                                 "ONNX file (PyTorch via onnx2torch) or Keras .keras/.h5 (TensorFlow)")
     p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
-                   help="from fp32, tf32, amp-fp16, amp-bf16; baseline first (default: all four on a GPU, "
+                   help="from fp32, tf32, amp-fp16, amp-bf16, and on a GPU NAME+graphed (the whole step in a CUDA "
+                        "graph, e.g. amp-bf16+graphed); baseline first (default: fp32,tf32,amp-fp16,amp-bf16 on a GPU, "
                         "fp32,amp-bf16 on a CPU)")
-    _common.add_shape_args(p, batch_default="1")
+    p.add_argument("--batch-sizes", default=None, metavar="B1,B2,…",
+                   help="batch sizes, comma-separated (default: a factory's example batch, else 1)")
+    _common.add_shape_arg(p)
+    _common.add_autotune_arg(p)
     p.add_argument("--optimizer", default="adam", choices=("adam", "sgd"), help="default adam (lr 1e-3)")
     p.add_argument("--loss", default="mae-to-ones", choices=("mae-to-ones", "cross-entropy"),
                    help="mae-to-ones: mean(|y-1|) of the first output (default); cross-entropy: the first "
@@ -46,6 +54,7 @@ def add_parser(sub) -> None:
                    help="GPU: also search the largest batch whose step fits in memory, per arm")
     p.add_argument("--max-batch-limit", type=int, default=4096, help="stop the search there (default 4096)")
     p.add_argument("--no-reasons", action="store_true", help="skip the profiler passes behind the reasons")
+    _common.add_inputs_arg(p, what="its first batch feeds the timed steps and the loss comparison")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs, labels and nothing else")
     p.add_argument("--out", type=Path, default=Path("train_compare.json"), help="JSON output")
     p.add_argument("--html", type=Path, default=None, help="also write an HTML report here")
@@ -73,11 +82,12 @@ def run(args: argparse.Namespace) -> int:
 
     _common.check_output_file(args.out, "--out")  # before any training step (issue 12)
     _common.check_output_file(args.html, "--html", ".html")
+    _common.check_distinct_outputs(out=args.out, html=args.html)
     plan = _plan(args)
-    sizes = parse_batch_sizes(args.batch_sizes)
+    sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes is not None else None
     options = TrainOptions(optimizer=args.optimizer, loss=args.loss, steps=args.steps, seed=args.seed,
                            find_max_batch=args.find_max_batch, max_batch_limit=args.max_batch_limit,
-                           reasons=not args.no_reasons)
+                           reasons=not args.no_reasons, autotune=args.autotune)
 
     def on_arm(batch: int, arm: str, solo) -> None:
         last = solo.losses[-1] if solo.losses else float("nan")
@@ -90,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     data = train_compare(args.model, args.precisions, sizes, plan, options, device=args.device,
-                         shapes=_common.shapes(args), on_batch=on_batch, on_arm=on_arm)
+                         shapes=_common.shapes(args), on_batch=on_batch, on_arm=on_arm,
+                         data=_common.load_inputs(args))
     write_json(data, args.out)
     print_summary(data)
     if args.html is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import BuildFailed, MissingDependency
+from ..wording import plural
 from . import fp16_fixes
 from .fp16_weights import FP16_MAX, FP16_MIN_SUBNORMAL, WeightReport, weight_report
 
@@ -61,11 +62,11 @@ def prepare_for_fp16(model: "onnx.ModelProto") -> tuple["onnx.ModelProto", list[
         fixes.append("weights listed as graph inputs (IR < 4) dropped from the inputs")
     named = fp16_fixes.name_unnamed_nodes(copy)
     if named:
-        fixes.append(f"{named} unnamed node(s) named OpType_INDEX (so the converter's casts and "
+        fixes.append(f"{plural(named, 'unnamed node')} named OpType_INDEX (so the converter's casts and "
                      "--layer-precisions can tell them apart)")
     detached = fp16_fixes.detach_graph_outputs(copy)
     if detached:
-        fixes.append(f"graph output(s) also read inside the graph given their own FP32 cast: {', '.join(detached)}")
+        fixes.append(f"graph {'output' if len(detached) == 1 else 'outputs'} also read inside the graph given their own FP32 cast: {', '.join(detached)}")
     return copy, fixes
 
 
@@ -95,6 +96,10 @@ def convert_fp16(
         raise BadInput(f"--layer-precisions names no node of this model: {', '.join(unknown)} "
                        "(see `trtprof inspect` or the range analysis for node names)")
     op_block_list = sorted(set(float16.DEFAULT_OP_BLOCK_LIST) | set(DEFAULT_OP_BLOCK_LIST) | set(ops))
+    split = fp16_fixes.split_shared_initializers(prepared, nodes, op_block_list)
+    if split:
+        fixes.append(f"{len(split)} weight(s) shared by nodes kept in FP32 and FP16 nodes given an FP32 copy for the "
+                     f"kept ones: {', '.join(split[:5])}" + (" …" if len(split) > 5 else ""))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -105,21 +110,21 @@ def convert_fp16(
             raise BuildFailed(f"FP16 graph conversion failed: {err}") from err
     retyped = fp16_fixes.retype_float_outputs(converted, names)
     if retyped:
-        fixes.append(f"{len(retyped)} Cast(to=FLOAT)/dtype=FLOAT node(s) made to produce FP16 as the converter "
+        fixes.append(f"{plural(len(retyped), 'Cast(to=FLOAT)/dtype=FLOAT node')} made to produce FP16 as the converter "
                      f"declared: {', '.join(retyped[:5])}" + (" …" if len(retyped) > 5 else ""))
     filled = fp16_fixes.fill_constant_of_shape(converted, names)
     if filled:
-        fixes.append(f"{len(filled)} ConstantOfShape node(s) without a value given an FP16 zero: {', '.join(filled[:5])}")
+        fixes.append(f"{plural(len(filled), 'ConstantOfShape node')} without a value given an FP16 zero: {', '.join(filled[:5])}")
     if keep_io_types:
         restored = fp16_fixes.restore_output_types(
             converted, [o.name for o in prepared.graph.output if o.type.tensor_type.elem_type == 1])
         if restored:
-            fixes.append(f"{len(restored)} graph output(s) produced by a node kept in FP32 cast back to FP32 "
+            fixes.append(f"{plural(len(restored), 'graph output')} produced by a node kept in FP32 cast back to FP32 "
                          "(the converter left them FP16)")
     inserted = {node.name for node in converted.graph.node} - names
     rewired = fp16_fixes.fold_cast_round_trips(converted, inserted)
     if rewired:
-        fixes.append(f"{rewired} FP16 round trip(s) between nodes kept in FP32 removed (the tensor stays FP32)")
+        fixes.append(f"{plural(rewired, 'FP16 round trip')} between nodes kept in FP32 removed (the tensor stays FP32)")
     weights = weight_report(prepared, converted)
     notes = [*weights.notes(), *(f"fp16 conversion: {f}" for f in fixes),
              *summarize_warnings(str(w.message).splitlines()[0] for w in caught)]

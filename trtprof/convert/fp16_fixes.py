@@ -18,6 +18,10 @@ changes nothing else (same function, same tensor values):
   float32 zeros while the converter declared its output FLOAT16.
 * ``restore_output_types`` (after conversion): a graph output produced by a node kept in FP32 came out
   FP16 despite ``keep_io_types``.
+* ``split_shared_initializers`` (before conversion, with a keep-list): the converter leaves every
+  weight that a node kept in FP32 reads in FP32 — also for the FP16 nodes reading the same weight, with
+  no cast: "Type parameter (T) of Optype (Mul) bound to different types (tensor(float16) and
+  tensor(float))". The kept readers get their own copy of the weight.
 * ``fold_cast_round_trips`` (after conversion): a tensor between two nodes kept in FP32 goes through
   Cast(FP16) → Cast(FP32); the converter removes that pair only when the tensor has one reader, so a
   value above 65504 kept "in FP32" on purpose still became inf.
@@ -143,6 +147,50 @@ def detach_graph_outputs(model: "onnx.ModelProto") -> list[str]:
         changed.append(name)
     graph.node.extend(new_nodes)
     return changed
+
+
+# Suffix of the FP32 copy of a weight shared by nodes kept in FP32 and FP16 nodes.
+FP32_COPY_SUFFIX = "__trtprof_fp32"
+
+
+def split_shared_initializers(model: "onnx.ModelProto", blocked: Iterable[str], blocked_ops: Iterable[str]) -> list[str]:
+    """Give the nodes kept in FP32 (named in ``blocked`` or of an op in ``blocked_ops``) their own copy
+    of every FP32 weight they share with nodes converted to FP16 (in place); return the weights split.
+
+    onnxconverter-common keeps a weight FP32 as soon as one kept node reads it, and casts nothing for
+    its FP16 readers, so a keep-list that named one of two nodes sharing a scale constant failed to
+    load; which nodes were kept then depended on their neighbours. With a copy each side gets its own
+    type and the keep-list builds whatever the neighbours are. Same values, so the same function.
+    """
+    import onnx
+
+    blocked, blocked_ops = set(blocked), set(blocked_ops)
+    graph = model.graph
+    inits = {init.name: init for init in graph.initializer if init.data_type == _FLOAT}
+    kept_readers: dict[str, list["onnx.NodeProto"]] = {}
+    other_readers: set[str] = set()
+    for node in graph.node:
+        kept = node.name in blocked or node.op_type in blocked_ops
+        for name in node.input:
+            if name in inits:
+                if kept:
+                    kept_readers.setdefault(name, []).append(node)
+                else:
+                    other_readers.add(name)
+    split = []
+    for name, readers in kept_readers.items():
+        if name not in other_readers:
+            continue
+        copy = onnx.TensorProto()
+        copy.CopyFrom(inits[name])
+        copy.name = name + FP32_COPY_SUFFIX
+        graph.initializer.append(copy)
+        for node in readers:
+            for i, inp in enumerate(node.input):
+                if inp == name:
+                    node.input[i] = copy.name
+        split.append(name)
+    return split
 
 
 def fold_cast_round_trips(model: "onnx.ModelProto", inserted: Iterable[str]) -> int:

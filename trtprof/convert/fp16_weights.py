@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
+from ..wording import plural
+
 if TYPE_CHECKING:
     import onnx
 
@@ -74,15 +76,19 @@ class WeightReport:
         clamped = [c for c in self.changes if c.kind == CLAMPED]
         raised = [c for c in self.changes if c.kind == RAISED]
         if clamped:
-            lines.append(f"fp16 weights: {self.count(CLAMPED)} value(s) in {len(clamped)} tensor(s) exceed FP16's "
-                         f"max 65504 and were clamped to ±65504: {_name_changes(clamped)}")
+            one = self.count(CLAMPED) == 1
+            lines.append(f"fp16 weights: {plural(self.count(CLAMPED), 'value')} in {plural(len(clamped), 'tensor')} "
+                         f"{'exceeds' if one else 'exceed'} FP16's max 65504 and {'was' if one else 'were'} clamped "
+                         f"to ±65504: {_name_changes(clamped)}")
         if raised:
-            lines.append(f"fp16 weights: {self.count(RAISED)} non-zero value(s) in {len(raised)} tensor(s) are below "
-                         f"FP16's smallest subnormal 2^-24 (5.96e-08) and were raised to ±5.96e-08 instead of "
-                         f"flushed to 0: {_name_changes(raised)}")
+            one = self.count(RAISED) == 1
+            lines.append(f"fp16 weights: {plural(self.count(RAISED), 'non-zero value')} in {plural(len(raised), 'tensor')} "
+                         f"{'is' if one else 'are'} below FP16's smallest subnormal 2^-24 (5.96e-08) and "
+                         f"{'was' if one else 'were'} raised to ±5.96e-08 instead of flushed to 0: {_name_changes(raised)}")
         if self.subnormal_values:
-            lines.append(f"fp16 weights: {self.subnormal_values} value(s) in {self.subnormal_tensors} tensor(s) are "
-                         f"below FP16's smallest normal 6.1e-05 and are stored as subnormals (fewer significant bits)")
+            be = "is" if self.subnormal_values == 1 else "are"
+            lines.append(f"fp16 weights: {plural(self.subnormal_values, 'value')} in {plural(self.subnormal_tensors, 'tensor')} "
+                         f"{be} below FP16's smallest normal 6.1e-05 and {be} stored as subnormals (fewer significant bits)")
         return lines
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping
 
+from ..wording import plural
 from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, _fmt_ms, rows_by_time
 
 TOP_ROWS = 15
-CSS = ".l-slower{background:#f8d4d4}.l-cast{background:#fff0c2}"
+# names (layer, op, kind) left-aligned like text; the numbers stay right-aligned
+CSS = (".l-slower{background:#f8d4d4}.l-cast{background:#fff0c2}"
+       ".layers td:nth-child(-n+3),.layers th:nth-child(-n+3){text-align:left}")
 
 
 def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS) -> str:
@@ -44,8 +47,8 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
         totals = ", ".join(f"{html.escape(p)} {_fmt_ms(v, missing='–')} ms"
                            for p, v in table.get("totals_ms", {}).items())
         parts.append(f"<h3>batch {html.escape(str(batch))} (sum of layer medians: {totals})</h3>"
-                     "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+                     "<table class=\"layers\"><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
                      + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
         if len(rows) > top:
-            parts.append(f"<p>… and {len(rows) - top} more layers (JSON has all).</p>")
+            parts.append(f"<p>… and {plural(len(rows) - top, 'more layer')} (JSON has all).</p>")
     return "".join(parts)

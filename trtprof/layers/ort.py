@@ -9,24 +9,113 @@ profiling on runs the asked iterations; the timed session is never profiled.
 from __future__ import annotations
 
 import json
-import tempfile
+import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from .table import KernelTime, LayerTiming, PrecisionProfile, kind_of
+from ..scratch import temp_dir
+from .graph import node_key
+from .table import COMPUTE, KernelTime, LayerTiming, PrecisionProfile, kind_of
 
 SOURCE = "onnxruntime session profiling (per-node wall time on the host)"
+# Decorations ORT's graph transformers add to the names of the nodes they create: the NCHWc layout
+# transformer names a convolution after the tensor it writes plus "_nchwc" ("fmap_nchwc"), and
+# GenerateNodeName makes names unique with "_token_N" ("ReorderOutput_token_4").
+NAME_DECORATIONS = re.compile(r"(_nchwc|_token_\d+)+$")
 SUFFIX = "_kernel_time"
 # ORT's InsertCastTransformer renames a node it runs in FP32 behind casts (no FP16 kernel on the CPU
 # provider) "InsertedPrecisionFreeCast_<node>": the same layer, so its row joins the baseline's.
 RENAMED_PREFIX = "InsertedPrecisionFreeCast_"
 
 
-def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int) -> tuple[tuple[LayerTiming, ...], float | None]:
-    """Per-node medians over the last ``iterations`` runs of an ORT profile; and the per-run total."""
+class SourceGraph(NamedTuple):
+    """What ties ORT's executed nodes to the ONNX nodes they came from: the engine's ONNX graph
+    (node key → op type, tensor → key of the node writing it; keys as ``graph.node_key``, so an
+    unnamed node is ``OpType_INDEX`` as trtprof's FP16 conversion names it) and ORT's optimized graph
+    (executed node name → the tensors it writes)."""
+
+    ops: Mapping[str, str]
+    producers: Mapping[str, str]
+    inputs: Mapping[str, tuple[str, ...]]
+    executed_outputs: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, source: Any, optimized: Any = None) -> "SourceGraph":
+        """From the engine's ONNX ModelProto and ORT's optimized one (None when ORT saved none)."""
+        ops, producers, inputs = {}, {}, {}
+        for i, node in enumerate(source.graph.node):
+            key = node_key(node, i)
+            ops[key] = node.op_type
+            inputs[key] = tuple(node.input)
+            for out in node.output:
+                producers[out] = key
+        executed = {} if optimized is None else {n.name: tuple(n.output) for n in optimized.graph.node}
+        return cls(ops, producers, inputs, executed)
+
+    def origin(self, name: str, op: str) -> str | None:
+        """The ONNX node an executed node named ``name`` (prefix already removed) computes, or None.
+
+        Tried in order: its own name (ORT keeps the names of nodes it runs as they are); a graph
+        tensor it writes (in ORT's optimized graph); its name less ORT's decorations, read as the tensor
+        whose writer it replaced (a fused Conv+Relu is named after the Relu's output). When the node
+        found is not of the executed op (the fused Relu), its chain of first inputs is followed up to
+        the node that is (the Conv), so both precisions' rows land on the same ONNX node."""
+        if name in self.ops and self.ops[name] == op:
+            return name
+        found = None
+        for out in self.executed_outputs.get(name, ()):
+            found = found or self.producers.get(strip_renamed(out))
+        if found is None:
+            bare = NAME_DECORATIONS.sub("", name)
+            found = self.producers.get(bare) or (bare if bare in self.ops else None)
+        if found is None:
+            return None
+        walk: str | None = found
+        for _ in range(FUSED_CHAIN):
+            if walk is None:
+                break
+            if self.ops.get(walk) == op:
+                return walk
+            first = self.inputs.get(walk, ())
+            walk = self.producers.get(first[0]) if first else None
+        return found
+
+
+# how far up a fused node's chain of first inputs its op is looked for (Conv+Add+Relu: 2 steps)
+FUSED_CHAIN = 3
+
+
+def strip_renamed(name: str) -> str:
+    return name[len(RENAMED_PREFIX):] if name.startswith(RENAMED_PREFIX) else name
+
+
+def row_name(node: str, op: str, sources: SourceGraph | None, taken: set[str]) -> str:
+    """The row an executed node goes to: its ONNX node's key for compute nodes, "ReorderOutput
+    (Conv_0)" for a layout change or cast ORT added after an ONNX node; ORT's name when neither is
+    found. A name another executed node already took gets "#2", "#3"."""
+    origin = sources.origin(node, op) if sources is not None else None
+    if origin is None:
+        name = node
+    elif origin == node or kind_of(op, node) == COMPUTE:
+        name = origin
+    else:
+        name = f"{op} ({origin})"
+    unique, n = name, 1
+    while unique in taken:
+        n += 1
+        unique = f"{name} #{n}"
+    taken.add(unique)
+    return unique
+
+
+def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
+                  sources: SourceGraph | None = None) -> tuple[tuple[LayerTiming, ...], float | None]:
+    """Per-node medians over the last ``iterations`` runs of an ORT profile; and the per-run total.
+    With ``sources``, rows are named by the ONNX node each executed node came from (``row_name``),
+    so the FP32 and FP16 engines' rows meet although ORT names their fused nodes differently."""
     runs = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
     runs.sort(key=lambda e: e.get("ts", 0))
     runs = runs[-iterations:] if iterations else runs
@@ -56,11 +145,14 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int) -> tuple
         per_node[node].append(ms)
         per_run[run if run is not None else 0] += ms
     layers = []
+    taken: set[str] = set()
     for node in order:
         op, provider = ops[node]
+        name = row_name(node, op, sources, taken)
+        kernel = f"{op} ({provider})" if name == node else f"{op} ({provider}; ORT node {node})"
         layers.append(LayerTiming(
-            name=node, op_type=op, kind=kind_of(op, node), median_ms=float(np.median(per_node[node])),
-            kernels=(KernelTime(name=f"{op} ({provider})", median_ms=float(np.median(per_node[node])),
+            name=name, op_type=op, kind=kind_of(op, node), median_ms=float(np.median(per_node[node])),
+            kernels=(KernelTime(name=kernel, median_ms=float(np.median(per_node[node])),
                                 calls=max(1, round(len(per_node[node]) / max(1, len(windows) or 1))), tensor_core=None),),
         ))
     total = float(np.median(list(per_run.values()))) if per_run else None
@@ -73,14 +165,33 @@ def profile_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, np.n
     from ..backends.onnxruntime import _session
     from ..spec import Precision
 
-    with tempfile.TemporaryDirectory(prefix="trtprof-ortprof-") as tmp:
+    with temp_dir("ortprof") as tmp:
+        optimized = Path(tmp) / "optimized.onnx"
         session = _session(Path(artifact), Precision(precision), path=Path(artifact),
-                           profile_prefix=str(Path(tmp) / "ort"))
+                           profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized, keep_optimizations=True)
         for _ in range(warmup + iterations):
             session.run(None, dict(feeds))
         trace = Path(session.end_profiling())
         events = json.loads(trace.read_text())
-    layers, total = parse_profile(events, iterations)
+        sources = source_graph(Path(artifact), optimized)
+    layers, total = parse_profile(events, iterations, sources)
     return PrecisionProfile(precision=precision, backend="onnxruntime", source=SOURCE, batch_size=batch_size,
                             iterations=iterations, layers=layers, iteration_total_ms=total,
                             config={"warmup": warmup, "provider": session.get_providers()[0]})
+
+
+def source_graph(artifact: Path, optimized: Path) -> SourceGraph | None:
+    """The engine's ONNX graph and ORT's optimized graph as a SourceGraph; None when the engine's
+    graph cannot be read (rows keep ORT's names then); without the optimized graph, names alone."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        source = onnx.load(str(artifact), load_external_data=False)
+    except (OSError, ValueError, DecodeError):
+        return None
+    try:
+        executed = onnx.load(str(optimized), load_external_data=False) if optimized.is_file() else None
+    except (OSError, ValueError, DecodeError):
+        executed = None
+    return SourceGraph.of(source, executed)

@@ -18,9 +18,10 @@ DEFAULT_WARMUP = 5  # covers cuDNN autotuning (first call per shape) and lazy in
 
 def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
                    warmup: int = DEFAULT_WARMUP, shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                   int_range: tuple[int, int] | None = None, autotune: bool = True) -> dict[int, PrecisionProfile]:
+                   int_range: tuple[int, int] | None = None, autotune: bool = True,
+                   data: Any = None) -> dict[int, PrecisionProfile]:
     """One engine's per-layer profile at each batch size, with the profiler of the backend that
-    built it (the engine is loaded once)."""
+    built it (the engine is loaded once); on the first batch of the user's inputs (``data``) if given."""
     from ..backends.base import set_autotune
     from ..bench import load_runner
     from ..inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -33,7 +34,9 @@ def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int =
     out: dict[int, PrecisionProfile] = {}
     try:
         set_autotune(runner, autotune)
-        overrides = {**record.spec.shape_overrides(), **(shapes or {})}
+        if data is not None:
+            data.check(runner.inputs, model_path=record.model_path)
+        overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
         onnx_model = None
         if record.backend == "torch":
             import onnx
@@ -41,7 +44,8 @@ def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int =
             onnx_model = onnx.load(str(record.artifact_path))
         for batch_size in batch_sizes:
             input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
-            feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE)
+            feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE,
+                                data=data)
             if record.backend == "onnxruntime":
                 from .ort import profile_onnxruntime
 
@@ -85,13 +89,14 @@ def profile_records(records: Mapping[str, Any], batch_sizes: Sequence[int], *, o
                     iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     int_range: tuple[int, int] | None = None, autotune: bool = True,
-                    graphs: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None) -> dict[int, LayerTable]:
+                    graphs: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
+                    data: Any = None) -> dict[int, LayerTable]:
     """Every precision of ``records`` (precision → record, baseline first), one engine after the
     other, at every batch size: one LayerTable per batch size. ``graphs``: ``graph_facts`` of the
     baseline record already computed per batch size (those batch sizes are not computed again)."""
     per: dict[str, dict[int, PrecisionProfile]] = {
         name: profile_record(rec, batch_sizes, iterations=iterations, warmup=warmup, shapes=shapes, seed=seed,
-                             int_range=int_range, autotune=autotune)
+                             int_range=int_range, autotune=autotune, data=data)
         for name, rec in records.items()}
     first = next(iter(records.values()))
     known = graphs or {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..diagnose import Finding
+from ..wording import plural
 from .table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
 
 # A finding about a group of layers is worth reading when the group holds this much of the time:
@@ -42,7 +43,7 @@ def fp16_slower_layers(table: LayerTable, candidate: str) -> Finding | None:
     names = ", ".join(f"{x['name']} ({x['ratio']:.2f}×)" for x in slower[:TOP])
     return Finding(
         "fp16_slower_layers",
-        f"{len(slower)} layer(s) are slower in {candidate} than in {base} at batch {table.batch_size} "
+        f"{plural(len(slower), 'layer')} {'is' if len(slower) == 1 else 'are'} slower in {candidate} than in {base} at batch {table.batch_size} "
         f"(+{extra:.3g} ms, {share:.0%} of {candidate}'s profiled time): {names}",
         {"candidate": candidate, "baseline": base, "batch_size": table.batch_size, "layers": slower[:20],
          "extra_ms": extra, "share_of_candidate": share, "candidate_total_ms": total_c, "margin": SLOWER_MARGIN},
@@ -60,7 +61,7 @@ def cast_reformat_share(table: LayerTable, candidate: str) -> Finding | None:
     return Finding(
         "cast_reformat",
         f"{candidate} at batch {table.batch_size}: casts/reformats take {ms:.3g} ms, {share:.0%} of the profiled "
-        f"time ({len(rows)} layers, e.g. {', '.join(r.name for r in rows[:3])}): time FP16 adds, not saves",
+        f"time ({plural(len(rows), 'layer')}, e.g. {', '.join(r.name for r in rows[:3])}): time FP16 adds, not saves",
         {"candidate": candidate, "share": share, "ms": ms,
          "layers": [{"name": r.name, "op_type": r.op_type, "kind": r.kind, "ms": r.time_ms[candidate]} for r in rows[:20]]},
     )
@@ -100,7 +101,7 @@ def tensor_core_ineligible(graph: Mapping[str, Mapping[str, Any]], candidate: st
     example = evidence_rows[0]
     return Finding(
         "tensor_core_ineligible",
-        f"{len(bad)} {candidate.upper()} layer(s) cannot fill tensor cores — channel counts / GEMM dims are not "
+        f"{plural(len(bad), candidate.upper() + ' layer')} cannot fill tensor cores — channel counts / GEMM dims are not "
         f"multiples of 8 (e.g. {example['name']}: {', '.join(example['reasons'])}) — and they hold {share:.0%} of the "
         f"{basis}; {candidate.upper()}'s tensor-core peak does not apply to them (pad channels to multiples of 8)",
         {"candidate": candidate, "share": share, "basis": basis, "layers": evidence_rows[:20],

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..texttable import grid
+from ..wording import plural
 
 COMPUTE = "compute"
 CAST = "cast"
@@ -210,6 +211,52 @@ def _tc_cell(kernels: Sequence[Mapping[str, Any]]) -> str:
     return f"{sum(1 for k in known if k['tensor_core'])}/{len(known)}"
 
 
+NAME_WIDTH = 48  # layer names longer than this are shortened in the text table (the JSON keeps them whole)
+ELLIPSIS = "…"
+
+
+def _window(name: str, start: int, width: int) -> str:
+    """``width`` characters of ``name`` from ``start``, with "…" where text was left out."""
+    start = max(0, min(start, len(name) - width))
+    head = ELLIPSIS if start > 0 else ""
+    body_width = width - len(head)
+    tail = ELLIPSIS if start + len(head) + body_width < len(name) else ""
+    body = name[start:start + body_width - len(tail)] if tail else name[start:start + body_width]
+    return head + body + tail
+
+
+def short_names(names: Sequence[str], width: int = NAME_WIDTH) -> list[str]:
+    """Each name in at most ``width`` characters, names that differ still reading differently.
+
+    A long name keeps its start and its end ("StatefulPartitionedCall/…/conv2d_3/Conv2D"): TensorFlow
+    and PyTorch names share long prefixes and differ near the end. Names that still read the same
+    show the window around their first difference instead; any left equal get " #2", " #3"."""
+    head = width // 3
+
+    def cut(name: str) -> str:
+        return name if len(name) <= width else name[:head] + ELLIPSIS + name[len(name) - (width - head - 1):]
+
+    out = [cut(n) for n in names]
+    groups: dict[str, list[int]] = {}
+    for i, text in enumerate(out):
+        groups.setdefault(text, []).append(i)
+    for text, idx in groups.items():
+        distinct = sorted({names[i] for i in idx})
+        if len(distinct) < 2:
+            continue
+        first_diff = next((k for k, chars in enumerate(zip(*distinct)) if len(set(chars)) > 1),
+                          min(len(n) for n in distinct))
+        for i in idx:
+            out[i] = _window(names[i], first_diff - width // 2, width)
+    seen: dict[str, int] = {}
+    for i, text in enumerate(out):
+        seen[text] = seen.get(text, 0) + 1
+        if seen[text] > 1 and names[i] != names[out.index(text)]:
+            suffix = f" #{seen[text]}"
+            out[i] = text[:width - len(suffix)] + suffix
+    return out
+
+
 def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
     """Text table of a layer table's JSON form, rows by their largest time, FP16-slower marked ``!``."""
     precisions = list(table["precisions"])
@@ -223,8 +270,8 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
         headers.append(f"{p}/{base}")
     headers += [f"TC kernels {p}" for p in precisions]
     lines_rows = []
-    for r in shown:
-        cells = [r["name"][:48], r["op_type"], r["kind"]]
+    for r, name in zip(shown, short_names([r["name"] for r in shown])):
+        cells = [name, r["op_type"], r["kind"]]
         for p in precisions:
             share = r["share"].get(p)
             cells += [_fmt_ms(r["time_ms"].get(p)), "-" if share is None else f"{share:.1%}"]
@@ -242,7 +289,7 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
             total = table["totals_ms"].get(p) or 0.0
             t = sum(r["time_ms"].get(p) or 0.0 for r in rest)
             parts.append(f"{p} {_fmt_ms(t)} ms ({t / total:.1%})" if total else f"{p} -")
-        out.append(f"… {len(rest)} more layers: " + ", ".join(parts))
+        out.append(f"… {plural(len(rest), 'more layer')}: " + ", ".join(parts))
     totals = ", ".join(f"{p} {_fmt_ms(v)} ms" for p, v in table["totals_ms"].items())
     out.append(f"sum of layer medians: {totals}  (batch {table['batch_size']}; '!' = slower than {base} by "
                f"> {SLOWER_MARGIN:.0%}; TC = kernels with tensor cores / kernels named)")

@@ -5,18 +5,17 @@ The result JSON is read defensively (``.get`` everywhere, the verdict passed thr
 keep working while the compare schema moves.
 """
 from __future__ import annotations
-
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..scratch import temp_dir
 from .spec import Cell
 
 # Exit codes of a cell's trtprof processes. 2 = bad input (TrtprofError): the same input fails the same
@@ -177,7 +176,7 @@ def build_model(cell: Cell, slot: Slot, *, processes: Processes | None = None,
     of the sweep, so the cells after it only load engines. Returns ``ok``, ``error``, ``attempts``, ``log``."""
     child_env = slot.env(os.environ)
     Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="trtprof-build-") as tmp:
+    with temp_dir("build") as tmp:
         log_path = Path(tmp) / "build.log"
         log_path.touch()
         attempts = _attempts([("build", cell.build_argv())], slot, child_env, log_path, processes, timeout_s)
@@ -197,9 +196,9 @@ def run_cell(cell: Cell, slot: Slot, *, processes: Processes | None = None, time
     child_env = slot.env(os.environ)
     started_epoch = time.time()
     result: dict[str, Any] | None = None
-    with tempfile.TemporaryDirectory(prefix=f"trtprof-cell-{cell.id}-") as tmp:
-        out = Path(tmp) / "result.json"
-        log_path = Path(tmp) / "cell.log"
+    with temp_dir(f"cell-{cell.id}") as tmp:
+        out = tmp / "result.json"
+        log_path = tmp / "cell.log"
         log_path.touch()
         Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
         stages = ([("build", cell.build_argv())] if build else []) + [(cell.kind, cell.run_argv(str(out)))]

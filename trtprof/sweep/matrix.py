@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..datafile import safe_name
 from ..errors import BadInput
 from .store import SCHEMA
 
@@ -140,7 +141,35 @@ def load_sweep(path: Path) -> dict[str, Any]:
     data = read_json(Path(path))
     if data.get("schema") != SCHEMA:
         raise BadInput(f"not a trtprof sweep file (schema {data.get('schema')!r})", path=path)
+    entries(data, path)
     return data
+
+
+def entries(merged: Mapping[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The sweep's entries, each an object (BadInput naming the first that is not)."""
+    items = merged.get("entries", [])
+    if not isinstance(items, list):
+        raise BadInput(f"entries: expected a list, not {type(items).__name__}", path=path)
+    for i, e in enumerate(items):
+        if not isinstance(e, dict):
+            raise BadInput(f"entries[{i}]: expected an object, not {type(e).__name__}", path=path)
+    return items
+
+
+def cell_result_files(merged: Mapping[str, Any], path: Path) -> list[tuple[str, Path]]:
+    """(cell id, its result JSON) of each ok cell. The id names a page file, so it must be a plain
+    name, and the result file must be the cell's own ``cells/<id>.json``: data never becomes a path."""
+    out = []
+    for i, e in enumerate(entries(merged, path)):
+        if e.get("status") != "ok" or not e.get("result_file"):
+            continue
+        cell_id = safe_name(e.get("id"), f"{path}: entries[{i}].id")
+        if e["result_file"] != f"cells/{cell_id}.json":
+            raise BadInput(f"entries[{i}].result_file: {str(e['result_file'])[:80]!r} is not cells/{cell_id}.json",
+                           path=path)
+        if (path.parent / e["result_file"]).is_file():
+            out.append((cell_id, path.parent / e["result_file"]))
+    return out
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], links: Mapping[tuple[int, int], str] | None = None) -> str:
@@ -174,17 +203,15 @@ def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
 
     path, out = Path(path), Path(out)
     merged = load_sweep(path)
+    cell_pages = cell_result_files(merged, path)  # validated before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
     pages_dir = out.parent / f"{out.stem}_cells"
     pages: dict[str, str] = {}
-    for e in merged.get("entries", []):
-        if e.get("status") == "ok" and e.get("result_file"):
-            cell_json = path.parent / e["result_file"]
-            if cell_json.is_file():
-                pages_dir.mkdir(exist_ok=True)
-                page_path = pages_dir / f"{e['id']}.html"
-                atomic_write_text(page_path, render_html(load(cell_json)))
-                pages[e["id"]] = f"{pages_dir.name}/{page_path.name}"
+    for cell_id, cell_json in cell_pages:
+        pages_dir.mkdir(exist_ok=True)
+        page_path = pages_dir / f"{cell_id}.html"
+        atomic_write_text(page_path, render_html(load(cell_json)))
+        pages[cell_id] = f"{pages_dir.name}/{page_path.name}"
     headers, rows = matrix(merged)
     parts = [f"<h1>trtprof sweep</h1><p>{merged.get('cells_ok')} ok, {merged.get('cells_failed')} failed, "
              f"{merged.get('cells_missing')} missing of {merged.get('cells_total')} cells; created "

@@ -29,15 +29,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .. import backends
+from ..datafile import MAX_SPEC_BYTES, check_bounded, load_yaml, read_text, safe_name
 from ..errors import BadInput, MissingDependency
+from ..inputs import MAX_BATCH_SIZE, parse_shape_arg
 from ..spec import Precision
 
 KINDS = ("compare", "bench")
+MAX_ITEM_CHARS = 4096  # one shape or extra argument; a cell's command line holds a few dozen
+MAX_ITEMS = 64  # shapes or extra arguments of one model
 MODEL_KEYS = {"path", "backend", "precisions", "batch_sizes", "time_budget_s", "round_iterations",
               "iterations", "shape", "args", "target_ci"}
 SWEEP_KEYS = (MODEL_KEYS - {"path"}) | {"kind", "gpu_types", "engines", "models"}
@@ -155,16 +161,13 @@ def read_spec_file(path: Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise BadInput("no such sweep spec file", path=path)
-    text = path.read_text()
+    text = read_text(path, MAX_SPEC_BYTES, "sweep spec")
     if path.suffix in (".yaml", ".yml"):
         try:
-            import yaml  # type: ignore[import-untyped]
+            import yaml  # type: ignore[import-untyped]  # noqa: F401
         except ImportError as err:
             raise MissingDependency("PyYAML", None, why="YAML sweep specs; TOML needs nothing") from err
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise BadInput(f"not valid YAML ({err})".replace("\n", " "), path=path) from err
+        data = load_yaml(text, path)
     else:
         if sys.version_info >= (3, 11):
             import tomllib
@@ -175,8 +178,11 @@ def read_spec_file(path: Path) -> dict[str, Any]:
                 raise MissingDependency("tomli", None, why="TOML on Python 3.10") from err
         try:
             data = tomllib.loads(text)
+        except RecursionError as err:
+            raise BadInput("TOML nested too deeply", path=path) from err
         except tomllib.TOMLDecodeError as err:
             raise BadInput(f"not valid TOML ({err})", path=path) from err
+        check_bounded(data, str(path))
     if not isinstance(data, dict):
         raise BadInput("a sweep spec must be a table with [sweep] and [[models]]", path=path)
     return data
@@ -192,44 +198,80 @@ def _as_list(value: Any, what: str, where: str) -> list[Any]:
     raise BadInput(f"{where}: {what} must be a list or a comma-separated string, not {type(value).__name__}")
 
 
+def _strings(value: Any, what: str, where: str, *, split: bool = True) -> tuple[str, ...]:
+    """A list of strings (or one comma-separated string), each at most MAX_ITEM_CHARS, at most MAX_ITEMS."""
+    items = _as_list(value, what, where) if split or not isinstance(value, str) else [value]
+    if len(items) > MAX_ITEMS:
+        raise BadInput(f"{where}: {what} has {len(items)} items, more than {MAX_ITEMS}")
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise BadInput(f"{where}: {what}[{i}] must be a string, not {type(item).__name__}")
+        if len(item) > MAX_ITEM_CHARS:
+            raise BadInput(f"{where}: {what}[{i}] is {len(item)} characters, more than {MAX_ITEM_CHARS}")
+    return tuple(items)
+
+
+def _batch_sizes(value: Any, where: str) -> tuple[int, ...]:
+    """Integers 1..MAX_BATCH_SIZE (or digit strings): ``true`` or ``1.9`` is refused, not read as 1."""
+    items = _as_list(value, "batch_sizes", where)
+    sizes = []
+    for item in items:
+        if isinstance(item, str) and item.strip().isdigit():
+            item = int(item)
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_BATCH_SIZE:
+            raise BadInput(f"{where}: batch_sizes: {str(item)[:40]!r} is not an integer from 1 to {MAX_BATCH_SIZE}")
+        sizes.append(item)
+    if not sizes:
+        raise BadInput(f"{where}: batch_sizes must be positive integers")
+    return tuple(sorted(set(sizes)))
+
+
+def _positive(merged: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    """A finite number > 0 of ``kind`` (an int field refuses 2.5 and ``true``), or None when unset."""
+    value = merged.get(key)
+    if value is None:
+        return None
+    ok = not isinstance(value, bool) and (isinstance(value, int) if kind is int else isinstance(value, (int, float)))
+    if not ok:
+        raise BadInput(f"{where}: {key} must be {'an integer' if kind is int else 'a number'}, not {str(value)[:40]!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise BadInput(f"{where}: {key} must be a finite number > 0, not {value!r}")
+    return kind(value)
+
+
+def _backend(value: Any, where: str) -> str:
+    """A registered backend name (or auto), checked before it names any folder."""
+    if value not in ("auto", *backends.names()):
+        raise BadInput(f"{where}: backend {str(value)[:80]!r} is not one of auto, {', '.join(backends.names())}")
+    return str(value)
+
+
 def _model_plan(entry: Mapping[str, Any], defaults: Mapping[str, Any], base: Path, where: str) -> ModelPlan:
     unknown = set(entry) - MODEL_KEYS
     if unknown:
         raise BadInput(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(MODEL_KEYS))})")
     merged = {**defaults, **entry}
-    if "path" not in merged:
-        raise BadInput(f"{where}: a model needs a path")
-    path = Path(str(merged["path"])).expanduser()
+    if not isinstance(merged.get("path"), str) or not merged["path"]:
+        raise BadInput(f"{where}: a model needs a path (a string)")
+    path = Path(merged["path"]).expanduser()
     path = path if path.is_absolute() else base / path
     if not path.exists():
         raise BadInput(f"{where}: model not found", path=path)
-    precisions = tuple(dict.fromkeys(Precision.parse(str(p)).value for p in _as_list(merged.get("precisions", "fp32,fp16"),
-                                                                                      "precisions", where)))
-    try:
-        sizes = tuple(sorted({int(b) for b in _as_list(merged.get("batch_sizes", [1]), "batch_sizes", where)}))
-    except (TypeError, ValueError) as err:
-        raise BadInput(f"{where}: batch_sizes must be positive integers") from err
-    if not sizes or min(sizes) <= 0:
-        raise BadInput(f"{where}: batch_sizes must be positive integers")
-
-    def number(key: str, kind: type) -> Any:
-        value = merged.get(key)
-        if value is None:
-            return None
+    precisions = tuple(dict.fromkeys(Precision.parse(p).value for p in _strings(merged.get("precisions", "fp32,fp16"),
+                                                                                 "precisions", where)))
+    shape = _strings(merged.get("shape", []), "shape", where)
+    for s in shape:
         try:
-            number = kind(value)
-        except (TypeError, ValueError) as err:
-            raise BadInput(f"{where}: {key} must be a number") from err
-        if number <= 0:
-            raise BadInput(f"{where}: {key} must be > 0")
-        return number
-
+            parse_shape_arg(s)
+        except BadInput as err:
+            raise BadInput(f"{where}: shape: {err.message}") from err
     return ModelPlan(
-        path=str(path.resolve()), backend=str(merged.get("backend", "auto")), precisions=precisions,
-        batch_sizes=sizes, time_budget_s=number("time_budget_s", float),
-        round_iterations=number("round_iterations", int), iterations=number("iterations", int),
-        target_ci=number("target_ci", float),
-        shape=tuple(str(s) for s in _as_list(merged.get("shape", []), "shape", where)),
+        path=str(path.resolve()), backend=_backend(merged.get("backend", "auto"), where), precisions=precisions,
+        batch_sizes=_batch_sizes(merged.get("batch_sizes", [1]), where),
+        time_budget_s=_positive(merged, "time_budget_s", float, where),
+        round_iterations=_positive(merged, "round_iterations", int, where),
+        iterations=_positive(merged, "iterations", int, where),
+        target_ci=_positive(merged, "target_ci", float, where), shape=shape,
         args=_extra_args(merged.get("args"), where),
     )
 
@@ -241,9 +283,12 @@ def _extra_args(value: Any, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return tuple(shlex.split(value))
+        try:
+            return _strings(shlex.split(_strings(value, "args", where, split=False)[0]), "args", where)
+        except ValueError as err:  # an unclosed quote
+            raise BadInput(f"{where}: args: {err}") from err
     if isinstance(value, (list, tuple)):
-        return tuple(str(a) for a in value)
+        return _strings(list(value), "args", where)
     raise BadInput(f"{where}: args must be a list of flags or one string")
 
 
@@ -254,6 +299,10 @@ def make_spec(data: Mapping[str, Any], *, base: Path, overrides: Mapping[str, An
     unknown_top = set(data) - {"sweep", "models"}
     if unknown_top:
         raise BadInput(f"{where}: unknown section(s) {', '.join(sorted(unknown_top))} (use [sweep] and [[models]])")
+    if not isinstance(data.get("sweep") or {}, Mapping):
+        raise BadInput(f"{where}: [sweep] must be a table, not {type(data.get('sweep')).__name__}")
+    if not isinstance(data.get("models") or [], list):
+        raise BadInput(f"{where}: models must be a list of [[models]] tables, not {type(data.get('models')).__name__}")
     sweep = dict(data.get("sweep") or {})
     unknown = set(sweep) - SWEEP_KEYS
     if unknown:
@@ -264,18 +313,22 @@ def make_spec(data: Mapping[str, Any], *, base: Path, overrides: Mapping[str, An
         entries = [{"path": p} for p in _as_list(sweep.pop("models"), "models", where)]
     if not entries:
         raise BadInput(f"{where}: no models (give [[models]] entries with a path, or --models A.onnx,B.onnx)")
-    kinds = tuple(dict.fromkeys(str(k) for k in _as_list(sweep.pop("kind", "compare"), "kind", where)))
+    kinds = tuple(dict.fromkeys(_strings(sweep.pop("kind", "compare"), "kind", where)))
     bad = [k for k in kinds if k not in KINDS]
     if bad:
         raise BadInput(f"{where}: kind {bad[0]!r} is not one of {', '.join(KINDS)}")
-    gpu_types = tuple(str(g) for g in _as_list(sweep.pop("gpu_types", []), "gpu_types", where))
-    engines = Path(str(sweep.pop("engines", "engines"))).expanduser()
+    gpu_types = tuple(safe_name(g, f"{where}: gpu_types") for g in _strings(sweep.pop("gpu_types", []), "gpu_types", where))
+    engines_text = sweep.pop("engines", "engines")
+    if not isinstance(engines_text, (str, Path)) or not str(engines_text):
+        raise BadInput(f"{where}: engines must be a folder path (a string)")
+    engines = Path(engines_text).expanduser()
     engines = engines if engines.is_absolute() else base / engines
     models = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
             raise BadInput(f"{where}: models[{i}] must be a table with a path")
         models.append(_model_plan(entry, sweep, base, f"{where}: models[{i}]"))
+    models = list(dict.fromkeys(models))  # mlp.onnx and ./mlp.onnx: one canonical path, one set of cells
     if "compare" in kinds:
         for m in models:
             if len(m.precisions) < 2:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..cache import atomic_write_text, now_iso
+from ..datafile import SAFE_NAME
 from ..errors import BadInput
 
 SCHEMA = "trtprof.sweep/1"
@@ -37,6 +38,24 @@ class SweepStore:
             raise BadInput("already holds a sweep: pass --resume to continue it, or another --out", path=self.out)
         (self.out / "cells").mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        if resume:
+            self.repair_log()
+
+    def repair_log(self) -> int:
+        """Cut a torn last line (a run killed mid-write) before anything is appended, so the next
+        record starts on its own line instead of being glued to the fragment and lost with it.
+        Returns the bytes cut. The fragment is an unfinished record of trtprof's own, never a user's."""
+        if not self.log.exists():
+            return 0
+        data = self.log.read_bytes()
+        keep = data.rfind(b"\n") + 1
+        if keep == len(data):
+            return 0
+        with open(self.log, "r+b") as fh:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return len(data) - keep
 
     def read_records(self) -> list[dict[str, Any]]:
         """Every complete line, in order (a torn last line is skipped)."""
@@ -48,7 +67,9 @@ class SweepStore:
                 rec = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(rec, dict) and "id" in rec:
+            # the id names files under cells/: only a plain name is ever used (issue 21)
+            if isinstance(rec, dict) and isinstance(rec.get("id"), str) and SAFE_NAME.fullmatch(rec["id"]) \
+                    and ".." not in rec["id"]:
                 out.append(rec)
         return out
 
@@ -65,6 +86,8 @@ class SweepStore:
     def add(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """Store one finished cell: its result JSON and log first, then its line in the log."""
         rec = dict(record)
+        if not (isinstance(rec.get("id"), str) and SAFE_NAME.fullmatch(rec["id"]) and ".." not in rec["id"]):
+            raise ValueError(f"cell id {rec.get('id')!r} is not a plain name")  # ids are hex digests: a bug
         result = rec.pop("result", None)
         log_tail = rec.pop("log_tail", "")
         with self._lock:

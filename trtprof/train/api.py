@@ -1,4 +1,6 @@
-"""``train_compare``: MODEL → the right trainer (PyTorch for ONNX, TensorFlow for Keras) → JSON."""
+"""``train_compare``: MODEL → the right trainer → JSON. MODEL is a module factory (``file.py:make``,
+``package.module:make``: the user's own ``nn.Module``, PyTorch), an ONNX file (rebuilt by onnx2torch,
+PyTorch) or a Keras ``.keras``/``.h5`` file (TensorFlow)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +20,7 @@ def is_keras(path: Path) -> bool:
 def train_compare(
     model: Any,
     precisions: str | None,
-    batch_sizes: Sequence[int],
+    batch_sizes: Sequence[int] | None,
     plan: cmp.RoundPlan,
     options: TrainOptions = TrainOptions(),
     *,
@@ -26,39 +28,84 @@ def train_compare(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     on_batch: Callable[[int, cmp.InterleavedOutcome], None] | None = None,
     on_arm: Callable[[int, str, Any], None] | None = None,
+    data: Any = None,
 ) -> dict[str, Any]:
+    """``data`` (user_inputs.InputData, ``--inputs``): its first batch instead of random inputs, for the
+    timed steps and the loss comparison alike (labels stay seeded)."""
     from ..inputs import make_inputs, resolve_shapes
 
-    path = Path(model)
-    if not path.exists():
-        raise BadModel("no such file", path=path)
+    from .factory import FactorySpec
+
+    overrides = dict(shapes or {})
+    spec = None if Path(str(model)).exists() else FactorySpec.parse(str(model))
+    path = Path(str(model))
     trainer: Any
-    if is_keras(path):
+    if spec is not None:
+        trainer, arms = _factory_trainer(spec, precisions, options, device, overrides)
+        name = spec.function if spec.function not in ("make", "model") else Path(spec.module).stem.split(".")[-1]
+    elif not path.exists():
+        raise BadModel("no such file (or a factory spec: path/to/file.py:FUNCTION or package.module:FUNCTION)", path=path)
+    elif is_keras(path):
         from .keras import KerasTrainer, parse_keras_arms
 
         trainer = KerasTrainer(path, optimizer=options.optimizer, loss=options.loss, seed=options.seed)
         arms = parse_keras_arms(precisions)
         if options.find_max_batch:
-            raise BadInput("--find-max-batch: only for ONNX models on the PyTorch backend")
+            raise BadInput("--find-max-batch: only for PyTorch models (a module factory or ONNX)")
+        name = path.stem
     elif path.is_dir():
-        raise BadModel("train-compare takes an ONNX file or a Keras .keras/.h5 file (a SavedModel has no training "
-                       "graph to rebuild; save the model with model.save('model.keras'))", path=path)
+        raise BadModel("train-compare takes a module factory (file.py:make), an ONNX file or a Keras .keras/.h5 file "
+                       "(a SavedModel has no training graph to rebuild; save the model with model.save('model.keras'))",
+                       path=path)
     else:
         from .pytorch import TorchTrainer
-        from .step import parse_arms, resolve_device
 
-        dev = resolve_device(device)
-        arms = parse_arms(precisions, dev)
-        if options.find_max_batch and dev != "cuda":
-            raise BadInput("--find-max-batch needs a GPU (it searches GPU memory)")
-        trainer = TorchTrainer(path, device=dev, optimizer=options.optimizer, loss=options.loss, seed=options.seed)
-    overrides = dict(shapes or {})
+        dev, arms = _torch_arms(precisions, options, device)
+        trainer = TorchTrainer.from_onnx(path, device=dev, optimizer=options.optimizer, loss=options.loss,
+                                         seed=options.seed, autotune=options.autotune)
+        name = path.stem
+
+    # not given: a factory's example batch (what the user's own code runs), else 1
+    sizes = tuple(batch_sizes or ())
+    if not sizes:
+        sizes = ((getattr(trainer, "source", None) or {}).get("example_batch") or 1,)
+
+    if data is not None:
+        data.check(trainer.inputs, model_path=str(model))
+        overrides.update(data.shape_overrides())
 
     def shapes_for(batch: int) -> Mapping[str, tuple[int, ...]]:
-        return resolve_shapes(trainer.inputs, batch, overrides, model_path=str(path))
+        return resolve_shapes(trainer.inputs, batch, overrides, model_path=str(model))
 
     def make_feeds(s: Mapping[str, tuple[int, ...]]) -> Mapping[str, Any]:
-        return make_inputs(trainer.inputs, s, seed=options.seed)
+        return make_inputs(trainer.inputs, s, seed=options.seed, data=data)
 
-    return compare_training(trainer, arms, batch_sizes, plan, options, model_name=path.stem, shapes_for=shapes_for,
-                            make_feeds=make_feeds, on_batch=on_batch, on_arm=on_arm)
+    result = compare_training(trainer, arms, sizes, plan, options, model_name=name, shapes_for=shapes_for,
+                              make_feeds=make_feeds, on_batch=on_batch, on_arm=on_arm)
+    result.setdefault("settings", {})["inputs"] = f"{data.describe()}, first batch" if data is not None else \
+        f"random inputs (seed {options.seed})"
+    return result
+
+
+def _torch_arms(precisions: str | None, options: TrainOptions, device: str) -> tuple[str, list[Any]]:
+    from .step import parse_arms, resolve_device
+
+    dev = resolve_device(device)
+    arms = parse_arms(precisions, dev)
+    if options.find_max_batch and dev != "cuda":
+        raise BadInput("--find-max-batch needs a GPU (it searches GPU memory)")
+    return dev, arms
+
+
+def _factory_trainer(spec: Any, precisions: str | None, options: TrainOptions, device: str,
+                     shapes: dict[str, tuple[int, ...]]) -> tuple[Any, list[Any]]:
+    """Arms first (a bad --precisions is refused before the user's code runs), then the factory."""
+    from .factory import load_factory
+    from .pytorch import TorchTrainer
+
+    dev, arms = _torch_arms(precisions, options, device)
+    user = load_factory(spec, shapes)
+    trainer = TorchTrainer.from_factory(user, spec.text, device=dev, optimizer=options.optimizer, loss=options.loss,
+                                        seed=options.seed, autotune=options.autotune)
+    return trainer, arms
+

@@ -190,8 +190,8 @@ class KerasTrainer(Trainer):
                  "loss_scale": runner.loss_scale}
         return ArmRun(losses=losses, skipped_steps=skipped, memory=None, profile=None, extra=extra)
 
-    def findings(self, base: ArmRun, cand: ArmRun, *,
-                 peer: tuple[ArmRun, float] | None, steps: int) -> list[Any]:
+    def findings(self, base: ArmRun, cand: ArmRun, *, peer: tuple[ArmRun, float] | None, steps: int,
+                 timed_ms: float | None = None) -> list[Any]:
         from ..diagnose import Finding
 
         out = []

@@ -111,3 +111,41 @@ def is_out_of_memory(err: BaseException) -> bool:
     text = str(err)
     return isinstance(err, RuntimeError) and ("out of memory" in text or "CUDNN_STATUS_ALLOC_FAILED" in text
                                               or "CUBLAS_STATUS_ALLOC_FAILED" in text)
+
+
+def _nbytes(t: Any) -> int:
+    return int(t.numel()) * int(t.element_size())
+
+
+def breakdown(runner: Any, tensors: list[Any], peak: dict[str, Any]) -> dict[str, Any]:
+    """What the arm's peak (``PeakMemory.to_json``) is made of, measured on one more step of its
+    runner after the peak was read: ``state_mib`` — parameters, their gradients and the optimizer's
+    state tensors (bytes of the live tensors); ``saved_for_backward_mib`` — the distinct storages
+    autograd saved for backward in that step (``saved_tensors_hooks``; the parameters themselves
+    excluded, so autocast's half copies of the weights count here, with the activations). The rest
+    of the peak above what was allocated before the arm started is ``workspace_and_temporaries_mib``:
+    cuDNN's workspaces for the chosen algorithms, the optimizer's temporaries, the allocator's
+    rounding. It is what is left, not a measured workspace, and the name says so."""
+    torch = import_torch()
+    params = list(runner.module.parameters())
+    param_storages = {p.untyped_storage().data_ptr() for p in params}
+    saved: dict[int, int] = {}
+
+    def pack(t: Any) -> Any:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in param_storages:
+            saved[storage.data_ptr()] = int(storage.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), runner.modes():
+        runner.step(tensors)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    state = sum(_nbytes(p) for p in params) + sum(_nbytes(p.grad) for p in params if p.grad is not None)
+    state += sum(_nbytes(t) for st in runner.optimizer.state.values() for t in st.values() if torch.is_tensor(t))
+    state_mib, saved_mib = state / MIB, sum(saved.values()) / MIB
+    rest = peak["peak_allocated_mib"] - peak["allocated_before_mib"] - state_mib - saved_mib
+    return {"state_mib": state_mib, "saved_for_backward_mib": saved_mib, "workspace_and_temporaries_mib": rest,
+            "breakdown_method": "state: live parameter/gradient/optimizer tensors; saved: saved_tensors_hooks over one "
+                                "step, distinct storages, parameters excluded; workspace_and_temporaries: peak - "
+                                "allocated before - state - saved (the rest, not a measured workspace)"}

@@ -19,8 +19,10 @@ def rows(data: Mapping[str, Any]) -> list[list[str]]:
     for c in data["comparisons"]:
         s, lat, acc, memo = c["speedup"], c["latency"], c["accuracy"], c.get("memory") or {}
         b_mem, c_mem = (memo.get("baseline") or {}), (memo.get("candidate") or {})
+        ci = f"[{s['ci_low']:.3g}, {s['ci_high']:.3g}]"
         out.append([
             str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
+            f"— (95% CI {ci} too wide)" if c.get("not_measurable") else
             f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
             _fmt(lat["baseline"]["median_ms"], ".4g"), _fmt(lat["candidate"]["median_ms"], ".4g"),
             f"{_fmt(acc['baseline_loss_last'], '.4g')} → {_fmt(acc['candidate_loss_last'], '.4g')}",
@@ -30,10 +32,25 @@ def rows(data: Mapping[str, Any]) -> list[list[str]]:
     return out
 
 
+def header_lines(data: Mapping[str, Any]) -> list[str]:
+    """What the numbers depend on, said first: cuDNN autotuning and what the model source lost."""
+    backend = (data.get("environment") or {}).get("backend") or {}
+    # files written before the setting was recorded in "settings" carry the flag as it was in the backend
+    bench = data.get("settings", {}).get("cudnn_benchmark", backend.get("cudnn_benchmark"))
+    if bench is None:
+        tuning = "cuDNN autotuning: not applicable (" + ("CPU" if data.get("device") == "cpu" else "not PyTorch") + ")"
+    else:
+        tuning = ("cuDNN autotuning: on (cudnn.benchmark = True, tuned before timing)" if bench else
+                  "cuDNN autotuning: OFF (cudnn.benchmark = False: kernels chosen by heuristics)")
+    return [tuning] + list((backend.get("source") or {}).get("notes", []))
+
+
 def summary_lines(data: Mapping[str, Any]) -> list[str]:
-    lines = []
+    lines = header_lines(data)
     for c, row in zip(data["comparisons"], rows(data)):
-        lines.append(f"batch {row[0]}: {row[1]}  speedup {row[2]}  {row[3].upper()}  "
+        speed = f"NOT MEASURABLE HERE: {c['not_measurable']}" if c.get("not_measurable") else \
+            f"speedup {row[2]}  {row[3].upper()}"
+        lines.append(f"batch {row[0]}: {row[1]}  {speed}  "
                      f"(step {row[4]} → {row[5]} ms, {c['rounds']} rounds, stopped: {c['stop_reason']})")
         lines.append(f"  loss after {c['accuracy']['steps']} steps {row[6]}, skipped steps {row[7]}, peak allocated {row[8]} MiB")
         for f in c["diagnosis"]:
@@ -52,9 +69,13 @@ def summary_lines(data: Mapping[str, Any]) -> list[str]:
 
 def markdown(data: Mapping[str, Any]) -> str:
     lines = [f"# trtprof train-compare: {data.get('model', '')} [{data.get('backend', '')}, {data.get('device', '')}]", "",
+             *[f"- {h}" for h in header_lines(data)], "",
              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(r) + " |" for r in rows(data)]
     for c in data["comparisons"]:
+        if c.get("not_measurable"):
+            lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: not measurable here** — "
+                      f"{c['not_measurable']}"]
         if c.get("diagnosis"):
             lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
             lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
@@ -68,14 +89,16 @@ def render_html(data: Mapping[str, Any]) -> str:
 
     title = f"trtprof train-compare: {data.get('model', '')} [{data.get('backend', '')}, {data.get('device', '')}]"
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>created {html.escape(str(data.get('created', '')))}</p>",
+             "<ul>" + "".join(f"<li>{html.escape(h)}</li>" for h in header_lines(data)) + "</ul>",
              "<h2>Verdict (one training step: forward + loss + backward + optimizer)</h2>",
              _table(HEADERS, rows(data), verdict_col=3)]
     if data.get("device") == "cpu":
         parts.append('<div class="warn">Measured on a CPU: a correctness run; speed claims need a GPU.</div>')
     for w in data.get("warnings", []):
         parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
-    if data["comparisons"]:
-        parts.append("<h2>Speedup vs batch size</h2>" + _img(speedup_figure(data["comparisons"]), "speedup"))
+    measured = [c for c in data["comparisons"] if not c.get("not_measurable")]
+    if measured:
+        parts.append("<h2>Speedup vs batch size</h2>" + _img(speedup_figure(measured), "speedup"))
     parts.append("<h2>Why</h2>")
     for c in data["comparisons"]:
         items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"

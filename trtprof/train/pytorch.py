@@ -1,5 +1,6 @@
-"""The PyTorch side of ``train-compare``: ONNX → trainable module, one ``TorchTrainStep`` per arm,
-the solo pass (loss curve, skipped steps, peak memory, step profile) and the reasons."""
+"""The PyTorch side of ``train-compare``: the user's module (a factory) or ONNX → trainable module,
+one ``TorchTrainStep`` per arm, the solo pass (loss curve, skipped steps, peak memory and what it is
+made of, step profile) and the reasons."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,24 +13,66 @@ from . import reasons as rs
 from .run import ArmRun, Trainer
 from .step import TorchTrainStep, TrainArm, check_arm, import_torch, load_module
 
+TUNE_STEPS = 2  # cuDNN times its algorithms on the first step of a shape; the second confirms the choice
+
 
 class TorchTrainer(Trainer):
     framework = "torch"
 
-    def __init__(self, model: Path, *, device: str, optimizer: str, loss: str, seed: int) -> None:
-        from ..model import load_onnx
-
-        self.model_path = Path(model)
-        proto = load_onnx(self.model_path)
-        self.layers = rs.tensor_core_layers(proto)  # before load_module's pre-pass changes the graph
-        self.module, self.inputs, self.outputs = load_module(self.model_path, proto)
+    def __init__(self, module: Any, inputs: tuple, *, device: str, optimizer: str, loss: str, seed: int,
+                 autotune: bool = True, layers: list[dict[str, Any]] | None = None,
+                 source: dict[str, Any] | None = None, loss_fn: Callable[[Any], Any] | None = None,
+                 optimizer_fn: Callable[[Any], Any] | None = None) -> None:
+        self.module, self.inputs = module, tuple(inputs)
+        self.layers = layers if layers is not None else rs.module_tensor_core_layers(module)
+        self.source = source or {}
         self.device = device
-        self.optimizer, self.loss, self.seed = optimizer, loss, seed
+        self.optimizer, self.loss, self.seed, self.autotune = optimizer, loss, seed, autotune
+        self.loss_fn, self.optimizer_fn = loss_fn, optimizer_fn
+
+    @classmethod
+    def from_onnx(cls, model: Path, *, device: str, optimizer: str, loss: str, seed: int,
+                  autotune: bool = True) -> "TorchTrainer":
+        """ONNX → onnx2torch module; the source records what an inference export loses for training."""
+        from ..model import load_onnx
+        from .onnx_source import training_layers
+
+        path = Path(model)
+        proto = load_onnx(path)
+        layers = rs.tensor_core_layers(proto)  # before load_module's pre-pass changes the graph
+        source = {"kind": "onnx", "path": str(path), **training_layers(proto)}
+        module, inputs, _ = load_module(path, proto)
+        return cls(module, inputs, device=device, optimizer=optimizer, loss=loss, seed=seed, autotune=autotune,
+                   layers=layers, source=source)
+
+    @classmethod
+    def from_factory(cls, user: Any, spec: str, *, device: str, optimizer: str, loss: str, seed: int,
+                     autotune: bool = True) -> "TorchTrainer":
+        """The user's own ``nn.Module`` from ``factory.load_factory``: trained as it is written."""
+        source = {"kind": "module", "factory": spec, **user.to_json()}
+        return cls(user.module, user.inputs, device=device, optimizer=optimizer, loss=loss, seed=seed,
+                   autotune=autotune, source=source, loss_fn=user.loss_fn, optimizer_fn=user.optimizer_fn)
 
     def make_runner(self, arm: TrainArm) -> TorchTrainStep:
         check_arm(arm, self.device)
         return TorchTrainStep(self.module, arm, self.inputs, device=self.device, optimizer=self.optimizer,
-                              loss=self.loss, seed=self.seed)
+                              loss=self.loss, seed=self.seed, autotune=self.autotune, loss_fn=self.loss_fn,
+                              optimizer_fn=self.optimizer_fn)
+
+    def tune(self, arm: TrainArm, feeds: Mapping[str, np.ndarray]) -> None:
+        """GPU with autotuning: two steps of a throwaway copy, so cuDNN has timed its algorithms for
+        this arm and shape before anything is counted (its trial workspaces are not the step's
+        memory, and tuning is never inside a timed step)."""
+        if self.device != "cuda" or not self.autotune:
+            return
+        runner = self.make_runner(arm)
+        try:
+            for _ in range(TUNE_STEPS):
+                runner.infer(feeds)
+        finally:
+            runner.close()
+            del runner
+            mem.release()
 
     def solo(self, arm: TrainArm, runner: TorchTrainStep, feeds: Mapping[str, np.ndarray], steps: int,
              reasons: bool) -> ArmRun:
@@ -37,6 +80,7 @@ class TorchTrainer(Trainer):
         GradScaler step whose scale went down found inf/NaN gradients and did not update), peak
         memory (GPU); then the profile passes for the reasons."""
         on_gpu = self.device == "cuda"
+        self.tune(arm, feeds)
         before = mem.start_peak() if on_gpu else 0.0
         losses: list[float] = []
         skipped = 0 if runner.scaler is not None else None
@@ -46,17 +90,20 @@ class TorchTrainer(Trainer):
             if runner.scaler is not None and scale is not None and runner.scaler.get_scale() < scale:
                 skipped = (skipped or 0) + 1
         memory = mem.read_peak(before).to_json() if on_gpu else None
-        profile = rs.profile_arm(runner, runner.tensors_for(feeds)) if reasons else None
+        if memory is not None:
+            memory.update(mem.breakdown(runner, runner.tensors_for(feeds), memory))
+        # the graphed arm's reasons would describe its eager step: its evidence is its own timing
+        profile = rs.profile_arm(runner, runner.tensors_for(feeds)) if reasons and not arm.graphed else None
         return ArmRun(losses=losses, skipped_steps=skipped, memory=memory, profile=profile)
 
-    def findings(self, base: ArmRun, cand: ArmRun, *,
-                 peer: tuple[ArmRun, float] | None, steps: int) -> list[Any]:
+    def findings(self, base: ArmRun, cand: ArmRun, *, peer: tuple[ArmRun, float] | None, steps: int,
+                 timed_ms: float | None = None) -> list[Any]:
         if base.profile is None or cand.profile is None:
             return []
         return rs.findings_for(base.profile, cand.profile, layers=self.layers, skipped_steps=cand.skipped_steps,
                                steps_run=steps, memory={"baseline": base.memory, "candidate": cand.memory},
                                peer=peer[0].profile if peer else None, peer_speedup=peer[1] if peer else None,
-                               device=self.device)
+                               device=self.device, timed_ms=timed_ms, autotune=self.autotune)
 
     def max_batch(self, arm: TrainArm, make_feeds: Callable[[int], Mapping[str, np.ndarray]],
                   limit: int, *, start: int = 1, resolution: float = 0.1) -> dict[str, Any] | None:
@@ -87,14 +134,16 @@ class TorchTrainer(Trainer):
     def environment(self) -> dict[str, Any]:
         torch = import_torch()
         env: dict[str, Any] = {"framework": "torch", "torch": torch.__version__, "device": self.device,
-                               "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
-                               "tensor_core_layers": self.layers[:50]}
-        try:
-            from importlib import metadata
+                               # what every arm's step ran with (the global flag is restored after each)
+                               "cudnn_benchmark": bool(self.autotune) if self.device == "cuda" else None,
+                               "tensor_core_layers": self.layers[:50], "source": self.source}
+        if self.source.get("kind") == "onnx":
+            try:
+                from importlib import metadata
 
-            env["onnx2torch"] = metadata.version("onnx2torch")
-        except Exception:  # noqa: BLE001 - informational only
-            env["onnx2torch"] = None
+                env["onnx2torch"] = metadata.version("onnx2torch")
+            except Exception:  # noqa: BLE001 - informational only
+                env["onnx2torch"] = None
         if self.device == "cuda":
             major, minor = torch.cuda.get_device_capability(0)
             env.update({"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),

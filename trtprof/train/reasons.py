@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -40,6 +41,12 @@ SCALER_SHARE = 0.05
 OPTIMIZER_SHARE = 0.15
 KERNEL_SLOWER = 1.05  # candidate kernel time this much above the baseline's: the kernels themselves lose
 TENSOR_CORE_MULTIPLE = TC_MULTIPLE_FP16  # the inference layer table's rule (layers.graph)
+# The profiling pass's step must be within this factor of the timed median step for its phase split
+# to describe the timed step (on a loaded CPU it is often not: then no phase shares are reported).
+PROFILE_STEP_AGREEMENT = 1.5
+# A memory difference at least this share of which is not weights/gradients/optimizer state/saved
+# activations is called working memory (cuDNN workspaces and temporaries).
+WORKSPACE_SHARE = 0.5
 
 # In CUTLASS/cuDNN names the letter before the MMA shape is the accumulator ("s16816" = FP32
 # accumulate), not the input type, so TF32 is recognised only by an explicit "tf32".
@@ -79,10 +86,13 @@ class StepProfile:
     kernel_ms_by_name: dict[str, float] = field(default_factory=dict)
     clock: str = ""
     errors: list[str] = field(default_factory=list)
+    library_output: list[str] = field(default_factory=list)  # what the profiler printed, captured
 
     @property
     def busy_share(self) -> float | None:
-        return self.kernel_ms / self.step_ms if self.step_ms > 0 and self.kernel_ms > 0 else None
+        """Kernel time / step time, at most 1: the two come from separate passes (profiler, events),
+        so their raw ratio can exceed 1 by the passes' difference; both stay in the JSON."""
+        return min(1.0, self.kernel_ms / self.step_ms) if self.step_ms > 0 and self.kernel_ms > 0 else None
 
     def share(self, phase: str) -> float:
         return self.phases_ms.get(phase, 0.0) / self.step_ms if self.step_ms > 0 else 0.0
@@ -98,6 +108,7 @@ class StepProfile:
                 "low_precision_kernel_share": self.low_precision_share(), "busy_share": self.busy_share,
                 "kernels_per_step": self.kernels_per_step, "cast_ms": self.cast_ms,
                 "top_kernels": self.top_kernels, "kernel_ms_by_name": self.kernel_ms_by_name, "errors": self.errors,
+                "library_output": self.library_output,
                 "kernel_class_method": "name heuristic (bf16/bfloat16, tf32/s1688, f16/half/h884/hmma, float/f32)"}
 
 
@@ -107,7 +118,7 @@ def profile_from_json(data: Mapping[str, Any]) -> StepProfile:
                        kernels_per_step=float(data.get("kernels_per_step", 0.0)), cast_ms=float(data.get("cast_ms", 0.0)),
                        top_kernels=[dict(k) for k in data.get("top_kernels", [])],
                        kernel_ms_by_name=dict(data.get("kernel_ms_by_name", {})), clock=data.get("clock", ""),
-                       errors=list(data.get("errors", [])))
+                       errors=list(data.get("errors", [])), library_output=list(data.get("library_output", [])))
 
 
 def reclassify(profile: StepProfile) -> int:
@@ -184,7 +195,7 @@ def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PRO
         runner.step(tensors)
         if on_gpu:
             torch.cuda.synchronize()
-        with profile(activities=activities, record_shapes=True) as prof:
+        with captured_output() as printed, profile(activities=activities, record_shapes=True) as prof:
             for _ in range(steps):
                 runner.step(tensors)
             if on_gpu:
@@ -204,6 +215,7 @@ def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PRO
             cast_us += float(evt.device_time_total if on_gpu else evt.cpu_time_total)
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:TOP_KERNELS]
     return {
+        "library_output": [line for line in printed if line.strip()][:MAX_CAPTURED_LINES],
         "kernel_ms_by_class": {k: v / 1e3 / steps for k, v in sorted(by_class.items())},
         "kernel_ms": sum(by_class.values()) / 1e3 / steps,
         "kernels_per_step": count / steps,
@@ -212,6 +224,39 @@ def profile_kernels(runner: TorchTrainStep, tensors: list[Any], steps: int = PRO
         "kernel_ms_by_name": {n[:300]: v / 1e3 / steps
                               for n, v in sorted(by_name.items(), key=lambda kv: -kv[1])[:MAX_KERNEL_NAMES]},
     }
+
+
+MAX_CAPTURED_LINES = 50
+
+
+@contextmanager
+def captured_output() -> Iterator[list[str]]:
+    """Whatever C/C++ libraries print to file descriptors 1 and 2 inside the block (torch.profiler's
+    Kineto prints ``USDT … profiler_start`` and, without a GPU, ``gpuGetDeviceCount failed with code
+    35``) goes to a temporary file; the yielded list gets its lines afterwards, for the JSON. The
+    terminal shows none of it."""
+    import os
+    import sys
+    import tempfile
+
+    lines: list[str] = []
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            sink.seek(0)
+            lines.extend(sink.read().decode("utf-8", "replace").splitlines())
 
 
 def _scalar_or_optimizer(evt: Any) -> bool:
@@ -240,6 +285,7 @@ def profile_arm(runner: TorchTrainStep, tensors: list[Any]) -> StepProfile:
         prof.kernel_ms_by_class, prof.kernel_ms = k["kernel_ms_by_class"], k["kernel_ms"]
         prof.kernels_per_step, prof.cast_ms, prof.top_kernels = k["kernels_per_step"], k["cast_ms"], k["top_kernels"]
         prof.kernel_ms_by_name = k["kernel_ms_by_name"]
+        prof.library_output = k["library_output"]
     except (RuntimeError, AssertionError) as err:
         prof.errors.append(f"torch.profiler failed: {str(err).splitlines()[0][:200]}")
     return prof
@@ -271,6 +317,28 @@ def tensor_core_layers(model: Any) -> list[dict[str, Any]]:
     return layers
 
 
+def module_tensor_core_layers(module: Any) -> list[dict[str, Any]]:
+    """The same evidence for an ``nn.Module``: its Conv/ConvTranspose/Linear layers' channel counts
+    per group (tensor cores need multiples of ``TENSOR_CORE_MULTIPLE`` for FP16/BF16)."""
+    from .step import import_torch
+
+    nn = import_torch().nn
+    layers = []
+    for name, m in module.named_modules():
+        if isinstance(m, (nn.modules.conv._ConvNd,)):
+            groups = int(m.groups)
+            c_in, c_out = int(m.in_channels) // groups, int(m.out_channels) // groups
+            op, kernel = type(m).__name__, list(m.kernel_size)
+        elif isinstance(m, nn.Linear):
+            c_in, c_out, op, kernel = int(m.in_features), int(m.out_features), "Linear", []
+        else:
+            continue
+        eligible = c_in % TENSOR_CORE_MULTIPLE == 0 and c_out % TENSOR_CORE_MULTIPLE == 0
+        layers.append({"name": name, "op": op, "in_channels": c_in, "out_channels": c_out, "kernel": kernel,
+                       "tensor_core_eligible": eligible})
+    return layers
+
+
 # ---------------------------------------------------------------------------------------------
 # Findings
 # ---------------------------------------------------------------------------------------------
@@ -291,8 +359,12 @@ def findings_for(
     peer: StepProfile | None = None,
     peer_speedup: float | None = None,
     device: str = "cuda",
+    timed_ms: float | None = None,
+    autotune: bool | None = None,
 ) -> list[Finding]:
-    """Every cause with evidence for one candidate arm against the baseline at one batch size."""
+    """Every cause with evidence for one candidate arm against the baseline at one batch size.
+    ``timed_ms``: the candidate's median step in the timed rounds (its phase split is reported only
+    when the profiling pass agrees with it); ``autotune``: what cuDNN ran with (memory wording)."""
     out: list[Finding] = []
     amp = candidate.arm.startswith("amp-")
     low = candidate.low_precision_share()
@@ -323,76 +395,130 @@ def findings_for(
                            f"{top.get('class', '?')})",
                            {"kernel_ms": candidate.kernel_ms, "baseline_kernel_ms": baseline.kernel_ms,
                             "top_kernels": candidate.top_kernels[:5], "baseline_top_kernels": baseline.top_kernels[:5]}))
-    if amp and candidate.step_ms > 0 and candidate.cast_ms / candidate.step_ms >= CAST_SHARE:
-        out.append(Finding("casts", f"autocast's casts (aten::_to_copy) take {candidate.cast_ms:.3g} ms per step, "
-                           f"{_pct(candidate.cast_ms / candidate.step_ms)} of {candidate.arm}'s step: "
-                           "time the FP32 step does not spend", {"cast_ms": candidate.cast_ms, "step_ms": candidate.step_ms}))
-    if candidate.arm == "amp-fp16":
-        unscale = candidate.phases_ms.get("unscale", 0.0) + candidate.phases_ms.get("scaler_update", 0.0)
-        share = unscale / candidate.step_ms if candidate.step_ms > 0 else 0.0
-        ev = {"unscale_ms": candidate.phases_ms.get("unscale"), "scaler_update_ms": candidate.phases_ms.get("scaler_update"),
-              "share_of_step": share, "skipped_steps": skipped_steps, "steps": steps_run}
-        skipped = "" if skipped_steps is None else f"; {skipped_steps} of {steps_run} steps were skipped (inf/NaN gradients)"
-        msg = (f"GradScaler: unscale + inf check + scale update take {unscale:.3g} ms per step ({_pct(share)})"
-               f"{skipped}; its found-inf check reads a flag back to the host every step")
-        if share >= SCALER_SHARE or skipped_steps:
-            out.append(Finding("grad_scaler", msg, ev))
-        else:
-            out.append(Finding("grad_scaler", msg + " (small)", ev))
-    opt_share = candidate.share("optimizer")
-    if candidate.step_ms > 0 and opt_share >= OPTIMIZER_SHARE:
-        base_opt = baseline.phases_ms.get("optimizer")
-        out.append(Finding("optimizer_step",
-                           f"the optimizer step takes {candidate.phases_ms.get('optimizer', 0):.3g} ms "
-                           f"({_pct(opt_share)} of {candidate.arm}'s step; {base_opt if base_opt is None else f'{base_opt:.3g}'} ms in "
-                           f"{baseline.arm}): it updates FP32 master weights in every precision, so AMP cannot shrink it",
-                           {"optimizer_ms": candidate.phases_ms.get("optimizer"), "baseline_optimizer_ms": base_opt,
-                            "share_of_step": opt_share}))
+    out += _phase_findings(baseline, candidate, skipped_steps, steps_run, timed_ms)
     busy = candidate.busy_share
     if device == "cuda" and busy is not None and busy < BUSY_LAUNCH_BOUND:
         out.append(Finding("launch_bound",
                            f"the GPU runs kernels only {_pct(busy)} of {candidate.arm}'s step "
                            f"({candidate.kernels_per_step:.0f} kernels, {candidate.kernel_ms:.3g} of {candidate.step_ms:.3g} ms): "
                            "the step is bound by the host launching kernels, and faster kernels cannot shorten it "
-                           "(larger batch, CUDA graphs or torch.compile can)",
+                           + ("(a larger batch can; CUDA graphs cannot capture GradScaler's host read-back, so "
+                              "amp-bf16+graphed in --precisions measures a graphed AMP step)" if candidate.arm == "amp-fp16"
+                              else f"(a larger batch can; whether CUDA graphs would is measured by adding "
+                                   f"{candidate.arm}+graphed to --precisions)"),
                            {"busy_share": busy, "kernels_per_step": candidate.kernels_per_step,
                             "kernel_ms": candidate.kernel_ms, "step_ms": candidate.step_ms}))
-    if amp and layers:
-        bad = [x for x in layers if not x["tensor_core_eligible"]]
-        if bad:
-            out.append(Finding("tensor_core_eligibility",
-                               f"{len(bad)} of {len(layers)} Conv/Gemm layers have channel counts that are not multiples "
-                               f"of {TENSOR_CORE_MULTIPLE} (e.g. {bad[0]['name']}: {bad[0]['in_channels']}→"
-                               f"{bad[0]['out_channels']} channels): FP16/BF16 tensor cores cannot run them as they are",
-                               {"ineligible": bad[:20], "layers": len(layers)}))
-        else:
-            out.append(Finding("tensor_core_eligibility",
-                               f"all {len(layers)} Conv/Gemm layers have channel counts in multiples of {TENSOR_CORE_MULTIPLE}",
-                               {"layers": len(layers)}))
-    if peer is not None and peer_speedup is not None and candidate.arm == "amp-bf16":
+    if amp and layers and device == "cuda":  # tensor cores: a GPU-only reason
+        out.append(_tensor_core_finding(layers))
+    if device == "cuda" and peer is not None and peer_speedup is not None and candidate.arm == "amp-bf16":
         out.append(Finding("bf16_vs_fp16",
                            f"amp-bf16 is {peer_speedup:.3f}× amp-fp16 (median step ratio): BF16 needs no GradScaler "
                            "(no unscale, no inf check, no host read-back) at the cost of 3 fewer mantissa bits",
                            {"bf16_over_fp16_speed": peer_speedup}))
     if memory:
-        b, c = memory.get("baseline"), memory.get("candidate")
-        if b and c and b.get("peak_allocated_mib") and c.get("peak_allocated_mib"):
-            ratio = c["peak_allocated_mib"] / b["peak_allocated_mib"]
-            if ratio < 0.9:
-                why = "activations kept for backward are stored in half precision"
-            elif ratio <= 1.1:
-                why = "no visible saving"
-            else:
-                why = "more memory, not less"
-            if not amp and ratio > 1.1:
-                why += (": weights and activations have the same size in both, so the difference is the workspace of "
-                        "the convolution algorithms chosen for this precision")
-            if amp and ratio >= 0.9:
-                why += (": weights, gradients and optimizer state stay FP32, autocast adds half copies of the weights, "
-                        "and when activations are small the saving is smaller than those and cuDNN's workspaces")
-            out.append(Finding("memory", f"peak allocated {c['peak_allocated_mib']:.0f} MiB vs {b['peak_allocated_mib']:.0f} "
-                               f"MiB in {baseline.arm} ({ratio:.2f}×): {why}",
-                               {"ratio": ratio, "baseline": b, "candidate": c}))
+        out += _memory_findings(baseline.arm, memory, amp=amp, autotune=autotune)
     if device == "cpu":
         out.append(Finding("cpu_only", "measured on a CPU: a correctness run; speed claims need a GPU", {}))
     return out
+
+
+def _phase_findings(baseline: StepProfile, candidate: StepProfile, skipped_steps: int | None, steps_run: int,
+                    timed_ms: float | None) -> list[Finding]:
+    """Casts, GradScaler and optimizer as shares of the profiling pass's step, each stated with that
+    step's time. A share is never above 100 % of the step it is a share of; when the profiling pass
+    does not agree with the timed median within ``PROFILE_STEP_AGREEMENT`` the shares are withheld."""
+    out: list[Finding] = []
+    step = candidate.step_ms
+    amp = candidate.arm.startswith("amp-")
+    agrees = step > 0 and (timed_ms is None or timed_ms <= 0
+                           or 1 / PROFILE_STEP_AGREEMENT <= step / timed_ms <= PROFILE_STEP_AGREEMENT)
+    skipped = "" if skipped_steps is None else f"{skipped_steps} of {steps_run} steps were skipped (inf/NaN gradients)"
+    if step > 0 and not agrees:
+        out.append(Finding("phase_split", f"{candidate.arm}'s profiling pass took {step:.3g} ms per step against a timed "
+                           f"median of {timed_ms:.3g} ms: its phase split does not describe the timed step, so no "
+                           "phase shares are given (a loaded host changes step times between passes)",
+                           {"profile_step_ms": step, "timed_median_ms": timed_ms,
+                            "agreement_factor": PROFILE_STEP_AGREEMENT}))
+        if candidate.arm == "amp-fp16" and skipped:
+            out.append(Finding("grad_scaler", f"GradScaler: {skipped}", {"skipped_steps": skipped_steps, "steps": steps_run}))
+        return out
+    if step <= 0:
+        return out
+
+    def of_step(ms: float) -> str:
+        return f"{ms:.3g} ms of a {step:.3g} ms step ({_pct(min(1.0, ms / step))})"
+
+    if amp and candidate.cast_ms / step >= CAST_SHARE:
+        out.append(Finding("casts", f"autocast's casts (aten::_to_copy, profiled): {of_step(min(candidate.cast_ms, step))} "
+                           f"of {candidate.arm}: time the FP32 step does not spend",
+                           {"cast_ms": candidate.cast_ms, "step_ms": step}))
+    if candidate.arm == "amp-fp16":
+        unscale = candidate.phases_ms.get("unscale", 0.0) + candidate.phases_ms.get("scaler_update", 0.0)
+        share = min(1.0, unscale / step)
+        ev = {"unscale_ms": candidate.phases_ms.get("unscale"), "scaler_update_ms": candidate.phases_ms.get("scaler_update"),
+              "share_of_step": share, "skipped_steps": skipped_steps, "steps": steps_run}
+        msg = (f"GradScaler: unscale + inf check + scale update take {of_step(unscale)}"
+               f"{'; ' + skipped if skipped else ''}; its found-inf check reads a flag back to the host every step")
+        out.append(Finding("grad_scaler", msg if share >= SCALER_SHARE or skipped_steps else msg + " (small)", ev))
+    opt_ms = candidate.phases_ms.get("optimizer", 0.0)
+    if candidate.share("optimizer") >= OPTIMIZER_SHARE:
+        base_opt = baseline.phases_ms.get("optimizer")
+        out.append(Finding("optimizer_step",
+                           f"the optimizer step takes {of_step(opt_ms)} in {candidate.arm} "
+                           f"({'?' if base_opt is None else f'{base_opt:.3g}'} ms in {baseline.arm}): it updates FP32 "
+                           "master weights in every precision, so AMP cannot shrink it",
+                           {"optimizer_ms": opt_ms, "baseline_optimizer_ms": base_opt,
+                            "share_of_step": min(1.0, candidate.share("optimizer")), "step_ms": step}))
+    return out
+
+
+def _memory_findings(baseline: str, memory: Mapping[str, Any], *, amp: bool, autotune: bool | None) -> list[Finding]:
+    """Peak allocated memory, and — when the solo pass measured what it is made of — whether the
+    difference is weights/gradients/optimizer state, activations saved for backward, or working
+    memory (cuDNN workspaces of the chosen algorithms and temporaries: the rest of the peak)."""
+    b, c = memory.get("baseline"), memory.get("candidate")
+    if not (b and c and b.get("peak_allocated_mib") and c.get("peak_allocated_mib")):
+        return []
+    ratio = c["peak_allocated_mib"] / b["peak_allocated_mib"]
+    if ratio < 0.9:
+        why = "activations kept for backward are stored in half precision"
+    elif ratio <= 1.1:
+        why = "no visible saving"
+    else:
+        why = "more memory, not less"
+    parts = ("state_mib", "saved_for_backward_mib", "workspace_and_temporaries_mib")
+    ev: dict[str, Any] = {"ratio": ratio, "baseline": b, "candidate": c}
+    if all(k in b and k in c for k in parts):
+        delta = {k: c[k] - b[k] for k in parts}
+        d_peak = c["peak_allocated_mib"] - b["peak_allocated_mib"]
+        ev["delta_mib"] = {**delta, "peak_allocated_mib": d_peak}
+        tuned = {True: "autotuned", False: "heuristically chosen", None: "chosen"}[autotune]
+        split = (f"weights+gradients+optimizer state {b['state_mib']:.0f} → {c['state_mib']:.0f}, saved for backward "
+                 f"{b['saved_for_backward_mib']:.0f} → {c['saved_for_backward_mib']:.0f}, working memory "
+                 f"{b['workspace_and_temporaries_mib']:.0f} → {c['workspace_and_temporaries_mib']:.0f} MiB")
+        if d_peak > 0 and delta["workspace_and_temporaries_mib"] >= WORKSPACE_SHARE * d_peak:
+            why += (f": the difference is working memory, not parameters or activations — cuDNN's workspaces for the "
+                    f"{tuned} algorithms and temporaries ({split})")
+        else:
+            why += f" ({split})"
+    elif ratio > 1.1:
+        why += (": weights and activations have the same size in both, so the difference is the workspace of "
+                "the convolution algorithms chosen for this precision" if not amp else
+                ": weights, gradients and optimizer state stay FP32, autocast adds half copies of the weights, "
+                "and when activations are small the saving is smaller than those and cuDNN's workspaces")
+    return [Finding("memory", f"peak allocated {c['peak_allocated_mib']:.0f} MiB vs {b['peak_allocated_mib']:.0f} "
+                    f"MiB in {baseline} ({ratio:.2f}×): {why}", ev)]
+
+
+def _tensor_core_finding(layers: Sequence[Mapping[str, Any]]) -> Finding:
+    """Static evidence: layers whose channel counts FP16/BF16 tensor cores cannot take as they are."""
+    bad = [x for x in layers if not x["tensor_core_eligible"]]
+    if bad:
+        return Finding("tensor_core_eligibility",
+                       f"{len(bad)} of {len(layers)} Conv/Gemm layers have channel counts that are not multiples "
+                       f"of {TENSOR_CORE_MULTIPLE} (e.g. {bad[0]['name']}: {bad[0]['in_channels']}→"
+                       f"{bad[0]['out_channels']} channels): FP16/BF16 tensor cores cannot run them as they are",
+                       {"ineligible": bad[:20], "layers": len(layers)})
+    return Finding("tensor_core_eligibility",
+                   f"all {len(layers)} Conv/Gemm layers have channel counts in multiples of {TENSOR_CORE_MULTIPLE}",
+                   {"layers": len(layers)})

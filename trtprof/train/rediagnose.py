@@ -46,7 +46,9 @@ def rediagnose(data: Mapping[str, Any]) -> dict[str, Any]:
                                    steps_run=runs[(batch, cand)].get("steps", 0),
                                    memory={"baseline": runs[(batch, base)].get("memory"),
                                            "candidate": runs[(batch, cand)].get("memory")},
-                                   peer=peer, peer_speedup=peer_speed, device=device)
+                                   peer=peer, peer_speedup=peer_speed, device=device,
+                                   timed_ms=medians[batch].get(cand),
+                                   autotune=out.get("settings", {}).get("cudnn_benchmark"))
         c["diagnosis"] = [f.to_json() for f in findings]
         if "timing_notes" in c:
             c["timing_notes"] = {side: training_notes(notes) for side, notes in c["timing_notes"].items()}

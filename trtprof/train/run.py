@@ -18,6 +18,21 @@ from ..stats import median_ci_exact
 
 SCHEMA = "trtprof.train_compare/1"
 DEFAULT_STEPS = 20  # accuracy side: loss after this many steps per arm, same seed and data
+# A speedup whose 95 % CI spans more than this factor (high / low) says nothing about the speed of
+# either arm (a loaded CPU gave 0.012 … 2383): reported as "not measurable here", not as a speedup.
+MAX_CI_RATIO = 2.0
+NOT_MEASURABLE = "not measurable here"
+
+
+def unmeasurable_reason(ci_low: float, ci_high: float, device: str) -> str | None:
+    """Why a speedup CI is not a measurement (None when it is one)."""
+    if not (math.isfinite(ci_low) and math.isfinite(ci_high)) or ci_low <= 0:
+        return f"the 95 % CI [{ci_low:.3g}, {ci_high:.3g}] is not a finite positive interval"
+    if ci_high / ci_low > MAX_CI_RATIO:
+        where = "this CPU's step times vary too much" if device == "cpu" else "the step times vary too much"
+        return (f"the 95 % CI [{ci_low:.3g}, {ci_high:.3g}] spans a factor {ci_high / ci_low:.3g} (> {MAX_CI_RATIO:g}): "
+                f"{where} between rounds for a speedup to be measured here")
+    return None
 
 
 @dataclass(frozen=True)
@@ -29,6 +44,7 @@ class TrainOptions:
     find_max_batch: bool = False
     max_batch_limit: int = 4096
     reasons: bool = True
+    autotune: bool = True  # cuDNN autotuning (cudnn.benchmark) in every arm, tuned before timing
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -38,7 +54,8 @@ class TrainOptions:
 
     def to_json(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer, "loss": self.loss, "accuracy_steps": self.steps, "seed": self.seed,
-                "find_max_batch": self.find_max_batch, "max_batch_limit": self.max_batch_limit}
+                "find_max_batch": self.find_max_batch, "max_batch_limit": self.max_batch_limit,
+                "autotune": self.autotune}
 
 
 @dataclass
@@ -78,7 +95,8 @@ class Trainer:
                   start: int = 1, resolution: float = 0.1) -> dict[str, Any] | None:
         return None
 
-    def findings(self, base: ArmRun, cand: ArmRun, *, peer: tuple[ArmRun, float] | None, steps: int) -> list[Any]:
+    def findings(self, base: ArmRun, cand: ArmRun, *, peer: tuple[ArmRun, float] | None, steps: int,
+                 timed_ms: float | None = None) -> list[Any]:
         return []
 
     def environment(self) -> dict[str, Any]:
@@ -120,9 +138,76 @@ def _result(model: str, backend: str, arm: cmp.Arm, batch: int, outcome: cmp.Int
         config={"interleaved": True, "training_step": True, "rounds": outcome.rounds,
                 "round_iterations": outcome.round_iterations[arm.name], "warmup_done": arm.warmup_done,
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
-                "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": False, "clock": clock,
+                "copies": plan.copies if clock == "cuda_events" else None,
+                "cuda_graph": bool(arm_json.get("graphed")), "clock": clock,
                 "input_shapes": {k: list(v) for k, v in shapes.items()}, **options.to_json()},
         warnings=training_notes(arm.notes), device=arm.device)
+
+
+def comparison_pairs(arms: Sequence[Any]) -> list[tuple[str, str]]:
+    """Baseline vs every candidate, and every graphed arm vs its eager arm when that is a candidate
+    too (``amp-bf16+graphed`` vs ``amp-bf16``: what CUDA graphs change, measured)."""
+    names = [a.name for a in arms]
+    pairs = [(names[0], n) for n in names[1:]]
+    for arm in arms[1:]:
+        eager = getattr(arm, "eager_name", arm.name)
+        if getattr(arm, "graphed", False) and eager in names[1:]:
+            pairs.append((eager, arm.name))
+    return pairs
+
+
+def _comparison(trainer: Trainer, outcome: cmp.InterleavedOutcome, solo: Mapping[str, ArmRun],
+                medians: Mapping[str, float], baseline: str, cand: str, batch: int, options: TrainOptions,
+                warnings: list[str]) -> dict[str, Any]:
+    """One candidate against one baseline at one batch size: speedup, verdict (or why it is not
+    measurable here), losses, memory, reasons."""
+    base_arm, cand_arm = outcome.arm(baseline), outcome.arm(cand)
+    # One in-process load (training runners are stateful and built here): its rounds are the
+    # clusters of the CI and the method says "one load only" (compare's schema-2 statistics);
+    # the loop's speedup as of its last look, as compare reports it.
+    speed = outcome.speedups[cand] if baseline == outcome.arms[0].name else outcome.speedup(baseline, cand)
+    peer = None
+    if cand == "amp-bf16" and "amp-fp16" in solo:
+        peer = (solo["amp-fp16"], medians["amp-fp16"] / medians["amp-bf16"])
+    findings = trainer.findings(solo[baseline], solo[cand], peer=peer, steps=options.steps, timed_ms=medians[cand])
+    base_run, cand_run = solo[baseline], solo[cand]
+    if not all(math.isfinite(x) for x in cand_run.losses) and all(math.isfinite(x) for x in base_run.losses):
+        warnings.append(f"{cand} at batch {batch}: the loss became non-finite within {options.steps} steps where "
+                        f"{baseline} stayed finite")
+    speed_json = speed.to_json()
+    unmeasurable = unmeasurable_reason(speed_json["ci_low"], speed_json["ci_high"], trainer.device)
+    return {
+        "batch_size": batch, "baseline": baseline, "candidate": cand,
+        "speedup": speed_json, "verdict": NOT_MEASURABLE if unmeasurable else speed.verdict,
+        **({"not_measurable": unmeasurable, "statistical_verdict": speed.verdict} if unmeasurable else {}),
+        "latency": {"baseline": _side(baseline, base_arm), "candidate": _side(cand, cand_arm)},
+        "accuracy": {"baseline_loss_last": base_run.losses[-1], "candidate_loss_last": cand_run.losses[-1],
+                     "steps": options.steps, "candidate_skipped_steps": cand_run.skipped_steps,
+                     "loss_ratio": (cand_run.losses[-1] / base_run.losses[-1]
+                                    if base_run.losses[-1] not in (0.0,) and math.isfinite(base_run.losses[-1])
+                                    else None)},
+        "memory": {"baseline": base_run.memory, "candidate": cand_run.memory},
+        "diagnosis": [f.to_json() for f in findings],
+        "timing_notes": {"baseline": training_notes(base_arm.notes), "candidate": training_notes(cand_arm.notes)},
+        "rounds": outcome.rounds, "stop_reason": outcome.stop_reason,
+        "round_ratios": outcome.round_ratios(baseline, cand), "median_ci_half_width": outcome.half_widths,
+    }
+
+
+def _solo_pass(trainer: Trainer, arms: Sequence[Any], feeds: Mapping[str, np.ndarray], options: TrainOptions,
+               on_arm: Callable[[str, ArmRun], None]) -> dict[str, ArmRun]:
+    """Each arm alone: its loss curve, peak memory and the evidence for the reasons."""
+    solo: dict[str, ArmRun] = {}
+    for arm in arms:
+        runner = trainer.make_runner(arm)
+        try:
+            solo[arm.name] = trainer.solo(arm, runner, feeds, options.steps, options.reasons)
+        finally:
+            runner.close()
+            del runner
+            trainer.release()
+        on_arm(arm.name, solo[arm.name])
+    return solo
 
 
 def compare_training(
@@ -143,9 +228,9 @@ def compare_training(
     from ..environment import collect
 
     if plan.cuda_graph:
-        raise BadInput("--cuda-graph: a training step is not captured (GradScaler reads back to the host)")
+        raise BadInput("--cuda-graph: the timing loop does not capture a training step; add NAME+graphed to "
+                       "--precisions (e.g. amp-bf16+graphed) for a CUDA-graphed step")
     names = [a.name for a in arms]
-    baseline = names[0]
     backend = f"{trainer.framework}-train"
     comparisons: list[dict[str, Any]] = []
     results: list[Any] = []
@@ -155,17 +240,7 @@ def compare_training(
     for index, batch in enumerate(batch_sizes):
         shapes = shapes_by_batch[batch]
         feeds = make_feeds(shapes)
-        solo: dict[str, ArmRun] = {}
-        for arm in arms:  # each arm alone: its loss curve, peak memory and evidence for the reasons
-            runner = trainer.make_runner(arm)
-            try:
-                solo[arm.name] = trainer.solo(arm, runner, feeds, options.steps, options.reasons)
-            finally:
-                runner.close()
-                del runner
-                trainer.release()
-            if on_arm is not None:
-                on_arm(batch, arm.name, solo[arm.name])
+        solo = _solo_pass(trainer, arms, feeds, options, lambda name, run: on_arm(batch, name, run) if on_arm else None)
         runners = {arm.name: trainer.make_runner(arm) for arm in arms}
         try:
             timed = [cmp.Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
@@ -181,37 +256,11 @@ def compare_training(
         for arm in timed:
             results.append(_result(model_name, backend, arm, batch, outcome, plan, shapes, options, arm_json[arm.name]))
         medians = {a.name: float(np.median(a.latency_ms)) for a in timed}
-        for cand in names[1:]:
-            base_arm, cand_arm = outcome.arm(baseline), outcome.arm(cand)
-            # One in-process load (training runners are stateful and built here): its rounds are the
-            # clusters of the CI and the method says "one load only" (compare's schema-2 statistics);
-            # the loop's speedup as of its last look, as compare reports it.
-            speed = outcome.speedups[cand]
-            peer = None
-            if cand == "amp-bf16" and "amp-fp16" in solo:
-                peer = (solo["amp-fp16"], medians["amp-fp16"] / medians["amp-bf16"])
-            findings = trainer.findings(solo[baseline], solo[cand], peer=peer, steps=options.steps)
-            base_run, cand_run = solo[baseline], solo[cand]
-            if not all(math.isfinite(x) for x in cand_run.losses) and all(math.isfinite(x) for x in base_run.losses):
-                msg = f"{cand} at batch {batch}: the loss became non-finite within {options.steps} steps where {baseline} stayed finite"
-                warnings.append(msg)
-            comparisons.append({
-                "batch_size": batch, "baseline": baseline, "candidate": cand,
-                "speedup": speed.to_json(), "verdict": speed.verdict,
-                "latency": {"baseline": _side(baseline, base_arm), "candidate": _side(cand, cand_arm)},
-                "accuracy": {"baseline_loss_last": base_run.losses[-1], "candidate_loss_last": cand_run.losses[-1],
-                             "steps": options.steps, "candidate_skipped_steps": cand_run.skipped_steps,
-                             "loss_ratio": (cand_run.losses[-1] / base_run.losses[-1]
-                                            if base_run.losses[-1] not in (0.0,) and math.isfinite(base_run.losses[-1])
-                                            else None)},
-                "memory": {"baseline": base_run.memory, "candidate": cand_run.memory},
-                "diagnosis": [f.to_json() for f in findings],
-                "timing_notes": {"baseline": training_notes(base_arm.notes), "candidate": training_notes(cand_arm.notes)},
-                "rounds": outcome.rounds, "stop_reason": outcome.stop_reason,
-                "round_ratios": outcome.round_ratios(baseline, cand), "median_ci_half_width": outcome.half_widths,
-            })
+        for base, cand in comparison_pairs(arms):
+            comparisons.append(_comparison(trainer, outcome, solo, medians, base, cand, batch, options, warnings))
         entry: dict[str, Any] = {"batch_size": batch, "arms": {n: solo[n].to_json() for n in names},
-                                 "median_step_ms": medians, "rounds": outcome.rounds, "stop_reason": outcome.stop_reason}
+                                 "median_step_ms": medians, "rounds": outcome.rounds, "stop_reason": outcome.stop_reason,
+                                 "round_medians_ms": {a.name: a.round_medians_ms for a in timed}}
         if options.find_max_batch and index == 0:  # once: it does not depend on the batch size
             entry["max_batch"] = {}
             for arm in arms:
@@ -226,7 +275,10 @@ def compare_training(
         "settings": {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
                      "round_iterations": plan.round_iterations, "min_rounds": plan.min_rounds,
                      "confidence": cmp.CONFIDENCE, "equivalence_margin": plan.margin,
-                     "copies": plan.copies, "cuda_graph": False, **options.to_json()},
+                     "copies": plan.copies, "cuda_graph": False, **options.to_json(),
+                     # cuDNN autotuning as the arms ran (None: not applicable on this device/framework)
+                     "cudnn_benchmark": options.autotune if trainer.device == "cuda" and trainer.framework == "torch"
+                     else None},
         "comparisons": comparisons,
         "batches": per_batch,
         "warnings": warnings,

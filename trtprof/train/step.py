@@ -13,7 +13,14 @@ timing never depends on the weight values (no data-dependent control flow), whil
 Arms (``ARMS``): ``fp32`` (TF32 off: true FP32), ``tf32`` (TF32 on for cuDNN and matmul),
 ``amp-fp16`` (``torch.autocast`` float16 + ``GradScaler``), ``amp-bf16`` (autocast bfloat16, no
 scaler: bfloat16 has FP32's exponent range). AMP arms run with TF32 off, so the ops autocast leaves
-in FP32 are real FP32 and the comparison isolates AMP.
+in FP32 are real FP32 and the comparison isolates AMP. ``NAME+graphed`` (GPU only) is arm NAME with
+the whole step captured once in a CUDA graph and replayed: it measures whether removing the host's
+launch cost shortens the step ("CUDA graphs would fix it" as a measurement, not advice).
+
+cuDNN autotuning (``cudnn.benchmark``) is on by default in every arm, as a PyTorch user sets it for
+fixed-shape training and as TensorFlow does by default: cuDNN times its algorithms on the first step
+of each shape. That first step is always an untimed one (the solo pass and the timing loop's warmup
+run before any timed step), so tuning never lands in a measurement.
 """
 from __future__ import annotations
 
@@ -46,10 +53,16 @@ class TrainArm:
     autocast_dtype: str | None  # "float16" | "bfloat16" | None (no autocast)
     tf32: bool
     grad_scaler: bool
+    graphed: bool = False  # the whole step captured in a CUDA graph and replayed (GPU only)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "autocast_dtype": self.autocast_dtype, "tf32": self.tf32,
-                "grad_scaler": self.grad_scaler}
+                "grad_scaler": self.grad_scaler, "graphed": self.graphed}
+
+    @property
+    def eager_name(self) -> str:
+        """The arm this one is a graphed copy of (its own name when not graphed)."""
+        return self.name[: -len(GRAPHED_SUFFIX)] if self.graphed else self.name
 
 
 ARMS: dict[str, TrainArm] = {
@@ -62,6 +75,25 @@ DEFAULT_GPU_ARMS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 # On a CPU, TF32 does not exist and FP16 autocast has few fast kernels: the default checks
 # correctness of the cheapest meaningful pair.
 DEFAULT_CPU_ARMS = ("fp32", "amp-bf16")
+GRAPHED_SUFFIX = "+graphed"
+
+
+def graphed_arm(arm: TrainArm) -> TrainArm:
+    return TrainArm(arm.name + GRAPHED_SUFFIX, arm.autocast_dtype, tf32=arm.tf32, grad_scaler=arm.grad_scaler,
+                    graphed=True)
+
+
+def _arm_for(name: str, device: str) -> TrainArm:
+    """``fp32`` → ARMS["fp32"]; ``amp-bf16+graphed`` → its CUDA-graphed copy (refused where it cannot run)."""
+    if not name.endswith(GRAPHED_SUFFIX):
+        return ARMS[name]
+    base = ARMS[name[: -len(GRAPHED_SUFFIX)]]
+    if device != "cuda":
+        raise UnsupportedPrecision(f"--precisions {name}: CUDA graphs need a GPU (this run is on the CPU)")
+    if base.grad_scaler:
+        raise UnsupportedPrecision(f"--precisions {name}: GradScaler reads its inf flag back to the host every step, "
+                                   "which a CUDA graph cannot capture; graph amp-bf16 (no scaler) instead")
+    return graphed_arm(base)
 
 
 def parse_arms(text: str | None, device: str) -> list[TrainArm]:
@@ -70,14 +102,34 @@ def parse_arms(text: str | None, device: str) -> list[TrainArm]:
         names = list(DEFAULT_GPU_ARMS if device == "cuda" else DEFAULT_CPU_ARMS)
     else:
         names = list(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
-    unknown = [n for n in names if n not in ARMS]
+    unknown = [n for n in names if n.removesuffix(GRAPHED_SUFFIX) not in ARMS]
     if unknown:
-        raise BadInput(f"--precisions: unknown {', '.join(unknown)} (choose from {', '.join(ARMS)})")
+        raise BadInput(f"--precisions: unknown {', '.join(unknown)} (choose from {', '.join(ARMS)}, "
+                       f"each optionally with {GRAPHED_SUFFIX} on a GPU)")
     if len(names) < 2:
         raise BadInput(f"--precisions {text!r}: give a baseline and at least one candidate, e.g. fp32,amp-fp16")
-    if device == "cpu" and "tf32" in names:
+    if device == "cpu" and any(n.removesuffix(GRAPHED_SUFFIX) == "tf32" for n in names):
         raise UnsupportedPrecision("--precisions: tf32 exists on NVIDIA GPUs only (on a CPU it would be fp32 again)")
-    return [ARMS[n] for n in names]
+    return [_arm_for(n, device) for n in names]
+
+
+GRAPH_WARMUP_STEPS = 3  # eager steps on a side stream before capture (PyTorch's recipe uses 3)
+
+
+def make_optimizer(torch: Any, params: list[Any], name: str, optimizer_fn: Callable[[Any], Any] | None, *,
+                   capturable: bool = False) -> Any:
+    """The factory's ``optimizer_fn(params)`` or the CLI's choice. ``capturable``: the graphed arm's
+    Adam keeps its step count on the device (PyTorch's flag for CUDA-graph capture); same math."""
+    if optimizer_fn is not None:
+        opt = optimizer_fn(params)
+        if capturable:
+            for group in opt.param_groups:
+                if "capturable" in group:
+                    group["capturable"] = True
+        return opt
+    if name == "adam":
+        return torch.optim.Adam(params, lr=ADAM_LR, capturable=capturable)
+    return torch.optim.SGD(params, lr=SGD_LR, momentum=SGD_MOMENTUM)
 
 
 def import_torch() -> Any:
@@ -132,7 +184,9 @@ class TorchTrainStep:
     """
 
     def __init__(self, module: Any, arm: TrainArm, inputs: tuple[TensorSpec, ...], *, device: str,
-                 optimizer: str = "adam", loss: str = "mae-to-ones", seed: int = 0) -> None:
+                 optimizer: str = "adam", loss: str = "mae-to-ones", seed: int = 0, autotune: bool = True,
+                 loss_fn: Callable[[Any], Any] | None = None,
+                 optimizer_fn: Callable[[Any], Any] | None = None) -> None:
         torch = import_torch()
         if optimizer not in OPTIMIZERS:
             raise BadInput(f"--optimizer {optimizer!r}: choose {' or '.join(OPTIMIZERS)}")
@@ -145,12 +199,12 @@ class TorchTrainStep:
         self.outputs = (LOSS_OUTPUT,)
         self.loss_name = loss
         self.seed = seed
+        self.autotune = autotune  # cudnn.benchmark while the step runs (GPU)
+        self.loss_fn = loss_fn
         self.module = copy.deepcopy(module).to(device).train()
         params = [p for p in self.module.parameters() if p.requires_grad]
-        if optimizer == "adam":
-            self.optimizer = torch.optim.Adam(params, lr=ADAM_LR)
-        else:
-            self.optimizer = torch.optim.SGD(params, lr=SGD_LR, momentum=SGD_MOMENTUM)
+        self.optimizer = make_optimizer(torch, params, optimizer, optimizer_fn, capturable=arm.graphed)
+        self._graph: tuple[tuple, Any, list[Any], Any] | None = None  # (shapes, CUDAGraph, static ins, static loss)
         self.scaler = torch.amp.GradScaler(device) if arm.grad_scaler else None
         self._dtype = getattr(torch, arm.autocast_dtype) if arm.autocast_dtype else None
         self._streams: dict[int, Any] = {}
@@ -173,9 +227,14 @@ class TorchTrainStep:
             target = self._targets[key] = self._torch.as_tensor(labels, dtype=self._torch.long, device=y.device)
         return target
 
-    def _loss(self, y: Any) -> Any:
-        """Computed in FP32 on the FP32 view of the output, for every arm alike."""
+    def _loss(self, out: Any) -> Any:
+        """The user's ``loss_fn(output)`` when the factory gave one (called inside autocast, as the
+        AMP recipe computes the loss); else computed in FP32 on the FP32 view of the first output,
+        for every arm alike."""
         torch = self._torch
+        if self.loss_fn is not None:
+            return self.loss_fn(out)
+        y = out if isinstance(out, torch.Tensor) else (tuple(out.values()) if isinstance(out, dict) else tuple(out))[0]
         y = y.float()
         if self.loss_name == "cross-entropy":
             return torch.nn.functional.cross_entropy(y, self._target(y))
@@ -188,10 +247,14 @@ class TorchTrainStep:
         torch = self._torch
         opt, scaler = self.optimizer, self.scaler
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=self.device, dtype=self._dtype, enabled=self._dtype is not None):
+        # autocast's weight cache cannot live across a CUDA-graph capture (PyTorch's graph docs), so the
+        # graphed arm runs without it
+        with torch.autocast(device_type=self.device, dtype=self._dtype, enabled=self._dtype is not None,
+                            cache_enabled=False if self.arm.graphed else None):
             out = self.module(*tensors)
-        y = out if isinstance(out, torch.Tensor) else (tuple(out.values()) if isinstance(out, dict) else tuple(out))[0]
-        loss = self._loss(y)
+            loss = self._loss(out) if self.loss_fn is not None else None
+        if loss is None:
+            loss = self._loss(out)
         if mark:
             mark("forward_loss")
         if scaler is not None:
@@ -218,13 +281,13 @@ class TorchTrainStep:
 
     @contextmanager
     def modes(self) -> Iterator[None]:
-        """TF32 as the arm asks (GPU only; a no-op on a CPU)."""
+        """TF32 as the arm asks and cuDNN autotuning as set (GPU only; a no-op on a CPU)."""
         if self.device != "cuda":
             yield
             return
-        from ..backends.torch import tf32_mode
+        from ..backends.torch import cudnn_mode
 
-        with tf32_mode(self._torch, self.arm.tf32):
+        with cudnn_mode(self._torch, self.arm.tf32, self.autotune):
             yield
 
     # -- host path (cpu timing, and the accuracy/memory/reasons passes on either device) ----------
@@ -284,14 +347,49 @@ class TorchTrainStep:
         ins, out = self._bind_tensors(buffers)
         step = self.step
 
-        def launch() -> None:
+        def eager() -> None:
             out.copy_(step(ins).detach().reshape(1))
 
         with torch.cuda.stream(self._stream(stream)), self.modes():
+            launch: Callable[[], None] = eager
+            if self.arm.graphed:
+                graph, static_ins, static_loss = self._capture(ins)
+
+                def replay() -> None:
+                    for dst, src in zip(static_ins, ins):
+                        dst.copy_(src)
+                    graph.replay()
+                    out.copy_(static_loss.reshape(1))
+
+                launch = replay
             yield launch
+
+    def _capture(self, ins: list[Any]) -> tuple[Any, list[Any], Any]:
+        """The whole step (forward, loss, backward, optimizer) captured once per input shape, over
+        static input tensors the launch copies the bound inputs into (one device copy per step).
+        PyTorch's whole-network capture recipe: warm up on a side stream (autotuning, optimizer
+        state and the allocator's pools happen there), grads set to None, then capture."""
+        torch = self._torch
+        key = tuple(tuple(t.shape) for t in ins)
+        if self._graph is not None and self._graph[0] == key:
+            return self._graph[1], self._graph[2], self._graph[3]
+        static_ins = [t.clone() for t in ins]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(GRAPH_WARMUP_STEPS):
+                self.step(static_ins)
+        torch.cuda.current_stream().wait_stream(side)
+        self.optimizer.zero_grad(set_to_none=True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = self.step(static_ins).detach()
+        self._graph = (key, graph, static_ins, static_loss)
+        return graph, static_ins, static_loss
 
     def close(self) -> None:
         self._bound = None
+        self._graph = None
         self._streams.clear()
         self._feeds = []
         self.module = None

@@ -1,0 +1,104 @@
+"""trtprof fix-fp16 MODEL: the smallest FP32 keep-list found that makes FP16 meet the accuracy budget,
+and what it costs in speed."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from .. import compare as cmp
+from ..accuracy import DEFAULT_BUDGET, AccuracyBudget
+from ..errors import BadInput
+from . import _common
+
+
+def add_parser(sub) -> None:
+    from ..fixfp16 import DEFAULT_MAX_BUILDS
+
+    p = sub.add_parser(
+        "fix-fp16", help="find nodes to keep in FP32 so FP16 meets an accuracy budget, then measure the speedup",
+        description="Search a small set of nodes to keep in FP32 (seeded by the FP16 range analysis, then "
+                    "bisection over the graph, as Polygraphy's debug precision) until the FP16 candidate meets "
+                    "--accuracy on your --inputs; build it and compare it with FP32 (speedup with a 95%% CI, "
+                    "verdicts, accuracy). Prints the option to reuse. See docs/accuracy.md.")
+    p.add_argument("model", type=Path, help="ONNX/TensorFlow model")
+    p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
+                   help=f"accuracy budget the FP16 candidate must meet (default {DEFAULT_BUDGET})")
+    _common.add_inputs_arg(p, what="the search judges accuracy on all its samples")
+    p.add_argument("--batch-size", type=_common.positive_int, default=8,
+                   help="batch size of the search's inference and of the measurement (default 8)")
+    _common.add_shape_arg(p)
+    p.add_argument("--max-builds", type=_common.positive_int, default=DEFAULT_MAX_BUILDS,
+                   help=f"most keep-lists built and judged (default {DEFAULT_MAX_BUILDS})")
+    p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
+    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
+    p.add_argument("--time-budget-s", type=_common.positive_float, default=cmp.DEFAULT_TIME_BUDGET_S,
+                   help=f"wall time of the speed measurement (default {cmp.DEFAULT_TIME_BUDGET_S:g})")
+    p.add_argument("--round-iterations", type=_common.positive_int, default=None,
+                   help="iterations per precision per round of the measurement (default: about "
+                        f"{cmp.DEFAULT_ROUND_S:g} s worth)")
+    p.add_argument("--in-process", action="store_true", help="measure in this process (as compare --in-process)")
+    p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs (without --inputs)")
+    p.add_argument("--out", type=Path, default=Path("fix_fp16.json"),
+                   help="JSON output: the comparison (readable by trtprof report) and the search (default fix_fp16.json)")
+    _common.add_common_debug(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cache import atomic_write_text
+    from ..fixfp16 import fix_fp16
+
+    _common.check_output_file(args.out, "--out")
+    budget = AccuracyBudget.parse(args.accuracy)
+    data = _common.load_inputs(args)
+    if not args.model.exists():
+        raise BadInput("no such file or directory", path=args.model)
+    plan = cmp.RoundPlan(time_budget_s=args.time_budget_s, round_iterations=args.round_iterations)
+
+    def on_trial(t) -> None:
+        score = f"cosine {t.cosine:.6f}" if t.cosine is not None else ""
+        print(f"  {t.stage:<7} {len(t.nodes):>4} node(s) in fp32: {t.verdict:<12} {score} {t.reason}".rstrip(),
+              file=sys.stderr)
+
+    with _common.sigterm_as_interrupt():
+        fix = fix_fp16(args.model, args.batch_size, budget, data=data, backend=args.backend, engines_dir=args.engines,
+                       shapes=_common.shapes(args), seed=args.seed, max_builds=args.max_builds, plan=plan,
+                       isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
+                       on_trial=on_trial)
+    import json
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out, json.dumps(fix.to_json(), indent=1, allow_nan=True) + "\n")
+    print_fix(fix, args.model)
+    print(f"fix-fp16: {args.out}")
+    return 0 if fix.search.keep is not None else 1
+
+
+def print_fix(fix, model: Path) -> None:
+    s = fix.search
+    how = ("FP16 emulated with numpy float16 arithmetic (this backend computes its fp16 graph in FP32)"
+           if s.evaluation == "emulated" else "the backend's FP16 engines")
+    print(f"search: {len(s.trials)} build(s) of at most {s.max_builds}, {s.nodes} candidate nodes, budget {s.budget}, "
+          f"judged on {s.inputs} with {how}" + (f"; {s.stopped}" if s.stopped else ""))
+    if s.keep is None:
+        print("no keep-list met the budget")
+        return
+    best = s.best
+    score = f", cosine {best.cosine:.6g}" + (f", top-1 {best.top1:.2%}" if best.top1 is not None else "") if best else ""
+    if fix.report is not None and fix.report.comparisons:
+        c = fix.report.comparisons[0]
+        sp = c.speedup
+        acc = c.accuracy
+        from .compare import print_comparison
+
+        print_comparison(c.to_json())
+        relation = {"faster": "faster than", "slower": "slower than", "equivalent": "equivalent to"}.get(
+            c.verdict, "(inconclusive) vs")
+        print(f"fp16 with {len(s.keep)} node(s) in fp32: {sp.estimate:.3g}× [{sp.ci_low:.3g}, {sp.ci_high:.3g}] "
+              f"{relation} fp32{score} ({'emulated FP16' if s.evaluation == 'emulated' else 'FP16 engine'}); "
+              f"the measured engine: accuracy {acc.verdict['label']}, cosine {acc.cosine:.6g} on {acc.inputs}")
+    if not s.keep:
+        print("nothing to keep in FP32: plain FP16 meets the budget")
+    print(f"reuse: trtprof build {shlex.quote(str(model))} --fp16 {s.option}".rstrip())
