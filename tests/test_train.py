@@ -161,8 +161,8 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
         assert s["ci_low"] <= s["estimate"] <= s["ci_high"]
         wide = s["ci_high"] / s["ci_low"] > MAX_CI_RATIO
         assert c["verdict"] == (NOT_MEASURABLE if wide else cmp.verdict(s["ci_low"], s["ci_high"]))
-        # a 0.5 s budget: the floor of one round pair (interleave.FLOOR_ROUNDS) at least
-        assert c["rounds"] >= FLOOR_ROUNDS and len(c["round_ratios"]) == c["rounds"]
+        # a 0.5 s budget and one load: the floor of two round pairs (2 × interleave.FLOOR_ROUNDS) at least
+        assert c["rounds"] >= 2 * FLOOR_ROUNDS and len(c["round_ratios"]) == c["rounds"]
         assert c["latency"]["baseline"]["n"] == c["rounds"] * 3
         assert np.isfinite(c["accuracy"]["candidate_loss_last"])
         assert any(f["rule"] == "cpu_only" for f in c["diagnosis"])

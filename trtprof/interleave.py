@@ -51,7 +51,7 @@ MIN_LOADS = 6  # t(5 df) = 2.57, and a minority mode of the loads can show (spee
 MAX_LOADS = 20  # the allocation (wants_load) decides below this, from the variance components and costs
 MIN_ROUNDS = 4  # per load before the first look: two round pairs (A B + B A, twice)
 FLOOR_LOADS = 2  # below the minimum, what runs even when the budget is spent: no interval without it
-FLOOR_ROUNDS = 2  # … one round pair per load
+FLOOR_ROUNDS = 2  # … one round pair per load (two for a single load: its pairs are the interval's units)
 MIN_DESIGN_SHARE = 0.6  # the minimum rounds' blocks are sized to this share of the budget left after the loads
 # Every decision plans against this share of the budget: what a round costs varies from round to round
 # (measured on the loaded 2-core machine: ±30 %), and the budget is a promise within 10 %.
@@ -482,9 +482,11 @@ class _Loop:
         self.iterations = int(wanted)
         self.config = plan.block_config(self.iterations)
         self.round_s = sum((self.iterations + ROUND_WARMUP) * m / 1e3 for m in medians_ms)
-        for i in range(len(self.loads)):  # the floor's round pair first: it measures what a round costs …
-            self.run(i, FLOOR_ROUNDS)
-        more = min(plan.min_rounds - FLOOR_ROUNDS, self.max_pairs_fitting(len(self.loads)))
+        # one load alone: its round pairs are the interval's units, so its floor is two pairs
+        floor = FLOOR_ROUNDS if len(self.loads) >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
+        for i in range(len(self.loads)):  # the floor's round pairs first: they measure what a round costs …
+            self.run(i, floor)
+        more = min(plan.min_rounds - floor, self.max_pairs_fitting(len(self.loads)))
         if len(self.loads) * more * self.round_s > self.remaining():  # … and the rest of the minimum if it fits
             more = 0
         for i in range(len(self.loads)):

@@ -72,6 +72,7 @@ MIXTURE_MIN_LOADS = 4  # with fewer loads there is no majority to compare agains
 # A round this many pooled robust σ from its load's median is a disturbed block, set aside (set_aside):
 # a normal round lies beyond 5 σ with probability 6e-7.
 ROUND_OUTLIER_Z = 5.0
+MAX_LOG_HALF_WIDTH = 700.0  # exp() of more overflows a float: such an interval is (0, inf)
 
 # Distribution shape (beside the verdict, never changing it).
 # A KDE mode counts when its peak stands this far (fraction of the highest peak) above the valley
@@ -129,6 +130,8 @@ class Speedup:
         if not math.isfinite(self.se_log):
             return 0.0, float("inf")
         half = t_quantile(self.df, confidence) * self.se_log
+        if half > MAX_LOG_HALF_WIDTH:  # a factor beyond e^700 either way: no interval to speak of
+            return 0.0, float("inf")
         return self.estimate * math.exp(-half), self.estimate * math.exp(half)
 
     def to_json(self) -> dict[str, Any]:
@@ -318,7 +321,8 @@ def speedup_ci(
                  "log ratios (rounds A B then B A, averaged), pairs−1 df"
     b_all = np.concatenate([np.concatenate(list(x)) for x in baseline_blocks if len(x)])
     c_all = np.concatenate([np.concatenate(list(x)) for x in candidate_blocks if len(x)])
-    low, high = (math.exp(theta - half), math.exp(theta + half)) if math.isfinite(half) else (0.0, float("inf"))
+    low, high = ((math.exp(theta - half), math.exp(theta + half)) if half <= MAX_LOG_HALF_WIDTH
+                 else (0.0, float("inf")))
     return Speedup(
         estimate=math.exp(theta), ci_low=low, ci_high=high,
         confidence=confidence, method=method, margin=margin, loads=len(kept), rounds=n_rounds,
