@@ -244,7 +244,7 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
         warnings.append(f"requested {record.precision}, effective {record.backend_metadata['effective_precision']}"
                         + (": " + record.notes[0] if record.notes else ""))
     return BenchResult.from_samples(
-        stages=arm.pooled(), span_s=arm.span_s, batch_size=batch_size, model=record.model,
+        stages=arm.pooled(), span_s=arm.span_s, blocks=arm.block_spans, batch_size=batch_size, model=record.model,
         precision=record.precision, backend=record.backend,
         engine={"key": record.key, "artifact": str(record.artifact_path),
                 "effective_precision": effective_precision(record), "build_seconds": record.build_seconds,

@@ -13,6 +13,7 @@ import numpy as np
 from .cache import atomic_write_text
 from .errors import BadInput
 from .stats import LatencyStats
+from .throughput import throughput
 
 SCHEMA = "trtprof.results/1"
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
@@ -34,6 +35,10 @@ class BenchResult:
     span_s: float
     warnings: list[str] = field(default_factory=list)
     device: dict[str, Any] = field(default_factory=dict)  # per-run device state (GPU clocks...)
+    # how ``throughput_per_s`` was computed and the mean rate beside it (``trtprof.throughput``)
+    throughput: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] = field(default_factory=dict)  # memory in use during inference (``trtprof.memory``)
+    energy: dict[str, Any] = field(default_factory=dict)  # joules per inference (``trtprof.energy``)
 
     @property
     def latency(self) -> LatencyStats:
@@ -46,17 +51,24 @@ class BenchResult:
         stages: Mapping[str, np.ndarray],
         span_s: float,
         batch_size: int,
+        blocks: Sequence[tuple[int, float]] | None = None,
         **fields: Any,
     ) -> "BenchResult":
+        """``blocks``: (iterations, wall s) per timed block, when the run had several (compare's
+        rounds): throughput is then their median rate, else batch / median latency (``trtprof.throughput``)."""
         stats = {name: LatencyStats.from_samples(values) for name, values in stages.items() if len(values)}
-        n = stats["latency_ms"].n
-        throughput = batch_size * n / span_s if span_s > 0 else float("nan")
+        rate = throughput(batch_size, stages["latency_ms"], span_s, blocks)
+        warnings = list(fields.pop("warnings", []))
+        if rate.note:
+            warnings.append(rate.note)
         return cls(
             batch_size=batch_size,
             stats=stats,
-            throughput_per_s=throughput,
+            throughput_per_s=rate.per_s,
             samples_ms={name: [float(v) for v in values] for name, values in stages.items()},
             span_s=span_s,
+            warnings=warnings,
+            throughput=rate.to_json(),
             **fields,
         )
 
@@ -70,6 +82,9 @@ class BenchResult:
             "config": self.config,
             "stats": {name: s.to_json() for name, s in self.stats.items()},
             "throughput_per_s": self.throughput_per_s,
+            "throughput": self.throughput,
+            "memory": self.memory,
+            "energy": self.energy,
             "span_s": self.span_s,
             "warnings": self.warnings,
             "device": self.device,
@@ -93,6 +108,9 @@ class BenchResult:
             span_s=float(data.get("span_s", 0.0)),
             warnings=list(data.get("warnings", [])),
             device=dict(data.get("device", {})),
+            throughput=dict(data.get("throughput", {})),
+            memory=dict(data.get("memory", {})),
+            energy=dict(data.get("energy", {})),
         )
 
 
