@@ -376,6 +376,43 @@ def test_runner_prepare_and_enqueue(fake_trt, conv_model, tmp_path):
     runner.close()
 
 
+def test_memory_report_reads_device_memory_per_context_and_counts_forks(fake_trt, conv_model, tmp_path):
+    from .fakes.fake_tensorrt import FAKE_DEVICE_MEMORY_PER_LAYER
+
+    record = _cached_engine(conv_model, tmp_path)
+    runner = TensorRTBackend().load(record.artifact_path, record)
+    per_context = FAKE_DEVICE_MEMORY_PER_LAYER * max(1, runner.engine.num_layers)
+    report = runner.memory_report()
+    assert report["kind"] == "tensorrt" and report["contexts"] == 1
+    assert report["context_device_memory_bytes"] == per_context == report["in_use_bytes"]
+    assert "device_memory_size_v2" in report["method"]
+    fake_trt.calls.clear()
+    fork = runner.fork()
+    assert call_names(fake_trt) == ["ICudaEngine.create_execution_context"]
+    assert fork.context is not runner.context and fork.engine is runner.engine
+    assert runner.memory_report()["in_use_bytes"] == 2 * per_context
+    # a fork binds its own addresses on its own context; the parent's stay untouched
+    runner.prepare({"input": (1, 3, 16, 16)})
+    fork.prepare({"input": (4, 3, 16, 16)})
+    fork.enqueue({"input": 0x1000, "logits": 0x2000}, 5)
+    assert fork.context.addresses == {"input": 0x1000, "logits": 0x2000} and runner.context.addresses == {}
+    assert runner.context.shapes == {"input": (1, 3, 16, 16)}
+    fork.close()
+    assert runner.engine is not None  # closing a fork leaves the engine to its owner
+    runner.close()
+
+
+def test_memory_report_falls_back_to_device_memory_size(trt10, conv_model, tmp_path, monkeypatch):
+    record = _cached_engine(conv_model, tmp_path)
+    runner = TensorRTBackend().load(record.artifact_path, record)
+    monkeypatch.delattr(type(runner.engine), "device_memory_size_v2")
+    monkeypatch.setattr(type(runner.engine), "device_memory_size", 1234, raising=False)
+    report = runner.memory_report()
+    assert report["context_device_memory_bytes"] == 1234 and "ICudaEngine.device_memory_size " in report["method"]
+    monkeypatch.delattr(type(runner.engine), "device_memory_size")
+    assert runner.memory_report()["kind"] == "n/a"
+
+
 def test_runner_rejects_shapes_outside_the_profile(trt10, conv_model, tmp_path):
     record = _cached_engine(conv_model, tmp_path)
     runner = TensorRTBackend().load(record.artifact_path, record)

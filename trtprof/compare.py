@@ -236,6 +236,7 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
                 input_shapes: Mapping[str, tuple[int, ...]], seed: int, device_kind: str = "cpu",
                 autotune: bool | None = None) -> Any:
     from .bench import effective_precision
+    from .memory import artifact_bytes
     from .results import BenchResult
 
     clock = "perf_counter_ns" if device_kind == "cpu" else "cuda_events"
@@ -246,7 +247,7 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
     return BenchResult.from_samples(
         stages=arm.pooled(), span_s=arm.span_s, blocks=arm.block_spans, batch_size=batch_size, model=record.model,
         precision=record.precision, backend=record.backend,
-        engine={"key": record.key, "artifact": str(record.artifact_path),
+        engine={"key": record.key, "artifact": str(record.artifact_path), "artifact_bytes": artifact_bytes(record.artifact_path),
                 "effective_precision": effective_precision(record), "build_seconds": record.build_seconds,
                 "backend_metadata": record.backend_metadata, "environment": record.environment,
                 "notes": list(record.notes)},

@@ -12,6 +12,7 @@ import numpy as np
 
 from .cache import atomic_write_text
 from .errors import BadInput
+from .memory import in_use_bytes
 from .stats import LatencyStats
 from .throughput import throughput
 
@@ -205,7 +206,8 @@ def csv_columns(results: Sequence[BenchResult]) -> list[str]:
     cols = ["engine_label", "model", "precision", "effective_precision", "backend", "batch_size", "throughput_per_s"]
     for stage in stages:
         cols += [f"{stage}.{k}" for k in CSV_STATS]
-    return cols + ["warmup", "iterations", "duration_s", "copies", "cuda_graph", "engine"]
+    return cols + ["artifact_bytes", "memory_in_use_bytes", "warmup", "iterations", "duration_s", "copies",
+                   "cuda_graph", "engine"]
 
 
 def to_csv(results: Sequence[BenchResult]) -> str:
@@ -225,6 +227,8 @@ def to_csv(results: Sequence[BenchResult]) -> str:
             "batch_size": r.batch_size,
             "throughput_per_s": f"{r.throughput_per_s:.6g}",
             "engine": r.engine.get("artifact", ""),
+            "artifact_bytes": r.engine.get("artifact_bytes", ""),
+            "memory_in_use_bytes": "" if in_use_bytes(r.memory) is None else in_use_bytes(r.memory),
         }
         for stage, s in r.stats.items():
             for k in CSV_STATS:

@@ -295,6 +295,22 @@ class TorchRunner:
         return {spec.name: out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy()
                 for spec, out in zip(self.outputs, outs)}
 
+    # -- memory (trtprof.memory) ------------------------------------------------------------------
+    def reset_memory_peak(self) -> None:
+        """Start a new peak window of the caching allocator (bench calls it before the timed runs)."""
+        self._torch.cuda.reset_peak_memory_stats()
+
+    def memory_report(self) -> dict[str, Any]:
+        """What the caching allocator saw since ``reset_memory_peak``: the peak of allocated bytes
+        (weights, activations, cuDNN workspaces) and the bytes it holds reserved from the driver.
+        The timing loop's input/output buffers (plain cudaMalloc) are not in these figures."""
+        cuda = self._torch.cuda
+        peak = int(cuda.max_memory_allocated())
+        return {"kind": "torch_allocator", "allocated_peak_bytes": peak, "in_use_bytes": peak,
+                "reserved_bytes": int(cuda.memory_reserved()), "allocated_bytes": int(cuda.memory_allocated()),
+                "method": "torch.cuda.max_memory_allocated since reset_peak_memory_stats before the timed runs; "
+                          "memory_reserved after them"}
+
     def trim(self) -> None:
         """Return the caching allocator's unused blocks to the driver (workers call it before idling);
         tensors in use, the bound buffers and captured graphs' pools stay."""

@@ -55,6 +55,7 @@ def print_table(results: ResultSet) -> None:
                          *(f"{fmt_ms(r.stats[k].p50)} (cv {r.stats[k].cv:.1%})" if k in r.stats else "-" for k in stages)))
         print()
         print(_common.format_table(("engine", "batch", *(f"{k[:-3]} median ms" for k in stages)), rows))
+    print_memory_table(results)
     for r, label in zip(results.results, labels):
         runtime = r.config.get("runtime")  # TensorRT-RTX: the JIT, measured outside the latency distribution
         if runtime:
@@ -63,6 +64,18 @@ def print_table(results: ResultSet) -> None:
                   f"first inference {firsts or '-'}; runtime cache {runtime['runtime_cache']['status']}")
         for w in r.warnings:
             print(f"warning: {label} batch {r.batch_size}: {w}")
+
+
+def print_memory_table(results: ResultSet) -> None:
+    """Artifact size and memory in use during inference per engine × batch (``trtprof.memory``)."""
+    from ..memory import fmt_bytes, in_use_bytes
+
+    rows = [(label, r.batch_size, fmt_bytes(r.engine.get("artifact_bytes")), fmt_bytes(in_use_bytes(r.memory)),
+             r.memory.get("kind", "n/a"))
+            for r, label in zip(results.results, engine_labels(results.results))]
+    if rows:
+        print()
+        print(_common.format_table(("engine", "batch", "artifact", "memory in use", "measured as"), rows))
 
 
 def progress(desc: str = "bench"):
