@@ -36,6 +36,7 @@ def test_artifact_bytes_and_rss_memory_in_the_results_json(tmp_path):
         assert r.engine["artifact_bytes"] == artifact.stat().st_size > 0
         assert r.memory["kind"] == "host_rss" and "statm" in r.memory["method"]
         assert isinstance(r.memory["rss_bytes"], int) and r.memory["rss_bytes"] > 0
+        assert r.energy["status"] == "n/a" and "CPU backend" in r.energy["reason"]
         assert r.memory["in_use_bytes"] == (r.memory["load_delta_bytes"] or 0) + (r.memory["inference_delta_bytes"] or 0)
     sizes = {r.precision: r.engine["artifact_bytes"] for r in back.results}
     assert sizes["fp16"] < sizes["fp32"]  # FP16 weights: half the bytes of the bulk of the file

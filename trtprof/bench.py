@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from . import backends, memory, preflight, timing
+from . import backends, energy, memory, preflight, timing
 from .backends.base import set_autotune
 from .cache import EngineRecord, now_iso
 from .environment import collect
@@ -104,6 +104,11 @@ def bench_one(
             applied = {**config.to_json(), "clock": "cuda_events"}
     used = memory.inference_memory(runner, rss_before_load=load_rss[0], rss_after_load=load_rss[1],
                                    rss_before_run=rss_before_run, rss_after_run=memory.rss_bytes())
+    if runner.device == "cpu":
+        spent = energy.not_available(energy.CPU_REASON)
+    else:
+        spent = energy.from_states(samples.device.get("before", {}), samples.device.get("after", {}),
+                                   samples.span_s, samples.n * batch_size)
     applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
@@ -145,6 +150,7 @@ def bench_one(
         warnings=warnings,
         device=samples.device,
         memory=used,
+        energy=spent,
     )
 
 

@@ -178,9 +178,12 @@ class CompareReport:
     layers: dict[int, Any] = field(default_factory=dict)  # batch → layers.LayerTable (compare --layers)
     interrupted: bool = False  # Ctrl-C/SIGTERM: the comparisons are the batch sizes finished before it
     pending: list[int] = field(default_factory=list)  # batch sizes not measured because of the interrupt
+    serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving_sweep)
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
+        if self.serving is not None:
+            extra["serving"] = self.serving
         return {
             "schema": SCHEMA,
             "created": self.created,

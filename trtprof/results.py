@@ -122,6 +122,7 @@ class ResultSet:
     created: str = ""
     interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: ``results`` holds what finished
     pending: list[dict[str, Any]] = field(default_factory=list)  # what an interrupted run did not measure
+    serving: list[dict[str, Any]] = field(default_factory=list)  # --concurrency sweeps (trtprof.serving_sweep)
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -133,6 +134,8 @@ class ResultSet:
         }
         if self.interrupted:
             data["pending"] = self.pending
+        if self.serving:
+            data["serving"] = self.serving
         return data
 
     def write_json(self, path: Path) -> None:
@@ -155,7 +158,8 @@ class ResultSet:
             raise BadInput("damaged results file (no results list)", path=path)
         results = results_from_json(data["results"], path)
         return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""),
-                   interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])))
+                   interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])),
+                   serving=list(data.get("serving", [])))
 
 
 def results_from_json(items: Any, path: Path) -> list[BenchResult]:

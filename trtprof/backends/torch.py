@@ -286,6 +286,14 @@ class TorchRunner:
         with torch.cuda.stream(ext), torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             yield launch
 
+    @contextmanager
+    def hold_mode(self) -> Iterator[None]:
+        """TF32 and autotune flags set once for a multi-threaded run (``trtprof.serving``): they are
+        process-wide, so every thread's own ``bind`` then finds them set and leaves them alone
+        instead of restoring them under another thread's feet."""
+        with cudnn_mode(self._torch, self.tf32, self.autotune):
+            yield
+
     # -- correctness path -------------------------------------------------------------------------
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         torch = self._torch

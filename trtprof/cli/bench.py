@@ -11,7 +11,7 @@ from ..labels import engine_labels, fmt_ms
 from ..errors import write_failure
 from ..results import ResultSet
 from ..wording import plural
-from . import _common
+from . import _common, _serving
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
 
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
     _common.add_timing_args(p)
     _common.add_autotune_arg(p)
     _common.add_inputs_arg(p, what="timed on its first batch")
+    _serving.add_serving_args(p)
     p.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     p.add_argument("--csv", type=Path, default=None, help="also write a CSV, one row per engine × batch")
     p.set_defaults(func=run)
@@ -124,6 +125,31 @@ def report_interruption(results: ResultSet) -> None:
           file=sys.stderr)
 
 
+def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
+    """The --concurrency sweep over the benched engines, per model and backend; a Ctrl-C keeps the
+    single-stream results (the file then says the sweep was not finished)."""
+    from ..cache import list_engines
+    from ..serving_sweep import group_arms, sweep_records
+
+    groups = group_arms(list_engines(args.path))
+    batches = _common.batch_sizes(args)
+    try:
+        with _common.sigterm_as_interrupt():
+            for arms in groups:
+                sizes = batches or tuple(sorted(set.intersection(*(set(r.spec.batch_sizes) for r in arms.values()))))
+                on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
+                try:
+                    sweep = sweep_records(arms, sizes, serving, shapes=_common.shapes(args), seed=args.seed,
+                                          int_range=_common.int_range(args), autotune=args.autotune, on_point=on_point)
+                finally:
+                    close()
+                results.serving.append(sweep.to_json())
+                _serving.print_sweep(results.serving[-1])
+    except KeyboardInterrupt:
+        results.interrupted = True
+        results.pending.append({"serving": "the --concurrency sweep was interrupted"})
+
+
 def run(args: argparse.Namespace) -> int:
     engines = [args.path if args.path.is_dir() else args.path.parent]
     _common.check_output_file(args.out, "--out", engines=engines)
@@ -131,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     _common.check_distinct_outputs(out=args.out, csv=args.csv)
     config = _common.timing_config(args)
     data = _common.load_inputs(args)
+    serving = _serving.serving_config(args, copies=config.copies)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():
             print(f"warning: {problem}", file=sys.stderr)
@@ -145,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         close()
     print_table(results)
+    if serving is not None and not results.interrupted:
+        run_serving(args, results, serving)
     write_outputs(results, args.out, args.csv)
     if results.interrupted:
         report_interruption(results)
