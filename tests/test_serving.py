@@ -267,3 +267,31 @@ def test_concurrency_above_the_cap_is_refused():
     assert concurrency_levels(f"1,{MAX_CONCURRENCY}") == (1, MAX_CONCURRENCY)
     with pytest.raises(argparse.ArgumentTypeError):
         concurrency_levels(f"{MAX_CONCURRENCY + 1}")
+
+
+def test_gpu_serving_benchmark_lines_nvidia_smi_up_with_the_windows(tmp_path, monkeypatch):
+    """benchmarks/gpu_serving.py's cross-check: nvidia-smi lines (local-time stamps) inside each window's
+    wall-clock edges, mean power × length, against the NVML counter's joules."""
+    import datetime as dt
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.modules.pop("gpu_serving", None)
+    import gpu_serving
+
+    t0 = 1_800_000_000.0
+    stamp = lambda t: dt.datetime.fromtimestamp(t).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]  # noqa: E731
+    log = tmp_path / "smi.csv"
+    log.write_text("".join(f"{stamp(t0 + i * 0.1)}, {200.0 if i < 10 else 400.0}\n" for i in range(20))
+                   + "garbage line\n")
+    readings = gpu_serving.read_power_log(log)
+    assert len(readings) == 20 and readings[0][1] == 200.0
+    sweep = {"points": [{"arm": "fp16", "rounds": [
+        {"started_unix": t0, "ended_unix": t0 + 0.9, "energy": {"status": "ok", "joules": 180.0, "inferences": 90}},
+        {"started_unix": t0 + 1.0, "ended_unix": t0 + 1.9, "energy": {"status": "ok", "joules": 360.0, "inferences": 90}},
+        {"started_unix": t0 + 5.0, "ended_unix": t0 + 6.0, "energy": {"status": "ok", "joules": 1.0, "inferences": 1}},
+    ]}]}
+    check = gpu_serving.cross_check(sweep, readings)["fp16"]
+    assert check["windows"] == 2 and check["smi_readings"] == 20  # the third window has no readings: left out
+    assert check["smi_joules"] == pytest.approx(200 * 0.9 + 400 * 0.9)
+    assert check["nvml_over_smi"] == pytest.approx(1.0) and check["nvml_joules_per_inference"] == pytest.approx(3.0)

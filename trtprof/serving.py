@@ -84,6 +84,8 @@ class Window:
     per_worker: list[int]  # requests completed inside the window, per worker
     energy: dict[str, Any] = field(default_factory=dict)
     stretched: bool = False  # the window ran past window_s to reach min_requests
+    started_unix: float = 0.0  # wall-clock edges (time.time), to line the window up with outside power logs
+    ended_unix: float = 0.0
 
     @property
     def requests(self) -> int:
@@ -128,6 +130,7 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
     for t in threads:
         t.start()
     start = end = 0
+    started_unix = ended_unix = 0.0
     stretched = False
     try:
         barrier.wait()
@@ -135,13 +138,13 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
         counts0 = [len(t) for t in times]
         if meter is not None:
             meter.start()
-        start = clock()
+        start, started_unix = clock(), time.time()
         sleep(window_s)
         limit = start + MAX_WINDOW_FACTOR * window_s * 1e9
         while not stop.is_set() and sum(len(t) for t in times) - sum(counts0) < min_requests and clock() < limit:
             stretched = True
             sleep(POLL_S)
-        end = clock()
+        end, ended_unix = clock(), time.time()
     except threading.BrokenBarrierError:
         pass
     finally:
@@ -153,7 +156,7 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
     done = [[(a, b) for a, b in t if start <= b <= end] for t in times]
     latencies = np.array([(b - a) / 1e6 for t in done for a, b in t], dtype=np.float64)
     window = Window(latencies_ms=latencies, wall_s=(end - start) / 1e9, per_worker=[len(t) for t in done],
-                    stretched=stretched)
+                    stretched=stretched, started_unix=started_unix, ended_unix=ended_unix)
     if meter is not None:
         window.energy = meter.stop(inferences=window.requests * batch_size)
     return window
@@ -194,6 +197,13 @@ def cpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *,
         yield [session(r) for r in runners], info
 
 
+class SessionList(list):
+    """The sessions of ``gpu_sessions``; ``outputs()`` copies each session's host outputs as its last
+    request left them (with ``copies``; a correctness check of the concurrent path)."""
+
+    outputs: Callable[[], list[dict[str, np.ndarray]]]
+
+
 @contextmanager
 def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies: bool = True
                  ) -> Iterator[tuple[list[Session], dict[str, Any]]]:
@@ -223,7 +233,9 @@ def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies
         lock = threading.Lock()  # a shared runner's bind caches its bound tensors: one thread at a time
         rt, ok = cuda.runtime(), cuda.ok
         to_dev, to_host = rt.cudaMemcpyKind.cudaMemcpyHostToDevice, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
-        sessions: list[Session] = []
+        sessions = SessionList()
+        host_outputs: list[dict[str, np.ndarray]] = []
+        sessions.outputs = lambda: [{k: np.array(v, copy=True) for k, v in o.items()} for o in host_outputs]
         for inst in instances:
             stream = stack.enter_context(cuda.Stream())
             buffers: dict[str, int] = {}
@@ -235,11 +247,14 @@ def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies
                 buffers[name] = stack.enter_context(cuda.DeviceBuffer(arr.nbytes)).ptr
                 uploads.append((buffers[name], view.ctypes.data, view.nbytes))
                 cuda.memcpy_htod_async(buffers[name], view, stream)
+            outputs: dict[str, np.ndarray] = {}
             for name, shape in out_shapes[id(inst)].items():
-                nbytes = int(np.prod(shape, dtype=np.int64)) * out_dtypes.get(name, np.dtype("float32")).itemsize
-                view = stack.enter_context(cuda.PinnedHostBuffer(nbytes)).array((max(nbytes, 1),), np.uint8)
+                dtype = out_dtypes.get(name, np.dtype("float32"))
+                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                outputs[name] = stack.enter_context(cuda.PinnedHostBuffer(nbytes)).array(tuple(shape), dtype)
                 buffers[name] = stack.enter_context(cuda.DeviceBuffer(nbytes)).ptr
-                downloads.append((view.ctypes.data, buffers[name], nbytes))
+                downloads.append((outputs[name].ctypes.data, buffers[name], nbytes))
+            host_outputs.append(outputs)
             stream.synchronize()
             done = stack.enter_context(cuda.Event(blocking_sync=True, timing=False))
             sessions.append(_gpu_session(inst, buffers, stream, done, uploads if copies else [],

@@ -67,7 +67,7 @@ class Point:
             "latency_ms": lat.to_json(),
             "rounds": [{"requests": w.requests, "wall_s": w.wall_s, "requests_per_s": w.requests_per_s,
                         "samples_per_s": w.requests_per_s * self.batch_size, "per_worker": w.per_worker,
-                        "stretched": w.stretched,
+                        "stretched": w.stretched, "started_unix": w.started_unix, "ended_unix": w.ended_unix,
                         "p50_ms": float(np.median(w.latencies_ms)) if w.requests else None,
                         "p99_ms": float(np.percentile(w.latencies_ms, 99)) if w.requests else None,
                         "energy": w.energy} for w in self.windows],

@@ -48,6 +48,7 @@ class TensorRTRunner:
         self._addresses: dict[str, int] = {}
         self._shapes: dict[str, tuple[int, ...]] = {}
         self._forks = 0  # execution contexts created by ``fork`` (one per serving stream)
+        self._parent: "TensorRTRunner | None" = None  # set on a fork: the runner it was forked from
 
     def _create_context(self, engine: "trt.ICudaEngine") -> "trt.IExecutionContext | None":
         """One execution context (a subclass may pass a runtime configuration)."""
@@ -138,6 +139,7 @@ class TensorRTRunner:
             raise CudaError("TensorRT could not create another execution context (out of GPU memory?): "
                             + self._tail.text(3))
         twin._context = context
+        twin._parent = self
         self._forks += 1
         return twin
 
@@ -192,6 +194,9 @@ class TensorRTRunner:
         return profile_layers(self.engine, input_shapes, feeds, iterations=iterations, module=self._trt)
 
     def close(self) -> None:
+        parent, self._parent = self._parent, None
+        if parent is not None and self._context is not None:  # a fork: its context no longer counts
+            parent._forks -= 1
         self._context = None
         self._engine = None
         self._addresses.clear()
