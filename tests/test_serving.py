@@ -295,3 +295,14 @@ def test_gpu_serving_benchmark_lines_nvidia_smi_up_with_the_windows(tmp_path, mo
     assert check["windows"] == 2 and check["smi_readings"] == 20  # the third window has no readings: left out
     assert check["smi_joules"] == pytest.approx(200 * 0.9 + 400 * 0.9)
     assert check["nvml_over_smi"] == pytest.approx(1.0) and check["nvml_joules_per_inference"] == pytest.approx(3.0)
+
+
+def test_plot_draws_the_latency_throughput_curve_of_a_bench_sweep(engines, tmp_path, capsys):
+    from trtprof.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["bench", str(engines), "--batch-sizes", "1", "--iterations", "5", "--warmup", "1",
+                 "--concurrency", "1,2", "--window-s", "0.05", "--serving-rounds", "1", "--out", str(out)]) == 0
+    assert main(["plot", str(out), "--out", str(tmp_path / "plots")]) == 0
+    png = tmp_path / "plots" / "latency_vs_throughput.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and str(png) in capsys.readouterr().out
