@@ -87,3 +87,30 @@ def test_combine_adds_windows_up():
     assert out["joules"] == 40.0 and out["seconds"] == 2.0 and out["joules_per_inference"] == pytest.approx(0.2)
     assert out["agreement"] == pytest.approx(1.0) and out["windows"] == 2
     assert energy.combine([energy.not_available("x")]) == {"status": "n/a", "reason": "x"}
+
+
+def test_the_driver_reads_the_counter_at_the_window_edge_and_divides_by_its_inferences():
+    """run_window takes the meter's joules and divides them by the window's inferences (requests × batch)."""
+    from contextlib import nullcontext
+
+    from trtprof.serving import run_window
+
+    class CountingMeter:
+        def __init__(self):
+            self.requests = 0
+
+        def start(self):
+            pass
+
+        def stop(self):
+            return energy.summarize(2.0, 1.0, [2.0], inferences=None)
+
+    meter = CountingMeter()
+
+    def request():
+        meter.requests += 1
+
+    w = run_window([lambda: nullcontext(request)], warmup_s=0.0, window_s=0.01, min_requests=1, meter=meter,
+                   batch_size=4)
+    assert w.energy["inferences"] == 4 * w.requests and w.energy["joules_per_inference"] == 2.0 / (4 * w.requests)
+    assert energy.per_inference(energy.not_available("x"), 10) == {"status": "n/a", "reason": "x"}

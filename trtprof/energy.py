@@ -164,6 +164,13 @@ def summarize(joules: float, seconds: float, power_samples: list[float], inferen
     return out
 
 
+def per_inference(entry: dict[str, Any], inferences: int) -> dict[str, Any]:
+    """``entry`` with joules per inference, once the window's inferences are counted."""
+    if entry.get("status") != "ok" or not inferences:
+        return dict(entry)
+    return {**entry, "inferences": int(inferences), "joules_per_inference": entry["joules"] / inferences}
+
+
 def combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """Several windows' entries (a serving point's rounds) as one: joules and seconds added up."""
     ok = [e for e in entries if e.get("status") == "ok"]

@@ -35,6 +35,7 @@ from typing import Any, Callable, ContextManager, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .energy import per_inference
 from .errors import BadInput
 
 DEFAULT_WINDOW_S = 1.0  # one measured window per point and round
@@ -131,6 +132,7 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
         t.start()
     start = end = 0
     started_unix = ended_unix = 0.0
+    spent: dict[str, Any] = {}
     stretched = False
     try:
         barrier.wait()
@@ -145,6 +147,8 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
             stretched = True
             sleep(POLL_S)
         end, ended_unix = clock(), time.time()
+        if meter is not None:  # at the window's edge, while the workers still run: no tail in the joules
+            spent = meter.stop()
     except threading.BrokenBarrierError:
         pass
     finally:
@@ -157,8 +161,8 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
     latencies = np.array([(b - a) / 1e6 for t in done for a, b in t], dtype=np.float64)
     window = Window(latencies_ms=latencies, wall_s=(end - start) / 1e9, per_worker=[len(t) for t in done],
                     stretched=stretched, started_unix=started_unix, ended_unix=ended_unix)
-    if meter is not None:
-        window.energy = meter.stop(inferences=window.requests * batch_size)
+    if spent:
+        window.energy = per_inference(spent, window.requests * batch_size)
     return window
 
 
