@@ -9,9 +9,6 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-# Log axes when the values span more than this factor: batch 1 and batch 64 differ by 30× and more
-# in samples/s, and a linear axis would squash the small batches into a corner.
-LOG_SPAN = 10.0
 
 
 def latency_throughput_figure(sweep: Mapping[str, Any], path: Path) -> Path:
@@ -20,14 +17,14 @@ def latency_throughput_figure(sweep: Mapping[str, Any], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .plots import colour
+    from .plots import colour, legend_below, save_figure, spans_decades
 
     points: Sequence[Mapping[str, Any]] = sweep["points"]
     lines: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
     for p in points:
         lines[(p["arm"], p["batch_size"])].append(p)
     batches = sorted({b for _, b in lines})
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(7.5, 5.2), layout="constrained")
     for (arm, batch), group in lines.items():
         group = sorted(group, key=lambda p: p["concurrency"])
         x = [p["samples_per_s"] for p in group]
@@ -41,15 +38,16 @@ def latency_throughput_figure(sweep: Mapping[str, Any], path: Path) -> Path:
         ax.axhline(slo, color="grey", linestyle=":", linewidth=1, label=f"target p99 {slo:g} ms")
     xs = [p["samples_per_s"] for p in points if p["samples_per_s"] > 0]
     ys = [p["latency_ms"]["p99"] for p in points if p["latency_ms"]["p99"] > 0]
-    if xs and max(xs) / min(xs) > LOG_SPAN:
+    # log axes when the values span decades (plots.spans_decades): batch 1 and batch 64 differ by 30×
+    # and more in samples/s, and a linear axis would squash the small batches into a corner
+    if xs and spans_decades(min(xs), max(xs)):
         ax.set_xscale("log")
-    if ys and max(ys) / min(ys) > LOG_SPAN:
+    if ys and spans_decades(min(ys), max(ys)):
         ax.set_yscale("log")
     ax.set_xlabel("throughput (samples/s; median over rounds)")
     ax.set_ylabel("p99 latency per request (ms)")
     ax.set_title("Latency vs throughput; ×N: requests in flight")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path)
+    legend_below(fig, ax)
+    save_figure(fig, Path(path))
     plt.close(fig)
     return Path(path)
