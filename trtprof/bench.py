@@ -104,11 +104,7 @@ def bench_one(
             applied = {**config.to_json(), "clock": "cuda_events"}
     used = memory.inference_memory(runner, rss_before_load=load_rss[0], rss_after_load=load_rss[1],
                                    rss_before_run=rss_before_run, rss_after_run=memory.rss_bytes())
-    if runner.device == "cpu":
-        spent = energy.not_available(energy.CPU_REASON)
-    else:
-        spent = energy.from_states(samples.device.get("before", {}), samples.device.get("after", {}),
-                                   samples.span_s, samples.n * batch_size)
+    spent = energy.of_timed_loop(runner.device, samples.device, samples.span_s, samples.n * batch_size)
     applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,

@@ -202,3 +202,11 @@ def from_states(before: dict[str, Any], after: dict[str, Any], seconds: float, i
     out["method"] = ("NVML total-energy counter difference across the timed loop; cross-check: mean of the power "
                      "read before and after it × its span (two readings only)")
     return out
+
+
+def of_timed_loop(device_kind: str, device: dict[str, Any], seconds: float, inferences: int) -> dict[str, Any]:
+    """The ``energy`` entry of a single-stream result: "n/a" on the CPU, else ``from_states`` of the
+    NVML states the GPU timing loop recorded (``device["before"]``/``["after"]``)."""
+    if device_kind == "cpu":
+        return not_available(CPU_REASON)
+    return from_states(device.get("before", {}), device.get("after", {}), seconds, inferences)

@@ -10,6 +10,11 @@ from ..serving import DEFAULT_MIN_REQUESTS, DEFAULT_ROUNDS, DEFAULT_WARMUP_S, DE
 from . import _common
 
 
+# One thread (and on a GPU one stream, buffers and context) per request in flight: beyond this the
+# driver measures Python's thread scheduling more than the engine.
+MAX_CONCURRENCY = 64
+
+
 def concurrency_levels(text: str) -> tuple[int, ...]:
     """``1,2,4,8`` → (1, 2, 4, 8); an argparse error (exit 2, one line) for anything else."""
     try:
@@ -21,11 +26,6 @@ def concurrency_levels(text: str) -> tuple[int, ...]:
     if any(n > MAX_CONCURRENCY for n in levels):
         raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_CONCURRENCY} requests in flight")
     return tuple(sorted(set(levels)))
-
-
-# One thread (and on a GPU one stream, buffers and context) per request in flight: beyond this the
-# driver measures Python's thread scheduling more than the engine.
-MAX_CONCURRENCY = 64
 
 
 def add_serving_args(parser: argparse.ArgumentParser) -> None:
