@@ -36,9 +36,9 @@ def add_serving_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--slo-ms", type=_common.positive_float, default=None, metavar="P99_MS",
                    help="with --concurrency: per precision the highest throughput whose p99 meets this target, "
                         "and the candidate-vs-baseline verdict on it")
-    g.add_argument("--window-s", type=_common.positive_float, default=DEFAULT_WINDOW_S,
+    g.add_argument("--window-s", type=_common.positive_float, default=DEFAULT_WINDOW_S, metavar="S",
                    help=f"measured window per point and round (default {DEFAULT_WINDOW_S:g})")
-    g.add_argument("--serving-rounds", type=_common.positive_int, default=DEFAULT_ROUNDS,
+    g.add_argument("--serving-rounds", type=_common.positive_int, default=DEFAULT_ROUNDS, metavar="R",
                    help=f"windows per point, interleaved across precisions; the verdict's CI needs >= 2 "
                         f"(default {DEFAULT_ROUNDS})")
 
