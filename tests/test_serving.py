@@ -239,8 +239,12 @@ def test_compare_concurrency_and_slo_and_the_report_section(engines, tmp_path, c
     data = json.loads(out.read_text())
     assert data["serving"]["arms"] == ["fp32", "fp16"] and len(data["serving"]["points"]) == 4
     assert data["serving"]["slo"]["verdicts"][0]["candidate"] == "fp16"
+    for r in data["results"]:  # memory and size per arm in compare's results too
+        assert r["engine"]["artifact_bytes"] > 0 and r["memory"]["kind"] == "host_rss"
+        assert "accuracy pass" in r["memory"]["measured_during"]
     page, _ = write_report(out, tmp_path / "c.html")
     body = page.read_text()
+    assert "<h2>Memory and size</h2>" in body
     assert "Throughput under concurrency" in body and "Throughput at p99" in body and "data:image/png;base64" in body
 
 

@@ -237,7 +237,7 @@ def select_records(records: Sequence[Any], precisions: Sequence[Any], backend: s
 
 def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome: InterleavedOutcome,
                 input_shapes: Mapping[str, tuple[int, ...]], seed: int, device_kind: str = "cpu",
-                autotune: bool | None = None) -> Any:
+                autotune: bool | None = None, memory: dict[str, Any] | None = None) -> Any:
     from .bench import effective_precision
     from .memory import artifact_bytes
     from .results import BenchResult
@@ -261,6 +261,7 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
                 "clock": clock, "autotune": autotune, "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed},
         warnings=warnings,
         device=arm.device,
+        memory=memory or {},
     )
 
 
@@ -301,6 +302,7 @@ def compare_records(
     from .cache import now_iso
     from .environment import collect
     from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+    from .memory import outputs_and_memory, rss_bytes
 
     names = list(records)
     baseline = names[0]
@@ -320,9 +322,13 @@ def compare_records(
         # tens of seconds for a torch model on a GPU host) overlap the parent's own
         pool.spawn(plan.min_loads)
     runners: dict[str, Any] = {}
+    load_rss: dict[str, tuple[int | None, int | None]] = {}
+    memory: dict[int, dict[str, dict[str, Any]]] = {}  # batch → arm → memory in use (trtprof.memory)
     try:  # outputs (accuracy) and shapes from one in-process load, closed before the timing
         for name in names:
+            rss_before = rss_bytes()
             runners[name] = load_runner(records[name])
+            load_rss[name] = (rss_before, rss_bytes())
         autotune = {name: set_autotune(runners[name], plan.autotune) for name in names}
         if data is not None:  # the user's inputs: refused (exit 2) before any measurement
             data.check(runners[baseline].inputs, model_path=first.model_path)
@@ -339,7 +345,8 @@ def compare_records(
                 feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
                     fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
-                outputs[batch] = reference_outputs(runners, feeds, data, batch)
+                outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
+                    runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
     except BaseException:
         if pool is not None:
             pool.kill()
@@ -388,7 +395,8 @@ def compare_records(
 
                 outcome = run_interleaved(names, open_load, plan, on_progress=progress)
                 per_batch[batch] = {arm.name: _result_for(records[arm.name], arm, batch, plan, outcome, all_shapes[batch],
-                                                          seed, devices[arm.name], autotune[arm.name])
+                                                          seed, devices[arm.name], autotune[arm.name],
+                                                          memory=memory[batch][arm.name])
                                     for arm in outcome.arms}
                 outcomes[batch] = outcome
                 results.extend(per_batch[batch].values())

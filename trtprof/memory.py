@@ -80,3 +80,22 @@ def fmt_bytes(value: Any) -> str:
         return "n/a"
     mib = float(value) / (1 << 20)
     return f"{mib:.3g} MiB" if abs(mib) >= 0.01 else f"{int(value)} B"
+
+
+COMPARE_NOTE = "measured in the accuracy pass (one inference per arm in this process; the timing ran in its loads)"
+
+
+def outputs_and_memory(runners: dict[str, Any], load_rss: dict[str, tuple[int | None, int | None]],
+                       run: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``compare``'s accuracy pass with memory: per arm, ``run(runner)`` (its outputs) and the
+    memory in use around that inference (the allocator's peak on torch; RSS growth since the engine's
+    load on the CPU). The timed runs happen in worker processes, where nothing is read."""
+    outputs, used = {}, {}
+    for name, runner in runners.items():
+        before = rss_bytes()
+        reset_peak(runner)
+        outputs[name] = run(runner)
+        used[name] = {**inference_memory(runner, rss_before_load=load_rss.get(name, (None, None))[0],
+                                         rss_after_load=load_rss.get(name, (None, None))[1], rss_before_run=before,
+                                         rss_after_run=rss_bytes()), "measured_during": COMPARE_NOTE}
+    return outputs, used
