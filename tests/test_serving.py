@@ -310,3 +310,46 @@ def test_plot_draws_the_latency_throughput_curve_of_a_bench_sweep(engines, tmp_p
     assert main(["plot", str(out), "--out", str(tmp_path / "plots")]) == 0
     png = tmp_path / "plots" / "latency_vs_throughput.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and str(png) in capsys.readouterr().out
+
+
+def test_a_point_that_runs_out_of_memory_is_recorded_and_the_sweep_goes_on(engines, monkeypatch, capsys):
+    """The largest batch that fits, per precision: an out-of-memory point (here a FAKE MemoryError for
+    fp16 at batch 2) is kept as "did not fit", not measured again, and the rest is measured."""
+    from trtprof import serving_sweep
+    from trtprof.cache import list_engines
+    from trtprof.cli._serving import print_sweep
+
+    real = serving_sweep.measure_point
+    calls = []
+
+    def measure(record, runner, level, feeds, batch_size, config, load=None):
+        calls.append((record.precision, batch_size, level))
+        if record.precision == "fp16" and batch_size == 2:
+            raise MemoryError("fake: out of memory at this batch")
+        return real(record, runner, level, feeds, batch_size, config, load)
+
+    monkeypatch.setattr(serving_sweep, "measure_point", measure)
+    (arms,) = serving_sweep.group_arms(list_engines(engines))
+    sweep = serving_sweep.sweep_records(arms, (1, 2), ServingConfig(concurrency=(1,), window_s=0.03, rounds=2,
+                                                                     slo_ms=1000.0)).to_json()
+    assert calls.count(("fp16", 2, 1)) == 1  # not tried again in round 2
+    assert sweep["fits"]["fp16"]["largest_batch_measured"] == 1
+    assert sweep["fits"]["fp16"]["did_not_fit"] == [{"batch_size": 2, "concurrency": 1,
+                                                     "reason": "did not fit: MemoryError: fake: out of memory at this batch"}]
+    assert sweep["fits"]["fp32"] == {"largest_batch_measured": 2, "did_not_fit": []}
+    assert sweep["slo"]["best"]["fp16"]["batch_size"] == 1
+    print_sweep(sweep)
+    assert "memory: fp16: largest batch measured 1; did not fit: batch 2 ×1" in capsys.readouterr().out
+
+
+def test_other_failures_are_not_taken_for_out_of_memory(engines, monkeypatch):
+    from trtprof import serving_sweep
+    from trtprof.cache import list_engines
+
+    def measure(*args, **kwargs):
+        raise RuntimeError("engine broke")
+
+    monkeypatch.setattr(serving_sweep, "measure_point", measure)
+    (arms,) = serving_sweep.group_arms(list_engines(engines))
+    with pytest.raises(RuntimeError, match="engine broke"):
+        serving_sweep.sweep_records(arms, (1,), ServingConfig(concurrency=(1,), window_s=0.03, rounds=1))

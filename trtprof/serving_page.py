@@ -54,6 +54,9 @@ def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> 
 
     rows = []
     for p in points:
+        if p.get("failed") and not p.get("rounds"):
+            rows.append([p["arm"], str(p["batch_size"]), str(p["concurrency"]), "–", "–", "–", "–", p["failed"], "–"])
+            continue
         e = p.get("energy") or {}
         energy = (f"{e['joules_per_inference']:.3g} J, {e['avg_power_w']:.0f} W"
                   if e.get("joules_per_inference") is not None
@@ -98,6 +101,12 @@ def serving_section(sweep: Mapping[str, Any]) -> str:
              f'<img alt="latency vs throughput" src="data:image/png;base64,{_figure_b64(sweep)}">',
              _table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
                      "memory in use", "energy per inference"), point_rows(sweep["points"]))]
+    fits = sweep.get("fits") or {}
+    if any(f["did_not_fit"] for f in fits.values()):
+        items = "".join(f"<li>{html.escape(arm)}: largest batch measured {f['largest_batch_measured']}; did not fit: "
+                        + html.escape(", ".join(f"batch {d['batch_size']} ×{d['concurrency']}" for d in f["did_not_fit"])
+                                      or "none") + "</li>" for arm, f in fits.items())
+        parts.append(f"<h3>What fits in memory</h3><ul>{items}</ul>")
     if sweep.get("slo"):
         parts.append(slo_section(sweep["slo"]))
     return "".join(parts)

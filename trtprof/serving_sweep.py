@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import energy, memory
+from . import energy, memory, preflight
 from .serving import ServingConfig, Window, cpu_sessions, gpu_sessions, run_window
 from .stats import LatencyStats
 
@@ -36,6 +36,7 @@ class Point:
     sessions: dict[str, Any] = field(default_factory=dict)
     memory: dict[str, Any] = field(default_factory=dict)
     artifact_bytes: int | None = None
+    failed: str | None = None  # "did not fit: …" when the point ran out of memory (not measured again)
 
     @property
     def latency(self) -> LatencyStats:
@@ -72,7 +73,7 @@ class Point:
                         "p99_ms": float(np.percentile(w.latencies_ms, 99)) if w.requests else None,
                         "energy": w.energy} for w in self.windows],
             "sessions": self.sessions, "memory": self.memory, "artifact_bytes": self.artifact_bytes,
-            "energy": self.energy,
+            "energy": self.energy, "failed": self.failed,
         }
 
 
@@ -83,9 +84,19 @@ class ServingSweep:
     arms: list[str]  # the first is the baseline of the SLO verdict
     slo: dict[str, Any] | None = None
 
+    def fits(self) -> dict[str, dict[str, Any]]:
+        """Per arm: the largest batch size measured without running out of memory, and what did not fit."""
+        out = {}
+        for arm in self.arms:
+            mine = [p for p in self.points if p.arm == arm]
+            out[arm] = {"largest_batch_measured": max((p.batch_size for p in mine if p.windows), default=None),
+                        "did_not_fit": [{"batch_size": p.batch_size, "concurrency": p.concurrency, "reason": p.failed}
+                                        for p in mine if p.failed]}
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {"settings": self.config.to_json(), "arms": self.arms, "points": [p.to_json() for p in self.points],
-                "slo": self.slo}
+                "fits": self.fits(), "slo": self.slo}
 
 
 def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.ndarray], batch_size: int,
@@ -121,6 +132,16 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
     return window, info, used
 
 
+def did_not_fit(err: BaseException, runner: Any) -> str:
+    """The reason a point ran out of memory; the runner's cached blocks are given back (torch) so the
+    next point starts from what is really in use."""
+    trim = getattr(runner, "trim", None)
+    if trim is not None:
+        trim()
+    first = (str(err).strip().splitlines() or [""])[0][:200]
+    return f"did not fit: {type(err).__name__}" + (f": {first}" if first else "")
+
+
 def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: ServingConfig, *,
                   shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                   int_range: tuple[int, int] | None = None, autotune: bool = True,
@@ -148,11 +169,19 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
                 for batch in batch_sizes:
                     for name in order:
                         rec = arms[name]
-                        window, info, used = measure_point(rec, runners[name], int(level), feeds[batch], batch, config,
-                                                           load=lambda record, k: load_runner(record, threads=k))
                         point = points.setdefault((name, batch, int(level)), Point(
                             arm=name, precision=rec.precision, backend=rec.backend, model=rec.model, batch_size=batch,
                             concurrency=int(level), artifact_bytes=memory.artifact_bytes(rec.artifact_path)))
+                        if point.failed:
+                            continue
+                        try:
+                            window, info, used = measure_point(rec, runners[name], int(level), feeds[batch], batch,
+                                                               config, load=lambda record, k: load_runner(record, threads=k))
+                        except Exception as err:  # noqa: BLE001 - only running out of memory is an answer here
+                            if not preflight.is_out_of_memory(err):
+                                raise
+                            point.failed = did_not_fit(err, runners[name])
+                            continue
                         point.windows.append(window)
                         point.sessions, point.memory = info, used
                         if on_point is not None:

@@ -84,8 +84,19 @@ def print_sweep(sweep: Mapping[str, Any]) -> None:
     print()
     print(_common.format_table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
                                 "memory in use", "energy/inference"), point_rows(sweep["points"], reasons=False)))
-    for line in slo_lines(sweep.get("slo")):
+    for line in fit_lines(sweep.get("fits")) + slo_lines(sweep.get("slo")):
         print(line)
+
+
+def fit_lines(fits: Mapping[str, Any] | None) -> list[str]:
+    """Per precision the largest batch that fitted, when some point ran out of memory."""
+    if not fits or not any(f["did_not_fit"] for f in fits.values()):
+        return []
+    lines = []
+    for arm, f in fits.items():
+        failed = ", ".join(f"batch {d['batch_size']} ×{d['concurrency']}" for d in f["did_not_fit"]) or "none"
+        lines.append(f"memory: {arm}: largest batch measured {f['largest_batch_measured']}; did not fit: {failed}")
+    return lines
 
 
 def progress(total: int):

@@ -136,7 +136,7 @@ class TensorRTRunner:
         twin._addresses, twin._shapes, twin._forks = {}, {}, 0
         context = twin._create_context(self.engine)
         if context is None:
-            raise CudaError("TensorRT could not create another execution context (out of GPU memory?): "
+            raise CudaError("TensorRT could not create another execution context (GPU out of memory?): "
                             + self._tail.text(3))
         twin._context = context
         twin._parent = self
