@@ -376,6 +376,44 @@ def test_runner_prepare_and_enqueue(fake_trt, conv_model, tmp_path):
     runner.close()
 
 
+def test_memory_report_reads_device_memory_per_context_and_counts_forks(fake_trt, conv_model, tmp_path):
+    from .fakes.fake_tensorrt import FAKE_DEVICE_MEMORY_PER_LAYER
+
+    record = _cached_engine(conv_model, tmp_path)
+    runner = TensorRTBackend().load(record.artifact_path, record)
+    per_context = FAKE_DEVICE_MEMORY_PER_LAYER * max(1, runner.engine.num_layers)
+    report = runner.memory_report()
+    assert report["kind"] == "tensorrt" and report["contexts"] == 1
+    assert report["context_device_memory_bytes"] == per_context == report["in_use_bytes"]
+    assert "device_memory_size_v2" in report["method"]
+    fake_trt.calls.clear()
+    fork = runner.fork()
+    assert call_names(fake_trt) == ["ICudaEngine.create_execution_context"]
+    assert fork.context is not runner.context and fork.engine is runner.engine
+    assert runner.memory_report()["in_use_bytes"] == 2 * per_context
+    # a fork binds its own addresses on its own context; the parent's stay untouched
+    runner.prepare({"input": (1, 3, 16, 16)})
+    fork.prepare({"input": (4, 3, 16, 16)})
+    fork.enqueue({"input": 0x1000, "logits": 0x2000}, 5)
+    assert fork.context.addresses == {"input": 0x1000, "logits": 0x2000} and runner.context.addresses == {}
+    assert runner.context.shapes == {"input": (1, 3, 16, 16)}
+    fork.close()
+    fork.close()  # twice: counted once
+    assert runner.engine is not None and runner.contexts == 1  # closing a fork leaves the engine to its owner
+    runner.close()
+
+
+def test_memory_report_falls_back_to_device_memory_size(trt10, conv_model, tmp_path, monkeypatch):
+    record = _cached_engine(conv_model, tmp_path)
+    runner = TensorRTBackend().load(record.artifact_path, record)
+    monkeypatch.delattr(type(runner.engine), "device_memory_size_v2")
+    monkeypatch.setattr(type(runner.engine), "device_memory_size", 1234, raising=False)
+    report = runner.memory_report()
+    assert report["context_device_memory_bytes"] == 1234 and "ICudaEngine.device_memory_size " in report["method"]
+    monkeypatch.delattr(type(runner.engine), "device_memory_size")
+    assert runner.memory_report()["kind"] == "n/a"
+
+
 def test_runner_rejects_shapes_outside_the_profile(trt10, conv_model, tmp_path):
     record = _cached_engine(conv_model, tmp_path)
     runner = TensorRTBackend().load(record.artifact_path, record)
@@ -484,3 +522,83 @@ def test_inspector_dtype_parsing_both_schemas():
 
 def test_registry_auto_picks_tensorrt_when_available(fake_trt):
     assert backends.resolve("auto").name == "tensorrt"
+
+
+# ---- serving: one execution context per stream ---------------------------------------------------
+
+class _FakeCuda:
+    """FAKE trtprof.cuda for the serving driver's set-up: handles are counters, memory is host memory,
+    every call is recorded. Nothing runs on a device."""
+
+    def __init__(self):
+        import itertools
+
+        self.calls: list[str] = []
+        self.ids = itertools.count(0x7000)
+        fake = self
+
+        class Res:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                fake.calls.append(f"close {type(self).__name__}")
+
+        class Stream(Res):
+            def __init__(self):
+                self.handle = next(fake.ids)
+                self.raw = self.handle
+                fake.calls.append("Stream")
+
+            def synchronize(self):
+                pass
+
+        class PinnedHostBuffer(Res):
+            def __init__(self, nbytes):
+                self.data = np.zeros(max(nbytes, 1), np.uint8)
+
+            def array(self, shape, dtype):
+                return self.data.view(dtype)[: int(np.prod(shape))].reshape(shape)
+
+        class DeviceBuffer(Res):
+            def __init__(self, nbytes):
+                self.ptr = next(fake.ids)
+
+        class Event(Res):
+            def __init__(self, blocking_sync=True, timing=True):
+                self.raw = next(fake.ids)
+
+        self.Stream, self.PinnedHostBuffer, self.DeviceBuffer, self.Event = Stream, PinnedHostBuffer, DeviceBuffer, Event
+
+    def runtime(self):
+        import types
+
+        kinds = types.SimpleNamespace(cudaMemcpyHostToDevice=1, cudaMemcpyDeviceToHost=2)
+        return types.SimpleNamespace(cudaMemcpyKind=kinds, cudaMemcpyAsync=None, cudaEventRecord=None)
+
+    def ok(self, result, what=""):
+        pass
+
+    def memcpy_htod_async(self, ptr, view, stream):
+        self.calls.append("upload")
+
+
+def test_serving_gives_every_stream_its_own_execution_context(fake_trt, conv_model, tmp_path, monkeypatch):
+    from trtprof import cuda
+    from trtprof.serving import gpu_sessions
+
+    fake_cuda = _FakeCuda()
+    for name in ("Stream", "PinnedHostBuffer", "DeviceBuffer", "Event", "runtime", "ok", "memcpy_htod_async"):
+        monkeypatch.setattr(cuda, name, getattr(fake_cuda, name))
+    record = _cached_engine(conv_model, tmp_path)
+    runner = TensorRTBackend().load(record.artifact_path, record)
+    fake_trt.calls.clear()
+    feeds = {"input": np.zeros((4, 3, 16, 16), np.float32)}
+    with gpu_sessions(runner, 3, feeds) as (sessions, info):
+        assert len(sessions) == 3 and info["contexts"] == 3 and info["per_stream_context"] is True
+        assert runner.memory_report()["contexts"] == 3  # the engine's activation memory counted per context
+        assert call_names(fake_trt).count("ICudaEngine.create_execution_context") == 2  # 2 forks + the runner's own
+        assert calls_named(fake_trt, "IExecutionContext.set_input_shape") == [("input", (4, 3, 16, 16))] * 3
+        assert fake_cuda.calls.count("Stream") == 3 and fake_cuda.calls.count("upload") == 3
+    assert runner.memory_report()["contexts"] == 1  # the forks were closed with the sessions
+    runner.close()

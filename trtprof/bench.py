@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from . import backends, preflight, timing
+from . import backends, energy, memory, preflight, timing
 from .backends.base import set_autotune
 from .cache import EngineRecord, now_iso
 from .environment import collect
@@ -79,9 +79,11 @@ def bench_one(
     int_range: tuple[int, int] = DEFAULT_INT_RANGE,
     threads: int | None = None,
     data: Any = None,
+    load_rss: tuple[int | None, int | None] = (None, None),
 ) -> BenchResult:
     """Time one engine at one batch size, on seeded random inputs or the first batch of the user's
-    (``data``, user_inputs.InputData)."""
+    (``data``, user_inputs.InputData). ``load_rss``: the process RSS before and after this engine was
+    loaded (CPU runners report memory as RSS deltas, ``trtprof.memory``)."""
     overrides = dict(record.spec.shape_overrides())
     overrides.update(shapes or {})
     overrides.update(data.shape_overrides() if data is not None else {})
@@ -91,6 +93,8 @@ def bench_one(
     # numpy MemoryError or ValueError ("array is too big"): all become OutOfMemory naming the batch.
     with preflight.allocation_guard(batch_size, needed):
         feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range, data=data)
+        rss_before_run = memory.rss_bytes()
+        memory.reset_peak(runner)
         if runner.device == "cpu":
             samples = timing.time_host(lambda: runner.infer(feeds), config)
             applied = {**config.to_json(), "copies": None, "cuda_graph": False, "spin_wait": None,
@@ -98,6 +102,9 @@ def bench_one(
         else:
             samples = timing.time_device(runner, feeds, config)
             applied = {**config.to_json(), "clock": "cuda_events"}
+    used = memory.inference_memory(runner, rss_before_load=load_rss[0], rss_after_load=load_rss[1],
+                                   rss_before_run=rss_before_run, rss_after_run=memory.rss_bytes())
+    spent = energy.of_timed_loop(runner.device, samples.device, samples.span_s, samples.n * batch_size)
     applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
                     "int_range": list(int_range), "warmup_done": samples.warmup_done,
@@ -128,6 +135,7 @@ def bench_one(
         engine={
             "key": record.key,
             "artifact": str(record.artifact_path),
+            "artifact_bytes": memory.artifact_bytes(record.artifact_path),
             "spec": record.spec.to_json(),
             "effective_precision": effective_precision(record),
             "build_seconds": record.build_seconds,
@@ -137,6 +145,8 @@ def bench_one(
         config=applied,
         warnings=warnings,
         device=samples.device,
+        memory=used,
+        energy=spent,
     )
 
 
@@ -163,13 +173,16 @@ def bench_records(
     ``interrupted`` True and ``pending`` lists what was still to run."""
     items = plan(records, batch_sizes)
     runners = {}
+    load_rss: dict[str, tuple[int | None, int | None]] = {}
     results: list[BenchResult] = []
     interrupted, pending = False, []
     environment = collect()
     environment.setdefault("host", {})["cpu_state"] = cpu_state()
     try:
         for record in records:
+            before = memory.rss_bytes()
             runners[record.key] = load_runner(record, threads)
+            load_rss[record.key] = (before, memory.rss_bytes())
             set_autotune(runners[record.key], autotune)
             preflight.check_int_range(onnx_of(record), runners[record.key].inputs, int_range)
             if data is not None:
@@ -187,7 +200,8 @@ def bench_records(
                 if on_start is not None:
                     on_start(item)
                 result = bench_one(item.record, runners[item.record.key], item.batch_size, config,
-                                   shapes=shapes, seed=seed, int_range=int_range, threads=threads, data=data)
+                                   shapes=shapes, seed=seed, int_range=int_range, threads=threads, data=data,
+                                   load_rss=load_rss.get(item.record.key, (None, None)))
             except KeyboardInterrupt:
                 interrupted, pending = True, pending_json(items[index:])
                 break

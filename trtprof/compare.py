@@ -180,9 +180,12 @@ class CompareReport:
     layers: dict[int, Any] = field(default_factory=dict)  # batch → layers.LayerTable (compare --layers)
     interrupted: bool = False  # Ctrl-C/SIGTERM: the comparisons are the batch sizes finished before it
     pending: list[int] = field(default_factory=list)  # batch sizes not measured because of the interrupt
+    serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving_sweep)
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
+        if self.serving is not None:
+            extra["serving"] = self.serving
         return {
             "schema": SCHEMA,
             "created": self.created,
@@ -236,8 +239,9 @@ def select_records(records: Sequence[Any], precisions: Sequence[Any], backend: s
 
 def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome: InterleavedOutcome,
                 input_shapes: Mapping[str, tuple[int, ...]], seed: int, device_kind: str = "cpu",
-                autotune: bool | None = None) -> Any:
+                autotune: bool | None = None, memory: dict[str, Any] | None = None) -> Any:
     from .bench import effective_precision
+    from .memory import artifact_bytes
     from .results import BenchResult
 
     clock = "perf_counter_ns" if device_kind == "cpu" else "cuda_events"
@@ -246,9 +250,9 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
         warnings.append(f"requested {record.precision}, effective {record.backend_metadata['effective_precision']}"
                         + (": " + record.notes[0] if record.notes else ""))
     return BenchResult.from_samples(
-        stages=arm.pooled(), span_s=arm.span_s, batch_size=batch_size, model=record.model,
+        stages=arm.pooled(), span_s=arm.span_s, blocks=arm.block_spans, batch_size=batch_size, model=record.model,
         precision=record.precision, backend=record.backend,
-        engine={"key": record.key, "artifact": str(record.artifact_path),
+        engine={"key": record.key, "artifact": str(record.artifact_path), "artifact_bytes": artifact_bytes(record.artifact_path),
                 "effective_precision": effective_precision(record), "build_seconds": record.build_seconds,
                 "backend_metadata": record.backend_metadata, "environment": record.environment,
                 "notes": list(record.notes)},
@@ -260,6 +264,7 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
                 "clock": clock, "autotune": autotune, "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed},
         warnings=warnings,
         device=arm.device,
+        memory=memory or {},
     )
 
 
@@ -300,6 +305,7 @@ def compare_records(
     from .cache import now_iso
     from .environment import collect
     from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+    from .memory import outputs_and_memory, rss_bytes
 
     # The first batch size's budget starts here: the accuracy pass and the workers' start-up, which
     # overlap, are part of it (issue 27: the budget is the budget)
@@ -322,9 +328,13 @@ def compare_records(
         # tens of seconds for a torch model on a GPU host) overlap the parent's own
         pool.spawn(plan.min_loads)
     runners: dict[str, Any] = {}
+    load_rss: dict[str, tuple[int | None, int | None]] = {}
+    memory: dict[int, dict[str, dict[str, Any]]] = {}  # batch → arm → memory in use (trtprof.memory)
     try:  # outputs (accuracy) and shapes from one in-process load, closed before the timing
         for name in names:
+            rss_before = rss_bytes()
             runners[name] = load_runner(records[name])
+            load_rss[name] = (rss_before, rss_bytes())
         autotune = {name: set_autotune(runners[name], plan.autotune) for name in names}
         if data is not None:  # the user's inputs: refused (exit 2) before any measurement
             data.check(runners[baseline].inputs, model_path=first.model_path)
@@ -341,7 +351,8 @@ def compare_records(
                 feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
                     fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
-                outputs[batch] = reference_outputs(runners, feeds, data, batch)
+                outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
+                    runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
     except BaseException:
         if pool is not None:
             pool.kill()
@@ -392,7 +403,8 @@ def compare_records(
                                           load_ready=pool.ready if pool is not None else None)
                 first_started = None
                 per_batch[batch] = {arm.name: _result_for(records[arm.name], arm, batch, plan, outcome, all_shapes[batch],
-                                                          seed, devices[arm.name], autotune[arm.name])
+                                                          seed, devices[arm.name], autotune[arm.name],
+                                                          memory=memory[batch][arm.name])
                                     for arm in outcome.arms}
                 outcomes[batch] = outcome
                 results.extend(per_batch[batch].values())

@@ -158,12 +158,14 @@ class Arm:
     device_last: dict[str, Any] = field(default_factory=dict)
     warmup_done: int = 0
     warmup_s: float = 0.0
+    block_spans: list[tuple[int, float]] = field(default_factory=list)  # (iterations, wall s) per block
 
     def add(self, samples: Samples, load: int = 0) -> None:
         while len(self.blocks) <= load:
             self.blocks.append([])
         self.blocks[load].append({k: np.asarray(v, dtype=np.float64) for k, v in samples.stages.items()})
         self.span_s += samples.span_s
+        self.block_spans.append((samples.n, samples.span_s))  # throughput: the median block rate
         for note in samples.notes:  # one entry per kind of note, not one per block
             key = re.sub(r"[-+]?\d[\d.,]*", "#", note)
             self.note_counts.setdefault(key, [note, 0])[1] += 1
@@ -393,7 +395,7 @@ def run_one_load(arms: Sequence[Arm], plan: RoundPlan, *, measure: Measure = mea
     single = replace(plan, min_loads=1, max_loads=1)
     out = run_interleaved([a.name for a in arms], lambda i: load, single, clock=clock, on_progress=on_progress)
     for mine, filled in zip(arms, out.arms):
-        for name in ("blocks", "span_s", "note_counts", "device_first", "device_last", "warmup_done", "warmup_s"):
+        for name in ("blocks", "span_s", "block_spans", "note_counts", "device_first", "device_last", "warmup_done", "warmup_s"):
             setattr(mine, name, getattr(filled, name))
     out.arms = arms
     return out

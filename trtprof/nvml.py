@@ -67,7 +67,8 @@ def _try(fn: Any, *args: Any) -> Any:
         return None
 
 
-def _handle(nv: Any, index: int, pci_bus_id: str | None) -> Any:
+def gpu_handle(nv: Any, index: int, pci_bus_id: str | None) -> Any:
+    """NVML handle of the GPU CUDA uses (by PCI bus id when given, else NVML's own index)."""
     if pci_bus_id:
         # CUDA writes a 4-digit PCI domain ("0000:1A:00.0"), NVML an 8-digit one; try both spellings.
         domain, _, rest = pci_bus_id.partition(":")
@@ -124,7 +125,7 @@ def gpu_state(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
         if nv is None:
             return {}
         try:
-            h = _handle(nv, index, pci_bus_id)
+            h = gpu_handle(nv, index, pci_bus_id)
             reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
                 nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
             mask = _try(reasons_fn, h)
@@ -136,6 +137,8 @@ def gpu_state(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
                 "max_sm_clock_mhz": _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
                 "temperature_c": _try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
                 "power_w": _watts(_try(nv.nvmlDeviceGetPowerUsage, h)),
+                # millijoules since the driver loaded (Volta+): energy across a timed loop (trtprof.energy)
+                "total_energy_mj": _try(nv.nvmlDeviceGetTotalEnergyConsumption, h),
                 "utilization_pct": None if util is None else int(util.gpu),
                 "throttle_reasons": None if mask is None else decode_reasons(int(mask)),
             }

@@ -449,6 +449,9 @@ def render_html(data: Mapping[str, Any]) -> str:
             if batch in hists:
                 parts.append(_img(hists[batch], f"histogram batch {batch}"))
             parts.append(_img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
+    from .serving_page import sections
+
+    parts.extend(sections(data))
     parts.append(environment_html(data))
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")

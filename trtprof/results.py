@@ -12,7 +12,9 @@ import numpy as np
 
 from .cache import atomic_write_text
 from .errors import BadInput
+from .memory import in_use_bytes
 from .stats import LatencyStats
+from .throughput import throughput
 
 SCHEMA = "trtprof.results/1"
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
@@ -34,6 +36,10 @@ class BenchResult:
     span_s: float
     warnings: list[str] = field(default_factory=list)
     device: dict[str, Any] = field(default_factory=dict)  # per-run device state (GPU clocks...)
+    # how ``throughput_per_s`` was computed and the mean rate beside it (``trtprof.throughput``)
+    throughput: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] = field(default_factory=dict)  # memory in use during inference (``trtprof.memory``)
+    energy: dict[str, Any] = field(default_factory=dict)  # joules per inference (``trtprof.energy``)
 
     @property
     def latency(self) -> LatencyStats:
@@ -46,17 +52,24 @@ class BenchResult:
         stages: Mapping[str, np.ndarray],
         span_s: float,
         batch_size: int,
+        blocks: Sequence[tuple[int, float]] | None = None,
         **fields: Any,
     ) -> "BenchResult":
+        """``blocks``: (iterations, wall s) per timed block, when the run had several (compare's
+        rounds): throughput is then their median rate, else batch / median latency (``trtprof.throughput``)."""
         stats = {name: LatencyStats.from_samples(values) for name, values in stages.items() if len(values)}
-        n = stats["latency_ms"].n
-        throughput = batch_size * n / span_s if span_s > 0 else float("nan")
+        rate = throughput(batch_size, stages["latency_ms"], span_s, blocks)
+        warnings = list(fields.pop("warnings", []))
+        if rate.note:
+            warnings.append(rate.note)
         return cls(
             batch_size=batch_size,
             stats=stats,
-            throughput_per_s=throughput,
+            throughput_per_s=rate.per_s,
             samples_ms={name: [float(v) for v in values] for name, values in stages.items()},
             span_s=span_s,
+            warnings=warnings,
+            throughput=rate.to_json(),
             **fields,
         )
 
@@ -70,6 +83,9 @@ class BenchResult:
             "config": self.config,
             "stats": {name: s.to_json() for name, s in self.stats.items()},
             "throughput_per_s": self.throughput_per_s,
+            "throughput": self.throughput,
+            "memory": self.memory,
+            "energy": self.energy,
             "span_s": self.span_s,
             "warnings": self.warnings,
             "device": self.device,
@@ -93,6 +109,9 @@ class BenchResult:
             span_s=float(data.get("span_s", 0.0)),
             warnings=list(data.get("warnings", [])),
             device=dict(data.get("device", {})),
+            throughput=dict(data.get("throughput", {})),
+            memory=dict(data.get("memory", {})),
+            energy=dict(data.get("energy", {})),
         )
 
 
@@ -103,6 +122,7 @@ class ResultSet:
     created: str = ""
     interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: ``results`` holds what finished
     pending: list[dict[str, Any]] = field(default_factory=list)  # what an interrupted run did not measure
+    serving: list[dict[str, Any]] = field(default_factory=list)  # --concurrency sweeps (trtprof.serving_sweep)
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -114,6 +134,8 @@ class ResultSet:
         }
         if self.interrupted:
             data["pending"] = self.pending
+        if self.serving:
+            data["serving"] = self.serving
         return data
 
     def write_json(self, path: Path) -> None:
@@ -136,7 +158,8 @@ class ResultSet:
             raise BadInput("damaged results file (no results list)", path=path)
         results = results_from_json(data["results"], path)
         return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""),
-                   interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])))
+                   interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])),
+                   serving=list(data.get("serving", [])))
 
 
 def results_from_json(items: Any, path: Path) -> list[BenchResult]:
@@ -187,7 +210,8 @@ def csv_columns(results: Sequence[BenchResult]) -> list[str]:
     cols = ["engine_label", "model", "precision", "effective_precision", "backend", "batch_size", "throughput_per_s"]
     for stage in stages:
         cols += [f"{stage}.{k}" for k in CSV_STATS]
-    return cols + ["warmup", "iterations", "duration_s", "copies", "cuda_graph", "engine"]
+    return cols + ["artifact_bytes", "memory_in_use_bytes", "warmup", "iterations", "duration_s", "copies",
+                   "cuda_graph", "engine"]
 
 
 def to_csv(results: Sequence[BenchResult]) -> str:
@@ -207,6 +231,8 @@ def to_csv(results: Sequence[BenchResult]) -> str:
             "batch_size": r.batch_size,
             "throughput_per_s": f"{r.throughput_per_s:.6g}",
             "engine": r.engine.get("artifact", ""),
+            "artifact_bytes": r.engine.get("artifact_bytes", ""),
+            "memory_in_use_bytes": "" if in_use_bytes(r.memory) is None else in_use_bytes(r.memory),
         }
         for stage, s in r.stats.items():
             for k in CSV_STATS:

@@ -31,6 +31,7 @@ PLAN_MAGIC = b"FAKE-TRT-PLAN\n"
 FAKE_TIMING_CACHE = b"FAKE-TIMING-CACHE with entries"
 FAKE_EMPTY_TIMING_CACHE = b"FAKE-TC"  # what an empty cache serializes to (real: a 172-byte header)
 FAKE_RUNTIME_CACHE = b"FAKE-RTX-RUNTIME-CACHE"
+FAKE_DEVICE_MEMORY_PER_LAYER = 4096  # what the fake engine's device_memory_size_v2 reports per layer
 # Names the fake module carries that are not TensorRT's (the surface test skips them).
 FAKE_ONLY_NAMES = frozenset({"calls", "behaviour", "state", "IS_FAKE", "FLAVOUR"})
 
@@ -574,6 +575,12 @@ def make_fake_tensorrt(version: str = "10.13.0.35", flavour: str = "enterprise")
 
         def get_tensor_profile_shape(self, name: str, profile_index: int) -> list[Dims]:
             return [Dims(d) for d in self.tensors[name]["profile"]]
+
+        @property
+        def device_memory_size_v2(self) -> int:
+            # fake data, not a measurement: 4 KiB of "activations" per layer, so tests can check arithmetic
+            rec("ICudaEngine.device_memory_size_v2")
+            return FAKE_DEVICE_MEMORY_PER_LAYER * max(1, len(self.plan["layers"]))
 
         def create_execution_context(self, runtime_config: Any = None) -> IExecutionContext:
             rec("ICudaEngine.create_execution_context", runtime_config)

@@ -286,6 +286,14 @@ class TorchRunner:
         with torch.cuda.stream(ext), torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             yield launch
 
+    @contextmanager
+    def hold_mode(self) -> Iterator[None]:
+        """TF32 and autotune flags set once for a multi-threaded run (``trtprof.serving``): they are
+        process-wide, so every thread's own ``bind`` then finds them set and leaves them alone
+        instead of restoring them under another thread's feet."""
+        with cudnn_mode(self._torch, self.tf32, self.autotune):
+            yield
+
     # -- correctness path -------------------------------------------------------------------------
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         torch = self._torch
@@ -294,6 +302,22 @@ class TorchRunner:
             outs = self._run(tensors)
         return {spec.name: out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy()
                 for spec, out in zip(self.outputs, outs)}
+
+    # -- memory (trtprof.memory) ------------------------------------------------------------------
+    def reset_memory_peak(self) -> None:
+        """Start a new peak window of the caching allocator (bench calls it before the timed runs)."""
+        self._torch.cuda.reset_peak_memory_stats()
+
+    def memory_report(self) -> dict[str, Any]:
+        """What the caching allocator saw since ``reset_memory_peak``: the peak of allocated bytes
+        (weights, activations, cuDNN workspaces) and the bytes it holds reserved from the driver.
+        The timing loop's input/output buffers (plain cudaMalloc) are not in these figures."""
+        cuda = self._torch.cuda
+        peak = int(cuda.max_memory_allocated())
+        return {"kind": "torch_allocator", "allocated_peak_bytes": peak, "in_use_bytes": peak,
+                "reserved_bytes": int(cuda.memory_reserved()), "allocated_bytes": int(cuda.memory_allocated()),
+                "method": "torch.cuda.max_memory_allocated since reset_peak_memory_stats before the timed runs; "
+                          "memory_reserved after them"}
 
     def trim(self) -> None:
         """Return the caching allocator's unused blocks to the driver (workers call it before idling);

@@ -11,7 +11,7 @@ from ..labels import engine_labels, fmt_ms
 from ..errors import write_failure
 from ..results import ResultSet
 from ..wording import plural
-from . import _common
+from . import _common, _serving
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
 
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
     _common.add_timing_args(p)
     _common.add_autotune_arg(p)
     _common.add_inputs_arg(p, what="timed on its first batch")
+    _serving.add_serving_args(p)
     p.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     p.add_argument("--csv", type=Path, default=None, help="also write a CSV, one row per engine × batch")
     p.set_defaults(func=run)
@@ -55,6 +56,7 @@ def print_table(results: ResultSet) -> None:
                          *(f"{fmt_ms(r.stats[k].p50)} (cv {r.stats[k].cv:.1%})" if k in r.stats else "-" for k in stages)))
         print()
         print(_common.format_table(("engine", "batch", *(f"{k[:-3]} median ms" for k in stages)), rows))
+    print_memory_table(results)
     for r, label in zip(results.results, labels):
         runtime = r.config.get("runtime")  # TensorRT-RTX: the JIT, measured outside the latency distribution
         if runtime:
@@ -63,6 +65,18 @@ def print_table(results: ResultSet) -> None:
                   f"first inference {firsts or '-'}; runtime cache {runtime['runtime_cache']['status']}")
         for w in r.warnings:
             print(f"warning: {label} batch {r.batch_size}: {w}")
+
+
+def print_memory_table(results: ResultSet) -> None:
+    """Artifact size and memory in use during inference per engine × batch (``trtprof.memory``)."""
+    from ..memory import fmt_bytes, in_use_bytes
+
+    rows = [(label, r.batch_size, fmt_bytes(r.engine.get("artifact_bytes")), fmt_bytes(in_use_bytes(r.memory)),
+             r.memory.get("kind", "n/a"))
+            for r, label in zip(results.results, engine_labels(results.results))]
+    if rows:
+        print()
+        print(_common.format_table(("engine", "batch", "artifact", "memory in use", "measured as"), rows))
 
 
 def progress(desc: str = "bench"):
@@ -111,6 +125,31 @@ def report_interruption(results: ResultSet) -> None:
           file=sys.stderr)
 
 
+def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
+    """The --concurrency sweep over the benched engines, per model and backend; a Ctrl-C keeps the
+    single-stream results (the file then says the sweep was not finished)."""
+    from ..cache import list_engines
+    from ..serving_sweep import group_arms, sweep_records
+
+    groups = group_arms(list_engines(args.path))
+    batches = _common.batch_sizes(args)
+    try:
+        with _common.sigterm_as_interrupt():
+            for arms in groups:
+                sizes = batches or tuple(sorted(set.intersection(*(set(r.spec.batch_sizes) for r in arms.values()))))
+                on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
+                try:
+                    sweep = sweep_records(arms, sizes, serving, shapes=_common.shapes(args), seed=args.seed,
+                                          int_range=_common.int_range(args), autotune=args.autotune, on_point=on_point)
+                finally:
+                    close()
+                results.serving.append(sweep.to_json())
+                _serving.print_sweep(results.serving[-1])
+    except KeyboardInterrupt:
+        results.interrupted = True
+        results.pending.append({"serving": "the --concurrency sweep was interrupted"})
+
+
 def run(args: argparse.Namespace) -> int:
     engines = [args.path if args.path.is_dir() else args.path.parent]
     _common.check_output_file(args.out, "--out", engines=engines)
@@ -118,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     _common.check_distinct_outputs(out=args.out, csv=args.csv)
     config = _common.timing_config(args)
     data = _common.load_inputs(args)
+    serving = _serving.serving_config(args, copies=config.copies)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():
             print(f"warning: {problem}", file=sys.stderr)
@@ -132,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         close()
     print_table(results)
+    if serving is not None and not results.interrupted:
+        run_serving(args, results, serving)
     write_outputs(results, args.out, args.csv)
     if results.interrupted:
         report_interruption(results)

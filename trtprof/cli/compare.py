@@ -12,7 +12,7 @@ from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes
 from ..spec import Precision
 from ..wording import plural
-from . import _common
+from . import _common, _serving
 from .build import print_outcome
 
 
@@ -78,6 +78,7 @@ def add_parser(sub) -> None:
                                    "the first batch")
     p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
+    _serving.add_serving_args(p)
     _common.add_common_debug(p)
     p.set_defaults(func=run)
 
@@ -172,6 +173,28 @@ def print_accuracy_legend() -> None:
         print(f"  {name}: {doc}")
 
 
+def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tuple[int, ...], serving,
+                report: cmp.CompareReport) -> None:
+    """After the verdicts: the --concurrency sweep of the same engines (already built, so resolving
+    them again is a cache hit) and, with --slo-ms, the throughput-at-target verdicts."""
+    from ..serving_sweep import sweep_records
+
+    records, _, sizes = cmp.resolve_records(args.model[0], precisions, sizes, engines_dir=args.engines,
+                                            backend=args.backend, shapes=_common.shapes(args))
+    arms = {label: records[str(p)] for label, p in zip(cmp.arm_labels(precisions), precisions)}
+    on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
+    try:
+        with _common.sigterm_as_interrupt():
+            sweep = sweep_records(arms, sizes, serving, shapes=_common.shapes(args), seed=args.seed,
+                                  int_range=_common.int_range(args), autotune=args.autotune, on_point=on_point)
+    except KeyboardInterrupt:
+        report.warnings.append("interrupted during the --concurrency sweep: no serving results")
+        return
+    finally:
+        close()
+    report.serving = sweep.to_json()
+
+
 def run(args: argparse.Namespace) -> int:
     _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
     is_ab = ab_mode(args)
@@ -179,6 +202,9 @@ def run(args: argparse.Namespace) -> int:
     plan = _plan(args)
     budget = AccuracyBudget.parse(args.accuracy)
     data = _common.load_inputs(args)
+    serving = _serving.serving_config(args, copies=not args.no_copies)
+    if serving is not None and is_ab:  # refused before any build or measurement
+        raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
     def on_progress(batch: int, p: cmp.Progress) -> None:
@@ -207,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
                 isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
                 accuracy_budget=budget, data=data,
             )
+    if serving is not None and not report.interrupted:
+        run_serving(args, precisions, sizes, serving, report)
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     for c in data["comparisons"]:
         print_comparison(c)
@@ -220,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
             print(format_table(table, top=15))
     for line in data.get("ab", {}).get("what_if", {}).get("lines", []):
         print(f"what-if: {line}")
+    if report.serving is not None:
+        _serving.print_sweep(report.serving)
     with _common.signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
         try:
             (ab_outcome if ab_outcome is not None else report).write_json(args.out)

@@ -25,4 +25,10 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("results file has no entries", path=args.results)
     for path in plot_all(results.results, args.out, args.format):
         print(path)
+    if results.serving:  # bench --concurrency: one latency–throughput curve per model and backend
+        from ..serving_plots import latency_throughput_figure
+
+        for i, sweep in enumerate(results.serving):
+            suffix = f"_{i + 1}" if len(results.serving) > 1 else ""
+            print(latency_throughput_figure(sweep, args.out / f"latency_vs_throughput{suffix}.{args.format}"))
     return 0

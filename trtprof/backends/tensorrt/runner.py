@@ -47,6 +47,8 @@ class TensorRTRunner:
         self.outputs = tuple(self._spec(n) for n in self._output_names)
         self._addresses: dict[str, int] = {}
         self._shapes: dict[str, tuple[int, ...]] = {}
+        self._forks = 0  # execution contexts created by ``fork`` (one per serving stream)
+        self._parent: "TensorRTRunner | None" = None  # set on a fork: the runner it was forked from
 
     def _create_context(self, engine: "trt.ICudaEngine") -> "trt.IExecutionContext | None":
         """One execution context (a subclass may pass a runtime configuration)."""
@@ -105,6 +107,47 @@ class TensorRTRunner:
         if not context.execute_async_v3(int(stream)):
             raise CudaError("TensorRT execute_async_v3 failed: " + (self._tail.text(3) or "no message"))
 
+    def memory_report(self) -> dict[str, Any]:
+        """Device memory of this engine's execution context: ``device_memory_size_v2`` (TensorRT
+        >= 10.1 and TensorRT-RTX; ``device_memory_size`` before), the activation memory a context
+        allocates for its largest profile (STATIC strategy, the default). Weights live on the device
+        besides and are about the plan's bytes (the result's ``engine.artifact_bytes``)."""
+        engine = self.engine
+        size = getattr(engine, "device_memory_size_v2", None)
+        api = "ICudaEngine.device_memory_size_v2"
+        if size is None:
+            size, api = getattr(engine, "device_memory_size", None), "ICudaEngine.device_memory_size"
+        if size is None:
+            return {"kind": "n/a", "reason": "this TensorRT exposes no device_memory_size"}
+        contexts = self.contexts
+        return {"kind": "tensorrt", "context_device_memory_bytes": int(size), "contexts": contexts,
+                "in_use_bytes": int(size) * contexts,
+                "method": f"{api} per execution context × contexts; weights ≈ the plan's bytes, not included"}
+
+    def fork(self) -> "TensorRTRunner":
+        """A second runner over the same engine with its own execution context: what each stream of
+        the serving driver (``trtprof.serving``) needs, since one context must not run on two streams
+        at once. Weights are shared; each context allocates its own activation memory. The fork's
+        ``close`` drops only its context."""
+        import copy
+
+        twin = copy.copy(self)
+        twin.__dict__.update({k: dict(v) for k, v in vars(self).items() if isinstance(v, dict)})
+        twin._addresses, twin._shapes, twin._forks = {}, {}, 0
+        context = twin._create_context(self.engine)
+        if context is None:
+            raise CudaError("TensorRT could not create another execution context (GPU out of memory?): "
+                            + self._tail.text(3))
+        twin._context = context
+        twin._parent = self
+        self._forks += 1
+        return twin
+
+    @property
+    def contexts(self) -> int:
+        """Execution contexts in use over this engine: this runner's own and its forks' (serving)."""
+        return 1 + self._forks
+
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Host in, host out (accuracy checks). Allocates per call: not a path to time."""
         from contextlib import ExitStack
@@ -151,6 +194,9 @@ class TensorRTRunner:
         return profile_layers(self.engine, input_shapes, feeds, iterations=iterations, module=self._trt)
 
     def close(self) -> None:
+        parent, self._parent = self._parent, None
+        if parent is not None and self._context is not None:  # a fork: its context no longer counts
+            parent._forks -= 1
         self._context = None
         self._engine = None
         self._addresses.clear()

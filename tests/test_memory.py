@@ -1,0 +1,102 @@
+"""Memory and size per engine (issue 24): artifact bytes and memory in use during inference, in the
+results JSON; torch's allocator figures on a GPU."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trtprof import cuda, memory
+from trtprof.bench import bench_records
+from trtprof.build import build_engines
+from trtprof.results import ResultSet
+from trtprof.spec import Precision
+from trtprof.timing import TimingConfig
+
+CONFIG = TimingConfig(warmup=2, iterations=10)
+
+
+def _engines(tmp_path: Path, precisions=(Precision.FP32, Precision.FP16)):
+    from trtprof.samples import make_demo_model
+
+    model = make_demo_model(tmp_path / "net.onnx", channels=16, image=32, classes=10)
+    outcomes = build_engines(model, list(precisions), (1, 4), engines_dir=tmp_path / "engines", backend="onnxruntime")
+    return [o.record for o in outcomes]
+
+
+def test_artifact_bytes_and_rss_memory_in_the_results_json(tmp_path):
+    records = _engines(tmp_path)
+    results = bench_records(records, CONFIG)
+    path = tmp_path / "results.json"
+    results.write_json(path)
+    back = ResultSet.read(path)
+    assert len(back.results) == 4
+    for r in back.results:
+        artifact = Path(r.engine["artifact"])
+        assert r.engine["artifact_bytes"] == artifact.stat().st_size > 0
+        assert r.memory["kind"] == "host_rss" and "statm" in r.memory["method"]
+        assert isinstance(r.memory["rss_bytes"], int) and r.memory["rss_bytes"] > 0
+        assert r.energy["status"] == "n/a" and "CPU backend" in r.energy["reason"]
+        assert r.memory["in_use_bytes"] == (r.memory["load_delta_bytes"] or 0) + (r.memory["inference_delta_bytes"] or 0)
+    sizes = {r.precision: r.engine["artifact_bytes"] for r in back.results}
+    assert sizes["fp16"] < sizes["fp32"]  # FP16 weights: half the bytes of the bulk of the file
+
+
+def test_rss_reads_this_process():
+    before = memory.rss_bytes()
+    blob = bytearray(64 << 20)  # touch 64 MiB
+    for i in range(0, len(blob), 4096):
+        blob[i] = 1
+    after = memory.rss_bytes()
+    assert before is not None and after is not None and after - before >= 60 << 20
+    del blob
+
+
+def test_inference_memory_prefers_the_runner_report_and_says_when_rss_is_unknown():
+    class WithReport:
+        def memory_report(self):
+            return {"kind": "fake", "in_use_bytes": 7}
+
+    assert memory.inference_memory(WithReport(), rss_before_load=None, rss_after_load=None, rss_before_run=None,
+                                   rss_after_run=None) == {"kind": "fake", "in_use_bytes": 7}
+    none = memory.inference_memory(object(), rss_before_load=None, rss_after_load=None, rss_before_run=None,
+                                   rss_after_run=None)
+    assert none["kind"] == "n/a" and "RSS unknown" in none["reason"]
+    assert memory.in_use_bytes({"allocated_peak_bytes": 5}) == 5 and memory.in_use_bytes({}) is None
+    assert memory.fmt_bytes(None) == "n/a" and memory.fmt_bytes(3 << 20) == "3 MiB"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
+def test_torch_allocator_peak_is_recorded_and_fp16_needs_less(tmp_path):
+    pytest.importorskip("onnx2torch")
+    from trtprof.samples import make_demo_model
+
+    model = make_demo_model(tmp_path / "net.onnx", channels=64, image=128, classes=10)
+    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], (32,), engines_dir=tmp_path / "engines",
+                             backend="torch")
+    results = bench_records([o.record for o in outcomes], CONFIG)
+    mem = {r.precision: r.memory for r in results.results}
+    for m in mem.values():
+        assert m["kind"] == "torch_allocator" and m["allocated_peak_bytes"] > 0
+        assert m["reserved_bytes"] >= m["allocated_bytes"]
+    assert mem["fp16"]["allocated_peak_bytes"] < mem["fp32"]["allocated_peak_bytes"]
+
+
+def test_bench_cli_prints_and_report_shows_memory_and_size(tmp_path, capsys):
+    from trtprof.cli import main
+    from trtprof.report import write_report
+
+    records = _engines(tmp_path, (Precision.FP32,))
+    out = tmp_path / "r.json"
+    assert main(["bench", str(records[0].meta_path), "--iterations", "5", "--warmup", "1", "--out", str(out),
+                 "--csv", str(tmp_path / "r.csv")]) == 0
+    text = capsys.readouterr().out
+    assert "memory in use" in text and "host_rss" in text
+    size = memory.fmt_bytes(records[0].artifact_path.stat().st_size)
+    assert size in text
+    header = (tmp_path / "r.csv").read_text().splitlines()[0].split(",")
+    assert "artifact_bytes" in header and "memory_in_use_bytes" in header
+    page, _ = write_report(out, tmp_path / "r.html")
+    body = page.read_text()
+    assert "<h2>Memory and size</h2>" in body and size in body

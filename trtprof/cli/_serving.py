@@ -1,0 +1,113 @@
+"""The serving options bench and compare share (``--concurrency``, ``--slo-ms``, …) and their output:
+a table per point and the throughput-at-target verdicts (``trtprof.serving``, ``trtprof.slo``)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Mapping
+
+from ..serving import DEFAULT_MIN_REQUESTS, DEFAULT_ROUNDS, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S, ServingConfig
+from . import _common
+
+
+# One thread (and on a GPU one stream, buffers and context) per request in flight: beyond this the
+# driver measures Python's thread scheduling more than the engine.
+MAX_CONCURRENCY = 64
+
+
+def concurrency_levels(text: str) -> tuple[int, ...]:
+    """``1,2,4,8`` → (1, 2, 4, 8); an argparse error (exit 2, one line) for anything else."""
+    try:
+        levels = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers like 1,2,4,8") from None
+    if not levels or any(n < 1 for n in levels):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers like 1,2,4,8")
+    if any(n > MAX_CONCURRENCY for n in levels):
+        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_CONCURRENCY} requests in flight")
+    return tuple(sorted(set(levels)))
+
+
+def add_serving_args(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("serving (throughput under concurrency; see docs/serving.md)")
+    g.add_argument("--concurrency", type=concurrency_levels, default=None, metavar="N1,N2,…",
+                   help="also measure N requests in flight (closed loop; N threads, on a GPU each with its own "
+                        "stream and context): throughput and per-request latency per level")
+    g.add_argument("--slo-ms", type=_common.positive_float, default=None, metavar="P99_MS",
+                   help="with --concurrency: per precision the highest throughput whose p99 meets this target, "
+                        "and the candidate-vs-baseline verdict on it")
+    g.add_argument("--window-s", type=_common.positive_float, default=DEFAULT_WINDOW_S, metavar="S",
+                   help=f"measured window per point and round (default {DEFAULT_WINDOW_S:g})")
+    g.add_argument("--serving-rounds", type=_common.positive_int, default=DEFAULT_ROUNDS, metavar="R",
+                   help=f"windows per point, interleaved across precisions; the verdict's CI needs >= 2 "
+                        f"(default {DEFAULT_ROUNDS})")
+
+
+def serving_config(args: argparse.Namespace, *, copies: bool = True) -> ServingConfig | None:
+    """The sweep's settings, or None without ``--concurrency`` (``--slo-ms`` alone is refused)."""
+    if args.concurrency is None:
+        if args.slo_ms is not None:
+            from ..errors import BadInput
+
+            raise BadInput("--slo-ms needs --concurrency (e.g. --concurrency 1,2,4,8 --slo-ms 10)")
+        return None
+    return ServingConfig(concurrency=args.concurrency, window_s=args.window_s, warmup_s=DEFAULT_WARMUP_S,
+                         min_requests=DEFAULT_MIN_REQUESTS, rounds=args.serving_rounds, copies=copies,
+                         threads=getattr(args, "threads", None), slo_ms=args.slo_ms)
+
+
+def slo_lines(slo: Mapping[str, Any] | None) -> list[str]:
+    if not slo:
+        return []
+    target = slo["slo_p99_ms"]
+    lines = []
+    for arm, best in slo["best"].items():
+        if "reason" in best:
+            lines.append(f"at p99 <= {target:g} ms: {arm}: {best['reason']}")
+        else:
+            lines.append(f"at p99 <= {target:g} ms: {arm}: {best['samples_per_s']:,.4g} samples/s "
+                         f"(batch {best['batch_size']}, concurrency {best['concurrency']}, p99 {best['p99_ms']:.4g} ms)")
+    for v in slo["verdicts"]:
+        if "estimate" in v:
+            lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the "
+                         f"throughput [95% CI {v['ci_low']:.3f}, {v['ci_high']:.3f}] {v['verdict'].upper()} "
+                         f"({v['rounds']} rounds)" + (f"; {v['reason']}" if v.get("reason") else ""))
+        else:
+            lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['verdict'].upper()}: "
+                         f"{v['reason']}")
+    return lines
+
+
+def print_sweep(sweep: Mapping[str, Any]) -> None:
+    from ..serving_page import point_rows
+
+    print()
+    print(_common.format_table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
+                                "memory in use", "energy/inference"), point_rows(sweep["points"], reasons=False)))
+    for line in fit_lines(sweep.get("fits")) + slo_lines(sweep.get("slo")):
+        print(line)
+
+
+def fit_lines(fits: Mapping[str, Any] | None) -> list[str]:
+    """Per precision the largest batch that fitted, when some point ran out of memory."""
+    if not fits or not any(f["did_not_fit"] for f in fits.values()):
+        return []
+    lines = []
+    for arm, f in fits.items():
+        failed = ", ".join(f"batch {d['batch_size']} ×{d['concurrency']}" for d in f["did_not_fit"]) or "none"
+        lines.append(f"memory: {arm}: largest batch measured {f['largest_batch_measured']}; did not fit: {failed}")
+    return lines
+
+
+def progress(total: int):
+    """A tqdm bar over the sweep's windows (on stderr, hidden when not a terminal)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="window", desc="serving", file=sys.stderr, disable=None, leave=False,
+               dynamic_ncols=True)
+
+    def on_point(point: Any, round_index: int) -> None:
+        bar.set_postfix_str(f"{point.arm} batch {point.batch_size} ×{point.concurrency} round {round_index + 1}")
+        bar.update(1)
+
+    return on_point, bar.close

@@ -1,0 +1,101 @@
+"""Memory and size per engine: artifact bytes, and memory in use while it infers.
+
+Why: an FP16 engine needs about half the weights and activations of an FP32 one, which decides how
+many instances (or how large a batch) fit on a device; a latency figure does not show it. What can
+be measured differs by backend, so each result says what it measured (``kind`` and ``method``):
+
+* **torch** (``TorchRunner.memory_report``): the caching allocator's peak of allocated bytes over
+  the measurement (weights, activations, cuDNN workspaces), and what it holds reserved from the
+  driver. The timing loop's own input/output buffers are plain cudaMalloc, outside that allocator.
+* **TensorRT** (``TensorRTRunner.memory_report``): the engine's activation memory per execution
+  context (``ICudaEngine.device_memory_size_v2``, the STATIC allocation a context makes) times the
+  contexts in use; the weights on the device are about the plan's bytes (``artifact_bytes``).
+* **ONNX Runtime on the CPU**: the process's resident set (``/proc/self/statm``): how much it grew
+  when the engine was loaded and how much more during the timed runs (the arena grows at the
+  first runs). RSS is process-wide, so another thread allocating at the same time shows up too.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+RSS_METHOD = "resident set size (/proc/self/statm) before/after loading the engine and around its timed runs"
+
+
+def artifact_bytes(path: Any) -> int | None:
+    """Bytes of an engine's artifact on disk (None when it is gone)."""
+    try:
+        return int(Path(path).stat().st_size)
+    except OSError:
+        return None
+
+
+def rss_bytes() -> int | None:
+    """This process's resident set in bytes (Linux ``/proc/self/statm``); None elsewhere."""
+    try:
+        with open("/proc/self/statm") as f:
+            resident_pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def reset_peak(runner: Any) -> None:
+    """Start a new peak window on runners that keep one (torch's allocator); others: nothing to do."""
+    reset = getattr(runner, "reset_memory_peak", None)
+    if reset is not None:
+        reset()
+
+
+def delta(after: int | None, before: int | None) -> int | None:
+    return None if after is None or before is None else int(after) - int(before)
+
+
+def inference_memory(runner: Any, *, rss_before_load: int | None, rss_after_load: int | None,
+                     rss_before_run: int | None, rss_after_run: int | None) -> dict[str, Any]:
+    """The ``memory`` entry of one result: the runner's own report (device memory) when it has one,
+    else the host RSS deltas (CPU runners)."""
+    report = getattr(runner, "memory_report", None)
+    if report is not None:
+        return dict(report())
+    load, run = delta(rss_after_load, rss_before_load), delta(rss_after_run, rss_before_run)
+    if load is None and run is None:
+        return {"kind": "n/a", "reason": "no /proc/self/statm on this system: RSS unknown"}
+    return {"kind": "host_rss", "load_delta_bytes": load, "inference_delta_bytes": run,
+            "in_use_bytes": (load or 0) + (run or 0), "rss_bytes": rss_after_run, "method": RSS_METHOD}
+
+
+def in_use_bytes(memory: dict[str, Any]) -> int | None:
+    """One number for tables: the bytes an engine holds while it infers, by what its backend measured."""
+    for key in ("in_use_bytes", "allocated_peak_bytes"):
+        if memory.get(key) is not None:
+            return int(memory[key])
+    return None
+
+
+def fmt_bytes(value: Any) -> str:
+    """MiB with 3 significant digits, or "n/a"."""
+    if value is None:
+        return "n/a"
+    mib = float(value) / (1 << 20)
+    return f"{mib:.3g} MiB" if abs(mib) >= 0.01 else f"{int(value)} B"
+
+
+COMPARE_NOTE = "measured in the accuracy pass (one inference per arm in this process; the timing ran in its loads)"
+
+
+def outputs_and_memory(runners: dict[str, Any], load_rss: dict[str, tuple[int | None, int | None]],
+                       run: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``compare``'s accuracy pass with memory: per arm, ``run(runner)`` (its outputs) and the
+    memory in use around that inference (the allocator's peak on torch; RSS growth since the engine's
+    load on the CPU). The timed runs happen in worker processes, where nothing is read."""
+    outputs, used = {}, {}
+    for name, runner in runners.items():
+        before = rss_bytes()
+        reset_peak(runner)
+        outputs[name] = run(runner)
+        used[name] = {**inference_memory(runner, rss_before_load=load_rss.get(name, (None, None))[0],
+                                         rss_after_load=load_rss.get(name, (None, None))[1], rss_before_run=before,
+                                         rss_after_run=rss_bytes()), "measured_during": COMPARE_NOTE}
+    return outputs, used

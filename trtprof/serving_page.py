@@ -1,0 +1,121 @@
+"""The report's sections for the deployer's questions (issue 24): memory and size per engine, and
+(with ``--concurrency``) the latency–throughput curves and throughput at a latency target.
+
+Kept apart from ``trtprof.report`` so the page assembly only calls ``sections(data)``."""
+from __future__ import annotations
+
+import html
+from typing import Any, Mapping, Sequence
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def memory_rows(results: Sequence[Any]) -> list[list[str]]:
+    from .labels import engine_labels
+    from .memory import fmt_bytes, in_use_bytes
+
+    rows = []
+    for r, label in zip(results, engine_labels(results)):
+        rows.append([label, str(r.batch_size), fmt_bytes(r.engine.get("artifact_bytes")),
+                     fmt_bytes(in_use_bytes(r.memory)), str(r.memory.get("kind", "n/a")),
+                     str(r.memory.get("method") or r.memory.get("reason") or "")])
+    return rows
+
+
+def memory_section(results: Sequence[Any]) -> str:
+    rows = memory_rows(results)
+    if not rows or not any(r.engine.get("artifact_bytes") is not None or r.memory for r in results):
+        return ""
+    return ("<h2>Memory and size</h2><p>Artifact bytes on disk and memory in use while the engine infers "
+            "(what each backend can measure; see the last column).</p>"
+            + _table(("engine", "batch", "artifact", "memory in use", "measured as", "method"), rows))
+
+
+def _figure_b64(sweep: Mapping[str, Any]) -> str:
+    import base64
+    import tempfile
+    from pathlib import Path
+
+    from .serving_plots import latency_throughput_figure
+
+    with tempfile.TemporaryDirectory(prefix="trtprof-serving-") as tmp:
+        path = latency_throughput_figure(sweep, Path(tmp) / "curve.png")
+        return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> list[list[str]]:
+    """One row per point (the report's table and ``bench``/``compare``'s printed one; ``reasons``
+    False leaves out why energy is n/a, which the JSON and the page say)."""
+    from .memory import fmt_bytes, in_use_bytes
+
+    rows = []
+    for p in points:
+        if p.get("failed") and not p.get("rounds"):
+            rows.append([p["arm"], str(p["batch_size"]), str(p["concurrency"]), "–", "–", "–", "–", p["failed"], "–"])
+            continue
+        e = p.get("energy") or {}
+        energy = (f"{e['joules_per_inference']:.3g} J, {e['avg_power_w']:.0f} W"
+                  if e.get("joules_per_inference") is not None
+                  else f"n/a ({e.get('reason', 'not measured')})" if reasons else "n/a")
+        rows.append([p["arm"], str(p["batch_size"]), str(p["concurrency"]), f"{p['samples_per_s']:,.4g}",
+                     f"{p['requests_per_s']:,.4g}", f"{p['latency_ms']['p50']:.4g}", f"{p['latency_ms']['p99']:.4g}",
+                     fmt_bytes(in_use_bytes(p.get("memory") or {})), energy])
+    return rows
+
+
+def slo_section(slo: Mapping[str, Any]) -> str:
+    target = slo["slo_p99_ms"]
+    rows = []
+    for arm, best in slo["best"].items():
+        if "reason" in best:
+            rows.append([arm, "–", "–", "–", "–", best["reason"]])
+        else:
+            rows.append([arm, str(best["batch_size"]), str(best["concurrency"]), f"{best['samples_per_s']:,.4g}",
+                         f"{best['p99_ms']:.4g}", ""])
+    verdicts = []
+    for v in slo["verdicts"]:
+        if "estimate" in v:
+            text = (f"{v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the throughput, 95 % CI "
+                    f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}], {v['verdict']} ({v['rounds']} rounds)")
+        else:
+            text = f"{v['candidate']} vs {v['baseline']}: {v['verdict']}"
+        if v.get("reason"):
+            text += f" — {v['reason']}"
+        verdicts.append(f"<li><b>{html.escape(text)}</b></li>")
+    return (f"<h2>Throughput at p99 ≤ {target:g} ms</h2><p>{html.escape(slo['method'])}.</p>"
+            + _table(("precision", "batch", "in flight", "samples/s", "p99 ms", "why none"), rows)
+            + f"<ul>{''.join(verdicts)}</ul>")
+
+
+def serving_section(sweep: Mapping[str, Any]) -> str:
+    settings = sweep.get("settings", {})
+    parts = ["<h2>Throughput under concurrency</h2>",
+             f"<p>Closed loop: N requests in flight (N threads; on a GPU each with its own stream and execution "
+             f"context), {settings.get('rounds')} rounds of {settings.get('window_s')} s windows per point, "
+             f"interleaved across precisions. Throughput: median over rounds; latency: per request, "
+             f"pooled.</p>",
+             f'<img alt="latency vs throughput" src="data:image/png;base64,{_figure_b64(sweep)}">',
+             _table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
+                     "memory in use", "energy per inference"), point_rows(sweep["points"]))]
+    fits = sweep.get("fits") or {}
+    if any(f["did_not_fit"] for f in fits.values()):
+        items = "".join(f"<li>{html.escape(arm)}: largest batch measured {f['largest_batch_measured']}; did not fit: "
+                        + html.escape(", ".join(f"batch {d['batch_size']} ×{d['concurrency']}" for d in f["did_not_fit"])
+                                      or "none") + "</li>" for arm, f in fits.items())
+        parts.append(f"<h3>What fits in memory</h3><ul>{items}</ul>")
+    if sweep.get("slo"):
+        parts.append(slo_section(sweep["slo"]))
+    return "".join(parts)
+
+
+def sections(data: Mapping[str, Any]) -> list[str]:
+    """HTML sections for a compare or bench JSON already loaded by ``report.load``."""
+    parts = [memory_section(data.get("parsed_results", []))]
+    serving = data.get("serving")
+    sweeps = serving if isinstance(serving, list) else [serving] if serving else []
+    parts += [serving_section(s) for s in sweeps if s.get("points")]
+    return [p for p in parts if p]

@@ -1,0 +1,53 @@
+"""The latency–throughput curve of a concurrency sweep (perf_analyzer's view): per precision and
+batch size, one line through its concurrency levels, samples/s across, p99 latency up; the p99
+target as a horizontal line. Drawn from the JSON (``serving.points``), so a report can redraw it.
+matplotlib is imported inside the function (Agg)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def latency_throughput_figure(sweep: Mapping[str, Any], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .plots import colour, legend_below, save_figure, spans_decades
+
+    points: Sequence[Mapping[str, Any]] = sweep["points"]
+    lines: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    for p in points:
+        lines[(p["arm"], p["batch_size"])].append(p)
+    batches = sorted({b for _, b in lines})
+    fig, ax = plt.subplots(figsize=(7.5, 5.2), layout="constrained")
+    for (arm, batch), group in lines.items():
+        group = sorted(group, key=lambda p: p["concurrency"])
+        x = [p["samples_per_s"] for p in group]
+        y = [p["latency_ms"]["p99"] for p in group]
+        ax.plot(x, y, marker=MARKERS[batches.index(batch) % len(MARKERS)], color=colour(arm.split("#")[0]),
+                linestyle="-" if "#" not in arm else "--", label=f"{arm} batch {batch}")
+        for p, xi, yi in zip(group, x, y):
+            ax.annotate(f"×{p['concurrency']}", (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=7)
+    slo = (sweep.get("slo") or {}).get("slo_p99_ms")
+    if slo:
+        ax.axhline(slo, color="grey", linestyle=":", linewidth=1, label=f"target p99 {slo:g} ms")
+    xs = [p["samples_per_s"] for p in points if p["samples_per_s"] > 0]
+    ys = [p["latency_ms"]["p99"] for p in points if p["latency_ms"]["p99"] > 0]
+    # log axes when the values span decades (plots.spans_decades): batch 1 and batch 64 differ by 30×
+    # and more in samples/s, and a linear axis would squash the small batches into a corner
+    if xs and spans_decades(min(xs), max(xs)):
+        ax.set_xscale("log")
+    if ys and spans_decades(min(ys), max(ys)):
+        ax.set_yscale("log")
+    ax.set_xlabel("throughput (samples/s; median over rounds)")
+    ax.set_ylabel("p99 latency per request (ms)")
+    ax.set_title("Latency vs throughput; ×N: requests in flight")
+    legend_below(fig, ax)
+    save_figure(fig, Path(path))
+    plt.close(fig)
+    return Path(path)

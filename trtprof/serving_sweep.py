@@ -1,0 +1,222 @@
+"""The concurrency sweep: every precision × batch size × concurrency, in interleaved rounds.
+
+Each *point* (one engine at one batch size and concurrency) gets one window per round through
+``trtprof.serving``. Rounds interleave the precisions (A B, B A, …) at every point, back to back,
+so that drift hits all of them alike and round ``r`` of two precisions forms a pair: the SLO verdict
+(``trtprof.slo``) takes its CI from those pairs with ``trtprof.speedup``, as ``compare`` does.
+
+A point's throughput is the median over its rounds of each window's rate (``trtprof.throughput``'s
+rule: a stalled window is one of several); its latency distribution pools every request of every
+round. Memory is read while the point's sessions are open (torch: allocator peak; TensorRT: one
+context per stream; ONNX Runtime: RSS growth with its N sessions); energy adds up the windows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from . import energy, memory, preflight
+from .serving import ServingConfig, Window, cpu_sessions, gpu_sessions, run_window
+from .stats import LatencyStats
+
+METHOD = "median over rounds of requests completed in the window / window wall time (closed loop, N in flight)"
+
+
+@dataclass
+class Point:
+    arm: str  # the precision label (fp32, fp16, fp32#2 for an A/A arm)
+    precision: str
+    backend: str
+    model: str
+    batch_size: int
+    concurrency: int
+    windows: list[Window] = field(default_factory=list)
+    sessions: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] = field(default_factory=dict)
+    artifact_bytes: int | None = None
+    failed: str | None = None  # "did not fit: …" when the point ran out of memory (not measured again)
+
+    @property
+    def latency(self) -> LatencyStats:
+        pooled = np.concatenate([w.latencies_ms for w in self.windows]) if self.windows else np.empty(0)
+        return LatencyStats.from_samples(pooled if pooled.size else [float("nan")])
+
+    @property
+    def round_samples_per_s(self) -> list[float]:
+        return [w.requests_per_s * self.batch_size for w in self.windows]
+
+    @property
+    def requests_per_s(self) -> float:
+        return float(np.median([w.requests_per_s for w in self.windows])) if self.windows else float("nan")
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.requests_per_s * self.batch_size
+
+    @property
+    def energy(self) -> dict[str, Any]:
+        return energy.combine([w.energy for w in self.windows])
+
+    def to_json(self) -> dict[str, Any]:
+        lat = self.latency
+        return {
+            "arm": self.arm, "precision": self.precision, "backend": self.backend, "model": self.model,
+            "batch_size": self.batch_size, "concurrency": self.concurrency,
+            "requests_per_s": self.requests_per_s, "samples_per_s": self.samples_per_s, "throughput_method": METHOD,
+            "latency_ms": lat.to_json(),
+            "rounds": [{"requests": w.requests, "wall_s": w.wall_s, "requests_per_s": w.requests_per_s,
+                        "samples_per_s": w.requests_per_s * self.batch_size, "per_worker": w.per_worker,
+                        "stretched": w.stretched, "started_unix": w.started_unix, "ended_unix": w.ended_unix,
+                        "p50_ms": float(np.median(w.latencies_ms)) if w.requests else None,
+                        "p99_ms": float(np.percentile(w.latencies_ms, 99)) if w.requests else None,
+                        "energy": w.energy} for w in self.windows],
+            "sessions": self.sessions, "memory": self.memory, "artifact_bytes": self.artifact_bytes,
+            "energy": self.energy, "failed": self.failed,
+        }
+
+
+@dataclass
+class ServingSweep:
+    config: ServingConfig
+    points: list[Point]
+    arms: list[str]  # the first is the baseline of the SLO verdict
+    slo: dict[str, Any] | None = None
+
+    def fits(self) -> dict[str, dict[str, Any]]:
+        """Per arm: the largest batch size measured without running out of memory, and what did not fit."""
+        out = {}
+        for arm in self.arms:
+            mine = [p for p in self.points if p.arm == arm]
+            out[arm] = {"largest_batch_measured": max((p.batch_size for p in mine if p.windows), default=None),
+                        "did_not_fit": [{"batch_size": p.batch_size, "concurrency": p.concurrency, "reason": p.failed}
+                                        for p in mine if p.failed]}
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": self.config.to_json(), "arms": self.arms, "points": [p.to_json() for p in self.points],
+                "fits": self.fits(), "slo": self.slo}
+
+
+def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.ndarray], batch_size: int,
+                  config: ServingConfig, load: Callable[[Any, int], Any] | None = None
+                  ) -> tuple[Window, dict[str, Any], dict[str, Any]]:
+    """One window of ``level`` requests in flight; returns (window, sessions info, memory)."""
+    rss0 = memory.rss_bytes()
+    memory.reset_peak(runner)
+    if runner.device == "cpu":
+        loader = None
+        if load is not None and record.backend == "onnxruntime":
+            def loader(threads: int) -> Any:
+                return load(record, threads)
+        sessions_cm = cpu_sessions(runner, level, feeds, load=loader, threads=config.threads)
+        meter = None
+    else:
+        from . import cuda
+
+        sessions_cm = gpu_sessions(runner, level, feeds, copies=config.copies)
+        meter = energy.EnergyMeter(pci_bus_id=cuda.pci_bus_id(cuda.current_device()))
+    try:
+        with sessions_cm as (sessions, info):
+            rss1 = memory.rss_bytes()
+            window = run_window(sessions, warmup_s=config.warmup_s, window_s=config.window_s,
+                                min_requests=config.min_requests, meter=meter, batch_size=batch_size)
+            used = memory.inference_memory(runner, rss_before_load=rss0, rss_after_load=rss1, rss_before_run=rss1,
+                                           rss_after_run=memory.rss_bytes())
+    finally:
+        if meter is not None:
+            meter.close()
+    if meter is None:
+        window.energy = energy.not_available(energy.CPU_REASON)
+    return window, info, used
+
+
+def did_not_fit(err: BaseException, runner: Any) -> str:
+    """The reason a point ran out of memory; the runner's cached blocks are given back (torch) so the
+    next point starts from what is really in use."""
+    trim = getattr(runner, "trim", None)
+    if trim is not None:
+        trim()
+    first = (str(err).strip().splitlines() or [""])[0][:200]
+    return f"did not fit: {type(err).__name__}" + (f": {first}" if first else "")
+
+
+def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: ServingConfig, *,
+                  shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
+                  int_range: tuple[int, int] | None = None, autotune: bool = True,
+                  on_point: Callable[[Point, int], None] | None = None) -> ServingSweep:
+    """Every arm (label → engine record; the first is the baseline) × batch size × concurrency, in
+    ``config.rounds`` interleaved rounds; with ``config.slo_ms`` also the throughput at that p99."""
+    from .backends.base import set_autotune
+    from .bench import load_runner
+    from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+
+    names = list(arms)
+    runners: dict[str, Any] = {}
+    points: dict[tuple[str, int, int], Point] = {}
+    try:
+        for name in names:
+            runners[name] = load_runner(arms[name])
+            set_autotune(runners[name], autotune)
+        first, record0 = runners[names[0]], arms[names[0]]
+        overrides = {**record0.spec.shape_overrides(), **(shapes or {})}
+        feeds = {b: make_inputs(first.inputs, resolve_shapes(first.inputs, b, overrides, model_path=record0.model_path),
+                                seed=seed, int_range=int_range or DEFAULT_INT_RANGE) for b in batch_sizes}
+        for r in range(config.rounds):
+            order = names if r % 2 == 0 else names[::-1]
+            for level in config.concurrency:
+                for batch in batch_sizes:
+                    for name in order:
+                        rec = arms[name]
+                        point = points.setdefault((name, batch, int(level)), Point(
+                            arm=name, precision=rec.precision, backend=rec.backend, model=rec.model, batch_size=batch,
+                            concurrency=int(level), artifact_bytes=memory.artifact_bytes(rec.artifact_path)))
+                        if point.failed:
+                            continue
+                        try:
+                            window, info, used = measure_point(rec, runners[name], int(level), feeds[batch], batch,
+                                                               config, load=lambda record, k: load_runner(record, threads=k))
+                        except Exception as err:  # noqa: BLE001 - only running out of memory is an answer here
+                            if not preflight.is_out_of_memory(err):
+                                raise
+                            point.failed = did_not_fit(err, runners[name])
+                            continue
+                        point.windows.append(window)
+                        point.sessions, point.memory = info, used
+                        if on_point is not None:
+                            on_point(point, r)
+    finally:
+        for runner in runners.values():
+            runner.close()
+    ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
+    result = ServingSweep(config=config, points=ordered, arms=names)
+    if config.slo_ms is not None:
+        from .slo import at_target
+
+        result.slo = at_target(ordered, names, config.slo_ms)
+    return result
+
+
+PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16", "int8")  # baseline first
+
+
+def group_arms(records: Sequence[Any]) -> list[dict[str, Any]]:
+    """``bench``'s engines → one arm mapping per (model, backend), FP32 first (the baseline), an
+    engine of a precision already present labelled ``fp16#2`` and so on."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in records:
+        groups.setdefault((r.model, r.backend), []).append(r)
+    out = []
+    for group in groups.values():
+        group.sort(key=lambda r: (PRECISION_ORDER.index(r.precision) if r.precision in PRECISION_ORDER
+                                  else len(PRECISION_ORDER), r.created))
+        arms: dict[str, Any] = {}
+        for r in group:
+            label, k = r.precision, 1
+            while label in arms:
+                k += 1
+                label = f"{r.precision}#{k}"
+            arms[label] = r
+        out.append(arms)
+    return out
