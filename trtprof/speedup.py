@@ -168,7 +168,12 @@ def round_pairs(values: Values) -> np.ndarray:
     rounds of a pair, so an order effect cancels inside each pair). An unpaired last round stands alone."""
     v = np.asarray(values, dtype=np.float64)
     n = v.size // 2 * 2
-    return np.concatenate([(v[:n:2] + v[1:n:2]) / 2, v[n:]])
+    pairs = v[:n].reshape(-1, 2)
+    finite = np.isfinite(pairs)
+    # a round set aside (NaN) leaves its partner standing alone; a pair with both set aside stays NaN
+    means = np.where(finite.any(axis=1), np.where(finite, pairs, 0.0).sum(axis=1) / np.maximum(finite.sum(axis=1), 1),
+                     np.nan)
+    return np.concatenate([means, v[n:]])
 
 
 def load_value(values: Values) -> float:
