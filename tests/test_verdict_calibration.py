@@ -1,60 +1,138 @@
 """Calibration in CI: the real loop (interleave → speedup) on simulated runners of known truth.
 
 A reduced replicate count (the full 500-replicate table is benchmarks/verdict_calibration.py).
-Each check is a one-sided binomial test against the issue's figure: it fails when the observed
-rate is significantly worse (p < 0.01) than the figure, so with these counts it still fails for a
-real defect (a 15 % A/A false-alarm rate, or 85 % coverage), without failing on sampling noise.
 The seeds are fixed: the run is deterministic for a given code.
+
+One-sided checks (``worse_than``): the observed rate must not be significantly worse (p < 0.01)
+than the issue's figure — with these counts that still fails for a real defect (a 15 % A/A
+false-alarm rate, or 85 % coverage) without failing on sampling noise.
+
+Two-sided checks (``test_ci_is_neither_too_narrow_nor_too_wide``). The reported 95 % CI is
+conservative (it covers 97–100 % of these cases: the hull with the sign-flip interval, and a
+bootstrap that errs wide), so its coverage cannot show a CI becoming narrower until it is far too
+narrow, nor one becoming wider at all. The standard error behind it can: the interval
+``estimate · exp(± t(df, c) · SE)`` at c = 50 % and 80 % (``Speedup.interval``) must cover the truth
+in a share of replicates that is neither significantly below nor significantly above what that SE
+predicts — a two-sided exact binomial test, p > 0.01, of the number of replicates covered against
+``expected_coverage`` (the mean over replicates of P(|T_df| ≤ k · t(df, c)), T Student's t with the
+replicate's own df). ``k`` is the SE's documented excess:
+
+* loads that differ (per-load offsets 3–8 %): k = 1, the SE is meant to be right;
+* identical loads (stationary noise, 1 % outliers): k = 1.6 — with no between-load spread the
+  two-stage bootstrap counts the round-to-round spread twice (stage 1 draws loads whose medians
+  already carry it, stage 2 redraws it): √2 of excess, the designed "errs wide"; the bootstrap of a
+  median of a few rounds adds a little more. Measured with these seeds (2026-12-01): the median SE
+  is 1.40–1.49 × the standard deviation of the estimates across replicates, and the coverages fit
+  k = 1.6 (two-sided p ≥ 0.09 at both levels; k = √2 would fail the 80 % interval of the outlier case).
+
+With 120 replicates the two-sided 99 % acceptance region for a 50 % interval is about ±12 points of
+coverage, which an SE 35 % too small or too large leaves (at 80 %: ±9 points). The one-engine burst
+and bimodal cases are not in the two-sided check: there the round medians jump (a slow block, a
+block median flipping between modes), which the robust estimate ignores and the SE rightly counts.
 """
 from __future__ import annotations
 
+
+import numpy as np
 import pytest
+from scipy import stats as sps
 
 from trtprof import calibration as cal
-from trtprof.speedup import FASTER
+from trtprof.interleave import RoundPlan, run_interleaved
+from trtprof.speedup import FASTER, SLOWER, Speedup, t_quantile
 
 REPLICATES = 120  # ~20 s on the 2-core machine when it is quiet
+SEED = 7
 P_FAIL = 0.01
+CASES = (("stationary 10 %", 1.0), ("stationary 10 %", 1.05), ("per-load offsets 3-8 %", 1.0),
+         ("per-load offsets 3-8 %", 1.05), ("one-engine burst, 2 rounds", 1.0),
+         ("1 % outliers 5x", 1.0), ("bimodal 55/45 vs steady", 1.0))
+SE_EXCESS = {"stationary 10 %": 1.6, "1 % outliers 5x": 1.6, "per-load offsets 3-8 %": 1.0}
+LEVELS = (0.5, 0.8)
 
 
 def worse_than(successes: int, n: int, figure: float) -> float:
     """p-value of 'the true success rate is below ``figure``' given ``successes`` of ``n``."""
-    from scipy import stats as sps
-
     return float(sps.binomtest(successes, n, figure, alternative="less").pvalue)
 
 
+def two_sided(successes: int, n: int, expected: float) -> float:
+    """p-value of 'the true success rate is ``expected``' (exact binomial, two-sided)."""
+    return float(sps.binomtest(successes, n, expected, alternative="two-sided").pvalue)
+
+
+def replicate_speedups(case: cal.Case, ratio: float, replicates: int, seed: int) -> list[Speedup]:
+    """``calibration.run_replicate``'s loop, keeping the whole ``Speedup`` (its SE and df)."""
+    out = []
+    for k in range(replicates):
+        world = cal.SimWorld(case, seed * 100_003 + k)
+        plan, names = RoundPlan(), ("base", "cand")
+        outcome = run_interleaved(names, lambda i: world.open_load(i, names, (ratio, 1.0), plan.min_loads), plan,
+                                  clock=world.clock)
+        out.append(outcome.speedups["cand"])
+    return out
+
+
+def expected_coverage(speedups: list[Speedup], level: float, excess: float) -> float:
+    """Mean over replicates of P(|T_df| ≤ excess · t(df, level)): the coverage of the level-``level``
+    interval when the SE is ``excess`` times the estimate's true standard deviation."""
+    return float(np.mean([2 * sps.t.cdf(excess * t_quantile(s.df, level), max(s.df, 1)) - 1 for s in speedups]))
+
+
+def covered(speedups: list[Speedup], truth: float, level: float | None = None) -> int:
+    intervals = [(s.ci_low, s.ci_high) if level is None else s.interval(level) for s in speedups]
+    return sum(low <= truth <= high for low, high in intervals)
+
+
 @pytest.fixture(scope="module")
-def summaries():
-    rows = {}
-    for name, ratio in (("stationary 10 %", 1.0), ("stationary 10 %", 1.05), ("per-load offsets 3-8 %", 1.0),
-                        ("per-load offsets 3-8 %", 1.05), ("one-engine burst, 2 rounds", 1.0),
-                        ("1 % outliers 5x", 1.0), ("bimodal 55/45 vs steady", 1.0)):
-        rows[(name, ratio)] = cal.summarize_case(cal.case_named(name), ratio, REPLICATES, seed=7)
-    return rows
+def runs() -> dict[tuple[str, float], tuple[float, list[Speedup]]]:
+    return {(name, ratio): (cal.case_named(name).true_ratio(ratio),
+                            replicate_speedups(cal.case_named(name), ratio, REPLICATES, SEED))
+            for name, ratio in CASES}
 
 
 @pytest.mark.slow
-def test_a_a_is_rarely_decisive(summaries):
-    for (name, ratio), s in summaries.items():
-        if ratio == 1.0 and s.truth == 1.0:
-            not_decisive = round((1 - s.decisive_rate) * s.replicates)
-            assert worse_than(not_decisive, s.replicates, 0.95) > P_FAIL, (name, s.decisive_rate)
+def test_a_a_is_rarely_decisive(runs):
+    for (name, ratio), (truth, speedups) in runs.items():
+        if ratio == 1.0 and truth == 1.0:
+            not_decisive = sum(s.verdict not in (FASTER, SLOWER) for s in speedups)
+            assert worse_than(not_decisive, REPLICATES, 0.95) > P_FAIL, (name, not_decisive)
 
 
 @pytest.mark.slow
-def test_coverage_of_the_true_ratio(summaries):
-    for (name, ratio), s in summaries.items():
+def test_coverage_of_the_true_ratio(runs):
+    for (name, ratio), (truth, speedups) in runs.items():
         figure = 0.95 if name in cal.STATIONARY else 0.94
-        covered = round(s.coverage * s.replicates)
-        assert worse_than(covered, s.replicates, figure) > P_FAIL, (name, ratio, s.coverage)
+        assert worse_than(covered(speedups, truth), REPLICATES, figure) > P_FAIL, (name, ratio, covered(speedups, truth))
 
 
 @pytest.mark.slow
-def test_a_true_five_percent_at_ten_percent_noise_is_called_faster(summaries):
-    s = summaries[("stationary 10 %", 1.05)]
-    faster = round(s.verdicts[FASTER] * s.replicates)
-    assert worse_than(faster, s.replicates, 0.80) > P_FAIL, s.verdicts
+def test_ci_is_neither_too_narrow_nor_too_wide(runs):
+    for (name, ratio), (truth, speedups) in runs.items():
+        if name not in SE_EXCESS:
+            continue
+        for level in LEVELS:
+            expected = expected_coverage(speedups, level, SE_EXCESS[name])
+            observed = covered(speedups, truth, level)
+            assert two_sided(observed, REPLICATES, expected) > P_FAIL, (name, ratio, level, observed / REPLICATES, expected)
+
+
+@pytest.mark.slow
+def test_a_true_five_percent_at_ten_percent_noise_is_called_faster(runs):
+    _, speedups = runs[("stationary 10 %", 1.05)]
+    faster = sum(s.verdict == FASTER for s in speedups)
+    assert worse_than(faster, REPLICATES, 0.80) > P_FAIL, faster
+
+
+def test_the_two_sided_check_has_power_both_ways():
+    """What the bounds above can see, on the binomial alone: with 120 replicates an interval meant
+    to cover 50 % that covers 35 % (SE ~35 % too small) or 65 % (too large) is refused, and the
+    expected coverage moves that far when the SE is off by that much."""
+    assert two_sided(42, REPLICATES, 0.5) < P_FAIL and two_sided(78, REPLICATES, 0.5) < P_FAIL
+    assert two_sided(60, REPLICATES, 0.5) > 0.5
+    s = Speedup(1.0, 0.9, 1.1, se_log=0.01, df=7)
+    assert expected_coverage([s], 0.5, 1.0) == pytest.approx(0.5)
+    assert expected_coverage([s], 0.5, 0.65) < 0.35 and expected_coverage([s], 0.5, 1.35) > 0.64
 
 
 def test_the_simulation_is_what_it_says():

@@ -1,0 +1,205 @@
+"""FP16's limits as trtprof defines them, tested on the representable values either side.
+
+* overflow: a value above FP16_MAX = 65504 (the largest finite FP16); 65504 itself is fine, the next
+  float32 above it (65504.004) is a risk — trtprof's rule, conservative by half an FP16 step (FP16
+  round-to-nearest gives inf only from 65520 on);
+* underflow: a non-zero value below FP16_MIN_SUBNORMAL = 2⁻²⁴ is "lost"; values between 2⁻²⁴ and
+  FP16_MIN_NORMAL = 2⁻¹⁴ are subnormals (kept, fewer bits), not an underflow risk;
+* an underflow finding needs UNDERFLOW_SHARE (10 %) of the non-zero values *and* UNDERFLOW_MIN_VALUES (16).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trtprof import fp16range as fr
+from trtprof.convert.fp16_weights import FP16_MAX, FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F32 = np.float32
+ABOVE_MAX = float(np.nextafter(F32(FP16_MAX), F32(np.inf)))  # 65504.004: the next float32
+BELOW_SUBNORMAL = float(np.nextafter(F32(FP16_MIN_SUBNORMAL), F32(0)))
+BELOW_NORMAL = float(np.nextafter(F32(FP16_MIN_NORMAL), F32(0)))
+
+
+def test_the_limits_are_numpys_float16_limits():
+    info = np.finfo(np.float16)
+    assert FP16_MAX == float(info.max) == 65504.0
+    assert FP16_MIN_NORMAL == float(info.smallest_normal) == 2.0 ** -14
+    assert FP16_MIN_SUBNORMAL == float(info.smallest_subnormal) == 2.0 ** -24
+    assert np.isfinite(np.float16(FP16_MAX)) and np.float16(FP16_MIN_SUBNORMAL) > 0
+
+
+def _range(values, name="t") -> fr.TensorRange:
+    return fr.tensor_range(name, f"node_{name}", "Mul", np.asarray(values, dtype=np.float32))
+
+
+def test_tensor_range_counts_strictly_below_each_limit():
+    r = _range([FP16_MIN_NORMAL, BELOW_NORMAL, FP16_MIN_SUBNORMAL, BELOW_SUBNORMAL, 0.0, -1.0, np.inf, np.nan])
+    assert r.nonzero == 5 and r.nonfinite == 2 and r.elements == 8 and r.max_abs == 1.0
+    assert r.below_normal_share == pytest.approx(3 / 5)  # BELOW_NORMAL, 2⁻²⁴, BELOW_SUBNORMAL
+    assert r.below_subnormal_share == pytest.approx(1 / 5)  # only BELOW_SUBNORMAL
+    empty = _range([0.0, np.nan])
+    assert (empty.nonzero, empty.max_abs, empty.below_subnormal_share) == (0, 0.0, 0.0)
+
+
+def test_overflow_from_the_first_float32_above_65504():
+    at_max, above = _range([1.0, -FP16_MAX], "at_max"), _range([1.0, -ABOVE_MAX], "above")
+    findings = fr.findings_of([at_max, above], {})
+    assert [(f.kind, f.tensor) for f in findings] == [(fr.OVERFLOW, "above")]
+    assert findings[0].value == pytest.approx(ABOVE_MAX) and "> 65504 → inf in FP16" in findings[0].message
+    # a tenth more than the limit is not needed: 65504.004 is already a risk, 1.9 × 65504 certainly
+    assert fr.findings_of([_range([1.9 * FP16_MAX])], {})[0].kind == fr.OVERFLOW
+
+
+def _underflowing(lost: int, total: int, tiny: float = BELOW_SUBNORMAL) -> fr.TensorRange:
+    """``total`` non-zero values, ``lost`` of them ``tiny``, the rest 1.0."""
+    return _range([tiny] * lost + [1.0] * (total - lost), "u")
+
+
+def test_underflow_share_from_ten_percent_on():
+    assert fr.UNDERFLOW_SHARE == 0.10
+    [finding] = fr.findings_of([_underflowing(20, 200)], {})  # exactly 10 %, 20 values
+    assert finding.kind == fr.UNDERFLOW and finding.value == pytest.approx(0.10)
+    assert fr.findings_of([_underflowing(19, 200)], {}) == ()  # 9.5 %
+    assert fr.findings_of([_underflowing(21, 200)], {})[0].value == pytest.approx(0.105)
+
+
+def test_underflow_needs_sixteen_values():
+    assert fr.UNDERFLOW_MIN_VALUES == 16
+    assert len(fr.findings_of([_underflowing(16, 160)], {})) == 1  # 10 %, 16 values
+    assert fr.findings_of([_underflowing(15, 150)], {}) == ()  # 10 %, 15 values
+
+
+def test_subnormal_values_are_not_an_underflow_risk():
+    """Values below 2⁻¹⁴ but not below 2⁻²⁴ survive in FP16 as subnormals: no finding, even when
+    every value is one (the 2⁻¹⁴ mistake would report them all)."""
+    for tiny in (1e-6, FP16_MIN_SUBNORMAL, BELOW_NORMAL):
+        r = _underflowing(200, 200, tiny)
+        assert r.below_normal_share == 1.0 and r.below_subnormal_share == 0.0
+        assert fr.findings_of([r], {}) == ()
+
+
+def test_a_finding_keeps_the_producer_and_its_readers_and_knows_when_a_keep_list_covers_them():
+    from trtprof.convert.keeplist import KeepFp32
+
+    r = _range([ABOVE_MAX], "t")
+    [f] = fr.findings_of([r], {"t": ["reader1", "reader2", "node_t"]})
+    assert f.keep_nodes == ("node_t", "reader1", "reader2") and not f.covered
+    assert f.option == "--layer-precisions node_t:fp32,reader1:fp32,reader2:fp32"
+    all_kept = KeepFp32(nodes=("node_t", "reader1", "reader2"))
+    assert fr.findings_of([r], {"t": ["reader1", "reader2"]}, all_kept)[0].covered
+    one_missing = KeepFp32(nodes=("node_t", "reader1"))
+    assert not fr.findings_of([r], {"t": ["reader1", "reader2"]}, one_missing)[0].covered
+    by_op = KeepFp32(ops=("Div",))
+    assert fr.findings_of([r], {"t": ["reader1"]}, by_op, ops={"node_t": "Div", "reader1": "Div"})[0].covered
+    assert not fr.findings_of([r], {"t": ["reader1"]}, by_op, ops={"node_t": "Div", "reader1": "Mul"})[0].covered
+
+
+def _scale_model(k: float):
+    """y = x · k with k a Constant node: the only analysed tensor is y (Constant outputs are weights)."""
+    const = helper.make_node("Constant", [], ["k"], name="const_k",
+                             value=numpy_helper.from_array(np.array(k, dtype=np.float32), "k"))
+    mul = helper.make_node("Mul", ["x", "k"], ["y"], name="scale")
+    graph = helper.make_graph([const, mul], "scale", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_analyze_flags_a_tensor_just_above_65504_and_not_one_at_it():
+    """The whole chain (ONNX Runtime in FP32, every tensor exposed) at the edge: x = 1, y = x · k."""
+    x = {"x": np.ones((1, 1), dtype=np.float32)}
+    assert fr.analyze(_scale_model(FP16_MAX), x).of_kind(fr.OVERFLOW) == []
+    [finding] = fr.analyze(_scale_model(ABOVE_MAX), x).of_kind(fr.OVERFLOW)
+    assert (finding.tensor, finding.node, finding.value) == ("y", "scale", pytest.approx(ABOVE_MAX))
+
+
+def test_runs_hold_up_to_max_run_elements_values():
+    half = fr.MAX_RUN_ELEMENTS // 2
+    assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half}, 1) == [["a", "b"]]
+    assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half + 1}, 1) == [["a"], ["b"]]
+    assert fr.plan_runs(["big"], {"big": 3 * fr.MAX_RUN_ELEMENTS}, 1) == [["big"]]  # a bigger tensor runs alone
+
+
+def test_up_to_max_runs_runs_every_tensor_and_beyond_it_samples():
+    one_run_each = {f"t{i}": fr.MAX_RUN_ELEMENTS for i in range(fr.MAX_RUNS + 1)}
+    names = list(one_run_each)
+    assert len(fr.plan_runs(names[:fr.MAX_RUNS], one_run_each, 1)) == fr.MAX_RUNS == 8
+    sampled = fr.plan_runs(names, one_run_each, 1)
+    assert len(sampled) <= fr.MAX_RUNS and sampled[0] == ["t0"] and sampled[-1] == [names[-1]]
+
+
+def test_first_samples_cuts_a_dynamic_batch_above_eight():
+    from trtprof.spec import TensorSpec
+
+    dynamic = [TensorSpec("x", "float32", ("N", 2))]
+    nine, eight = np.zeros((9, 2), np.float32), np.zeros((8, 2), np.float32)
+    assert fr.MAX_BATCH == 8
+    assert fr.first_samples({"x": nine}, dynamic)["x"].shape == (8, 2)
+    assert fr.first_samples({"x": eight}, dynamic)["x"].shape == (8, 2)
+    assert fr.first_samples({"x": nine}, [])["x"].shape == (9, 2)  # no inputs known: fed whole
+
+
+def test_five_findings_per_kind_are_listed_and_the_sixth_is_counted():
+    def analysis(n):
+        found = tuple(fr.RangeFinding(fr.OVERFLOW, f"t{i}", f"n{i}", "Mul", 1e6, (f"n{i}",)) for i in range(n))
+        return fr.RangeAnalysis(findings=found, float_tensors=n, analysed=n, runs=1, input_shapes={"x": (1,)})
+
+    assert fr.FINDINGS_SHOWN == 5
+    five, six = analysis(5).lines(), analysis(6).lines()
+    assert sum(line.startswith("overflow risk") for line in five) == 5 and not any("more overflow" in s for s in five)
+    assert sum(line.startswith("overflow risk") for line in six) == 5
+    assert "… and 1 more overflow risk(s) (JSON: fp16_range)" in six
+
+
+def test_the_json_keeps_the_ten_largest_tensors():
+    tensors = tuple(_range([float(i + 1)], f"t{i}") for i in range(11))
+    kept = fr.RangeAnalysis(tensors=tensors, float_tensors=11, analysed=11).to_json()["largest_tensors"]
+    assert fr.LARGEST_KEPT == 10 and len(kept) == 10
+    assert [t["name"] for t in kept][:2] == ["t10", "t9"] and "t0" not in {t["name"] for t in kept}
+    thresholds = fr.RangeAnalysis().to_json()["thresholds"]
+    assert thresholds == {"overflow_max_abs": 65504.0, "min_normal": 2.0 ** -14, "min_subnormal": 2.0 ** -24,
+                          "underflow_share": 0.10, "underflow_min_values": 16}
+
+
+def test_sampled_only_when_fewer_tensors_were_analysed_than_exist():
+    assert fr.RangeAnalysis(float_tensors=4, analysed=3).sampled
+    assert not fr.RangeAnalysis(float_tensors=4, analysed=4).sampled
+
+
+# --- the converter's limits (convert/fp16.py passes them; fp16_weights counts what they did) ------
+
+def _weights(values) -> "onnx.ModelProto":
+    w = numpy_helper.from_array(np.asarray(values, np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["y"], name="scale")], "weights",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", len(values)])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", len(values)])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _converted_weights(values):
+    from trtprof.convert.fp16 import convert_fp16
+
+    conversion = convert_fp16(_weights(values))
+    w = next(i for i in conversion.model.graph.initializer if i.name == "w")
+    return numpy_helper.to_array(w).astype(np.float64), conversion.weights
+
+
+def test_65504_converts_exactly_and_the_next_float32_is_clamped_and_counted():
+    new, report = _converted_weights([FP16_MAX, -ABOVE_MAX, 3e4])
+    assert list(new) == [65504.0, -65504.0, 30000.0]
+    assert report.count("clamped") == 1 and report.count("raised") == 0 and report.max_abs == pytest.approx(ABOVE_MAX)
+
+
+def test_2_to_the_minus_24_converts_exactly_and_a_smaller_weight_is_raised_to_it():
+    new, report = _converted_weights([FP16_MIN_SUBNORMAL, BELOW_SUBNORMAL, -BELOW_SUBNORMAL, 0.0])
+    assert list(new) == [FP16_MIN_SUBNORMAL, FP16_MIN_SUBNORMAL, -FP16_MIN_SUBNORMAL, 0.0]
+    assert report.count("raised") == 2 and report.count("clamped") == 0
+
+
+def test_subnormal_weights_are_counted_from_2_to_the_minus_24_up_to_below_2_to_the_minus_14():
+    _, report = _converted_weights([FP16_MIN_SUBNORMAL, BELOW_NORMAL, FP16_MIN_NORMAL, BELOW_SUBNORMAL])
+    assert report.subnormal_values == 2 and report.subnormal_tensors == 1
+    assert any("stored as subnormals" in line for line in report.notes())

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""A small mutation check: do the tests notice when a threshold, a comparison or a guard changes?
+
+Why a script and not mutmut: mutmut 3 copies the project into ``mutants/`` and rewrites every
+function into a trampoline, which this package's worker processes (spawned with the package root
+on ``PYTHONPATH``) and its lazy imports do not survive; this script needs nothing but ``ast``.
+
+Each mutant changes ONE thing in one module (the tree is parsed with ``ast``, one node changed,
+the module written back with ``ast.unparse`` into a scratch copy of the repository):
+
+* ``cmp``: a comparison operator flipped (< ↔ <=, > ↔ >=, == ↔ !=, in ↔ not in, is ↔ is not);
+* ``const``: a numeric literal changed (an int k → k + 1; a float x → x · 1.1 and x · 0.9; 0.0 → 0.1);
+  a module-level named threshold (``NAME = number``) gets both directions, so a test that checks only
+  one side of the threshold leaves a survivor;
+* ``bool``: True ↔ False, ``and`` ↔ ``or``, ``not x`` → ``x``;
+* ``guard``: an ``if`` whose body ends in ``raise``/``return``/``continue`` made never to run
+  (its test replaced by ``False``): the removed guard.
+
+Docstrings, other strings, f-strings, annotations, literal parameter defaults (``seed=0``) and
+``if TYPE_CHECKING`` blocks are not mutated. A mutant is
+*killed* when its test files fail (or time out: ``--timeout``), *survived* when they pass. The test
+files per module are ``MODULE_TESTS`` (fast, ``-x -q -p no:cacheprovider -m "not slow"``). Mutants
+judged equivalent (no test can tell them apart; the reason is stated) are in ``EQUIVALENT`` and
+counted apart from the score.
+
+    PYTHONPATH=. python tools/mutate.py                      # every module, every mutant
+    PYTHONPATH=. python tools/mutate.py --module trtprof/cache.py --sample 40 --seed 1
+    PYTHONPATH=. python tools/mutate.py --list               # the mutants, nothing run
+
+The result table goes to ``tools/mutation-results.md`` (``--out``). Not part of CI: a full run takes
+tens of minutes on two cores.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Module → the test files that own its behaviour (edge tests first: they fail fastest).
+MODULE_TESTS: dict[str, tuple[str, ...]] = {
+    "trtprof/speedup.py": ("tests/test_edges_speedup.py", "tests/test_compare.py"),
+    "trtprof/cache.py": ("tests/test_edges_cache.py", "tests/test_spec_cache.py", "tests/test_cache_hygiene.py"),
+    "trtprof/fp16range.py": ("tests/test_edges_fp16.py", "tests/test_fp16.py"),
+    "trtprof/convert/fp16.py": ("tests/test_edges_fp16.py", "tests/test_fp16.py"),
+    "trtprof/diagnose.py": ("tests/test_edges_diagnose.py", "tests/test_diagnose.py"),
+}
+
+# The three slowest tests of test_fp16.py (whole compare runs, 3–6 s each) are left out of the mutation
+# run; what they check end to end is covered piecewise by the faster tests of the same file.
+_FP16_SLOW = ("tests/test_fp16.py::test_compare_on_a_model_zoo_graph_predicts_its_overflows",
+              "tests/test_fp16.py::test_the_prediction_holds_on_a_model_zoo_graph_in_real_fp16_arithmetic",
+              "tests/test_fp16.py::test_compare_predicts_the_overflow_cpu_fp16_does_not_show")
+DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/fp16range.py": _FP16_SLOW, "trtprof/convert/fp16.py": _FP16_SLOW}
+
+# (module, line, mutation) → why no test can distinguish the mutant from the original.
+EQUIVALENT: dict[tuple[str, int, str], str] = {}
+
+CMP_FLIPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+             ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+CMP_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+            ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    index: int  # position of the node in the module's ast.walk order (stable for one source)
+    line: int
+    kind: str
+    description: str
+    variant: int = 0  # which of a node's mutations
+
+
+def _skipped_nodes(tree: ast.AST) -> set[int]:
+    """ids of nodes never mutated: docstrings, annotations, TYPE_CHECKING blocks, f-string parts."""
+    skip: set[int] = set()
+
+    def mark(node: ast.AST | None) -> None:
+        if node is not None:
+            skip.update(id(n) for n in ast.walk(node))
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                mark(first)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            mark(node.returns)
+            for arg in [*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs, node.args.vararg, node.args.kwarg]:
+                if arg is not None:
+                    mark(arg.annotation)
+            for default in [*node.args.defaults, *node.args.kw_defaults]:
+                if isinstance(default, ast.Constant):
+                    mark(default)  # a literal default (seed=0): callers pass their own; not a threshold
+        if isinstance(node, ast.AnnAssign):
+            mark(node.annotation)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            mark(node)
+        if isinstance(node, ast.JoinedStr):
+            mark(node)  # message text: a changed format spec is not behaviour the mutation check is about
+    return skip
+
+
+def _module_constants(tree: ast.Module) -> set[int]:
+    """ids of the number literals that are module-level named constants (``NAME = 0.5``)."""
+    out = set()
+    for stmt in tree.body:
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        if value is not None:
+            for n in ast.walk(value):
+                if isinstance(n, ast.Constant) and _is_number(n.value):
+                    out.add(id(n))
+    return out
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _new_numbers(value: float, named: bool) -> list[float]:
+    if isinstance(value, int):
+        return [value + 1, value - 1] if named else [value + 1]
+    if value == 0.0:
+        return [0.1]
+    return [value * 1.1, value * 0.9]
+
+
+def _guard_ends(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Raise, ast.Return, ast.Continue))
+
+
+def mutations_of(node: ast.AST, named: bool) -> list[tuple[str, str]]:
+    """(kind, description) of each mutation of ``node``; the order is the variant number."""
+    if isinstance(node, ast.Compare):
+        return [("cmp", f"`{CMP_TEXT[type(op)]}` → `{CMP_TEXT[CMP_FLIPS[type(op)]]}`")
+                for op in node.ops if type(op) in CMP_FLIPS]
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return [("bool", f"{node.value} → {not node.value}")]
+    if isinstance(node, ast.Constant) and _is_number(node.value):
+        return [("const", f"{node.value!r} → {new!r}") for new in _new_numbers(node.value, named)]
+    if isinstance(node, ast.BoolOp):
+        a, b = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+        return [("bool", f"`{a}` → `{b}`")]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return [("bool", "`not x` → `x`")]
+    if isinstance(node, ast.If) and _guard_ends(node.body):
+        what = type(node.body[-1]).__name__.lower()
+        return [("guard", f"guard `if …: {what}` removed (test → False)")]
+    return []
+
+
+def apply(node: ast.AST, variant: int, named: bool) -> None:
+    """Mutate ``node`` in place (a deep copy of the tree)."""
+    if isinstance(node, ast.Compare):
+        flippable = [i for i, op in enumerate(node.ops) if type(op) in CMP_FLIPS]
+        i = flippable[variant]
+        node.ops[i] = CMP_FLIPS[type(node.ops[i])]()
+    elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        node.value = not node.value
+    elif isinstance(node, ast.Constant):
+        node.value = _new_numbers(node.value, named)[variant]
+    elif isinstance(node, ast.BoolOp):
+        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+    elif isinstance(node, ast.UnaryOp):
+        node.op = ast.UAdd()  # marked; mutated_source replaces the node by its operand
+    elif isinstance(node, ast.If):
+        node.test = ast.Constant(value=False)
+
+
+def enumerate_mutants(module: str) -> list[Mutant]:
+    tree = ast.parse((ROOT / module).read_text())
+    skip, named = _skipped_nodes(tree), _module_constants(tree)
+    out = []
+    for index, node in enumerate(ast.walk(tree)):
+        if id(node) in skip:
+            continue
+        for variant, (kind, text) in enumerate(mutations_of(node, id(node) in named)):
+            out.append(Mutant(module, index, getattr(node, "lineno", 0), kind, text, variant))
+    return out
+
+
+def _not_in_place(tree: ast.Module) -> ast.Module:
+    """``not x`` mutated to ``+x`` breaks on non-numbers; replace such nodes by their operand."""
+    class Unwrap(ast.NodeTransformer):
+        def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+            self.generic_visit(node)
+            return node.operand if isinstance(node.op, ast.UAdd) and getattr(node, "_mutated", False) else node
+    return Unwrap().visit(tree)
+
+
+def mutated_source(m: Mutant) -> str:
+    tree = ast.parse((ROOT / m.module).read_text())
+    named = _module_constants(tree)
+    nodes = list(ast.walk(tree))
+    node = nodes[m.index]
+    apply(node, m.variant, id(node) in named)
+    if isinstance(node, ast.UnaryOp):
+        node._mutated = True  # type: ignore[attr-defined]
+        tree = _not_in_place(tree)
+    ast.fix_missing_locations(tree)
+    return ast.unparse(tree) + "\n"
+
+
+def scratch_copy() -> Path:
+    """The package, its tests and the pytest config in a temp folder that mutants are written into."""
+    where = Path(tempfile.mkdtemp(prefix="trtprof-mutate-"))
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    shutil.copytree(ROOT / "trtprof", where / "trtprof", ignore=ignore)
+    shutil.copytree(ROOT / "tests", where / "tests", ignore=ignore)
+    for name in ("setup.cfg", "pyproject.toml", "conftest.py"):
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, where / name)
+    return where
+
+
+def run_tests(where: Path, module: str, timeout: float) -> tuple[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(where), "PYTHONDONTWRITEBYTECODE": "1"}
+    deselect = [arg for test in DESELECTED.get(module, ()) for arg in ("--deselect", test)]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *deselect,
+           *MODULE_TESTS[module]]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=where, env=env, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.perf_counter() - t0
+    return ("survived" if proc.returncode == 0 else "killed" if proc.returncode == 1 else f"error rc={proc.returncode}"), \
+        time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--module", action="append", help="module path (repeatable); default: all of MODULE_TESTS")
+    ap.add_argument("--sample", type=int, default=0, help="at most this many mutants per module (seeded sample)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant; a timeout counts as killed")
+    ap.add_argument("--out", type=Path, default=ROOT / "tools" / "mutation-results.md")
+    ap.add_argument("--list", action="store_true", help="print the mutants and stop")
+    args = ap.parse_args(argv)
+    modules = args.module or list(MODULE_TESTS)
+    plan: dict[str, list[Mutant]] = {}
+    totals: dict[str, int] = {}
+    for module in modules:
+        mutants = enumerate_mutants(module)
+        totals[module] = len(mutants)
+        if args.sample and len(mutants) > args.sample:
+            mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.line, m.index))
+        plan[module] = mutants
+    if args.list:
+        for module, mutants in plan.items():
+            for m in mutants:
+                print(f"{module}:{m.line}\t{m.kind}\t{m.description}")
+        print(f"{sum(len(v) for v in plan.values())} mutants", file=sys.stderr)
+        return 0
+    where = scratch_copy()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the scratch copy is removed
+    started = time.time()
+    results: list[tuple[Mutant, str, float]] = []
+    try:
+        for module, mutants in plan.items():
+            original = (where / module).read_text()
+            status, seconds = run_tests(where, module, args.timeout)
+            if status != "survived":
+                raise SystemExit(f"{module}: its tests fail without any mutant ({status}); fix them first")
+            for k, m in enumerate(mutants, 1):
+                (where / module).write_text(mutated_source(m))
+                status, seconds = run_tests(where, module, args.timeout)
+                (where / module).write_text(original)
+                results.append((m, status, seconds))
+                print(f"[{k}/{len(mutants)}] {module}:{m.line} {m.kind} {m.description}: {status} ({seconds:.1f} s)",
+                      flush=True)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    write_table(args.out, results, totals, args, time.time() - started)
+    return 0
+
+
+def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dict[str, int],
+                args: argparse.Namespace, wall_s: float) -> None:
+    lines = ["# Mutation check", "",
+             f"`tools/mutate.py` run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
+             f"cores, {wall_s / 60:.1f} min; sample per module: {args.sample or 'all'} (seed {args.seed}); "
+             f"timeout {args.timeout:g} s per mutant (a timeout counts as killed).", "",
+             "A mutant is killed when its module's test files (below) fail. Equivalent mutants (no behaviour "
+             "can tell them apart) are counted apart, with the reason.", "",
+             "| module | mutants (all) | run | killed | survived | equivalent | killed / (run − equivalent) | tests |",
+             "|---|---|---|---|---|---|---|---|"]
+    all_run = all_killed = all_eq = 0
+    survivors: list[tuple[Mutant, str | None]] = []
+    for module, total in totals.items():
+        rows = [(m, s) for m, s, _ in results if m.module == module]
+        eq = [(m, s) for m, s in rows if (m.module, m.line, m.description) in EQUIVALENT and s == "survived"]
+        killed = sum(s not in ("survived",) for _, s in rows)
+        surv = [m for m, s in rows if s == "survived"]
+        denominator = len(rows) - len(eq)
+        rate = f"{killed / denominator:.1%}" if denominator else "–"
+        lines.append(f"| {module} | {total} | {len(rows)} | {killed} | {len(surv) - len(eq)} | {len(eq)} | {rate} | "
+                     f"{', '.join(MODULE_TESTS[module])} |")
+        all_run += len(rows)
+        all_killed += killed
+        all_eq += len(eq)
+        survivors += [(m, EQUIVALENT.get((m.module, m.line, m.description))) for m in surv]
+    rate = f"{all_killed / (all_run - all_eq):.1%}" if all_run - all_eq else "–"
+    lines.append(f"| **all** | {sum(totals.values())} | {all_run} | {all_killed} | {all_run - all_killed - all_eq} | "
+                 f"{all_eq} | **{rate}** | |")
+    lines += ["", "## Survivors", "", "| where | kind | mutation | equivalent because |", "|---|---|---|---|"]
+    lines += [f"| {m.module}:{m.line} | {m.kind} | {m.description} | {why or ''} |" for m, why in survivors]
+    errors = [(m, s) for m, s, _ in results if s not in ("killed", "survived")]
+    if errors:
+        lines += ["", "## Killed by a timeout or an error (not a test failure)", ""]
+        lines += [f"- {m.module}:{m.line} {m.kind} {m.description}: {s}" for m, s in errors]
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}: {all_killed}/{all_run - all_eq} killed ({rate})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
