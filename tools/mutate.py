@@ -245,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant; a timeout counts as killed")
     ap.add_argument("--out", type=Path, default=ROOT / "tools" / "mutation-results.md")
+    ap.add_argument("--line", type=int, action="append", help="only the mutants on this line (repeatable; with --module)")
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
     args = ap.parse_args(argv)
     modules = args.module or list(MODULE_TESTS)
@@ -253,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     for module in modules:
         mutants = enumerate_mutants(module)
         totals[module] = len(mutants)
+        if args.line:
+            mutants = [m for m in mutants if m.line in args.line]
         if args.sample and len(mutants) > args.sample:
             mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.line, m.index))
         plan[module] = mutants
