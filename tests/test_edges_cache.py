@@ -156,3 +156,30 @@ def test_safe_stem_keeps_letters_digits_dash_underscore():
     assert safe_stem("res-net_50") == "res-net_50"
     assert safe_stem("a/b.c d") == "a_b_c_d"
     assert safe_stem("") == "model"
+
+
+def test_entry_lock_makes_its_folder_and_its_parents_and_can_be_taken_again(tmp_path):
+    from trtprof.cache import LOCK_DIR, entry_lock
+
+    root = tmp_path / "new" / "engines"
+    with entry_lock(root, "k"):
+        assert (root / LOCK_DIR / "k.lock").exists()
+    with entry_lock(root, "k"):  # the folder exists now: still fine
+        pass
+
+
+def test_a_record_not_read_from_disk_has_no_artifact_path():
+    record = EngineRecord(key="k", model="m", model_path="", spec=spec(), environment={}, artifact="a.onnx",
+                          artifact_sha256="", inputs=(), outputs=(), build_seconds=0.0, created="")
+    with pytest.raises(ValueError, match="not read from disk"):
+        record.artifact_path
+
+
+def test_optional_fields_of_older_metadata_read_as_empty(tmp_path):
+    _, record = built(tmp_path)
+    data = json.loads(record.meta_path.read_text())
+    for optional in ("model_path", "environment", "build_seconds", "created", "backend_metadata", "notes"):
+        del data[optional]
+    old = EngineRecord.from_json(data)
+    assert (old.model_path, old.environment, old.build_seconds, old.created, old.backend_metadata, old.notes) == \
+        ("", {}, 0.0, "", {}, [])

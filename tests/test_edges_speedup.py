@@ -4,6 +4,7 @@ the t quantile, the sign-flip switch, the shape rules): moving a constant by 10 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -209,3 +210,43 @@ def test_half_width_is_relative_to_the_estimate():
     assert sp.Speedup(1.0, 0.9, 1.1).half_width == pytest.approx(0.1)
     assert sp.Speedup(0.5, 0.45, 0.55).half_width == pytest.approx(0.1)
     assert sp.Speedup(0.0, 0.0, 0.1).half_width == math.inf
+
+
+def test_variance_components_of_one_load_and_of_two():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one load: no between-load variance to compute, and no numpy warning
+        assert sp.variance_components([np.array([1.0, 2.0, 3.0])]) == {"within": 1.0, "between": 0.0}
+    two = sp.variance_components([np.array([0.0, 2.0]), np.array([10.0, 12.0])])
+    assert two["within"] == pytest.approx(2.0) and two["between"] == pytest.approx(50.0 - 2.0 / 2)
+
+
+def test_one_load_of_two_rounds_has_a_finite_se_and_one_of_one_round_does_not():
+    two = sp.speedup_ci(*one_value_blocks([[0.01, 0.03]]))
+    assert math.isfinite(two.se_log) and two.se_log > 0 and two.df == 1
+    assert sp.speedup_ci(*one_value_blocks([[0.01]])).se_log == math.inf
+
+
+def _engine_blocks(per_load_medians: list[list[float]]) -> list[list[np.ndarray]]:
+    return [[np.array([m]) for m in load] for load in per_load_medians]
+
+
+def test_engine_median_ci_uses_loads_from_two_on_and_rounds_for_one():
+    two_loads = [[1.0, 1.1, 1.2], [1.3, 1.4, 1.5]]
+    low, high = sp.engine_median_ci(_engine_blocks(two_loads))
+    se = sp.hierarchical_se([np.log(v) for v in two_loads])
+    pooled = float(np.median(np.concatenate(two_loads)))
+    assert (low, high) == pytest.approx((pooled * math.exp(-sp.t_quantile(1) * se), pooled * math.exp(sp.t_quantile(1) * se)))
+    one_load = [[1.0, 1.1, 1.2, 1.4]]
+    low, high = sp.engine_median_ci(_engine_blocks(one_load))
+    pooled = float(np.median(one_load[0]))
+    half = math.log(high / pooled)
+    assert math.log(pooled / low) == pytest.approx(half)
+    assert half / sp.t_quantile(3) == pytest.approx(sp.speedup_ci(*one_value_blocks([list(np.log(one_load[0]))])).se_log)
+    assert sp.engine_median_ci(_engine_blocks([[2.0]])) == (2.0, 2.0)  # one block: no spread to show
+
+
+def test_shape_of_constant_and_of_no_samples():
+    constant = sp.distribution_shape(np.full(100, 2.0))
+    assert (constant.modes, constant.mode_ms, constant.tail_ratio) == (1, (2.0,), 0.0)
+    empty = sp.distribution_shape([])
+    assert empty.modes == 1 and empty.tail_ratio == 0.0
