@@ -183,3 +183,37 @@ def test_optional_fields_of_older_metadata_read_as_empty(tmp_path):
     old = EngineRecord.from_json(data)
     assert (old.model_path, old.environment, old.build_seconds, old.created, old.backend_metadata, old.notes) == \
         ("", {}, 0.0, "", {}, [])
+
+
+def test_entries_get_the_mode_open_would_give_not_mkstemps_0600(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        _, record = built(tmp_path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(record.artifact_path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(record.meta_path.stat().st_mode) == 0o644
+
+
+def test_without_a_lock_a_verified_hit_is_served_unbuilt_and_nothing_is_built(tmp_path):
+    """A lock folder that cannot be made (here a file named .locks: works as root too, unlike chmod)
+    is a read-only engines dir: a verified hit is served, with built False; anything else is refused."""
+    import shutil
+
+    from trtprof.cache import LOCK_DIR, CacheNotWritable
+
+    cache, record = built(tmp_path)
+    shutil.rmtree(cache.root / LOCK_DIR)
+    (cache.root / LOCK_DIR).write_text("not a folder")
+    key = CacheKey.derive(spec(), ENV)
+    stem = cache.entry_stem("m", spec(), key)
+    hit, was_built = cache.get_or_build(key, stem, ".onnx", fake_build(b"other", spec(), key))
+    assert not was_built and hit.artifact_sha256 == record.artifact_sha256
+    with pytest.raises(CacheNotWritable, match="not writable"):
+        cache.get_or_build(key, stem, ".onnx", fake_build(b"other", spec(), key), rebuild=True)
+    record.artifact_path.write_bytes(b"damaged")
+    with pytest.raises(CacheNotWritable, match="has no usable"):
+        cache.get_or_build(key, stem, ".onnx", fake_build(b"other", spec(), key))
