@@ -212,8 +212,15 @@ def test_without_a_lock_a_verified_hit_is_served_unbuilt_and_nothing_is_built(tm
     stem = cache.entry_stem("m", spec(), key)
     hit, was_built = cache.get_or_build(key, stem, ".onnx", fake_build(b"other", spec(), key))
     assert not was_built and hit.artifact_sha256 == record.artifact_sha256
-    with pytest.raises(CacheNotWritable, match="not writable"):
+    with pytest.raises(CacheNotWritable, match=r"not writable \(File exists\)"):  # the OS's reason, not the wrapper's
         cache.get_or_build(key, stem, ".onnx", fake_build(b"other", spec(), key), rebuild=True)
     record.artifact_path.write_bytes(b"damaged")
     with pytest.raises(CacheNotWritable, match="has no usable"):
         cache.get_or_build(key, stem, ".onnx", fake_build(b"other", spec(), key))
+
+
+def test_the_metadata_file_is_indented_json_with_sorted_keys(tmp_path):
+    _, record = built(tmp_path)
+    text = record.meta_path.read_text()
+    data = json.loads(text)
+    assert list(data) == sorted(data) and text.endswith("}\n") and '\n  "artifact"' in text

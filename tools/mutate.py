@@ -88,6 +88,8 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("trtprof/cache.py", 30, "3600 → 3599"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
     ("trtprof/cache.py", 30, "3600 → 3601"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
     ("trtprof/cache.py", 173, "0 → 1"): "os.umask(x) returns the previous mask whatever x is, and the next line restores it",
+    ("trtprof/cache.py", 295, "`and` → `or`"): "differs only for an error that is not trtprof's yet has a __cause__; root.mkdir's OSError has none",
+    ("trtprof/cache.py", 304, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
     ("trtprof/cache.py", 224, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
 }
 
