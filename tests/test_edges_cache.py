@@ -150,6 +150,14 @@ def test_list_engines_skips_hidden_files_and_refuses_an_empty_dir(tmp_path):
         list_engines(empty)
     with pytest.raises(BadInput, match="no such file"):
         list_engines(tmp_path / "missing")
+    bare = tmp_path / "engine_without_suffix"
+    bare.write_bytes(b"x")
+    with pytest.raises(BadInput, match="no metadata JSON beside it"):
+        list_engines(bare)
+    stray = tmp_path / "stray.plan"
+    stray.write_bytes(b"x")
+    with pytest.raises(BadInput, match="no metadata JSON beside it"):
+        list_engines(stray)
 
 
 def test_safe_stem_keeps_letters_digits_dash_underscore():

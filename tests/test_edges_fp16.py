@@ -41,8 +41,10 @@ def test_tensor_range_counts_strictly_below_each_limit():
     assert r.nonzero == 5 and r.nonfinite == 2 and r.elements == 8 and r.max_abs == 1.0
     assert r.below_normal_share == pytest.approx(3 / 5)  # BELOW_NORMAL, 2⁻²⁴, BELOW_SUBNORMAL
     assert r.below_subnormal_share == pytest.approx(1 / 5)  # only BELOW_SUBNORMAL
-    empty = _range([0.0, np.nan])
-    assert (empty.nonzero, empty.max_abs, empty.below_subnormal_share) == (0, 0.0, 0.0)
+    zeros = _range([0.0, np.nan])
+    assert (zeros.nonzero, zeros.max_abs, zeros.below_normal_share, zeros.below_subnormal_share) == (0, 0.0, 0.0, 0.0)
+    nonfinite = _range([np.nan, np.inf])
+    assert (nonfinite.max_abs, nonfinite.nonfinite, nonfinite.below_normal_share) == (0.0, 2, 0.0)
 
 
 def test_overflow_from_the_first_float32_above_65504():
@@ -121,6 +123,10 @@ def test_runs_hold_up_to_max_run_elements_values():
     assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half}, 1) == [["a", "b"]]
     assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half + 1}, 1) == [["a"], ["b"]]
     assert fr.plan_runs(["big"], {"big": 3 * fr.MAX_RUN_ELEMENTS}, 1) == [["big"]]  # a bigger tensor runs alone
+    # after a full run the count starts again from zero: the next run holds a full run's values too
+    sizes = {"a": fr.MAX_RUN_ELEMENTS, "b": half, "c": fr.MAX_RUN_ELEMENTS - half}
+    assert fr.plan_runs(["a", "b", "c"], sizes, 1) == [["a"], ["b", "c"]]
+    assert fr.plan_runs(["a", "u"], {"a": 1}, fr.MAX_RUN_ELEMENTS - 1) == [["a", "u"]]  # unknown size as given
 
 
 def test_up_to_max_runs_runs_every_tensor_and_beyond_it_samples():
@@ -162,6 +168,22 @@ def test_the_json_keeps_the_ten_largest_tensors():
     thresholds = fr.RangeAnalysis().to_json()["thresholds"]
     assert thresholds == {"overflow_max_abs": 65504.0, "min_normal": 2.0 ** -14, "min_subnormal": 2.0 ** -24,
                           "underflow_share": 0.10, "underflow_min_values": 16}
+
+
+def test_element_counts_come_from_the_fed_shapes_and_unknown_ones_are_left_out():
+    graph = helper.make_graph([helper.make_node("Neg", ["x"], ["t"], name="neg"),
+                               helper.make_node("Neg", ["t"], ["y"], name="neg2")], "two",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert fr._estimated_elements(model, {"x": (4, 3)}) == {"t": 12}  # intermediate tensors (value_info)
+    assert fr._estimated_elements(model, {}) == {}  # N unknown: t's size is not guessed
+
+
+def test_a_skipped_analysis_spent_no_time_and_found_nothing():
+    skipped = fr.RangeAnalysis(skipped="no onnxruntime").to_json()
+    assert skipped["seconds"] == 0.0 and skipped["findings"] == [] and skipped["skipped"] == "no onnxruntime"
+    assert skipped["summary"] == "FP16 range analysis skipped: no onnxruntime"
 
 
 def test_sampled_only_when_fewer_tensors_were_analysed_than_exist():
