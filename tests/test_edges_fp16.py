@@ -134,7 +134,9 @@ def test_up_to_max_runs_runs_every_tensor_and_beyond_it_samples():
     names = list(one_run_each)
     assert len(fr.plan_runs(names[:fr.MAX_RUNS], one_run_each, 1)) == fr.MAX_RUNS == 8
     sampled = fr.plan_runs(names, one_run_each, 1)
-    assert len(sampled) <= fr.MAX_RUNS and sampled[0] == ["t0"] and sampled[-1] == [names[-1]]
+    assert len(sampled) == fr.MAX_RUNS and sampled[0] == ["t0"] and sampled[-1] == [names[-1]]  # as many as fit
+    # down to one tensor when only one run is allowed
+    assert fr.plan_runs(["a", "b", "c"], {n: fr.MAX_RUN_ELEMENTS for n in "abc"}, 1, max_runs=1) == [["a"]]
 
 
 def test_first_samples_cuts_a_dynamic_batch_above_eight():
