@@ -227,3 +227,56 @@ def test_subnormal_weights_are_counted_from_2_to_the_minus_24_up_to_below_2_to_t
     _, report = _converted_weights([FP16_MIN_SUBNORMAL, BELOW_NORMAL, FP16_MIN_NORMAL, BELOW_SUBNORMAL])
     assert report.subnormal_values == 2 and report.subnormal_tensors == 1
     assert any("stored as subnormals" in line for line in report.notes())
+
+
+# --- the hooks compare uses: which candidate, which caveat -----------------------------------------
+
+def _record(precision: str, inputs) -> object:
+    """A fake engine record: just what fp16range reads (precision, inputs, spec, backend)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(precision=precision, inputs=inputs, spec=None, backend="onnxruntime")
+
+
+def test_for_compare_analyses_only_when_a_candidate_is_fp16_and_with_that_candidates_inputs(tmp_path):
+    from trtprof.spec import TensorSpec
+
+    path = tmp_path / "scale.onnx"
+    onnx.save(_scale_model(2.0), str(path))
+    feeds = {"x": np.ones((9, 1), np.float32)}
+    static, dynamic = [TensorSpec("x", "float32", (9, 1))], [TensorSpec("x", "float32", ("N", 1))]
+    assert fr.for_compare(path, {"a": _record("fp32", static), "b": _record("fp32", static)}, feeds) is None
+    analysis = fr.for_compare(path, {"a": _record("fp32", static), "b": _record("fp16", dynamic)}, feeds)
+    assert not analysis.skipped and analysis.input_shapes == {"x": (8, 1)}  # the fp16 record's dynamic batch, cut
+    assert "not available" in fr.for_compare(None, {"b": _record("fp16", dynamic)}, feeds).skipped
+
+
+def test_the_caveat_only_for_an_fp16_candidate_that_did_not_compute_in_fp16():
+    assert fr.caveat("fp16", "fp16") is None
+    assert fr.caveat("fp32", "fp32+casts") is None
+    for effective in fr.NOT_FP16:
+        assert f"the fp16 engine ran {effective}" in fr.caveat("fp16", effective)
+
+
+def test_annotate_touches_only_fp16_candidates():
+    from types import SimpleNamespace
+
+    from trtprof.accuracy import AccuracyDelta
+
+    delta = AccuracyDelta(max_abs_err=0.1, max_rel_err=0.1, mismatch_fraction=0.0, nonfinite=0, elements=4)
+    fp32 = SimpleNamespace(precision="fp32", engine={"effective_precision": "fp32"})
+    assert fr.annotate(delta, fr.RangeAnalysis(), fp32) is delta
+    fp16 = SimpleNamespace(precision="fp16", engine={"effective_precision": "fp32+casts"})
+    annotated = fr.annotate(delta, fr.RangeAnalysis(skipped="x"), fp16)
+    assert annotated.predicted["skipped"] == "x" and "fp32+casts" in annotated.caveat
+    assert fr.annotate(None, fr.RangeAnalysis(), fp16) is None
+
+
+def test_one_keep_list_for_all_is_offered_from_two_open_findings_on():
+    def lines(n_open: int) -> list[str]:
+        found = tuple(fr.RangeFinding(fr.OVERFLOW, f"t{i}", f"n{i}", "Mul", 1e6, (f"n{i}",)) for i in range(n_open))
+        return fr.predicted_lines(fr.RangeAnalysis(findings=found, float_tensors=2, analysed=2).to_json())
+
+    assert not any(line.startswith("to keep all of them FP32") for line in lines(1))
+    assert "to keep all of them FP32: --layer-precisions n0:fp32,n1:fp32" in lines(2)
+    assert lines(1)[-1].startswith("keep-lists are build options")

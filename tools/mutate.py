@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import random
 import shutil
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +91,8 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("trtprof/cache.py", 173, "0 → 1"): "os.umask(x) returns the previous mask whatever x is, and the next line restores it",
     ("trtprof/cache.py", 295, "`and` → `or`"): "differs only for an error that is not trtprof's yet has a __cause__; root.mkdir's OSError has none",
     ("trtprof/cache.py", 304, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
+    ("trtprof/fp16range.py", 278, "3 → 4"): "ONNX Runtime's own log level (3: errors, 4: fatal only): the analysis and its result are the same",
+    ("trtprof/fp16range.py", 278, "3 → 2"): "ONNX Runtime's own log level (2: warnings, 3: errors): the analysis and its result are the same",
     ("trtprof/cache.py", 224, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
 }
 
@@ -274,7 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "tools" / "mutation-results.md")
     ap.add_argument("--line", type=int, action="append", help="only the mutants on this line (repeatable; with --module)")
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
+    ap.add_argument("--raw", type=Path, help="also write the raw results here (JSON), for --combine")
+    ap.add_argument("--combine", type=Path, nargs="+", help="write one table from raw results of runs made "
+                    "side by side (e.g. one per module group), running nothing")
     args = ap.parse_args(argv)
+    if args.combine:
+        return combine(args.combine, args.out)
     modules = args.module or list(MODULE_TESTS)
     plan: dict[str, list[Mutant]] = {}
     totals: dict[str, int] = {}
@@ -311,16 +319,36 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
     finally:
         shutil.rmtree(where, ignore_errors=True)
-    write_table(args.out, results, totals, args, time.time() - started)
+    wall_s = time.time() - started
+    if args.raw:
+        args.raw.write_text(json.dumps({"totals": totals, "sample": args.sample, "seed": args.seed,
+                                        "timeout": args.timeout, "wall_s": wall_s,
+                                        "results": [[asdict(m), status, secs] for m, status, secs in results]}))
+    write_table(args.out, results, totals, args.sample, args.seed, args.timeout, wall_s)
+    return 0
+
+
+def combine(raws: list[Path], out: Path) -> int:
+    results: list[tuple[Mutant, str, float]] = []
+    totals: dict[str, int] = {}
+    runs = [json.loads(p.read_text()) for p in raws]
+    for run in runs:
+        totals.update(run["totals"])
+        results += [(Mutant(**m), status, secs) for m, status, secs in run["results"]]
+    first = runs[0]
+    write_table(out, results, totals, first["sample"], first["seed"], first["timeout"], max(r["wall_s"] for r in runs),
+                side_by_side=len(runs))
     return 0
 
 
 def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dict[str, int],
-                args: argparse.Namespace, wall_s: float) -> None:
+                sample: int, seed: int, timeout: float, wall_s: float, side_by_side: int = 1) -> None:
     lines = ["# Mutation check", "",
              f"`tools/mutate.py` run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
-             f"cores, {wall_s / 60:.1f} min; sample per module: {args.sample or 'all'} (seed {args.seed}); "
-             f"timeout {args.timeout:g} s per mutant (a timeout counts as killed).", "",
+             f"cores shared with other work, {wall_s / 60:.1f} min"
+             + (f" ({side_by_side} runs side by side)" if side_by_side > 1 else "")
+             + f"; sample per module: {sample or 'all'} (seed {seed}, `--sample {sample} --seed {seed}`); "
+             f"timeout {timeout:g} s per mutant (a timeout counts as killed).", "",
              "A mutant is killed when its module's test files (below) fail. Equivalent mutants (no behaviour "
              "can tell them apart) are counted apart, with the reason.", "",
              "| module | mutants (all) | run | killed | survived | equivalent | killed / (run − equivalent) | tests |",
@@ -344,8 +372,12 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
     rate = f"{all_killed / (all_run - all_eq):.1%}" if all_run - all_eq else "–"
     lines.append(f"| **all** | {sum(totals.values())} | {all_run} | {all_killed} | {all_run - all_killed - all_eq} | "
                  f"{all_eq} | **{rate}** | |")
-    lines += ["", "## Survivors", "", "| where | kind | mutation | equivalent because |", "|---|---|---|---|"]
-    lines += [f"| {m.module}:{m.line} | {m.kind} | {m.description} | {why or ''} |" for m, why in survivors]
+    live = [m for m, why in survivors if why is None]
+    lines += ["", f"## Survivors ({len(live)}): mutants no test noticed", "", "| where | kind | mutation |", "|---|---|---|"]
+    lines += [f"| {m.module}:{m.line} | {m.kind} | {m.description} |" for m in live]
+    lines += ["", f"## Equivalent ({len(survivors) - len(live)}): survived, and no behaviour can tell them apart", "",
+              "| where | kind | mutation | why |", "|---|---|---|---|"]
+    lines += [f"| {m.module}:{m.line} | {m.kind} | {m.description} | {why} |" for m, why in survivors if why is not None]
     errors = [(m, s) for m, s, _ in results if s not in ("killed", "survived")]
     if errors:
         lines += ["", "## Killed by a timeout or an error (not a test failure)", ""]
