@@ -96,6 +96,21 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("trtprof/cache.py", 224, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
 }
 
+# The hand mutations issue 26 found surviving, as text edits: each is run beside the sampled mutants
+# (kind "hand") so the table shows that a test now kills it. (module, label, original text, mutated text)
+HAND: tuple[tuple[str, str, str, str], ...] = (
+    ("trtprof/speedup.py", "t quantile 0.975 → 0.95", "sps.t.ppf(0.5 + confidence / 2,", "sps.t.ppf(confidence,"),
+    ("trtprof/fp16range.py", "overflow at 2 × 65504", "if t.max_abs > FP16_MAX]", "if t.max_abs > 2 * FP16_MAX]"),
+    ("trtprof/fp16range.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero < FP16_MIN_SUBNORMAL)",
+     "np.count_nonzero(nonzero < FP16_MIN_NORMAL)"),
+    ("trtprof/cache.py", "the schema check skipped", 'if data.get("schema") != CACHE_SCHEMA:', "if False:"),
+    ("trtprof/cache.py", "an empty artifact accepted", "if not tmp.is_file() or tmp.stat().st_size == 0:",
+     "if not tmp.is_file():"),
+    ("trtprof/cache.py", "`/` in an artifact name", 'and "/" not in record.artifact ', ""),
+    ("trtprof/diagnose.py", "FIXED_SHARE 0.8", "FIXED_SHARE = 0.5", "FIXED_SHARE = 0.8"),
+    ("trtprof/diagnose.py", "the host gate removed", "if _host_heavy(result, HOST_SHARE):", "if False:"),
+)
+
 CMP_FLIPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
              ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 CMP_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
@@ -158,7 +173,8 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _new_numbers(value: float, named: bool) -> list[float]:
+def _new_numbers(value: object, named: bool) -> list[float]:
+    assert isinstance(value, (int, float)) and not isinstance(value, bool)
     if isinstance(value, int):
         return [value + 1, value - 1] if named else [value + 1]
     if value == 0.0:
@@ -229,7 +245,21 @@ def _not_in_place(tree: ast.Module) -> ast.Module:
     return Unwrap().visit(tree)
 
 
+def hand_mutants(module: str) -> list[Mutant]:
+    text = (ROOT / module).read_text()
+    out = []
+    for k, (where, label, old, _) in enumerate(HAND):
+        if where == module:
+            if text.count(old) != 1:
+                raise SystemExit(f"{module}: hand mutation {label!r} no longer applies (its text moved)")
+            out.append(Mutant(module, -1 - k, text[: text.index(old)].count("\n") + 1, "hand", label))
+    return out
+
+
 def mutated_source(m: Mutant) -> str:
+    if m.kind == "hand":
+        _, _, old, new = HAND[-1 - m.index]
+        return (ROOT / m.module).read_text().replace(old, new)
     tree = ast.parse((ROOT / m.module).read_text())
     named = _module_constants(tree)
     nodes = list(ast.walk(tree))
@@ -293,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             mutants = [m for m in mutants if m.line in args.line]
         if args.sample and len(mutants) > args.sample:
             mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.line, m.index))
-        plan[module] = mutants
+        plan[module] = mutants + [h for h in hand_mutants(module) if not args.line or h.line in args.line]
     if args.list:
         for module, mutants in plan.items():
             for m in mutants:
@@ -353,6 +383,8 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
              "can tell them apart) are counted apart, with the reason.", "",
              "| module | mutants (all) | run | killed | survived | equivalent | killed / (run − equivalent) | tests |",
              "|---|---|---|---|---|---|---|---|"]
+    hand = [(m, s) for m, s, _ in results if m.kind == "hand"]
+    results = [r for r in results if r[0].kind != "hand"]
     all_run = all_killed = all_eq = 0
     survivors: list[tuple[Mutant, str | None]] = []
     for module, total in totals.items():
@@ -378,6 +410,11 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
     lines += ["", f"## Equivalent ({len(survivors) - len(live)}): survived, and no behaviour can tell them apart", "",
               "| where | kind | mutation | why |", "|---|---|---|---|"]
     lines += [f"| {m.module}:{m.line} | {m.kind} | {m.description} | {why} |" for m, why in survivors if why is not None]
+    if hand:
+        lines += ["", "## The issue's hand mutations (not in the score above)", "",
+                  "Issue 26 listed these as surviving the tests of the time; each is run here as a text edit "
+                  "(`HAND` in tools/mutate.py).", "", "| where | mutation | result |", "|---|---|---|"]
+        lines += [f"| {m.module}:{m.line} | {m.description} | {s} |" for m, s in hand]
     errors = [(m, s) for m, s, _ in results if s not in ("killed", "survived")]
     if errors:
         lines += ["", "## Killed by a timeout or an error (not a test failure)", ""]
