@@ -306,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant; a timeout counts as killed")
     ap.add_argument("--out", type=Path, default=ROOT / "tools" / "mutation-results.md")
     ap.add_argument("--line", type=int, action="append", help="only the mutants on this line (repeatable; with --module)")
+    ap.add_argument("--hand-only", action="store_true", help="only the issue's hand mutations (HAND)")
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
     ap.add_argument("--raw", type=Path, help="also write the raw results here (JSON), for --combine")
     ap.add_argument("--combine", type=Path, nargs="+", help="write one table from raw results of runs made "
@@ -318,9 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     totals: dict[str, int] = {}
     for module in modules:
         mutants = enumerate_mutants(module)
-        totals[module] = len(mutants)
+        totals[module] = 0 if args.hand_only else len(mutants)
         if args.line:
             mutants = [m for m in mutants if m.line in args.line]
+        if args.hand_only:
+            mutants = []
         if args.sample and len(mutants) > args.sample:
             mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.line, m.index))
         plan[module] = mutants + [h for h in hand_mutants(module) if not args.line or h.line in args.line]
@@ -363,7 +366,8 @@ def combine(raws: list[Path], out: Path) -> int:
     totals: dict[str, int] = {}
     runs = [json.loads(p.read_text()) for p in raws]
     for run in runs:
-        totals.update(run["totals"])
+        for module, total in run["totals"].items():  # a --hand-only run counts 0: keep the real count
+            totals[module] = max(totals.get(module, 0), total)
         results += [(Mutant(**m), status, secs) for m, status, secs in run["results"]]
     first = runs[0]
     write_table(out, results, totals, first["sample"], first["seed"], first["timeout"], max(r["wall_s"] for r in runs),
