@@ -280,3 +280,28 @@ def test_one_keep_list_for_all_is_offered_from_two_open_findings_on():
     assert not any(line.startswith("to keep all of them FP32") for line in lines(1))
     assert "to keep all of them FP32: --layer-precisions n0:fp32,n1:fp32" in lines(2)
     assert lines(1)[-1].startswith("keep-lists are build options")
+
+
+def test_count_precision_counts_compute_nodes_only():
+    from trtprof.convert.fp16 import convert_fp16, count_precision
+
+    converted = convert_fp16(_weights([1.0, 2.0])).model  # x → Cast → Mul(fp16) → Cast → y (float32 IO kept)
+    assert count_precision(converted) == {"fp16": {"Mul": 1}, "fp32": {}}  # the two casts are not compute
+    kept = convert_fp16(_weights([1.0, 2.0]), keep_fp32_nodes=["scale"]).model
+    assert count_precision(kept) == {"fp16": {}, "fp32": {"Mul": 1}}
+    ints = helper.make_graph([helper.make_node("Add", ["i", "i"], ["o"], name="add")], "ints",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+                             [helper.make_tensor_value_info("o", TensorProto.INT64, [2])])
+    assert count_precision(helper.make_model(ints)) == {"fp16": {}, "fp32": {}}  # no float tensor: not counted
+
+
+def test_a_refusal_names_the_node_when_the_message_does_and_says_how_otherwise():
+    from trtprof.convert.fp16 import convert_fp16, refusal_message
+
+    conversion = convert_fp16(_weights([1.0, 2.0]))
+    named = refusal_message(conversion, "onnxruntime", "node with name 'scale' failed")
+    assert named.endswith("; node scale (Mul): keep it in FP32 with --layer-precisions scale:fp32")
+    assert "(the FP32 model itself loads)" in named
+    vague = refusal_message(conversion, "onnxruntime", "something broke", fp32_loads=False)
+    assert vague.endswith("keep the node it names in FP32 with --layer-precisions NODE:fp32 (or --keep-fp32-ops OP)")
+    assert "itself loads" not in vague
