@@ -305,3 +305,55 @@ def test_a_refusal_names_the_node_when_the_message_does_and_says_how_otherwise()
     vague = refusal_message(conversion, "onnxruntime", "something broke", fp32_loads=False)
     assert vague.endswith("keep the node it names in FP32 with --layer-precisions NODE:fp32 (or --keep-fp32-ops OP)")
     assert "itself loads" not in vague
+
+
+def _chain_of_casts(n: int) -> "onnx.ModelProto":
+    """x → Cast(to=FLOAT) × n → Relu → y: the model's own casts to float, which the converter
+    leaves declaring FP16 while producing FP32 (the first reads the FP32 graph input and stays)."""
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Cast", [prev], [f"c{i}"], name=f"cast{i}", to=TensorProto.FLOAT))
+        prev = f"c{i}"
+    nodes.append(helper.make_node("Relu", [prev], ["y"], name="relu"))
+    graph = helper.make_graph(nodes, "casts", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_the_retyped_casts_note_names_five_and_marks_more():
+    from trtprof.convert.fp16 import convert_fp16
+
+    [five] = convert_fp16(_chain_of_casts(6)).fixes
+    assert five.startswith("5 Cast(to=FLOAT)") and five.endswith("cast1, cast2, cast3, cast4, cast5")
+    [six] = convert_fp16(_chain_of_casts(7)).fixes
+    assert six.startswith("6 Cast(to=FLOAT)") and six.endswith("cast1, cast2, cast3, cast4, cast5 …")
+
+
+def test_element_types_of_constants_whatever_their_attribute():
+    from trtprof.convert.fp16 import tensor_elem_types
+
+    nodes = [helper.make_node("Constant", [], ["a"], name="ka", value_float=2.0),
+             helper.make_node("Constant", [], ["b"], name="kb",
+                              value=numpy_helper.from_array(np.array([2.0], np.float16), "b")),
+             helper.make_node("Mul", ["x", "a"], ["y"], name="m")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    types = tensor_elem_types(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert types["a"] == TensorProto.FLOAT and types["b"] == TensorProto.FLOAT16 and types["y"] == TensorProto.FLOAT
+
+
+def test_a_refusal_naming_a_tensor_blames_the_node_that_produces_it():
+    from trtprof.convert.fp16 import blame_node, convert_fp16
+
+    conversion = convert_fp16(_weights([1.0, 2.0]))
+    assert blame_node(conversion, "Type of output arg (y) does not match") == ("scale", "Mul")
+    assert blame_node(conversion, "tensor 'nowhere' has no producer") is None
+
+
+def test_a_conversion_is_frozen():
+    import dataclasses
+
+    from trtprof.convert.fp16 import convert_fp16
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        convert_fp16(_weights([1.0])).notes = ()
