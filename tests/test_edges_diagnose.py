@@ -163,3 +163,24 @@ def test_hardware_says_nothing_without_a_peak_for_the_precision():
     assert dg.hardware(None, 1.0) is None
     on_ampere = dg.hardware(peak_rates("8.0"), 1.0, baseline=tf32_baseline, candidate=crafted("fp16"))
     assert on_ampere.evidence["baseline_peak"] == "tf32" and on_ampere.evidence["peak_ratio"] == 2
+
+
+def test_the_fit_holds_for_sub_millisecond_times():
+    """0.2 ms of compute at batch 1 with 60 % of it fixed: the rule applies to fast engines too."""
+    series = [crafted(batch=1, compute_ms=0.2), crafted(batch=2, compute_ms=0.28)]
+    f = dg.gpu_underutilised(series, 1)
+    assert f is not None and f.evidence["intercept_ms"] == pytest.approx(0.12)
+
+
+def test_one_missing_copy_stage_counts_as_zero():
+    assert dg.transfer_bound(crafted(d2h_ms=0.99, compute_ms=1.0)) is None
+    assert dg.transfer_bound(crafted(d2h_ms=1.0, compute_ms=1.0)) is not None
+    assert dg.transfer_bound(crafted(h2d_ms=0.99, compute_ms=1.0)) is None
+
+
+def test_hardware_says_where_the_candidates_peak_comes_from():
+    fp32, fp16 = crafted("fp32"), crafted("fp16")
+    assert "(tensor cores)" in dg.hardware(peak_rates("7.5"), None, baseline=fp32, candidate=fp16).message
+    assert "(CUDA cores)" in dg.hardware(peak_rates("6.0"), None, baseline=fp32, candidate=fp16).message
+    tf32 = crafted("fp32", metadata={"tf32": True})
+    assert "TF32 peak is 8× FP32 on sm_80 (tensor cores)" in dg.hardware(peak_rates("8.0"), None, baseline=fp32, candidate=tf32).message

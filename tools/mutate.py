@@ -94,6 +94,7 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("trtprof/fp16range.py", 278, "3 → 4"): "ONNX Runtime's own log level (3: errors, 4: fatal only): the analysis and its result are the same",
     ("trtprof/fp16range.py", 278, "3 → 2"): "ONNX Runtime's own log level (2: warnings, 3: errors): the analysis and its result are the same",
     ("trtprof/convert/fp16.py", 151, "`==` → `!=`"): "ONNX shape inference already types every Constant output; the attribute loop is the fallback for a model inference rejects, and on the other ops it reads (a ConstantOfShape's value) it gives the type inference gives",
+    ("trtprof/diagnose.py", 96, "0 → 1"): "a series is one precision's results (the caller groups them so): any member's precision is the first's",
     ("trtprof/cache.py", 224, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
 }
 
