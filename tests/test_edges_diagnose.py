@@ -184,3 +184,36 @@ def test_hardware_says_where_the_candidates_peak_comes_from():
     assert "(CUDA cores)" in dg.hardware(peak_rates("6.0"), None, baseline=fp32, candidate=fp16).message
     tf32 = crafted("fp32", metadata={"tf32": True})
     assert "TF32 peak is 8× FP32 on sm_80 (tensor cores)" in dg.hardware(peak_rates("8.0"), None, baseline=fp32, candidate=tf32).message
+
+
+def test_a_tiny_share_of_peak_is_written_as_a_number_and_a_larger_one_as_a_percentage():
+    def text(share: float) -> str:
+        return dg.hardware(peak_rates("7.5"), 1.0, {"share_of_peak": share}, crafted("fp32"), crafted("fp16")).message
+
+    assert text(0.00095).endswith("reaches 0.00095 of its peak FLOP/s")
+    assert text(0.001).endswith("reaches 0.1% of its peak FLOP/s")
+
+
+def test_reformat_layers_recorded_as_a_list_are_counted():
+    f = dg.fp16_not_fp16(crafted("fp16", metadata={"reformat_layers": ["r1", "r2"]}))
+    assert f is not None and "2 reformat" in f.message and f.evidence["reformat_layers"] == 2
+
+
+def test_the_ort_cpu_sentence_is_for_onnx_runtime_only():
+    sentence = "ONNX Runtime's CPU provider has no FP16 kernels"
+    ort = dg.fp16_not_fp16(crafted("fp16", backend="onnxruntime", clock="perf_counter_ns"), device_kind="cpu")
+    assert ort is not None and sentence in ort.message
+    assert dg.fp16_not_fp16(crafted("fp16", backend="onnxruntime"), device_kind="cuda") is None
+    torch_cpu = dg.fp16_not_fp16(crafted("fp16", backend="torch", clock="perf_counter_ns"), device_kind="cpu")
+    assert torch_cpu is None or sentence not in torch_cpu.message
+
+
+def test_diagnose_runs_the_layer_rules_when_given_a_layer_table():
+    from .test_edges_layers import table
+
+    layers = table({"conv": 1.0}, {"conv": 0.5, "cast": 0.5}, {"cast": "cast"})
+    rules = [f.rule for f in dg.diagnose(crafted("fp32", compute_ms=1.0), crafted("fp16", compute_ms=1.0),
+                                         layers=layers, device_kind="cuda")]
+    assert "cast_reformat" in rules
+    assert "cast_reformat" not in [f.rule for f in dg.diagnose(crafted("fp32", compute_ms=1.0),
+                                                               crafted("fp16", compute_ms=1.0))]

@@ -95,6 +95,8 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("trtprof/fp16range.py", 278, "3 → 2"): "ONNX Runtime's own log level (2: warnings, 3: errors): the analysis and its result are the same",
     ("trtprof/convert/fp16.py", 151, "`==` → `!=`"): "ONNX shape inference already types every Constant output; the attribute loop is the fallback for a model inference rejects, and on the other ops it reads (a ConstantOfShape's value) it gives the type inference gives",
     ("trtprof/diagnose.py", 96, "0 → 1"): "a series is one precision's results (the caller groups them so): any member's precision is the first's",
+    ("trtprof/diagnose.py", 327, "1 → 2"): "rsplit('.', 2)[-1] is the same last component as rsplit('.', 1)[-1]",
+    ("trtprof/fp16range.py", 236, "`>` → `>=`"): "`keep >= 1` differs from `keep > 1` only when one tensor still needs more runs than allowed, i.e. max_runs < 1, which no caller passes",
     ("trtprof/cache.py", 224, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
 }
 
