@@ -382,15 +382,16 @@ def combine(raws: list[Path], out: Path) -> int:
 def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dict[str, int],
                 sample: int, seed: int, timeout: float, wall_s: float, side_by_side: int = 1) -> None:
     lines = ["# Mutation check", "",
-             f"`tools/mutate.py` run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
+             f"`tools/mutate.py`, finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
              f"cores shared with other work, {wall_s / 60:.1f} min"
              + (f" ({side_by_side} runs side by side)" if side_by_side > 1 else "")
              + f"; sample per module: {sample or 'all'} (seed {seed}, `--sample {sample} --seed {seed}`); "
              f"timeout {timeout:g} s per mutant (a timeout counts as killed).", "",
              "A mutant is killed when its module's test files (below) fail. Equivalent mutants (no behaviour "
              "can tell them apart) are counted apart, with the reason.", "",
-             "| module | mutants (all) | run | killed | survived | equivalent | killed / (run − equivalent) | tests |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| module | mutants (all) | run | killed | survived | equivalent | killed / run | killed / (run − equivalent) "
+             "| tests |",
+             "|---|---|---|---|---|---|---|---|---|"]
     hand = [(m, s) for m, s, _ in results if m.kind == "hand"]
     results = [r for r in results if r[0].kind != "hand"]
     all_run = all_killed = all_eq = 0
@@ -402,7 +403,8 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
         surv = [m for m, s in rows if s == "survived"]
         denominator = len(rows) - len(eq)
         rate = f"{killed / denominator:.1%}" if denominator else "–"
-        lines.append(f"| {module} | {total} | {len(rows)} | {killed} | {len(surv) - len(eq)} | {len(eq)} | {rate} | "
+        raw = f"{killed / len(rows):.1%}" if rows else "–"
+        lines.append(f"| {module} | {total} | {len(rows)} | {killed} | {len(surv) - len(eq)} | {len(eq)} | {raw} | {rate} | "
                      f"{', '.join(MODULE_TESTS[module])}"
                      + (f" (less its {len(DESELECTED[module])} slowest tests)" if module in DESELECTED else "") + " |")
         all_run += len(rows)
@@ -410,8 +412,9 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
         all_eq += len(eq)
         survivors += [(m, EQUIVALENT.get((m.module, m.line, m.description))) for m in surv]
     rate = f"{all_killed / (all_run - all_eq):.1%}" if all_run - all_eq else "–"
+    raw = f"{all_killed / all_run:.1%}" if all_run else "–"
     lines.append(f"| **all** | {sum(totals.values())} | {all_run} | {all_killed} | {all_run - all_killed - all_eq} | "
-                 f"{all_eq} | **{rate}** | |")
+                 f"{all_eq} | {raw} | **{rate}** | |")
     live = [m for m, why in survivors if why is None]
     lines += ["", f"## Survivors ({len(live)}): mutants no test noticed", "", "| where | kind | mutation |", "|---|---|---|"]
     lines += [f"| {m.module}:{m.line} | {m.kind} | {m.description} |" for m in live]
