@@ -388,7 +388,10 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
              + f"; sample per module: {sample or 'all'} (seed {seed}, `--sample {sample} --seed {seed}`); "
              f"timeout {timeout:g} s per mutant (a timeout counts as killed).", "",
              "A mutant is killed when its module's test files (below) fail. Equivalent mutants (no behaviour "
-             "can tell them apart) are counted apart, with the reason.", "",
+             "can tell them apart) are counted apart, with the reason. The sample is a seeded choice among all "
+             "mutants of a module (2 shared cores: a full run of all mutants takes hours there).", "",
+             f"Reproduce: `PYTHONPATH=. python tools/mutate.py --sample {sample} --seed {seed} --timeout {timeout:g}` "
+             "(one table; `--raw`/`--combine` join runs made side by side).", "",
              "| module | mutants (all) | run | killed | survived | equivalent | killed / run | killed / (run − equivalent) "
              "| tests |",
              "|---|---|---|---|---|---|---|---|---|"]
