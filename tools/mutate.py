@@ -77,8 +77,8 @@ EQUIVALENT: dict[tuple[str, int, str], str] = {
     ("trtprof/speedup.py", 66, "4000 → 3999"): _KDE_CAP,
     ("trtprof/speedup.py", 67, "512 → 513"): _GRID,
     ("trtprof/speedup.py", 67, "512 → 511"): _GRID,
-    ("trtprof/speedup.py", 275, "1e-15 → 1.1000000000000001e-15"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of |mean| over sign patterns is the same",
-    ("trtprof/speedup.py", 275, "1e-15 → 9e-16"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of |mean| over sign patterns is the same",
+    ("trtprof/speedup.py", 275, "1e-15 → 1.1000000000000001e-15"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of the absolute mean over sign patterns is the same",
+    ("trtprof/speedup.py", 275, "1e-15 → 9e-16"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of the absolute mean over sign patterns is the same",
     ("trtprof/speedup.py", 278, "1e-06 → 1.1e-06"): _BRACKET,
     ("trtprof/speedup.py", 278, "1e-06 → 9e-07"): _BRACKET,
     ("trtprof/speedup.py", 278, "1e-09 → 1.1000000000000001e-09"): _BRACKET,
@@ -369,12 +369,18 @@ def combine(raws: list[Path], out: Path) -> int:
     results: list[tuple[Mutant, str, float]] = []
     totals: dict[str, int] = {}
     runs = [json.loads(p.read_text()) for p in raws]
-    for run in runs:
+    by_module: dict[tuple[str, bool], list[tuple[Mutant, str, float]]] = {}
+    for run in runs:  # a later run of a module (after new tests) replaces an earlier one; hand mutants apart
         for module, total in run["totals"].items():  # a --hand-only run counts 0: keep the real count
             totals[module] = max(totals.get(module, 0), total)
-        results += [(Mutant(**m), status, secs) for m, status, secs in run["results"]]
+        mine: dict[tuple[str, bool], list[tuple[Mutant, str, float]]] = {}
+        for m, status, secs in run["results"]:
+            mutant = Mutant(**m)
+            mine.setdefault((mutant.module, mutant.kind == "hand"), []).append((mutant, status, secs))
+        by_module.update(mine)
+    results = [r for rows in by_module.values() for r in rows]
     first = runs[0]
-    write_table(out, results, totals, first["sample"], first["seed"], first["timeout"], max(r["wall_s"] for r in runs),
+    write_table(out, results, totals, first["sample"], first["seed"], first["timeout"], sum(r["wall_s"] for r in runs),
                 side_by_side=len(runs))
     return 0
 
@@ -384,7 +390,8 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
     lines = ["# Mutation check", "",
              f"`tools/mutate.py`, finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
              f"cores shared with other work, {wall_s / 60:.1f} min"
-             + (f" ({side_by_side} runs side by side)" if side_by_side > 1 else "")
+             + (f" in all ({side_by_side} runs, some side by side; a module's latest run is the one shown)"
+                if side_by_side > 1 else "")
              + f"; sample per module: {sample or 'all'} (seed {seed}, `--sample {sample} --seed {seed}`); "
              f"timeout {timeout:g} s per mutant (a timeout counts as killed).", "",
              "A mutant is killed when its module's test files (below) fail. Equivalent mutants (no behaviour "
@@ -431,7 +438,8 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
         lines += [f"| {m.module}:{m.line} | {m.description} | {s} |" for m, s in hand]
     errors = [(m, s) for m, s, _ in results if s not in ("killed", "survived")]
     if errors:
-        lines += ["", "## Killed by a timeout or an error (not a test failure)", ""]
+        lines += ["", "## Killed by a timeout or an error (not a test failure)", "",
+                  "A timeout is a mutant that hangs a test (e.g. a loop that no longer ends); it counts as killed.", ""]
         lines += [f"- {m.module}:{m.line} {m.kind} {m.description}: {s}" for m, s in errors]
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}: {all_killed}/{all_run - all_eq} killed ({rate})")
