@@ -55,10 +55,12 @@ def test_a_host_bound_point_leaves_the_fit_from_the_enqueue_bound_ratio():
 
 def test_enqueue_bound_from_the_ratio_on():
     assert dg.ENQUEUE_BOUND_RATIO == 0.8
-    f = dg.enqueue_bound(crafted(enqueue_ms=0.81, compute_ms=1.0))
+    # compute 2 ms, not 1: a ratio taken the wrong way round (× for ÷) must not pass unnoticed
+    f = dg.enqueue_bound(crafted(enqueue_ms=1.62, compute_ms=2.0))
     assert f is not None and f.evidence["ratio"] == pytest.approx(0.81) and f.evidence["threshold"] == 0.8
-    assert dg.enqueue_bound(crafted(enqueue_ms=0.80, compute_ms=1.0)) is not None
-    assert dg.enqueue_bound(crafted(enqueue_ms=0.79, compute_ms=1.0)) is None
+    assert dg.enqueue_bound(crafted(enqueue_ms=1.60, compute_ms=2.0)) is not None
+    assert dg.enqueue_bound(crafted(enqueue_ms=1.58, compute_ms=2.0)) is None
+    assert dg.enqueue_bound(crafted(enqueue_ms=0.0, compute_ms=0.0)) is None  # no compute time: no ratio
 
 
 def test_transfer_bound_from_copies_equal_to_compute_on():
