@@ -159,7 +159,7 @@ def test_five_findings_per_kind_are_listed_and_the_sixth_is_counted():
     five, six = analysis(5).lines(), analysis(6).lines()
     assert sum(line.startswith("overflow risk") for line in five) == 5 and not any("more overflow" in s for s in five)
     assert sum(line.startswith("overflow risk") for line in six) == 5
-    assert "… and 1 more overflow risk(s) (JSON: fp16_range)" in six
+    assert "… and 1 more overflow risk (JSON: fp16_range)" in six
 
 
 def test_the_json_keeps_the_ten_largest_tensors():

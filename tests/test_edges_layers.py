@@ -47,7 +47,7 @@ def test_the_message_names_the_top_five_slower_layers():
     fp32 = {f"l{i}": 1.0 for i in range(6)}
     fp16 = {f"l{i}": 2.0 + i for i in range(6)}
     f = rules.fp16_slower_layers(table(fp32, fp16), "fp16")
-    assert rules.TOP == 5 and "6 layer(s) are slower" in f.message
+    assert rules.TOP == 5 and "6 layers are slower" in f.message
     assert "l5 " in f.message and "l1 " in f.message and "l0 " not in f.message  # the least extra time left out
 
 

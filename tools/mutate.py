@@ -67,40 +67,39 @@ _FP16_SLOW = ("tests/test_fp16.py::test_compare_on_a_model_zoo_graph_predicts_it
               "tests/test_fp16.py::test_compare_predicts_the_overflow_cpu_fp16_does_not_show")
 DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/fp16range.py": _FP16_SLOW, "trtprof/convert/fp16.py": _FP16_SLOW}
 
-# (module, line, mutation) → why no test can distinguish the mutant from the original. Line numbers
-# are those of the source the result table was made from; a moved line shows up as a survivor again.
+# (module, text, mutation) → why no test can distinguish the mutant from the original. ``text`` is
+# found in the mutant's ``text`` (its source line, then ⟨the mutated node⟩), so a moved line still matches.
 _NOISE = "bootstrap resample count ±1: the SE moves by sampling noise only (~2 % relative at 2000), no behaviour depends on the exact count"
 _GRID = "KDE grid of 512 ± 1 points moves a mode by < 0.2 % of the range; no rule depends on the count"
 _KDE_CAP = "subsample cap 4000 ± 1: above it a seeded subsample replaces the samples, which changes nothing but noise"
 _BRACKET = "start of the sign-flip bisection bracket: the loop widens it until θ is rejected and bisects 50 times, so the edge is the same to 2⁻⁵⁰ of the bracket"
-EQUIVALENT: dict[tuple[str, int, str], str] = {
-    ("trtprof/speedup.py", 35, "2000 → 2001"): _NOISE,
-    ("trtprof/speedup.py", 35, "2000 → 1999"): _NOISE,
-    ("trtprof/speedup.py", 66, "4000 → 4001"): _KDE_CAP,
-    ("trtprof/speedup.py", 66, "4000 → 3999"): _KDE_CAP,
-    ("trtprof/speedup.py", 67, "512 → 513"): _GRID,
-    ("trtprof/speedup.py", 67, "512 → 511"): _GRID,
-    ("trtprof/speedup.py", 275, "1e-15 → 1.1000000000000001e-15"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of the absolute mean over sign patterns is the same",
-    ("trtprof/speedup.py", 275, "1e-15 → 9e-16"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of the absolute mean over sign patterns is the same",
-    ("trtprof/speedup.py", 278, "1e-06 → 1.1e-06"): _BRACKET,
-    ("trtprof/speedup.py", 278, "1e-06 → 9e-07"): _BRACKET,
-    ("trtprof/speedup.py", 278, "1e-09 → 1.1000000000000001e-09"): _BRACKET,
-    ("trtprof/speedup.py", 278, "1e-09 → 9.000000000000001e-10"): _BRACKET,
-    ("trtprof/speedup.py", 281, "3 → 4"): _BRACKET,
-    ("trtprof/speedup.py", 295, "1 → 2"): "ddof 1 → 2 over 2000 bootstrap medians changes the SE by 0.025 %: below any behaviour",
-    ("trtprof/speedup.py", 412, "guard `if …: return` removed (test → False)"): "find_peaks on the zero-padded density always finds its global maximum, which holds far more than MODE_MIN_MASS: the guard is defensive and cannot fire",
-    ("trtprof/cache.py", 30, "3600 → 3599"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
-    ("trtprof/cache.py", 30, "3600 → 3601"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
-    ("trtprof/cache.py", 173, "0 → 1"): "os.umask(x) returns the previous mask whatever x is, and the next line restores it",
-    ("trtprof/cache.py", 295, "`and` → `or`"): "differs only for an error that is not trtprof's yet has a __cause__; root.mkdir's OSError has none",
-    ("trtprof/cache.py", 304, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
-    ("trtprof/fp16range.py", 278, "3 → 4"): "ONNX Runtime's own log level (3: errors, 4: fatal only): the analysis and its result are the same",
-    ("trtprof/fp16range.py", 278, "3 → 2"): "ONNX Runtime's own log level (2: warnings, 3: errors): the analysis and its result are the same",
-    ("trtprof/convert/fp16.py", 151, "`==` → `!=`"): "ONNX shape inference already types every Constant output; the attribute loop is the fallback for a model inference rejects, and on the other ops it reads (a ConstantOfShape's value) it gives the type inference gives",
-    ("trtprof/diagnose.py", 96, "0 → 1"): "a series is one precision's results (the caller groups them so): any member's precision is the first's",
-    ("trtprof/diagnose.py", 327, "1 → 2"): "rsplit('.', 2)[-1] is the same last component as rsplit('.', 1)[-1]",
-    ("trtprof/fp16range.py", 236, "`>` → `>=`"): "`keep >= 1` differs from `keep > 1` only when one tensor still needs more runs than allowed, i.e. max_runs < 1, which no caller passes",
-    ("trtprof/cache.py", 224, "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("trtprof/speedup.py", "N_RESAMPLES = 2000", "2000 → 2001"): _NOISE,
+    ("trtprof/speedup.py", "N_RESAMPLES = 2000", "2000 → 1999"): _NOISE,
+    ("trtprof/speedup.py", "KDE_MAX_SAMPLES = 4000", "4000 → 4001"): _KDE_CAP,
+    ("trtprof/speedup.py", "KDE_MAX_SAMPLES = 4000", "4000 → 3999"): _KDE_CAP,
+    ("trtprof/speedup.py", "KDE_GRID = 512", "512 → 513"): _GRID,
+    ("trtprof/speedup.py", "KDE_GRID = 512", "512 → 511"): _GRID,
+    ("trtprof/speedup.py", "observed - 1e-15", "1e-15 → 1.1000000000000001e-15"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of the absolute mean over sign patterns is the same",
+    ("trtprof/speedup.py", "observed - 1e-15", "1e-15 → 9e-16"): "floating-point tolerance of the test statistic's tie: any value ≪ the spacing of the absolute mean over sign patterns is the same",
+    ("trtprof/speedup.py", "abs(center) * 1e-6 or 1e-9", "1e-06 → 1.1e-06"): _BRACKET,
+    ("trtprof/speedup.py", "abs(center) * 1e-6 or 1e-9", "1e-06 → 9e-07"): _BRACKET,
+    ("trtprof/speedup.py", "abs(center) * 1e-6 or 1e-9", "1e-09 → 1.1000000000000001e-09"): _BRACKET,
+    ("trtprof/speedup.py", "abs(center) * 1e-6 or 1e-9", "1e-09 → 9.000000000000001e-10"): _BRACKET,
+    ("trtprof/speedup.py", "center + direction * 3 * span", "3 → 4"): _BRACKET,
+    ("trtprof/speedup.py", "axis=1), ddof=1))", "1 → 2"): "ddof 1 → 2 over 2000 bootstrap medians changes the SE by 0.025 %: below any behaviour",
+    ("trtprof/speedup.py", "if peaks.size == 0:", "guard `if …: return` removed (test → False)"): "find_peaks on the zero-padded density always finds its global maximum, which holds far more than MODE_MIN_MASS: the guard is defensive and cannot fire",
+    ("trtprof/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3599"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
+    ("trtprof/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3601"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
+    ("trtprof/cache.py", "mask = os.umask(0)", "0 → 1"): "os.umask(x) returns the previous mask whatever x is, and the next line restores it",
+    ("trtprof/cache.py", "root_cause = err.__cause__ if", "`and` → `or`"): "differs only for an error that is not trtprof's yet has a __cause__; root.mkdir's OSError has none",
+    ("trtprof/cache.py", "if not self.root.is_dir():", "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
+    ("trtprof/fp16range.py", "options.log_severity_level = 3", "3 → 4"): "ONNX Runtime's own log level (3: errors, 4: fatal only): the analysis and its result are the same",
+    ("trtprof/convert/fp16.py", 'if node.op_type == "Constant":', "`==` → `!=`"): "ONNX shape inference already types every Constant output; the attribute loop is the fallback for a model inference rejects, and on the other ops it reads (a ConstantOfShape's value) it gives the type inference gives",
+    ("trtprof/diagnose.py", "precision = series[0].precision", "0 → 1"): "a series is one precision's results (the caller groups them so): any member's precision is the first's",
+    ("trtprof/diagnose.py", "leaf = path.rsplit(\".\", 1)[-1].lower()", "1 → 2"): "rsplit('.', 2)[-1] is the same last component as rsplit('.', 1)[-1] (the line's other 1, [-1] → [-2], reads the wrong component and is killed by the clock tests)",
+    ("trtprof/fp16range.py", "⟨keep > 1⟩", "`>` → `>=`"): "`keep >= 1` differs from `keep > 1` only when one tensor still needs more runs than allowed, i.e. max_runs < 1, which no caller passes",
+    ("trtprof/cache.py", "if not self.root.is_dir(): ⟨", "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
 }
 
 # The hand mutations issue 26 found surviving, as text edits: each is run beside the sampled mutants
@@ -118,6 +117,11 @@ HAND: tuple[tuple[str, str, str, str], ...] = (
     ("trtprof/diagnose.py", "the host gate removed", "if _host_heavy(result, HOST_SHARE):", "if False:"),
 )
 
+def equivalent_because(m: "Mutant") -> str | None:
+    return next((why for (module, text, what), why in EQUIVALENT.items()
+                 if module == m.module and what == m.description and text in m.text), None)
+
+
 CMP_FLIPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
              ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 CMP_TEXT = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
@@ -132,6 +136,7 @@ class Mutant:
     kind: str
     description: str
     variant: int = 0  # which of a node's mutations
+    text: str = ""  # the source line, then ⟨the mutated node⟩: what EQUIVALENT matches (lines move)
 
 
 def _skipped_nodes(tree: ast.AST) -> set[int]:
@@ -232,14 +237,19 @@ def apply(node: ast.AST, variant: int, named: bool) -> None:
 
 
 def enumerate_mutants(module: str) -> list[Mutant]:
-    tree = ast.parse((ROOT / module).read_text())
+    source = (ROOT / module).read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source)
     skip, named = _skipped_nodes(tree), _module_constants(tree)
     out = []
     for index, node in enumerate(ast.walk(tree)):
         if id(node) in skip:
             continue
+        line = getattr(node, "lineno", 0)
+        node_text = (ast.unparse(node).splitlines() or [""])[0]
+        where = f"{lines[line - 1].strip() if line else ''} ⟨{node_text}⟩"
         for variant, (kind, text) in enumerate(mutations_of(node, id(node) in named)):
-            out.append(Mutant(module, index, getattr(node, "lineno", 0), kind, text, variant))
+            out.append(Mutant(module, index, line, kind, text, variant, where))
     return out
 
 
@@ -425,7 +435,7 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
     survivors: list[tuple[Mutant, str | None]] = []
     for module, total in totals.items():
         rows = [(m, s) for m, s, _ in results if m.module == module]
-        eq = [(m, s) for m, s in rows if (m.module, m.line, m.description) in EQUIVALENT and s == "survived"]
+        eq = [(m, s) for m, s in rows if equivalent_because(m) is not None and s == "survived"]
         killed = sum(s not in ("survived",) for _, s in rows)
         surv = [m for m, s in rows if s == "survived"]
         denominator = len(rows) - len(eq)
@@ -437,7 +447,7 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
         all_run += len(rows)
         all_killed += killed
         all_eq += len(eq)
-        survivors += [(m, EQUIVALENT.get((m.module, m.line, m.description))) for m in surv]
+        survivors += [(m, equivalent_because(m)) for m in surv]
     rate = f"{all_killed / (all_run - all_eq):.1%}" if all_run - all_eq else "–"
     raw = f"{all_killed / all_run:.1%}" if all_run else "–"
     lines.append(f"| **all** | {sum(totals.values())} | {all_run} | {all_killed} | {all_run - all_killed - all_eq} | "
