@@ -119,6 +119,7 @@ def test_analyze_flags_a_tensor_just_above_65504_and_not_one_at_it():
 
 
 def test_runs_hold_up_to_max_run_elements_values():
+    assert fr.MAX_RUN_ELEMENTS == 32_000_000  # ~128 MB of float32 per run
     half = fr.MAX_RUN_ELEMENTS // 2
     assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half}, 1) == [["a", "b"]]
     assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half + 1}, 1) == [["a"], ["b"]]
@@ -185,6 +186,8 @@ def test_element_counts_come_from_the_fed_shapes_and_unknown_ones_are_left_out()
 def test_a_skipped_analysis_spent_no_time_and_found_nothing():
     skipped = fr.RangeAnalysis(skipped="no onnxruntime").to_json()
     assert skipped["seconds"] == 0.0 and skipped["findings"] == [] and skipped["skipped"] == "no onnxruntime"
+    assert (skipped["float_tensors"], skipped["analysed_tensors"], skipped["runs"]) == (0, 0, 0)
+    assert not skipped["sampled"]
     assert skipped["summary"] == "FP16 range analysis skipped: no onnxruntime"
 
 
@@ -357,3 +360,11 @@ def test_a_conversion_is_frozen():
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         convert_fp16(_weights([1.0])).notes = ()
+
+
+def test_the_analysis_records_are_frozen():
+    import dataclasses
+
+    for record in (_range([1.0]), fr.RangeFinding(fr.OVERFLOW, "t", "n", "Mul", 1e6, ("n",)), fr.RangeAnalysis()):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.name = "x"  # type: ignore[misc]
