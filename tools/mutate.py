@@ -351,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{module}:{m.line}\t{m.kind}\t{m.description}")
         print(f"{sum(len(v) for v in plan.values())} mutants", file=sys.stderr)
         return 0
+    code = code_version()
     where = scratch_copy()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the scratch copy is removed
     started = time.time()
@@ -372,11 +373,20 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(where, ignore_errors=True)
     wall_s = time.time() - started
     if args.raw:
-        args.raw.write_text(json.dumps({"totals": totals, "sample": args.sample, "seed": args.seed,
+        args.raw.write_text(json.dumps({"totals": totals, "sample": args.sample, "seed": args.seed, "code": code,
                                         "timeout": args.timeout, "wall_s": wall_s,
                                         "results": [[asdict(m), status, secs] for m, status, secs in results]}))
-    write_table(args.out, results, totals, args.sample, args.seed, args.timeout, wall_s)
+    write_table(args.out, results, totals, args.sample, args.seed, args.timeout, wall_s, code=code)
     return 0
+
+
+def code_version() -> str:
+    """The commit the mutated code came from (and whether trtprof/ or tests/ had uncommitted edits)."""
+    def git(*cmd: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "trtprof", "tests")
+    return git("rev-parse", "--short", "HEAD") + (" + uncommitted edits" if dirty else "")
 
 
 def combine(raws: list[Path], out: Path) -> int:
@@ -398,8 +408,9 @@ def combine(raws: list[Path], out: Path) -> int:
                 latest[key] = (mutant, status, secs)
     results = list(latest.values())
     first = runs[0]
+    codes = sorted({r.get("code", "?") for r in runs})
     write_table(out, results, totals, first["sample"], first["seed"], first["timeout"], sum(r["wall_s"] for r in runs),
-                side_by_side=len(runs))
+                side_by_side=len(runs), code=", ".join(codes))
     return 0
 
 
@@ -418,7 +429,7 @@ them is follow-up work; this table's operators are the ones issue 26 asks about.
 
 
 def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dict[str, int],
-                sample: int, seed: int, timeout: float, wall_s: float, side_by_side: int = 1) -> None:
+                sample: int, seed: int, timeout: float, wall_s: float, side_by_side: int = 1, code: str = "?") -> None:
     lines = ["# Mutation check", "",
              f"`tools/mutate.py`, finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {os.cpu_count()} "
              f"cores shared with other work, {wall_s / 60:.1f} min"
@@ -426,6 +437,7 @@ def write_table(out: Path, results: list[tuple[Mutant, str, float]], totals: dic
                 if side_by_side > 1 else "")
              + f"; sample per module: {sample or 'all'} (seed {seed}, `--sample {sample} --seed {seed}`); "
              f"timeout {timeout:g} s per mutant (a timeout counts as killed).", "",
+             f"Code measured: commit {code} (line numbers are that version's).", "",
              "A mutant is killed when its module's test files (below) fail. Equivalent mutants (no behaviour "
              "can tell them apart) are counted apart, with the reason. The sample is a seeded choice among all "
              "mutants of a module (2 shared cores: a full run of all mutants takes hours there).", "",
