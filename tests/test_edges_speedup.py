@@ -231,11 +231,11 @@ def _engine_blocks(per_load_medians: list[list[float]]) -> list[list[np.ndarray]
 
 
 def test_engine_median_ci_uses_loads_from_two_on_and_rounds_for_one():
-    two_loads = [[1.0, 1.1, 1.2], [1.3, 1.4, 1.5]]
-    low, high = sp.engine_median_ci(_engine_blocks(two_loads))
-    se = sp.hierarchical_se([np.log(v) for v in two_loads])
-    pooled = float(np.median(np.concatenate(two_loads)))
-    assert (low, high) == pytest.approx((pooled * math.exp(-sp.t_quantile(1) * se), pooled * math.exp(sp.t_quantile(1) * se)))
+    for loads in ([[1.0, 1.1, 1.2], [1.3, 1.4, 1.5]], [[1.0, 1.1, 1.2], [1.3, 1.4, 1.5], [0.9, 1.0, 1.6]]):
+        low, high = sp.engine_median_ci(_engine_blocks(loads))
+        se, t = sp.hierarchical_se([np.log(v) for v in loads]), sp.t_quantile(len(loads) - 1)  # df = loads − 1
+        pooled = float(np.median(np.concatenate(loads)))
+        assert (low, high) == pytest.approx((pooled * math.exp(-t * se), pooled * math.exp(t * se)))
     one_load = [[1.0, 1.1, 1.2, 1.4]]
     low, high = sp.engine_median_ci(_engine_blocks(one_load))
     pooled = float(np.median(one_load[0]))
