@@ -138,6 +138,7 @@ def test_up_to_max_runs_runs_every_tensor_and_beyond_it_samples():
     assert len(sampled) == fr.MAX_RUNS and sampled[0] == ["t0"] and sampled[-1] == [names[-1]]  # as many as fit
     # down to one tensor when only one run is allowed
     assert fr.plan_runs(["a", "b", "c"], {n: fr.MAX_RUN_ELEMENTS for n in "abc"}, 1, max_runs=1) == [["a"]]
+    assert fr.plan_runs(["a", "b"], {n: fr.MAX_RUN_ELEMENTS for n in "ab"}, 1, max_runs=1) == [["a"]]
 
 
 def test_first_samples_cuts_a_dynamic_batch_above_eight():

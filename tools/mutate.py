@@ -91,6 +91,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("trtprof/speedup.py", "if peaks.size == 0:", "guard `if …: return` removed (test → False)"): "find_peaks on the zero-padded density always finds its global maximum, which holds far more than MODE_MIN_MASS: the guard is defensive and cannot fire",
     ("trtprof/speedup.py", "float(np.std(stats, ddof=1))", "1 → 2"): "ddof 1 → 2 over 2000 bootstrap statistics changes the SE by 0.025 %: below any behaviour (the line's other 1s, in L/(L − 1) and L > 1, are killed)",
     ("trtprof/speedup.py", "return edge(-1.0), edge(1.0)", "1.0 → 1.1"): _BRACKET,
+    ("trtprof/speedup.py", "outside += direction * 3 * span", "3 → 4"): _BRACKET,
     ("trtprof/speedup.py", "observed - 1e-15", "`>=` → `>`"): "differs only when a sign pattern's statistic equals observed − 1e-15 exactly; the tolerance exists so that ties count, and it is far below the patterns' spacing",
     ("trtprof/speedup.py", "np.percentile(x, (0.5, 99.5))", "0.5 → 0.45"): "the KDE's core: the central 99 % vs 99.05 % of the samples; the mode rules' margins (10 % prominence, 5 % mass) are far wider than that",
     ("trtprof/speedup.py", "peaks = peaks[mass >= MODE_MIN_MASS]", "`>=` → `>`"): "differs only for a mode holding exactly 5.000 % of the core samples",
