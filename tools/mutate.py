@@ -95,6 +95,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("trtprof/speedup.py", "observed - 1e-15", "`>=` → `>`"): "differs only when a sign pattern's statistic equals observed − 1e-15 exactly; the tolerance exists so that ties count, and it is far below the patterns' spacing",
     ("trtprof/speedup.py", "np.percentile(x, (0.5, 99.5))", "0.5 → 0.45"): "the KDE's core: the central 99 % vs 99.05 % of the samples; the mode rules' margins (10 % prominence, 5 % mass) are far wider than that",
     ("trtprof/speedup.py", "peaks = peaks[mass >= MODE_MIN_MASS]", "`>=` → `>`"): "differs only for a mode holding exactly 5.000 % of the core samples",
+    ("trtprof/fp16range.py", "np.shape(v)[0] > max_batch for v in feeds.values()", "`>` → `>=`"): "cutting a batch of exactly max_batch samples to its first max_batch samples leaves it as it was",
     ("trtprof/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3599"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
     ("trtprof/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3601"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
     ("trtprof/cache.py", "mask = os.umask(0)", "0 → 1"): "os.umask(x) returns the previous mask whatever x is, and the next line restores it",
