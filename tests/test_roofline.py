@@ -86,10 +86,19 @@ def test_peak_table_cites_a_source_for_every_row_and_orders_rates_sensibly():
 
 
 def test_query_device_peak_without_a_gpu_is_none_not_a_crash():
-    try:
-        from trtprof.cuda import device_count
-        if device_count() > 0:
-            pytest.skip("a CUDA device is present")
-    except Exception:
-        pass
+    from trtprof.cuda import device_count
+
+    if device_count() > 0:  # device_count answers 0 without a driver or a device; it does not raise
+        pytest.skip("a CUDA device is present")
     assert roofline.query_device_peak() is None
+
+
+@pytest.mark.gpu
+def test_query_device_peak_on_a_gpu_reads_its_table_row():
+    from trtprof.cuda import device_count
+
+    if device_count() == 0:
+        pytest.skip("no CUDA device")
+    peak = roofline.query_device_peak()
+    assert peak is not None and peak.rates == roofline.peak_rates(peak.compute_capability)
+    assert peak.multiprocessors > 0 and peak.max_sm_clock_mhz > 0 and peak.name

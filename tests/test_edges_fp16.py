@@ -1,0 +1,371 @@
+"""FP16's limits as trtprof defines them, tested on the representable values either side.
+
+* overflow: a value above FP16_MAX = 65504 (the largest finite FP16); 65504 itself is fine, the next
+  float32 above it (65504.004) is a risk — trtprof's rule, conservative by half an FP16 step (FP16
+  round-to-nearest gives inf only from 65520 on);
+* underflow: a non-zero value below FP16_MIN_SUBNORMAL = 2⁻²⁴ is "lost"; values between 2⁻²⁴ and
+  FP16_MIN_NORMAL = 2⁻¹⁴ are subnormals (kept, fewer bits), not an underflow risk;
+* an underflow finding needs UNDERFLOW_SHARE (10 %) of the non-zero values *and* UNDERFLOW_MIN_VALUES (16).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trtprof import fp16range as fr
+from trtprof.convert.fp16_weights import FP16_MAX, FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+F32 = np.float32
+ABOVE_MAX = float(np.nextafter(F32(FP16_MAX), F32(np.inf)))  # 65504.004: the next float32
+BELOW_SUBNORMAL = float(np.nextafter(F32(FP16_MIN_SUBNORMAL), F32(0)))
+BELOW_NORMAL = float(np.nextafter(F32(FP16_MIN_NORMAL), F32(0)))
+
+
+def test_the_limits_are_numpys_float16_limits():
+    info = np.finfo(np.float16)
+    assert FP16_MAX == float(info.max) == 65504.0
+    assert FP16_MIN_NORMAL == float(info.smallest_normal) == 2.0 ** -14
+    assert FP16_MIN_SUBNORMAL == float(info.smallest_subnormal) == 2.0 ** -24
+    assert np.isfinite(np.float16(FP16_MAX)) and np.float16(FP16_MIN_SUBNORMAL) > 0
+
+
+def _range(values, name="t") -> fr.TensorRange:
+    return fr.tensor_range(name, f"node_{name}", "Mul", np.asarray(values, dtype=np.float32))
+
+
+def test_tensor_range_counts_strictly_below_each_limit():
+    r = _range([FP16_MIN_NORMAL, BELOW_NORMAL, FP16_MIN_SUBNORMAL, BELOW_SUBNORMAL, 0.0, -1.0, np.inf, np.nan])
+    assert r.nonzero == 5 and r.nonfinite == 2 and r.elements == 8 and r.max_abs == 1.0
+    assert r.below_normal_share == pytest.approx(3 / 5)  # BELOW_NORMAL, 2⁻²⁴, BELOW_SUBNORMAL
+    assert r.below_subnormal_share == pytest.approx(1 / 5)  # only BELOW_SUBNORMAL
+    zeros = _range([0.0, np.nan])
+    assert (zeros.nonzero, zeros.max_abs, zeros.below_normal_share, zeros.below_subnormal_share) == (0, 0.0, 0.0, 0.0)
+    nonfinite = _range([np.nan, np.inf])
+    assert (nonfinite.max_abs, nonfinite.nonfinite, nonfinite.below_normal_share) == (0.0, 2, 0.0)
+
+
+def test_overflow_from_the_first_float32_above_65504():
+    at_max, above = _range([1.0, -FP16_MAX], "at_max"), _range([1.0, -ABOVE_MAX], "above")
+    findings = fr.findings_of([at_max, above], {})
+    assert [(f.kind, f.tensor) for f in findings] == [(fr.OVERFLOW, "above")]
+    assert findings[0].value == pytest.approx(ABOVE_MAX) and "> 65504 → inf in FP16" in findings[0].message
+    # a tenth more than the limit is not needed: 65504.004 is already a risk, 1.9 × 65504 certainly
+    assert fr.findings_of([_range([1.9 * FP16_MAX])], {})[0].kind == fr.OVERFLOW
+
+
+def _underflowing(lost: int, total: int, tiny: float = BELOW_SUBNORMAL) -> fr.TensorRange:
+    """``total`` non-zero values, ``lost`` of them ``tiny``, the rest 1.0."""
+    return _range([tiny] * lost + [1.0] * (total - lost), "u")
+
+
+def test_underflow_share_from_ten_percent_on():
+    assert fr.UNDERFLOW_SHARE == 0.10
+    [finding] = fr.findings_of([_underflowing(20, 200)], {})  # exactly 10 %, 20 values
+    assert finding.kind == fr.UNDERFLOW and finding.value == pytest.approx(0.10)
+    assert fr.findings_of([_underflowing(19, 200)], {}) == ()  # 9.5 %
+    assert fr.findings_of([_underflowing(21, 200)], {})[0].value == pytest.approx(0.105)
+
+
+def test_underflow_needs_sixteen_values():
+    assert fr.UNDERFLOW_MIN_VALUES == 16
+    assert len(fr.findings_of([_underflowing(16, 160)], {})) == 1  # 10 %, 16 values
+    assert fr.findings_of([_underflowing(15, 150)], {}) == ()  # 10 %, 15 values
+
+
+def test_subnormal_values_are_not_an_underflow_risk():
+    """Values below 2⁻¹⁴ but not below 2⁻²⁴ survive in FP16 as subnormals: no finding, even when
+    every value is one (the 2⁻¹⁴ mistake would report them all)."""
+    for tiny in (1e-6, FP16_MIN_SUBNORMAL, BELOW_NORMAL):
+        r = _underflowing(200, 200, tiny)
+        assert r.below_normal_share == 1.0 and r.below_subnormal_share == 0.0
+        assert fr.findings_of([r], {}) == ()
+
+
+def test_a_finding_keeps_the_producer_and_its_readers_and_knows_when_a_keep_list_covers_them():
+    from trtprof.convert.keeplist import KeepFp32
+
+    r = _range([ABOVE_MAX], "t")
+    [f] = fr.findings_of([r], {"t": ["reader1", "reader2", "node_t"]})
+    assert f.keep_nodes == ("node_t", "reader1", "reader2") and not f.covered
+    assert f.option == "--layer-precisions node_t:fp32,reader1:fp32,reader2:fp32"
+    all_kept = KeepFp32(nodes=("node_t", "reader1", "reader2"))
+    assert fr.findings_of([r], {"t": ["reader1", "reader2"]}, all_kept)[0].covered
+    one_missing = KeepFp32(nodes=("node_t", "reader1"))
+    assert not fr.findings_of([r], {"t": ["reader1", "reader2"]}, one_missing)[0].covered
+    by_op = KeepFp32(ops=("Div",))
+    assert fr.findings_of([r], {"t": ["reader1"]}, by_op, ops={"node_t": "Div", "reader1": "Div"})[0].covered
+    assert not fr.findings_of([r], {"t": ["reader1"]}, by_op, ops={"node_t": "Div", "reader1": "Mul"})[0].covered
+
+
+def _scale_model(k: float):
+    """y = x · k with k a Constant node: the only analysed tensor is y (Constant outputs are weights)."""
+    const = helper.make_node("Constant", [], ["k"], name="const_k",
+                             value=numpy_helper.from_array(np.array(k, dtype=np.float32), "k"))
+    mul = helper.make_node("Mul", ["x", "k"], ["y"], name="scale")
+    graph = helper.make_graph([const, mul], "scale", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_analyze_flags_a_tensor_just_above_65504_and_not_one_at_it():
+    """The whole chain (ONNX Runtime in FP32, every tensor exposed) at the edge: x = 1, y = x · k."""
+    x = {"x": np.ones((1, 1), dtype=np.float32)}
+    assert fr.analyze(_scale_model(FP16_MAX), x).of_kind(fr.OVERFLOW) == []
+    [finding] = fr.analyze(_scale_model(ABOVE_MAX), x).of_kind(fr.OVERFLOW)
+    assert (finding.tensor, finding.node, finding.value) == ("y", "scale", pytest.approx(ABOVE_MAX))
+
+
+def test_runs_hold_up_to_max_run_elements_values():
+    assert fr.MAX_RUN_ELEMENTS == 32_000_000  # ~128 MB of float32 per run
+    half = fr.MAX_RUN_ELEMENTS // 2
+    assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half}, 1) == [["a", "b"]]
+    assert fr.plan_runs(["a", "b"], {"a": half, "b": fr.MAX_RUN_ELEMENTS - half + 1}, 1) == [["a"], ["b"]]
+    assert fr.plan_runs(["big"], {"big": 3 * fr.MAX_RUN_ELEMENTS}, 1) == [["big"]]  # a bigger tensor runs alone
+    # after a full run the count starts again from zero: the next run holds a full run's values too
+    sizes = {"a": fr.MAX_RUN_ELEMENTS, "b": half, "c": fr.MAX_RUN_ELEMENTS - half}
+    assert fr.plan_runs(["a", "b", "c"], sizes, 1) == [["a"], ["b", "c"]]
+    assert fr.plan_runs(["a", "u"], {"a": 1}, fr.MAX_RUN_ELEMENTS - 1) == [["a", "u"]]  # unknown size as given
+
+
+def test_up_to_max_runs_runs_every_tensor_and_beyond_it_samples():
+    one_run_each = {f"t{i}": fr.MAX_RUN_ELEMENTS for i in range(fr.MAX_RUNS + 1)}
+    names = list(one_run_each)
+    assert len(fr.plan_runs(names[:fr.MAX_RUNS], one_run_each, 1)) == fr.MAX_RUNS == 8
+    sampled = fr.plan_runs(names, one_run_each, 1)
+    assert len(sampled) == fr.MAX_RUNS and sampled[0] == ["t0"] and sampled[-1] == [names[-1]]  # as many as fit
+    # down to one tensor when only one run is allowed
+    assert fr.plan_runs(["a", "b", "c"], {n: fr.MAX_RUN_ELEMENTS for n in "abc"}, 1, max_runs=1) == [["a"]]
+    assert fr.plan_runs(["a", "b"], {n: fr.MAX_RUN_ELEMENTS for n in "ab"}, 1, max_runs=1) == [["a"]]
+
+
+def test_first_samples_cuts_a_dynamic_batch_above_eight():
+    from trtprof.spec import TensorSpec
+
+    dynamic = [TensorSpec("x", "float32", ("N", 2))]
+    nine, eight = np.zeros((9, 2), np.float32), np.zeros((8, 2), np.float32)
+    assert fr.MAX_BATCH == 8
+    assert fr.first_samples({"x": nine}, dynamic)["x"].shape == (8, 2)
+    assert fr.first_samples({"x": eight}, dynamic)["x"].shape == (8, 2)
+    assert fr.first_samples({"x": nine}, [])["x"].shape == (9, 2)  # no inputs known: fed whole
+
+
+def test_five_findings_per_kind_are_listed_and_the_sixth_is_counted():
+    def analysis(n):
+        found = tuple(fr.RangeFinding(fr.OVERFLOW, f"t{i}", f"n{i}", "Mul", 1e6, (f"n{i}",)) for i in range(n))
+        return fr.RangeAnalysis(findings=found, float_tensors=n, analysed=n, runs=1, input_shapes={"x": (1,)})
+
+    assert fr.FINDINGS_SHOWN == 5
+    five, six = analysis(5).lines(), analysis(6).lines()
+    assert sum(line.startswith("overflow risk") for line in five) == 5 and not any("more overflow" in s for s in five)
+    assert sum(line.startswith("overflow risk") for line in six) == 5
+    assert "… and 1 more overflow risk (JSON: fp16_range)" in six
+
+
+def test_the_json_keeps_the_ten_largest_tensors():
+    tensors = tuple(_range([float(i + 1)], f"t{i}") for i in range(11))
+    kept = fr.RangeAnalysis(tensors=tensors, float_tensors=11, analysed=11).to_json()["largest_tensors"]
+    assert fr.LARGEST_KEPT == 10 and len(kept) == 10
+    assert [t["name"] for t in kept][:2] == ["t10", "t9"] and "t0" not in {t["name"] for t in kept}
+    thresholds = fr.RangeAnalysis().to_json()["thresholds"]
+    assert thresholds == {"overflow_max_abs": 65504.0, "min_normal": 2.0 ** -14, "min_subnormal": 2.0 ** -24,
+                          "underflow_share": 0.10, "underflow_min_values": 16}
+
+
+def test_element_counts_come_from_the_fed_shapes_and_unknown_ones_are_left_out():
+    graph = helper.make_graph([helper.make_node("Neg", ["x"], ["t"], name="neg"),
+                               helper.make_node("Neg", ["t"], ["y"], name="neg2")], "two",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert fr._estimated_elements(model, {"x": (4, 3)}) == {"t": 12}  # intermediate tensors (value_info)
+    assert fr._estimated_elements(model, {}) == {}  # N unknown: t's size is not guessed
+
+
+def test_a_skipped_analysis_spent_no_time_and_found_nothing():
+    skipped = fr.RangeAnalysis(skipped="no onnxruntime").to_json()
+    assert skipped["seconds"] == 0.0 and skipped["findings"] == [] and skipped["skipped"] == "no onnxruntime"
+    assert (skipped["float_tensors"], skipped["analysed_tensors"], skipped["runs"]) == (0, 0, 0)
+    assert not skipped["sampled"]
+    assert skipped["summary"] == "FP16 range analysis skipped: no onnxruntime"
+
+
+def test_sampled_only_when_fewer_tensors_were_analysed_than_exist():
+    assert fr.RangeAnalysis(float_tensors=4, analysed=3).sampled
+    assert not fr.RangeAnalysis(float_tensors=4, analysed=4).sampled
+
+
+# --- the converter's limits (convert/fp16.py passes them; fp16_weights counts what they did) ------
+
+def _weights(values) -> "onnx.ModelProto":
+    w = numpy_helper.from_array(np.asarray(values, np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["y"], name="scale")], "weights",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", len(values)])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", len(values)])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _converted_weights(values):
+    from trtprof.convert.fp16 import convert_fp16
+
+    conversion = convert_fp16(_weights(values))
+    w = next(i for i in conversion.model.graph.initializer if i.name == "w")
+    return numpy_helper.to_array(w).astype(np.float64), conversion.weights
+
+
+def test_65504_converts_exactly_and_the_next_float32_is_clamped_and_counted():
+    new, report = _converted_weights([FP16_MAX, -ABOVE_MAX, 3e4])
+    assert list(new) == [65504.0, -65504.0, 30000.0]
+    assert report.count("clamped") == 1 and report.count("raised") == 0 and report.max_abs == pytest.approx(ABOVE_MAX)
+
+
+def test_2_to_the_minus_24_converts_exactly_and_a_smaller_weight_is_raised_to_it():
+    new, report = _converted_weights([FP16_MIN_SUBNORMAL, BELOW_SUBNORMAL, -BELOW_SUBNORMAL, 0.0])
+    assert list(new) == [FP16_MIN_SUBNORMAL, FP16_MIN_SUBNORMAL, -FP16_MIN_SUBNORMAL, 0.0]
+    assert report.count("raised") == 2 and report.count("clamped") == 0
+
+
+def test_subnormal_weights_are_counted_from_2_to_the_minus_24_up_to_below_2_to_the_minus_14():
+    _, report = _converted_weights([FP16_MIN_SUBNORMAL, BELOW_NORMAL, FP16_MIN_NORMAL, BELOW_SUBNORMAL])
+    assert report.subnormal_values == 2 and report.subnormal_tensors == 1
+    assert any("stored as subnormals" in line for line in report.notes())
+
+
+# --- the hooks compare uses: which candidate, which caveat -----------------------------------------
+
+def _record(precision: str, inputs) -> object:
+    """A fake engine record: just what fp16range reads (precision, inputs, spec, backend)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(precision=precision, inputs=inputs, spec=None, backend="onnxruntime")
+
+
+def test_for_compare_analyses_only_when_a_candidate_is_fp16_and_with_that_candidates_inputs(tmp_path):
+    from trtprof.spec import TensorSpec
+
+    path = tmp_path / "scale.onnx"
+    onnx.save(_scale_model(2.0), str(path))
+    feeds = {"x": np.ones((9, 1), np.float32)}
+    static, dynamic = [TensorSpec("x", "float32", (9, 1))], [TensorSpec("x", "float32", ("N", 1))]
+    assert fr.for_compare(path, {"a": _record("fp32", static), "b": _record("fp32", static)}, feeds) is None
+    analysis = fr.for_compare(path, {"a": _record("fp32", static), "b": _record("fp16", dynamic)}, feeds)
+    assert not analysis.skipped and analysis.input_shapes == {"x": (8, 1)}  # the fp16 record's dynamic batch, cut
+    assert "not available" in fr.for_compare(None, {"b": _record("fp16", dynamic)}, feeds).skipped
+
+
+def test_the_caveat_only_for_an_fp16_candidate_that_did_not_compute_in_fp16():
+    assert fr.caveat("fp16", "fp16") is None
+    assert fr.caveat("fp32", "fp32+casts") is None
+    for effective in fr.NOT_FP16:
+        assert f"the fp16 engine ran {effective}" in fr.caveat("fp16", effective)
+
+
+def test_annotate_touches_only_fp16_candidates():
+    from types import SimpleNamespace
+
+    from trtprof.accuracy import AccuracyDelta
+
+    delta = AccuracyDelta(max_abs_err=0.1, max_rel_err=0.1, mismatch_fraction=0.0, nonfinite=0, elements=4)
+    fp32 = SimpleNamespace(precision="fp32", engine={"effective_precision": "fp32"})
+    assert fr.annotate(delta, fr.RangeAnalysis(), fp32) is delta
+    fp16 = SimpleNamespace(precision="fp16", engine={"effective_precision": "fp32+casts"})
+    annotated = fr.annotate(delta, fr.RangeAnalysis(skipped="x"), fp16)
+    assert annotated.predicted["skipped"] == "x" and "fp32+casts" in annotated.caveat
+    assert fr.annotate(None, fr.RangeAnalysis(), fp16) is None
+
+
+def test_one_keep_list_for_all_is_offered_from_two_open_findings_on():
+    def lines(n_open: int) -> list[str]:
+        found = tuple(fr.RangeFinding(fr.OVERFLOW, f"t{i}", f"n{i}", "Mul", 1e6, (f"n{i}",)) for i in range(n_open))
+        return fr.predicted_lines(fr.RangeAnalysis(findings=found, float_tensors=2, analysed=2).to_json())
+
+    assert not any(line.startswith("to keep all of them FP32") for line in lines(1))
+    assert "to keep all of them FP32: --layer-precisions n0:fp32,n1:fp32" in lines(2)
+    assert lines(1)[-1].startswith("keep-lists are build options")
+
+
+def test_count_precision_counts_compute_nodes_only():
+    from trtprof.convert.fp16 import convert_fp16, count_precision
+
+    converted = convert_fp16(_weights([1.0, 2.0])).model  # x → Cast → Mul(fp16) → Cast → y (float32 IO kept)
+    assert count_precision(converted) == {"fp16": {"Mul": 1}, "fp32": {}}  # the two casts are not compute
+    kept = convert_fp16(_weights([1.0, 2.0]), keep_fp32_nodes=["scale"]).model
+    assert count_precision(kept) == {"fp16": {}, "fp32": {"Mul": 1}}
+    ints = helper.make_graph([helper.make_node("Add", ["i", "i"], ["o"], name="add")], "ints",
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+                             [helper.make_tensor_value_info("o", TensorProto.INT64, [2])])
+    assert count_precision(helper.make_model(ints)) == {"fp16": {}, "fp32": {}}  # no float tensor: not counted
+
+
+def test_a_refusal_names_the_node_when_the_message_does_and_says_how_otherwise():
+    from trtprof.convert.fp16 import convert_fp16, refusal_message
+
+    conversion = convert_fp16(_weights([1.0, 2.0]))
+    named = refusal_message(conversion, "onnxruntime", "node with name 'scale' failed")
+    assert named.endswith("; node scale (Mul): keep it in FP32 with --layer-precisions scale:fp32")
+    assert "(the FP32 model itself loads)" in named
+    vague = refusal_message(conversion, "onnxruntime", "something broke", fp32_loads=False)
+    assert vague.endswith("keep the node it names in FP32 with --layer-precisions NODE:fp32 (or --keep-fp32-ops OP)")
+    assert "itself loads" not in vague
+
+
+def _chain_of_casts(n: int) -> "onnx.ModelProto":
+    """x → Cast(to=FLOAT) × n → Relu → y: the model's own casts to float, which the converter
+    leaves declaring FP16 while producing FP32 (the first reads the FP32 graph input and stays)."""
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Cast", [prev], [f"c{i}"], name=f"cast{i}", to=TensorProto.FLOAT))
+        prev = f"c{i}"
+    nodes.append(helper.make_node("Relu", [prev], ["y"], name="relu"))
+    graph = helper.make_graph(nodes, "casts", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_the_retyped_casts_note_names_five_and_marks_more():
+    from trtprof.convert.fp16 import convert_fp16
+
+    [five] = convert_fp16(_chain_of_casts(6)).fixes
+    assert five.startswith("5 Cast(to=FLOAT)") and five.endswith("cast1, cast2, cast3, cast4, cast5")
+    [six] = convert_fp16(_chain_of_casts(7)).fixes
+    assert six.startswith("6 Cast(to=FLOAT)") and six.endswith("cast1, cast2, cast3, cast4, cast5 …")
+
+
+def test_element_types_of_constants_whatever_their_attribute():
+    from trtprof.convert.fp16 import tensor_elem_types
+
+    nodes = [helper.make_node("Constant", [], ["a"], name="ka", value_float=2.0),
+             helper.make_node("Constant", [], ["b"], name="kb",
+                              value=numpy_helper.from_array(np.array([2.0], np.float16), "b")),
+             helper.make_node("Mul", ["x", "a"], ["y"], name="m")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    types = tensor_elem_types(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert types["a"] == TensorProto.FLOAT and types["b"] == TensorProto.FLOAT16 and types["y"] == TensorProto.FLOAT
+
+
+def test_a_refusal_naming_a_tensor_blames_the_node_that_produces_it():
+    from trtprof.convert.fp16 import blame_node, convert_fp16
+
+    conversion = convert_fp16(_weights([1.0, 2.0]))
+    assert blame_node(conversion, "Type of output arg (y) does not match") == ("scale", "Mul")
+    assert blame_node(conversion, "tensor 'nowhere' has no producer") is None
+
+
+def test_a_conversion_is_frozen():
+    import dataclasses
+
+    from trtprof.convert.fp16 import convert_fp16
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        convert_fp16(_weights([1.0])).notes = ()
+
+
+def test_the_analysis_records_are_frozen():
+    import dataclasses
+
+    for record in (_range([1.0]), fr.RangeFinding(fr.OVERFLOW, "t", "n", "Mul", 1e6, ("n",)), fr.RangeAnalysis()):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            record.name = "x"  # type: ignore[misc]

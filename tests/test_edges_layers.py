@@ -1,0 +1,75 @@
+"""The layer rules' thresholds (layers.table.SLOWER_MARGIN, layers.rules.MIN_SHARE,
+KERNEL_BUSY_SHARE, TOP) tested just inside and just outside, on hand-made profiles."""
+from __future__ import annotations
+
+import pytest
+
+from trtprof.layers import rules
+from trtprof.layers.table import CAST, COMPUTE, SLOWER_MARGIN, LayerTable, LayerTiming, PrecisionProfile
+
+
+def profile(precision: str, layers: dict[str, float], kinds: dict[str, str] | None = None, backend: str = "torch",
+            iteration_total_ms: float | None = None) -> PrecisionProfile:
+    kinds = kinds or {}
+    return PrecisionProfile(precision, backend, "hand-made", 8, 20,
+                            tuple(LayerTiming(n, "Conv", kinds.get(n, COMPUTE), ms) for n, ms in layers.items()),
+                            iteration_total_ms=iteration_total_ms)
+
+
+def table(fp32: dict[str, float], fp16: dict[str, float], kinds: dict[str, str] | None = None) -> LayerTable:
+    return LayerTable(8, ("fp32", "fp16"), {"fp32": profile("fp32", fp32), "fp16": profile("fp16", fp16, kinds)})
+
+
+def test_a_layer_is_slower_from_just_above_five_percent():
+    assert SLOWER_MARGIN == 0.05
+    # one layer of 1 ms in fp32; "big" keeps its share of the fp16 total well above MIN_SHARE
+    def finding(ratio: float):
+        return rules.fp16_slower_layers(table({"l": 1.0, "big": 1.0}, {"l": ratio, "big": 0.5}), "fp16")
+
+    assert finding(1.051) is not None and finding(1.051).evidence["layers"][0]["name"] == "l"
+    assert finding(1.049) is None
+    assert finding(1.05) is None  # exactly the margin: not slower
+
+
+def test_slower_layers_count_from_five_percent_of_the_candidates_time():
+    assert rules.MIN_SHARE == 0.05
+    # "l" is 2× slower; its share of fp16's total is 0.051 / 0.049 of it
+    def finding(share: float):
+        slow = 0.2
+        rest = slow / share - slow
+        return rules.fp16_slower_layers(table({"l": 0.1, "rest": rest * 2}, {"l": slow, "rest": rest}), "fp16")
+
+    assert finding(0.051) is not None and finding(0.051).evidence["share_of_candidate"] == pytest.approx(0.051)
+    assert finding(0.049) is None
+
+
+def test_the_message_names_the_top_five_slower_layers():
+    fp32 = {f"l{i}": 1.0 for i in range(6)}
+    fp16 = {f"l{i}": 2.0 + i for i in range(6)}
+    f = rules.fp16_slower_layers(table(fp32, fp16), "fp16")
+    assert rules.TOP == 5 and "6 layers are slower" in f.message
+    assert "l5 " in f.message and "l1 " in f.message and "l0 " not in f.message  # the least extra time left out
+
+
+def test_casts_count_from_five_percent_of_the_candidates_time():
+    def finding(share: float):
+        cast = 0.1
+        return rules.cast_reformat_share(
+            table({"conv": 1.0}, {"conv": cast / share - cast, "cast": cast}, {"cast": CAST}), "fp16")
+
+    assert finding(0.051) is not None and finding(0.051).evidence["share"] == pytest.approx(0.051)
+    assert finding(0.05) is not None
+    assert finding(0.049) is None
+
+
+def test_gpu_idle_gaps_from_below_half_busy():
+    assert rules.KERNEL_BUSY_SHARE == 0.5
+
+    def finding(kernel_ms: float, compute_ms: float = 2.0):
+        t = LayerTable(8, ("fp16",), {"fp16": profile("fp16", {"l": kernel_ms})})
+        return rules.gpu_idle_gaps(t, "fp16", compute_ms)
+
+    assert finding(0.98) is not None and finding(0.98).evidence["busy_share"] == pytest.approx(0.49)
+    assert finding(1.0) is None  # exactly half busy: not host-bound
+    assert finding(1.02) is None
+    assert finding(0.5, compute_ms=0.0) is None  # no compute time measured: no claim
