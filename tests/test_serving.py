@@ -97,6 +97,57 @@ def test_a_failing_session_setup_is_raised_without_hanging():
         run_window([lambda: nullcontext(lambda: None), broken], warmup_s=0.0, window_s=0.01)
 
 
+class FakeThreadLocalPlanCache:
+    """A FAKE of PyTorch's cuDNN plan cache, which is ``thread_local`` (ATen cudnn/Conv_v8.cpp): the first
+    request of a shape on a thread "autotunes" (100 fake ms on the fake clock), later ones take 1 ms."""
+
+    def __init__(self, fake: FakeTime) -> None:
+        self.fake = fake
+        self.local = threading.local()
+        self.tuned: list[tuple[int, str]] = []  # (thread, shape) per autotuning
+
+    def session(self, shape: str):
+        def request() -> None:
+            seen = self.local.__dict__.setdefault("shapes", set())
+            if shape not in seen:
+                seen.add(shape)
+                self.tuned.append((threading.get_ident(), shape))
+                with self.fake.lock:
+                    self.fake.now += 99 * MS
+            self.fake.request()
+
+        return lambda: nullcontext(request)
+
+
+def test_workers_keep_their_threads_so_per_thread_autotuning_happens_once_and_outside_the_windows():
+    """The H200 defect (benchmarks/results/gpu_serving-2026-12-01-defect): fresh threads per window
+    re-autotuned inside every window. Now: one tuning per thread and shape over all windows, done by
+    the priming request before the barrier, so no measured request carries it."""
+    fake = FakeTime()
+    cache = FakeThreadLocalPlanCache(fake)
+    with serving.Workers(2) as workers:
+        windows = [run_window([cache.session(shape)] * 2, warmup_s=0.0, window_s=0.02, min_requests=1,
+                              workers=workers, clock=fake.clock, sleep=fake.sleep)
+                   for shape in ("batch 1", "batch 8", "batch 1", "batch 8")]
+    assert sorted(s for _, s in cache.tuned) == ["batch 1", "batch 1", "batch 8", "batch 8"]  # 2 threads × 2 shapes
+    assert len({t for t, _ in cache.tuned}) == 2
+    for w in windows:
+        assert w.requests > 0 and w.latencies_ms.max() < 100  # 1 ms each, + the other worker's: never a tuning
+    # the defect itself: a window on threads of its own (what every window did) tunes again, per thread
+    run_window([cache.session("batch 1")] * 2, warmup_s=0.0, window_s=0.02, min_requests=1, clock=fake.clock,
+               sleep=fake.sleep)
+    assert len(cache.tuned) == 6
+
+
+def test_a_window_without_workers_of_its_own_runs_on_threads_it_ends():
+    before = threading.active_count()
+    fake = FakeTime()
+    run_window(_sessions(fake, 3), warmup_s=0.0, window_s=0.01, min_requests=1, clock=fake.clock, sleep=fake.sleep)
+    assert threading.active_count() == before
+    with pytest.raises(ValueError, match="3 sessions need 3 workers, got 2"), serving.Workers(2) as two:
+        run_window(_sessions(fake, 3), workers=two, warmup_s=0.0, window_s=0.01)
+
+
 def test_cpu_sessions_split_the_intra_op_threads_and_close_their_runners():
     made, closed = [], []
 
@@ -322,11 +373,11 @@ def test_a_point_that_runs_out_of_memory_is_recorded_and_the_sweep_goes_on(engin
     real = serving_sweep.measure_point
     calls = []
 
-    def measure(record, runner, level, feeds, batch_size, config, load=None):
+    def measure(record, runner, level, feeds, batch_size, config, load=None, workers=None):
         calls.append((record.precision, batch_size, level))
         if record.precision == "fp16" and batch_size == 2:
             raise MemoryError("fake: out of memory at this batch")
-        return real(record, runner, level, feeds, batch_size, config, load)
+        return real(record, runner, level, feeds, batch_size, config, load, workers)
 
     monkeypatch.setattr(serving_sweep, "measure_point", measure)
     (arms,) = serving_sweep.group_arms(list_engines(engines))
@@ -340,6 +391,43 @@ def test_a_point_that_runs_out_of_memory_is_recorded_and_the_sweep_goes_on(engin
     assert sweep["slo"]["best"]["fp16"]["batch_size"] == 1
     print_sweep(sweep)
     assert "memory: fp16: largest batch measured 1; did not fit: batch 2 ×1" in capsys.readouterr().out
+
+
+def test_the_sweep_runs_every_window_on_one_set_of_long_lived_workers(engines, monkeypatch):
+    """Per-thread state (PyTorch's cuDNN plans) must outlive a window: every point of every round gets
+    the same ``Workers``, as many as the highest concurrency level."""
+    from trtprof import serving_sweep
+    from trtprof.cache import list_engines
+
+    real = serving_sweep.measure_point
+    seen = []
+
+    def measure(record, runner, level, feeds, batch_size, config, load=None, workers=None):
+        seen.append(workers)
+        return real(record, runner, level, feeds, batch_size, config, load, workers)
+
+    monkeypatch.setattr(serving_sweep, "measure_point", measure)
+    (arms,) = serving_sweep.group_arms(list_engines(engines))
+    serving_sweep.sweep_records(arms, (1,), ServingConfig(concurrency=(1, 2), window_s=0.02, rounds=2))
+    assert len(seen) == 2 * 2 * 2 and seen[0] is not None  # arms × levels × rounds
+    assert all(w is seen[0] for w in seen) and len(seen[0]) == 2
+
+
+def test_the_sweep_stops_before_a_point_when_told_and_keeps_what_it_measured(engines):
+    from trtprof import serving_sweep
+    from trtprof.cache import list_engines
+
+    (arms,) = serving_sweep.group_arms(list_engines(engines))
+    calls = {"n": 0}
+
+    def stop() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 3  # three points measured, the fourth refused
+
+    sweep = serving_sweep.sweep_records(arms, (1, 2), ServingConfig(concurrency=(1,), window_s=0.02, rounds=2),
+                                        stop=stop).to_json()
+    assert sum(len(p["rounds"]) for p in sweep["points"]) == 3
+    assert all(p["rounds"] for p in sweep["points"])  # no empty point for what was never started
 
 
 def test_other_failures_are_not_taken_for_out_of_memory(engines, monkeypatch):

@@ -6,7 +6,8 @@ which perf_analyzer's concurrency mode and trtexec's ``--infStreams`` answer. Th
 independent issuers, so it is a different loop, and the single-stream one stays as it is.
 
 The model (closed loop, perf_analyzer's ``--concurrency-range``): N worker threads, each with its own
-*session* (below), issue one synchronous request after another. All start together (a barrier),
+*session* (below), issue one synchronous request after another. Each worker first issues one
+unmeasured *priming* request, one worker at a time; then all start together (a barrier),
 run ``warmup_s`` unmeasured, then a window of at least ``window_s`` and ``min_requests`` completed
 requests is measured. A request's latency is the host time from issue to completion, as a client
 sees it (queueing behind the other N−1 included); throughput is the requests *completed* inside
@@ -20,6 +21,15 @@ Sessions, so that the N requests really are independent:
   each worker enters ``runner.bind`` on its own stream in its own thread (torch's current stream and
   inference mode are per thread). A request is H2D (unless ``copies`` is off), the launch, D2H, an
   event and a blocking wait on it.
+Threads are long-lived (``Workers``): slot i is the same thread in every window of a sweep. This is
+not a detail. PyTorch keeps cuDNN's autotuned convolution plans in a ``thread_local`` cache
+(aten/src/ATen/native/cudnn/Conv_v8.cpp, ``benchmark_cache``), so with ``cudnn.benchmark`` on, a new
+thread autotunes every convolution again on its first request. Fresh threads per window made every
+window autotune inside its own measurement (N threads at once, timing each other's kernels), which on
+an H200 put fp16/tf32 ResNet-50 (many tensor-core candidates to time) 10× below fp32 and at 0
+requests/s with 8 in flight. The priming request, serialized, lets each thread autotune alone and
+before anything is measured; reusing the threads makes that happen once per thread and shape.
+
 * **CPU** (``cpu_sessions``): ONNX Runtime gets N sessions whose intra-op threads split the total
   (``threads`` or the usable cores) between them, recorded in the point's ``sessions``; a runner of
   any other kind is shared by the N threads.
@@ -29,6 +39,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ContextManager, Iterator, Mapping, Sequence
@@ -97,24 +108,62 @@ class Window:
         return self.requests / self.wall_s if self.wall_s > 0 else float("nan")
 
 
+class Workers:
+    """Long-lived worker threads: slot ``i`` runs on the same thread in every window it is given.
+
+    Per-thread state survives from one window to the next: PyTorch's cuDNN plan cache (per thread,
+    see the module docstring), its cuDNN/cuBLAS handles. A sweep opens one for its highest
+    concurrency level and hands it to every window. One single-thread executor per slot."""
+
+    def __init__(self, n: int) -> None:
+        self._slots = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"trtprof-serve-{i}") for i in range(n)]
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def submit(self, i: int, fn: Callable[[], None]) -> Future:
+        return self._slots[i].submit(fn)
+
+    def close(self) -> None:
+        for slot in self._slots:
+            slot.shutdown(wait=True)
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_S,
                window_s: float = DEFAULT_WINDOW_S, min_requests: int = DEFAULT_MIN_REQUESTS,
-               meter: Any = None, batch_size: int = 1,
+               meter: Any = None, batch_size: int = 1, workers: Workers | None = None,
                clock: Callable[[], int] = time.perf_counter_ns, sleep: Callable[[float], None] = time.sleep) -> Window:
     """Run ``len(sessions)`` closed-loop workers; measure one window (see the module docstring).
 
+    ``workers``: the long-lived threads to run on (slot i runs session i); without it the window
+    gets threads of its own, which a sweep must not do (per-thread autotuning, module docstring).
     ``meter`` (``energy.EnergyMeter``) is started and stopped at the window's edges. A worker's
     failure stops all of them and is raised here, after every thread has ended."""
     n = len(sessions)
+    if workers is None:
+        with Workers(n) as own:
+            return run_window(sessions, warmup_s=warmup_s, window_s=window_s, min_requests=min_requests,
+                              meter=meter, batch_size=batch_size, workers=own, clock=clock, sleep=sleep)
+    if len(workers) < n:
+        raise ValueError(f"{n} sessions need {n} workers, got {len(workers)}")
     times: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     errors: list[BaseException] = []
     stop = threading.Event()
     barrier = threading.Barrier(n + 1)
+    priming = threading.Lock()
 
     def work(i: int) -> None:
         record = times[i].append
         try:
             with sessions[i]() as request:
+                with priming:  # one thread at a time: its first request may autotune (timed kernels)
+                    request()
                 barrier.wait()
                 while not stop.is_set():
                     t0 = clock()
@@ -127,9 +176,7 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
             stop.set()
             barrier.abort()
 
-    threads = [threading.Thread(target=work, args=(i,), name=f"trtprof-serve-{i}", daemon=True) for i in range(n)]
-    for t in threads:
-        t.start()
+    running = [workers.submit(i, lambda i=i: work(i)) for i in range(n)]
     start = end = 0
     started_unix = ended_unix = 0.0
     spent: dict[str, Any] = {}
@@ -153,8 +200,8 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
         pass
     finally:
         stop.set()
-        for t in threads:
-            t.join()
+        for job in running:
+            job.result()  # work() keeps its errors in ``errors``
     if errors:
         raise errors[0]
     done = [[(a, b) for a, b in t if start <= b <= end] for t in times]

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import energy, memory, preflight
-from .serving import ServingConfig, Window, cpu_sessions, gpu_sessions, run_window
+from .serving import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
 from .stats import LatencyStats
 
 METHOD = "median over rounds of requests completed in the window / window wall time (closed loop, N in flight)"
@@ -100,9 +100,10 @@ class ServingSweep:
 
 
 def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.ndarray], batch_size: int,
-                  config: ServingConfig, load: Callable[[Any, int], Any] | None = None
-                  ) -> tuple[Window, dict[str, Any], dict[str, Any]]:
-    """One window of ``level`` requests in flight; returns (window, sessions info, memory)."""
+                  config: ServingConfig, load: Callable[[Any, int], Any] | None = None,
+                  workers: Workers | None = None) -> tuple[Window, dict[str, Any], dict[str, Any]]:
+    """One window of ``level`` requests in flight on ``workers`` (the sweep's long-lived threads);
+    returns (window, sessions info, memory)."""
     rss0 = memory.rss_bytes()
     memory.reset_peak(runner)
     if runner.device == "cpu":
@@ -121,7 +122,8 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
         with sessions_cm as (sessions, info):
             rss1 = memory.rss_bytes()
             window = run_window(sessions, warmup_s=config.warmup_s, window_s=config.window_s,
-                                min_requests=config.min_requests, meter=meter, batch_size=batch_size)
+                                min_requests=config.min_requests, meter=meter, batch_size=batch_size,
+                                workers=workers)
             used = memory.inference_memory(runner, rss_before_load=rss0, rss_after_load=rss1, rss_before_run=rss1,
                                            rss_after_run=memory.rss_bytes())
     finally:
@@ -145,9 +147,15 @@ def did_not_fit(err: BaseException, runner: Any) -> str:
 def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: ServingConfig, *,
                   shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                   int_range: tuple[int, int] | None = None, autotune: bool = True,
-                  on_point: Callable[[Point, int], None] | None = None) -> ServingSweep:
+                  on_point: Callable[[Point, int], None] | None = None, workers: Workers | None = None,
+                  stop: Callable[[], bool] | None = None) -> ServingSweep:
     """Every arm (label → engine record; the first is the baseline) × batch size × concurrency, in
-    ``config.rounds`` interleaved rounds; with ``config.slo_ms`` also the throughput at that p99."""
+    ``config.rounds`` interleaved rounds; with ``config.slo_ms`` also the throughput at that p99.
+
+    Every window runs on the same long-lived threads (``workers``, or the sweep's own), so that
+    per-thread state such as PyTorch's cuDNN plan cache is built once, not in every window
+    (``trtprof.serving``'s docstring). ``stop()`` true before a point ends the sweep there, keeping
+    what was measured (a benchmark's time bound)."""
     from .backends.base import set_autotune
     from .bench import load_runner
     from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -155,6 +163,8 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     names = list(arms)
     runners: dict[str, Any] = {}
     points: dict[tuple[str, int, int], Point] = {}
+    own = Workers(max(int(n) for n in config.concurrency)) if workers is None else None
+    pool = workers if own is None else own
     try:
         for name in names:
             runners[name] = load_runner(arms[name])
@@ -168,6 +178,8 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
             for level in config.concurrency:
                 for batch in batch_sizes:
                     for name in order:
+                        if stop is not None and stop():
+                            break
                         rec = arms[name]
                         point = points.setdefault((name, batch, int(level)), Point(
                             arm=name, precision=rec.precision, backend=rec.backend, model=rec.model, batch_size=batch,
@@ -176,7 +188,8 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
                             continue
                         try:
                             window, info, used = measure_point(rec, runners[name], int(level), feeds[batch], batch,
-                                                               config, load=lambda record, k: load_runner(record, threads=k))
+                                                               config, load=lambda record, k: load_runner(record, threads=k),
+                                                               workers=pool)
                         except Exception as err:  # noqa: BLE001 - only running out of memory is an answer here
                             if not preflight.is_out_of_memory(err):
                                 raise
@@ -187,6 +200,8 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
                         if on_point is not None:
                             on_point(point, r)
     finally:
+        if own is not None:
+            own.close()
         for runner in runners.values():
             runner.close()
     ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
