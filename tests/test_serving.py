@@ -373,11 +373,11 @@ def test_a_point_that_runs_out_of_memory_is_recorded_and_the_sweep_goes_on(engin
     real = serving_sweep.measure_point
     calls = []
 
-    def measure(record, runner, level, feeds, batch_size, config, load=None, workers=None):
+    def measure(record, runner, level, feeds, batch_size, config, load=None, **kwargs):
         calls.append((record.precision, batch_size, level))
         if record.precision == "fp16" and batch_size == 2:
             raise MemoryError("fake: out of memory at this batch")
-        return real(record, runner, level, feeds, batch_size, config, load, workers)
+        return real(record, runner, level, feeds, batch_size, config, load, **kwargs)
 
     monkeypatch.setattr(serving_sweep, "measure_point", measure)
     (arms,) = serving_sweep.group_arms(list_engines(engines))
@@ -402,9 +402,10 @@ def test_the_sweep_runs_every_window_on_one_set_of_long_lived_workers(engines, m
     real = serving_sweep.measure_point
     seen = []
 
-    def measure(record, runner, level, feeds, batch_size, config, load=None, workers=None):
+    def measure(record, runner, level, feeds, batch_size, config, load=None, workers=None, streams=None):
         seen.append(workers)
-        return real(record, runner, level, feeds, batch_size, config, load, workers)
+        assert streams is None  # CPU engines: no CUDA streams
+        return real(record, runner, level, feeds, batch_size, config, load, workers=workers, streams=streams)
 
     monkeypatch.setattr(serving_sweep, "measure_point", measure)
     (arms,) = serving_sweep.group_arms(list_engines(engines))

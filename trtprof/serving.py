@@ -256,10 +256,13 @@ class SessionList(list):
 
 
 @contextmanager
-def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies: bool = True
-                 ) -> Iterator[tuple[list[Session], dict[str, Any]]]:
+def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies: bool = True,
+                 streams: Sequence[Any] | None = None) -> Iterator[tuple[list[Session], dict[str, Any]]]:
     """N CUDA sessions over one loaded engine (see the module docstring). Everything is created
-    here, in the caller's thread, and released after the workers have ended."""
+    here, in the caller's thread, and released after the workers have ended, except ``streams``
+    (``cuda.Stream``, at least N) that a sweep keeps for all its windows: PyTorch's caching allocator
+    keeps its free blocks per stream, so a new stream per window would allocate afresh every window
+    and leave the old streams' blocks reserved."""
     from . import cuda
 
     input_shapes = {name: tuple(int(d) for d in np.shape(a)) for name, a in feeds.items()}
@@ -287,8 +290,10 @@ def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies
         sessions = SessionList()
         host_outputs: list[dict[str, np.ndarray]] = []
         sessions.outputs = lambda: [{k: np.array(v, copy=True) for k, v in o.items()} for o in host_outputs]
-        for inst in instances:
-            stream = stack.enter_context(cuda.Stream())
+        if streams is not None and len(streams) < n:
+            raise ValueError(f"{n} sessions need {n} streams, got {len(streams)}")
+        for k, inst in enumerate(instances):
+            stream = streams[k] if streams is not None else stack.enter_context(cuda.Stream())
             buffers: dict[str, int] = {}
             uploads, downloads = [], []
             for name, arr in feeds.items():

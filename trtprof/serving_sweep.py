@@ -12,6 +12,7 @@ context per stream; ONNX Runtime: RSS growth with its N sessions); energy adds u
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -101,7 +102,8 @@ class ServingSweep:
 
 def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.ndarray], batch_size: int,
                   config: ServingConfig, load: Callable[[Any, int], Any] | None = None,
-                  workers: Workers | None = None) -> tuple[Window, dict[str, Any], dict[str, Any]]:
+                  workers: Workers | None = None, streams: Sequence[Any] | None = None
+                  ) -> tuple[Window, dict[str, Any], dict[str, Any]]:
     """One window of ``level`` requests in flight on ``workers`` (the sweep's long-lived threads);
     returns (window, sessions info, memory)."""
     rss0 = memory.rss_bytes()
@@ -116,7 +118,7 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
     else:
         from . import cuda
 
-        sessions_cm = gpu_sessions(runner, level, feeds, copies=config.copies)
+        sessions_cm = gpu_sessions(runner, level, feeds, copies=config.copies, streams=streams)
         meter = energy.EnergyMeter(pci_bus_id=cuda.pci_bus_id(cuda.current_device()))
     try:
         with sessions_cm as (sessions, info):
@@ -165,10 +167,16 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     points: dict[tuple[str, int, int], Point] = {}
     own = Workers(max(int(n) for n in config.concurrency)) if workers is None else None
     pool = workers if own is None else own
+    keep = ExitStack()  # the GPU streams, one per worker slot, for every window (gpu_sessions says why)
+    streams: list[Any] = []
     try:
         for name in names:
             runners[name] = load_runner(arms[name])
             set_autotune(runners[name], autotune)
+            if runners[name].device != "cpu" and not streams:
+                from . import cuda
+
+                streams = [keep.enter_context(cuda.Stream()) for _ in range(len(pool))]
         first, record0 = runners[names[0]], arms[names[0]]
         overrides = {**record0.spec.shape_overrides(), **(shapes or {})}
         feeds = {b: make_inputs(first.inputs, resolve_shapes(first.inputs, b, overrides, model_path=record0.model_path),
@@ -189,7 +197,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
                         try:
                             window, info, used = measure_point(rec, runners[name], int(level), feeds[batch], batch,
                                                                config, load=lambda record, k: load_runner(record, threads=k),
-                                                               workers=pool)
+                                                               workers=pool, streams=streams or None)
                         except Exception as err:  # noqa: BLE001 - only running out of memory is an answer here
                             if not preflight.is_out_of_memory(err):
                                 raise
@@ -202,6 +210,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     finally:
         if own is not None:
             own.close()
+        keep.close()
         for runner in runners.values():
             runner.close()
     ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
