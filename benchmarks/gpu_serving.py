@@ -10,8 +10,11 @@ logs ``nvidia-smi --query-gpu=power.draw --format=csv -lms 100`` for the whole r
 integrates those readings over each window's wall-clock edges for the cross-check.
 
 Usage (device machine, repository root; ~5 min on an H200, ~1 min with --quick):
-    python3 benchmarks/gpu_serving.py --out-dir "$OUT/gpu_serving"
+    python3 benchmarks/gpu_serving.py --out-dir "$OUT/gpu_serving" --max-s 540
     python3 benchmarks/gpu_serving.py --quick --out-dir "$OUT/gpu_serving"
+``--max-s`` bounds the whole run: no point starts after ``max_s - RESERVE_S`` seconds (the reserve is for
+the last window, its priming and writing the files); what finished is written as usual, and summary.txt
+says where the run stopped. Check the driver first with ``gpu_serving_check.py`` (~1 min).
 Writes per model: serving-<model>.json (a trtprof results file with the sweep: `trtprof report` renders
 it), report-<model>.html, curve-<model>.png; nvidia-smi-power.csv; summary.txt (tables, verdicts,
 the energy cross-check per precision).
@@ -25,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +42,7 @@ SLO_MS = {"resnet50": 15.0, "report_conv_elu_k32_256": 5.0}
 FULL = {"batch_sizes": "1,8,32,64", "concurrency": "1,2,4,8", "window_s": 0.5, "rounds": 3}
 QUICK = {"batch_sizes": "1,32", "concurrency": "1,4", "window_s": 0.3, "rounds": 2}
 SMI_PERIOD_MS = 100
+RESERVE_S = 20.0  # --max-s: time kept for the last point and the files
 
 
 def start_power_log(path: Path) -> subprocess.Popen | None:
@@ -97,8 +102,9 @@ def cross_check(sweep: dict, log: list[tuple[float, float]]) -> dict[str, dict]:
     return out
 
 
-def run_model(name: str, args, settings: dict, work: Path) -> tuple[dict, float]:
-    """Export, build (torch backend) and sweep one model; returns (sweep JSON, p99 target)."""
+def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[dict, float]:
+    """Export, build (torch backend) and sweep one model; returns (sweep JSON, p99 target).
+    ``stop()`` true: no further point starts (``--max-s``); the sweep keeps what it measured."""
     from gpu_fidelity import MAKERS
 
     from trtprof.build import build_engines
@@ -121,7 +127,7 @@ def run_model(name: str, args, settings: dict, work: Path) -> tuple[dict, float]
         print(f"  {name} {p.arm} batch {p.batch_size} x{p.concurrency} round {r + 1}: "
               f"{p.windows[-1].requests_per_s * p.batch_size:,.0f} samples/s", flush=True)
 
-    return sweep_records(arms, sizes, config, autotune=True, on_point=on_point).to_json(), slo
+    return sweep_records(arms, sizes, config, autotune=True, on_point=on_point, stop=stop).to_json(), slo
 
 
 def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, summary: list[str]) -> Path:
@@ -163,8 +169,20 @@ def main(argv: list[str] | None = None) -> int:
                                                          f"{QUICK['concurrency']}, {QUICK['rounds']} rounds")
     ap.add_argument("--slo-ms", type=float, default=None, help="one p99 target for every model (default: per model)")
     ap.add_argument("--backend", default="torch", help="torch (the GPU run); onnxruntime for a CPU dry run")
+    ap.add_argument("--max-s", type=float, default=None,
+                    help=f"bound the whole run: no point starts after MAX_S - {RESERVE_S:g} s; what finished is written")
     args = ap.parse_args(argv)
     settings = QUICK if args.quick else FULL
+    started = time.monotonic()
+    stopped: list[str] = []
+
+    def out_of_time() -> bool:
+        late = args.max_s is not None and time.monotonic() - started > args.max_s - RESERVE_S
+        if late and not stopped:
+            stopped.append(f"stopped by --max-s {args.max_s:g} after {time.monotonic() - started:.0f} s: "
+                           "later points and models not measured")
+            print(stopped[0], flush=True)
+        return late
 
     from trtprof.cli import main as trtprof
 
@@ -176,9 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="gpu-serving-") as tmp:
             for name in args.models.split(","):
+                if out_of_time():
+                    break
                 print(f"\n===== {name} =====", flush=True)
-                data, slo = run_model(name, args, settings, Path(tmp))
-                swept.append((name, data, slo))
+                data, slo = run_model(name, args, settings, Path(tmp), stop=out_of_time)
+                if data["points"]:  # a model stopped before its first point has nothing to write
+                    swept.append((name, data, slo))
     finally:
         if smi is not None:  # stopped before reading: its output reaches the file when it exits
             smi.terminate()
@@ -187,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, data, slo in swept:
         out_json = write_model(name, data, slo, log, args.out_dir, summary)
         trtprof(["report", str(out_json), "-o", str(args.out_dir / f"report-{name}.html")])
-    text = "\n".join(summary) + "\n"
+    text = "\n".join(summary + stopped) + "\n"
     (args.out_dir / "summary.txt").write_text(text)
     print(text)
     return 0

@@ -71,3 +71,27 @@ def test_energy_of_the_single_stream_loop_is_recorded(torch_arms):
     results = bench_records([torch_arms["fp16"]], TimingConfig(warmup=10, iterations=200, duration_s=1.0))
     e = results.results[0].energy
     assert e["status"] == "ok" and e["joules"] > 0 and e["inferences"] == results.results[0].latency.n * 1
+
+
+def test_windows_reuse_the_sweeps_threads_and_streams(torch_arms):
+    """Two windows on one ``Workers`` and the caller's streams (as ``sweep_records`` runs them): both
+    measure requests, and the streams outlive the sessions (they are the caller's to close)."""
+    from trtprof.bench import load_runner
+    from trtprof.inputs import make_inputs, resolve_shapes
+    from trtprof.serving import Workers, gpu_sessions, run_window
+
+    runner = load_runner(torch_arms["fp16"])
+    streams = [cuda.Stream() for _ in range(2)]
+    try:
+        feeds = make_inputs(runner.inputs, resolve_shapes(runner.inputs, 8, {}), seed=3)
+        with Workers(2) as workers:
+            for _ in range(2):
+                with gpu_sessions(runner, 2, feeds, streams=streams) as (sessions, info):
+                    window = run_window(sessions, warmup_s=0.05, window_s=0.1, workers=workers)
+                assert window.requests > 0 and info["streams"] == 2
+        for s in streams:
+            s.synchronize()  # still alive: gpu_sessions did not destroy them
+    finally:
+        for s in streams:
+            s.close()
+        runner.close()
