@@ -36,6 +36,7 @@ before anything is measured; reusing the threads makes that happen once per thre
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -176,7 +177,7 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
             stop.set()
             barrier.abort()
 
-    running = [workers.submit(i, lambda i=i: work(i)) for i in range(n)]
+    running = [workers.submit(i, functools.partial(work, i)) for i in range(n)]
     start = end = 0
     started_unix = ended_unix = 0.0
     spent: dict[str, Any] = {}

@@ -165,8 +165,8 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     names = list(arms)
     runners: dict[str, Any] = {}
     points: dict[tuple[str, int, int], Point] = {}
-    own = Workers(max(int(n) for n in config.concurrency)) if workers is None else None
-    pool = workers if own is None else own
+    pool = workers if workers is not None else Workers(max(int(n) for n in config.concurrency))
+    own = pool if workers is None else None  # the sweep's own: closed here
     keep = ExitStack()  # the GPU streams, one per worker slot, for every window (gpu_sessions says why)
     streams: list[Any] = []
     try:
