@@ -11,6 +11,7 @@ import pytest
 
 from trtprof import cuda
 from trtprof.backends.torch import TorchBackend, fold_identity_initializers
+from trtprof.errors import UnsupportedPrecision
 from trtprof.spec import Precision
 
 needs_gpu = pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
@@ -50,8 +51,10 @@ def test_backend_is_registered_and_says_why_not_available():
     av = backend.available()
     if cuda.device_count() == 0:
         assert not av and "no CUDA GPU" in av.reason
-    for p in Precision:
-        backend.check_precision(p)  # fp32, tf32, fp16 all supported
+    for p in (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8):
+        backend.check_precision(p)  # fp8: checked against the model and GPU at build (test_precisions.py)
+    with pytest.raises(UnsupportedPrecision, match="int8 is not run on the torch backend"):
+        backend.check_precision(Precision.INT8)
 
 
 def test_fold_identity_initializers_keeps_the_function(tmp_path):

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import backends, preflight
 from .cache import EngineCache, EngineRecord, now_iso
+from .convert.quantize import quantization_options
 from .errors import BadInput, BadModel
 from .inputs import resolve_shapes
 from .model import inspect_model
@@ -114,8 +115,11 @@ def build_engines(
     if normalize is not None:
         options = normalize(dict(options or {}))
     precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
+    check_targets = getattr(impl, "check_targets", None)  # TensorRT-RTX: FP8 needs 8.9+ targets
     for precision in precisions:
         impl.check_precision(precision)
+        if check_targets is not None:
+            check_targets(precision, dict(options or {}))
     onnx_path = as_onnx(Path(model), Path(engines_dir), check=check, on_convert=on_convert, **(convert_options or {}))
     info = inspect_model(onnx_path)
     if data is not None:
@@ -138,8 +142,9 @@ def build_engines(
             precision=precision,
             batch_sizes=batch_sizes,
             shapes=shapes,
-            options=options if precision is Precision.FP16 else
-            {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS},
+            options=(dict(options or {}) if precision is Precision.FP16 else
+                     {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS})
+            | quantization_options(precision),
         )
         key = CacheKey.derive(key_spec(spec), environment)
         started = time.perf_counter()

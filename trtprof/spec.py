@@ -16,18 +16,24 @@ CACHE_SCHEMA = 1
 
 
 class Precision(str, enum.Enum):
-    """Requested arithmetic. ``FP32`` means true FP32: TF32 tensor-core math switched off."""
+    """Requested arithmetic. ``FP32`` means true FP32: TF32 tensor-core math switched off.
+
+    ``INT8`` and ``FP8`` are quantized (explicit Q/DQ in the ONNX graph, ``trtprof.convert.quantize``);
+    ``BF16`` has FP32's exponent range with fewer mantissa bits than FP16 (docs/precisions.md)."""
 
     FP32 = "fp32"
     TF32 = "tf32"
     FP16 = "fp16"
+    BF16 = "bf16"
+    INT8 = "int8"
+    FP8 = "fp8"
 
     def __str__(self) -> str:  # argparse / f-strings print the plain name
         return self.value
 
     @staticmethod
     def rank(name: str) -> int:
-        """Sort key of a precision name: fp32, tf32, fp16 (the order of this enum), then any other."""
+        """Sort key of a precision name: fp32, tf32, fp16, bf16, int8, fp8 (the order of this enum), then any other."""
         order = [p.value for p in Precision]
         return order.index(name) if name in order else len(order)
 

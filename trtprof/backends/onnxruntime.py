@@ -87,7 +87,11 @@ def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: 
         # Basic level keeps node names; ORT's precision fallback (InsertCastTransformer) runs at
         # every level, so the saved graph shows which nodes really run in FP32.
         # keep_optimizations: save the graph that really runs (trtprof profile maps its fused nodes back)
-        if not keep_optimizations:
+        if precision is Precision.INT8 and not keep_optimizations:
+            # the QDQ → QLinearConv/QGemm/MatMulInteger fusion runs at the extended level: the graph
+            # saved there is the one whose integer kernels run (ALL only adds layout transforms)
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        elif not keep_optimizations:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.optimized_model_filepath = str(optimized_out)
     providers, _ = _provider_args(precision)
@@ -99,10 +103,12 @@ def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: 
 
 
 def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> dict[str, dict[str, int]]:
-    """Per op type, nodes that run in FP16 vs FP32 in the graph ORT actually executes."""
+    """Per op type, nodes that run in FP16 vs FP32 (int8: integer kernels vs FP32 vs Q/DQ
+    conversions) in the graph ORT actually executes."""
     import onnx
 
     from ..convert.fp16 import count_precision
+    from ..convert.quantize import count_quantized
     from ..scratch import temp_dir
 
     with temp_dir("ort") as tmp:
@@ -118,7 +124,7 @@ def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> di
             raise OutputNotWritten(f"cannot write onnxruntime's executed graph ({ort_says}: {_write_limit(tmp)})",
                                    path=out) from err
         executed = onnx.load(str(out))
-    return count_precision(executed)
+    return count_quantized(executed) if precision is Precision.INT8 else count_precision(executed)
 
 
 def _write_limit(folder: Path) -> str:
@@ -142,6 +148,10 @@ def _loads_without_writing(model_bytes: bytes, precision: Precision, path: Path)
 
 
 def effective_precision(requested: Precision, census: Mapping[str, Mapping[str, int]]) -> str:
+    if requested is Precision.INT8:
+        from ..convert.quantize import effective_int8
+
+        return effective_int8(census)
     n16 = sum(census.get("fp16", {}).values())
     n32 = sum(census.get("fp32", {}).values())
     if requested is not Precision.FP16:
@@ -163,6 +173,30 @@ def _blame_conversion(conversion: Any, err: BadModel, original: Any, path: Path)
     except BadModel:
         return
     raise BuildFailed(refusal_message(conversion, "onnxruntime", err.message), path=path) from err
+
+
+def quantize_for_ort(model: Path, proto: Any, spec: BuildSpec) -> Any:
+    """The INT8 QDQ model ORT runs: U8S8 (uint8 asymmetric activations, int8 per-channel weights),
+    the form its x86 integer kernels are written for, calibrated as the spec says."""
+    from ..convert.quantize import calibration_feeds, quantize_int8
+    from ..model import inspect_model
+
+    feeds = calibration_feeds(inspect_model(model).inputs, spec)
+    result = quantize_int8(proto, feeds, for_tensorrt=False)
+    return type(result)(model=result.model, notes=result.notes,
+                        settings={**result.settings, "calibration_data": spec.option("calibration_data")})
+
+
+def int8_census_notes(census: Mapping[str, Mapping[str, int]], effective: str, provider: str) -> list[str]:
+    """One line saying which compute nodes got integer kernels and which stayed FP32 between Q/DQ."""
+    def ops(bucket: str) -> str:
+        items = sorted(census.get(bucket, {}).items(), key=lambda kv: -kv[1])
+        return ", ".join(f"{op}×{n}" for op, n in items) or "none"
+
+    n8, n32 = sum(census.get("int8", {}).values()), sum(census.get("fp32", {}).values())
+    head = "NOT an INT8 result: " if effective == "fp32+qdq" else ""
+    return [f"{head}{n8} of {n8 + n32} compute nodes run INT8 kernels on {provider} ({ops('int8')}); "
+            f"FP32 between Q/DQ: {ops('fp32')}; effective precision {effective}"]
 
 
 class OnnxRuntimeRunner:
@@ -198,6 +232,16 @@ class OnnxRuntimeBackend:
         return Availability(True)
 
     def check_precision(self, precision: Precision) -> None:
+        if precision is Precision.FP8:
+            raise UnsupportedPrecision(
+                "fp8 is not available on onnxruntime (no FP8 kernels in its CPU/CUDA providers); "
+                "use --backend tensorrt-rtx or tensorrt (compute capability 8.9+), or torch for an MLP")
+        if precision is Precision.BF16:
+            # measured (onnxruntime 1.32): a BF16 MatMul/Add/Relu fails "Could not find an implementation",
+            # a BF16 Conv is an invalid graph; unlike FP16, ORT inserts no casts to FP32 for BF16
+            raise UnsupportedPrecision(
+                "bf16 is not available on onnxruntime here: its CPU provider has no BF16 kernel for MatMul, Add, "
+                "Relu, Conv and, unlike fp16, does not fall back to FP32 through casts; use --backend torch (GPU)")
         if precision is Precision.TF32 and CUDA_EP not in _providers():
             raise UnsupportedPrecision(
                 "tf32 is not applicable on the CPU (TF32 is an NVIDIA tensor-core mode); "
@@ -235,6 +279,11 @@ class OnnxRuntimeBackend:
             notes += list(conversion.notes)
             metadata["fp16_weights"] = conversion.to_json()
             data = conversion.model.SerializeToString()
+        elif spec.precision is Precision.INT8:
+            quantization = quantize_for_ort(model, proto, spec)
+            notes += list(quantization.notes)
+            metadata["int8_quantization"] = quantization.to_json()
+            data = quantization.model.SerializeToString()
         else:
             data = proto.SerializeToString()
         try:
@@ -267,6 +316,8 @@ class OnnxRuntimeBackend:
                     f"{metadata['provider']} and run in FP32 behind inserted casts ({ops}); "
                     f"effective precision {eff}"
                 ))
+        if spec.precision is Precision.INT8:
+            notes[:0] = int8_census_notes(census, eff, metadata["provider"])
         out.write_bytes(data)
         return BuildReport(metadata=metadata, notes=notes)
 

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
     from ..cache import EngineRecord
 
-SUPPORTED = (Precision.FP32, Precision.TF32, Precision.FP16)
+SUPPORTED = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
+# Module dtype of the low-precision modes: weights cast with .to(dtype), float inputs cast on the device.
+LOW_DTYPES = {Precision.FP16: "float16", Precision.BF16: "bfloat16"}
 
 
 def _import_torch():
@@ -198,8 +200,10 @@ class TorchRunner:
         self.inputs = inputs
         self.outputs = outputs
         self.tf32 = precision == Precision.TF32
-        # fp16 of a half() module: float IO cast here; a module from the FP16 ONNX graph casts inside
-        self._half = precision == Precision.FP16 and cast_io
+        # fp16/bf16 of a .to(dtype) module: float IO cast here; a module from the FP16 ONNX graph casts inside
+        low = LOW_DTYPES.get(precision) if cast_io else None
+        self._low = getattr(self._torch, low) if low else None
+        self._half = self._low is not None
         # cuDNN picks convolution kernels by timing them (as TensorRT does) unless switched off:
         # bench/compare/profile set this from --no-autotune and record it in their config.
         self.autotune = True
@@ -210,9 +214,9 @@ class TorchRunner:
 
     # -- shapes ---------------------------------------------------------------------------------
     def _cast_in(self, tensor: Any) -> Any:
-        """fp16 engines take float inputs in half: the cast happens on the device, in the stream."""
-        if self._half and tensor.is_floating_point() and tensor.dtype != self._torch.float16:
-            return tensor.half()
+        """fp16/bf16 engines take float inputs in their dtype: the cast happens on the device, in the stream."""
+        if self._low is not None and tensor.is_floating_point() and tensor.dtype != self._low:
+            return tensor.to(self._low)
         return tensor
 
     def _run(self, tensors: list[Any]) -> tuple[Any, ...]:
@@ -345,6 +349,11 @@ class TorchBackend:
         return Availability(True)
 
     def check_precision(self, precision: Precision) -> None:
+        if precision is Precision.INT8:
+            raise UnsupportedPrecision("int8 is not run on the torch backend (PyTorch's INT8 kernels are CPU-only "
+                                       "eager quantization); use --backend onnxruntime, tensorrt or tensorrt-rtx")
+        if precision is Precision.FP8:
+            return  # checked against the model and the GPU at build (torch_fp8: MLPs through torch._scaled_mm)
         if precision not in SUPPORTED:
             raise UnsupportedPrecision(f"the torch backend supports {', '.join(p.value for p in SUPPORTED)}, "
                                        f"not {precision.value}")
@@ -388,10 +397,14 @@ class TorchBackend:
             notes.append(f"fp16 with keep-list ({keep.options_text()}): the module is built from trtprof's FP16 ONNX "
                          "graph (FP16 weights, casts around the kept nodes, float32 IO)")
             extra = {"fp16_graph": "converted", "fp16_weights": conversion.to_json()}
-        elif spec.precision == Precision.FP16:
-            notes.append("fp16: module weights in half, float inputs cast on the GPU inside the timed compute")
+        elif spec.precision in LOW_DTYPES:
+            notes.append(f"{spec.precision.value}: module weights in {LOW_DTYPES[spec.precision]}, float inputs cast "
+                         "on the GPU inside the timed compute")
         folded = fold_identity_initializers(proto)
-        module = to_torch_module(proto)  # fail at build time, not at bench time
+        if spec.precision is Precision.FP8:
+            module = self._check_fp8(proto, notes)
+        else:
+            module = to_torch_module(proto)  # fail at build time, not at bench time
         Path(out).write_bytes(proto.SerializeToString())
         n_params = sum(int(p.numel()) for p in module.parameters())
         report = BuildReport(
@@ -410,6 +423,20 @@ class TorchBackend:
         )
         return report
 
+    def _check_fp8(self, proto: Any, notes: list[str]) -> Any:
+        """FP8 needs an FP8 GPU and an MLP that ``torch._scaled_mm`` covers (``torch_fp8``): refuse otherwise."""
+        from .torch_fp8 import FP8_MIN_CC, fp8_module, mlp_chain
+
+        torch = _import_torch()
+        cc = torch.cuda.get_device_capability(0)
+        if tuple(cc) < FP8_MIN_CC:
+            raise UnsupportedPrecision(f"fp8 needs compute capability 8.9+ (torch._scaled_mm); "
+                                       f"{torch.cuda.get_device_name(0)} is {cc[0]}.{cc[1]}")
+        steps = mlp_chain(proto)
+        notes.append(f"fp8: {sum(s.kind == 'matmul' for s in steps)} matmuls through torch._scaled_mm (E4M3, per-tensor "
+                     "scales: weights fixed, activations per call), BF16 between them, FP32 output")
+        return fp8_module(steps, torch)
+
     def load(self, artifact: Path, record: "EngineRecord") -> TorchRunner:
         import onnx
 
@@ -418,11 +445,16 @@ class TorchBackend:
             proto = onnx.load(str(artifact))
         except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError and friends
             raise BadModel(f"cannot read the torch artifact: {err}", path=artifact) from err
-        module = to_torch_module(proto).eval().to("cuda")
         precision = Precision(record.precision)
+        if precision is Precision.FP8:
+            from .torch_fp8 import fp8_module, mlp_chain
+
+            module = fp8_module(mlp_chain(proto), torch).eval().to("cuda")
+        else:
+            module = to_torch_module(proto).eval().to("cuda")
         converted = record.backend_metadata.get("fp16_graph") == "converted"  # FP16 types already in the graph
-        if precision == Precision.FP16 and not converted:
-            module = module.half()
+        if precision in LOW_DTYPES and not converted:
+            module = module.to(getattr(torch, LOW_DTYPES[precision]))
         torch.cuda.synchronize()
         return TorchRunner(module, precision, tuple(record.inputs), tuple(record.outputs), cast_io=not converted)
 

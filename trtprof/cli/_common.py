@@ -111,7 +111,7 @@ def int_range(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def precisions_from_flags(args: argparse.Namespace) -> list[Precision]:
-    chosen = [p for p in (Precision.FP32, Precision.TF32, Precision.FP16) if getattr(args, p.value)]
+    chosen = [p for p in Precision if getattr(args, p.value, False)]
     return chosen or [Precision.FP32]
 
 

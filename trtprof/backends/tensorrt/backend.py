@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 NOT_INSTALLED = "tensorrt not installed: pip install 'trtprof[tensorrt]'"
 TF32_MIN_CC = (8, 0)  # TF32 tensor cores arrived with Ampere
+INT8_MIN_CC = (6, 1)  # DP4A integer dot products
+FP8_MIN_CC = (8, 9)  # FP8 tensor cores arrived with Ada (8.9) and Hopper (9.0)
 FP16_MIN_CC = (5, 3)  # native FP16 arithmetic; TensorRT 10 itself needs 7.5+
 
 
@@ -63,6 +65,14 @@ class TensorRTBackend:
             raise UnsupportedPrecision(
                 f"tf32 needs compute capability 8.0+; {info.name} is {info.compute_capability} (use fp32 or fp16)"
             )
+        if precision is Precision.FP8 and info.cc_tuple < FP8_MIN_CC:
+            raise UnsupportedPrecision(f"fp8 needs compute capability 8.9+ (Ada, Hopper); {info.name} is "
+                                       f"{info.compute_capability} (use int8 or fp16)")
+        if precision is Precision.INT8 and info.cc_tuple < INT8_MIN_CC:
+            raise UnsupportedPrecision(f"int8 needs compute capability 6.1+; {info.name} is {info.compute_capability}")
+        if precision is Precision.BF16:
+            raise UnsupportedPrecision("bf16 is not built on the tensorrt backend yet (trtprof converts graphs to "
+                                       "FP16 only); use --backend torch for bf16")
         if precision is Precision.FP16 and info.cc_tuple < FP16_MIN_CC:
             raise UnsupportedPrecision(f"fp16 needs compute capability 5.3+; {info.name} is {info.compute_capability}")
 

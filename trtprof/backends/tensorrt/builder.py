@@ -30,6 +30,7 @@ from .tail_logger import LogTail, make_logger
 if TYPE_CHECKING:
     import tensorrt as trt
 
+QUANTIZED = (Precision.INT8, Precision.FP8)  # built from trtprof's QDQ model (explicit quantization)
 TIMING_CACHE_NAME = "timing.cache"  # beside the engines: reused by every build on this machine
 MAX_OPT_LEVEL = 5  # TensorRT's builder_optimization_level range is 0..5 (default 3)
 
@@ -129,6 +130,25 @@ def _fp16_model_bytes(model: Path, spec: BuildSpec, product: str) -> tuple[bytes
     return converted.SerializeToString(), meta, list(conversion.notes), conversion
 
 
+def quantized_model_bytes(model: Path, spec: BuildSpec) -> tuple[bytes, dict[str, Any], list[str]]:
+    """The QDQ model TensorRT parses for INT8/FP8: TensorRT takes quantization only as explicit Q/DQ
+    nodes (TensorRT-RTX and TensorRT ≥ 11 have no INT8 calibrator). INT8: symmetric INT8 activations
+    and float biases, as TensorRT requires; FP8: E4M3 Q/DQ on the GEMM/conv inputs."""
+    from ...convert.quantize import calibration_feeds, count_quantized, quantize_fp8, quantize_int8
+    from ...model import describe, load_onnx
+
+    proto = load_onnx(model)
+    feeds = calibration_feeds(describe(proto, model).inputs, spec)
+    if spec.precision is Precision.INT8:
+        quantization = quantize_int8(proto, feeds, for_tensorrt=True)
+    else:
+        quantization = quantize_fp8(proto, feeds)
+    settings = {**quantization.to_json(), "calibration_data": spec.option("calibration_data")}
+    meta = {f"{spec.precision.value}_quantization": settings,
+            "qdq_model_nodes": count_quantized(quantization.model)}
+    return quantization.model.SerializeToString(), meta, list(quantization.notes)
+
+
 def _apply_weak_precision(
     config: "trt.IBuilderConfig",
     network: "trt.INetworkDefinition",
@@ -151,6 +171,13 @@ def _apply_weak_precision(
         # engines clear it too, so any layer left in FP32 is true FP32 and the comparison is clean.
         config.clear_flag(tf32)
         flags.append("-TF32")
+    if precision in QUANTIZED and features.fp16_builder_flag:
+        # weakly typed TensorRT (< 11) runs Q/DQ networks only with the type's flag set (explicit quantization)
+        for name in ("INT8", "FP8") if precision is Precision.FP8 else ("INT8",):
+            flag = builder_flag(trt, name)
+            if flag is not None:
+                config.set_flag(flag)
+                flags.append(name)
     if precision is not Precision.FP16 or not features.fp16_builder_flag:
         if options.layer_precisions and precision is not Precision.FP16:
             raise BadInput("--layer-precisions needs --fp16 (it chooses which layers may run in FP16)")
@@ -270,6 +297,10 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
         notes.extend(conv_notes)
         if options.precision_constraints:
             notes.append(f"--precision-constraints ignored: {features.product} always obeys the graph's types")
+    elif spec.precision in QUANTIZED:
+        onnx_bytes, quant_meta, quant_notes = quantized_model_bytes(model, spec)
+        metadata.update(quant_meta)
+        notes.extend(quant_notes)
 
     tail = LogTail()
     logger = make_logger(tail, trt)
@@ -279,6 +310,9 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
     if not parsed:
         errors = parser_errors(parser) or [tail.text(5) or "no error reported"]
+        if spec.precision in QUANTIZED:  # the graph parsed is trtprof's QDQ model, not the user's file
+            raise BuildFailed(f"{features.product}'s ONNX parser rejected trtprof's {spec.precision.value.upper()} QDQ "
+                              f"model of this file: " + "; ".join(errors), path=model)
         if onnx_bytes is not None:  # the graph parsed is trtprof's FP16 conversion, not the user's file
             from ...convert.fp16 import refusal_message
 
@@ -353,21 +387,22 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     if effective is not None:
         metadata["effective_precision"] = effective
         if effective != spec.precision.value:
-            notes.insert(0, f"NOT an FP16 engine: TensorRT chose FP32 kernels for every layer (effective {effective})")
+            notes.insert(0, f"NOT an {spec.precision.value.upper()} engine: TensorRT chose FP32 kernels for every "
+                            f"layer (effective {effective})")
     if tail:
         metadata["builder_warnings"] = list(tail.messages)
     return BuildReport(metadata=metadata, notes=notes)
 
 
 def effective_precision(requested: Precision, by_precision: Mapping[str, int] | None) -> str | None:
-    """What an FP16 request really gave: "fp16" when TensorRT ran at least one layer in FP16 (TensorRT
+    """What an FP16 (INT8, FP8) request really gave: "fp16" when TensorRT ran at least one layer in FP16 (TensorRT
     keeps some layers FP32 in every FP16 engine; that is normal), "fp32" when it ran none. None when
     the inspector could not tell."""
-    if requested is not Precision.FP16:
+    if requested is not Precision.FP16 and requested not in QUANTIZED:
         return requested.value
     if not by_precision:
         return None
-    return "fp16" if by_precision.get("fp16", 0) > 0 else "fp32"
+    return requested.value if by_precision.get(requested.value, 0) > 0 else "fp32"
 
 
 def layers_by_output_dtype(network: "trt.INetworkDefinition", trt: ModuleType) -> dict[str, int]:

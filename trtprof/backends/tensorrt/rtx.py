@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...errors import IncompatibleEngine
+from ...errors import IncompatibleEngine, UnsupportedPrecision
 from ...spec import BuildSpec, Precision
 from ..base import Availability, BuildReport
 from . import device as _device
@@ -83,7 +83,25 @@ class TensorRTRTXBackend:
         return Availability(True)
 
     def check_precision(self, precision: Precision) -> None:
-        """Every precision builds anywhere; whether the target GPU has TF32 is the runtime's business."""
+        """Every precision but bf16 builds anywhere; whether the target GPU has TF32 is the runtime's
+        business, FP8's targets are checked against the options (``check_targets``)."""
+        if precision is Precision.BF16:
+            raise UnsupportedPrecision("bf16 is not built on the tensorrt-rtx backend yet (trtprof converts graphs "
+                                       "to FP16 only); use --backend torch for bf16")
+
+    def check_targets(self, precision: Precision, options: Mapping[str, Any]) -> None:
+        """FP8 needs every target GPU to have FP8 tensor cores (compute capability 8.9+): refuse a
+        target list (or the library's default, which includes 8.0 and 8.6) with one line, before building."""
+        if precision is not Precision.FP8:
+            return
+        ccs = targets.supported_ccs(options.get(targets.OPTION))
+        lacking = [cc for cc in ccs if tuple(int(x) for x in cc.split(".")) < targets.FP8_MIN_CC]
+        if lacking:
+            value = options.get(targets.OPTION)
+            given = f"--compute-capability {value}" if value else f"the default targets ({', '.join(ccs)})"
+            raise UnsupportedPrecision(
+                f"fp8 needs compute capability 8.9+ on every target; {given} include {', '.join(lacking)}: "
+                "name FP8 targets, e.g. --compute-capability sm89 or sm89,sm120")
 
     def environment(self) -> dict[str, Any]:
         """Library version only: the plan is portable across the GPUs it targets (those are in the spec)."""

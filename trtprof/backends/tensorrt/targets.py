@@ -27,6 +27,7 @@ CURRENT = "current"
 DEFAULT_SUPPORTED = ("8.0", "8.6", "8.9", "12.0", "12.1")
 DEFAULT_SUPPORTS_NEWER_THAN_CC = (12, 0)  # the ">12.0" of that message (also the runtime's, rtx.py)
 DEFAULT_SUPPORTS_NEWER_THAN = "{}.{}".format(*DEFAULT_SUPPORTS_NEWER_THAN_CC)
+FP8_MIN_CC = (8, 9)  # FP8 tensor cores: Ada (8.9), Hopper (9.0), Blackwell (10.0, 12.0)
 _SM = re.compile(r"^sm_?(\d+)$")
 
 
