@@ -16,7 +16,7 @@ from ..errors import WRITE_ERRNOS, TrtprofError, write_failure
 # A module listed here but absent is skipped (a subcommand not part of this build); module names use
 # underscores, the command name is whatever the module's ``add_parser`` registers.
 SUBCOMMANDS = ("build", "bench", "plot", "demo", "convert", "inspect", "compare", "report", "profile", "cache",
-               "train_compare", "sweep", "fix_fp16")
+               "train_compare", "sweep", "fix_fp16", "import_trtexec")
 
 
 class _Parser(argparse.ArgumentParser):
