@@ -84,7 +84,8 @@ def test_fp16_overflow_is_flagged_loudly(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, needle", [
     (["--precisions", "fp32"], "baseline and at least one candidate"),
-    (["--precisions", "fp32,fp8"], "unknown precision"),
+    (["--precisions", "fp32,fp9"], "unknown precision"),
+    (["--precisions", "fp32,fp8", "--backend", "onnxruntime"], "no FP8 kernels"),
     (["--target-ci", "0"], "--target-ci"),
     (["--time-budget-s", "-1"], "--time-budget-s"),
 ])

@@ -511,6 +511,10 @@ def runners_device(runners: Mapping[str, Any], name: str) -> str | None:
     return getattr(runner, "device", None)
 
 
+# Bytes per tensor element the roofline assumes for a precision (int8/fp8: the quantized tensors).
+ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "int8": 1, "fp8": 1}
+
+
 def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int, ...]]],
                  precisions: Mapping[str, str], warnings: list[str]) -> dict[tuple[int, str], Any]:
     """Roofline counts per (batch, precision); a model that cannot be counted costs a warning, not the run."""
@@ -525,7 +529,7 @@ def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int
         out = {}
         for batch, shapes in all_shapes.items():
             for name, precision in precisions.items():
-                out[(batch, name)] = graph_cost(model, shapes, float_bytes=2 if precision == "fp16" else 4)
+                out[(batch, name)] = graph_cost(model, shapes, float_bytes=ELEMENT_BYTES.get(precision, 4))
         return out
     except (TrtprofError, ValueError, KeyError) as err:
         warnings.append(f"roofline skipped: {err}")
