@@ -149,6 +149,41 @@ def quantized_model_bytes(model: Path, spec: BuildSpec) -> tuple[bytes, dict[str
     return quantization.model.SerializeToString(), meta, list(quantization.notes)
 
 
+def _graph_to_parse(model: Path, spec: BuildSpec, options: BuildOptions, features: TrtFeatures,
+                    metadata: dict[str, Any], notes: list[str]) -> tuple[bytes | None, Any]:
+    """(ONNX bytes the parser reads, FP16 conversion or None): trtprof's FP16 graph (strongly typed
+    TensorRT), its QDQ model (int8/fp8), or None for the user's file as is. Adds what was done to
+    ``metadata`` and ``notes``."""
+    if spec.precision is Precision.FP16 and features.strongly_typed_only:
+        onnx_bytes, conv_meta, conv_notes, conversion = _fp16_model_bytes(model, spec, features.product)
+        metadata.update(conv_meta)
+        notes.extend(conv_notes)
+        if options.precision_constraints:
+            notes.append(f"--precision-constraints ignored: {features.product} always obeys the graph's types")
+        return onnx_bytes, conversion
+    if spec.precision in QUANTIZED:
+        onnx_bytes, quant_meta, quant_notes = quantized_model_bytes(model, spec)
+        metadata.update(quant_meta)
+        notes.extend(quant_notes)
+        return onnx_bytes, None
+    return None, None
+
+
+def _parse_failure(errors: list[str], model: Path, spec: BuildSpec, features: TrtFeatures, converted: bool,
+                   conversion: Any) -> BuildFailed:
+    """The parser's refusal, blaming trtprof's graph (QDQ model, FP16 conversion) when it parsed one."""
+    if spec.precision in QUANTIZED:
+        return BuildFailed(f"{features.product}'s ONNX parser rejected trtprof's {spec.precision.value.upper()} QDQ "
+                           f"model of this file: " + "; ".join(errors), path=model)
+    if converted:
+        from ...convert.fp16 import refusal_message
+
+        return BuildFailed(refusal_message(conversion, f"{features.product}'s ONNX parser", "; ".join(errors),
+                                           fp32_loads=False), path=model)
+    return BuildFailed(f"{features.product}'s ONNX parser rejected the model ({len(errors)} error(s)): "
+                       + "; ".join(errors), path=model)
+
+
 def _apply_weak_precision(
     config: "trt.IBuilderConfig",
     network: "trt.INetworkDefinition",
@@ -289,18 +324,7 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     metadata: dict[str, Any] = {"tensorrt_version": trt.__version__, "library": lib.product,
                                 "precision": spec.precision.value}
 
-    onnx_bytes: bytes | None = None
-    conversion: Any = None
-    if spec.precision is Precision.FP16 and features.strongly_typed_only:
-        onnx_bytes, conv_meta, conv_notes, conversion = _fp16_model_bytes(model, spec, features.product)
-        metadata.update(conv_meta)
-        notes.extend(conv_notes)
-        if options.precision_constraints:
-            notes.append(f"--precision-constraints ignored: {features.product} always obeys the graph's types")
-    elif spec.precision in QUANTIZED:
-        onnx_bytes, quant_meta, quant_notes = quantized_model_bytes(model, spec)
-        metadata.update(quant_meta)
-        notes.extend(quant_notes)
+    onnx_bytes, conversion = _graph_to_parse(model, spec, options, features, metadata, notes)
 
     tail = LogTail()
     logger = make_logger(tail, trt)
@@ -309,19 +333,8 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     parser = trt.OnnxParser(network, logger)
     parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
     if not parsed:
-        errors = parser_errors(parser) or [tail.text(5) or "no error reported"]
-        if spec.precision in QUANTIZED:  # the graph parsed is trtprof's QDQ model, not the user's file
-            raise BuildFailed(f"{features.product}'s ONNX parser rejected trtprof's {spec.precision.value.upper()} QDQ "
-                              f"model of this file: " + "; ".join(errors), path=model)
-        if onnx_bytes is not None:  # the graph parsed is trtprof's FP16 conversion, not the user's file
-            from ...convert.fp16 import refusal_message
-
-            raise BuildFailed(refusal_message(conversion, f"{features.product}'s ONNX parser", "; ".join(errors),
-                                              fp32_loads=False), path=model)
-        raise BuildFailed(
-            f"{features.product}'s ONNX parser rejected the model ({len(errors)} error(s)): " + "; ".join(errors),
-            path=model,
-        )
+        raise _parse_failure(parser_errors(parser) or [tail.text(5) or "no error reported"], model, spec,
+                             features, onnx_bytes is not None, conversion)
 
     config = builder.create_builder_config()
     if options.workspace_mb is not None:
