@@ -87,15 +87,24 @@ def test_compare_fp32_int8_on_a_matmul_model(mlp_model, tmp_path, capsys):
 
 
 def test_calibration_is_part_of_the_cache_key():
+    from trtprof.build import key_spec
+    from trtprof.user_inputs import InputData
+
     def key(**options):
         spec = BuildSpec.make(model_sha256="0" * 64, backend="onnxruntime", precision=Precision.INT8,
                               batch_sizes=(1,), options=options)
-        return CacheKey.derive(spec, {"backend": "onnxruntime"}).hexdigest
+        return CacheKey.derive(key_spec(spec), {"backend": "onnxruntime"}).hexdigest  # as build_engines keys it
 
     base = quantize.quantization_options(Precision.INT8)
     assert base["calibration"] == "minmax" and base["calibration_samples"] == quantize.CALIBRATION_SAMPLES
     assert key(**base) != key(**{**base, "calibration_samples": quantize.CALIBRATION_SAMPLES + 1})
     assert key(**base) != key(**quantize.quantization_options(Precision.INT8, seed=1))
+    assert key(**base) != key(**quantize.quantization_options(Precision.INT8, batch=4))
+    x = np.zeros((3, 2), np.float32)
+    one = quantize.quantization_options(Precision.INT8, data=InputData("d.npz", {"x": x}))
+    other = quantize.quantization_options(Precision.INT8, data=InputData("d.npz", {"x": x + 1}))
+    assert one["calibration_data"].startswith("inputs d.npz (3 samples), sha256 ")
+    assert key(**one) != key(**other) != key(**base)  # same path, other samples: another model
     assert quantize.quantization_options(Precision.FP16) == {}
 
 
@@ -103,10 +112,36 @@ def test_calibration_feeds_follow_the_spec(conv_model):
     from trtprof.model import inspect_model
 
     spec = BuildSpec.make(model_sha256="0" * 64, backend="onnxruntime", precision=Precision.INT8, batch_sizes=(2, 4),
-                          options={**quantize.quantization_options(Precision.INT8), "calibration_samples": 3})
+                          options={**quantize.quantization_options(Precision.INT8, batch=2), "calibration_samples": 6})
     feeds = quantize.calibration_feeds(inspect_model(conv_model).inputs, spec)
-    assert len(feeds) == 3 and feeds[0]["input"].shape == (2, 3, 16, 16)  # smallest batch
+    assert len(feeds) == 3 and feeds[0]["input"].shape == (2, 3, 16, 16)  # 6 samples in batches of 2
     assert not np.array_equal(feeds[0]["input"], feeds[1]["input"])  # seed, seed+1, …
+
+
+def test_user_inputs_calibrate_all_samples_up_to_the_cap(conv_model):
+    from trtprof.model import inspect_model
+    from trtprof.user_inputs import InputData
+
+    inputs = inspect_model(conv_model).inputs
+    for samples, batches in ((5, 3), (2 * quantize.MAX_CALIBRATION_BATCHES + 1, quantize.MAX_CALIBRATION_BATCHES)):
+        data = InputData("x.npz", {"input": np.ones((samples, 3, 16, 16), np.float64)})
+        options = quantize.quantization_options(Precision.INT8, batch=2, data=data)
+        spec = BuildSpec.make(model_sha256="0" * 64, backend="onnxruntime", precision=Precision.INT8,
+                              batch_sizes=(2,), options=options)
+        feeds = quantize.calibration_feeds(inputs, spec, data)
+        assert len(feeds) == batches and options["calibration_samples"] == 2 * batches
+        assert feeds[0]["input"].dtype == np.float32  # the model's dtype, not the file's
+
+
+def test_compare_int8_calibrates_on_inputs(conv_model, tmp_path, capsys):
+    samples = tmp_path / "in.npz"
+    np.savez(samples, input=np.random.default_rng(3).uniform(0, 1, (6, 3, 16, 16)).astype(np.float32))
+    out = tmp_path / "c.json"
+    assert main(["compare", str(conv_model), "--precisions", "fp32,int8", "--inputs", str(samples), "--engines",
+                 str(tmp_path / "engines"), "--out", str(out), *FAST]) == 0
+    meta = _int8_result(json.loads(out.read_text()))["engine"]["backend_metadata"]
+    assert meta["int8_quantization"]["calibration_data"].startswith(f"inputs {samples} (6 samples), sha256 ")
+    assert meta["int8_quantization"]["calibration_batches"] == 6  # batch 1: every sample
 
 
 def _qdq_conv_graph(fused: bool):
@@ -147,6 +182,7 @@ def test_int8_and_the_census_notes_on_the_build_line(conv_model, tmp_path, capsy
     assert main(["build", str(conv_model), "--int8", "--engines", str(tmp_path / "e"), "--backend", "onnxruntime"]) == 0
     out = capsys.readouterr().out
     assert "compute nodes run INT8 kernels on CPUExecutionProvider" in out and "effective precision int8" in out
+    assert "int8 calibration (minmax): 8 batches of 1 from random N(0,1), seed 0 — not your data" in out
 
 
 def test_fp8_is_refused_on_onnxruntime_with_one_line(conv_model, tmp_path, capsys):

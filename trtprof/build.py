@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import backends, preflight
 from .cache import EngineCache, EngineRecord, now_iso
-from .convert.quantize import quantization_options
+from .convert.quantize import calibration_feeds, quantization_options
 from .errors import BadInput, BadModel
 from .inputs import resolve_shapes
 from .model import inspect_model
@@ -29,7 +29,8 @@ BATCH_INDEPENDENT_BACKENDS = frozenset({"onnxruntime", "torch"})
 def key_spec(spec: BuildSpec) -> BuildSpec:
     """The part of ``spec`` that changes the artifact, for the cache key."""
     if spec.backend in BATCH_INDEPENDENT_BACKENDS:
-        kept = tuple((k, v) for k, v in spec.options if k in FP16_KEEP_OPTIONS)
+        # the calibration (int8/fp8) changes the artifact too; its batch is recorded among its options
+        kept = tuple((k, v) for k, v in spec.options if k in FP16_KEEP_OPTIONS or k.startswith("calibration"))
         return dataclasses.replace(spec, batch_sizes=(), options=kept)
     return spec
 
@@ -144,7 +145,7 @@ def build_engines(
             shapes=shapes,
             options=(dict(options or {}) if precision is Precision.FP16 else
                      {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS})
-            | quantization_options(precision),
+            | quantization_options(precision, batch=min(batch_sizes), data=data),
         )
         key = CacheKey.derive(key_spec(spec), environment)
         started = time.perf_counter()
@@ -158,7 +159,8 @@ def build_engines(
 
         def _build(tmp: Path, spec: BuildSpec = spec, key: CacheKey = key) -> EngineRecord:
             t0 = time.perf_counter()
-            report = impl.build(onnx_path, spec, tmp)
+            quantized = {"calibration": calibration_feeds(info.inputs, spec, data)} if spec.option("calibration") else {}
+            report = impl.build(onnx_path, spec, tmp, **quantized)
             if range_check and spec.precision is Precision.FP16:
                 from .fp16range import for_build
 

@@ -545,13 +545,15 @@ def resolve_records(
     backend: str = "auto",
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     on_built: Callable[[Any], None] | None = None,
+    data: Any = None,
 ) -> tuple[dict[str, Any], Any, tuple[int, ...]]:
     """MODEL or engines dir → (precision → record, source ONNX path or None, batch sizes).
 
     An engines dir (a folder with engine JSONs, not a TF SavedModel) → its engines of the asked
     precisions; batch sizes default to those every chosen engine was built for; the ONNX source is
     optional (None when it is gone or cannot be converted). Otherwise the model's missing engines are
-    built at ``batch_sizes`` (default 1)."""
+    built at ``batch_sizes`` (default 1), with the user's inputs (``data``) for what builds use them:
+    the FP16 range analysis and the int8/fp8 calibration."""
     from pathlib import Path
 
     from .build import as_onnx, build_engines
@@ -573,7 +575,7 @@ def resolve_records(
         sizes = tuple(batch_sizes) or (1,)
         unique = list(dict.fromkeys(precisions))
         outcomes = build_engines(path, unique, sizes, shapes=shapes, engines_dir=Path(engines_dir),
-                                 backend=backend, on_done=on_built)
+                                 backend=backend, on_done=on_built, data=data)
         records = {o.record.precision: o.record for o in outcomes}
         onnx_path = as_onnx(path, Path(engines_dir))
     return records, onnx_path, sizes
@@ -605,7 +607,7 @@ def compare_model(
     from .errors import BadInput
 
     records, onnx_path, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
-                                                backend=backend, shapes=shapes, on_built=on_built)
+                                                backend=backend, shapes=shapes, on_built=on_built, data=data)
     labels = arm_labels(precisions)
     if len(labels) < 2:
         raise BadInput("compare needs a baseline and a candidate (e.g. --precisions fp32,fp16; fp32,fp32 for A/A)")

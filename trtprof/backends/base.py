@@ -109,7 +109,9 @@ class Backend(Protocol):
         ...
 
     def build(self, model: Path, spec: BuildSpec, out: Path) -> BuildReport:
-        """Write the artifact for ``spec`` to ``out`` (a temp path the cache renames into place)."""
+        """Write the artifact for ``spec`` to ``out`` (a temp path the cache renames into place).
+        Backends that take int8/fp8 also accept ``calibration=`` (a list of feed dicts, made by
+        build_engines from --inputs or seeded random inputs as the spec's options say)."""
         ...
 
     def load(self, artifact: Path, record: "EngineRecord") -> Runner: ...

@@ -175,15 +175,16 @@ def _blame_conversion(conversion: Any, err: BadModel, original: Any, path: Path)
     raise BuildFailed(refusal_message(conversion, "onnxruntime", err.message), path=path) from err
 
 
-def quantize_for_ort(model: Path, proto: Any, spec: BuildSpec) -> Any:
+def quantize_for_ort(model: Path, proto: Any, spec: BuildSpec, calibration: Any = None) -> Any:
     """The INT8 QDQ model ORT runs: U8S8 (uint8 asymmetric activations, int8 per-channel weights),
-    the form its x86 integer kernels are written for, calibrated as the spec says."""
-    from ..convert.quantize import calibration_feeds, quantize_int8
+    the form its x86 integer kernels are written for, calibrated on ``calibration`` (default: the
+    random batches the spec describes)."""
+    from ..convert.quantize import calibration_feeds, calibration_note, quantize_int8
     from ..model import inspect_model
 
-    feeds = calibration_feeds(inspect_model(model).inputs, spec)
+    feeds = calibration if calibration is not None else calibration_feeds(inspect_model(model).inputs, spec)
     result = quantize_int8(proto, feeds, for_tensorrt=False)
-    return type(result)(model=result.model, notes=result.notes,
+    return type(result)(model=result.model, notes=(*result.notes, calibration_note(spec, feeds)),
                         settings={**result.settings, "calibration_data": spec.option("calibration_data")})
 
 
@@ -263,7 +264,8 @@ class OnnxRuntimeBackend:
             env["device"] = cpu_name()
         return env
 
-    def build(self, model: Path, spec: BuildSpec, out: Path) -> BuildReport:
+    def build(self, model: Path, spec: BuildSpec, out: Path, *, calibration: Any = None) -> BuildReport:
+        """``calibration``: int8 calibration batches (build_engines makes them from --inputs or random)."""
         from ..model import load_onnx
 
         proto = load_onnx(model)
@@ -280,7 +282,7 @@ class OnnxRuntimeBackend:
             metadata["fp16_weights"] = conversion.to_json()
             data = conversion.model.SerializeToString()
         elif spec.precision is Precision.INT8:
-            quantization = quantize_for_ort(model, proto, spec)
+            quantization = quantize_for_ort(model, proto, spec, calibration)
             notes += list(quantization.notes)
             metadata["int8_quantization"] = quantization.to_json()
             data = quantization.model.SerializeToString()

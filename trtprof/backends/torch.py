@@ -372,8 +372,9 @@ class TorchBackend:
             "compute_capability": f"{major}.{minor}",
         }
 
-    def build(self, model: Path, spec: BuildSpec, out: Path) -> BuildReport:
-        """Check the model converts, then store the (pre-passed) ONNX as the artifact."""
+    def build(self, model: Path, spec: BuildSpec, out: Path, *, calibration: Any = None) -> BuildReport:
+        """Check the model converts, then store the (pre-passed) ONNX as the artifact. ``calibration``
+        is not used: fp8 here scales activations per call (torch_fp8)."""
         import onnx
 
         from ..model import load_onnx

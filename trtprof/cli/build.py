@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     p.add_argument("--tf32", action="store_true", help="FP32 with TF32 tensor-core math (GPU only)")
     p.add_argument("--bf16", action="store_true", help="BF16 (FP32's range, 8 significant bits; docs/precisions.md)")
     p.add_argument("--int8", action="store_true",
-                   help="INT8: static QDQ quantization, calibrated on seeded random inputs (docs/precisions.md)")
+                   help="INT8: static QDQ quantization, calibrated on --inputs (else seeded random inputs; docs/precisions.md)")
     p.add_argument("--fp8", action="store_true", help="FP8 E4M3 QDQ (TensorRT/TensorRT-RTX for compute capability 8.9+)")
     _common.add_shape_args(p, batch_default="1")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")

@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from ..spec import BuildSpec, TensorSpec
 
 # Calibration batches (of the smallest built batch size): MinMax converges in a few batches of
-# N(0, 1) inputs; more only costs build time with random data.
+# N(0, 1) inputs; more only costs build time with random data. With the user's --inputs every sample
+# is used, up to MAX_CALIBRATION_BATCHES batches (a build should not run a whole dataset).
 CALIBRATION_SAMPLES = 8
+MAX_CALIBRATION_BATCHES = 64
 CALIBRATION_METHOD = "minmax"
 RANDOM_CALIBRATION = "random N(0,1), seed {seed}"
 FP8_E4M3_MAX = 448.0  # largest finite float8e4m3fn value: scale = amax / 448
@@ -48,13 +50,34 @@ QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinea
 NOT_COMPUTE = frozenset({"Cast", "Constant", "ConstantOfShape", "Shape", "Size", "Identity"})
 
 
-def quantization_options(precision: Precision, seed: int = 0) -> dict[str, Any]:
+def quantization_options(precision: Precision, *, batch: int = 1, data: Any = None, seed: int = 0) -> dict[str, Any]:
     """Build-spec options of a quantized precision (empty for the others): they change the artifact,
-    so they are part of the cache key, and they say how the scales were found."""
+    so they are part of the cache key, and they say how the scales were found. ``data``: the user's
+    inputs (user_inputs.InputData), named by source and content hash; else seeded random inputs."""
     if precision not in (Precision.INT8, Precision.FP8):
         return {}
-    return {"calibration": CALIBRATION_METHOD, "calibration_samples": CALIBRATION_SAMPLES,
-            "calibration_data": RANDOM_CALIBRATION.format(seed=seed), "calibration_seed": seed}
+    options: dict[str, Any] = {"calibration": CALIBRATION_METHOD, "calibration_batch": int(batch)}
+    if data is None:
+        return {**options, "calibration_samples": CALIBRATION_SAMPLES * int(batch),
+                "calibration_data": RANDOM_CALIBRATION.format(seed=seed), "calibration_seed": seed}
+    batches = min(-(-data.samples // int(batch)), MAX_CALIBRATION_BATCHES)
+    return {**options, "calibration_samples": batches * int(batch),
+            "calibration_data": f"{data.describe()}, sha256 {inputs_digest(data)[:16]}"}
+
+
+def inputs_digest(data: Any) -> str:
+    """sha256 over the user's arrays (names, dtypes, shapes, bytes): the same path holding other
+    samples must not serve a cached INT8 model calibrated on the old ones."""
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for name in sorted(data.arrays):
+        array = np.ascontiguousarray(data.arrays[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -69,14 +92,32 @@ class Quantization:
         return dict(self.settings)
 
 
-def calibration_feeds(inputs: Sequence["TensorSpec"], spec: "BuildSpec") -> list[dict[str, "np.ndarray"]]:
-    """``calibration_samples`` batches of seeded random inputs at the smallest batch size."""
+def calibration_feeds(inputs: Sequence["TensorSpec"], spec: "BuildSpec", data: Any = None) -> list[dict[str, "np.ndarray"]]:
+    """The calibration batches the spec's options describe: the user's samples (``data``) in batches of
+    ``calibration_batch``, or seeded random inputs (``CALIBRATION_SAMPLES`` batches)."""
+    import itertools
+
+    import numpy as np
+
     from ..inputs import make_inputs, resolve_shapes
 
-    shapes = resolve_shapes(inputs, spec.min_batch, spec.shape_overrides())
+    batch = int(spec.option("calibration_batch", spec.min_batch))
+    if data is not None:
+        dtypes = {t.name: np.dtype(t.dtype) for t in inputs}
+        return list(itertools.islice(data.batches(batch, dtypes), MAX_CALIBRATION_BATCHES))
+    shapes = resolve_shapes(inputs, batch, spec.shape_overrides())
     seed = int(spec.option("calibration_seed", 0))
-    count = int(spec.option("calibration_samples", CALIBRATION_SAMPLES))
+    count = int(spec.option("calibration_samples", CALIBRATION_SAMPLES * batch)) // batch
     return [make_inputs(inputs, shapes, seed=seed + i) for i in range(count)]
+
+
+def calibration_note(spec: "BuildSpec", feeds: Sequence[Mapping[str, "np.ndarray"]]) -> str:
+    """One line saying what the scales were calibrated on (random data is said to be random)."""
+    batch = spec.option("calibration_batch", spec.min_batch)
+    data = str(spec.option("calibration_data", RANDOM_CALIBRATION.format(seed=0)))
+    warn = " — not your data: pass --inputs to calibrate on real samples" if data.startswith("random") else ""
+    return (f"{spec.precision.value} calibration ({spec.option('calibration', CALIBRATION_METHOD)}): {len(feeds)} "
+            f"batches of {batch} from {data}{warn}")
 
 
 def _ort_quantization():

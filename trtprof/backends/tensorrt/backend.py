@@ -88,10 +88,10 @@ class TensorRTBackend:
             "compute_capability": info.compute_capability,
         }
 
-    def build(self, model: Path, spec: BuildSpec, out: Path) -> BuildReport:
+    def build(self, model: Path, spec: BuildSpec, out: Path, *, calibration: Any = None) -> BuildReport:
         from .builder import build_engine
 
-        report = build_engine(Path(model), spec, Path(out))
+        report = build_engine(Path(model), spec, Path(out), calibration=calibration)
         env = self.environment()
         report.metadata.setdefault("gpu_name", env["gpu_name"])
         report.metadata.setdefault("compute_capability", env["compute_capability"])

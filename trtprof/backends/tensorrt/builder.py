@@ -130,15 +130,15 @@ def _fp16_model_bytes(model: Path, spec: BuildSpec, product: str) -> tuple[bytes
     return converted.SerializeToString(), meta, list(conversion.notes), conversion
 
 
-def quantized_model_bytes(model: Path, spec: BuildSpec) -> tuple[bytes, dict[str, Any], list[str]]:
+def quantized_model_bytes(model: Path, spec: BuildSpec, calibration: Any = None) -> tuple[bytes, dict[str, Any], list[str]]:
     """The QDQ model TensorRT parses for INT8/FP8: TensorRT takes quantization only as explicit Q/DQ
     nodes (TensorRT-RTX and TensorRT ≥ 11 have no INT8 calibrator). INT8: symmetric INT8 activations
     and float biases, as TensorRT requires; FP8: E4M3 Q/DQ on the GEMM/conv inputs."""
-    from ...convert.quantize import calibration_feeds, count_quantized, quantize_fp8, quantize_int8
+    from ...convert.quantize import calibration_feeds, calibration_note, count_quantized, quantize_fp8, quantize_int8
     from ...model import describe, load_onnx
 
     proto = load_onnx(model)
-    feeds = calibration_feeds(describe(proto, model).inputs, spec)
+    feeds = calibration if calibration is not None else calibration_feeds(describe(proto, model).inputs, spec)
     if spec.precision is Precision.INT8:
         quantization = quantize_int8(proto, feeds, for_tensorrt=True)
     else:
@@ -146,11 +146,11 @@ def quantized_model_bytes(model: Path, spec: BuildSpec) -> tuple[bytes, dict[str
     settings = {**quantization.to_json(), "calibration_data": spec.option("calibration_data")}
     meta = {f"{spec.precision.value}_quantization": settings,
             "qdq_model_nodes": count_quantized(quantization.model)}
-    return quantization.model.SerializeToString(), meta, list(quantization.notes)
+    return quantization.model.SerializeToString(), meta, [*quantization.notes, calibration_note(spec, feeds)]
 
 
 def _graph_to_parse(model: Path, spec: BuildSpec, options: BuildOptions, features: TrtFeatures,
-                    metadata: dict[str, Any], notes: list[str]) -> tuple[bytes | None, Any]:
+                    metadata: dict[str, Any], notes: list[str], calibration: Any = None) -> tuple[bytes | None, Any]:
     """(ONNX bytes the parser reads, FP16 conversion or None): trtprof's FP16 graph (strongly typed
     TensorRT), its QDQ model (int8/fp8), or None for the user's file as is. Adds what was done to
     ``metadata`` and ``notes``."""
@@ -162,7 +162,7 @@ def _graph_to_parse(model: Path, spec: BuildSpec, options: BuildOptions, feature
             notes.append(f"--precision-constraints ignored: {features.product} always obeys the graph's types")
         return onnx_bytes, conversion
     if spec.precision in QUANTIZED:
-        onnx_bytes, quant_meta, quant_notes = quantized_model_bytes(model, spec)
+        onnx_bytes, quant_meta, quant_notes = quantized_model_bytes(model, spec, calibration)
         metadata.update(quant_meta)
         notes.extend(quant_notes)
         return onnx_bytes, None
@@ -313,8 +313,10 @@ def _load_timing_cache(
     return cache, "mismatched, replaced"
 
 
-def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORRT) -> BuildReport:
-    """Build the plan for ``spec`` from ``model`` with ``lib`` (TensorRT or TensorRT-RTX), write it to ``out``."""
+def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORRT, *,
+                 calibration: Any = None) -> BuildReport:
+    """Build the plan for ``spec`` from ``model`` with ``lib`` (TensorRT or TensorRT-RTX), write it to
+    ``out``. ``calibration``: int8/fp8 calibration batches (default: the spec's random ones)."""
     trt = require_library(lib)
 
     model, out = Path(model), Path(out)
@@ -324,7 +326,7 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     metadata: dict[str, Any] = {"tensorrt_version": trt.__version__, "library": lib.product,
                                 "precision": spec.precision.value}
 
-    onnx_bytes, conversion = _graph_to_parse(model, spec, options, features, metadata, notes)
+    onnx_bytes, conversion = _graph_to_parse(model, spec, options, features, metadata, notes, calibration)
 
     tail = LogTail()
     logger = make_logger(tail, trt)

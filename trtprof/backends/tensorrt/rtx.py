@@ -117,10 +117,10 @@ class TensorRTRTXBackend:
             out[targets.OPTION] = targets.normalize_option(value, gpu.compute_capability if gpu else None)
         return out
 
-    def build(self, model: Path, spec: BuildSpec, out: Path) -> BuildReport:
+    def build(self, model: Path, spec: BuildSpec, out: Path, *, calibration: Any = None) -> BuildReport:
         from .builder import build_engine
 
-        report = build_engine(Path(model), spec, Path(out), TENSORRT_RTX)
+        report = build_engine(Path(model), spec, Path(out), TENSORRT_RTX, calibration=calibration)
         gpu = _device.query_device(0)
         report.metadata["built_on"] = f"{gpu.name} ({gpu.compute_capability})" if gpu else "no GPU (ahead-of-time build)"
         return report
