@@ -602,3 +602,23 @@ def test_serving_gives_every_stream_its_own_execution_context(fake_trt, conv_mod
         assert fake_cuda.calls.count("Stream") == 3 and fake_cuda.calls.count("upload") == 3
     assert runner.memory_report()["contexts"] == 1  # the forks were closed with the sessions
     runner.close()
+
+
+def test_int8_on_10x_sets_the_int8_flag_and_parses_the_qdq_model(trt10, conv_model, tmp_path):
+    """Weakly typed TensorRT runs a Q/DQ network only with the INT8 flag (explicit quantization);
+    the graph it parses is trtprof's QDQ model (fake library: what is called, not what it builds)."""
+    from trtprof.convert.quantize import quantization_options
+
+    report, _, _ = _build(conv_model, tmp_path, Precision.INT8, **quantization_options(Precision.INT8))
+    assert _flag_calls(trt10, "set_flag") == ["INT8"] and report.metadata["flags"] == ["-TF32", "INT8"]
+    ops = {n.op_type for n in trt10.state["parsed_model"].graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    assert report.metadata["int8_quantization"]["activations"] == "int8 symmetric"
+
+
+def test_int8_on_11x_sets_no_flag(trt11, conv_model, tmp_path):
+    from trtprof.convert.quantize import quantization_options
+
+    _build(conv_model, tmp_path, Precision.INT8, **quantization_options(Precision.INT8))
+    assert _flag_calls(trt11, "set_flag") == []  # strongly typed: the Q/DQ nodes carry the types
+    assert "QuantizeLinear" in {n.op_type for n in trt11.state["parsed_model"].graph.node}
