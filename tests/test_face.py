@@ -235,7 +235,7 @@ def test_bench_lists_fp32_before_fp16(conv_model, tmp_path, capsys):
     # the files sort fp16 first by name; the listing goes by precision
     assert sorted(p.name.split(".")[1] for p in engines.glob("*.json")) == ["fp16", "fp32"]
     assert [r.precision for r in list_engines(engines)] == ["fp32", "fp16"]
-    assert [Precision.rank(p) for p in ("fp32", "tf32", "fp16", "int8")] == [0, 1, 2, 3]
+    assert [Precision.rank(p) for p in ("fp32", "tf32", "fp16", "bf16", "int8", "fp8", "fp4")] == [0, 1, 2, 3, 4, 5, 6]
 
 
 def test_profile_on_a_static_model_names_its_own_option(tmp_path, capsys):

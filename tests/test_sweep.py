@@ -82,7 +82,7 @@ def test_spec_errors_are_bad_input(tmp_path, two_models):
     with pytest.raises(BadInput, match="baseline and a candidate"):
         make_spec({"sweep": {"precisions": "fp16"}, "models": [{"path": str(two_models[0])}]}, base=base)
     with pytest.raises(BadInput, match="unknown precision"):
-        make_spec({"sweep": {"precisions": "fp32,fp8"}, "models": [{"path": str(two_models[0])}]}, base=base)
+        make_spec({"sweep": {"precisions": "fp32,fp9"}, "models": [{"path": str(two_models[0])}]}, base=base)
     bad = tmp_path / "bad.toml"
     bad.write_text("[sweep\n")
     with pytest.raises(BadInput, match="not valid TOML"):
