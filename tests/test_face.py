@@ -15,7 +15,7 @@ from trtprof.cli import main
 from trtprof.labels import engine_labels
 from trtprof.layers.table import NAME_WIDTH, short_names
 from trtprof.results import BenchResult
-from trtprof.speedup import Shape, distribution_shape
+from trtprof.speedup import LatencyShape, distribution_shape
 from trtprof.wording import plural, times
 
 pytest.importorskip("matplotlib")
@@ -53,7 +53,7 @@ def test_tail_is_said_relative_to_the_median():
     text = shape.describe()
     assert "p99 = 60× the median" in text and "σ" not in text
     assert shape.to_json()["p99_over_median"] == pytest.approx(shape.p99_over_median)
-    assert "heavy tail" in Shape(1, (1.0,), 50.0).describe()  # an old JSON without the ratio still reads
+    assert "heavy tail" in LatencyShape(1, (1.0,), 50.0).describe()  # an old JSON without the ratio still reads
 
 
 # ------------------------------------------------------------------------------------ plots: ranges
