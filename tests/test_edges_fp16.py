@@ -397,3 +397,128 @@ def test_the_analysis_records_are_frozen():
     for record in (_range([1.0]), fr.RangeFinding(fr.OVERFLOW, "t", "n", "Mul", 1e6, ("n",)), fr.RangeAnalysis()):
         with pytest.raises(dataclasses.FrozenInstanceError):
             record.name = "x"  # type: ignore[misc]
+
+
+# --- the user's samples: MAX_SAMPLES, the batch split, the sample count ----------------------------
+
+
+def _column(n: int):
+    from trtprof.user_inputs import InputData
+
+    return InputData("f.npz", {"x": np.arange(n, dtype=np.float32).reshape(n, 1)})
+
+
+def _fed(batches) -> np.ndarray:
+    return np.concatenate([b["x"][:, 0] for b in batches])
+
+
+def test_up_to_512_samples_are_analysed_and_the_513th_is_left_out():
+    from trtprof.spec import TensorSpec
+
+    dynamic = [TensorSpec("x", "float32", ("N", 1))]
+    assert fr.MAX_SAMPLES == 512
+    assert list(_fed(fr.sample_batches(_column(512), dynamic, 1))) == list(range(512))
+    assert list(_fed(fr.sample_batches(_column(513), dynamic, 1))) == list(range(512))
+
+
+def test_a_dynamic_batch_splits_into_eights_and_the_rest_each_sample_once():
+    from trtprof.spec import TensorSpec
+
+    batches = fr.sample_batches(_column(19), [TensorSpec("x", "float32", ("N", 1))], 4)
+    assert [len(b["x"]) for b in batches] == [8, 8, 3]  # MAX_BATCH, not the bench's batch size
+    assert list(batches[-1]["x"][:, 0]) == [16, 17, 18] and list(_fed(batches)) == list(range(19))
+    exact = fr.sample_batches(_column(16), [TensorSpec("x", "float32", ("N", 1))], 4)
+    assert [len(b["x"]) for b in exact] == [8, 8]
+
+
+def test_a_static_batch_is_fed_whole_filled_from_the_first_samples():
+    from trtprof.spec import TensorSpec
+
+    for inputs in ([TensorSpec("x", "float32", (4, 1))], []):  # a fixed batch, or no input known
+        batches = fr.sample_batches(_column(10), inputs, 4)
+        assert [list(b["x"][:, 0]) for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]], inputs
+
+
+def test_the_samples_analysed_are_counted_along_the_batch_dimension():
+    """x is N × 1: counting along dim 1 would say 2 samples, not 5."""
+    batches = [{"x": np.ones((3, 1), np.float32)}, {"x": np.ones((2, 1), np.float32)}]
+    analysis = fr.analyze(_scale_model(2.0), batches, inputs="inputs f.npz (5 samples)")
+    assert analysis.samples == 5 and "in batches of x [3, 1]" in analysis.summary()
+    assert fr.analyze(_scale_model(2.0), batches).samples == 0  # random inputs: no samples of the user's
+
+
+def test_a_model_without_inputs_analyses_no_samples():
+    shape = numpy_helper.from_array(np.array([2], dtype=np.int64), "shape")
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill",
+                              value=numpy_helper.from_array(np.array([3.0], dtype=np.float32), "v")),
+             helper.make_node("Neg", ["c"], ["y"], name="neg")]
+    graph = helper.make_graph(nodes, "no_inputs", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              initializer=[shape])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    analysis = fr.analyze(model, [{}], inputs="inputs f.npz (0 samples)")
+    assert analysis.samples == 0 and analysis.analysed == 2 and analysis.input_shapes == {}
+
+
+def test_compare_feeds_the_users_samples_at_the_static_batch_of_its_inputs(tmp_path):
+    """A static fp16 candidate (batch 4, feeds 4 × 1): the user's samples go in batches of 4."""
+    from trtprof.spec import TensorSpec
+
+    path = tmp_path / "scale.onnx"
+    onnx.save(_scale_model(2.0), str(path))
+    static = [TensorSpec("x", "float32", (4, 1))]
+    analysis = fr.for_compare(path, {"b": _record("fp16", static)}, {"x": np.ones((4, 1), np.float32)},
+                              data=_column(10))
+    assert not analysis.skipped and analysis.input_shapes == {"x": (4, 1)}
+    assert analysis.inputs == "inputs f.npz (10 samples)"
+
+
+# --- which keep-lists are built before they are suggested -------------------------------------------
+
+
+def _negs(n: int):
+    nodes = [helper.make_node("Neg", ["x" if i == 0 else f"t{i - 1}"], [f"t{i}" if i < n - 1 else "y"], name=f"n{i}")
+             for i in range(n)]
+    graph = helper.make_graph(nodes, "negs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_every_printed_finding_of_each_kind_is_built_within_the_budget():
+    """The combined keep-list takes 1 of MAX_CHECKED = 11 builds; the 10 left check the 5 printed
+    findings of each kind, to the last build; a 6th of a kind (not printed) is not built."""
+    assert fr.MAX_CHECKED == 11
+    over = [fr.RangeFinding(fr.OVERFLOW, f"t{i}", f"n{i}", "Neg", 1e6, (f"n{i}",)) for i in range(5)]
+    under = [fr.RangeFinding(fr.UNDERFLOW, f"t{i}", f"n{i}", "Neg", 0.5, (f"n{i}",)) for i in range(5, 11)]
+    analysis = fr.RangeAnalysis(findings=tuple(over + under), float_tensors=12, analysed=12)
+    checked = fr.check_suggestions(_negs(12), analysis, None)
+    assert [f.built for f in checked.findings] == [True] * 10 + [None]
+    assert checked.suggestion_error == ""
+
+
+# --- the shared-weight note ------------------------------------------------------------------------
+
+
+def _shared_weights(n: int):
+    """keep{i} and half{i} both read weight w{i}: keeping keep0… in FP32 splits n weights."""
+    nodes, inits, prev = [], [], "x"
+    for i in range(n):
+        inits.append(numpy_helper.from_array(np.full(2, i + 2.0, dtype=np.float32), f"w{i}"))
+        nodes += [helper.make_node("Mul", [prev, f"w{i}"], [f"a{i}"], name=f"keep{i}"),
+                  helper.make_node("Mul", [f"a{i}", f"w{i}"], [f"b{i}"], name=f"half{i}")]
+        prev = f"b{i}"
+    nodes.append(helper.make_node("Relu", [prev], ["y"], name="relu"))
+    graph = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_the_shared_weights_note_names_five_and_marks_more():
+    from trtprof.convert.fp16 import convert_fp16
+
+    def note(n: int) -> str:
+        fixes = convert_fp16(_shared_weights(n), keep_fp32_nodes=[f"keep{i}" for i in range(n)]).fixes
+        [found] = [f for f in fixes if "weight(s) shared" in f]
+        return found
+
+    assert note(5).startswith("5 weight(s) shared") and note(5).endswith(": w0, w1, w2, w3, w4")
+    assert note(6).startswith("6 weight(s) shared") and note(6).endswith(": w0, w1, w2, w3, w4 …")

@@ -107,6 +107,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("trtprof/diagnose.py", "leaf = path.rsplit(\".\", 1)[-1].lower()", "1 → 2"): "rsplit('.', 2)[-1] is the same last component as rsplit('.', 1)[-1] (the line's other 1, [-1] → [-2], reads the wrong component and is killed by the clock tests)",
     ("trtprof/fp16range.py", "⟨keep > 1⟩", "`>` → `>=`"): "`keep >= 1` differs from `keep > 1` only when one tensor still needs more runs than allowed, i.e. max_runs < 1, which no caller passes",
     ("trtprof/cache.py", "if not self.root.is_dir(): ⟨", "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
+    ("trtprof/fp16range.py", "kept = data if data.samples <= MAX_SAMPLES", "`<=` → `<`"): "differs only for exactly MAX_SAMPLES samples, whose first MAX_SAMPLES are all of them: the same arrays, the same batches (the copy's label is not returned; 512 vs 513 samples is tested)",
+    ("trtprof/fp16range.py", 'if predicted.get("skipped"):', "guard `if …: return` removed (test → False)"): "a skipped analysis' JSON has no findings (RangeAnalysis(skipped=…) is the only place a skip is made), so the code after the guard also returns [summary]",
 }
 
 # The hand mutations issue 26 found surviving, as text edits: each is run beside the sampled mutants
