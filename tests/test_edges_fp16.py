@@ -11,6 +11,8 @@ each checked against numpy's own conversion:
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -447,15 +449,19 @@ def test_the_samples_analysed_are_counted_along_the_batch_dimension():
     assert fr.analyze(_scale_model(2.0), batches).samples == 0  # random inputs: no samples of the user's
 
 
-def test_a_model_without_inputs_analyses_no_samples():
+def _no_input_model():
+    """c = ConstantOfShape([2], 3.0), y = -c: a model without inputs."""
     shape = numpy_helper.from_array(np.array([2], dtype=np.int64), "shape")
     nodes = [helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill",
                               value=numpy_helper.from_array(np.array([3.0], dtype=np.float32), "v")),
              helper.make_node("Neg", ["c"], ["y"], name="neg")]
     graph = helper.make_graph(nodes, "no_inputs", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
                               initializer=[shape])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    analysis = fr.analyze(model, [{}], inputs="inputs f.npz (0 samples)")
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_model_without_inputs_analyses_no_samples():
+    analysis = fr.analyze(_no_input_model(), [{}], inputs="inputs f.npz (0 samples)")
     assert analysis.samples == 0 and analysis.analysed == 2 and analysis.input_shapes == {}
 
 
@@ -522,3 +528,36 @@ def test_the_shared_weights_note_names_five_and_marks_more():
 
     assert note(5).startswith("5 weight(s) shared") and note(5).endswith(": w0, w1, w2, w3, w4")
     assert note(6).startswith("6 weight(s) shared") and note(6).endswith(": w0, w1, w2, w3, w4 …")
+
+
+def test_no_combined_keep_list_is_offered_when_it_did_not_build():
+    found = tuple(fr.RangeFinding(fr.OVERFLOW, f"t{i}", f"n{i}", "Mul", 1e6, (f"n{i}",)) for i in range(2))
+    ok = fr.RangeAnalysis(findings=found, float_tensors=2, analysed=2)
+    assert ok.suggested_option == "--layer-precisions n0:fp32,n1:fp32" and ok.to_json()["suggestion_error"] is None
+    refused = replace(ok, suggestion_error="type mismatch")
+    assert refused.suggested_option == "" and refused.to_json()["suggestion_error"] == "type mismatch"
+    assert not any(line.startswith("to keep all of them FP32") for line in fr.predicted_lines(refused.to_json()))
+
+
+def test_a_tensor_of_unknown_size_counts_as_one_value_when_the_model_has_no_inputs():
+    """fill's output c has an inferred size (2 values); the graph output y has none (shape inference
+    types value_info only): with no input to size it by, y counts as 1 value, so c + y fill a run of 3."""
+    model = _no_input_model()
+    assert fr._estimated_elements(model, {}) == {"c": 2}
+    assert fr.analyze(model, [{}], max_run_elements=3).runs == 1
+    assert fr.analyze(model, [{}], max_run_elements=2).runs == 2
+
+
+def test_build_analyses_the_users_samples_when_given(tmp_path):
+    from types import SimpleNamespace
+
+    from trtprof.spec import TensorSpec
+
+    path = tmp_path / "scale.onnx"
+    onnx.save(_scale_model(2.0), str(path))
+    dynamic = [TensorSpec("x", "float32", ("N", 1))]
+    spec = SimpleNamespace(backend="onnxruntime")
+    users = fr.for_build(path, dynamic, 1, None, spec, data=_column(10))
+    assert users.inputs == "inputs f.npz (10 samples)" and users.samples == 10 and users.input_shapes == {"x": (8, 1)}
+    default = fr.for_build(path, dynamic, 1, None, spec)
+    assert default.inputs == "random inputs" and default.samples == 0 and default.input_shapes == {"x": (1, 1)}
