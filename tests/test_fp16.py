@@ -373,7 +373,7 @@ def test_compare_predicts_the_overflow_cpu_fp16_does_not_show(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "non-finite 0" in text  # ORT CPU computed it in FP32
     assert "caveat: observed error is not FP16's: the fp16 engine ran fp32+casts" in text
-    assert "predicted: overflow risk: tensor t2 (node mul2, Mul) reaches max |x| 1.556e+09 > 65504" in text
+    assert "predicted: overflow risk: tensor t2 (node mul2, Mul) reaches max |x| 1.556e+09 ≥ 65520" in text
     acc = json.loads(out.read_text())["comparisons"][0]["accuracy"]
     [finding] = acc["predicted"]["findings"]
     assert finding["tensor"] == "t2" and finding["value"] > 65504 and finding["option"].startswith("--layer-precisions")

@@ -107,15 +107,19 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("trtprof/diagnose.py", "leaf = path.rsplit(\".\", 1)[-1].lower()", "1 → 2"): "rsplit('.', 2)[-1] is the same last component as rsplit('.', 1)[-1] (the line's other 1, [-1] → [-2], reads the wrong component and is killed by the clock tests)",
     ("trtprof/fp16range.py", "⟨keep > 1⟩", "`>` → `>=`"): "`keep >= 1` differs from `keep > 1` only when one tensor still needs more runs than allowed, i.e. max_runs < 1, which no caller passes",
     ("trtprof/cache.py", "if not self.root.is_dir(): ⟨", "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
+    ("trtprof/fp16range.py", "kept = data if data.samples <= MAX_SAMPLES", "`<=` → `<`"): "differs only for exactly MAX_SAMPLES samples, whose first MAX_SAMPLES are all of them: the same arrays, the same batches (the copy's label is not returned; 512 vs 513 samples is tested)",
+    ("trtprof/fp16range.py", "if f.covered or budget <= 0 or", "`<=` → `<`"): "MAX_CHECKED = 1 + 2 × FINDINGS_SHOWN: the budget reaches 0 only after the combined keep-list and every printed finding of both kinds were built, so a finding met at budget 0 is never printed and `< 0` skips nothing more (the budget's last build is tested)",
+    ("trtprof/fp16range.py", "batch = int(np.shape(next(iter(feeds.values())))[0]) if feeds else 1", "1 → 2"): "feeds are empty only for a model without inputs, and --inputs data always holds an array (InputData refuses none) whose name such a model lacks (data.check refuses it): with data, feeds are never empty",
+    ("trtprof/fp16range.py", 'if predicted.get("skipped"):', "guard `if …: return` removed (test → False)"): "a skipped analysis' JSON has no findings (RangeAnalysis(skipped=…) is the only place a skip is made), so the code after the guard also returns [summary]",
 }
 
 # The hand mutations issue 26 found surviving, as text edits: each is run beside the sampled mutants
 # (kind "hand") so the table shows that a test now kills it. (module, label, original text, mutated text)
 HAND: tuple[tuple[str, str, str, str], ...] = (
     ("trtprof/speedup.py", "t quantile 0.975 → 0.95", "sps.t.ppf(0.5 + confidence / 2,", "sps.t.ppf(confidence,"),
-    ("trtprof/fp16range.py", "overflow at 2 × 65504", "if t.max_abs > FP16_MAX]", "if t.max_abs > 2 * FP16_MAX]"),
-    ("trtprof/fp16range.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero < FP16_MIN_SUBNORMAL)",
-     "np.count_nonzero(nonzero < FP16_MIN_NORMAL)"),
+    ("trtprof/fp16range.py", "overflow at 2 × 65520", "if t.max_abs >= FP16_INF_FROM]", "if t.max_abs >= 2 * FP16_INF_FROM]"),
+    ("trtprof/fp16range.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero <= FP16_ZERO_UPTO)",
+     "np.count_nonzero(nonzero <= FP16_MIN_NORMAL)"),
     ("trtprof/cache.py", "the schema check skipped", 'if data.get("schema") != CACHE_SCHEMA:', "if False:"),
     ("trtprof/cache.py", "an empty artifact accepted", "if not tmp.is_file() or tmp.stat().st_size == 0:",
      "if not tmp.is_file():"),

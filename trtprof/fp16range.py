@@ -7,7 +7,10 @@ tensor is ``inf``. The FP32 activations say so directly: the FP32 model runs onc
 Runtime (CPU, graph optimizations off so every tensor keeps its ONNX name) with every intermediate
 float tensor exposed as an output, on the bench inputs of one batch. Per tensor: max |x|, and the
 share of its non-zero values below FP16's smallest normal (2⁻¹⁴ ≈ 6.1e-5: kept as subnormals, fewer
-bits) and below its smallest subnormal (2⁻²⁴ ≈ 5.96e-8: lost, to 0 or 2⁻²⁴).
+bits) and at or below half its smallest subnormal (2⁻²⁵ ≈ 2.98e-8: rounded to 0, lost). The limits are
+the rounding boundaries of float32 → float16 (round to nearest, ties to even, as numpy and the GPUs
+convert): |x| ≥ 65520 becomes inf (65519.99 still rounds to 65504), |x| ≤ 2⁻²⁵ becomes 0 (just above
+it rounds up to 2⁻²⁴).
 
 Findings name the tensor, the node that produces it and the value, and give the option that keeps
 that tensor out of FP16: its producer *and* its readers kept in FP32 (keeping only the producer would
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .convert.fp16_weights import FP16_MAX, FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL
+from .convert.fp16_weights import FP16_MIN_NORMAL
 from .wording import plural
 
 if TYPE_CHECKING:
@@ -35,7 +38,12 @@ if TYPE_CHECKING:
 
 OVERFLOW = "overflow"
 UNDERFLOW = "underflow"
-# A tensor is an underflow risk when at least this share of its non-zero values is below 2⁻²⁴:
+# Rounding boundaries of float32 → float16 (round to nearest, ties to even): from 65520 (halfway between
+# 65504 and 65536, a tie that goes to the even 65536 = inf) a value becomes inf; up to 2⁻²⁵ (halfway
+# between 0 and 2⁻²⁴, a tie that goes to the even 0) a value becomes 0.
+FP16_INF_FROM = 65520.0
+FP16_ZERO_UPTO = 2.0 ** -25
+# A tensor is an underflow risk when at least this share of its non-zero values rounds to 0 (≤ 2⁻²⁵):
 # one value in ten lost to zero is far beyond FP16 rounding (≈ 5e-4 relative), and normalisation or
 # division downstream can turn the lost values into large errors.
 UNDERFLOW_SHARE = 0.10
@@ -58,7 +66,7 @@ class TensorRange:
     max_abs: float  # over finite values
     nonzero: int  # finite non-zero values
     below_normal_share: float  # of non-zero values: |x| < 2⁻¹⁴ (FP16 subnormal)
-    below_subnormal_share: float  # of non-zero values: |x| < 2⁻²⁴ (lost in FP16)
+    to_zero_share: float  # of non-zero values: |x| ≤ 2⁻²⁵ (rounds to 0 in FP16: lost)
     nonfinite: int  # already inf/NaN in FP32: the model's own, not FP16's
 
     def to_json(self) -> dict[str, Any]:
@@ -71,7 +79,7 @@ class RangeFinding:
     tensor: str
     node: str
     op_type: str
-    value: float  # max |x| (overflow) or the share of non-zero values below 2⁻²⁴ (underflow)
+    value: float  # max |x| (overflow) or the share of non-zero values ≤ 2⁻²⁵ (underflow)
     keep_nodes: tuple[str, ...]  # producer and readers: keeping these FP32 keeps the tensor FP32
     covered: bool = False  # the build's keep-list already keeps all of keep_nodes in FP32
     built: bool | None = None  # the FP16 conversion with this keep-list was built and loaded (None: not tried)
@@ -85,10 +93,10 @@ class RangeFinding:
     def message(self) -> str:
         if self.kind == OVERFLOW:
             what = (f"overflow risk: tensor {self.tensor} (node {self.node}, {self.op_type}) reaches max |x| "
-                    f"{self.value:.4g} > 65504 → inf in FP16")
+                    f"{self.value:.4g} ≥ 65520 → inf in FP16")
         else:
             what = (f"underflow risk: tensor {self.tensor} (node {self.node}, {self.op_type}) has {self.value:.1%} "
-                    f"of its non-zero values below 2^-24 (5.96e-08) → lost in FP16")
+                    f"of its non-zero values at or below 2^-25 (2.98e-08) → 0 in FP16")
         if self.covered:
             return what + "; already kept in FP32 by this build's keep-list"
         if self.built is False:
@@ -160,8 +168,8 @@ class RangeAnalysis:
                 "analysed_tensors": self.analysed, "sampled": self.sampled, "runs": self.runs,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()}, "seconds": round(self.seconds, 3),
                 "inputs": self.inputs, "samples": self.samples,
-                "thresholds": {"overflow_max_abs": FP16_MAX, "min_normal": FP16_MIN_NORMAL,
-                               "min_subnormal": FP16_MIN_SUBNORMAL, "underflow_share": UNDERFLOW_SHARE,
+                "thresholds": {"overflow_from": FP16_INF_FROM, "min_normal": FP16_MIN_NORMAL,
+                               "zero_upto": FP16_ZERO_UPTO, "underflow_share": UNDERFLOW_SHARE,
                                "underflow_min_values": UNDERFLOW_MIN_VALUES},
                 "largest_tensors": [t.to_json() for t in largest]}
 
@@ -180,7 +188,7 @@ def tensor_range(name: str, node: str, op_type: str, values: np.ndarray) -> Tens
         name=name, node=node, op_type=op_type, elements=int(a.size),
         max_abs=float(fin.max()) if fin.size else 0.0, nonzero=n,
         below_normal_share=float(np.count_nonzero(nonzero < FP16_MIN_NORMAL)) / n if n else 0.0,
-        below_subnormal_share=float(np.count_nonzero(nonzero < FP16_MIN_SUBNORMAL)) / n if n else 0.0,
+        to_zero_share=float(np.count_nonzero(nonzero <= FP16_ZERO_UPTO)) / n if n else 0.0,
         nonfinite=int(a.size - np.count_nonzero(finite)),
     )
 
@@ -195,7 +203,7 @@ def merge_ranges(parts: Sequence[TensorRange]) -> TensorRange:
 
     return replace(first, elements=sum(p.elements for p in parts), max_abs=max(p.max_abs for p in parts),
                    nonzero=nonzero, below_normal_share=share("below_normal_share"),
-                   below_subnormal_share=share("below_subnormal_share"), nonfinite=sum(p.nonfinite for p in parts))
+                   to_zero_share=share("to_zero_share"), nonfinite=sum(p.nonfinite for p in parts))
 
 
 def findings_of(ranges: Sequence[TensorRange], readers: Mapping[str, Sequence[str]],
@@ -210,11 +218,11 @@ def findings_of(ranges: Sequence[TensorRange], readers: Mapping[str, Sequence[st
         covered = bool(keep) and all(n in kept_nodes or ops.get(n) in kept_ops for n in nodes)
         return RangeFinding(kind, t.name, t.node, t.op_type, value, nodes, covered)
 
-    over = [make(OVERFLOW, t, t.max_abs) for t in sorted(ranges, key=lambda t: -t.max_abs) if t.max_abs > FP16_MAX]
-    under = [make(UNDERFLOW, t, t.below_subnormal_share)
-             for t in sorted(ranges, key=lambda t: -t.below_subnormal_share)
-             if t.below_subnormal_share >= UNDERFLOW_SHARE
-             and t.below_subnormal_share * t.nonzero >= UNDERFLOW_MIN_VALUES]
+    over = [make(OVERFLOW, t, t.max_abs) for t in sorted(ranges, key=lambda t: -t.max_abs) if t.max_abs >= FP16_INF_FROM]
+    under = [make(UNDERFLOW, t, t.to_zero_share)
+             for t in sorted(ranges, key=lambda t: -t.to_zero_share)
+             if t.to_zero_share >= UNDERFLOW_SHARE
+             and t.to_zero_share * t.nonzero >= UNDERFLOW_MIN_VALUES]
     return tuple(over + under)
 
 
