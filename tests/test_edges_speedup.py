@@ -1,6 +1,7 @@
 """The speedup's thresholds tested just inside and just outside (``speedup.py``'s named constants,
-the t quantile, the sign-flip switch, the shape rules): moving a constant by 10 %, or flipping a
-``<`` to ``<=``, fails one of these."""
+the load-level t interval checked against scipy.stats.t.ppf and numpy by hand, the round set-aside,
+the load mixture, the overflow guard, the shape rules; interleave's ``wants_load``): moving a
+constant by 10 %, or flipping a ``<`` to ``<=``, fails one of these."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from trtprof import interleave
 from trtprof import speedup as sp
 
 
@@ -54,66 +56,274 @@ def test_t_quantile_is_the_two_sided_95_percent_one():
     assert sp.t_quantile(9, 0.8) == pytest.approx(1.3830, abs=1e-4)  # t(0.90, 9 df)
 
 
-def test_the_ci_is_the_estimate_times_exp_of_t_times_the_se_below_six_loads():
+def test_t_quantile_matches_scipy_stats_at_every_df_and_confidence():
+    for df in (1, 2, 5, 19):
+        for confidence in (0.8, 0.95, 0.999):
+            assert sp.t_quantile(df, confidence) == pytest.approx(sps.t.ppf(0.5 + confidence / 2, df), rel=1e-12)
+
+
+def _load_value_by_hand(v: list[float]) -> float:
+    even, odd = v[0::2], v[1::2]
+    return float(np.median([(a + b) / 2 for a in even for b in odd]))
+
+
+def test_the_ci_is_the_one_sample_t_interval_of_the_load_values():
+    """Six loads of five rounds (A B, B A, …): each load's value is the median of its (A B, B A)
+    couple means, the estimate their mean, the CI mean ± t.ppf(0.975, 5) · sd/√6 (numpy by hand)."""
     rng = np.random.default_rng(3)
-    loads = [list(0.05 + 0.01 * rng.standard_normal(4)) for _ in range(5)]
+    loads = [list(0.05 + 0.01 * rng.standard_normal(5)) for _ in range(6)]
     s = sp.speedup_ci(*one_value_blocks(loads))
-    theta = np.mean([np.median(v) for v in loads])
-    se = sp.hierarchical_se([np.array(v) for v in loads])
-    half = sps.t.ppf(0.975, 4) * se
-    assert s.df == 4 and s.se_log == pytest.approx(se)
-    assert s.estimate == pytest.approx(math.exp(theta))
-    assert s.ci_low == pytest.approx(math.exp(theta - half)) and s.ci_high == pytest.approx(math.exp(theta + half))
+    assert s.set_aside == 0 and s.mixture == ""
+    values = np.array([_load_value_by_hand(v) for v in loads])
+    se = values.std(ddof=1) / math.sqrt(6)
+    half = sps.t.ppf(0.975, 5) * se
+    assert s.load_values == pytest.approx(tuple(values))
+    assert (s.loads, s.rounds, s.df) == (6, 30, 5) and s.se_log == pytest.approx(se)
+    assert s.estimate == pytest.approx(math.exp(values.mean()))
+    assert (s.ci_low, s.ci_high) == pytest.approx((math.exp(values.mean() - half), math.exp(values.mean() + half)))
     assert s.interval(0.95) == pytest.approx((s.ci_low, s.ci_high))
+    strict = sps.t.ppf(0.9995, 5) * se
+    assert s.interval(0.999) == pytest.approx((math.exp(values.mean() - strict), math.exp(values.mean() + strict)))
+    narrower = sp.speedup_ci(*one_value_blocks(loads), confidence=0.9)
+    assert math.log(narrower.ci_high / narrower.estimate) == pytest.approx(sps.t.ppf(0.95, 5) * se)
 
 
-def test_one_load_uses_its_rounds_as_clusters_and_says_so():
-    s = sp.speedup_ci(*one_value_blocks([[0.01, 0.02, 0.03, 0.05]]))
-    assert s.loads == 1 and s.df == 3 and "one load only" in s.method
-    assert math.log(s.ci_high / s.estimate) == pytest.approx(sps.t.ppf(0.975, 3) * s.se_log)
-    single = sp.speedup_ci(*one_value_blocks([[0.02]]))
-    assert single.se_log == math.inf and single.ci_low == 0.0 and single.ci_high == math.inf
+def test_load_value_is_the_median_of_the_couple_means_not_the_mean():
+    v = [0.0, 0.0, 0.0, 0.0, 0.3, 0.0]  # one disturbed round: the mean of all is 0.05, the median couple 0
+    assert sp.load_value(v) == _load_value_by_hand(v) == 0.0
+    w = [0.0, 0.01, 0.02, 0.05, 0.04]  # even 0, 0.02, 0.04; odd 0.01, 0.05: couple means' median 0.025
+    assert sp.load_value(w) == pytest.approx(_load_value_by_hand(w)) and sp.load_value(w) == pytest.approx(0.025)
+    assert sp.load_value([0.2]) == 0.2  # one round: no couple, the round itself
+    assert sp.load_value([0.0, np.nan, 0.1, np.nan]) == pytest.approx(0.05)  # odd rounds set aside: the even ones
+    assert sp.load_value([0.0, 0.2, np.nan, 0.4]) == pytest.approx(0.15)  # couple means 0.1 and 0.2
 
 
-def test_the_hierarchical_se_undoes_the_bootstraps_l_minus_one_over_l():
-    loads = [np.array([v]) for v in (0.0, 0.01, 0.02, 0.03)]  # one round each: plain bootstrap of a mean
-    se = sp.hierarchical_se(loads, n_resamples=20000)
-    assert se == pytest.approx(np.std([0.0, 0.01, 0.02, 0.03], ddof=1) / 2, rel=0.03)  # s / √L
+def test_round_pairs_average_consecutive_rounds_and_keep_a_lone_partner():
+    assert list(sp.round_pairs([1.0, 2.0, 3.0, 4.0, 5.0])) == [1.5, 3.5, 5.0]
+    pairs = sp.round_pairs([1.0, np.nan, np.nan, np.nan, 2.0, 4.0])
+    assert pairs[0] == 1.0 and np.isnan(pairs[1]) and pairs[2] == 3.0
 
 
-# --- the sign-flip hull from SIGN_FLIP_MIN_LOADS loads on -----------------------------------------
-
-def _one_far_load(n_loads: int) -> list[list[float]]:
-    """Loads agreeing on 1 % but one at 5 %: the t interval is narrower than the sign-flip interval."""
-    return [[0.01, 0.01, 0.01]] * (n_loads - 1) + [[0.05, 0.05, 0.05]]
-
-
-def test_six_loads_get_the_sign_flip_hull_and_five_do_not():
-    assert sp.SIGN_FLIP_MIN_LOADS == 6
-    six = sp.speedup_ci(*one_value_blocks(_one_far_load(6)))
-    t_high = six.estimate * math.exp(sp.t_quantile(5) * six.se_log)
-    assert six.ci_high > t_high * 1.001  # widened by the sign-flip interval (it reaches the 5 % load)
-    assert six.ci_high == pytest.approx(math.exp(0.05), rel=1e-6)
-    five = sp.speedup_ci(*one_value_blocks(_one_far_load(5)))
-    assert five.ci_high == pytest.approx(five.estimate * math.exp(sp.t_quantile(4) * five.se_log))
+def test_one_load_uses_its_round_pairs_as_units_and_says_so():
+    rounds = [0.01, 0.02, 0.03, 0.05, 0.02, 0.04]
+    s = sp.speedup_ci(*one_value_blocks([rounds]))
+    pairs = np.array([0.015, 0.04, 0.03])
+    assert s.loads == 1 and s.df == 2 and "one load only" in s.method
+    assert s.estimate == pytest.approx(math.exp(pairs.mean()))
+    assert s.se_log == pytest.approx(pairs.std(ddof=1) / math.sqrt(3))
+    assert math.log(s.ci_high / s.estimate) == pytest.approx(sps.t.ppf(0.975, 2) * s.se_log)
 
 
-def test_sign_flips_are_enumerated_up_to_twelve_values_and_drawn_beyond():
-    assert sp.SIGN_FLIP_EXACT_LOADS == 12
-    rng = np.random.default_rng(0)
-    twelve, thirteen = rng.standard_normal(12), rng.standard_normal(13)
-    # enumerated: no randomness, the seed does not matter
-    assert sp.sign_flip_interval(twelve, seed=1) == sp.sign_flip_interval(twelve, seed=2)
-    # drawn: a different seed draws different patterns
-    assert sp.sign_flip_interval(thirteen, seed=1) != sp.sign_flip_interval(thirteen, seed=2)
+def test_one_load_needs_two_round_pairs_for_an_interval():
+    three = sp.speedup_ci(*one_value_blocks([[0.01, 0.03, 0.05]]))  # pairs 0.02 and the lone 0.05
+    assert three.df == 1 and three.se_log == pytest.approx(np.std([0.02, 0.05], ddof=1) / math.sqrt(2))
+    for rounds in ([0.01, 0.03], [0.02]):  # one pair, one round: nothing says how far off it is
+        s = sp.speedup_ci(*one_value_blocks([rounds]))
+        assert s.se_log == math.inf and (s.ci_low, s.ci_high) == (0.0, math.inf) and s.df == 0
 
 
-def test_sign_flip_interval_of_six_values_is_their_range():
-    """With 6 values, 2 of 64 patterns (3.1 %) are as extreme as all-one-sign: θ just outside the
-    values' range is rejected at 5 %, just inside it is accepted."""
-    x = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
-    low, high = sp.sign_flip_interval(x)
-    assert low == pytest.approx(0.0, abs=1e-6) and high == pytest.approx(5.0, abs=1e-6)
+def test_two_loads_of_one_round_are_a_t_interval_with_one_df():
+    s = sp.speedup_ci(*one_value_blocks([[0.01], [0.03]]))
+    assert s.df == 1 and s.se_log == pytest.approx(0.01)
+    assert math.log(s.ci_high / s.estimate) == pytest.approx(sps.t.ppf(0.975, 1) * 0.01)
+
+
+def test_pooled_samples_and_no_rounds_are_refused():
+    with pytest.raises(ValueError, match="blocks"):
+        sp.speedup_ci([1.0, 2.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="no rounds"):
+        sp.speedup_ci([[]], [[]])
+
+
+# --- the overflow guard: MAX_LOG_HALF_WIDTH ----------------------------------------------------------
+
+def test_an_interval_wider_than_e_to_the_700_is_zero_to_infinity():
+    assert sp.MAX_LOG_HALF_WIDTH == 700.0
+    t = sp.t_quantile(1)
+    # two loads at ±a: mean 0, SE a, half-width t(1)·a
+    inside = sp.speedup_ci(*one_value_blocks([[699.0 / t], [-699.0 / t]]))
+    assert inside.ci_high == pytest.approx(math.exp(699.0)) and inside.ci_low == pytest.approx(math.exp(-699.0))
+    outside = sp.speedup_ci(*one_value_blocks([[701.0 / t], [-701.0 / t]]))
+    assert (outside.ci_low, outside.ci_high) == (0.0, math.inf)
+    common = dict(estimate=1.0, ci_low=0.0, ci_high=math.inf, df=1)
+    assert sp.Speedup(**common, se_log=699.0 / t).interval(0.95)[1] == pytest.approx(math.exp(699.0))
+    assert sp.Speedup(**common, se_log=701.0 / t).interval(0.95) == (0.0, math.inf)
+    assert sp.Speedup(**common).interval(0.95) == (0.0, math.inf)  # SE not measured
+
+
+# --- a disturbed round set aside: ROUND_OUTLIER_Z ----------------------------------------------------
+
+def _sigma_by_hand(loads: list[list[float]]) -> float:
+    gaps = [v[i] - np.median(np.delete(np.array(v), i)) for v in loads if len(v) >= 3 for i in range(len(v))]
+    return 1.4826 * float(np.median(np.abs(gaps)))
+
+
+def _with_outlier(z: float) -> list[list[float]]:
+    """Three loads of six rounds; load 2's round 3 sits z pooled robust σ above its other rounds' median
+    (σ does not depend on how far that round is, once it is the farthest)."""
+    rng = np.random.default_rng(7)
+    loads = [list(0.01 * rng.standard_normal(6)) for _ in range(3)]
+    loads[2][3] = 10.0
+    sigma = _sigma_by_hand(loads)
+    others = float(np.median(np.delete(np.array(loads[2]), 3)))
+    loads[2][3] = others + z * sigma
+    assert _sigma_by_hand(loads) == pytest.approx(sigma)
+    return loads
+
+
+def test_a_round_is_set_aside_strictly_beyond_five_pooled_robust_sigma():
+    assert sp.ROUND_OUTLIER_Z == 5.0
+    out, n = sp.set_aside(_with_outlier(5.05))
+    assert n == 1 and np.isnan(out[2][3]) and np.isfinite(np.delete(out[2], 3)).all()
+    assert np.isfinite(np.concatenate(out[:2])).all()
+    out, n = sp.set_aside(_with_outlier(4.95))
+    assert n == 0 and np.isfinite(np.concatenate(out)).all()
+    s = sp.speedup_ci(*one_value_blocks(_with_outlier(5.05)))
+    assert s.set_aside == 1 and s.rounds == 18
+    rounds = _with_outlier(5.05)[2]
+    even, odd = rounds[0::2], [rounds[1], rounds[5]]  # round 3 (odd) left out
+    assert s.load_values[2] == pytest.approx(float(np.median([(a + b) / 2 for a in even for b in odd])))
+
+
+def test_set_aside_needs_a_spread_and_three_rounds_of_a_load():
+    out, n = sp.set_aside([[0.0, 0.0, 0.0, 5.0]])  # σ = 0: no scale to call anything far
+    assert n == 0
+    out, n = sp.set_aside([[0.0, 1.0], [0.0, 0.01, -0.01, 0.02, 0.0, 3.0]])
+    assert n == 1 and np.isfinite(out[0]).all()  # two rounds: no other rounds' median to compare with
+
+
+# --- a mixture of loads: MIXTURE_SEPARATION, MIXTURE_MAX_SHARE, MIXTURE_MIN_LOADS ---------------------
+
+def test_a_lone_load_is_a_mode_strictly_beyond_six_spreads_of_the_rounds():
+    """Five loads at 0, one at x; the spread of one load value is √(within / pairs) = 0.01 (the
+    majority's MAD is 0): x = 6.05 spreads is a mode, 5.95 is not."""
+    assert sp.MIXTURE_SEPARATION == 6.0
+    within, pairs = 0.0004, 4.0
+    assert sp.load_mixture([0.0] * 5 + [0.0605], within, pairs, 0.01).startswith("1 of 6 loads")
+    assert "faster" in sp.load_mixture([0.0] * 5 + [0.0605], within, pairs, 0.01)
+    assert "slower" in sp.load_mixture([0.0] * 5 + [-0.0605], within, pairs, 0.01)
+    assert sp.load_mixture([0.0] * 5 + [0.0595], within, pairs, 0.01) == ""
+    assert sp.load_mixture([0.0] * 5 + [-0.0595], within, pairs, 0.01) == ""
+
+
+def test_the_spread_is_the_larger_of_the_majoritys_mad_and_the_rounds():
+    majority = [-0.01, -0.01, 0.0, 0.01, 0.01]
+    mad = 1.4826 * float(np.median(np.abs(np.array(majority))))  # 1.4826 · 0.01
+    edge = 6.0 * mad
+    assert sp.load_mixture(majority + [0.01 + edge * 1.01], 0.0, 4.0, 0.01) != ""
+    assert sp.load_mixture(majority + [0.01 + edge * 0.99], 0.0, 4.0, 0.01) == ""
+    noise = 2 * mad  # the rounds predict twice the MAD: they decide
+    within = noise ** 2 * 4.0
+    assert sp.load_mixture(majority + [0.01 + 6 * noise * 1.01], within, 4.0, 0.01) != ""
+    assert sp.load_mixture(majority + [0.01 + 6 * noise * 0.99], within, 4.0, 0.01) == ""
+    # fewer than one pair per load counts as one pair
+    assert sp.load_mixture([0.0] * 5 + [0.0605], 0.0001, 0.5, 0.01) != ""
+    assert sp.load_mixture([0.0] * 5 + [0.0595], 0.0001, 0.5, 0.01) == ""
+
+
+def test_a_mode_must_exceed_the_margin():
+    """No spread at all (every majority load equal, no round noise): only the margin decides."""
+    edge = math.log1p(0.01)
+    assert sp.load_mixture([0.0] * 5 + [edge * 1.01], 0.0, 4.0, 0.01) != ""
+    assert sp.load_mixture([0.0] * 5 + [edge * 0.99], 0.0, 4.0, 0.01) == ""
+    assert sp.load_mixture([0.0] * 5 + [edge * 0.99], 0.0, 4.0, 0.005) != ""
+
+
+def test_a_minority_is_at_most_a_third_of_the_loads():
+    """9 loads: a minority of 3 (= 9/3) is a mode; 11 loads: a minority of 4 (> 11/3) is not. (Round
+    noise 0.01 so that a smaller minority, with a load of its own value left in the majority, is none.)"""
+    assert sp.MIXTURE_MAX_SHARE == pytest.approx(1 / 3)
+    within, pairs = 0.0004, 4.0
+    assert sp.load_mixture([0.0] * 6 + [0.1] * 3, within, pairs, 0.01).startswith("3 of 9 loads")
+    assert sp.load_mixture([0.0] * 6 + [0.1] * 2, within, pairs, 0.01).startswith("2 of 8 loads")
+    assert sp.load_mixture([0.0] * 7 + [0.1] * 4, within, pairs, 0.01) == ""
+    assert sp.load_mixture([0.0] * 6 + [0.1] * 4, within, pairs, 0.01) == ""
+
+
+def test_a_mixture_needs_four_loads():
+    assert sp.MIXTURE_MIN_LOADS == 4
+    assert sp.load_mixture([0.0, 0.0, 0.0, 0.1], 0.0, 4.0, 0.01).startswith("1 of 4 loads")
+    assert sp.load_mixture([0.0, 0.0, 0.1], 0.0, 4.0, 0.01) == ""
+
+
+def test_a_mixture_makes_the_verdict_inconclusive_whatever_the_interval():
+    loads = [[0.1, 0.1, 0.1, 0.1]] * 5 + [[0.3, 0.3, 0.3, 0.3]]
+    s = sp.speedup_ci(*one_value_blocks(loads))
+    assert s.mixture.startswith("1 of 6 loads") and s.verdict == sp.INCONCLUSIVE
+    assert sp.verdict(s.ci_low, s.ci_high) == sp.FASTER  # the interval alone says faster
+    assert sp.speedup_ci(*one_value_blocks(loads[:5])).verdict == sp.FASTER
+
+
+# --- variance components and the per-engine interval --------------------------------------------
+
+def test_variance_components_of_one_load_and_of_two():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one load: no between-load variance to compute, and no numpy warning
+        assert sp.variance_components([np.array([1.0, 2.0, 3.0, 4.0])]) == {"within": 2.0, "between": 0.0}
+    # pairs (1, 5) and (11, 15): within 8 each; pair medians 3 and 13: variance 50, minus within / 2 pairs
+    two = sp.variance_components([np.array([0.0, 2.0, 4.0, 6.0]), np.array([10.0, 12.0, 14.0, 16.0])])
+    assert two["within"] == pytest.approx(8.0) and two["between"] == pytest.approx(50.0 - 8.0 / 2)
+    close = sp.variance_components([np.array([0.0, 2.0, 4.0, 6.0]), np.array([0.0, 2.0, 4.0, 7.0])])
+    assert close["between"] == 0.0  # the load means differ less than the pairs predict: not negative
+    assert sp.variance_components([np.array([1.0])]) == {"within": 0.0, "between": 0.0}
+
+
+def _engine_blocks(per_load_medians: list[list[float]]) -> list[list[np.ndarray]]:
+    return [[np.array([m]) for m in load] for load in per_load_medians]
+
+
+def test_engine_median_ci_is_the_t_interval_of_each_loads_median_log_block_median():
+    for loads in ([[1.0, 1.1, 1.2], [1.3, 1.4, 1.5]], [[1.0, 1.1, 1.2], [1.3, 1.4, 1.5], [0.9, 1.0, 1.6]]):
+        low, high = sp.engine_median_ci(_engine_blocks(loads))
+        units = np.array([np.median(np.log(v)) for v in loads])
+        half = sps.t.ppf(0.975, len(loads) - 1) * units.std(ddof=1) / math.sqrt(len(loads))
+        pooled = float(np.median(np.concatenate(loads)))
+        assert (low, high) == pytest.approx((pooled * math.exp(-half), pooled * math.exp(half)))
+    one_load = [1.0, 1.1, 1.2, 1.4]  # one load: its blocks are the units
+    units = np.log(one_load)
+    half = sps.t.ppf(0.975, 3) * units.std(ddof=1) / 2
+    pooled = float(np.median(one_load))
+    assert sp.engine_median_ci(_engine_blocks([one_load])) == pytest.approx((pooled * math.exp(-half),
+                                                                             pooled * math.exp(half)))
+    assert sp.engine_median_ci(_engine_blocks([[2.0]])) == (2.0, 2.0)  # one block: no spread to show
+
+
+# --- interleave: add a load or more rounds (wants_load) ------------------------------------------
+
+def _by_hand_more_loads_wins(loads: int, between: float, within: float, rounds: float, load_s: float,
+                             round_s: float) -> bool:
+    pairs = max(rounds / 2, 1.0)
+    extra = load_s / (2 * round_s * loads)
+    more_rounds = sps.t.ppf(0.975, max(loads - 1, 1)) ** 2 * (between + within / (pairs + extra)) / loads
+    more_loads = sps.t.ppf(0.975, loads) ** 2 * (between + within / pairs) / (loads + 1)
+    return more_loads < more_rounds
+
+
+def test_wants_load_when_a_load_shrinks_the_interval_more_than_the_same_seconds_of_rounds():
+    def one(between: float, **kw: object) -> dict[str, sp.Speedup]:
+        return {"fp16": sp.Speedup(1.05, 1.0, 1.1, loads=6, rounds=24, components={"between": between, "within": 1e-4},
+                                   **kw)}
+
+    # find the between-load variance where the two choices cost the same, then step to either side
+    lo, hi = 0.0, 1e-2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _by_hand_more_loads_wins(6, mid, 1e-4, 4.0, 20.0, 0.2) else (mid, hi)
+    assert 1e-5 < lo < hi < 1e-3  # a load costs 20 s: with no between-load spread rounds win
+    assert interleave.wants_load(one(hi * 1.01), 4.0, 20.0, 0.2)
+    assert not interleave.wants_load(one(lo * 0.99), 4.0, 20.0, 0.2)
+    assert interleave.wants_load(one(0.0, mixture="1 of 6 loads …"), 4.0, 20.0, 0.2)  # only loads resolve a mixture
+    assert not interleave.wants_load({}, 4.0, 20.0, 0.2)
+
+
+def test_interleave_constants_the_stopping_rule_and_loads_rely_on():
+    assert interleave.MIN_LOADS == 6 and sp.t_quantile(interleave.MIN_LOADS - 1) == pytest.approx(2.5706, abs=1e-4)
+    assert interleave.MIN_LOADS >= sp.MIXTURE_MIN_LOADS  # the minimum run can show a mixture
+    assert interleave.MIN_ROUNDS == 4 and interleave.FLOOR_LOADS == 2 and interleave.MAX_LOADS == 20
+    assert interleave.STOP_CONFIDENCE == 0.999
+    s = sp.Speedup(1.03, 1.02, 1.04, loads=6, rounds=24, se_log=0.005, df=5)
+    strict = s.interval(interleave.STOP_CONFIDENCE)
+    assert math.log(strict[1] / 1.03) == pytest.approx(sps.t.ppf(0.9995, 5) * 0.005)
 
 
 # --- what it would take to decide ---------------------------------------------------------------
@@ -141,9 +351,9 @@ def test_rounds_to_decide_is_infinite_when_the_loads_alone_are_too_far_apart():
 
 def test_heavy_tail_strictly_above_six_robust_sigma():
     assert sp.HEAVY_TAIL_RATIO == 6.0
-    assert sp.Shape(1, (1.0,), 6.05).heavy_tail and "heavy tail" in sp.Shape(1, (1.0,), 6.05).describe()
-    assert not sp.Shape(1, (1.0,), 5.95).heavy_tail
-    assert not sp.Shape(1, (1.0,), 6.0).heavy_tail
+    assert sp.LatencyShape(1, (1.0,), 6.05).heavy_tail and "heavy tail" in sp.LatencyShape(1, (1.0,), 6.05).describe()
+    assert not sp.LatencyShape(1, (1.0,), 5.95).heavy_tail
+    assert not sp.LatencyShape(1, (1.0,), 6.0).heavy_tail
 
 
 def test_tail_ratio_is_p99_minus_median_over_the_normal_consistent_mad():
@@ -192,57 +402,10 @@ def test_mean_median_note_from_one_percent_apart():
     assert sp.mean_median_note(sp.Speedup(1.0, 0.9, 1.1)) is None  # ratios not measured: nothing to say
 
 
-def test_hierarchical_se_takes_each_resampled_loads_median_odd_and_even():
-    """Loads of 7 and 6 rounds with skewed values, where any other order statistic than the median
-    (the middle one; the mean of the middle two) gives another SE. The direct two-stage resample is
-    vectorised here with 20 000 draws: its SE is good to ~1 %."""
-    odd, even = np.array([0.0, 0.0, 0.0, 0.0, 10.0, 10.0, 10.0]), np.array([0.0, 0.0, 0.0, 10.0, 10.0, 10.0])
-    n = 20000
-    rng = np.random.default_rng(2)
-    medians = np.stack([np.median(rng.choice(v, (n, 2, v.size)), axis=2) for v in (odd, even)])  # [load, draw, slot]
-    picked = rng.integers(0, 2, (n, 2))
-    stat = medians[picked, np.arange(n)[:, None], np.arange(2)[None, :]].mean(axis=1)
-    direct = float(np.std(stat, ddof=1)) * math.sqrt(2)
-    assert sp.hierarchical_se([odd, even], n_resamples=n, seed=1) == pytest.approx(direct, rel=0.03)
-
-
 def test_half_width_is_relative_to_the_estimate():
     assert sp.Speedup(1.0, 0.9, 1.1).half_width == pytest.approx(0.1)
     assert sp.Speedup(0.5, 0.45, 0.55).half_width == pytest.approx(0.1)
     assert sp.Speedup(0.0, 0.0, 0.1).half_width == math.inf
-
-
-def test_variance_components_of_one_load_and_of_two():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # one load: no between-load variance to compute, and no numpy warning
-        assert sp.variance_components([np.array([1.0, 2.0, 3.0])]) == {"within": 1.0, "between": 0.0}
-    two = sp.variance_components([np.array([0.0, 2.0]), np.array([10.0, 12.0])])
-    assert two["within"] == pytest.approx(2.0) and two["between"] == pytest.approx(50.0 - 2.0 / 2)
-
-
-def test_one_load_of_two_rounds_has_a_finite_se_and_one_of_one_round_does_not():
-    two = sp.speedup_ci(*one_value_blocks([[0.01, 0.03]]))
-    assert math.isfinite(two.se_log) and two.se_log > 0 and two.df == 1
-    assert sp.speedup_ci(*one_value_blocks([[0.01]])).se_log == math.inf
-
-
-def _engine_blocks(per_load_medians: list[list[float]]) -> list[list[np.ndarray]]:
-    return [[np.array([m]) for m in load] for load in per_load_medians]
-
-
-def test_engine_median_ci_uses_loads_from_two_on_and_rounds_for_one():
-    for loads in ([[1.0, 1.1, 1.2], [1.3, 1.4, 1.5]], [[1.0, 1.1, 1.2], [1.3, 1.4, 1.5], [0.9, 1.0, 1.6]]):
-        low, high = sp.engine_median_ci(_engine_blocks(loads))
-        se, t = sp.hierarchical_se([np.log(v) for v in loads]), sp.t_quantile(len(loads) - 1)  # df = loads − 1
-        pooled = float(np.median(np.concatenate(loads)))
-        assert (low, high) == pytest.approx((pooled * math.exp(-t * se), pooled * math.exp(t * se)))
-    one_load = [[1.0, 1.1, 1.2, 1.4]]
-    low, high = sp.engine_median_ci(_engine_blocks(one_load))
-    pooled = float(np.median(one_load[0]))
-    half = math.log(high / pooled)
-    assert math.log(pooled / low) == pytest.approx(half)
-    assert half / sp.t_quantile(3) == pytest.approx(sp.speedup_ci(*one_value_blocks([list(np.log(one_load[0]))])).se_log)
-    assert sp.engine_median_ci(_engine_blocks([[2.0]])) == (2.0, 2.0)  # one block: no spread to show
 
 
 def test_shape_of_constant_and_of_no_samples():
