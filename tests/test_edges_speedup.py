@@ -4,6 +4,7 @@ the load mixture, the overflow guard, the shape rules; interleave's ``wants_load
 constant by 10 %, or flipping a ``<`` to ``<=``, fails one of these."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -413,3 +414,81 @@ def test_shape_of_constant_and_of_no_samples():
     assert (constant.modes, constant.mode_ms, constant.tail_ratio) == (1, (2.0,), 0.0)
     empty = sp.distribution_shape([])
     assert empty.modes == 1 and empty.tail_ratio == 0.0
+
+
+# --- the mutation check's survivors (tools/mutate.py --module trtprof/speedup.py) -------------------
+
+def test_speedup_and_latency_shape_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sp.Speedup(1.0, 0.9, 1.1).estimate = 2.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sp.LatencyShape(1, (1.0,), 0.0).modes = 2  # type: ignore[misc]
+
+
+def test_a_load_of_three_rounds_is_checked_for_a_disturbed_round():
+    loads = [[0.0, 1.0], [0.0, 0.02, 3.0], [0.0, 0.01, -0.01, 0.02, 0.0, 0.01]]
+    sigma = _sigma_by_hand(loads)
+    expected = [[abs(v[i] - np.median(np.delete(np.array(v), i))) > 5 * sigma for i in range(len(v))]
+                if len(v) >= 3 else [False] * len(v) for v in loads]
+    out, n = sp.set_aside(loads)
+    assert expected[1][2] and not any(expected[0]) and not any(expected[2])
+    assert n == sum(map(sum, expected)) and [list(np.isnan(v)) for v in out] == expected
+
+
+def test_rounds_to_decide_is_infinite_without_rounds_or_on_the_edge():
+    common = dict(ci_low=1.0, ci_high=1.1, loads=6, se_log=0.03, df=5, components={"between": 0.0})
+    assert sp.rounds_to_decide(sp.Speedup(1.05, rounds=0, **common)) == math.inf
+    # the estimate exactly on 1 + margin (log(1.5) == log1p(0.5) in floats): no distance to cover
+    assert math.log(1.5) == math.log1p(0.5)
+    assert sp.rounds_to_decide(sp.Speedup(1.5, rounds=30, margin=0.5, **common)) == math.inf
+    assert sp.rounds_to_decide(sp.Speedup(1.05, rounds=30, **{**common, "se_log": math.inf})) == math.inf
+
+
+def test_rounds_to_decide_is_infinite_when_the_loads_alone_reach_exactly_the_edge():
+    t = sp.t_quantile(5)
+    for est in np.linspace(1.03, 1.2, 200):
+        need = abs(abs(math.log(est)) - math.log1p(0.01))
+        between = (need / t) ** 2 * 6
+        if t * math.sqrt(between / 6) == need:
+            break
+    else:
+        pytest.fail("no estimate where t·√(between/loads) equals the need exactly")
+    s = sp.Speedup(float(est), 1.0, 1.1, loads=6, rounds=30, se_log=need, df=5, components={"between": between})
+    assert sp.rounds_to_decide(s) == math.inf
+    just_below = sp.Speedup(float(est), 1.0, 1.1, loads=6, rounds=30, se_log=need, df=5,
+                            components={"between": between * (1 - 1e-9)})
+    assert math.isfinite(sp.rounds_to_decide(just_below))
+
+
+def test_a_mode_at_either_edge_of_the_grid_is_found():
+    """40 % of the calls at exactly the fastest latency (a timer's floor), the rest spread 200–500 ms
+    above: the density's maximum is the grid's first point. The density is padded with zeros, so an
+    edge maximum is a peak; in these units the density stays far below 0.1."""
+    x = np.concatenate([np.full(800, 1000.0), 1200.0 + 300.0 * np.random.default_rng(4).random(1200)])
+    fast = sp.distribution_shape(x)
+    assert fast.modes == 2 and fast.mode_ms[0] == 1000.0
+    slow = sp.distribution_shape(2500.0 - x)  # the same, mirrored: the atom at the slowest latency
+    assert slow.modes == 2 and slow.mode_ms[-1] == 1500.0
+
+
+def test_mean_median_note_needs_both_ratios():
+    assert sp.mean_median_note(sp.Speedup(1.0, 0.9, 1.1, median_ratio=1.0, mean_ratio=math.nan)) is None
+    assert sp.mean_median_note(sp.Speedup(1.0, 0.9, 1.1, median_ratio=math.nan, mean_ratio=1.5)) is None
+
+
+def test_loads_of_two_rounds_do_not_dilute_the_pooled_sigma():
+    """Eight loads of two rounds beside three of six: σ comes from the six-round loads only, so a
+    round at 4.95 σ stays (were the short loads counted as zero gaps, σ would shrink and it would go)."""
+    out, n = sp.set_aside(_with_outlier(4.95) + [[0.0, 0.5]] * 8)
+    assert n == 0 and np.isfinite(np.concatenate(out)).all()
+
+
+def test_the_between_load_check_starts_at_two_loads():
+    """Between-load spread alone too wide: infinite from two loads on; one load has no between-load
+    spread to speak of, so its rounds decide."""
+    common = dict(estimate=1.05, ci_low=1.0, ci_high=1.1, rounds=30, se_log=0.03, components={"between": 1.0})
+    assert sp.rounds_to_decide(sp.Speedup(**common, loads=2, df=1)) == math.inf
+    assert math.isfinite(sp.rounds_to_decide(sp.Speedup(**common, loads=1, df=5)))
+    # one load exactly on the edge (log(1.5) == log1p(0.5)): no distance to cover, not a division by zero
+    assert sp.rounds_to_decide(sp.Speedup(1.5, 1.0, 2.0, margin=0.5, loads=1, rounds=30, se_log=0.03, df=5,
+                                          components={"between": 0.0})) == math.inf
