@@ -119,3 +119,9 @@ def test_not_a_package_is_refused(tmp_path):
     result = check(tmp_path)
     assert result.returncode == 2
     assert "not a package" in result.stderr
+
+
+def test_trtprof_itself_has_no_cycles_and_no_private_imports():
+    result = subprocess.run([sys.executable, str(TOOL)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+    assert "0 circle(s)" in result.stdout and "0 private name(s)" in result.stdout

@@ -274,7 +274,7 @@ def test_a_refused_fp16_graph_blames_the_conversion_and_names_the_node(tmp_path,
 def test_model_zoo_graphs_convert_and_load(name):
     """Graphs trtprof's authors did not write (IR 3, unnamed nodes): the converted graph passes the
     ONNX checker and ORT loads it; inception_v2's 5.29e4 weight is no longer clamped (to 1e4)."""
-    from trtprof.backends.onnxruntime import _session
+    from trtprof.backends.onnxruntime import ort_session as _session
     from trtprof.convert.fp16 import convert_fp16
 
     path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"

@@ -101,7 +101,7 @@ def test_fp16_of_an_ir3_model_that_lists_weights_as_inputs(tmp_path):
 
 
 def test_ort_error_cause_drops_nested_prefixes_and_source_locations():
-    from trtprof.backends.onnxruntime import _ort_cause
+    from trtprof.backends.onnxruntime import ort_cause as _ort_cause
 
     text = ("[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/onnxruntime/core/graph/graph.cc:1483 "
             "onnxruntime::Graph::Graph(const onnxruntime::Model&, bool) [ONNXRuntimeError] : 1 : FAIL : "

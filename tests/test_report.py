@@ -11,7 +11,7 @@ import pytest
 from trtprof import compare as cmp
 from trtprof.accuracy import compare_outputs
 from trtprof.cli import main
-from trtprof.diagnose import Finding
+from trtprof.findings import Finding
 from trtprof.report import load, markdown_summary, render_html
 from trtprof.results import BenchResult, ResultSet
 

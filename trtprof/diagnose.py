@@ -6,11 +6,11 @@ absent: a missing stage is not a finding. Thresholds are named constants with th
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .findings import Finding
 from .results import BenchResult
 from .roofline import PeakRates
 
@@ -30,16 +30,6 @@ UNSTABLE_CV = 0.05
 TF32_MIN_CC = 8.0
 
 TF32_KEYS = ("tf32", "allow_tf32", "tf32_enabled", "uses_tf32")
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _median(result: BenchResult, stage: str) -> float | None:

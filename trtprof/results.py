@@ -12,6 +12,7 @@ import numpy as np
 
 from .cache import atomic_write_text
 from .errors import BadInput
+from .labels import engine_labels
 from .memory import in_use_bytes
 from .stats import LatencyStats
 from .throughput import throughput
@@ -219,8 +220,6 @@ def to_csv(results: Sequence[BenchResult]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=cols, lineterminator="\n")
     writer.writeheader()
-    from .labels import engine_labels
-
     for r, label in zip(results, engine_labels(results)):
         row: dict[str, Any] = {
             "engine_label": label,

@@ -244,7 +244,7 @@ def _import_tf() -> tuple[Any, Any]:
 
 
 @contextlib.contextmanager
-def _quiet_logs() -> Iterator[None]:
+def quiet_logs() -> Iterator[None]:
     """tf2onnx and TF log warnings and errors for normal events (and errors we report ourselves);
     silence them for the conversion, then restore the levels."""
     loggers = [logging.getLogger(name) for name in ("tf2onnx", "tensorflow", "absl")]
@@ -525,7 +525,7 @@ def convert_tf(
         raise BadInput("--atol must be > 0 and --rtol >= 0")
     tf, tf2onnx = _import_tf()
     sha = source_sha256 or content_sha256(model)
-    with _quiet_logs():
+    with quiet_logs():
         # tf2onnx names inserted nodes, constants and dims from a process-wide counter: reset it, so
         # a model converts to the same bytes whatever was converted before it in this process.
         tf2onnx.utils.INTERNAL_NAME = 1

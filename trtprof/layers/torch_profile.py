@@ -210,9 +210,9 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
     label_of: dict[str, str] = {}
     order: list[str] = []
     if onnx_model is not None:
-        from ..backends.torch import _import_onnx2torch
+        from ..backends.torch import import_onnx2torch
 
-        _import_onnx2torch()  # tolerates a broken torchvision (see there)
+        import_onnx2torch()  # tolerates a broken torchvision (see there)
         from onnx2torch.onnx_graph import OnnxGraph
 
         graph = OnnxGraph(onnx_model.graph)
