@@ -8,58 +8,48 @@ accuracy delta, the diagnosis and the roofline, and writes one ``CompareReport``
 
 Where things live: the loop, its plan and stopping rule in ``interleave``; the statistics (CI,
 the four verdicts, distribution shape, "what would decide it") in ``speedup``; the process
-workers in ``workers``; the calibration simulation in ``calibration``. Their public names are
-re-exported here for callers of ``trtprof.compare``.
+workers in ``workers``; the calibration simulation in ``calibration``. Import their names from there
+(this module re-exports nothing).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .interleave import (  # noqa: F401 - re-exported: callers import them from trtprof.compare
-    DEFAULT_ROUND_S,
-    DEFAULT_TARGET_CI,
-    DEFAULT_TIME_BUDGET_S,
-    MAX_ROUND_ITERATIONS,
-    MIN_LOADS,
-    MIN_ROUND_ITERATIONS,
-    MIN_ROUNDS,
-    ROUND_WARMUP,
-    STOP_CONFIDENCE,
-    Arm,
-    InProcessLoad,
-    InterleavedOutcome,
-    Progress,
-    RoundPlan,
-    measure_block,
-    run_interleaved,
+# accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
+# attributes with fakes, which a name bound here at import time would not see.
+from . import accuracy, bench, fp16range, preflight, roofline, workers
+from .accuracy import AccuracyBudget, compare_outputs, judge
+from .backends.base import set_autotune
+from .bench import effective_precision
+from .build import as_onnx, build_engines
+from .cache import atomic_write_text, list_engines, now_iso
+from .diagnose import diagnose
+from .environment import collect
+from .errors import BadInput, TrtprofError
+from .findings import Finding
+from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from .interleave import (
+    ROUND_WARMUP, STOP_CONFIDENCE, Arm, InProcessLoad, InterleavedOutcome, Progress, RoundPlan, run_interleaved,
 )
-from .speedup import (  # noqa: F401 - re-exported
-    CONFIDENCE,
-    ENGINE_METHOD,
-    EQUIVALENCE_MARGIN,
-    METHOD,
-    EQUIVALENT,
-    FASTER,
-    INCONCLUSIVE,
-    SLOWER,
-    VERDICTS,
-    Shape,
-    Speedup,
-    distribution_shape,
-    engine_median_ci,
-    inconclusive_hint,
+from .layers.profile import graph_facts, profile_records
+from .memory import artifact_bytes, outputs_and_memory, rss_bytes
+from .model import load_onnx
+from .results import BenchResult
+from .roofline import achieved, graph_cost
+from .schemas import COMPARE as SCHEMA
+from .speedup import (
+    CONFIDENCE, ENGINE_METHOD, INCONCLUSIVE, METHOD, Shape, Speedup, distribution_shape, inconclusive_hint,
     mean_median_note,
-    speedup_ci,
-    verdict,
 )
-from .stats import median_ci_exact, relative_half_width  # noqa: F401 - re-exported
+from .stats import median_ci_exact
+from .user_inputs import run_all
+from .workers import trim
 
-# /2: hierarchical CI (loads × rounds), four verdicts (faster/slower/equivalent/inconclusive),
-# loads, verdict_note, shape and mean_ratio added; field names of /1 kept.
-SCHEMA = "trtprof.compare/2"
 ISOLATION_PROCESS = "process"  # every load a fresh worker process (default)
 ISOLATION_IN_PROCESS = "in-process"  # loads re-created in this process (fakes; backends that cannot be spawned)
 
@@ -203,11 +193,6 @@ class CompareReport:
         }
 
     def write_json(self, path) -> None:
-        import json
-        from pathlib import Path
-
-        from .cache import atomic_write_text
-
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=True) + "\n")
@@ -215,8 +200,6 @@ class CompareReport:
 
 def select_records(records: Sequence[Any], precisions: Sequence[Any], backend: str = "auto") -> dict[str, Any]:
     """One engine per precision from an engines dir, in the order of ``precisions`` (first = baseline)."""
-    from .errors import BadInput
-
     wanted = list(dict.fromkeys(str(p) for p in precisions))  # A/A names one precision twice
     chosen: dict[str, Any] = {}
     for precision in wanted:
@@ -238,10 +221,6 @@ def select_records(records: Sequence[Any], precisions: Sequence[Any], backend: s
 def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome: InterleavedOutcome,
                 input_shapes: Mapping[str, tuple[int, ...]], seed: int, device_kind: str = "cpu",
                 autotune: bool | None = None, memory: dict[str, Any] | None = None) -> Any:
-    from .bench import effective_precision
-    from .memory import artifact_bytes
-    from .results import BenchResult
-
     clock = "perf_counter_ns" if device_kind == "cpu" else "cuda_events"
     warnings = list(arm.notes)
     if record.backend_metadata.get("effective_precision") not in (None, record.precision):
@@ -295,15 +274,6 @@ def compare_records(
     (a separate run after the timing, ``trtprof.layers``). ``accuracy_budget`` (accuracy.AccuracyBudget;
     default ``DEFAULT_BUDGET``) gives every candidate its accuracy verdict; ``data`` (user_inputs.InputData)
     replaces the random inputs: accuracy runs on all its samples, timing on its first batch."""
-    from . import diagnose as dg
-    from . import fp16range, preflight
-    from .backends.base import set_autotune
-    from .bench import load_runner
-    from .cache import now_iso
-    from .environment import collect
-    from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-    from .memory import outputs_and_memory, rss_bytes
-
     names = list(records)
     baseline = names[0]
     comparisons: list[Comparison] = []
@@ -315,9 +285,7 @@ def compare_records(
     first = records[baseline]
     pool = None
     if isolation == ISOLATION_PROCESS:
-        from .workers import WorkerPool, trim
-
-        pool = WorkerPool(records, device=device, autotune=plan.autotune)
+        pool = workers.WorkerPool(records, device=device, autotune=plan.autotune)
         # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
         # tens of seconds for a torch model on a GPU host) overlap the parent's own
         pool.spawn(plan.min_loads)
@@ -327,7 +295,7 @@ def compare_records(
     try:  # outputs (accuracy) and shapes from one in-process load, closed before the timing
         for name in names:
             rss_before = rss_bytes()
-            runners[name] = load_runner(records[name])
+            runners[name] = bench.load_runner(records[name])
             load_rss[name] = (rss_before, rss_bytes())
         autotune = {name: set_autotune(runners[name], plan.autotune) for name in names}
         if data is not None:  # the user's inputs: refused (exit 2) before any measurement
@@ -360,9 +328,7 @@ def compare_records(
     on_gpu = any(d == "cuda" for d in devices.values())
     peak = None
     if on_gpu:
-        from .roofline import query_device_peak
-
-        peak = query_device_peak()
+        peak = roofline.query_device_peak()
 
     interrupted = False
     try:
@@ -377,7 +343,7 @@ def compare_records(
                     if pool is not None:
                         shapes_b, seed_b, ints_b = feeds_args
                         return pool.load(index, shapes_b, seed_b, ints_b, fixed=fixed)
-                    fresh = {name: load_runner(records[name]) for name in names}
+                    fresh = {name: bench.load_runner(records[name]) for name in names}
                     for r in fresh.values():
                         set_autotune(r, plan.autotune)
                     batch_feeds = fixed if fixed is not None else \
@@ -420,8 +386,6 @@ def compare_records(
 
     series = {name: [per_batch[b][name] for b in batch_sizes] for name in names}
     costs = _graph_costs(onnx_path, all_shapes, {n: records[n].precision for n in names}, warnings)
-    from .layers.profile import graph_facts, profile_records
-
     graphs = {b: graph_facts(onnx_path, records[baseline], b, shapes) for b in batch_sizes} if on_gpu else {}
     tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
                              autotune=plan.autotune, graphs=graphs, data=data) if layers else {}
@@ -437,20 +401,18 @@ def compare_records(
             for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):
                 cost = costs.get((batch, name))
                 if cost is not None:
-                    from .roofline import achieved
-
                     stage = "compute_ms" if "compute_ms" in result.stats else "latency_ms"
                     roof[side] = {**achieved(cost, result.stats[stage].p50, peak, result.precision), "timed_stage": stage,
                                   "flops_by_op": cost.flops_by_op, "counted_ops": list(cost.counted_ops)}
             rates = peak.rates if peak is not None else None
-            findings = dg.diagnose(base_result, cand_result, series=series, rates=rates, speedup=speed.estimate,
+            findings = diagnose(base_result, cand_result, series=series, rates=rates, speedup=speed.estimate,
                                    roofline=roof.get("candidate"), device_kind=devices.get(cand),
                                    layers=tables.get(batch), graph=graphs.get(batch))
             if acc.flagged:
                 msg = (f"{cand} produced {acc.nonfinite} non-finite output values (inf/NaN) at batch {batch} where "
                        f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32 "
                        "(`trtprof fix-fp16 MODEL` finds which and measures the cost)")
-                findings.insert(0, dg.Finding("nonfinite", msg, {"nonfinite": acc.nonfinite, "elements": acc.elements}))
+                findings.insert(0, Finding("nonfinite", msg, {"nonfinite": acc.nonfinite, "elements": acc.elements}))
                 warnings.append(msg)
             comparisons.append(Comparison(
                 batch_size=batch, baseline=baseline, candidate=cand, speedup=speed, accuracy=acc, diagnosis=findings,
@@ -472,12 +434,9 @@ def compare_records(
 def reference_outputs(runners: Mapping[str, Any], feeds: Mapping[str, Any], data: Any, batch: int) -> dict[str, Any]:
     """Every arm's outputs for the accuracy delta: on ``feeds`` (one random batch), or on all of the
     user's samples in batches of ``batch`` (``data``)."""
-    from .accuracy import run_outputs
-    from .user_inputs import run_all
-
     if data is not None:
         return {name: run_all(runner, data, batch) for name, runner in runners.items()}
-    return {name: run_outputs(runner, feeds) for name, runner in runners.items()}
+    return {name: accuracy.run_outputs(runner, feeds) for name, runner in runners.items()}
 
 
 def input_dtypes(record: Any) -> dict[str, Any]:
@@ -488,11 +447,6 @@ def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16
                 budget: Any, data: Any, seed: int) -> Any:
     """The accuracy delta of one candidate: metrics on what the outputs were computed on, the FP16
     range prediction and caveat (fp16), and the verdict against ``budget``."""
-    from dataclasses import replace
-
-    from . import fp16range
-    from .accuracy import AccuracyBudget, compare_outputs, judge
-
     inputs = data.describe() if data is not None else f"random inputs (seed {seed})"
     acc = fp16range.annotate(compare_outputs(reference, candidate, inputs=inputs), fp16_range, cand_result)
     return replace(acc, verdict=judge(acc, budget if budget is not None else AccuracyBudget.parse(None)))
@@ -508,10 +462,6 @@ def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int
     """Roofline counts per (batch, precision); a model that cannot be counted costs a warning, not the run."""
     if onnx_path is None:
         return {}
-    from .errors import TrtprofError
-    from .model import load_onnx
-    from .roofline import graph_cost
-
     try:
         model = load_onnx(onnx_path)
         out = {}
@@ -540,11 +490,6 @@ def resolve_records(
     precisions; batch sizes default to those every chosen engine was built for; the ONNX source is
     optional (None when it is gone or cannot be converted). Otherwise the model's missing engines are
     built at ``batch_sizes`` (default 1)."""
-    from pathlib import Path
-
-    from .build import as_onnx, build_engines
-    from .cache import list_engines
-
     path = Path(model)
     if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
         records = select_records(list_engines(path), precisions, backend)
@@ -590,8 +535,6 @@ def compare_model(
     """MODEL (ONNX or TensorFlow) → build what is missing → ``compare_records``.
     A precision named twice (``fp32,fp32``) is an A/A run: one engine, two independently loaded arms.
     An engines dir (or one engine's JSON) → its engines of the asked precisions, batch sizes checked."""
-    from .errors import BadInput
-
     records, onnx_path, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
                                                 backend=backend, shapes=shapes, on_built=on_built)
     labels = arm_labels(precisions)

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .findings import Finding
+from .layers.rules import layer_findings
 from .results import BenchResult
 from .roofline import PeakRates
 
@@ -68,7 +69,7 @@ def gpu_underutilised(series: Sequence[BenchResult], batch_size: int) -> Finding
                      if not _host_heavy(r, ENQUEUE_BOUND_RATIO)}.items())
     if len(points) < 2:
         return None
-    from scipy import stats as sps
+    from scipy import stats as sps  # lazy: scipy.stats takes up to ~1 s to import; only this rule needs it
 
     x = np.array([b for b, _ in points], dtype=np.float64)
     y = np.array([m for _, m in points], dtype=np.float64)
@@ -390,8 +391,6 @@ def diagnose(
         unstable_clocks(candidate),
     ]
     if layers is not None or graph:
-        from .layers.rules import layer_findings
-
         compute = {r.precision: _median(r, "compute_ms") for r in (baseline, candidate)}
         findings += layer_findings(layers, graph, candidate.precision, compute, gpu=device_kind == "cuda")
     return [f for f in findings if f is not None]

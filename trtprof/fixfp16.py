@@ -292,7 +292,8 @@ def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: 
                 common: Mapping[str, Any], seed: int, plan: Any, isolation: str, onnx_path: Any) -> Any:
     """Build the keep-list found (with its range analysis) and compare it with FP32: the speed cost
     of the fix, with the same CI and verdicts as ``trtprof compare``."""
-    from .compare import RoundPlan, compare_records
+    from .compare import compare_records
+    from .interleave import RoundPlan
     from .build import build_engines
     from .spec import Precision
 

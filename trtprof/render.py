@@ -10,9 +10,8 @@ from pathlib import Path
 
 from .report import write_report as write_compare_report
 from .results import read_json
+from .schemas import SWEEP, TRAIN_COMPARE
 from .sweep.matrix import write_sweep_report
-from .sweep.store import SCHEMA as SWEEP_SCHEMA
-from .train.page import SCHEMA as TRAIN_SCHEMA
 from .train.page import write_report as write_train_report
 
 
@@ -20,8 +19,8 @@ def write_report(path: Path, out: Path) -> tuple[Path, str]:
     """Write the page for the result file at ``path`` to ``out``; return (html path, Markdown summary)."""
     raw = read_json(Path(path))
     schema = raw.get("schema")
-    if schema == SWEEP_SCHEMA:
+    if schema == SWEEP:
         return write_sweep_report(path, out)
-    if schema == TRAIN_SCHEMA:
+    if schema == TRAIN_COMPARE:
         return write_train_report(path, out)
     return write_compare_report(path, out, raw)

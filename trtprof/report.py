@@ -14,15 +14,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import plots
+from .accuracy import summary_line
 from .cache import atomic_write_text
 from .errors import BadInput
+from .fp16range import predicted_lines
+from .labels import engine_labels, fmt_ms
+from .layers.html import layers_section
 from .page import document, file_b64, fmt, img, png_b64, pyplot, table
-from .results import SCHEMA as RESULTS_SCHEMA
 from .results import BenchResult, read_json, results_from_json
+from .schemas import COMPARE_READABLE, RESULTS
 from .wording import plural, times
-
-COMPARE_SCHEMA = "trtprof.compare/2"  # == compare.SCHEMA; not imported so reading stays light
-COMPARE_SCHEMAS = (COMPARE_SCHEMA, "trtprof.compare/1")  # /1: three verdicts, i.i.d. + round CI; still read
 
 
 def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -32,9 +34,9 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
     if data is None:
         data = read_json(path)
     schema = data.get("schema")
-    if schema in COMPARE_SCHEMAS:
+    if schema in COMPARE_READABLE:
         kind = "compare"
-    elif schema == RESULTS_SCHEMA:
+    elif schema == RESULTS:
         kind = "bench"
     else:
         raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
@@ -73,24 +75,17 @@ def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup (baseline / candidate median)")
     ax.set_title("Speedup with 95 % CI (above 1: the candidate is faster)")
-    from .plots import legend_below
-
-    legend_below(fig, ax)
+    plots.legend_below(fig, ax)
     return png_b64(fig)
 
 
 def ecdf_figure(results: Sequence[BenchResult], batch_size: int) -> str:
     """Empirical CDFs of latency over the bulk of the data (``trtprof.plots``): shifts and tails at a glance."""
-    from .labels import engine_labels
-    from .plots import ecdf_figure as draw_ecdf
-
-    return png_b64(draw_ecdf(results, batch_size, engine_labels(results)))
+    return png_b64(plots.ecdf_figure(results, batch_size, engine_labels(results)))
 
 
 def histogram_figures(results: Sequence[BenchResult]) -> dict[int, str]:
     """The bench plots' histograms (``trtprof.plots``), one per batch size, as base64 PNG."""
-    from . import plots
-
     with tempfile.TemporaryDirectory(prefix="trtprof-report-") as tmp:
         paths = plots.histograms(results, Path(tmp))
         out = {}
@@ -101,8 +96,6 @@ def histogram_figures(results: Sequence[BenchResult]) -> dict[int, str]:
 
 
 def latency_figure(results: Sequence[BenchResult]) -> str:
-    from . import plots
-
     with tempfile.TemporaryDirectory(prefix="trtprof-report-") as tmp:
         return file_b64(plots.latency_vs_batch(results, Path(tmp)))
 
@@ -170,9 +163,6 @@ def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
     """The verdict, the metrics (scale-aware first, on which inputs), the caveat when the candidate
     did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.fp16range``), one
     line each."""
-    from .accuracy import summary_line
-    from .fp16range import predicted_lines
-
     acc = comparison.get("accuracy") or {}
     if not acc:
         return []
@@ -222,8 +212,6 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
         if legend:
             lines += ["", "**Accuracy metrics**", ""] + [f"- {line}" for line in legend]
     else:
-        from .labels import engine_labels, fmt_ms
-
         lines += ["| engine | batch | median ms | p99 ms | n |", "|---|---|---|---|---|"]
         for r, label in zip(data["parsed_results"], engine_labels(data["parsed_results"])):
             lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
@@ -352,8 +340,6 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append("<h2>Accuracy: verdict, predicted vs observed</h2>" + "".join(acc_parts)
                          + (f"<h3>What the metrics mean</h3><ul>{legend}</ul>" if legend else ""))
         if data.get("layers"):
-            from .layers.html import layers_section
-
             parts.append(layers_section(data["layers"]))
         roof_rows = []
         for c in comparisons:
@@ -370,8 +356,6 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append(table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
                                  "peak FLOP/s", "share of peak"), roof_rows))
     else:
-        from .labels import engine_labels, fmt_ms
-
         rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n)]
                 for r, label in zip(results, engine_labels(results))]
         parts.append("<h2>Results</h2>" + table(("engine", "batch", "median ms", "p99 ms", "n"), rows))

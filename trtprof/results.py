@@ -14,10 +14,10 @@ from .cache import atomic_write_text
 from .errors import BadInput
 from .labels import engine_labels
 from .memory import in_use_bytes
+from .schemas import RESULTS as SCHEMA
 from .stats import LatencyStats
 from .throughput import throughput
 
-SCHEMA = "trtprof.results/1"
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
 

@@ -9,7 +9,12 @@ from .. import compare as cmp
 from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes
+from ..interleave import (
+    DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, MIN_LOADS, MIN_ROUNDS, InterleavedOutcome,
+    Progress, RoundPlan,
+)
 from ..spec import Precision
+from ..speedup import EQUIVALENCE_MARGIN
 from ..wording import plural
 from . import _common, _serving
 from .build import print_outcome
@@ -35,15 +40,15 @@ def add_parser(sub) -> None:
                            "dir); two or more let the overhead-bound diagnosis fit latency vs batch")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
-    p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
+    p.add_argument("--target-ci", type=float, default=DEFAULT_TARGET_CI,
                    help=f"also stop when the speedup's CI half-width is within this fraction of it "
-                        f"(default {cmp.DEFAULT_TARGET_CI})")
-    p.add_argument("--margin", type=float, default=cmp.EQUIVALENCE_MARGIN,
+                        f"(default {DEFAULT_TARGET_CI})")
+    p.add_argument("--margin", type=float, default=EQUIVALENCE_MARGIN,
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
-                        f"'faster'/'slower' (default {cmp.EQUIVALENCE_MARGIN})")
-    p.add_argument("--time-budget-s", type=_common.positive_float, default=cmp.DEFAULT_TIME_BUDGET_S,
+                        f"'faster'/'slower' (default {EQUIVALENCE_MARGIN})")
+    p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
                    help=f"wall time per batch size, load starts and warmup included (default "
-                        f"{cmp.DEFAULT_TIME_BUDGET_S:g}); at least {cmp.MIN_LOADS} loads × {cmp.MIN_ROUNDS} rounds "
+                        f"{DEFAULT_TIME_BUDGET_S:g}); at least {MIN_LOADS} loads × {MIN_ROUNDS} rounds "
                         "run regardless")
     p.add_argument("--device", default=None, metavar="GPU",
                    help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
@@ -51,7 +56,7 @@ def add_parser(sub) -> None:
                    help="reload the engines in this process for each load instead of fresh worker processes "
                         "(for backends that cannot be started in a subprocess; misses process-level variation)")
     p.add_argument("--round-iterations", type=int, default=None,
-                   help=f"iterations per precision per round (default: about {cmp.DEFAULT_ROUND_S:g} s worth)")
+                   help=f"iterations per precision per round (default: about {DEFAULT_ROUND_S:g} s worth)")
     p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")
     p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
@@ -80,11 +85,11 @@ def parse_precisions(text: str) -> list[Precision]:
     return precisions
 
 
-def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
+def _plan(args: argparse.Namespace) -> RoundPlan:
     _common.check_round_args(args)
     if not 0 < args.margin < 0.5:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
-    return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
+    return RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                          round_iterations=args.round_iterations, margin=args.margin, copies=not args.no_copies,
                          cuda_graph=args.cuda_graph, autotune=args.autotune)
 
@@ -161,12 +166,12 @@ def run(args: argparse.Namespace) -> int:
     serving = _serving.serving_config(args, copies=not args.no_copies)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
-    def on_progress(batch: int, p: cmp.Progress) -> None:
+    def on_progress(batch: int, p: Progress) -> None:
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
         print(f"  batch {batch}: {plural(p.loads, 'load')}, {plural(p.rounds, 'round')}, {p.elapsed_s:.1f} s: {cis}", file=sys.stderr)
 
-    def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
+    def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {precisions[0]}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
                   f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, {outcome.elapsed_s:.1f} s, "

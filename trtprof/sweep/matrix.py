@@ -14,8 +14,8 @@ from ..errors import BadInput
 from ..page import document
 from ..report import load, render_html
 from ..results import read_json
+from ..schemas import SWEEP
 from .rows import csv_rows, device_type
-from .store import SCHEMA
 
 
 def _fmt_speedup(row: Mapping[str, Any]) -> str:
@@ -99,7 +99,7 @@ def markdown(merged: Mapping[str, Any]) -> str:
 
 def load_sweep(path: Path) -> dict[str, Any]:
     data = read_json(Path(path))
-    if data.get("schema") != SCHEMA:
+    if data.get("schema") != SWEEP:
         raise BadInput(f"not a trtprof sweep file (schema {data.get('schema')!r})", path=path)
     entries(data, path)
     return data

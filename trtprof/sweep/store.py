@@ -22,9 +22,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..cache import atomic_write_text, now_iso
 from ..datafile import SAFE_NAME
 from ..errors import BadInput
+from ..schemas import SWEEP as SCHEMA
 from .rows import to_csv
 
-SCHEMA = "trtprof.sweep/1"
 LOG = "cells.jsonl"
 RUNS = "runs.jsonl"  # one line per `trtprof sweep` run into this folder: executor, workers, wall time
 MERGED = "sweep.json"

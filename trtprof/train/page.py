@@ -10,8 +10,8 @@ from typing import Any, Mapping
 from ..cache import atomic_write_text
 from ..page import document, fmt, img, table
 from ..report import speedup_figure
+from ..schemas import TRAIN_COMPARE as SCHEMA
 
-SCHEMA = "trtprof.train_compare/1"  # == run.SCHEMA; not imported so reading stays light
 HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",
            "loss after N (base → cand)", "skipped", "peak alloc MiB (base → cand)")
 
