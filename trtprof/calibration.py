@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -244,10 +244,6 @@ def summarize_case(case: Case, ratio: float, replicates: int, *, seed: int = 0,
 
 def case_named(name: str) -> Case:
     return next(c for c in CASES if c.name == name)
-
-
-def with_budget(plan: RoundPlan, seconds: float) -> RoundPlan:
-    return replace(plan, time_budget_s=seconds)
 
 
 Runner = Callable[..., Replicate]

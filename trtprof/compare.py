@@ -452,11 +452,6 @@ def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16
     return replace(acc, verdict=judge(acc, budget if budget is not None else AccuracyBudget.parse(None)))
 
 
-def runners_device(runners: Mapping[str, Any], name: str) -> str | None:
-    runner = runners.get(name)
-    return getattr(runner, "device", None)
-
-
 def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int, ...]]],
                  precisions: Mapping[str, str], warnings: list[str]) -> dict[tuple[int, str], Any]:
     """Roofline counts per (batch, precision); a model that cannot be counted costs a warning, not the run."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
@@ -169,12 +168,6 @@ def graph_cost(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, .
     batch = next(iter(input_shapes.values()))[0] if input_shapes else 1
     return GraphCost(batch_size=int(batch), flops=int(sum(flops_by_op.values())), weight_bytes=int(weight_bytes),
                      activation_bytes=int(activation_bytes), flops_by_op=flops_by_op, uncounted=tuple(uncounted))
-
-
-def graph_cost_file(path: Path, input_shapes: Mapping[str, tuple[int, ...]], *, float_bytes: int = 4) -> GraphCost:
-    from .model import load_onnx
-
-    return graph_cost(load_onnx(Path(path)), input_shapes, float_bytes=float_bytes)
 
 
 # ---------------------------------------------------------------------------------------------
