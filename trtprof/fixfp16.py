@@ -292,13 +292,13 @@ def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: 
                 common: Mapping[str, Any], seed: int, plan: Any, isolation: str, onnx_path: Any) -> Any:
     """Build the keep-list found (with its range analysis) and compare it with FP32: the speed cost
     of the fix, with the same CI and verdicts as ``trtprof compare``."""
-    from .compare import compare_records
+    from .compare import CompareOptions, compare_records
     from .interleave import RoundPlan
     from .build import build_engines
     from .spec import Precision
 
     options = {"layer_precisions": keep_option(search.keep or ())}
     [fixed] = build_engines(model, [Precision.FP16], [batch_size], options=options, **{**common, "range_check": True})
-    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], plan or RoundPlan(),
-                           shapes=common.get("shapes"), seed=seed, onnx_path=onnx_path, isolation=isolation,
-                           accuracy_budget=budget, data=data)
+    compare_options = CompareOptions(plan=plan or RoundPlan(), shapes=common.get("shapes"), seed=seed,
+                                     isolation=isolation, accuracy_budget=budget, data=data)
+    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], compare_options, onnx_path=onnx_path)

@@ -178,13 +178,14 @@ def run(args: argparse.Namespace) -> int:
                   f"stopped: {outcome.stop_reason})", file=sys.stderr)
 
     with _common.sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
-        report = cmp.compare_model(
-            args.model, precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
-            shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-            on_built=print_outcome, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
+        options = cmp.CompareOptions(
+            plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-            accuracy_budget=budget, data=data,
+            layers=args.layers, accuracy_budget=budget, data=data,
         )
+        hooks = cmp.CompareHooks(on_built=print_outcome, on_progress=on_progress, on_batch=on_batch)
+        report = cmp.compare_model(args.model, precisions, sizes, options, engines_dir=args.engines,
+                                   backend=args.backend, hooks=hooks)
     if serving is not None and not report.interrupted:
         run_serving(args, precisions, sizes, serving, report)
     data = report.to_json()
