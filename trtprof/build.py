@@ -67,7 +67,7 @@ def as_onnx(
     if not path.exists():
         raise BadModel("no such file or directory", path=path)
     if is_tensorflow_model(path):
-        from .convert.tf import convert_cached_result  # imports TensorFlow lazily, raises MissingDependency
+        from .convert.tf.cache import convert_cached_result  # imports TensorFlow lazily, raises MissingDependency
 
         result = convert_cached_result(path, Path(engines_dir) / "onnx", check=check, **convert_options)
         if on_convert is not None:

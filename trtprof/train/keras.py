@@ -47,7 +47,7 @@ def parse_keras_arms(text: str | None) -> list[TrainArm]:
 
 def _import_keras() -> tuple[Any, Any]:
     try:
-        from ..convert.tf import quiet_logs
+        from ..convert.tf.routes import quiet_logs
 
         with quiet_logs():
             import tensorflow as tf
