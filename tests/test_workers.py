@@ -15,10 +15,11 @@ pytest.importorskip("onnxruntime")
 
 @pytest.fixture
 def fp32_record(conv_model, tmp_path):
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.spec import Precision
 
-    (outcome,) = build_engines(conv_model, [Precision.FP32], [1], engines_dir=tmp_path / "e", backend="onnxruntime")
+    (outcome,) = build_engines(conv_model, [Precision.FP32], [1],
+                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     return outcome.record
 
 

@@ -26,7 +26,7 @@ from . import accuracy, bench, fp16range, preflight, roofline, workers
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .backends.base import set_autotune
 from .bench import effective_precision
-from .build import as_onnx, build_engines
+from .build import BuildSettings, as_onnx, build_engines
 from .cache import EngineRecord, atomic_write_text, list_engines, now_iso
 from .diagnose import diagnose
 from .environment import collect
@@ -618,8 +618,9 @@ def resolve_records(
     else:
         sizes = tuple(batch_sizes) or (1,)
         unique = list(dict.fromkeys(precisions))
-        outcomes = build_engines(path, unique, sizes, shapes=shapes, engines_dir=Path(engines_dir),
-                                 backend=backend, on_done=on_built)
+        outcomes = build_engines(path, unique, sizes,
+                                 settings=BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=backend),
+                                 on_done=on_built)
         records = {o.record.precision: o.record for o in outcomes}
         onnx_path = as_onnx(path, Path(engines_dir))
     return records, onnx_path, sizes
