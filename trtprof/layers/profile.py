@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import bench  # bench.load_runner as a module attribute: tests replace it with a fake
 from ..backends.base import set_autotune
+from ..cache import EngineRecord
 from ..errors import BadInput, BackendUnavailable, TrtprofError
 from ..inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..model import load_onnx
@@ -24,7 +25,7 @@ DEFAULT_ITERATIONS = 20  # medians over 20 profiled iterations: a layer's time t
 DEFAULT_WARMUP = 5  # covers cuDNN autotuning (first call per shape) and lazy initialisation
 
 
-def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
+def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
                    warmup: int = DEFAULT_WARMUP, shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                    int_range: tuple[int, int] | None = None, autotune: bool = True,
                    data: Any = None) -> dict[int, PrecisionProfile]:
@@ -63,7 +64,7 @@ def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int =
         runner.close()
 
 
-def graph_facts(onnx_path: Any, record: Any, batch_size: int,
+def graph_facts(onnx_path: Any, record: EngineRecord, batch_size: int,
                 shapes: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, dict[str, Any]]:
     """Node facts (shapes, tensor-core eligibility) of the source ONNX at this batch size; {} when the
     model cannot be read or shape-inferred (the table then has no graph column, nothing is claimed)."""
@@ -78,7 +79,7 @@ def graph_facts(onnx_path: Any, record: Any, batch_size: int,
         return {}
 
 
-def profile_records(records: Mapping[str, Any], batch_sizes: Sequence[int], *, onnx_path: Any = None,
+def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], *, onnx_path: Any = None,
                     iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     int_range: tuple[int, int] | None = None, autotune: bool = True,
