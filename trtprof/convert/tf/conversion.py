@@ -13,7 +13,7 @@ from .args import Shape, content_sha256, detect_format, parse_tensor_list, tf_te
 from .check import (
     CHECK_BATCH_SIZE, DEFAULT_ATOL, DEFAULT_RTOL, CheckResult, check_against_tf, onnx_io, validate_onnx,
 )
-from .routes import ROUTES, first_line, import_tf, quiet_logs, versions
+from .routes import ROUTES, Reference, first_line, import_tf, quiet_logs, versions
 
 # Bumped when the conversion code changes what it writes: old cache entries are then not served.
 CONVERT_SCHEMA = 2
@@ -115,20 +115,7 @@ def convert_tf(
                 notes.append(f"input {name!r} has a static batch dim {shape[0]} (make it dynamic with --inputs {name}:?x…)")
         result_check = None
         if check:
-            overrides = {
-                tf_tensor_name(n): tuple(CHECK_BATCH_SIZE if d is None else d for d in s)
-                for n, s in input_args
-                if s is not None
-            }
-            overrides = {k: v for k, v in overrides.items() if k in {n for n, _ in in_io}}
-            result_check = check_against_tf(proto, reference, atol=atol, rtol=rtol, shapes=overrides or None, path=model)
-            if result_check.min_output_scale < atol:
-                notes.append(
-                    f"outputs are tiny (max |y| = {result_check.min_output_scale:.2g} < atol): judged by the error "
-                    f"relative to their scale ({result_check.max_rel_err:.2g})"
-                )
-            if result_check.status == "fail":
-                raise BuildFailed(f"ONNX differs from TensorFlow: {result_check.summary()}", path=model)
+            result_check = faithfulness(proto, reference, input_args, in_io, atol, rtol, model, notes)
     output.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(output, proto.SerializeToString())
     opset_used = next((e.version for e in proto.opset_import if e.domain in ("", "ai.onnx")), 0)
@@ -145,3 +132,25 @@ def convert_tf(
         versions=versions(tf, tf2onnx),
         notes=tuple(notes),
     )
+
+
+def faithfulness(proto: Any, reference: Reference, input_args: Sequence[tuple[str, Shape | None]],
+                 in_io: Sequence[tuple[str, tuple[Any, ...]]], atol: float, rtol: float, model: Path,
+                 notes: list[str]) -> CheckResult:
+    """The converted graph against TensorFlow on one batch (shapes from ``--inputs``, dynamic dims at
+    the check's batch size); a failure raises BuildFailed, tiny outputs add a note."""
+    overrides = {
+        tf_tensor_name(n): tuple(CHECK_BATCH_SIZE if d is None else d for d in s)
+        for n, s in input_args
+        if s is not None
+    }
+    overrides = {k: v for k, v in overrides.items() if k in {n for n, _ in in_io}}
+    result_check = check_against_tf(proto, reference, atol=atol, rtol=rtol, shapes=overrides or None, path=model)
+    if result_check.min_output_scale < atol:
+        notes.append(
+            f"outputs are tiny (max |y| = {result_check.min_output_scale:.2g} < atol): judged by the error "
+            f"relative to their scale ({result_check.max_rel_err:.2g})"
+        )
+    if result_check.status == "fail":
+        raise BuildFailed(f"ONNX differs from TensorFlow: {result_check.summary()}", path=model)
+    return result_check
