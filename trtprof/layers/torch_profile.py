@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from builtins import id as builtins_id
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -87,19 +87,7 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
     range and the iteration. Every GPU activity is counted once, whatever the op tree looks like.
     Returns (attributed, per-iteration totals µs, counts and checks)."""
     raw = list(raw)
-    launches: dict[int, int] = {}
-    ops: dict[int, int] = {}
-    ranges: list[tuple[int, int, str, int]] = []
-    for k in raw:
-        if k.device_type() != cpu:
-            continue
-        name = k.name()
-        if name.startswith(PREFIX):
-            ranges.append((k.start_ns(), k.end_ns(), name, k.start_thread_id()))
-        if name.startswith(("cuda", "cu")) and k.correlation_id() > 0:
-            launches[k.correlation_id()] = k.start_ns()
-        else:  # an op or a range: the id a GPU activity's linked correlation id refers to
-            ops.setdefault(k.correlation_id(), k.start_ns())
+    launches, ops, ranges = host_side(raw, cpu)
     # kineto also puts every record_function range on the GPU timeline (a "gpu_user_annotation"
     # spanning that range's kernels, named like the range): a span, not work; counted, it doubles the
     # range's time. On the H200 these were a third of the GPU records and none has a launch.
@@ -133,7 +121,41 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
             unmatched[k.name()] += k.duration_ns() / 1e3
             continue
         points.append((launch, 1, j))
-    points.sort()
+    out, totals, outside_us = sweep(sorted(points), ranges, gpu)
+    counts: dict[str, Any] = {"gpu_activities": len(gpu), "gpu_range_spans_skipped": len(every) - len(gpu),
+                              "matched_to_launch": matched, "matched_by_linked_op": linked,
+                              "duplicate_records": duplicates, "outside_iterations_us": outside_us,
+                              "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
+    if unmatched:
+        counts["unmatched_us_by_name"] = dict(sorted(unmatched.items(), key=lambda kv: -kv[1])[:5])
+    return out, totals, counts
+
+
+def host_side(raw: Sequence[Any], cpu: Any) -> tuple[dict[int, int], dict[int, int], list[tuple[int, int, str, int]]]:
+    """From the CPU events: launch time per correlation id (runtime calls), start time per op's
+    correlation id (what a GPU activity's linked id refers to), and the ``trtprof::`` ranges
+    (start ns, end ns, name, thread)."""
+    launches: dict[int, int] = {}
+    ops: dict[int, int] = {}
+    ranges: list[tuple[int, int, str, int]] = []
+    for k in raw:
+        if k.device_type() != cpu:
+            continue
+        name = k.name()
+        if name.startswith(PREFIX):
+            ranges.append((k.start_ns(), k.end_ns(), name, k.start_thread_id()))
+        if name.startswith(("cuda", "cu")) and k.correlation_id() > 0:
+            launches[k.correlation_id()] = k.start_ns()
+        else:  # an op or a range: the id a GPU activity's linked correlation id refers to
+            ops.setdefault(k.correlation_id(), k.start_ns())
+    return launches, ops, ranges
+
+
+def sweep(points: Sequence[tuple[int, int, int]], ranges: Sequence[tuple[int, int, str, int]],
+          gpu: Sequence[Any]) -> tuple[dict[str, dict[int, dict[str, list[float]]]], dict[int, float], float]:
+    """Walk the sorted (time, start 0 / launch 1 / end 2, index) points: each launch goes to the
+    innermost open node range of the open iteration. Returns (label → iteration → kernel → µs list,
+    per-iteration totals µs, µs launched outside any iteration)."""
     out: dict[str, dict[int, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     totals: dict[int, float] = defaultdict(float)
     open_nodes: list[int] = []
@@ -158,13 +180,7 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
             totals[iteration] += us
         else:
             outside_us += gpu[i].duration_ns() / 1e3
-    counts: dict[str, Any] = {"gpu_activities": len(gpu), "gpu_range_spans_skipped": len(every) - len(gpu),
-                              "matched_to_launch": matched, "matched_by_linked_op": linked,
-                              "duplicate_records": duplicates, "outside_iterations_us": outside_us,
-                              "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
-    if unmatched:
-        counts["unmatched_us_by_name"] = dict(sorted(unmatched.items(), key=lambda kv: -kv[1])[:5])
-    return out, totals, counts
+    return out, totals, outside_us
 
 
 def summarize(attributed: Mapping[str, Mapping[int, Mapping[str, list[float]]]], iterations: list[int],
