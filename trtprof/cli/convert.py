@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import add_common_debug
+from ._common import add_common_debug
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
