@@ -14,7 +14,7 @@ import pytest
 
 from trtprof import compare as cmp
 from trtprof import roofline, timing
-from trtprof.interleave import MIN_LOADS, Arm, RoundPlan
+from trtprof.interleave import FLOOR_LOADS, Arm, RoundPlan
 from trtprof.timing import Samples
 
 pytest.importorskip("onnxruntime")
@@ -97,7 +97,8 @@ def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tm
     assert set(fp16["stage_samples_ms"]) == {"h2d_ms", "compute_ms", "d2h_ms", "enqueue_ms"}
     assert sum("enqueue-bound" in w for w in fp16["warnings"]) == 1  # one per kind, not one per block
     assert fp16["device"]["first_round"]["before"]["sm_clock_mhz"] == 1980
-    assert fp16["config"]["clock"] == "cuda_events" and fp16["config"]["loads"] == MIN_LOADS
+    # a 0 s budget runs the floor only (issue 27: the budget is the budget), not the minimum loads
+    assert fp16["config"]["clock"] == "cuda_events" and fp16["config"]["loads"] == FLOOR_LOADS
 
 
 def test_notes_are_kept_once_per_kind_with_their_block_count():
