@@ -41,7 +41,7 @@ BUDGET_S = 30.0
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     return subprocess.run([sys.executable, "-m", "trtprof", *args], capture_output=True, text=True, env=env)
 
 

