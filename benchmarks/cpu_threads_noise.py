@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 def main(argv: list[str] | None = None) -> int:
     from trtprof.bench import bench_one, load_runner
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.environment import collect
     from trtprof.noise import cpu_state
     from trtprof.samples import make_demo_model
@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="trtprof-threads-") as tmp:
         model = make_demo_model(Path(tmp) / "demo_convnet.onnx")
-        (outcome,) = build_engines(model, [Precision.FP32], [args.batch_size], engines_dir=Path(tmp) / "engines",
-                                   backend="onnxruntime")
+        (outcome,) = build_engines(model, [Precision.FP32], [args.batch_size],
+                                   settings=BuildSettings(engines_dir=Path(tmp) / "engines", backend="onnxruntime"))
         settings = {"default": None, f"threads={args.threads}": args.threads}
         runners = {name: load_runner(outcome.record, threads) for name, threads in settings.items()}
         config = TimingConfig(warmup=20, iterations=args.iterations)

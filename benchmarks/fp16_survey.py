@@ -49,7 +49,7 @@ def old_defaults_would_change(model) -> dict[str, int]:
 def survey(path: Path) -> dict:
     import onnx
 
-    from trtprof.backends.onnxruntime import _session
+    from trtprof.backends.onnxruntime import ort_session
     from trtprof.convert.fp16 import convert_fp16
     from trtprof.fp16range import analyze_safely
     from trtprof.inputs import make_inputs, resolve_shapes
@@ -61,7 +61,7 @@ def survey(path: Path) -> dict:
     conv = convert_fp16(model)
     convert_s = time.perf_counter() - t0
     try:
-        _session(conv.model.SerializeToString(), Precision.FP16, path=path)
+        ort_session(conv.model.SerializeToString(), Precision.FP16, path=path)
         loads = "yes"
     except Exception as err:  # noqa: BLE001 - recorded, not raised: this is a survey
         loads = f"no: {err}"

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from trtprof import cuda, nvml, timing  # noqa: E402
 from trtprof.bench import load_runner  # noqa: E402
-from trtprof.build import build_engines  # noqa: E402
+from trtprof.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
 from trtprof.timing import TimingConfig  # noqa: E402
 
@@ -272,8 +272,8 @@ def main(argv=None) -> int:
     entries = []
     for model_name in args.models.split(","):
         onnx_path = makers[model_name](work / f"{model_name}.onnx")
-        outcomes = build_engines(onnx_path, [Precision.FP32, Precision.FP16], batches, engines_dir=engines,
-                                 backend="torch")
+        outcomes = build_engines(onnx_path, [Precision.FP32, Precision.FP16], batches,
+                                 settings=BuildSettings(engines_dir=engines, backend="torch"))
         for outcome in outcomes:
             record = outcome.record
             runner = load_runner(record)

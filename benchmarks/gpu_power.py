@@ -59,7 +59,7 @@ def what_if(out_dir: Path, work: Path, budget: str) -> None:
 
 def truth(models: list[Path], engines: Path, seconds: float) -> dict:
     from trtprof.bench import load_runner
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.inputs import make_inputs
     from trtprof.interleave import measure_block
     from trtprof.spec import Precision
@@ -67,7 +67,8 @@ def truth(models: list[Path], engines: Path, seconds: float) -> dict:
 
     runners = []
     for m in models:
-        (outcome,) = build_engines(m, [Precision.FP32], [BATCH], engines_dir=engines, backend="torch")
+        (outcome,) = build_engines(m, [Precision.FP32], [BATCH],
+                                   BuildSettings(engines_dir=engines, backend="torch"))
         runners.append(load_runner(outcome.record))
     feeds = make_inputs(runners[0].inputs, {"x": (BATCH, 256)}, seed=0)
     config = TimingConfig(warmup=5, iterations=30)

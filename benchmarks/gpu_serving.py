@@ -107,7 +107,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
     ``stop()`` true: no further point starts (``--max-s``); the sweep keeps what it measured."""
     from gpu_fidelity import MAKERS
 
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.inputs import parse_batch_sizes
     from trtprof.serving import ServingConfig
     from trtprof.serving_sweep import sweep_records
@@ -116,7 +116,8 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
     model = MAKERS[name](work / f"{name}.onnx")
     sizes = parse_batch_sizes(settings["batch_sizes"])
     precisions = [Precision.parse(p) for p in args.precisions.split(",")]
-    outcomes = build_engines(model, precisions, sizes, engines_dir=work / "engines", backend=args.backend)
+    outcomes = build_engines(model, precisions, sizes,
+                             settings=BuildSettings(engines_dir=work / "engines", backend=args.backend))
     built = {o.record.precision: o.record for o in outcomes}
     arms = {p.value: built[p.value] for p in precisions}
     slo = args.slo_ms or SLO_MS.get(name, 10.0)

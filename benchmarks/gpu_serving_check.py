@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from trtprof import cuda
     from trtprof.backends.base import set_autotune
     from trtprof.bench import load_runner
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.inputs import make_inputs, parse_batch_sizes, resolve_shapes
     from trtprof.serving import Workers, gpu_sessions, run_window
     from trtprof.spec import Precision
@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="serving-check-") as tmp:
         model = MAKERS["resnet50"](Path(tmp) / "resnet50.onnx")
-        built = {o.record.precision: o.record for o in build_engines(model, precisions, sizes,
-                                                                      engines_dir=Path(tmp) / "engines", backend="torch")}
+        built = {o.record.precision: o.record for o in build_engines(
+            model, precisions, sizes, BuildSettings(engines_dir=Path(tmp) / "engines", backend="torch"))}
         runners = {p.value: load_runner(built[p.value]) for p in precisions}
         for r in runners.values():
             set_autotune(r, True)

@@ -260,12 +260,12 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
 
 def run_train_compare(name: str, path: Path, batches: list[int], args, t0: float) -> dict:
     """train-compare itself on every arm (and, if asked, the largest batch per arm); writes train-NAME.json."""
-    from trtprof import compare as cmp
+    from trtprof.interleave import RoundPlan
     from trtprof.train.api import train_compare
     from trtprof.train.page import markdown
     from trtprof.train.run import TrainOptions, write_json
 
-    plan = cmp.RoundPlan(time_budget_s=args.budget_s, copies=False)
+    plan = RoundPlan(time_budget_s=args.budget_s, copies=False)
     options = TrainOptions(steps=args.steps, find_max_batch=False)
     data = train_compare(path, ",".join(ARMS), batches, plan, options, device="cuda",
                          on_batch=lambda b, o: print(f"  {name} batch {b}: {o.rounds} rounds {o.elapsed_s:.1f} s "

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from trtprof.bench import bench_one, load_runner
-from trtprof.build import build_engines
+from trtprof.build import BuildSettings, build_engines
 from trtprof.environment import collect, cpu_name
 from trtprof.inputs import make_inputs, resolve_shapes
 from trtprof.samples import make_demo_model
@@ -53,8 +53,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         model = make_demo_model(Path(tmp) / "demo.onnx")
-        (outcome,) = build_engines(model, [Precision.FP32], [args.batch], engines_dir=Path(tmp) / "engines",
-                                   backend="onnxruntime")
+        (outcome,) = build_engines(model, [Precision.FP32], [args.batch],
+                                   settings=BuildSettings(engines_dir=Path(tmp) / "engines", backend="onnxruntime"))
         record = outcome.record
         runner = load_runner(record)
         # The same InferenceSession on both sides: a second session would bring its own intra-op

@@ -73,14 +73,15 @@ def make_mlp(path: Path, layers: int, width: int = WIDTH, seed: int = 0, feature
 def truth_ratio(models: list[Path], engines: Path, seconds: float) -> dict:
     """lat(A)/lat(B) measured here: both loaded in this process, blocks alternated (A B, B A, …)."""
     from trtprof.bench import load_runner
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.inputs import make_inputs
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig, time_host
 
     runners = []
     for m in models:
-        (outcome,) = build_engines(m, [Precision.FP32], [BATCH], engines_dir=engines, backend="onnxruntime")
+        (outcome,) = build_engines(m, [Precision.FP32], [BATCH],
+                                   BuildSettings(engines_dir=engines, backend="onnxruntime"))
         runners.append(load_runner(outcome.record))
     feeds = make_inputs(runners[0].inputs, {"x": (BATCH, 256)}, seed=0)
     config = TimingConfig(warmup=5, iterations=50)

@@ -102,7 +102,8 @@ def make(name: str, out_dir: Path, formats: tuple[str, ...]) -> dict[str, Any]:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
 
-    from trtprof.convert.tf import content_sha256, convert_tf
+    from trtprof.convert.tf.args import content_sha256
+    from trtprof.convert.tf.conversion import convert_tf
 
     build, source = MODELS[name]
     # Layer names come from per-process counters ("input_layer_1" for the second model built) and

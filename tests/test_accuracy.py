@@ -67,13 +67,13 @@ def test_fp16_overflow_through_the_real_build_is_flagged(tmp_path):
     pytest.importorskip("onnxruntime")
     from trtprof.accuracy import run_outputs
     from trtprof.bench import load_runner
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.inputs import make_inputs, resolve_shapes
     from trtprof.spec import Precision
 
     model = make_overflow_model(tmp_path / "overflow.onnx")
-    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], [2], engines_dir=tmp_path / "engines",
-                             backend="onnxruntime")
+    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], [2],
+                             settings=BuildSettings(engines_dir=tmp_path / "engines", backend="onnxruntime"))
     runners = {o.record.precision: load_runner(o.record) for o in outcomes}
     try:
         feeds = make_inputs(runners["fp32"].inputs, resolve_shapes(runners["fp32"].inputs, 2))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.build import build_engines, key_spec
+from trtprof.build import BuildSettings, build_engines, key_spec
 from trtprof.cache import EngineCache, EngineRecord, atomic_write_bytes, list_engines
 from trtprof.cache_admin import CORRUPT, OK, ORPHAN, TEMP, parse_age, scan_dir, select
 from trtprof.cli import main
@@ -176,10 +176,12 @@ def test_temp_file_of_a_killed_build_is_removed_by_the_next_build_under_the_lock
 
 def test_onnxruntime_engine_serves_any_batch_set(conv_model, tmp_path):
     engines = tmp_path / "engines"
-    (first,) = build_engines(conv_model, [Precision.FP16], [1, 4], engines_dir=engines, backend="onnxruntime")
+    (first,) = build_engines(conv_model, [Precision.FP16], [1, 4],
+                             settings=BuildSettings(engines_dir=engines, backend="onnxruntime"))
     before = tree_snapshot(engines)
-    (second,) = build_engines(conv_model, [Precision.FP16], [2, 8, 32], engines_dir=engines, backend="onnxruntime",
-                              options={"workspace_mb": 512})  # a TensorRT option: not part of an ORT artifact
+    (second,) = build_engines(conv_model, [Precision.FP16], [2, 8, 32],
+                              settings=BuildSettings(engines_dir=engines, backend="onnxruntime",
+                                                     options={"workspace_mb": 512}))  # a TensorRT option: not part of an ORT artifact
     assert first.built and not second.built and second.record.key == first.record.key
     assert tree_snapshot(engines) == before
 

@@ -14,6 +14,12 @@ import pytest
 from trtprof import calibration as cal
 from trtprof import compare as cmp
 from trtprof import interleave, speedup
+from trtprof.interleave import Arm
+from trtprof.speedup import (
+    EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, distribution_shape, engine_median_ci, inconclusive_hint,
+    mean_median_note, speedup_ci, verdict,
+)
+from trtprof.stats import median_ci_exact
 from trtprof.timing import Samples, TimingConfig
 
 
@@ -26,29 +32,29 @@ def blocks(median_ms: float, sigma: float, loads: int, rounds: int, n: int, seed
 
 
 @pytest.mark.parametrize("low, high, expected", [
-    (1.05, 1.20, cmp.FASTER),
-    (0.80, 0.95, cmp.SLOWER),
-    (0.995, 1.005, cmp.EQUIVALENT),  # wholly inside ±1 %
-    (1.002, 1.008, cmp.EQUIVALENT),  # above 1.0 but inside the margin: not a speedup to act on
-    (0.98, 1.03, cmp.INCONCLUSIVE),  # holds 1.0 and reaches past the margin both ways
-    (1.005, 1.03, cmp.INCONCLUSIVE),  # could be a 0.5 % or a 3 % speedup: not decided
+    (1.05, 1.20, FASTER),
+    (0.80, 0.95, SLOWER),
+    (0.995, 1.005, EQUIVALENT),  # wholly inside ±1 %
+    (1.002, 1.008, EQUIVALENT),  # above 1.0 but inside the margin: not a speedup to act on
+    (0.98, 1.03, INCONCLUSIVE),  # holds 1.0 and reaches past the margin both ways
+    (1.005, 1.03, INCONCLUSIVE),  # could be a 0.5 % or a 3 % speedup: not decided
 ])
 def test_four_verdicts_from_the_ci_and_the_margin(low, high, expected):
-    assert cmp.verdict(low, high) == expected
+    assert verdict(low, high) == expected
 
 
 def test_margin_is_configurable():
-    assert cmp.verdict(1.02, 1.04, margin=0.01) == cmp.FASTER
-    assert cmp.verdict(1.02, 1.04, margin=0.05) == cmp.EQUIVALENT
+    assert verdict(1.02, 1.04, margin=0.01) == FASTER
+    assert verdict(1.02, 1.04, margin=0.05) == EQUIVALENT
 
 
 def test_ten_percent_apart_ci_holds_1_10_and_is_faster_both_ways():
     base = blocks(1.10, 0.1, loads=6, rounds=5, n=100, seed=1)
     cand = blocks(1.00, 0.1, loads=6, rounds=5, n=100, seed=2)
-    s = cmp.speedup_ci(base, cand)
+    s = speedup_ci(base, cand)
     assert s.ci_low <= 1.10 <= s.ci_high and s.ci_low < s.estimate < s.ci_high
-    assert s.verdict == cmp.FASTER and s.loads == 6 and s.rounds == 30 and s.df == 5
-    assert cmp.speedup_ci(cand, base).verdict == cmp.SLOWER
+    assert s.verdict == FASTER and s.loads == 6 and s.rounds == 30 and s.df == 5
+    assert speedup_ci(cand, base).verdict == SLOWER
 
 
 def test_a_slow_load_widens_the_ci_where_pooled_iterations_would_not():
@@ -57,31 +63,31 @@ def test_a_slow_load_widens_the_ci_where_pooled_iterations_would_not():
     factors = [1.0, 1.0, 1.06, 1.0, 1.0, 1.0]
     base = blocks(1.0, 0.02, loads=6, rounds=8, n=200, seed=3, load_factors=factors)
     cand = blocks(1.0, 0.02, loads=6, rounds=8, n=200, seed=4)
-    s = cmp.speedup_ci(base, cand)
+    s = speedup_ci(base, cand)
     pooled_b = np.concatenate([np.concatenate(x) for x in base])
     pooled_c = np.concatenate([np.concatenate(x) for x in cand])
-    iid_lo, _ = cmp.median_ci_exact(pooled_b)
-    _, iid_hi = cmp.median_ci_exact(pooled_c)
+    iid_lo, _ = median_ci_exact(pooled_b)
+    _, iid_hi = median_ci_exact(pooled_c)
     assert iid_lo / iid_hi > 1.0  # the i.i.d. intervals do not even overlap: a false "faster"
-    assert s.ci_low <= 1.0 <= s.ci_high and s.verdict != cmp.FASTER
+    assert s.ci_low <= 1.0 <= s.ci_high and s.verdict != FASTER
     assert s.components["between"] > 0
 
 
 def test_one_disturbed_round_does_not_move_the_estimate():
     base = blocks(1.0, 0.02, loads=6, rounds=7, n=200, seed=5)
     cand = blocks(1.0, 0.02, loads=6, rounds=7, n=200, seed=6)
-    clean = cmp.speedup_ci(base, cand)
+    clean = speedup_ci(base, cand)
     base[2][3] = base[2][3] * 1.3  # one block of one engine 30 % slow
-    hit = cmp.speedup_ci(base, cand)
+    hit = speedup_ci(base, cand)
     assert abs(math.log(hit.estimate / clean.estimate)) < 0.01
     assert hit.ci_low <= 1.0 <= hit.ci_high
 
 
 def test_engine_median_ci_is_hierarchical_and_holds_the_median():
     b = blocks(5.0, 0.1, loads=6, rounds=5, n=100, seed=7, load_factors=[0.97, 1.03, 1.0, 0.98, 1.02, 1.0])
-    low, high = cmp.engine_median_ci(b)
+    low, high = engine_median_ci(b)
     pooled = np.concatenate([np.concatenate(x) for x in b])
-    i_low, i_high = cmp.median_ci_exact(pooled)
+    i_low, i_high = median_ci_exact(pooled)
     assert low <= 5.0 <= high and low <= float(np.median(pooled)) <= high
     assert high - low > 2 * (i_high - i_low)  # the load spread is in it; the i.i.d. interval misses it
 
@@ -91,7 +97,7 @@ def test_the_interval_is_the_textbook_t_interval_of_the_load_values():
     rng = np.random.default_rng(8)
     base = blocks(1.0, 0.05, loads=7, rounds=6, n=60, seed=21, load_factors=list(1 + 0.02 * rng.standard_normal(7)))
     cand = blocks(1.0, 0.05, loads=7, rounds=6, n=60, seed=22)
-    s = cmp.speedup_ci(base, cand)
+    s = speedup_ci(base, cand)
     values = []
     for b_load, c_load in zip(base, cand):
         r = [math.log(np.median(b) / np.median(c)) for b, c in zip(b_load, c_load)]
@@ -116,23 +122,23 @@ def test_an_order_effect_cancels_inside_each_round_pair():
             c_load.append(np.exp(0.01 * rng.standard_normal(50)) * (0.95 if second == "cand" else 1.0))
         base.append(b_load)
         cand.append(c_load)
-    s = cmp.speedup_ci(base, cand)
+    s = speedup_ci(base, cand)
     assert abs(math.log(s.estimate)) < 0.005 and s.ci_low <= 1.0 <= s.ci_high and s.half_width < 0.01
 
 
 def test_inconclusive_says_about_how_many_more_rounds():
     base = blocks(1.02, 0.3, loads=6, rounds=3, n=50, seed=9)
     cand = blocks(1.00, 0.3, loads=6, rounds=3, n=50, seed=10)
-    s = cmp.speedup_ci(base, cand)
-    assert s.verdict == cmp.INCONCLUSIVE
+    s = speedup_ci(base, cand)
+    assert s.verdict == INCONCLUSIVE
     more = speedup.rounds_to_decide(s)
     assert 0 < more < math.inf
-    hint = cmp.inconclusive_hint(s, round_s=0.2)
+    hint = inconclusive_hint(s, round_s=0.2)
     assert f"about {math.ceil(more)} more rounds" in hint and "--time-budget-s" in hint
     # and the estimate is roughly right: with that many more rounds of the same data it decides
     base2 = blocks(1.02, 0.3, loads=6, rounds=3 + math.ceil(2 * more / 6), n=50, seed=11)
     cand2 = blocks(1.00, 0.3, loads=6, rounds=3 + math.ceil(2 * more / 6), n=50, seed=12)
-    assert cmp.speedup_ci(base2, cand2).half_width < s.half_width
+    assert speedup_ci(base2, cand2).half_width < s.half_width
 
 
 def test_bimodal_latency_is_detected_and_the_mean_ratio_reported():
@@ -140,15 +146,15 @@ def test_bimodal_latency_is_detected_and_the_mean_ratio_reported():
     n = 4000
     bimodal = np.where(rng.random(n) < 0.55, 1.0, 1.3) * np.exp(0.02 * rng.standard_normal(n))
     steady = 1.15 * np.exp(0.02 * rng.standard_normal(n))
-    shape = cmp.distribution_shape(bimodal)
+    shape = distribution_shape(bimodal)
     assert shape.multimodal and shape.modes == 2
     assert shape.mode_ms[0] == pytest.approx(1.0, abs=0.03) and shape.mode_ms[1] == pytest.approx(1.3, abs=0.03)
-    assert not cmp.distribution_shape(steady).multimodal
+    assert not distribution_shape(steady).multimodal
     b = [list(np.array_split(bimodal, 20)[i * 5:(i + 1) * 5]) for i in range(4)]
     c = [list(np.array_split(steady, 20)[i * 5:(i + 1) * 5]) for i in range(4)]
-    s = cmp.speedup_ci(b, c)
+    s = speedup_ci(b, c)
     assert s.median_ratio < 0.92 and abs(s.mean_ratio - 1.0) < 0.03  # "11 % slower" vs means 1 % apart
-    note = cmp.mean_median_note(s)
+    note = mean_median_note(s)
     assert note is not None and f"{s.mean_ratio:.3f}" in note
 
 
@@ -156,8 +162,8 @@ def test_heavy_tail_is_flagged_and_a_lognormal_is_not():
     rng = np.random.default_rng(14)
     body = np.exp(0.02 * rng.standard_normal(5000))
     tail = np.where(rng.random(5000) < 0.03, body * 3, body)
-    assert cmp.distribution_shape(tail).heavy_tail
-    assert not cmp.distribution_shape(body).heavy_tail
+    assert distribution_shape(tail).heavy_tail
+    assert not distribution_shape(body).heavy_tail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,7 +207,7 @@ def test_rounds_alternate_inside_each_load_and_every_load_gets_the_minimum():
     assert all(sorted(first_arms[k:k + 2]) == ["base", "cand"] for k in range(0, 20, 2))
     assert len({tuple(first_arms[k:k + 2]) for k in range(0, 20, 2)}) == 2  # drawn, not the same in every pair
     assert all(len(load) >= plan.min_rounds for load in out.arm("base").blocks)
-    assert out.stop_reason == interleave.STOP_DECISIVE and out.speedups["cand"].verdict == cmp.FASTER
+    assert out.stop_reason == interleave.STOP_DECISIVE and out.speedups["cand"].verdict == FASTER
 
 
 def test_a_budget_too_small_for_the_minimum_runs_the_floor_and_stops_within_it():
@@ -211,7 +217,7 @@ def test_a_budget_too_small_for_the_minimum_runs_the_floor_and_stops_within_it()
     assert out.stop_reason == interleave.STOP_BUDGET
     assert interleave.FLOOR_LOADS <= out.loads < plan.min_loads
     assert all(len(load) >= interleave.FLOOR_ROUNDS for load in out.arm("base").blocks)
-    assert out.speedups["cand"].verdict in (cmp.INCONCLUSIVE, cmp.EQUIVALENT)
+    assert out.speedups["cand"].verdict in (INCONCLUSIVE, EQUIVALENT)
     assert seen and seen[-1].stop_reason == interleave.STOP_BUDGET and seen[-1].rounds == out.rounds
     assert seen[-1].budget_s == 3.0 and seen[-1].elapsed_s <= 3.0 * 1.1
 
@@ -247,7 +253,7 @@ def test_linear_drift_cancels_in_interleaved_rounds():
     plan = interleave.RoundPlan()
     verdicts = [run_sim(cal.case_named("linear drift +2 %/s"), 1.0, plan, seed=k)[1].speedups["cand"].verdict
                 for k in range(5)]
-    assert not any(v in (cmp.FASTER, cmp.SLOWER) for v in verdicts)
+    assert not any(v in (FASTER, SLOWER) for v in verdicts)
 
 
 def test_target_ci_stops_when_the_ci_is_narrow_even_if_it_straddles_the_margin():
@@ -279,14 +285,14 @@ def fake_measure(runner: FakeRunner, feeds, config: TimingConfig) -> Samples:
 
 def test_run_one_load_measures_the_given_runners_as_one_load_and_says_so():
     """run_one_load(arms, plan) — for callers that cannot re-create runners per load."""
-    arms = [cmp.Arm("fp32", FakeRunner(1.2, 1), {}), cmp.Arm("fp16", FakeRunner(1.0, 2), {})]
+    arms = [Arm("fp32", FakeRunner(1.2, 1), {}), Arm("fp16", FakeRunner(1.0, 2), {})]
     out = interleave.run_one_load(arms, interleave.RoundPlan(round_iterations=50, time_budget_s=0.5),
                                   measure=fake_measure)
     assert out.loads == 1 and out.arms[0] is arms[0] and arms[1].n_blocks == out.rounds >= interleave.MIN_ROUNDS
     s = out.speedups["fp16"]
     assert "one load only" in s.method and s.ci_low <= 1.2 <= s.ci_high
     with pytest.raises(ValueError, match="blocks"):
-        cmp.speedup_ci(arms[0].latency_ms, arms[1].latency_ms)
+        speedup_ci(arms[0].latency_ms, arms[1].latency_ms)
 
 
 def mixture_values(gap: float, spread: float = 0.004) -> list[float]:
@@ -320,10 +326,10 @@ def test_a_mixture_makes_the_verdict_inconclusive_with_the_reason():
     factors = [1.0, 1.0, 1.0, 1.0, 1.0, 1.25]  # the candidate 25 % slower in one load of six
     base = blocks(1.50, 0.01, loads=6, rounds=4, n=100, seed=31)
     cand = blocks(1.00, 0.01, loads=6, rounds=4, n=100, seed=32, load_factors=factors)
-    s = cmp.speedup_ci(base, cand)
+    s = speedup_ci(base, cand)
     assert s.mixture and "1 of 6 loads" in s.mixture and "slower" in s.mixture
-    assert cmp.verdict(s.ci_low, s.ci_high) == cmp.FASTER and s.verdict == cmp.INCONCLUSIVE
-    assert cmp.inconclusive_hint(s, 0.2).startswith(s.mixture)
+    assert verdict(s.ci_low, s.ci_high) == FASTER and s.verdict == INCONCLUSIVE
+    assert inconclusive_hint(s, 0.2).startswith(s.mixture)
     assert s.to_json()["mixture"] == s.mixture
 
 

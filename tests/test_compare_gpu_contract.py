@@ -14,6 +14,7 @@ import pytest
 
 from trtprof import compare as cmp
 from trtprof import roofline, timing
+from trtprof.interleave import FLOOR_LOADS, Arm, RoundPlan
 from trtprof.timing import Samples
 
 pytest.importorskip("onnxruntime")
@@ -56,11 +57,11 @@ def fake_time_device(runner, feeds, config):
 
 def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tmp_path, monkeypatch):
     from trtprof import bench
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.spec import Precision
 
-    outcomes = build_engines(conv_model, [Precision.FP32, Precision.FP16], [1, 2], engines_dir=tmp_path / "e",
-                             backend="onnxruntime")
+    outcomes = build_engines(conv_model, [Precision.FP32, Precision.FP16], [1, 2],
+                             settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     records = {o.record.precision: o.record for o in outcomes}
     real_load = bench.load_runner
 
@@ -76,8 +77,9 @@ def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tm
     monkeypatch.setattr(roofline, "query_device_peak", lambda: peak)
 
     # in-process loads: the fakes are monkeypatched into this process, a worker process would not see them
-    report = cmp.compare_records(records, [1, 2], cmp.RoundPlan(time_budget_s=0.0, round_iterations=50),
-                                 onnx_path=conv_model, isolation=cmp.ISOLATION_IN_PROCESS)
+    options = cmp.CompareOptions(plan=RoundPlan(time_budget_s=0.0, round_iterations=50),
+                                 isolation=cmp.ISOLATION_IN_PROCESS)
+    report = cmp.compare_records(records, [1, 2], options, onnx_path=conv_model)
     data = json.loads(json.dumps(report.to_json()))
     assert data["device_peak"]["compute_capability"] == "9.0"
     for c in data["comparisons"]:
@@ -95,11 +97,12 @@ def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tm
     assert set(fp16["stage_samples_ms"]) == {"h2d_ms", "compute_ms", "d2h_ms", "enqueue_ms"}
     assert sum("enqueue-bound" in w for w in fp16["warnings"]) == 1  # one per kind, not one per block
     assert fp16["device"]["first_round"]["before"]["sm_clock_mhz"] == 1980
-    assert fp16["config"]["clock"] == "cuda_events" and fp16["config"]["loads"] == cmp.MIN_LOADS
+    # a 0 s budget runs the floor only (issue 27: the budget is the budget), not the minimum loads
+    assert fp16["config"]["clock"] == "cuda_events" and fp16["config"]["loads"] == FLOOR_LOADS
 
 
 def test_notes_are_kept_once_per_kind_with_their_block_count():
-    arm = cmp.Arm("fp16")
+    arm = Arm("fp16")
     for v in (0.1, 0.25, 0.3):
         arm.add(Samples(stages={"latency_ms": np.ones(4)}, span_s=1.0, warmup_done=0, warmup_s=0.0,
                         notes=[f"enqueue-bound: host enqueue {v:.3f} ms", "SM clock moved"]))

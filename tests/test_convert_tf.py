@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 from trtprof.cli import main
-from trtprof.convert import tf as tfconv
+from trtprof.convert.tf import args as tfargs
+from trtprof.convert.tf import cache as tfcache
+from trtprof.convert.tf import check as tfcheck
+from trtprof.convert.tf import conversion as tfconv
 from trtprof.errors import BadInput, BadModel
 
 FAST = ["--warmup", "2", "--iterations", "5"]
@@ -30,13 +33,13 @@ def _one_error_line(capsys) -> str:
 
 
 def test_parse_tensor_args():
-    assert tfconv.parse_tensor_arg("image") == ("image", None)
-    assert tfconv.parse_tensor_arg("image:0") == ("image:0", None)  # a TF output index, not a shape
-    assert tfconv.parse_tensor_arg("image:0:?x128x128x3") == ("image:0", (None, 128, 128, 3))
-    assert tfconv.parse_tensor_arg("x:[-1,4]") == ("x", (None, 4))
-    assert tfconv.parse_tensor_list("a:?x4,b:[N,2,3],c:0") == [("a", (None, 4)), ("b", (None, 2, 3)), ("c:0", None)]
+    assert tfargs.parse_tensor_arg("image") == ("image", None)
+    assert tfargs.parse_tensor_arg("image:0") == ("image:0", None)  # a TF output index, not a shape
+    assert tfargs.parse_tensor_arg("image:0:?x128x128x3") == ("image:0", (None, 128, 128, 3))
+    assert tfargs.parse_tensor_arg("x:[-1,4]") == ("x", (None, 4))
+    assert tfargs.parse_tensor_list("a:?x4,b:[N,2,3],c:0") == [("a", (None, 4)), ("b", (None, 2, 3)), ("c:0", None)]
     with pytest.raises(BadInput):
-        tfconv.parse_tensor_arg("x:0x4")
+        tfargs.parse_tensor_arg("x:0x4")
 
 
 def test_content_hash_follows_content_not_location(tmp_path):
@@ -44,15 +47,15 @@ def test_content_hash_follows_content_not_location(tmp_path):
     (model / "variables").mkdir(parents=True)
     (model / "saved_model.pb").write_bytes(b"graph")
     (model / "variables" / "variables.data").write_bytes(b"weights")
-    first = tfconv.content_sha256(model)
+    first = tfargs.content_sha256(model)
     copy = tmp_path / "copy"
     shutil.copytree(model, copy)
-    assert tfconv.content_sha256(copy) == first
+    assert tfargs.content_sha256(copy) == first
     (copy / "variables" / "variables.data").write_bytes(b"weightz")
-    assert tfconv.content_sha256(copy) != first
+    assert tfargs.content_sha256(copy) != first
     (copy / "variables" / "variables.data").rename(copy / "variables" / "other.data")
     (copy / "variables" / "other.data").write_bytes(b"weights")
-    assert tfconv.content_sha256(copy) != first  # a renamed file is another model
+    assert tfargs.content_sha256(copy) != first  # a renamed file is another model
 
 
 @pytest.mark.parametrize("kind", ["text_file", "empty_dir", "dir_without_saved_model", "empty_keras"])
@@ -106,11 +109,11 @@ def test_check_verdicts_against_a_perturbed_fake_reference():
         return lambda feeds, ins, outs: [np.maximum(feeds["x"], 0) + offset]
 
     atol, rtol = 1e-4, 0.0
-    exact = tfconv.check_against_tf(model, fake_reference(0.0), atol=atol, rtol=rtol)
-    assert exact.status == "ok" and exact.max_abs_err == 0.0 and exact.batch_size == tfconv.CHECK_BATCH_SIZE
-    near = tfconv.check_against_tf(model, fake_reference(0.5 * atol), atol=atol, rtol=rtol)
+    exact = tfcheck.check_against_tf(model, fake_reference(0.0), atol=atol, rtol=rtol)
+    assert exact.status == "ok" and exact.max_abs_err == 0.0 and exact.batch_size == tfcheck.CHECK_BATCH_SIZE
+    near = tfcheck.check_against_tf(model, fake_reference(0.5 * atol), atol=atol, rtol=rtol)
     assert near.status == "warn" and near.max_abs_err == pytest.approx(0.5 * atol, rel=1e-3)
-    far = tfconv.check_against_tf(model, fake_reference(10 * atol), atol=atol, rtol=rtol)
+    far = tfcheck.check_against_tf(model, fake_reference(10 * atol), atol=atol, rtol=rtol)
     assert far.status == "fail" and far.allowance_used == pytest.approx(10, rel=1e-3)
 
 
@@ -130,10 +133,10 @@ def test_tiny_outputs_are_judged_by_their_scale():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
-    same = tfconv.check_against_tf(model, lambda feeds, ins, outs: [feeds["x"] * np.float32(1e-11)])
-    assert same.status == "ok" and same.min_output_scale < tfconv.DEFAULT_ATOL
-    double = tfconv.check_against_tf(model, lambda feeds, ins, outs: [feeds["x"] * np.float32(2e-11)])
-    assert double.max_abs_err < tfconv.DEFAULT_ATOL  # the absolute rule alone would pass it
+    same = tfcheck.check_against_tf(model, lambda feeds, ins, outs: [feeds["x"] * np.float32(1e-11)])
+    assert same.status == "ok" and same.min_output_scale < tfcheck.DEFAULT_ATOL
+    double = tfcheck.check_against_tf(model, lambda feeds, ins, outs: [feeds["x"] * np.float32(2e-11)])
+    assert double.max_abs_err < tfcheck.DEFAULT_ATOL  # the absolute rule alone would pass it
     assert double.status == "fail" and double.max_rel_err == pytest.approx(0.5, rel=1e-3)
 
 
@@ -205,7 +208,7 @@ def test_three_formats_convert_and_match_tf(fmt, tf_models, tmp_path, capsys):
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     got = session.run(None, {session.get_inputs()[0].name: x})[0]
     want = _tf_outputs("keras" if fmt == "keras" else "savedmodel", tf_models["savedmodel" if fmt == "pb" else fmt], x)
-    np.testing.assert_allclose(got, want, atol=tfconv.DEFAULT_ATOL, rtol=tfconv.DEFAULT_RTOL)
+    np.testing.assert_allclose(got, want, atol=tfcheck.DEFAULT_ATOL, rtol=tfcheck.DEFAULT_RTOL)
 
 
 @tf_only
@@ -275,10 +278,10 @@ def test_changed_model_is_converted_again(tf_models, tmp_path):
     cache = tmp_path / "onnx"
     model = tmp_path / "sm"
     shutil.copytree(tf_models["savedmodel"], model)
-    first = tfconv.convert_cached(model, cache)
-    assert tfconv.convert_cached_result(model, cache).cached
+    first = tfcache.convert_cached(model, cache)
+    assert tfcache.convert_cached_result(model, cache).cached
     (model / "fingerprint.pb").unlink()  # any content change is another model
-    second = tfconv.convert_cached_result(model, cache)
+    second = tfcache.convert_cached_result(model, cache)
     assert not second.cached and second.onnx_path != first
 
 

@@ -624,7 +624,7 @@ def test_prune_that_cannot_remove_is_one_line(engines, monkeypatch, capsys):
 
     (meta,) = engines.glob("*.fp32.*.json")
     meta.write_text("[]")
-    monkeypatch.setattr(admin, "_unlink_quietly", refused)
+    monkeypatch.setattr(admin, "unlink_quietly", refused)
     code, _, err = _run(capsys, "cache", "prune", str(engines), "--corrupt")
     _one_line(code, err, str(engines), "cannot remove", "Permission denied")
     assert meta.exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof.build import build_engines
+from trtprof.build import BuildSettings, build_engines
 from trtprof.cli import main
 from trtprof.spec import Precision
 
@@ -198,7 +198,8 @@ def test_a_models_own_cast_to_float_builds_in_fp16(tmp_path):
                  helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])], [w])
     model = _save(graph, tmp_path / "mask.onnx")
-    (out,) = build_engines(model, [Precision.FP16], [2], engines_dir=tmp_path / "e", backend="onnxruntime")
+    (out,) = build_engines(model, [Precision.FP16], [2],
+                           settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     assert any("Cast(to=FLOAT)" in n and "cast" in n for n in out.record.notes)
     ids, x = np.array([[0, 1, 2], [3, 4, 5]], np.int64), _bench_x((2, 3))
     y = load_runner(out.record).infer({"ids": ids, "x": x})["y"]
@@ -213,8 +214,8 @@ def test_constant_of_shape_without_value_builds_in_fp16(tmp_path):
          helper.make_node("Add", ["z", "x"], ["y"], name="add")], "zeros",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
-    (out,) = build_engines(_save(graph, tmp_path / "z.onnx"), [Precision.FP16], [2], engines_dir=tmp_path / "e",
-                           backend="onnxruntime")
+    (out,) = build_engines(_save(graph, tmp_path / "z.onnx"), [Precision.FP16], [2],
+                           settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     x = _bench_x((2, 3))
     np.testing.assert_allclose(load_runner(out.record).infer({"x": x})["y"], x, rtol=1e-3, atol=1e-3)
 
@@ -231,8 +232,9 @@ def test_keep_fp32_ops_on_the_last_node_keeps_the_output_fp32(tmp_path):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])],
         [numpy_helper.from_array(np.ones(16, np.float32), "g"), numpy_helper.from_array(np.zeros(16, np.float32), "b")])
     model = _save(graph, tmp_path / "lnsm.onnx")
-    fp32, fp16 = build_engines(model, [Precision.FP32, Precision.FP16], [2], engines_dir=tmp_path / "e",
-                               backend="onnxruntime", options={"keep_fp32_ops": "Softmax,LayerNormalization"})
+    fp32, fp16 = build_engines(model, [Precision.FP32, Precision.FP16], [2],
+                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime",
+                                                      options={"keep_fp32_ops": "Softmax,LayerNormalization"}))
     artifact = onnx.load(str(fp16.record.artifact_path))
     assert [o.type.tensor_type.elem_type for o in artifact.graph.output] == [TensorProto.FLOAT]
     x = _bench_x((2, 16))
@@ -259,14 +261,16 @@ def test_a_refused_fp16_graph_blames_the_conversion_and_names_the_node(tmp_path,
     monkeypatch.setattr(fp16_fixes, "detach_graph_outputs", lambda model: [])  # the repair, switched off
     model = output_read_inside_model(tmp_path / "gp.onnx")
     with pytest.raises(BuildFailed) as caught:
-        build_engines(model, [Precision.FP16], [2], engines_dir=tmp_path / "e", backend="onnxruntime")
+        build_engines(model, [Precision.FP16], [2],
+                      settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     text = str(caught.value)
     assert "trtprof's FP16 conversion produced" in text and "the FP32 model itself loads" in text
     assert "node Add_1 (Add)" in text and "--layer-precisions Add_1:fp32" in text  # the reader of gp
     assert not list((tmp_path / "e").glob("*.onnx"))  # nothing half-written
     # and the suggestion works, even without the repair
-    (out,) = build_engines(model, [Precision.FP16], [2], engines_dir=tmp_path / "e", backend="onnxruntime",
-                           options={"layer_precisions": "Add_1:fp32"})
+    (out,) = build_engines(model, [Precision.FP16], [2],
+                           settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime",
+                                                  options={"layer_precisions": "Add_1:fp32"}))
     assert out.built
 
 
@@ -274,7 +278,7 @@ def test_a_refused_fp16_graph_blames_the_conversion_and_names_the_node(tmp_path,
 def test_model_zoo_graphs_convert_and_load(name):
     """Graphs trtprof's authors did not write (IR 3, unnamed nodes): the converted graph passes the
     ONNX checker and ORT loads it; inception_v2's 5.29e4 weight is no longer clamped (to 1e4)."""
-    from trtprof.backends.onnxruntime import _session
+    from trtprof.backends.onnxruntime import ort_session as _session
     from trtprof.convert.fp16 import convert_fp16
 
     path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"
@@ -411,8 +415,9 @@ def test_build_prints_the_range_analysis_and_a_keep_list_covers_it(tmp_path, cap
 def test_keep_lists_are_in_the_fp16_cache_key_only(tmp_path):
     model = overflow_model(tmp_path / "o.onnx")
     kw = dict(engines_dir=tmp_path / "e", backend="onnxruntime", range_check=False)
-    base32, base16 = build_engines(model, [Precision.FP32, Precision.FP16], [1], **kw)
-    ops32, ops16 = build_engines(model, [Precision.FP32, Precision.FP16], [1], options={"keep_fp32_ops": "Mul"}, **kw)
+    base32, base16 = build_engines(model, [Precision.FP32, Precision.FP16], [1], settings=BuildSettings(**kw))
+    ops32, ops16 = build_engines(model, [Precision.FP32, Precision.FP16], [1],
+                                 settings=BuildSettings(options={"keep_fp32_ops": "Mul"}, **kw))
     assert ops32.record.key == base32.record.key and not ops32.built  # FP32 is unaffected
     assert ops16.record.key != base16.record.key and ops16.built
     census = ops16.record.backend_metadata["fp16_weights"]
@@ -420,9 +425,10 @@ def test_keep_lists_are_in_the_fp16_cache_key_only(tmp_path):
     from trtprof.errors import BadInput
 
     with pytest.raises(BadInput, match="fp16 builds only"):
-        build_engines(model, [Precision.FP32], [1], options={"keep_fp32_ops": "Mul"}, **kw)
+        build_engines(model, [Precision.FP32], [1], settings=BuildSettings(options={"keep_fp32_ops": "Mul"}, **kw))
     with pytest.raises(BadInput, match="can only keep named nodes"):
-        build_engines(model, [Precision.FP16], [1], options={"layer_precisions": "*:fp32"}, **kw)
+        build_engines(model, [Precision.FP16], [1],
+                      settings=BuildSettings(options={"layer_precisions": "*:fp32"}, **kw))
 
 
 def test_keep_fp32_ops_adds_to_the_converters_own_block_list(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from trtprof import cuda, memory
 from trtprof.bench import bench_records
-from trtprof.build import build_engines
+from trtprof.build import BuildSettings, build_engines
 from trtprof.results import ResultSet
 from trtprof.spec import Precision
 from trtprof.timing import TimingConfig
@@ -20,7 +20,8 @@ def _engines(tmp_path: Path, precisions=(Precision.FP32, Precision.FP16)):
     from trtprof.samples import make_demo_model
 
     model = make_demo_model(tmp_path / "net.onnx", channels=16, image=32, classes=10)
-    outcomes = build_engines(model, list(precisions), (1, 4), engines_dir=tmp_path / "engines", backend="onnxruntime")
+    outcomes = build_engines(model, list(precisions), (1, 4),
+                             settings=BuildSettings(engines_dir=tmp_path / "engines", backend="onnxruntime"))
     return [o.record for o in outcomes]
 
 
@@ -73,8 +74,8 @@ def test_torch_allocator_peak_is_recorded_per_precision(tmp_path):
     from trtprof.samples import make_demo_model
 
     model = make_demo_model(tmp_path / "net.onnx", channels=64, image=128, classes=10)
-    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], (32,), engines_dir=tmp_path / "engines",
-                             backend="torch")
+    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], (32,),
+                             settings=BuildSettings(engines_dir=tmp_path / "engines", backend="torch"))
     results = bench_records([o.record for o in outcomes], CONFIG)
     mem = {r.precision: r.memory for r in results.results}
     for m in mem.values():

@@ -4,14 +4,15 @@ import numpy as np
 import pytest
 
 from trtprof.bench import load_runner
-from trtprof.build import build_engines
+from trtprof.build import BuildSettings, build_engines
 from trtprof.inputs import make_inputs, resolve_shapes
 from trtprof.spec import Precision
 from trtprof.timing import TimingConfig, time_host
 
 
 def test_fp16_engine_reports_what_really_runs_in_fp16(conv_model, tmp_path):
-    fp32, fp16 = build_engines(conv_model, [Precision.FP32, Precision.FP16], [2], engines_dir=tmp_path, backend="onnxruntime")
+    fp32, fp16 = build_engines(conv_model, [Precision.FP32, Precision.FP16], [2],
+                               settings=BuildSettings(engines_dir=tmp_path, backend="onnxruntime"))
     meta = fp16.record.backend_metadata
     # CPU provider: no FP16 Conv/Relu/Gemm kernels, so every compute node falls back to FP32
     assert meta["provider"] == "CPUExecutionProvider"
@@ -47,7 +48,8 @@ def test_transpose_keeps_an_fp16_kernel_on_cpu(tmp_path):
     )
     path = tmp_path / "tr.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-    (out,) = build_engines(path, [Precision.FP16], [4], engines_dir=tmp_path / "e", backend="onnxruntime")
+    (out,) = build_engines(path, [Precision.FP16], [4],
+                           settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     census = out.record.backend_metadata["node_precision"]
     assert census["fp16"] == {"Transpose": 1} and census["fp32"] == {"Relu": 1}
     assert out.record.backend_metadata["effective_precision"] == "mixed"
@@ -93,7 +95,8 @@ def test_fp16_of_an_ir3_model_that_lists_weights_as_inputs(tmp_path):
     model.ir_version = 3
     path = tmp_path / "ir3.onnx"
     onnx.save(model, str(path))
-    fp32, fp16 = build_engines(path, [Precision.FP32, Precision.FP16], [2], engines_dir=tmp_path / "e", backend="onnxruntime")
+    fp32, fp16 = build_engines(path, [Precision.FP32, Precision.FP16], [2],
+                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     assert [t.name for t in fp16.record.inputs] == ["x"]  # the weight is not something to feed
     r32, r16 = load_runner(fp32.record), load_runner(fp16.record)
     feeds = make_inputs(r32.inputs, resolve_shapes(r32.inputs, 2))
@@ -101,7 +104,7 @@ def test_fp16_of_an_ir3_model_that_lists_weights_as_inputs(tmp_path):
 
 
 def test_ort_error_cause_drops_nested_prefixes_and_source_locations():
-    from trtprof.backends.onnxruntime import _ort_cause
+    from trtprof.backends.onnxruntime import ort_cause as _ort_cause
 
     text = ("[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/onnxruntime/core/graph/graph.cc:1483 "
             "onnxruntime::Graph::Graph(const onnxruntime::Model&, bool) [ONNXRuntimeError] : 1 : FAIL : "

@@ -159,10 +159,11 @@ def test_cpu_state_is_recorded_and_threads_applied(conv_model, tmp_path, capsys)
 
 def test_threads_is_passed_to_the_onnxruntime_session(conv_model, tmp_path):
     from trtprof.bench import load_runner
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.spec import Precision
 
-    (outcome,) = build_engines(conv_model, [Precision.FP32], engines_dir=tmp_path / "e", backend="onnxruntime")
+    (outcome,) = build_engines(conv_model, [Precision.FP32],
+                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     runner = load_runner(outcome.record, threads=1)
     opts = runner.session.get_session_options()
     assert opts.intra_op_num_threads == 1 and opts.inter_op_num_threads == 1

@@ -90,9 +90,10 @@ def test_precision_names_parse_and_sort():
 
 def _torch_engine(model: Path, tmp_path: Path, precision: Precision):
     from trtprof.backends import get
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
 
-    (outcome,) = build_engines(model, [precision], (16,), engines_dir=tmp_path / "engines", backend="torch")
+    (outcome,) = build_engines(model, [precision], (16,),
+                               BuildSettings(engines_dir=tmp_path / "engines", backend="torch"))
     return get("torch").load(outcome.record.artifact_path, outcome.record)
 
 

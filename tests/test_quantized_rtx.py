@@ -13,7 +13,7 @@ trt = pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx not installed: pi
 if getattr(trt, "IS_FAKE", False):  # pragma: no cover - a contract test leaked its fake
     pytest.skip("the fake tensorrt_rtx is installed", allow_module_level=True)
 
-from trtprof.build import build_engines  # noqa: E402
+from trtprof.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.cli import main  # noqa: E402
 from trtprof.errors import UnsupportedPrecision  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
@@ -23,8 +23,9 @@ from .test_int8 import make_mlp_model  # noqa: E402
 
 
 def _build(model, tmp_path, precision, **options):
-    (outcome,) = build_engines(model, [precision], (1, 4), engines_dir=tmp_path / "engines", backend="tensorrt-rtx",
-                               options=options or None)
+    (outcome,) = build_engines(model, [precision], (1, 4),
+                               BuildSettings(engines_dir=tmp_path / "engines", backend="tensorrt-rtx",
+                                             options=options or None))
     return outcome.record
 
 

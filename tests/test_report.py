@@ -11,9 +11,11 @@ import pytest
 from trtprof import compare as cmp
 from trtprof.accuracy import compare_outputs
 from trtprof.cli import main
-from trtprof.diagnose import Finding
+from trtprof.findings import Finding
+from trtprof.interleave import RoundPlan
 from trtprof.report import load, markdown_summary, render_html
 from trtprof.results import BenchResult, ResultSet
+from trtprof.speedup import speedup_ci
 
 pytest.importorskip("matplotlib")
 
@@ -43,12 +45,12 @@ def synthetic_compare_json(tmp_path, *, overflow: bool = False):
         acc = compare_outputs(ref, out)
         comparisons.append(cmp.Comparison(
             batch_size=batch, baseline="fp32", candidate="fp16",
-            speedup=cmp.speedup_ci(as_blocks(base), as_blocks(cand)), accuracy=acc,
+            speedup=speedup_ci(as_blocks(base), as_blocks(cand)), accuracy=acc,
             diagnosis=[Finding("gpu_underutilised", "<b>not html</b> fixed cost", {"intercept_ms": 0.1})],
             baseline_result=base, candidate_result=cand, rounds=8, stop_reason="decisive", loads=2,
             round_ratios=[1.6] * 8, half_widths={"fp32": 0.005, "fp16": 0.004},
         ))
-    report = cmp.CompareReport(model="net", backend="onnxruntime", plan=cmp.RoundPlan(), comparisons=comparisons,
+    report = cmp.CompareReport(model="net", backend="onnxruntime", plan=RoundPlan(), comparisons=comparisons,
                                results=results, environment={"host": {"cpu": "test"}},
                                warnings=["fp16 produced 1 non-finite output values"] if overflow else [])
     path = tmp_path / "compare.json"
@@ -118,12 +120,12 @@ def test_a_bimodal_engine_is_named_beside_its_histogram_and_in_the_verdict_note(
                                     model="net", precision="fp32", backend="onnxruntime", engine={}, config={})
     cand = synthetic_result("fp16", 1, 1.15, seed=4)
     c = cmp.Comparison(batch_size=1, baseline="fp32", candidate="fp16",
-                       speedup=cmp.speedup_ci(as_blocks(base, 4, 5), as_blocks(cand, 4, 5)), accuracy=None,
+                       speedup=speedup_ci(as_blocks(base, 4, 5), as_blocks(cand, 4, 5)), accuracy=None,
                        diagnosis=[], baseline_result=base, candidate_result=cand, rounds=20, stop_reason="decisive",
                        round_ratios=[], half_widths={}, loads=4)
     assert "2 modes" in c.verdict_note and "mean ratio" in c.verdict_note
     path = tmp_path / "c.json"
-    cmp.CompareReport(model="net", backend="onnxruntime", plan=cmp.RoundPlan(), comparisons=[c],
+    cmp.CompareReport(model="net", backend="onnxruntime", plan=RoundPlan(), comparisons=[c],
                       results=[base, cand], environment={}).write_json(path)
     data = load(path)
     page = render_html(data)

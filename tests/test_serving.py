@@ -243,13 +243,13 @@ def test_slo_verdict_is_inconclusive_with_a_reason_when_a_precision_misses_or_ha
 
 @pytest.fixture
 def engines(tmp_path: Path) -> Path:
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.samples import make_demo_model
     from trtprof.spec import Precision
 
     model = make_demo_model(tmp_path / "net.onnx", channels=8, image=16, classes=10)
-    build_engines(model, [Precision.FP32, Precision.FP16], (1, 2), engines_dir=tmp_path / "engines",
-                  backend="onnxruntime")
+    build_engines(model, [Precision.FP32, Precision.FP16], (1, 2),
+                  settings=BuildSettings(engines_dir=tmp_path / "engines", backend="onnxruntime"))
     return tmp_path / "engines"
 
 

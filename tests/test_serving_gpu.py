@@ -16,13 +16,13 @@ pytestmark = [pytest.mark.gpu,
 
 @pytest.fixture
 def torch_arms(tmp_path):
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.samples import make_demo_model
     from trtprof.spec import Precision
 
     model = make_demo_model(tmp_path / "net.onnx", channels=32, image=64, classes=10)
-    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], (1, 8), engines_dir=tmp_path / "engines",
-                             backend="torch")
+    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], (1, 8),
+                             settings=BuildSettings(engines_dir=tmp_path / "engines", backend="torch"))
     return {o.record.precision: o.record for o in outcomes}
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.build import build_engines
+from trtprof.build import BuildSettings, build_engines
 from trtprof.cache import EngineCache, EngineRecord, list_engines
 from trtprof.errors import CacheCorrupt
 from trtprof.spec import BuildSpec, CacheKey, Precision
@@ -51,10 +51,12 @@ def test_spec_json_roundtrip():
 
 def test_second_build_is_a_cache_hit_that_changes_nothing(conv_model, tmp_path):
     engines = tmp_path / "engines"
-    first = build_engines(conv_model, [Precision.FP32, Precision.FP16], [1, 4], engines_dir=engines, backend="onnxruntime")
+    first = build_engines(conv_model, [Precision.FP32, Precision.FP16], [1, 4],
+                          settings=BuildSettings(engines_dir=engines, backend="onnxruntime"))
     assert [o.built for o in first] == [True, True]
     before = tree_snapshot(engines)
-    second = build_engines(conv_model, [Precision.FP32, Precision.FP16], [4, 1], engines_dir=engines, backend="onnxruntime")
+    second = build_engines(conv_model, [Precision.FP32, Precision.FP16], [4, 1],
+                           settings=BuildSettings(engines_dir=engines, backend="onnxruntime"))
     assert [o.built for o in second] == [False, False]
     assert tree_snapshot(engines) == before
     assert {o.record.key for o in first} == {o.record.key for o in second}
@@ -66,21 +68,24 @@ def test_second_build_is_a_cache_hit_that_changes_nothing(conv_model, tmp_path):
 
 def test_corrupt_artifact_is_rebuilt_by_build_and_refused_by_load(conv_model, tmp_path):
     engines = tmp_path / "engines"
-    (outcome,) = build_engines(conv_model, [Precision.FP32], engines_dir=engines, backend="onnxruntime")
+    (outcome,) = build_engines(conv_model, [Precision.FP32],
+                               settings=BuildSettings(engines_dir=engines, backend="onnxruntime"))
     artifact = outcome.record.artifact_path
     good = artifact.read_bytes()
     artifact.write_bytes(good[: len(good) // 2])
     (record,) = list_engines(engines)
     with pytest.raises(CacheCorrupt, match="sha256"):
         record.verify()
-    (again,) = build_engines(conv_model, [Precision.FP32], engines_dir=engines, backend="onnxruntime")
+    (again,) = build_engines(conv_model, [Precision.FP32],
+                             settings=BuildSettings(engines_dir=engines, backend="onnxruntime"))
     assert again.built and artifact.read_bytes() == good
 
 
 def test_rebuild_forces_a_build(conv_model, tmp_path):
     engines = tmp_path / "engines"
-    build_engines(conv_model, [Precision.FP32], engines_dir=engines, backend="onnxruntime")
-    (outcome,) = build_engines(conv_model, [Precision.FP32], engines_dir=engines, backend="onnxruntime", rebuild=True)
+    build_engines(conv_model, [Precision.FP32], settings=BuildSettings(engines_dir=engines, backend="onnxruntime"))
+    (outcome,) = build_engines(conv_model, [Precision.FP32],
+                               settings=BuildSettings(engines_dir=engines, backend="onnxruntime", rebuild=True))
     assert outcome.built
     assert len(list(engines.glob("*.json"))) == 1
 
@@ -100,9 +105,11 @@ def test_failed_build_leaves_nothing(tmp_path):
 
 def _build_in_process(args):
     model, engines = args
+    from trtprof.build import BuildSettings
     from trtprof.build import build_engines as build
 
-    (outcome,) = build(Path(model), [Precision.FP32], engines_dir=Path(engines), backend="onnxruntime")
+    (outcome,) = build(Path(model), [Precision.FP32],
+                       settings=BuildSettings(engines_dir=Path(engines), backend="onnxruntime"))
     return outcome.record.artifact_sha256
 
 

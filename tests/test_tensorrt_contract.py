@@ -16,7 +16,7 @@ import pytest
 from trtprof import backends
 from trtprof.backends.tensorrt import TensorRTBackend, compat
 from trtprof.backends.tensorrt import device as trt_device
-from trtprof.build import build_engines
+from trtprof.build import BuildSettings, build_engines
 from trtprof.errors import BadInput, BuildFailed, CacheCorrupt, IncompatibleEngine, MissingDependency
 from trtprof.spec import BuildSpec, Precision
 
@@ -316,7 +316,8 @@ def test_build_returning_none_raises_with_the_log_tail(fake_trt, conv_model, tmp
 
 
 def _cached_engine(conv_model, tmp_path, precision=Precision.FP32):
-    [outcome] = build_engines(conv_model, [precision], [1, 4], engines_dir=tmp_path / "engines", backend="tensorrt")
+    [outcome] = build_engines(conv_model, [precision], [1, 4],
+                              settings=BuildSettings(engines_dir=tmp_path / "engines", backend="tensorrt"))
     return outcome.record
 
 
@@ -324,7 +325,8 @@ def test_build_engines_end_to_end_caches_a_plan(fake_trt, conv_model, tmp_path):
     record = _cached_engine(conv_model, tmp_path)
     assert record.artifact_path.suffix == ".plan" and record.environment["tensorrt_version"] == fake_trt.__version__
     assert record.environment == TensorRTBackend().environment()
-    [again] = build_engines(conv_model, [Precision.FP32], [1, 4], engines_dir=tmp_path / "engines", backend="tensorrt")
+    [again] = build_engines(conv_model, [Precision.FP32], [1, 4],
+                            settings=BuildSettings(engines_dir=tmp_path / "engines", backend="tensorrt"))
     assert not again.built
 
 
@@ -462,7 +464,8 @@ def test_cli_inspect_table_on_a_tensorrt_engine(trt10, conv_model, tmp_path, cap
 def test_cli_inspect_on_an_onnxruntime_engine_prints_its_metadata(conv_model, tmp_path, capsys):
     from trtprof.cli import main
 
-    [outcome] = build_engines(conv_model, [Precision.FP16], [1], engines_dir=tmp_path / "e", backend="onnxruntime")
+    [outcome] = build_engines(conv_model, [Precision.FP16], [1],
+                              settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     capsys.readouterr()
     assert main(["inspect", str(outcome.record.artifact_path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)

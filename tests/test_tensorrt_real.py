@@ -34,7 +34,7 @@ _REASON = _skip_reason()
 # skip at collection (CI fails on any skip in that run)
 pytestmark = [pytest.mark.tensorrt, pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=str(_REASON))]
 
-from trtprof.build import build_engines  # noqa: E402
+from trtprof.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
 
 BATCHES = [1, 4]
@@ -54,7 +54,7 @@ def _reference(model, feeds):
 @pytest.fixture
 def engines(conv_model, tmp_path):
     outcomes = build_engines(conv_model, [Precision.FP32, Precision.FP16], BATCHES,
-                             engines_dir=tmp_path / "engines", backend="tensorrt")
+                             settings=BuildSettings(engines_dir=tmp_path / "engines", backend="tensorrt"))
     return {o.record.precision: o.record for o in outcomes}
 
 

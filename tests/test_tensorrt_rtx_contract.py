@@ -19,7 +19,7 @@ from trtprof import backends
 from trtprof.backends.tensorrt import compat, targets
 from trtprof.backends.tensorrt import device as trt_device
 from trtprof.backends.tensorrt.rtx import TensorRTRTXBackend
-from trtprof.build import build_engines
+from trtprof.build import BuildSettings, build_engines
 from trtprof.errors import BackendUnavailable, BadInput, IncompatibleEngine, MissingDependency
 from trtprof.spec import Precision
 
@@ -51,8 +51,9 @@ def rtx_gpu(monkeypatch):
 
 
 def _build(model: Path, tmp_path: Path, precisions, batches=(1, 4), **options):
-    return build_engines(model, precisions, batches, engines_dir=tmp_path / "engines", backend="tensorrt-rtx",
-                         options=options)
+    return build_engines(model, precisions, batches,
+                         settings=BuildSettings(engines_dir=tmp_path / "engines", backend="tensorrt-rtx",
+                                                options=options))
 
 
 # ---- build ---------------------------------------------------------------------------------------
@@ -147,8 +148,9 @@ def test_compute_capability_is_refused_by_enterprise_tensorrt(monkeypatch, conv_
     monkeypatch.setattr(trt_device, "device_count", lambda: (1, ""))
     monkeypatch.setattr(trt_device, "query_device", lambda index=0: RTX_GPU)
     with pytest.raises(BadInput, match="TensorRT-RTX option"):
-        build_engines(conv_model, [Precision.FP32], [1], engines_dir=tmp_path / "e", backend="tensorrt",
-                      options={"compute_capability": "sm86"})
+        build_engines(conv_model, [Precision.FP32], [1],
+                      settings=BuildSettings(engines_dir=tmp_path / "e", backend="tensorrt",
+                                             options={"compute_capability": "sm86"}))
 
 
 def test_parse_errors_name_the_node(rtx_nogpu, conv_model, tmp_path):

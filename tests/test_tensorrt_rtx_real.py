@@ -19,7 +19,7 @@ if getattr(trt, "IS_FAKE", False):  # pragma: no cover - a contract test leaked 
     pytest.skip("the fake tensorrt_rtx is installed", allow_module_level=True)
 
 from trtprof import cuda  # noqa: E402
-from trtprof.build import build_engines  # noqa: E402
+from trtprof.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.cli import main  # noqa: E402
 from trtprof.errors import BadInput, BuildFailed  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
@@ -30,7 +30,8 @@ NO_GPU = cuda.device_count() == 0
 
 
 def _build(model, tmp_path, precisions, batches=(1, 4), **kw):
-    return build_engines(model, precisions, batches, engines_dir=tmp_path / "engines", backend="tensorrt-rtx", **kw)
+    return build_engines(model, precisions, batches,
+                         settings=BuildSettings(engines_dir=tmp_path / "engines", backend="tensorrt-rtx", **kw))
 
 
 @pytest.fixture

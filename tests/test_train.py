@@ -147,12 +147,12 @@ def test_cross_entropy_needs_logits(tmp_path):
 def test_interleaved_training_verdict_on_cpu(tmp_path):
     """The whole comparison through compare's run_interleaved/speedup_ci/verdict: fp32 vs amp-fp16
     (GradScaler counted) vs amp-bf16, losses per arm, reasons present, the JSON complete."""
-    from trtprof import compare as cmp
-    from trtprof.interleave import FLOOR_ROUNDS
+    from trtprof.interleave import FLOOR_ROUNDS, RoundPlan
+    from trtprof.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
 
-    plan = cmp.RoundPlan(time_budget_s=0.5, round_iterations=3, first_warmup=2, first_warmup_ms=0)
+    plan = RoundPlan(time_budget_s=0.5, round_iterations=3, first_warmup=2, first_warmup_ms=0)
     data = train_compare(_model(tmp_path), "fp32,amp-fp16,amp-bf16", (2,), plan, TrainOptions(steps=4), device="cpu")
     assert data["schema"] == "trtprof.train_compare/1" and data["device"] == "cpu"
     assert [(c["baseline"], c["candidate"]) for c in data["comparisons"]] == [("fp32", "amp-fp16"), ("fp32", "amp-bf16")]
@@ -160,7 +160,7 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
         s = c["speedup"]
         assert s["ci_low"] <= s["estimate"] <= s["ci_high"]
         wide = s["ci_high"] / s["ci_low"] > MAX_CI_RATIO
-        assert c["verdict"] == (NOT_MEASURABLE if wide else cmp.verdict(s["ci_low"], s["ci_high"]))
+        assert c["verdict"] == (NOT_MEASURABLE if wide else verdict(s["ci_low"], s["ci_high"]))
         # a 0.5 s budget and one load: the floor of two round pairs (2 × interleave.FLOOR_ROUNDS) at least
         assert c["rounds"] >= 2 * FLOOR_ROUNDS and len(c["round_ratios"]) == c["rounds"]
         assert c["latency"]["baseline"]["n"] == c["rounds"] * 3
@@ -231,11 +231,12 @@ def test_cli_missing_model_is_exit_2(tmp_path, capsys):
 @needs_gpu
 @needs_torch
 def test_gpu_training_verdict_memory_and_reasons(tmp_path):
-    from trtprof import compare as cmp
+    from trtprof.interleave import MIN_ROUNDS, RoundPlan
+    from trtprof.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions
 
-    plan = cmp.RoundPlan(time_budget_s=1.0, copies=False)
+    plan = RoundPlan(time_budget_s=1.0, copies=False)
     data = train_compare(_model(tmp_path), None, (8,), plan, TrainOptions(steps=5), device="cuda")
     assert [c["candidate"] for c in data["comparisons"]] == ["tf32", "amp-fp16", "amp-bf16"]
     res = {r["precision"]: r for r in data["results"]}

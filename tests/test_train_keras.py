@@ -26,17 +26,18 @@ def keras_net(tmp_path_factory) -> Path:
 
 
 def test_keras_mixed_float16_verdict_on_cpu(keras_net):
-    from trtprof import compare as cmp
+    from trtprof.interleave import RoundPlan
+    from trtprof.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
 
-    plan = cmp.RoundPlan(time_budget_s=0.3, round_iterations=3, first_warmup=2, first_warmup_ms=0)
+    plan = RoundPlan(time_budget_s=0.3, round_iterations=3, first_warmup=2, first_warmup_ms=0)
     data = train_compare(keras_net, "fp32,amp-fp16", (4,), plan, TrainOptions(steps=4), device="cpu")
     assert data["backend"] == "keras-train"
     c = data["comparisons"][0]
     s = c["speedup"]
     wide = s["ci_high"] / s["ci_low"] > MAX_CI_RATIO  # a loaded CPU: "not measurable here", not a speedup
-    assert c["verdict"] == (NOT_MEASURABLE if wide else cmp.verdict(s["ci_low"], s["ci_high"]))
+    assert c["verdict"] == (NOT_MEASURABLE if wide else verdict(s["ci_low"], s["ci_high"]))
     assert s["ci_low"] <= s["estimate"] <= s["ci_high"]
     arms = data["batches"][0]["arms"]
     assert arms["fp32"]["framework"]["layers_computing_in_half"] == 0

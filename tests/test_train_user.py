@@ -141,13 +141,13 @@ def test_factory_four_tuple_uses_its_loss_and_optimizer(tiny, tmp_path):
     module's output on trtprof's seeded inputs, computed here independently; SGD from optimizer_fn."""
     import torch
 
-    from trtprof import compare as cmp
+    from trtprof.interleave import RoundPlan
     from trtprof.inputs import make_inputs
     from trtprof.spec import TensorSpec
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions
 
-    plan = cmp.RoundPlan(time_budget_s=0.2, round_iterations=2, first_warmup=1, first_warmup_ms=0)
+    plan = RoundPlan(time_budget_s=0.2, round_iterations=2, first_warmup=1, first_warmup_ms=0)
     data = train_compare(f"{tiny}:make_full", "fp32,amp-bf16", (3,), plan, TrainOptions(steps=2, reasons=False),
                          device="cpu")
     assert data["environment"]["backend"]["source"]["form"] == "model+inputs+loss+optimizer"
@@ -494,11 +494,11 @@ def test_report_net_module_matches_the_onnx_file(tmp_path):
 def test_gpu_factory_autotuned_graphed_and_memory_breakdown(tiny, tmp_path):
     """On a GPU: autotuning recorded on, the graphed arm measured and compared with its eager arm,
     the memory breakdown present for every arm."""
-    from trtprof import compare as cmp
+    from trtprof.interleave import RoundPlan
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions
 
-    plan = cmp.RoundPlan(time_budget_s=1.0, copies=False)
+    plan = RoundPlan(time_budget_s=1.0, copies=False)
     data = train_compare(f"{tiny}:make", "fp32,amp-bf16,amp-bf16+graphed", (8,), plan, TrainOptions(steps=3),
                          device="cuda")
     assert data["settings"]["cudnn_benchmark"] is True and data["environment"]["backend"]["cudnn_benchmark"] is True

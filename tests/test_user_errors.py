@@ -176,12 +176,13 @@ def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp
     """ORT's "Failed to allocate" from a run (here from a fake runner: forcing a real one out of memory
     would take the test machine's memory with it) becomes OutOfMemory with the batch size."""
     from trtprof.bench import bench_one
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.errors import OutOfMemory
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig
 
-    (outcome,) = build_engines(conv_model, [Precision.FP32], engines_dir=tmp_path / "e", backend="onnxruntime")
+    (outcome,) = build_engines(conv_model, [Precision.FP32],
+                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
 
     class FakeOomRunner:  # a fake, named so: only the error path is under test
         device = "cpu"
@@ -296,11 +297,12 @@ def test_signal_during_bench_keeps_finished_entries(signum, conv_model, tmp_path
 def test_interrupted_bench_library_call_returns_partial_set(conv_model, tmp_path):
     """bench_records turns a KeyboardInterrupt in the loop into interrupted=True with the rest pending."""
     from trtprof.bench import bench_records
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig
 
-    outcomes = build_engines(conv_model, [Precision.FP32], [1, 2, 4], engines_dir=tmp_path / "e", backend="onnxruntime")
+    outcomes = build_engines(conv_model, [Precision.FP32], [1, 2, 4],
+                             settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     seen = []
 
     def on_result(result):

@@ -69,12 +69,13 @@ def test_three_forms_give_the_same_samples(tmp_path):
 
 def test_all_samples_through_the_runner_in_batches(tmp_path):
     from trtprof.bench import load_runner
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.spec import Precision
     from trtprof.user_inputs import InputData, run_all
 
     model = classifier_model(tmp_path / "cls.onnx")
-    [outcome] = build_engines(model, [Precision.FP32], [32], engines_dir=tmp_path / "e", backend="onnxruntime")
+    [outcome] = build_engines(model, [Precision.FP32], [32],
+                              settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     np.savez(tmp_path / "d.npz", x=_x())
     runner = load_runner(outcome.record)
     try:

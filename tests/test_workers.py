@@ -15,10 +15,11 @@ pytest.importorskip("onnxruntime")
 
 @pytest.fixture
 def fp32_record(conv_model, tmp_path):
-    from trtprof.build import build_engines
+    from trtprof.build import BuildSettings, build_engines
     from trtprof.spec import Precision
 
-    (outcome,) = build_engines(conv_model, [Precision.FP32], [1], engines_dir=tmp_path / "e", backend="onnxruntime")
+    (outcome,) = build_engines(conv_model, [Precision.FP32], [1],
+                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
     return outcome.record
 
 
@@ -131,7 +132,7 @@ def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_i
     """The worker processes load their engines while the parent runs its own accuracy pass (on a GPU
     host both take seconds); if that pass fails, no worker is left running."""
     from trtprof import accuracy
-    from trtprof.compare import compare_records
+    from trtprof.compare import CompareOptions, compare_records
     from trtprof.errors import BadModel
 
     pools = []
@@ -151,6 +152,6 @@ def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_i
     monkeypatch.setattr(accuracy, "run_outputs", failing_outputs)
     plan = interleave.RoundPlan(time_budget_s=0.0, round_iterations=5, min_loads=3, min_rounds=2)
     with pytest.raises(BadModel):
-        compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], plan)
+        compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], CompareOptions(plan=plan))
     assert seen == [3]
     assert all(w.proc.poll() is not None for w in pools[0].workers)

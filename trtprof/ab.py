@@ -13,11 +13,19 @@ something; a mismatch is a ``BadInput`` naming it (exit 2).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from . import bench, whatif
+from .build import as_onnx
+from .cache import atomic_write_text
+from .compare import CompareHooks, CompareOptions, compare_records, resolve_records
 from .errors import BadInput
+from .inputs import make_inputs, resolve_shapes
+from .model import inspect_model
+from .spec import Precision
 
 
 @dataclass(frozen=True)
@@ -45,10 +53,6 @@ class AbOutcome:
         return data
 
     def write_json(self, path: Path) -> None:
-        import json
-
-        from .cache import atomic_write_text
-
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=True) + "\n")
 
@@ -72,9 +76,6 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
                  shapes: Mapping[str, tuple[int, ...]] | None = None,
                  on_built: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], tuple[int, ...], Any]:
     """Build (or find) each arm's engine: label → record, the batch sizes, the baseline's ONNX path."""
-    from .compare import resolve_records
-    from .spec import Precision
-
     records: dict[str, Any] = {}
     sizes: tuple[int, ...] = tuple(batch_sizes)
     onnx_paths = []
@@ -113,13 +114,11 @@ def io_mismatch(a_label: str, a: Any, b_label: str, b: Any) -> str:
 
 def check_compatible(records: Mapping[str, Any]) -> None:
     """Load every arm once and refuse (exit 2, one line) arms that do not take the same inputs."""
-    from .bench import load_runner
-
     labels = list(records)
     runners: dict[str, Any] = {}
     try:
         for label in labels:
-            runners[label] = load_runner(records[label])
+            runners[label] = bench.load_runner(records[label])
         base = labels[0]
         for other in labels[1:]:
             why = io_mismatch(base, runners[base], other, runners[other])
@@ -130,23 +129,21 @@ def check_compatible(records: Mapping[str, Any]) -> None:
             r.close()
 
 
-def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], plan: Any, *, engines_dir: Path,
-               shapes: Mapping[str, tuple[int, ...]] | None = None, on_built: Callable[[Any], None] | None = None,
-               analysis_onnx: Path | None = None, **compare_kwargs: Any) -> AbOutcome:
+def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: CompareOptions = CompareOptions(), *,
+               engines_dir: Path, analysis_onnx: Path | None = None,
+               hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """Resolve, check, then measure the arms through ``compare.compare_records`` (baseline first).
 
     The roofline and FP16 range analysis read one source graph: with two different models they are
     skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept.
     ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
     what does not apply to the changed arm."""
-    from .compare import compare_records
-
-    records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=shapes,
-                                             on_built=on_built)
+    records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
+                                             on_built=hooks.on_built)
     check_compatible(records)
     same_model = len({str(a.model) for a in arms}) == 1
-    report = compare_records(records, sizes, plan, shapes=shapes,
-                             onnx_path=onnx_path if same_model else analysis_onnx, **compare_kwargs)
+    report = compare_records(records, sizes, options, onnx_path=onnx_path if same_model else analysis_onnx,
+                             hooks=hooks)
     report.model = " vs ".join(dict.fromkeys(r.model for r in records.values()))
     report.backend = " vs ".join(dict.fromkeys(r.backend for r in records.values()))
     if not same_model and analysis_onnx is None:
@@ -154,18 +151,12 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], plan: Any, *
     return AbOutcome(report, list(arms))
 
 
-def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequence[int], plan: Any, *,
-                    engines_dir: Path, backend: str = "auto", shapes: Mapping[str, tuple[int, ...]] | None = None,
-                    on_built: Callable[[Any], None] | None = None, seed: int = 0,
-                    **compare_kwargs: Any) -> AbOutcome:
+def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequence[int],
+                    options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
+                    hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """``--what-if pad-channels``: the original against its padded copy (outputs checked identical
     first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
     "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer."""
-    from . import whatif
-    from .build import as_onnx
-    from .inputs import make_inputs, resolve_shapes
-    from .model import inspect_model
-
     if what_if not in whatif.WHAT_IFS:
         raise BadInput(f"--what-if {what_if}: known experiments are {', '.join(whatif.WHAT_IFS)}")
     source = as_onnx(Path(model), Path(engines_dir))
@@ -175,14 +166,14 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
         raise BadInput(f"{model}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
                        f"{whatif.PAD_MULTIPLE} (or none can be padded: {change.skipped}); nothing to measure")
     inputs = inspect_model(source).inputs
-    check_feeds = make_inputs(inputs, resolve_shapes(inputs, min(batch_sizes or (1,)), shapes or {}), seed=seed)
+    check_feeds = make_inputs(inputs, resolve_shapes(inputs, min(batch_sizes or (1,)), options.shapes or {}),
+                              seed=options.seed)
     identical = whatif.check_identical(source, padded, check_feeds)
     label = f"{precision}+{what_if}"
     arms = ([ArmSpec("fp32", source, backend, "fp32"), ArmSpec("fp16", source, backend, "fp16")]
             if precision == "fp16" else [ArmSpec(precision, source, backend, precision)])
     arms.append(ArmSpec(label, padded, backend, precision))
-    outcome = compare_ab(arms, batch_sizes, plan, engines_dir=engines_dir, shapes=shapes, on_built=on_built, seed=seed,
-                         analysis_onnx=source, **compare_kwargs)
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
     outcome.report.model = source.stem
     for c in outcome.report.comparisons:  # the original's FLOPs are not the padded copy's
         if c.candidate == label:
@@ -198,8 +189,6 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
 
 def what_if_lines(report: Any, what_if: str, arms: Sequence[ArmSpec]) -> list[str]:
     """Per batch size: "<finding> (raised here | not raised here) → <what-if> measured: A× → B×"."""
-    from . import whatif
-
     rule = whatif.SUGGESTED_BY[what_if]
     original, changed = arms[-2].label, arms[-1].label
     lines = []

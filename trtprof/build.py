@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import backends, preflight
+from . import backends, fp16range, preflight
 from .cache import EngineCache, EngineRecord, now_iso
 from .convert.quantize import calibration_feeds, quantization_options
 from .errors import BadInput, BadModel
@@ -69,7 +69,7 @@ def as_onnx(
     if not path.exists():
         raise BadModel("no such file or directory", path=path)
     if is_tensorflow_model(path):
-        from .convert.tf import convert_cached_result  # imports TensorFlow lazily, raises MissingDependency
+        from .convert.tf.cache import convert_cached_result  # imports TensorFlow lazily, raises MissingDependency
 
         result = convert_cached_result(path, Path(engines_dir) / "onnx", check=check, **convert_options)
         if on_convert is not None:
@@ -86,32 +86,45 @@ def check_range_memory(inputs: Sequence[TensorSpec], batch_size: int, shapes: Ma
     preflight.check_memory(batch_size, preflight.input_bytes(inputs, resolved))
 
 
+@dataclass(frozen=True)
+class BuildSettings:
+    """How to build, as one frozen object instead of a dozen loose keywords (``trtprof build`` fills
+    it from its flags; tests and benchmarks name only what they change).
+
+    ``shapes``: input shape overrides (name → shape); ``engines_dir``: the engine cache; ``backend``:
+    a backend name or "auto"; ``rebuild``: build even when a cached engine fits; ``options``: backend
+    build options (the FP16 keep-lists go into the FP16 spec only); ``check`` and ``convert_options``:
+    the TensorFlow conversion's faithfulness check and tf2onnx options; ``range_check``: an FP16
+    engine records the FP16 range analysis of the FP32 model in its metadata and notes (on all of the
+    user's samples with ``data``, user_inputs.InputData)."""
+
+    shapes: Mapping[str, tuple[int, ...]] | None = None
+    engines_dir: Path = Path("engines")
+    backend: str = "auto"
+    rebuild: bool = False
+    options: Mapping[str, Any] | None = None
+    check: bool = True
+    convert_options: Mapping[str, Any] | None = None
+    range_check: bool = True
+    data: Any = None
+
+
 def build_engines(
     model: Path,
     precisions: Sequence[Precision],
     batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
+    settings: BuildSettings = BuildSettings(),
     *,
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
-    engines_dir: Path = Path("engines"),
-    backend: str = "auto",
-    rebuild: bool = False,
-    options: Mapping[str, Any] | None = None,
-    check: bool = True,
-    convert_options: Mapping[str, Any] | None = None,
     on_convert: Callable[[Any], None] | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
-    range_check: bool = True,
-    data: Any = None,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
-    An FP16 engine records the FP16 range analysis of the FP32 model (``range_check``) in its
-    metadata and notes (on all of the user's samples with ``data``, user_inputs.InputData); the FP16
-    keep-lists go into the FP16 spec only.
-    """
-    impl = backends.resolve_for_build(backend)
+    ``on_convert`` hears a TensorFlow conversion, ``on_done`` each engine built or found."""
+    impl = backends.resolve_for_build(settings.backend)
+    options = settings.options
     normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
     if normalize is not None:
         options = normalize(dict(options or {}))
@@ -121,20 +134,20 @@ def build_engines(
         impl.check_precision(precision)
         if check_targets is not None:
             check_targets(precision, dict(options or {}))
-    onnx_path = as_onnx(Path(model), Path(engines_dir), check=check, on_convert=on_convert, **(convert_options or {}))
+    onnx_path = as_onnx(Path(model), Path(settings.engines_dir), check=settings.check, on_convert=on_convert,
+                        **(settings.convert_options or {}))
     info = inspect_model(onnx_path)
-    if data is not None:
-        data.check(info.inputs, model_path=str(onnx_path))
+    if settings.data is not None:
+        settings.data.check(info.inputs, model_path=str(onnx_path))
     for batch in batch_sizes:
-        resolve_shapes(info.inputs, batch, shapes, model_path=str(onnx_path))
-    if range_check and Precision.FP16 in precisions:
-        check_range_memory(info.inputs, min(batch_sizes), shapes, onnx_path)
+        resolve_shapes(info.inputs, batch, settings.shapes, model_path=str(onnx_path))
+    if settings.range_check and Precision.FP16 in precisions:
+        check_range_memory(info.inputs, min(batch_sizes), settings.shapes, onnx_path)
     keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
     if keep_options and Precision.FP16 not in precisions:
         raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
     environment = impl.environment()
-    cache = EngineCache(Path(engines_dir))
-    stem_name = Path(model).stem if Path(model).is_file() else Path(model).name
+    cache = EngineCache(Path(settings.engines_dir))
     outcomes = []
     for precision in precisions:
         spec = BuildSpec.make(
@@ -142,52 +155,57 @@ def build_engines(
             backend=impl.name,
             precision=precision,
             batch_sizes=batch_sizes,
-            shapes=shapes,
+            shapes=settings.shapes,
             options=(dict(options or {}) if precision is Precision.FP16 else
                      {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS})
-            | quantization_options(precision, batch=min(batch_sizes), data=data),
+            | quantization_options(precision, batch=min(batch_sizes), data=settings.data),
         )
-        key = CacheKey.derive(key_spec(spec), environment)
-        started = time.perf_counter()
-        covering = None if rebuild or spec.backend in BATCH_INDEPENDENT_BACKENDS else cache.find_covering(spec, environment)
-        if covering is not None:
-            outcome = BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started)
-            outcomes.append(outcome)
-            if on_done is not None:
-                on_done(outcome)
-            continue
-
-        def _build(tmp: Path, spec: BuildSpec = spec, key: CacheKey = key) -> EngineRecord:
-            t0 = time.perf_counter()
-            quantized = {"calibration": calibration_feeds(info.inputs, spec, data)} if spec.option("calibration") else {}
-            report = impl.build(onnx_path, spec, tmp, **quantized)
-            if range_check and spec.precision is Precision.FP16:
-                from .fp16range import for_build
-
-                analysis = for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec, data=data)
-                report.metadata["fp16_range"] = analysis.to_json()
-                report.notes.extend(analysis.lines())
-            return EngineRecord(
-                key=key.hexdigest,
-                model=stem_name,
-                model_path=str(Path(model).resolve()),
-                spec=spec,
-                environment=environment,
-                artifact="",
-                artifact_sha256="",
-                inputs=info.inputs,
-                outputs=info.outputs,
-                build_seconds=round(time.perf_counter() - t0, 3),
-                created=now_iso(),
-                backend_metadata=report.metadata,
-                notes=report.notes,
-            )
-
-        record, built = cache.get_or_build(
-            key, cache.entry_stem(stem_name, spec, key), impl.artifact_suffix, _build, rebuild=rebuild
-        )
-        outcome = BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started)
+        outcome = build_one(impl, cache, environment, spec, Path(model), onnx_path, info, settings)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
     return outcomes
+
+
+def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: BuildSpec, model: Path,
+              onnx_path: Path, info: Any, settings: BuildSettings) -> BuildOutcome:
+    """One engine: a cached engine whose batch profile covers ``spec`` (TensorRT), else the cache's
+    entry for the exact key, else a build; an FP16 build records the FP16 range analysis."""
+    key = CacheKey.derive(key_spec(spec), environment)
+    started = time.perf_counter()
+    covering = (None if settings.rebuild or spec.backend in BATCH_INDEPENDENT_BACKENDS
+                else cache.find_covering(spec, environment))
+    if covering is not None:
+        return BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started)
+    stem_name = model.stem if model.is_file() else model.name
+
+    def build(tmp: Path) -> EngineRecord:
+        t0 = time.perf_counter()
+        quantized = ({"calibration": calibration_feeds(info.inputs, spec, settings.data)}
+                     if spec.option("calibration") else {})
+        report = impl.build(onnx_path, spec, tmp, **quantized)
+        if settings.range_check and spec.precision is Precision.FP16:
+            analysis = fp16range.for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
+                                           data=settings.data)
+            report.metadata["fp16_range"] = analysis.to_json()
+            report.notes.extend(analysis.lines())
+        return EngineRecord(
+            key=key.hexdigest,
+            model=stem_name,
+            model_path=str(model.resolve()),
+            spec=spec,
+            environment=environment,
+            artifact="",
+            artifact_sha256="",
+            inputs=info.inputs,
+            outputs=info.outputs,
+            build_seconds=round(time.perf_counter() - t0, 3),
+            created=now_iso(),
+            backend_metadata=report.metadata,
+            notes=report.notes,
+        )
+
+    record, built = cache.get_or_build(
+        key, cache.entry_stem(stem_name, spec, key), impl.artifact_suffix, build, rebuild=settings.rebuild
+    )
+    return BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started)

@@ -144,7 +144,7 @@ class CacheNotWritable(TrtprofError):
     """The engines dir (or its lock folder) cannot be written: read-only, no permission."""
 
 
-def _file_lock(path: Path, timeout: float):
+def file_lock(path: Path, timeout: float):
     try:
         from filelock import FileLock
     except ImportError as err:  # pragma: no cover - core dependency
@@ -161,7 +161,7 @@ def entry_lock(root: Path, name: str) -> Iterator[None]:
     lock_dir = Path(root) / LOCK_DIR
     try:
         lock_dir.mkdir(parents=True, exist_ok=True)
-        lock = _file_lock(lock_dir / f"{name}.lock", LOCK_TIMEOUT_S)
+        lock = file_lock(lock_dir / f"{name}.lock", LOCK_TIMEOUT_S)
         lock.acquire()
     except OSError as err:
         raise CacheNotWritable(f"cannot create a lock in the engines dir ({err.strerror or err})", path=lock_dir) from err
@@ -190,7 +190,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        _unlink_quietly(Path(tmp))
+        unlink_quietly(Path(tmp))
         raise
 
 
@@ -198,7 +198,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
-def _unlink_quietly(path: Path) -> None:
+def unlink_quietly(path: Path) -> None:
     try:
         path.unlink()
     except FileNotFoundError:
@@ -257,7 +257,7 @@ class EngineCache:
             return self._read_only_hit(key, stem, rebuild, err), False
         try:
             for debris in self.root.glob(f".{stem}*.tmp"):  # under the lock: no live writer owns it
-                _unlink_quietly(debris)
+                unlink_quietly(debris)
             existing = self.find(key)
             if existing is not None and not rebuild:
                 try:
@@ -281,7 +281,7 @@ class EngineCache:
                 record.meta_path = meta_path
                 atomic_write_text(meta_path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
             except BaseException:
-                _unlink_quietly(tmp)
+                unlink_quietly(tmp)
                 raise
             return record, True
         finally:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, _file_lock, _unlink_quietly
+from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, file_lock, unlink_quietly
 from .errors import BadInput
 from .wording import plural
 
@@ -232,11 +232,11 @@ def remove(root: Path, item: CacheItem) -> bool:
     held = []
     try:
         for path in _lock_paths(root, item):
-            lock = _file_lock(path, timeout=0)
+            lock = file_lock(path, timeout=0)
             lock.acquire()
             held.append(lock)
         for f in item.files:
-            _unlink_quietly(f)
+            unlink_quietly(f)
         return True
     except Timeout:
         return False

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -287,10 +287,6 @@ def width_over_spread(reps: list[Replicate]) -> float:
 
 def case_named(name: str) -> Case:
     return next(c for c in CASES if c.name == name)
-
-
-def with_budget(plan: RoundPlan, seconds: float) -> RoundPlan:
-    return replace(plan, time_budget_s=seconds)
 
 
 Runner = Callable[..., Replicate]

@@ -8,60 +8,49 @@ accuracy delta, the diagnosis and the roofline, and writes one ``CompareReport``
 
 Where things live: the loop, its plan and stopping rule in ``interleave``; the statistics (CI,
 the four verdicts, distribution shape, "what would decide it") in ``speedup``; the process
-workers in ``workers``; the calibration simulation in ``calibration``. Their public names are
-re-exported here for callers of ``trtprof.compare``.
+workers in ``workers``; the calibration simulation in ``calibration``. Import their names from there
+(this module re-exports nothing).
 """
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .interleave import FLOOR_LOADS
-from .interleave import (  # noqa: F401 - re-exported: callers import them from trtprof.compare
-    DEFAULT_ROUND_S,
-    DEFAULT_TARGET_CI,
-    DEFAULT_TIME_BUDGET_S,
-    MAX_ROUND_ITERATIONS,
-    MIN_LOADS,
-    MIN_ROUND_ITERATIONS,
-    MIN_ROUNDS,
-    ROUND_WARMUP,
-    STOP_CONFIDENCE,
-    Arm,
-    InProcessLoad,
-    InterleavedOutcome,
-    Progress,
-    RoundPlan,
-    measure_block,
-    run_interleaved,
+# accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
+# attributes with fakes, which a name bound here at import time would not see.
+from . import accuracy, bench, fp16range, preflight, roofline, workers
+from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
+from .backends.base import set_autotune
+from .bench import effective_precision
+from .build import BuildSettings, as_onnx, build_engines
+from .cache import EngineRecord, atomic_write_text, list_engines, now_iso
+from .diagnose import diagnose
+from .environment import collect
+from .errors import BadInput, TrtprofError
+from .findings import Finding
+from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from .interleave import (
+    FLOOR_LOADS, ROUND_WARMUP, STOP_CONFIDENCE, Arm, InProcessLoad, InterleavedOutcome, Progress, RoundPlan, run_interleaved,
 )
-from .speedup import (  # noqa: F401 - re-exported
-    CONFIDENCE,
-    ENGINE_METHOD,
-    EQUIVALENCE_MARGIN,
-    METHOD,
-    EQUIVALENT,
-    FASTER,
-    INCONCLUSIVE,
-    SLOWER,
-    VERDICTS,
-    LatencyShape,
-    Speedup,
-    distribution_shape,
-    engine_median_ci,
-    inconclusive_hint,
+from .layers.profile import graph_facts, profile_records
+from .memory import artifact_bytes, outputs_and_memory, rss_bytes
+from .model import load_onnx
+from .results import BenchResult
+from .roofline import achieved, graph_cost
+from .schemas import COMPARE as SCHEMA
+from .speedup import (
+    CONFIDENCE, ENGINE_METHOD, INCONCLUSIVE, METHOD, LatencyShape, Speedup, distribution_shape, inconclusive_hint,
     mean_median_note,
-    speedup_ci,
-    verdict,
 )
-from .stats import median_ci_exact, relative_half_width  # noqa: F401 - re-exported
+from .stats import median_ci_exact
+from .user_inputs import run_all
+from .workers import trim
 
-# /2: hierarchical CI (loads × rounds), four verdicts (faster/slower/equivalent/inconclusive),
-# loads, verdict_note, shape and mean_ratio added; field names of /1 kept.
-SCHEMA = "trtprof.compare/2"
 ISOLATION_PROCESS = "process"  # every load a fresh worker process (default)
 ISOLATION_IN_PROCESS = "in-process"  # loads re-created in this process (fakes; backends that cannot be spawned)
 
@@ -90,10 +79,10 @@ class Comparison:
     baseline: str
     candidate: str
     speedup: Speedup
-    accuracy: Any  # accuracy.AccuracyDelta | None
-    diagnosis: list[Any]  # diagnose.Finding
-    baseline_result: Any  # results.BenchResult
-    candidate_result: Any
+    accuracy: AccuracyDelta | None
+    diagnosis: list[Finding]
+    baseline_result: BenchResult
+    candidate_result: BenchResult
     rounds: int
     stop_reason: str
     round_ratios: list[float]
@@ -171,7 +160,7 @@ class CompareReport:
     backend: str
     plan: RoundPlan
     comparisons: list[Comparison]
-    results: list[Any]  # results.BenchResult, one per precision × batch size (raw samples inside)
+    results: list[BenchResult]  # one per precision × batch size (raw samples inside)
     environment: dict[str, Any]
     created: str = ""
     device_peak: dict[str, Any] | None = None
@@ -205,22 +194,16 @@ class CompareReport:
         }
 
     def write_json(self, path) -> None:
-        import json
-        from pathlib import Path
-
-        from .cache import atomic_write_text
-
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=True) + "\n")
 
 
-def select_records(records: Sequence[Any], precisions: Sequence[Any], backend: str = "auto") -> dict[str, Any]:
+def select_records(records: Sequence[EngineRecord], precisions: Sequence[Any],
+                   backend: str = "auto") -> dict[str, EngineRecord]:
     """One engine per precision from an engines dir, in the order of ``precisions`` (first = baseline)."""
-    from .errors import BadInput
-
     wanted = list(dict.fromkeys(str(p) for p in precisions))  # A/A names one precision twice
-    chosen: dict[str, Any] = {}
+    chosen: dict[str, EngineRecord] = {}
     for precision in wanted:
         matches = [r for r in records if r.precision == precision and (backend == "auto" or r.backend == backend)]
         if not matches:
@@ -237,13 +220,9 @@ def select_records(records: Sequence[Any], precisions: Sequence[Any], backend: s
     return chosen
 
 
-def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome: InterleavedOutcome,
+def _result_for(record: EngineRecord, arm: Arm, batch_size: int, plan: RoundPlan, outcome: InterleavedOutcome,
                 input_shapes: Mapping[str, tuple[int, ...]], seed: int, device_kind: str = "cpu",
-                autotune: bool | None = None, memory: dict[str, Any] | None = None) -> Any:
-    from .bench import effective_precision
-    from .memory import artifact_bytes
-    from .results import BenchResult
-
+                autotune: bool | None = None, memory: dict[str, Any] | None = None) -> BenchResult:
     clock = "perf_counter_ns" if device_kind == "cpu" else "cuda_events"
     warnings = list(arm.notes)
     if record.backend_metadata.get("effective_precision") not in (None, record.precision):
@@ -268,77 +247,147 @@ def _result_for(record: Any, arm: Arm, batch_size: int, plan: RoundPlan, outcome
     )
 
 
+@dataclass(frozen=True)
+class CompareOptions:
+    """How to compare, carried whole through the phases of ``compare_records`` (torch.utils.benchmark
+    carries one frozen spec per measurement the same way): one object to log, test and pass on
+    instead of a dozen loose parameters.
+
+    ``shapes``: input shape overrides (name → shape); ``seed``/``int_range``: the random inputs;
+    ``data`` (user_inputs.InputData) replaces them: accuracy runs on all its samples, timing on its
+    first batch; ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
+    candidate its accuracy verdict; ``isolation``: every load a worker process (``device`` sets its
+    CUDA_VISIBLE_DEVICES) or fresh in-process runners; ``layers``: also profile every engine layer by
+    layer after the timing."""
+
+    plan: RoundPlan = RoundPlan()
+    shapes: Mapping[str, tuple[int, ...]] | None = None
+    seed: int = 0
+    int_range: tuple[int, int] | None = None
+    isolation: str = ISOLATION_PROCESS
+    device: str | None = None
+    layers: bool = False
+    accuracy_budget: Any = None
+    data: Any = None
+
+    @property
+    def ints(self) -> tuple[int, int]:
+        return self.int_range or DEFAULT_INT_RANGE
+
+
+@dataclass(frozen=True)
+class CompareHooks:
+    """Who hears what while a comparison runs (the CLI prints them): ``on_built`` each engine built or
+    found, ``on_progress`` every look of the stopping rule, ``on_batch`` each batch size once decided."""
+
+    on_built: Callable[[Any], None] | None = None
+    on_progress: Callable[[int, Progress], None] | None = None
+    on_batch: Callable[[int, InterleavedOutcome], None] | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What one in-process load of every engine tells before any timing: the input shapes per batch
+    size (all checked up front), each arm's device and autotune setting, the outputs (accuracy), and
+    the FP16 range prediction."""
+
+    shapes: dict[int, dict[str, tuple[int, ...]]]
+    devices: dict[str, str]
+    autotune: dict[str, Any]
+    outputs: dict[int, dict[str, Any]]
+    fp16_range: Any
+    memory: dict[int, dict[str, dict[str, Any]]]  # batch → arm → memory in use (trtprof.memory)
+
+    @property
+    def on_gpu(self) -> bool:
+        return any(d == "cuda" for d in self.devices.values())
+
+
+@dataclass
+class Measured:
+    """The timing phase's yield: per batch size the interleaved outcome and one BenchResult per arm;
+    after an interrupt, only the batch sizes decided before it (``pending`` the rest)."""
+
+    outcomes: dict[int, InterleavedOutcome] = field(default_factory=dict)
+    per_batch: dict[int, dict[str, BenchResult]] = field(default_factory=dict)
+    interrupted: bool = False
+    pending: list[int] = field(default_factory=list)
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return list(self.outcomes)
+
+    @property
+    def results(self) -> list[BenchResult]:
+        return [r for batch in self.per_batch.values() for r in batch.values()]
+
+
 def compare_records(
-    records: Mapping[str, Any],
+    records: Mapping[str, EngineRecord],
     batch_sizes: Sequence[int],
-    plan: RoundPlan = RoundPlan(),
+    options: CompareOptions = CompareOptions(),
     *,
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
-    seed: int = 0,
-    int_range: tuple[int, int] | None = None,
     onnx_path: Any = None,
-    on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
-    on_progress: Callable[[int, Progress], None] | None = None,
-    isolation: str = ISOLATION_PROCESS,
-    device: str | None = None,
-    layers: bool = False,
-    accuracy_budget: Any = None,
-    data: Any = None,
+    hooks: CompareHooks = CompareHooks(),
 ) -> CompareReport:
     """Measure the engines of ``records`` (arm label → record; the first is the baseline; one record
     may appear under two labels for an A/A run) at each batch size; every candidate gets a speedup,
     its verdict, an accuracy delta and its diagnosis.
 
-    The engines are loaded here once for their outputs and input specs, then closed; the timing
-    runs in ``plan.min_loads``+ independent loads: worker processes (``isolation="process"``, told
-    ``device`` for CUDA_VISIBLE_DEVICES; spawned before that pass so that their start-up overlaps
-    it) reused across batch sizes, or fresh in-process runners
-    (``"in-process"``). ``on_progress`` hears every look of the stopping rule, ``on_batch`` each
-    batch size as soon as its verdict is decided. ``layers``: also profile every engine layer by layer
-    (a separate run after the timing, ``trtprof.layers``). ``accuracy_budget`` (accuracy.AccuracyBudget;
-    default ``DEFAULT_BUDGET``) gives every candidate its accuracy verdict; ``data`` (user_inputs.InputData)
-    replaces the random inputs: accuracy runs on all its samples, timing on its first batch."""
-    from . import diagnose as dg
-    from . import fp16range, preflight
-    from .backends.base import set_autotune
-    from .bench import load_runner
-    from .cache import now_iso
-    from .environment import collect
-    from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-    from .memory import outputs_and_memory, rss_bytes
-
-    # The first batch size's budget starts here: the accuracy pass and the workers' start-up, which
-    # overlap, are part of it (issue 27: the budget is the budget)
-    first_started: float | None = time.perf_counter()
-    names = list(records)
-    baseline = names[0]
-    comparisons: list[Comparison] = []
-    results: list[Any] = []
-    warnings: list[str] = []
-    outcomes: dict[int, InterleavedOutcome] = {}
-    per_batch: dict[int, dict[str, Any]] = {}
-    ints = int_range or DEFAULT_INT_RANGE
-    first = records[baseline]
+    Four phases, each a function: load (``load_reference``: the engines once, in-process, for their
+    outputs and input shapes, then closed), measure (``measure``: ``plan.min_loads``+ independent loads
+    in interleaved rounds), analyse (``analyse``: speedup, accuracy, roofline, diagnosis per candidate)
+    and assemble (the ``CompareReport``). Worker processes (``isolation="process"``) are spawned before
+    the load phase so that their start-up overlaps it, and reused across batch sizes. The first batch
+    size's budget starts here: the accuracy pass and the workers' start-up, which overlap, are part of
+    it (issue 27: the budget is the budget)."""
+    started = time.perf_counter()
     pool = None
-    if isolation == ISOLATION_PROCESS:
-        from .workers import WorkerPool, trim
-
-        pool = WorkerPool(records, device=device, autotune=plan.autotune)
+    if options.isolation == ISOLATION_PROCESS:
+        pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune)
         # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
         # tens of seconds for a torch model on a GPU host) overlap the parent's own
-        pool.spawn(plan.min_loads)
+        pool.spawn(options.plan.min_loads)
+    reference = load_reference(records, batch_sizes, options, onnx_path, pool)
+    peak = roofline.query_device_peak() if reference.on_gpu else None
+    measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started)
+    warnings: list[str] = []
+    if measured.interrupted:
+        warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
+                        f"not measured: {', '.join(map(str, measured.pending))}")
+        options = replace(options, layers=False)  # no profiling after an interrupt: the user asked to stop
+    comparisons, tables = analyse(records, measured, options, reference, onnx_path, peak, warnings)
+    first = next(iter(records.values()))
+    env = collect()
+    env["backend"] = dict(first.environment)
+    return CompareReport(model=first.model, backend=first.backend, plan=options.plan, comparisons=comparisons,
+                         results=measured.results, environment=env, created=now_iso(),
+                         device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
+                         isolation=options.isolation, layers=tables, interrupted=measured.interrupted,
+                         pending=measured.pending)
+
+
+def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
+                   onnx_path: Any, pool: Any) -> Reference:
+    """The load phase: every engine loaded once in this process for its outputs at each batch size
+    (the accuracy delta) and the input shapes, then closed before the timing. A failure kills the
+    worker pool spawned for the timing; after closing, its idle memory is trimmed."""
+    names = list(records)
+    baseline = names[0]
+    first = records[baseline]
     runners: dict[str, Any] = {}
     load_rss: dict[str, tuple[int | None, int | None]] = {}
-    memory: dict[int, dict[str, dict[str, Any]]] = {}  # batch → arm → memory in use (trtprof.memory)
-    try:  # outputs (accuracy) and shapes from one in-process load, closed before the timing
+    memory: dict[int, dict[str, dict[str, Any]]] = {}
+    try:
         for name in names:
             rss_before = rss_bytes()
-            runners[name] = load_runner(records[name])
+            runners[name] = bench.load_runner(records[name])
             load_rss[name] = (rss_before, rss_bytes())
-        autotune = {name: set_autotune(runners[name], plan.autotune) for name in names}
+        autotune = {name: set_autotune(runners[name], options.plan.autotune) for name in names}
+        data = options.data
         if data is not None:  # the user's inputs: refused (exit 2) before any measurement
             data.check(runners[baseline].inputs, model_path=first.model_path)
-        overrides = {**first.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
+        overrides = {**first.spec.shape_overrides(), **(options.shapes or {}), **(data.shape_overrides() if data else {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
                       for b in batch_sizes}  # every shape checked before the first measurement
         needed = {b: preflight.check_batch_memory(runners[baseline], b, all_shapes[b])  # as bench does
@@ -348,7 +397,8 @@ def compare_records(
         fp16_range = None
         for batch in batch_sizes:
             with preflight.allocation_guard(batch, needed[batch]):
-                feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=seed, int_range=ints, data=data)
+                feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=options.seed,
+                                    int_range=options.ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
                     fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
                 outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
@@ -363,132 +413,159 @@ def compare_records(
             runner.close()
         if pool is not None:  # after close, so that what the closed runners held is given back too
             trim(runners)  # the parent idles while the loads measure: keep no autotuning workspaces
-    on_gpu = any(d == "cuda" for d in devices.values())
-    peak = None
-    if on_gpu:
-        from .roofline import query_device_peak
+    return Reference(shapes=all_shapes, devices=devices, autotune=autotune, outputs=outputs, fp16_range=fp16_range,
+                     memory=memory)
 
-        peak = query_device_peak()
 
-    interrupted = False
+def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions,
+                    input_shapes: Mapping[str, tuple[int, ...]], fixed: Any) -> InProcessLoad:
+    """One load without a worker process: every engine loaded afresh here, fed the same seeded inputs
+    (or ``fixed``, the first batch of the user's inputs)."""
+    names = list(records)
+    fresh = {name: bench.load_runner(records[name]) for name in names}
+    for r in fresh.values():
+        set_autotune(r, options.plan.autotune)
+    batch_feeds = fixed if fixed is not None else \
+        make_inputs(fresh[names[0]].inputs, input_shapes, seed=options.seed, int_range=options.ints)
+
+    def close() -> None:
+        for r in fresh.values():
+            r.close()
+
+    return InProcessLoad({n: (fresh[n], batch_feeds) for n in names}, on_close=close)
+
+
+def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
+            pool: Any, hooks: CompareHooks, *, started: float | None = None) -> Measured:
+    """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
+    in-process runners) in interleaved rounds until the speedup's CI is decided. The first batch size's
+    budget counts from ``started`` (a ``time.perf_counter()`` value; default: now). Ctrl-C/SIGTERM keeps
+    the batch sizes already decided (issue 12); the pool is closed in every case."""
+    names = list(records)
+    measured = Measured()
     try:
         if pool is not None:  # wait for the floor's workers only; the others finish starting while these warm
-            pool.start(min(FLOOR_LOADS, plan.min_loads))  # up, and a load that would not fit is never waited for
+            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # up, and a load that would not fit is never waited for
         for batch in batch_sizes:
             try:
-                feeds_args = (all_shapes[batch], seed, ints)
-                fixed = data.batch(batch, dtypes=input_dtypes(records[baseline])) if data is not None else None
+                shapes = reference.shapes[batch]
+                fixed = (options.data.batch(batch, dtypes=input_dtypes(records[names[0]]))
+                         if options.data is not None else None)
 
-                def open_load(index: int, feeds_args=feeds_args, fixed=fixed) -> Any:
+                def open_load(index: int, shapes: Mapping[str, tuple[int, ...]] = shapes, fixed: Any = fixed) -> Any:
                     if pool is not None:
-                        shapes_b, seed_b, ints_b = feeds_args
-                        return pool.load(index, shapes_b, seed_b, ints_b, fixed=fixed)
-                    fresh = {name: load_runner(records[name]) for name in names}
-                    for r in fresh.values():
-                        set_autotune(r, plan.autotune)
-                    batch_feeds = fixed if fixed is not None else \
-                        make_inputs(fresh[baseline].inputs, feeds_args[0], seed=seed, int_range=ints)
-
-                    def close(fresh=fresh) -> None:
-                        for r in fresh.values():
-                            r.close()
-
-                    return InProcessLoad({n: (fresh[n], batch_feeds) for n in names}, on_close=close)
+                        return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
+                    return in_process_load(records, options, shapes, fixed)
 
                 def progress(p: Progress, batch: int = batch) -> None:
-                    if on_progress is not None:
-                        on_progress(batch, p)
+                    if hooks.on_progress is not None:
+                        hooks.on_progress(batch, p)
 
-                outcome = run_interleaved(names, open_load, plan, on_progress=progress, started=first_started,
+                outcome = run_interleaved(names, open_load, options.plan, on_progress=progress, started=started,
                                           load_ready=pool.ready if pool is not None else None)
-                first_started = None
-                per_batch[batch] = {arm.name: _result_for(records[arm.name], arm, batch, plan, outcome, all_shapes[batch],
-                                                          seed, devices[arm.name], autotune[arm.name],
-                                                          memory=memory[batch][arm.name])
-                                    for arm in outcome.arms}
-                outcomes[batch] = outcome
-                results.extend(per_batch[batch].values())
-                if on_batch is not None:
-                    on_batch(batch, outcome)
+                started = None
+                measured.per_batch[batch] = {
+                    arm.name: _result_for(records[arm.name], arm, batch, options.plan, outcome, shapes, options.seed,
+                                          reference.devices[arm.name], reference.autotune[arm.name],
+                                          memory=reference.memory[batch][arm.name])
+                    for arm in outcome.arms}
+                measured.outcomes[batch] = outcome
+                if hooks.on_batch is not None:
+                    hooks.on_batch(batch, outcome)
             except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)
-                interrupted = True
+                measured.interrupted = True
                 if pool is not None:
                     pool.kill()
                 break
     finally:
         if pool is not None:
             pool.close()
-    done = [b for b in batch_sizes if b in outcomes]
-    pending = [b for b in batch_sizes if b not in outcomes]
-    if interrupted:
-        warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, done)) or 'none'}; "
-                        f"not measured: {', '.join(map(str, pending))}")
-        batch_sizes = done
-        layers = False  # no profiling after an interrupt: the user asked to stop
+    measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
+    return measured
 
-    series = {name: [per_batch[b][name] for b in batch_sizes] for name in names}
-    costs = _graph_costs(onnx_path, all_shapes, {n: records[n].precision for n in names}, warnings)
-    from .layers.profile import graph_facts, profile_records
 
-    graphs = {b: graph_facts(onnx_path, records[baseline], b, shapes) for b in batch_sizes} if on_gpu else {}
-    tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=shapes, seed=seed, int_range=int_range,
-                             autotune=plan.autotune, graphs=graphs, data=data) if layers else {}
-    for batch in batch_sizes:
-        outcome = outcomes[batch]
-        base_result = per_batch[batch][baseline]
-        for cand in names[1:]:
-            cand_result = per_batch[batch][cand]
-            speed = outcome.speedups[cand]
-            acc = accuracy_of(outputs[batch][baseline], outputs[batch][cand], fp16_range, cand_result,
-                              accuracy_budget, data, seed)
-            roof = {}
-            for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):
-                cost = costs.get((batch, name))
-                if cost is not None:
-                    from .roofline import achieved
+@dataclass(frozen=True)
+class Evidence:
+    """What the analysis of every pair draws on besides the timings: each arm's results across batch
+    sizes (the fit), the roofline counts, the device's peak rates, the graph facts and layer tables."""
 
-                    stage = "compute_ms" if "compute_ms" in result.stats else "latency_ms"
-                    roof[side] = {**achieved(cost, result.stats[stage].p50, peak, result.precision), "timed_stage": stage,
-                                  "flops_by_op": cost.flops_by_op, "counted_ops": list(cost.counted_ops)}
-            rates = peak.rates if peak is not None else None
-            findings = dg.diagnose(base_result, cand_result, series=series, rates=rates, speedup=speed.estimate,
-                                   roofline=roof.get("candidate"), device_kind=devices.get(cand),
-                                   layers=tables.get(batch), graph=graphs.get(batch))
-            if acc.flagged:
-                msg = (f"{cand} produced {acc.nonfinite} non-finite output values (inf/NaN) at batch {batch} where "
-                       f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32 "
-                       "(`trtprof fix-fp16 MODEL` finds which and measures the cost)")
-                findings.insert(0, dg.Finding("nonfinite", msg, {"nonfinite": acc.nonfinite, "elements": acc.elements}))
-                warnings.append(msg)
-            comparisons.append(Comparison(
-                batch_size=batch, baseline=baseline, candidate=cand, speedup=speed, accuracy=acc, diagnosis=findings,
-                baseline_result=base_result, candidate_result=cand_result, rounds=outcome.rounds,
-                stop_reason=outcome.stop_reason, round_ratios=outcome.round_ratios(baseline, cand),
-                half_widths=outcome.half_widths, roofline=roof, loads=outcome.loads,
-                median_cis_ms={"baseline": outcome.arm(baseline).median_ci_ms(),
-                               "candidate": outcome.arm(cand).median_ci_ms()},
-                round_s=outcome.round_s,
-            ))
-    env = collect()
-    env["backend"] = dict(first.environment)
-    return CompareReport(model=first.model, backend=first.backend, plan=plan, comparisons=comparisons,
-                         results=results, environment=env, created=now_iso(),
-                         device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
-                         isolation=isolation, layers=tables, interrupted=interrupted, pending=pending)
+    baseline: str
+    series: dict[str, list[BenchResult]]
+    costs: dict[tuple[int, str], Any]
+    peak: Any
+    graphs: dict[int, Any]
+    tables: dict[int, Any]
+
+
+def analyse(records: Mapping[str, EngineRecord], measured: Measured, options: CompareOptions, reference: Reference,
+            onnx_path: Any, peak: Any, warnings: list[str]) -> tuple[list[Comparison], dict[int, Any]]:
+    """The analyse phase: per measured batch size and candidate, the speedup with its verdict, the
+    accuracy delta, the roofline and the diagnosis (with layer tables when ``options.layers``).
+    Returns the comparisons and the layer tables; what cannot be analysed is added to ``warnings``."""
+    names = list(records)
+    baseline = names[0]
+    batch_sizes = measured.batch_sizes
+    series = {name: [measured.per_batch[b][name] for b in batch_sizes] for name in names}
+    costs = _graph_costs(onnx_path, reference.shapes, {n: records[n].precision for n in names}, warnings)
+    graphs = ({b: graph_facts(onnx_path, records[baseline], b, options.shapes) for b in batch_sizes}
+              if reference.on_gpu else {})
+    tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=options.shapes, seed=options.seed,
+                             int_range=options.int_range, autotune=options.plan.autotune,
+                             graphs=graphs, data=options.data) if options.layers else {}
+    evidence = Evidence(baseline=baseline, series=series, costs=costs, peak=peak, graphs=graphs, tables=tables)
+    comparisons = [analyse_pair(batch, cand, measured, reference, evidence, options, warnings)
+                   for batch in batch_sizes for cand in names[1:]]
+    return comparisons, tables
+
+
+def analyse_pair(batch: int, cand: str, measured: Measured, reference: Reference, evidence: Evidence,
+                 options: CompareOptions, warnings: list[str]) -> Comparison:
+    """One candidate against the baseline at one batch size: speedup, accuracy, roofline, diagnosis."""
+    baseline, peak = evidence.baseline, evidence.peak
+    outcome = measured.outcomes[batch]
+    base_result = measured.per_batch[batch][baseline]
+    cand_result = measured.per_batch[batch][cand]
+    speed = outcome.speedups[cand]
+    outputs = reference.outputs[batch]
+    acc = accuracy_of(outputs[baseline], outputs[cand], reference.fp16_range, cand_result, options.accuracy_budget,
+                      options.data, options.seed)
+    roof = {}
+    for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):
+        cost = evidence.costs.get((batch, name))
+        if cost is not None:
+            stage = "compute_ms" if "compute_ms" in result.stats else "latency_ms"
+            roof[side] = {**achieved(cost, result.stats[stage].p50, peak, result.precision), "timed_stage": stage,
+                          "flops_by_op": cost.flops_by_op, "counted_ops": list(cost.counted_ops)}
+    rates = peak.rates if peak is not None else None
+    findings = diagnose(base_result, cand_result, series=evidence.series, rates=rates, speedup=speed.estimate,
+                        roofline=roof.get("candidate"), device_kind=reference.devices.get(cand),
+                        layers=evidence.tables.get(batch), graph=evidence.graphs.get(batch))
+    if acc.flagged:
+        msg = (f"{cand} produced {acc.nonfinite} non-finite output values (inf/NaN) at batch {batch} where "
+               f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32 "
+               "(`trtprof fix-fp16 MODEL` finds which and measures the cost)")
+        findings.insert(0, Finding("nonfinite", msg, {"nonfinite": acc.nonfinite, "elements": acc.elements}))
+        warnings.append(msg)
+    return Comparison(
+        batch_size=batch, baseline=baseline, candidate=cand, speedup=speed, accuracy=acc, diagnosis=findings,
+        baseline_result=base_result, candidate_result=cand_result, rounds=outcome.rounds,
+        stop_reason=outcome.stop_reason, round_ratios=outcome.round_ratios(baseline, cand),
+        half_widths=outcome.half_widths, roofline=roof, loads=outcome.loads,
+        median_cis_ms={"baseline": outcome.arm(baseline).median_ci_ms(),
+                       "candidate": outcome.arm(cand).median_ci_ms()},
+        round_s=outcome.round_s,
+    )
 
 
 def reference_outputs(runners: Mapping[str, Any], feeds: Mapping[str, Any], data: Any, batch: int) -> dict[str, Any]:
     """Every arm's outputs for the accuracy delta: on ``feeds`` (one random batch), or on all of the
     user's samples in batches of ``batch`` (``data``)."""
-    from .accuracy import run_outputs
-    from .user_inputs import run_all
-
     if data is not None:
         return {name: run_all(runner, data, batch) for name, runner in runners.items()}
-    return {name: run_outputs(runner, feeds) for name, runner in runners.items()}
+    return {name: accuracy.run_outputs(runner, feeds) for name, runner in runners.items()}
 
 
-def input_dtypes(record: Any) -> dict[str, Any]:
+def input_dtypes(record: EngineRecord) -> dict[str, Any]:
     return {t.name: np.dtype(t.dtype) for t in record.inputs}
 
 
@@ -496,19 +573,9 @@ def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16
                 budget: Any, data: Any, seed: int) -> Any:
     """The accuracy delta of one candidate: metrics on what the outputs were computed on, the FP16
     range prediction and caveat (fp16), and the verdict against ``budget``."""
-    from dataclasses import replace
-
-    from . import fp16range
-    from .accuracy import AccuracyBudget, compare_outputs, judge
-
     inputs = data.describe() if data is not None else f"random inputs (seed {seed})"
     acc = fp16range.annotate(compare_outputs(reference, candidate, inputs=inputs), fp16_range, cand_result)
     return replace(acc, verdict=judge(acc, budget if budget is not None else AccuracyBudget.parse(None)))
-
-
-def runners_device(runners: Mapping[str, Any], name: str) -> str | None:
-    runner = runners.get(name)
-    return getattr(runner, "device", None)
 
 
 # Bytes per tensor element the roofline assumes for a precision (int8/fp8: the quantized tensors).
@@ -520,10 +587,6 @@ def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int
     """Roofline counts per (batch, precision); a model that cannot be counted costs a warning, not the run."""
     if onnx_path is None:
         return {}
-    from .errors import TrtprofError
-    from .model import load_onnx
-    from .roofline import graph_cost
-
     try:
         model = load_onnx(onnx_path)
         out = {}
@@ -546,7 +609,7 @@ def resolve_records(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     on_built: Callable[[Any], None] | None = None,
     data: Any = None,
-) -> tuple[dict[str, Any], Any, tuple[int, ...]]:
+) -> tuple[dict[str, EngineRecord], Any, tuple[int, ...]]:
     """MODEL or engines dir → (precision → record, source ONNX path or None, batch sizes).
 
     An engines dir (a folder with engine JSONs, not a TF SavedModel) → its engines of the asked
@@ -554,11 +617,6 @@ def resolve_records(
     optional (None when it is gone or cannot be converted). Otherwise the model's missing engines are
     built at ``batch_sizes`` (default 1), with the user's inputs (``data``) for what builds use them:
     the FP16 range analysis and the int8/fp8 calibration."""
-    from pathlib import Path
-
-    from .build import as_onnx, build_engines
-    from .cache import list_engines
-
     path = Path(model)
     if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
         records = select_records(list_engines(path), precisions, backend)
@@ -574,8 +632,10 @@ def resolve_records(
     else:
         sizes = tuple(batch_sizes) or (1,)
         unique = list(dict.fromkeys(precisions))
-        outcomes = build_engines(path, unique, sizes, shapes=shapes, engines_dir=Path(engines_dir),
-                                 backend=backend, on_done=on_built, data=data)
+        outcomes = build_engines(path, unique, sizes,
+                                 settings=BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=backend,
+                                                        data=data),
+                                 on_done=on_built)
         records = {o.record.precision: o.record for o in outcomes}
         onnx_path = as_onnx(path, Path(engines_dir))
     return records, onnx_path, sizes
@@ -585,33 +645,21 @@ def compare_model(
     model: Any,
     precisions: Sequence[Any],
     batch_sizes: Sequence[int],
-    plan: RoundPlan = RoundPlan(),
+    options: CompareOptions = CompareOptions(),
     *,
     engines_dir: Any = "engines",
     backend: str = "auto",
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
-    seed: int = 0,
-    int_range: tuple[int, int] | None = None,
-    on_built: Callable[[Any], None] | None = None,
-    on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
-    on_progress: Callable[[int, Progress], None] | None = None,
-    isolation: str = ISOLATION_PROCESS,
-    device: str | None = None,
-    layers: bool = False,
-    accuracy_budget: Any = None,
-    data: Any = None,
+    hooks: CompareHooks = CompareHooks(),
 ) -> CompareReport:
-    """MODEL (ONNX or TensorFlow) → build what is missing → ``compare_records``.
-    A precision named twice (``fp32,fp32``) is an A/A run: one engine, two independently loaded arms.
-    An engines dir (or one engine's JSON) → its engines of the asked precisions, batch sizes checked."""
-    from .errors import BadInput
-
+    """MODEL (ONNX or TensorFlow) → build what is missing (in ``engines_dir``, with ``backend``) →
+    ``compare_records``. A precision named twice (``fp32,fp32``) is an A/A run: one engine, two
+    independently loaded arms. An engines dir (or one engine's JSON) → its engines of the asked
+    precisions, batch sizes checked."""
     records, onnx_path, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
-                                                backend=backend, shapes=shapes, on_built=on_built, data=data)
+                                                backend=backend, shapes=options.shapes, on_built=hooks.on_built,
+                                                data=options.data)
     labels = arm_labels(precisions)
     if len(labels) < 2:
         raise BadInput("compare needs a baseline and a candidate (e.g. --precisions fp32,fp16; fp32,fp32 for A/A)")
     arms = {label: records[str(p)] for label, p in zip(labels, precisions)}
-    return compare_records(arms, sizes, plan, shapes=shapes, seed=seed, int_range=int_range,
-                           onnx_path=onnx_path, on_batch=on_batch, on_progress=on_progress, isolation=isolation,
-                           device=device, layers=layers, accuracy_budget=accuracy_budget, data=data)
+    return compare_records(arms, sizes, options, onnx_path=onnx_path, hooks=hooks)

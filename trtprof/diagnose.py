@@ -6,11 +6,12 @@ absent: a missing stage is not a finding. Thresholds are named constants with th
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .findings import Finding
+from .layers.rules import layer_findings
 from .results import BenchResult
 from .roofline import PeakRates
 
@@ -30,16 +31,6 @@ UNSTABLE_CV = 0.05
 TF32_MIN_CC = 8.0
 
 TF32_KEYS = ("tf32", "allow_tf32", "tf32_enabled", "uses_tf32")
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _median(result: BenchResult, stage: str) -> float | None:
@@ -78,7 +69,7 @@ def gpu_underutilised(series: Sequence[BenchResult], batch_size: int) -> Finding
                      if not _host_heavy(r, ENQUEUE_BOUND_RATIO)}.items())
     if len(points) < 2:
         return None
-    from scipy import stats as sps
+    from scipy import stats as sps  # lazy: scipy.stats takes up to ~1 s to import; only this rule needs it
 
     x = np.array([b for b, _ in points], dtype=np.float64)
     y = np.array([m for _, m in points], dtype=np.float64)
@@ -400,8 +391,6 @@ def diagnose(
         unstable_clocks(candidate),
     ]
     if layers is not None or graph:
-        from .layers.rules import layer_findings
-
         compute = {r.precision: _median(r, "compute_ms") for r in (baseline, candidate)}
         findings += layer_findings(layers, graph, candidate.precision, compute, gpu=device_kind == "cuda")
     return [f for f in findings if f is not None]

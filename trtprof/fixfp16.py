@@ -20,7 +20,7 @@ the result says so. ``max_builds`` bounds the evaluations.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -249,13 +249,13 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
 
     from . import fp16range
     from .bench import effective_precision, load_runner
-    from .build import as_onnx, build_engines
+    from .build import BuildSettings, as_onnx, build_engines
     from .model import load_onnx
     from .spec import Precision
     from .user_inputs import run_all
 
-    common = dict(shapes=shapes, engines_dir=Path(engines_dir), backend=backend, range_check=False, data=data)
-    base, plain = (o.record for o in build_engines(model, [Precision.FP32, Precision.FP16], [batch_size], **common))
+    common = BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=backend, range_check=False, data=data)
+    base, plain = (o.record for o in build_engines(model, [Precision.FP32, Precision.FP16], [batch_size], common))
     proto = load_onnx(as_onnx(Path(model), Path(engines_dir)))
     ref = reference_outputs(base, batch_size, data, shapes, seed)
     evaluation = EMULATED if effective_precision(plain) in fp16range.NOT_FP16 else ENGINE
@@ -264,8 +264,8 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
         if evaluation == EMULATED:
             outputs = emulated_outputs(proto, keep, ref.batches, ref.samples)
         else:
-            [built] = build_engines(model, [Precision.FP16], [batch_size], options={"layer_precisions": keep_option(keep)},
-                                    **common)
+            [built] = build_engines(model, [Precision.FP16], [batch_size],
+                                    replace(common, options={"layer_precisions": keep_option(keep)}))
             runner = load_runner(built.record)
             try:
                 outputs = run_all(runner, data, batch_size) if data is not None else \
@@ -289,15 +289,16 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
 
 
 def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: Any, *, data: Any,
-                common: Mapping[str, Any], seed: int, plan: Any, isolation: str, onnx_path: Any) -> Any:
+                common: Any, seed: int, plan: Any, isolation: str, onnx_path: Any) -> Any:
     """Build the keep-list found (with its range analysis) and compare it with FP32: the speed cost
     of the fix, with the same CI and verdicts as ``trtprof compare``."""
-    from .compare import RoundPlan, compare_records
+    from .compare import CompareOptions, compare_records
+    from .interleave import RoundPlan
     from .build import build_engines
     from .spec import Precision
 
     options = {"layer_precisions": keep_option(search.keep or ())}
-    [fixed] = build_engines(model, [Precision.FP16], [batch_size], options=options, **{**common, "range_check": True})
-    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], plan or RoundPlan(),
-                           shapes=common.get("shapes"), seed=seed, onnx_path=onnx_path, isolation=isolation,
-                           accuracy_budget=budget, data=data)
+    [fixed] = build_engines(model, [Precision.FP16], [batch_size], replace(common, options=options, range_check=True))
+    compare_options = CompareOptions(plan=plan or RoundPlan(), shapes=common.shapes, seed=seed,
+                                     isolation=isolation, accuracy_budget=budget, data=data)
+    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], compare_options, onnx_path=onnx_path)

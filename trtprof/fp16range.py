@@ -292,7 +292,7 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence
     feeds = batches[0]
     import onnx
 
-    from .backends.onnxruntime import _ort
+    from .backends.onnxruntime import import_ort
     from .convert.fp16 import prepare_for_fp16, tensor_elem_types
     from .convert.fp16_fixes import DETACH_NODE_PREFIX, DETACHED_SUFFIX
 
@@ -319,7 +319,7 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence
     for name in (n for run in runs for n in run):
         if name not in exposed:
             graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    ort = _ort()
+    ort = import_ort()
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -360,9 +360,9 @@ def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
     except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
-        from .backends.onnxruntime import _ort_cause
+        from .backends.onnxruntime import ort_cause
 
-        return RangeAnalysis(skipped=f"{type(err).__name__}: {_ort_cause(str(err))}")
+        return RangeAnalysis(skipped=f"{type(err).__name__}: {ort_cause(str(err))}")
 
 
 # Keep-lists built to check them per analysis (each: one FP16 conversion and one ONNX Runtime load,
@@ -375,17 +375,17 @@ def build_error(model: "onnx.ModelProto", nodes: Sequence[str], ops: Sequence[st
     Runtime loads it (type checks included: what refused the keep-lists of issue 23); else why not.
     Every converting backend (ONNX Runtime, torch keep-lists, TensorRT >= 11, TensorRT-RTX) builds
     from this same converted graph."""
-    from .backends.onnxruntime import _ort, _ort_cause
+    from .backends.onnxruntime import import_ort, ort_cause
     from .convert.fp16 import convert_fp16
 
     try:
         converted = convert_fp16(model, keep_fp32_nodes=nodes, keep_fp32_ops=ops).model
-        ort = _ort()
+        ort = import_ort()
         options = ort.SessionOptions()
         options.log_severity_level = 3
         ort.InferenceSession(converted.SerializeToString(), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - any failure means: do not suggest it
-        return _ort_cause(str(err)).splitlines()[0] if str(err) else type(err).__name__
+        return ort_cause(str(err)).splitlines()[0] if str(err) else type(err).__name__
     return ""
 
 

@@ -8,10 +8,21 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
-if TYPE_CHECKING:  # results.py imports this module for its CSV
-    from .results import BenchResult
+
+class Labelled(Protocol):
+    """What a label reads of a result (``results.BenchResult`` has it). A protocol, not an import:
+    results.py imports this module for its CSV, and labels need nothing else of it."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def engine(self) -> Mapping[str, Any]: ...
 
 
 def fmt_ms(value: float, significant: int = 4) -> str:
@@ -24,16 +35,16 @@ def fmt_ms(value: float, significant: int = 4) -> str:
     return f"{value:.{decimals}f}"
 
 
-def precision_text(r: "BenchResult") -> str:
+def precision_text(r: "Labelled") -> str:
     eff = r.engine.get("effective_precision", r.precision)
     return r.precision if eff == r.precision else f"{r.precision} ({eff})"
 
 
-def base_label(r: "BenchResult") -> str:
+def base_label(r: "Labelled") -> str:
     return f"{r.model} {precision_text(r)} [{r.backend}]"
 
 
-def _details(r: "BenchResult") -> dict[str, str]:
+def _details(r: "Labelled") -> dict[str, str]:
     spec: dict[str, Any] = r.engine.get("spec") or {}
     out: dict[str, str] = {}
     sizes = spec.get("batch_sizes") or []
@@ -46,9 +57,9 @@ def _details(r: "BenchResult") -> dict[str, str]:
     return out
 
 
-def engine_labels(results: Sequence["BenchResult"]) -> list[str]:
+def engine_labels(results: Sequence["Labelled"]) -> list[str]:
     """One label per result; results of one engine share a label, different engines never do."""
-    by_base: dict[str, dict[str, "BenchResult"]] = defaultdict(dict)
+    by_base: dict[str, dict[str, "Labelled"]] = defaultdict(dict)
     for r in results:
         by_base[base_label(r)].setdefault(str(r.engine.get("key", id(r))), r)
     names: dict[tuple[str, str], str] = {}

@@ -14,13 +14,16 @@ Readability rules (issues 12 and 26), each checked by a test and by looking at t
 """
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from .cache import atomic_write_bytes
 from .labels import engine_labels, fmt_ms
+from .page import pyplot
 from .results import BenchResult
 
 HIST_BINS = 60
@@ -44,22 +47,9 @@ DODGE_LOG2 = 0.04  # latency_vs_batch: series shifted this many octaves apart, b
 def save_figure(fig, path: Path, dpi: int = 100) -> None:
     """Render to memory, then write atomically: a full disk or ``ulimit -f`` leaves the old image
     or none, never a truncated PNG that looks like a result."""
-    import io
-
-    from .cache import atomic_write_bytes
-
     buf = io.BytesIO()
     fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
     atomic_write_bytes(path, buf.getvalue())
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def colour(precision: str) -> str:
@@ -123,7 +113,7 @@ def _series_styles(group: Sequence[BenchResult]) -> list[dict[str, Any]]:
 def histogram_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[str]):
     """Latency histograms of one batch size's engines on shared bins over the bulk range (log bins
     when it spans a decade), an overflow bar per series right of the axis for samples beyond it."""
-    plt = _plt()
+    plt = pyplot()
     arrays = [np.asarray(r.samples_ms["latency_ms"], dtype=np.float64) for r in group]
     low, high = bulk_range(arrays)
     log = spans_decades(low, high)
@@ -168,7 +158,7 @@ def histogram_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[
 def ecdf_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[str]):
     """Empirical CDFs of one batch size's engines over the bulk range: shifts and tails at a glance;
     how many samples lie beyond the axis is said in the legend and by an arrow at the right edge."""
-    plt = _plt()
+    plt = pyplot()
     arrays = [np.sort(np.asarray(r.samples_ms["latency_ms"], dtype=np.float64)) for r in group]
     low, high = bulk_range(arrays)
     log = spans_decades(low, high)
@@ -196,7 +186,7 @@ def ecdf_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[str])
 
 def _save(fig, path: Path) -> Path:
     save_figure(fig, path, dpi=100)
-    _plt().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -256,7 +246,7 @@ def finish_batch_axes(fig, ax, batches: Sequence[int], ylabel: str, title: str, 
 
 def latency_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
     """Median latency per batch size with bars from the minimum to p90."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
     series = _by_series(results)
     styles = _styles(series)
@@ -276,7 +266,7 @@ def latency_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "
 
 
 def throughput_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> Path:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 5), layout="constrained")
     series = _by_series(results)
     styles = _styles(series)

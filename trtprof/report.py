@@ -6,10 +6,7 @@ Reads a ``trtprof compare`` JSON, or a ``trtprof bench`` results JSON (no verdic
 """
 from __future__ import annotations
 
-import base64
 import html
-import io
-import math
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -17,13 +14,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import plots
+from .accuracy import summary_line
+from .cache import atomic_write_text
 from .errors import BadInput
-from .results import SCHEMA as RESULTS_SCHEMA
+from .fp16range import predicted_lines
+from .labels import engine_labels, fmt_ms
+from .layers.html import layers_section
+from .page import document, file_b64, fmt, img, png_b64, pyplot, table
 from .results import BenchResult, read_json, results_from_json
+from .schemas import COMPARE_READABLE, RESULTS
 from .wording import plural, times
-
-COMPARE_SCHEMA = "trtprof.compare/2"  # == compare.SCHEMA; not imported so reading stays light
-COMPARE_SCHEMAS = (COMPARE_SCHEMA, "trtprof.compare/1")  # /1: three verdicts, i.i.d. + round CI; still read
 
 
 def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -33,9 +34,9 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
     if data is None:
         data = read_json(path)
     schema = data.get("schema")
-    if schema in COMPARE_SCHEMAS:
+    if schema in COMPARE_READABLE:
         kind = "compare"
-    elif schema == RESULTS_SCHEMA:
+    elif schema == RESULTS:
         kind = "bench"
     else:
         raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
@@ -51,29 +52,9 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png_b64(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    _plt().close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _file_b64(path: Path) -> str:
-    return base64.b64encode(Path(path).read_bytes()).decode("ascii")
-
-
 def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
     """Speedup vs batch size with the bootstrap 95 % CI as error bars; 1.0 = no change."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for c in comparisons:
@@ -94,54 +75,34 @@ def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup (baseline / candidate median)")
     ax.set_title("Speedup with 95 % CI (above 1: the candidate is faster)")
-    from .plots import legend_below
-
-    legend_below(fig, ax)
-    return _png_b64(fig)
+    plots.legend_below(fig, ax)
+    return png_b64(fig)
 
 
 def ecdf_figure(results: Sequence[BenchResult], batch_size: int) -> str:
     """Empirical CDFs of latency over the bulk of the data (``trtprof.plots``): shifts and tails at a glance."""
-    from .labels import engine_labels
-    from .plots import ecdf_figure as draw_ecdf
-
-    return _png_b64(draw_ecdf(results, batch_size, engine_labels(results)))
+    return png_b64(plots.ecdf_figure(results, batch_size, engine_labels(results)))
 
 
 def histogram_figures(results: Sequence[BenchResult]) -> dict[int, str]:
     """The bench plots' histograms (``trtprof.plots``), one per batch size, as base64 PNG."""
-    from . import plots
-
     with tempfile.TemporaryDirectory(prefix="trtprof-report-") as tmp:
         paths = plots.histograms(results, Path(tmp))
         out = {}
         for path in paths:
             batch = int(path.stem.replace("hist_batch", ""))
-            out[batch] = _file_b64(path)
+            out[batch] = file_b64(path)
         return out
 
 
 def latency_figure(results: Sequence[BenchResult]) -> str:
-    from . import plots
-
     with tempfile.TemporaryDirectory(prefix="trtprof-report-") as tmp:
-        return _file_b64(plots.latency_vs_batch(results, Path(tmp)))
+        return file_b64(plots.latency_vs_batch(results, Path(tmp)))
 
 
 # ---------------------------------------------------------------------------------------------
 # Text
 # ---------------------------------------------------------------------------------------------
-
-
-def _fmt(value: Any, spec: str = ".3g") -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    try:
-        return format(value, spec)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def arm_text(comparison: Mapping[str, Any], side: str) -> str:
@@ -165,10 +126,10 @@ def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             str(c["batch_size"]), f"{arm_text(c, 'candidate')} vs {arm_text(c, 'baseline')}",
             f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
             f"{c.get('loads', 1)} × {c.get('rounds', '?')}",
-            _fmt(lat.get("baseline", {}).get("median_ms")), _fmt(lat.get("candidate", {}).get("median_ms")),
-            accuracy_cell(acc), _fmt(acc.get("cosine"), ".6f"),
-            _fmt(acc.get("top1"), ".2%") if acc.get("top1") is not None else "–",
-            _fmt(acc.get("max_err_scaled")),
+            fmt(lat.get("baseline", {}).get("median_ms")), fmt(lat.get("candidate", {}).get("median_ms")),
+            accuracy_cell(acc), fmt(acc.get("cosine"), ".6f"),
+            fmt(acc.get("top1"), ".2%") if acc.get("top1") is not None else "–",
+            fmt(acc.get("max_err_scaled")),
             (f"{nonfinite} ⚠" if nonfinite else str(nonfinite if nonfinite is not None else "–")),
             _predicted_cell(acc),
         ])
@@ -202,9 +163,6 @@ def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
     """The verdict, the metrics (scale-aware first, on which inputs), the caveat when the candidate
     did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.fp16range``), one
     line each."""
-    from .accuracy import summary_line
-    from .fp16range import predicted_lines
-
     acc = comparison.get("accuracy") or {}
     if not acc:
         return []
@@ -254,25 +212,11 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
         if legend:
             lines += ["", "**Accuracy metrics**", ""] + [f"- {line}" for line in legend]
     else:
-        from .labels import engine_labels, fmt_ms
-
         lines += ["| engine | batch | median ms | p99 ms | n |", "|---|---|---|---|---|"]
         for r, label in zip(data["parsed_results"], engine_labels(data["parsed_results"])):
             lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
                          f"{r.latency.n} |")
     return "\n".join(lines) + "\n"
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: int | None = None) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = []
-        for i, cell in enumerate(row):
-            cls = f' class="v-{cell.split()[0]}"' if verdict_col is not None and i == verdict_col else ""
-            cells.append(f"<td{cls}>{html.escape(cell)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _shape_captions(data: Mapping[str, Any]) -> dict[int, str]:
@@ -295,20 +239,6 @@ def _shape_captions(data: Mapping[str, Any]) -> dict[int, str]:
     return {b: "; ".join(dict.fromkeys(v)) for b, v in out.items()}
 
 
-def _img(b64: str, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
-th{background:#f3f3f3}td:first-child{text-align:left}.v-faster{background:#d8f5d0}.v-slower{background:#f8d4d4}
-.v-no{background:#eee}.v-equivalent{background:#e3ecf7}.v-inconclusive{background:#eee}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
-img{max-width:100%;display:block;margin:.5em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
-li{margin:.3em 0}
-"""
-
-
 # Where the method is written out in plain words (docs/method.md); the page is self-contained and
 # gets mailed, so the link names the file in trtprof's source as well.
 METHOD_DOC = "docs/method.md"
@@ -316,8 +246,8 @@ METHOD_DOC = "docs/method.md"
 
 def method_paragraph(settings: Mapping[str, Any]) -> str:
     """Two plain sentences on how the speedup and the verdict were obtained, and where the details are."""
-    confidence = _fmt(settings.get("confidence", 0.95), ".0%")
-    margin = _fmt(settings.get("equivalence_margin", 0.01), ".0%")
+    confidence = fmt(settings.get("confidence", 0.95), ".0%")
+    margin = fmt(settings.get("equivalence_margin", 0.01), ".0%")
     return ("<p>trtprof ran the two engines in alternating rounds on the same inputs, repeated in several "
             "separate processes, so that clock drift and background load hit both alike; the speedup is how many "
             f"times faster the candidate's typical (median) latency is, with a {confidence} confidence interval "
@@ -332,10 +262,10 @@ def _flat(prefix: str, value: Any) -> list[tuple[str, str]]:
     if isinstance(value, Mapping):
         return [pair for k, v in value.items() for pair in _flat(f"{prefix}.{k}" if prefix else str(k), v)]
     if isinstance(value, (list, tuple)) and not any(isinstance(v, (Mapping, list, tuple)) for v in value):
-        return [(prefix, ", ".join(_fmt(v, ".4g") for v in value) or "–")]
+        return [(prefix, ", ".join(fmt(v, ".4g") for v in value) or "–")]
     if isinstance(value, (list, tuple)):
         return [pair for i, v in enumerate(value) for pair in _flat(f"{prefix}[{i}]", v)]
-    return [(prefix, _fmt(value, ".4g") if isinstance(value, float) else str(value))]
+    return [(prefix, fmt(value, ".4g") if isinstance(value, float) else str(value))]
 
 
 def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
@@ -361,13 +291,13 @@ def verdict_table_html(comparisons: Sequence[Mapping[str, Any]]) -> str:
     text they are."""
     return ("<style>.verdict td:nth-child(2),.verdict th:nth-child(2){text-align:left}.verdict td:nth-child(-n+3)"
             "{white-space:nowrap}</style><div class=\"verdict\">"
-            + _table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3) + "</div>")
+            + table(VERDICT_HEADERS, verdict_rows(comparisons), verdict_col=3) + "</div>")
 
 
 def environment_html(data: Mapping[str, Any]) -> str:
     """The environment and settings section: ``environment_rows`` as a left-aligned table."""
     return ("<h2>Environment and settings</h2><style>.env td,.env th{text-align:left}</style><div class=\"env\">"
-            + _table(("section", "item", "value"), environment_rows(data)) + "</div>")
+            + table(("section", "item", "value"), environment_rows(data)) + "</div>")
 
 
 def render_html(data: Mapping[str, Any]) -> str:
@@ -389,7 +319,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         for w in data.get("warnings", []):
             parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
         if comparisons:
-            parts.append("<h2>Speedup vs batch size</h2>" + _img(speedup_figure(comparisons), "speedup vs batch size"))
+            parts.append("<h2>Speedup vs batch size</h2>" + img(speedup_figure(comparisons), "speedup vs batch size"))
         parts.append("<h2>Why: diagnosis</h2>")
         for c in comparisons:
             items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"
@@ -410,31 +340,27 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append("<h2>Accuracy: verdict, predicted vs observed</h2>" + "".join(acc_parts)
                          + (f"<h3>What the metrics mean</h3><ul>{legend}</ul>" if legend else ""))
         if data.get("layers"):
-            from .layers.html import layers_section
-
             parts.append(layers_section(data["layers"]))
         roof_rows = []
         for c in comparisons:
             for side in ("baseline", "candidate"):
                 r = (c.get("roofline") or {}).get(side)
                 if r:
-                    roof_rows.append([str(c["batch_size"]), c[side], _fmt(r.get("flops")), _fmt(r.get("bytes")),
-                                      _fmt(r.get("intensity_flop_per_byte")), _fmt(r.get("achieved_flops_per_s")),
-                                      _fmt(r.get("peak_flops_per_s")), _fmt(r.get("share_of_peak"), ".1%")
+                    roof_rows.append([str(c["batch_size"]), c[side], fmt(r.get("flops")), fmt(r.get("bytes")),
+                                      fmt(r.get("intensity_flop_per_byte")), fmt(r.get("achieved_flops_per_s")),
+                                      fmt(r.get("peak_flops_per_s")), fmt(r.get("share_of_peak"), ".1%")
                                       if r.get("share_of_peak") is not None else "–"])
         if roof_rows:
             parts.append("<h2>Roofline</h2><p>FLOPs count Conv, ConvTranspose, MatMul and Gemm (2 per MAC); bytes are "
                          "weights plus every activation written once (unfused).</p>")
-            parts.append(_table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
+            parts.append(table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
                                  "peak FLOP/s", "share of peak"), roof_rows))
     else:
-        from .labels import engine_labels, fmt_ms
-
         rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n)]
                 for r, label in zip(results, engine_labels(results))]
-        parts.append("<h2>Results</h2>" + _table(("engine", "batch", "median ms", "p99 ms", "n"), rows))
+        parts.append("<h2>Results</h2>" + table(("engine", "batch", "median ms", "p99 ms", "n"), rows))
         if len({r.batch_size for r in results}) > 1:
-            parts.append("<h2>Latency vs batch size</h2>" + _img(latency_figure(results), "latency vs batch"))
+            parts.append("<h2>Latency vs batch size</h2>" + img(latency_figure(results), "latency vs batch"))
     if results:
         parts.append("<h2>Latency distributions</h2>")
         hists = histogram_figures(results)
@@ -447,35 +373,18 @@ def render_html(data: Mapping[str, Any]) -> str:
             if shapes.get(batch):
                 parts.append(f"<p>{html.escape(shapes[batch])}</p>")
             if batch in hists:
-                parts.append(_img(hists[batch], f"histogram batch {batch}"))
-            parts.append(_img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
+                parts.append(img(hists[batch], f"histogram batch {batch}"))
+            parts.append(img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
     from .serving_page import sections
 
     parts.extend(sections(data))
     parts.append(environment_html(data))
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+    return document(title, parts)
 
 
-def write_report(path: Path, out: Path) -> tuple[Path, str]:
-    """Write the HTML next to nothing else; return (html path, Markdown summary).
-
-    The one place that picks the page by the file's schema: a `trtprof sweep` result and a
-    `trtprof train-compare` result have pages of their own; compare and bench files are rendered here."""
-    from .cache import atomic_write_text
-    from .sweep.store import SCHEMA as SWEEP_SCHEMA
-    from .train.page import SCHEMA as TRAIN_SCHEMA
-
-    raw = read_json(Path(path))
-    schema = raw.get("schema")
-    if schema == SWEEP_SCHEMA:
-        from .sweep.matrix import write_sweep_report
-
-        return write_sweep_report(path, out)
-    if schema == TRAIN_SCHEMA:
-        from .train.page import write_report as write_train_report
-
-        return write_train_report(path, out)
+def write_report(path: Path, out: Path, raw: dict[str, Any] | None = None) -> tuple[Path, str]:
+    """Write the HTML page of a compare or bench file next to nothing else; return (html path, Markdown
+    summary). ``raw``: the file's JSON already read (``trtprof.render`` reads it to pick the page)."""
     data = load(path, raw)
     page = render_html(data)
     out = Path(out)

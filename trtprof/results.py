@@ -12,11 +12,12 @@ import numpy as np
 
 from .cache import atomic_write_text
 from .errors import BadInput
+from .labels import engine_labels
 from .memory import in_use_bytes
+from .schemas import RESULTS as SCHEMA
 from .stats import LatencyStats
 from .throughput import throughput
 
-SCHEMA = "trtprof.results/1"
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
 
@@ -219,8 +220,6 @@ def to_csv(results: Sequence[BenchResult]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=cols, lineterminator="\n")
     writer.writeheader()
-    from .labels import engine_labels
-
     for r, label in zip(results, engine_labels(results)):
         row: dict[str, Any] = {
             "engine_label": label,

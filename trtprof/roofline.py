@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ def _dims(vi) -> tuple[int, ...] | None:
     return tuple(out)
 
 
-def _attr(node, name: str, default: Any = None) -> Any:
+def node_attr(node, name: str, default: Any = None) -> Any:
     import onnx
 
     for a in node.attribute:
@@ -99,7 +98,7 @@ def _with_inputs_fixed(model: "onnx.ModelProto", input_shapes: Mapping[str, tupl
     return onnx.shape_inference.infer_shapes(fixed, data_prop=True)
 
 
-def _inferred_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> tuple[
+def inferred_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> tuple[
         Any, dict[str, tuple[int, ...]], dict[str, tuple[int, ...] | None], dict[str, int]]:
     """Shape inference at these input shapes → (graph, initializer dims, static shape per tensor
     (None when unknown), element type per tensor)."""
@@ -113,7 +112,7 @@ def _inferred_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[
     return graph, consts, shapes, types
 
 
-def _node_flops(node, shapes: Mapping[str, tuple[int, ...] | None], consts: Mapping[str, tuple[int, ...]]) -> int | None:
+def node_flops(node, shapes: Mapping[str, tuple[int, ...] | None], consts: Mapping[str, tuple[int, ...]]) -> int | None:
     def shape(name: str) -> tuple[int, ...] | None:
         return consts.get(name) or shapes.get(name)
 
@@ -140,20 +139,20 @@ def _node_flops(node, shapes: Mapping[str, tuple[int, ...] | None], consts: Mapp
         a, y = shape(node.input[0]), shape(node.output[0])
         if a is None or y is None or len(a) != 2:
             return None
-        k = a[0] if _attr(node, "transA", 0) else a[1]
+        k = a[0] if node_attr(node, "transA", 0) else a[1]
         return 2 * math.prod(y) * k
     return 0
 
 
 def graph_cost(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]], *, float_bytes: int = 4) -> GraphCost:
     """FLOPs and bytes of one inference at the given input shapes (batch in dim 0)."""
-    graph, consts, shapes, types = _inferred_shapes(model, input_shapes)
+    graph, consts, shapes, types = inferred_shapes(model, input_shapes)
     flops_by_op: dict[str, int] = {}
     uncounted = []
     for node in graph.node:
         if node.op_type not in COUNTED_OPS:
             continue
-        f = _node_flops(node, shapes, consts)
+        f = node_flops(node, shapes, consts)
         if f is None:
             uncounted.append(node.name or node.op_type)
             continue
@@ -169,12 +168,6 @@ def graph_cost(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, .
     batch = next(iter(input_shapes.values()))[0] if input_shapes else 1
     return GraphCost(batch_size=int(batch), flops=int(sum(flops_by_op.values())), weight_bytes=int(weight_bytes),
                      activation_bytes=int(activation_bytes), flops_by_op=flops_by_op, uncounted=tuple(uncounted))
-
-
-def graph_cost_file(path: Path, input_shapes: Mapping[str, tuple[int, ...]], *, float_bytes: int = 4) -> GraphCost:
-    from .model import load_onnx
-
-    return graph_cost(load_onnx(Path(path)), input_shapes, float_bytes=float_bytes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -63,10 +63,6 @@ class TensorSpec:
     dtype: str  # numpy dtype name: "float32", "float16", "int64", ...
     shape: tuple[Dim, ...]
 
-    @property
-    def is_static(self) -> bool:
-        return all(isinstance(d, int) and d > 0 for d in self.shape)
-
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 

@@ -459,11 +459,6 @@ def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) 
     return LatencyShape(int(peaks.size), tuple(float(grid[p]) for p in peaks), tail, p99_ratio)
 
 
-def shape_note(name: str, shape: LatencyShape) -> str | None:
-    text = shape.describe()
-    return f"{name}: {text}" if text else None
-
-
 def mean_median_note(s: Speedup) -> str | None:
     """When the mean ratio and the median ratio disagree, say both: the median answers "typical
     call", the mean "throughput over many calls", and a bimodal or heavy-tailed engine splits them."""

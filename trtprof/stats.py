@@ -91,11 +91,3 @@ def median_ci_exact(samples: Sequence[float] | np.ndarray, confidence: float = C
     low = float(ci.low) if np.isfinite(ci.low) else float(x.min())
     high = float(ci.high) if np.isfinite(ci.high) else float(x.max())
     return low, high
-
-
-def relative_half_width(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> float:
-    """(CI high − CI low) / 2 / median: the stopping rule's measure of how well a median is known."""
-    x = np.asarray(samples, dtype=np.float64)
-    median = float(np.median(x))
-    low, high = median_ci_exact(x, confidence)
-    return (high - low) / 2 / median if median > 0 else float("inf")

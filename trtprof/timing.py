@@ -9,12 +9,14 @@ and return raw per-iteration samples per stage, in milliseconds.
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .errors import BadInput
+from . import cuda, nvml
+from .errors import BackendUnavailable, BadInput
 
 DEFAULT_WARMUP = 50
 DEFAULT_ITERATIONS = 200  # "hundreds": enough for a stable p99 estimate on a quiet machine
@@ -203,11 +205,6 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     latency = h2d + compute + d2h (trtexec's definition); with ``copies=False`` the copies are left
     out of the loop entirely (inputs stay on the device from the single upload) and latency = compute.
     """
-    from contextlib import ExitStack
-
-    from . import cuda, nvml
-    from .errors import BackendUnavailable
-
     if cuda.device_count() == 0:
         raise BackendUnavailable("no CUDA device: GPU timing needs an NVIDIA GPU and driver")
 
@@ -219,87 +216,13 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
 
     with ExitStack() as stack:
         stream = stack.enter_context(cuda.Stream())
-        buffers: dict[str, int] = {}
-        host_in: list[tuple[np.ndarray, int]] = []
-        host_out: list[tuple[np.ndarray, int]] = []
-        for name, arr in feeds.items():
-            arr = np.ascontiguousarray(arr)
-            pinned = stack.enter_context(cuda.PinnedHostBuffer(arr.nbytes))
-            view = pinned.array(arr.shape, arr.dtype)
-            view[...] = arr
-            dev = stack.enter_context(cuda.DeviceBuffer(arr.nbytes))
-            buffers[name] = dev.ptr
-            host_in.append((view, dev.ptr))
-        for name, shape in output_shapes.items():
-            dtype = np.dtype(output_dtypes.get(name, "float32"))
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            pinned = stack.enter_context(cuda.PinnedHostBuffer(nbytes))
-            dev = stack.enter_context(cuda.DeviceBuffer(nbytes))
-            buffers[name] = dev.ptr
-            host_out.append((pinned.array(tuple(shape), dtype), dev.ptr))
-        # One upload before anything runs, so --no-copies computes on the real inputs too.
-        for view, ptr in host_in:
-            cuda.memcpy_htod_async(ptr, view, stream)
-        stream.synchronize()
-
-        handle = stream.handle
-        # A runner may offer ``bind(buffers, stream)``: a context manager that sets up its per-call
-        # state once (e.g. PyTorch's current stream, inference mode, TF32 flags) and yields a
-        # zero-argument launch. Otherwise every launch is a full ``enqueue``.
-        bind = getattr(runner, "bind", None)
-        if bind is not None:
-            launch: Callable[[], Any] = stack.enter_context(bind(buffers, handle))
-        else:
-            def launch() -> None:
-                runner.enqueue(buffers, handle)
-
-        compute: Callable[[], Any] = launch
-        if config.cuda_graph:
-            # Run eagerly once first: lazy initialisation (library handles, allocator pools,
-            # autotuning) must happen outside the capture, where it would be illegal.
-            launch()
-            stream.synchronize()
-            graph = stack.enter_context(cuda.Graph(launch, stream))
-            compute = graph.launch
-
+        buffers, host_in, host_out = device_buffers(stack, stream, feeds, output_shapes, output_dtypes)
+        compute = compute_launch(stack, runner, buffers, stream, config.cuda_graph)
         blocking = not config.spin_wait
         slots = [[stack.enter_context(cuda.Event(blocking_sync=blocking)) for _ in range(4)]
                  for _ in range(IN_FLIGHT)]
-        copies = config.copies
-        clock = time.perf_counter_ns
-        # The hot path calls the runtime directly with arguments resolved here: cuda-python's
-        # argument conversion plus numpy's ``.ctypes`` cost microseconds per call, and when the GPU
-        # waits for the host those microseconds land between the events.
-        rt, ok = cuda.runtime(), cuda.ok
-        memcpy, record, raw = rt.cudaMemcpyAsync, rt.cudaEventRecord, stream.raw
-        to_dev, to_host = rt.cudaMemcpyKind.cudaMemcpyHostToDevice, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
-        uploads = [(ptr, view.ctypes.data, view.nbytes) for view, ptr in host_in]
-        downloads = [(view.ctypes.data, ptr, view.nbytes) for view, ptr in host_out]
+        issue, wait = event_iteration(stream, compute, host_in, host_out, slots, config.copies)
         raw_slots = [[e.raw for e in ev] for ev in slots]
-
-        def issue(ev: list) -> int:
-            """Enqueue one iteration with its four events; returns host enqueue ns. No sync."""
-            if copies:
-                ok(record(ev[0], raw), "cudaEventRecord")
-                for dst, src, nbytes in uploads:
-                    ok(memcpy(dst, src, nbytes, to_dev, raw), "cudaMemcpyAsync(HostToDevice)")
-            ok(record(ev[1], raw), "cudaEventRecord")
-            t0 = clock()
-            compute()
-            t1 = clock()
-            ok(record(ev[2], raw), "cudaEventRecord")
-            if copies:
-                for dst, src, nbytes in downloads:
-                    ok(memcpy(dst, src, nbytes, to_host, raw), "cudaMemcpyAsync(DeviceToHost)")
-                ok(record(ev[3], raw), "cudaEventRecord")
-            return t1 - t0
-
-        def wait(ev: list) -> tuple[float, float, float]:
-            (ev[3] if copies else ev[2]).synchronize()
-            compute_ms = ev[1].elapsed_ms(ev[2])
-            if not copies:
-                return 0.0, compute_ms, 0.0
-            return ev[0].elapsed_ms(ev[1]), compute_ms, ev[2].elapsed_ms(ev[3])
 
         def one_iteration() -> None:
             issue(raw_slots[0])
@@ -307,32 +230,11 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
 
         warm_runs, warm_s = warm_up(one_iteration, config)
         before = nvml.gpu_state(pci_bus_id=bus_id)
-        names = ("h2d_ms", "compute_ms", "d2h_ms", "latency_ms", "enqueue_ms")
-        cols = _Growable(names, config.iterations)
-        pending: list[tuple[list, int]] = []
-        launched = 0
-        first = clock()
-        while True:
-            # Keep IN_FLIGHT iterations queued (trtexec does the same): iteration i+1 is enqueued
-            # while i runs, so the host's launch latency and its wake-up from the sync do not
-            # open an idle gap on the GPU between the events (a host-bound model still shows its
-            # gaps: they are real). Slots are reused only after they were waited for.
-            if _keep_going(launched, first, config.iterations, config.duration_s):
-                slot = launched % IN_FLIGHT
-                pending.append((slots[slot], issue(raw_slots[slot])))
-                launched += 1
-                if len(pending) < IN_FLIGHT:
-                    continue
-            if not pending:
-                break
-            ev, enqueue_ns = pending.pop(0)
-            h2d_ms, compute_ms, d2h_ms = wait(ev)
-            cols.add(h2d_ms, compute_ms, d2h_ms, h2d_ms + compute_ms + d2h_ms, enqueue_ns / 1e6)
-        span_s = (clock() - first) / 1e9
+        cols, span_s = run_in_flight(issue, wait, slots, raw_slots, config)
         after = nvml.gpu_state(pci_bus_id=bus_id)
 
     stages = cols.columns()
-    if not copies:
+    if not config.copies:
         del stages["h2d_ms"], stages["d2h_ms"]
     notes = device_notes(stages, before, after, config)
     device = {
@@ -345,3 +247,132 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     }
     return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
                    device=device)
+
+
+def device_buffers(stack: ExitStack, stream: Any, feeds: Mapping[str, np.ndarray],
+                   output_shapes: Mapping[str, Any], output_dtypes: Mapping[str, str],
+                   ) -> tuple[dict[str, int], list[tuple[np.ndarray, int]], list[tuple[np.ndarray, int]]]:
+    """Pinned host and device buffers for every input and output (released by ``stack``), and the
+    inputs uploaded once before anything runs, so --no-copies computes on the real inputs too.
+    Returns (name → device pointer, [(pinned input view, device ptr)], [(pinned output view, device ptr)])."""
+    buffers: dict[str, int] = {}
+    host_in: list[tuple[np.ndarray, int]] = []
+    host_out: list[tuple[np.ndarray, int]] = []
+    for name, arr in feeds.items():
+        arr = np.ascontiguousarray(arr)
+        pinned = stack.enter_context(cuda.PinnedHostBuffer(arr.nbytes))
+        view = pinned.array(arr.shape, arr.dtype)
+        view[...] = arr
+        dev = stack.enter_context(cuda.DeviceBuffer(arr.nbytes))
+        buffers[name] = dev.ptr
+        host_in.append((view, dev.ptr))
+    for name, shape in output_shapes.items():
+        dtype = np.dtype(output_dtypes.get(name, "float32"))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        pinned = stack.enter_context(cuda.PinnedHostBuffer(nbytes))
+        dev = stack.enter_context(cuda.DeviceBuffer(nbytes))
+        buffers[name] = dev.ptr
+        host_out.append((pinned.array(tuple(shape), dtype), dev.ptr))
+    for view, ptr in host_in:
+        cuda.memcpy_htod_async(ptr, view, stream)
+    stream.synchronize()
+    return buffers, host_in, host_out
+
+
+def compute_launch(stack: ExitStack, runner: Any, buffers: Mapping[str, int], stream: Any,
+                   cuda_graph: bool) -> Callable[[], Any]:
+    """The zero-argument call that enqueues one inference on ``stream``.
+
+    A runner may offer ``bind(buffers, stream)``: a context manager that sets up its per-call state
+    once (e.g. PyTorch's current stream, inference mode, TF32 flags) and yields a zero-argument
+    launch. Otherwise every launch is a full ``enqueue``. With ``cuda_graph`` the launch is captured
+    once and each call replays the graph."""
+    handle = stream.handle
+    bind = getattr(runner, "bind", None)
+    if bind is not None:
+        launch: Callable[[], Any] = stack.enter_context(bind(buffers, handle))
+    else:
+        def launch() -> None:
+            runner.enqueue(buffers, handle)
+
+    if not cuda_graph:
+        return launch
+    # Run eagerly once first: lazy initialisation (library handles, allocator pools, autotuning)
+    # must happen outside the capture, where it would be illegal.
+    launch()
+    stream.synchronize()
+    graph = stack.enter_context(cuda.Graph(launch, stream))
+    return graph.launch
+
+
+def event_iteration(stream: Any, compute: Callable[[], Any], host_in: list[tuple[np.ndarray, int]],
+                    host_out: list[tuple[np.ndarray, int]], slots: list[list[Any]], copies: bool,
+                    ) -> tuple[Callable[[list], int], Callable[[list], tuple[float, float, float]]]:
+    """(issue, wait) for one iteration: ``issue(raw events)`` enqueues copies, compute and the four
+    event records without syncing and returns the host enqueue ns; ``wait(events)`` waits for the
+    last event and returns (h2d, compute, d2h) ms.
+
+    The hot path calls the runtime directly with arguments resolved here: cuda-python's argument
+    conversion plus numpy's ``.ctypes`` cost microseconds per call, and when the GPU waits for the
+    host those microseconds land between the events."""
+    clock = time.perf_counter_ns
+    rt, ok = cuda.runtime(), cuda.ok
+    memcpy, record, raw = rt.cudaMemcpyAsync, rt.cudaEventRecord, stream.raw
+    to_dev, to_host = rt.cudaMemcpyKind.cudaMemcpyHostToDevice, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
+    uploads = [(ptr, view.ctypes.data, view.nbytes) for view, ptr in host_in]
+    downloads = [(view.ctypes.data, ptr, view.nbytes) for view, ptr in host_out]
+
+    def issue(ev: list) -> int:
+        """Enqueue one iteration with its four events; returns host enqueue ns. No sync."""
+        if copies:
+            ok(record(ev[0], raw), "cudaEventRecord")
+            for dst, src, nbytes in uploads:
+                ok(memcpy(dst, src, nbytes, to_dev, raw), "cudaMemcpyAsync(HostToDevice)")
+        ok(record(ev[1], raw), "cudaEventRecord")
+        t0 = clock()
+        compute()
+        t1 = clock()
+        ok(record(ev[2], raw), "cudaEventRecord")
+        if copies:
+            for dst, src, nbytes in downloads:
+                ok(memcpy(dst, src, nbytes, to_host, raw), "cudaMemcpyAsync(DeviceToHost)")
+            ok(record(ev[3], raw), "cudaEventRecord")
+        return t1 - t0
+
+    def wait(ev: list) -> tuple[float, float, float]:
+        (ev[3] if copies else ev[2]).synchronize()
+        compute_ms = ev[1].elapsed_ms(ev[2])
+        if not copies:
+            return 0.0, compute_ms, 0.0
+        return ev[0].elapsed_ms(ev[1]), compute_ms, ev[2].elapsed_ms(ev[3])
+
+    return issue, wait
+
+
+def run_in_flight(issue: Callable[[list], int], wait: Callable[[list], tuple[float, float, float]],
+                  slots: list[list[Any]], raw_slots: list[list[Any]], config: TimingConfig) -> tuple[_Growable, float]:
+    """The measured loop: per-stage samples and the span in seconds.
+
+    Keeps IN_FLIGHT iterations queued (trtexec does the same): iteration i+1 is enqueued while i
+    runs, so the host's launch latency and its wake-up from the sync do not open an idle gap on the
+    GPU between the events (a host-bound model still shows its gaps: they are real). Slots are
+    reused only after they were waited for."""
+    clock = time.perf_counter_ns
+    names = ("h2d_ms", "compute_ms", "d2h_ms", "latency_ms", "enqueue_ms")
+    cols = _Growable(names, config.iterations)
+    pending: list[tuple[list, int]] = []
+    launched = 0
+    first = clock()
+    while True:
+        if _keep_going(launched, first, config.iterations, config.duration_s):
+            slot = launched % IN_FLIGHT
+            pending.append((slots[slot], issue(raw_slots[slot])))
+            launched += 1
+            if len(pending) < IN_FLIGHT:
+                continue
+        if not pending:
+            break
+        ev, enqueue_ns = pending.pop(0)
+        h2d_ms, compute_ms, d2h_ms = wait(ev)
+        cols.add(h2d_ms, compute_ms, d2h_ms, h2d_ms + compute_ms + d2h_ms, enqueue_ns / 1e6)
+    return cols, (clock() - first) / 1e9

@@ -94,18 +94,3 @@ def resolve_for_build(name: str) -> "Backend":
     if not av.ok:
         raise BackendUnavailable(f"backend {name!r} cannot build here: {av.reason}")
     return backend
-
-
-def auto_reasons() -> list[str]:
-    """Why each backend ahead of the chosen one was skipped by ``auto`` (for build output)."""
-    lines = []
-    for candidate in AUTO_ORDER:
-        try:
-            av = get(candidate).available()
-        except BackendUnavailable as err:
-            lines.append(f"{candidate}: {err}")
-            continue
-        if av.ok:
-            break
-        lines.append(f"{candidate}: {av.reason}")
-    return lines

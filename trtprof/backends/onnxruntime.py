@@ -26,7 +26,7 @@ CUDA_EP = "CUDAExecutionProvider"
 CPU_EP = "CPUExecutionProvider"
 
 
-def _ort():
+def import_ort():
     try:
         import onnxruntime
     except ImportError as err:
@@ -35,7 +35,7 @@ def _ort():
 
 
 def _providers() -> list[str]:
-    available = _ort().get_available_providers()
+    available = import_ort().get_available_providers()
     return [CUDA_EP, CPU_EP] if CUDA_EP in available else [CPU_EP]
 
 
@@ -56,10 +56,10 @@ def _session_error(err: Exception, path: Path) -> Exception:
     if match:
         op, opset, node = match.groups()
         return BadModel(f"op {op} (opset {opset}, node {node!r}) is not supported by onnxruntime", path=path)
-    return BadModel(f"onnxruntime cannot load the model: {_ort_cause(text) or type(err).__name__}", path=path)
+    return BadModel(f"onnxruntime cannot load the model: {ort_cause(text) or type(err).__name__}", path=path)
 
 
-def _ort_cause(text: str) -> str:
+def ort_cause(text: str) -> str:
     """The cause in an ORT error, without its nested prefixes and C++ source locations.
 
     "[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/…/graph.cc:1483 onnxruntime::Graph::Graph(…)
@@ -70,9 +70,9 @@ def _ort_cause(text: str) -> str:
     return " ".join(cause.split())[:300]
 
 
-def _session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
+def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
              threads: int | None = None, profile_prefix: str | None = None, keep_optimizations: bool = False):
-    ort = _ort()
+    ort = import_ort()
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only: ORT warnings would flood the output, and its errors come back as exceptions that trtprof turns into one line
     if threads is not None:
@@ -114,7 +114,7 @@ def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> di
     with temp_dir("ort") as tmp:
         out = tmp / "executed.onnx"
         try:
-            _session(model_bytes, precision, optimized_out=out, path=path)
+            ort_session(model_bytes, precision, optimized_out=out, path=path)
         except BadModel as err:
             if not _loads_without_writing(model_bytes, precision, path):
                 raise
@@ -141,7 +141,7 @@ def _write_limit(folder: Path) -> str:
 
 def _loads_without_writing(model_bytes: bytes, precision: Precision, path: Path) -> bool:
     try:
-        _session(model_bytes, precision, path=path)
+        ort_session(model_bytes, precision, path=path)
     except BadModel:
         return False
     return True
@@ -169,7 +169,7 @@ def _blame_conversion(conversion: Any, err: BadModel, original: Any, path: Path)
     from ..convert.fp16 import refusal_message
 
     try:
-        _session(original.SerializeToString(), Precision.FP32, path=path)
+        ort_session(original.SerializeToString(), Precision.FP32, path=path)
     except BadModel:
         return
     raise BuildFailed(refusal_message(conversion, "onnxruntime", err.message), path=path) from err
@@ -252,7 +252,7 @@ class OnnxRuntimeBackend:
     def environment(self) -> dict[str, Any]:
         from ..environment import cpu_name
 
-        ort = _ort()
+        ort = import_ort()
         providers = _providers()
         env: dict[str, Any] = {"backend": self.name, "onnxruntime": ort.__version__, "provider": providers[0]}
         if providers[0] == CUDA_EP:
@@ -324,5 +324,5 @@ class OnnxRuntimeBackend:
         return BuildReport(metadata=metadata, notes=notes)
 
     def load(self, artifact: Path, record: "EngineRecord", *, threads: int | None = None) -> OnnxRuntimeRunner:
-        session = _session(Path(artifact), record.spec.precision, path=Path(artifact), threads=threads)
+        session = ort_session(Path(artifact), record.spec.precision, path=Path(artifact), threads=threads)
         return OnnxRuntimeRunner(session, record.inputs, record.outputs)

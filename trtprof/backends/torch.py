@@ -48,7 +48,7 @@ SUPPORTED = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 LOW_DTYPES = {Precision.FP16: "float16", Precision.BF16: "bfloat16"}
 
 
-def _import_torch():
+def import_torch():
     try:
         import torch
     except ImportError as err:
@@ -56,7 +56,7 @@ def _import_torch():
     return torch
 
 
-def _import_onnx2torch():
+def import_onnx2torch():
     """Import onnx2torch, tolerating a missing or broken torchvision.
 
     onnx2torch imports torchvision at module load only for its NMS and RoiAlign converters. Next to
@@ -69,7 +69,7 @@ def _import_onnx2torch():
         return sys.modules["onnx2torch"]
     if importlib.util.find_spec("onnx2torch") is None:
         raise MissingDependency("onnx2torch", "torch", why="converts the ONNX model to a torch module")
-    _import_torch()
+    import_torch()
     try:
         import torchvision  # noqa: F401
     except Exception:  # noqa: BLE001 - ImportError, or RuntimeError from a mismatched build
@@ -134,7 +134,7 @@ def fold_identity_initializers(model: "onnx.ModelProto") -> int:
 
 def to_torch_module(model: "onnx.ModelProto") -> Any:
     """onnx2torch conversion (CPU, float32), with its failures as BuildFailed naming the op."""
-    onnx2torch = _import_onnx2torch()
+    onnx2torch = import_onnx2torch()
     try:
         return onnx2torch.convert(model)
     except NotImplementedError as err:
@@ -174,7 +174,7 @@ def cudnn_mode(torch: Any, tf32: bool, autotune: bool) -> Iterator[None]:
             cudnn.benchmark = prev
 
 
-class _DeviceArray:
+class DeviceArray:
     """A raw device pointer described by ``__cuda_array_interface__`` (v2: no stream to sync with,
     the profiler orders work on its own stream), so ``torch.as_tensor`` wraps it without a copy."""
 
@@ -194,7 +194,7 @@ class TorchRunner:
 
     def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
                  outputs: tuple[TensorSpec, ...], *, cast_io: bool = True) -> None:
-        self._torch = _import_torch()
+        self._torch = import_torch()
         self.module = module
         self.precision = precision
         self.inputs = inputs
@@ -252,9 +252,9 @@ class TorchRunner:
         key = tuple(int(buffers[t.name]) for t in self.inputs + self.outputs)
         if self._bound is None or self._bound[0] != key:
             torch = self._torch
-            ins = [torch.as_tensor(_DeviceArray(buffers[t.name], self._input_shapes[t.name], t.dtype), device="cuda")
+            ins = [torch.as_tensor(DeviceArray(buffers[t.name], self._input_shapes[t.name], t.dtype), device="cuda")
                    for t in self.inputs]
-            outs = [torch.as_tensor(_DeviceArray(buffers[t.name], self._output_shapes[t.name], t.dtype), device="cuda")
+            outs = [torch.as_tensor(DeviceArray(buffers[t.name], self._output_shapes[t.name], t.dtype), device="cuda")
                     for t in self.outputs]
             self._bound = (key, ins, outs)
         return self._bound[1], self._bound[2]
@@ -360,7 +360,7 @@ class TorchBackend:
 
     def environment(self) -> dict[str, Any]:
         """torch, its CUDA, onnx2torch and the GPU: a module rebuilt elsewhere is another engine."""
-        torch = _import_torch()
+        torch = import_torch()
         major, minor = torch.cuda.get_device_capability(0)
         return {
             "backend": self.name,
@@ -428,7 +428,7 @@ class TorchBackend:
         """FP8 needs an FP8 GPU and an MLP that ``torch._scaled_mm`` covers (``torch_fp8``): refuse otherwise."""
         from .torch_fp8 import FP8_MIN_CC, fp8_module, mlp_chain
 
-        torch = _import_torch()
+        torch = import_torch()
         cc = torch.cuda.get_device_capability(0)
         if tuple(cc) < FP8_MIN_CC:
             raise UnsupportedPrecision(f"fp8 needs compute capability 8.9+ (torch._scaled_mm); "
@@ -441,7 +441,7 @@ class TorchBackend:
     def load(self, artifact: Path, record: "EngineRecord") -> TorchRunner:
         import onnx
 
-        torch = _import_torch()
+        torch = import_torch()
         try:
             proto = onnx.load(str(artifact))
         except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError and friends

@@ -80,9 +80,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("trtprof: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-
-def add_common_debug(parser: argparse.ArgumentParser) -> None:
-    """List ``--debug`` in a subcommand's help too (``main`` accepts it anywhere on the line)."""
-    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")

@@ -11,13 +11,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from . import add_common_debug
 from ..cache import ENTRY_NAME
 from ..cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput
 from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..spec import Precision
 from ..timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
+
+
+def add_common_debug(parser: argparse.ArgumentParser) -> None:
+    """List ``--debug`` in a subcommand's help too (``main`` accepts it anywhere on the line)."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")
 
 
 def add_shape_args(parser: argparse.ArgumentParser, *, batch_default: str | None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..build import BuildOutcome, build_engines
+from ..build import BuildOutcome, BuildSettings, build_engines
 from ..errors import BadInput
 from ..inputs import parse_batch_sizes
 from . import _common
@@ -105,10 +105,7 @@ def run(args: argparse.Namespace) -> int:
     data = _common.load_inputs(args)
     if args.opt_batch is not None and not min(sizes) <= args.opt_batch <= max(sizes):
         raise BadInput(f"--opt-batch {args.opt_batch} is outside --batch-sizes {args.batch_sizes}")
-    build_engines(
-        args.model,
-        _common.precisions_from_flags(args),
-        sizes,
+    settings = BuildSettings(
         shapes=_common.shapes(args),
         engines_dir=args.engines,
         backend=args.backend,
@@ -116,9 +113,9 @@ def run(args: argparse.Namespace) -> int:
         options=options,
         check=not args.no_check,
         convert_options={"inputs": args.tf_inputs, "outputs": args.tf_outputs, "signature": args.signature},
-        on_convert=_print_conversion,
-        on_done=print_outcome,
         range_check=not args.no_range_check,
         data=data,
     )
+    build_engines(args.model, _common.precisions_from_flags(args), sizes, settings,
+                  on_convert=_print_conversion, on_done=print_outcome)
     return 0

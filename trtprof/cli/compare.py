@@ -10,7 +10,12 @@ from .. import compare as cmp
 from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes
+from ..interleave import (
+    DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, MIN_LOADS, MIN_ROUNDS, InterleavedOutcome,
+    Progress, RoundPlan,
+)
 from ..spec import Precision
+from ..speedup import EQUIVALENCE_MARGIN
 from ..wording import plural
 from . import _common, _serving
 from .build import print_outcome
@@ -46,15 +51,15 @@ def add_parser(sub) -> None:
                            "dir); two or more let the overhead-bound diagnosis fit latency vs batch")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
-    p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
+    p.add_argument("--target-ci", type=float, default=DEFAULT_TARGET_CI,
                    help=f"also stop when the speedup's CI half-width is within this fraction of it "
-                        f"(default {cmp.DEFAULT_TARGET_CI})")
-    p.add_argument("--margin", type=float, default=cmp.EQUIVALENCE_MARGIN,
+                        f"(default {DEFAULT_TARGET_CI})")
+    p.add_argument("--margin", type=float, default=EQUIVALENCE_MARGIN,
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
-                        f"'faster'/'slower' (default {cmp.EQUIVALENCE_MARGIN})")
-    p.add_argument("--time-budget-s", type=_common.positive_float, default=cmp.DEFAULT_TIME_BUDGET_S,
+                        f"'faster'/'slower' (default {EQUIVALENCE_MARGIN})")
+    p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
                    help=f"wall time per batch size, worker start-up (in the first), load starts and warm-up "
-                        f"included (default {cmp.DEFAULT_TIME_BUDGET_S:g}); {cmp.MIN_LOADS} loads × {cmp.MIN_ROUNDS} "
+                        f"included (default {DEFAULT_TIME_BUDGET_S:g}); {MIN_LOADS} loads × {MIN_ROUNDS} "
                         "rounds when they fit, else fewer: only 2 loads × 2 rounds run regardless")
     p.add_argument("--device", default=None, metavar="GPU",
                    help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
@@ -62,7 +67,7 @@ def add_parser(sub) -> None:
                    help="reload the engines in this process for each load instead of fresh worker processes "
                         "(for backends that cannot be started in a subprocess; misses process-level variation)")
     p.add_argument("--round-iterations", type=int, default=None,
-                   help=f"iterations per precision per round (default: about {cmp.DEFAULT_ROUND_S:g} s worth)")
+                   help=f"iterations per precision per round (default: about {DEFAULT_ROUND_S:g} s worth)")
     p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")
     p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
@@ -91,11 +96,11 @@ def parse_precisions(text: str) -> list[Precision]:
     return precisions
 
 
-def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
+def _plan(args: argparse.Namespace) -> RoundPlan:
     _common.check_round_args(args)
     if not 0 < args.margin < 0.5:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
-    return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
+    return RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                          round_iterations=args.round_iterations, margin=args.margin, copies=not args.no_copies,
                          cuda_graph=args.cuda_graph, autotune=args.autotune)
 
@@ -141,21 +146,19 @@ def ab_mode(args: argparse.Namespace) -> bool:
     return len(args.model) > 1 or bool(args.backends) or bool(args.what_if)
 
 
-def run_ab(args: argparse.Namespace, plan: cmp.RoundPlan, sizes: tuple[int, ...], **callbacks) -> Any:
+def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[int, ...],
+           hooks: cmp.CompareHooks) -> Any:
     """Two models, two backends, or a what-if: ``trtprof.ab``."""
     from .. import ab
 
-    common = dict(engines_dir=args.engines, shapes=_common.shapes(args), seed=args.seed,
-                  int_range=_common.int_range(args), layers=args.layers, device=args.device,
-                  isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, **callbacks)
     if args.what_if:
         precision = str(Precision.parse(args.precision or "fp16"))
-        return ab.compare_what_if(args.model[0], args.what_if, precision, sizes, plan, backend=args.backend, **common)
+        return ab.compare_what_if(args.model[0], args.what_if, precision, sizes, options, engines_dir=args.engines,
+                                  backend=args.backend, hooks=hooks)
     precision = str(Precision.parse(args.precision or "fp32"))
     backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else [args.backend]
     arms = ab.ab_arms(list(args.model), precision, backends)
-    seed, int_range = common.pop("seed"), common.pop("int_range")
-    return ab.compare_ab(arms, sizes, plan, seed=seed, int_range=int_range, **common)
+    return ab.compare_ab(arms, sizes, options, engines_dir=args.engines, hooks=hooks)
 
 
 def print_accuracy(c: dict) -> None:
@@ -207,13 +210,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
-    def on_progress(batch: int, p: cmp.Progress) -> None:
+    def on_progress(batch: int, p: Progress) -> None:
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
         print(f"  batch {batch}: {plural(p.loads, 'load')}, {plural(p.rounds, 'round')}, {p.elapsed_s:.1f} of "
               f"{p.budget_s:g} s spent: {cis}", file=sys.stderr)
 
-    def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
+    def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
                   f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, {outcome.elapsed_s:.1f} s, "
@@ -221,18 +224,18 @@ def run(args: argparse.Namespace) -> int:
 
     ab_outcome = None
     with _common.sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
+        options = cmp.CompareOptions(
+            plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
+            layers=args.layers, accuracy_budget=budget, data=data,
+        )
+        hooks = cmp.CompareHooks(on_built=print_outcome, on_progress=on_progress, on_batch=on_batch)
         if is_ab:
-            ab_outcome = run_ab(args, plan, sizes, on_built=print_outcome, on_batch=on_batch, on_progress=on_progress,
-                                accuracy_budget=budget, data=data)
+            ab_outcome = run_ab(args, options, sizes, hooks)
             report = ab_outcome.report
         else:
-            report = cmp.compare_model(
-                args.model[0], precisions, sizes, plan, engines_dir=args.engines, backend=args.backend,
-                shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-                on_built=print_outcome, on_batch=on_batch, on_progress=on_progress, layers=args.layers,
-                isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-                accuracy_budget=budget, data=data,
-            )
+            report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
+                                       backend=args.backend, hooks=hooks)
     if serving is not None and not report.interrupted:
         run_serving(args, precisions, sizes, serving, report)
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()

@@ -6,11 +6,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import add_common_debug
+from ._common import add_common_debug
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from ..convert.tf import DEFAULT_ATOL, DEFAULT_RTOL  # cheap: no TensorFlow import at module level
+    from ..convert.tf.check import DEFAULT_ATOL, DEFAULT_RTOL  # cheap: no TensorFlow import at module level
 
     parser = sub.add_parser(
         "convert",
@@ -42,7 +42,7 @@ def default_output(model: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..convert.tf import convert_tf
+    from ..convert.tf.conversion import convert_tf
 
     output = args.output or default_output(args.model)
     from ._common import check_output_file

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..bench import bench_records
-from ..build import build_engines
+from ..build import BuildSettings, build_engines
 from ..inputs import parse_batch_sizes
 from ..plots import plot_all
 from ..samples import make_demo_model
@@ -31,8 +31,9 @@ def run(args: argparse.Namespace) -> int:
     model = make_demo_model(out / "demo_convnet.onnx")
     print(f"model: {model}")
     sizes = parse_batch_sizes(args.batch_sizes)
-    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], sizes, engines_dir=out / "engines",
-                             backend=args.backend, on_done=print_outcome)
+    outcomes = build_engines(model, [Precision.FP32, Precision.FP16], sizes,
+                             settings=BuildSettings(engines_dir=out / "engines", backend=args.backend),
+                             on_done=print_outcome)
     print()
     on_plan, on_start, on_result, close = progress("demo bench")
     try:

@@ -10,6 +10,7 @@ from pathlib import Path
 from .. import compare as cmp
 from ..accuracy import DEFAULT_BUDGET, AccuracyBudget
 from ..errors import BadInput
+from ..interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
 from . import _common
 
 
@@ -33,11 +34,11 @@ def add_parser(sub) -> None:
                    help=f"most keep-lists built and judged (default {DEFAULT_MAX_BUILDS})")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
-    p.add_argument("--time-budget-s", type=_common.positive_float, default=cmp.DEFAULT_TIME_BUDGET_S,
-                   help=f"wall time of the speed measurement (default {cmp.DEFAULT_TIME_BUDGET_S:g})")
+    p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
+                   help=f"wall time of the speed measurement (default {DEFAULT_TIME_BUDGET_S:g})")
     p.add_argument("--round-iterations", type=_common.positive_int, default=None,
                    help="iterations per precision per round of the measurement (default: about "
-                        f"{cmp.DEFAULT_ROUND_S:g} s worth)")
+                        f"{DEFAULT_ROUND_S:g} s worth)")
     p.add_argument("--in-process", action="store_true", help="measure in this process (as compare --in-process)")
     p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs (without --inputs)")
     p.add_argument("--out", type=Path, default=Path("fix_fp16.json"),
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     data = _common.load_inputs(args)
     if not args.model.exists():
         raise BadInput("no such file or directory", path=args.model)
-    plan = cmp.RoundPlan(time_budget_s=args.time_budget_s, round_iterations=args.round_iterations)
+    plan = RoundPlan(time_budget_s=args.time_budget_s, round_iterations=args.round_iterations)
 
     def on_trial(t) -> None:
         score = f"cosine {t.cosine:.6f}" if t.cosine is not None else ""

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..errors import BadInput, StaticBatch
+from ..schemas import LAYERS
 from . import _common
 
 
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     for cand in list(records)[1:]:
         findings += [f.to_json() for f in layer_findings(table, table.graph, cand)]
     first = next(iter(records.values()))
-    out = {"schema": "trtprof.layers/1", "created": now_iso(), "model": first.model, "backend": first.backend,
+    out = {"schema": LAYERS, "created": now_iso(), "model": first.model, "backend": first.backend,
            "autotune": args.autotune, "table": data, "diagnosis": findings}
     print(format_table(data, top=args.top or None))
     for f in findings:

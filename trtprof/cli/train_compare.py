@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import compare as cmp
 from ..inputs import parse_batch_sizes
+from ..interleave import DEFAULT_TARGET_CI, MIN_ROUNDS, InterleavedOutcome, RoundPlan
 from . import _common
 
 DEFAULT_TRAIN_BUDGET_S = 10.0
@@ -44,9 +44,9 @@ def add_parser(sub) -> None:
     p.add_argument("--budget", "--time-budget-s", dest="time_budget_s", type=_common.positive_float,
                    default=DEFAULT_TRAIN_BUDGET_S,
                    help=f"measuring time per batch size, warmup excluded (default {DEFAULT_TRAIN_BUDGET_S:g} s); "
-                        f"at least {cmp.MIN_ROUNDS} rounds run regardless")
-    p.add_argument("--target-ci", type=float, default=cmp.DEFAULT_TARGET_CI,
-                   help=f"stop when every median's 95%% CI half-width is within this fraction (default {cmp.DEFAULT_TARGET_CI})")
+                        f"at least {MIN_ROUNDS} rounds run regardless")
+    p.add_argument("--target-ci", type=float, default=DEFAULT_TARGET_CI,
+                   help=f"stop when every median's 95%% CI half-width is within this fraction (default {DEFAULT_TARGET_CI})")
     p.add_argument("--round-iterations", type=int, default=None, help="steps per arm per round (default ~0.2 s worth)")
     p.add_argument("--copies", action="store_true",
                    help="GPU: include the input upload in each step's time (default: data already on the GPU)")
@@ -63,9 +63,9 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _plan(args: argparse.Namespace) -> cmp.RoundPlan:
+def _plan(args: argparse.Namespace) -> RoundPlan:
     _common.check_round_args(args)
-    return cmp.RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
+    return RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                          round_iterations=args.round_iterations, copies=args.copies, cuda_graph=False)
 
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"batch {batch}: {arm} alone: loss {solo.losses[0]:.4g} → {last:.4g} in {len(solo.losses)} steps",
               file=sys.stderr)
 
-    def on_batch(batch: int, outcome: cmp.InterleavedOutcome) -> None:
+    def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
         widths = ", ".join(f"{k} ±{v:.2%}" for k, v in outcome.half_widths.items())
         print(f"batch {batch}: {outcome.rounds} rounds in {outcome.elapsed_s:.1f} s ({outcome.stop_reason}; {widths})",
               file=sys.stderr)

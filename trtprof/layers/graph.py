@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..roofline import _attr
+from ..roofline import node_attr
 
 if TYPE_CHECKING:
     import onnx
@@ -36,7 +36,7 @@ def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
         w = shape(node.input[1]) if len(node.input) > 1 else None
         if w is None or len(w) < 3:
             return None
-        group = int(_attr(node, "group", 1) or 1)
+        group = int(node_attr(node, "group", 1) or 1)
         if op == "Conv":
             cout, cin_g = int(w[0]), int(w[1])
         else:
@@ -58,8 +58,8 @@ def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
         if a is None or b is None or len(a) < 2 or len(b) < 2:
             return None
         if op == "Gemm":
-            k = a[0] if _attr(node, "transA", 0) else a[1]
-            n = b[0] if _attr(node, "transB", 0) else b[1]
+            k = a[0] if node_attr(node, "transA", 0) else a[1]
+            n = b[0] if node_attr(node, "transB", 0) else b[1]
         else:
             k, n = a[-1], b[-1]
         bad = [f"{name} {v}" for name, v in (("K", int(k)), ("N", int(n))) if v % TC_MULTIPLE_FP16]
@@ -69,9 +69,9 @@ def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
 
 def node_facts(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, dict[str, Any]]:
     """node key → {op_type, output_shape, flops, tensor_core: {...} or None} at these input shapes."""
-    from ..roofline import _inferred_shapes, _node_flops
+    from ..roofline import inferred_shapes, node_flops
 
-    graph, consts, shapes, _ = _inferred_shapes(model, input_shapes)
+    graph, consts, shapes, _ = inferred_shapes(model, input_shapes)
 
     def shape(name: str) -> tuple[int, ...] | None:
         return consts.get(name) or shapes.get(name)
@@ -79,7 +79,7 @@ def node_facts(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, .
     out: dict[str, dict[str, Any]] = {}
     for i, node in enumerate(graph.node):
         y = shape(node.output[0]) if node.output else None
-        flops = _node_flops(node, shapes, consts)
+        flops = node_flops(node, shapes, consts)
         out[node_key(node, i)] = {
             "op_type": node.op_type,
             "output_shape": list(y) if y else None,

@@ -8,7 +8,7 @@ import html
 from typing import Any, Mapping
 
 from ..wording import plural
-from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, _fmt_ms, rows_by_time
+from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, fmt_layer_ms, rows_by_time
 
 TOP_ROWS = 15
 # names (layer, op, kind) left-aligned like text; the numbers stay right-aligned
@@ -38,13 +38,13 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
             cells = [r["name"], r["op_type"], r["kind"]]
             for p in precisions:
                 share = r["share"].get(p)
-                cells += [_fmt_ms(r["time_ms"].get(p), missing="–"), "–" if share is None else f"{share:.1%}"]
+                cells += [fmt_layer_ms(r["time_ms"].get(p), missing="–"), "–" if share is None else f"{share:.1%}"]
             cells += ["–" if x is None else f"{x:.2f}" for x in ratios]
             for p in precisions:
                 ks = [k for k in r["kernels"].get(p, []) if k.get("tensor_core") is not None]
                 cells.append(f"{sum(1 for k in ks if k['tensor_core'])}/{len(ks)}" if ks else "–")
             body.append(f'<tr class="{cls}">' + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-        totals = ", ".join(f"{html.escape(p)} {_fmt_ms(v, missing='–')} ms"
+        totals = ", ".join(f"{html.escape(p)} {fmt_layer_ms(v, missing='–')} ms"
                            for p, v in table.get("totals_ms", {}).items())
         parts.append(f"<h3>batch {html.escape(str(batch))} (sum of layer medians: {totals})</h3>"
                      "<table class=\"layers\"><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)

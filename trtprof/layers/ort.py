@@ -162,12 +162,12 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
 def profile_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, np.ndarray], *, iterations: int,
                         warmup: int, batch_size: int) -> PrecisionProfile:
     """Run ``warmup`` + ``iterations`` inferences on a fresh profiling session and parse its trace."""
-    from ..backends.onnxruntime import _session
+    from ..backends.onnxruntime import ort_session
     from ..spec import Precision
 
     with temp_dir("ortprof") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
-        session = _session(Path(artifact), Precision(precision), path=Path(artifact),
+        session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
                            profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized, keep_optimizations=True)
         for _ in range(warmup + iterations):
             session.run(None, dict(feeds))

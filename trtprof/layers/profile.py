@@ -9,28 +9,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import BadInput, BackendUnavailable
+from .. import bench  # bench.load_runner as a module attribute: tests replace it with a fake
+from ..backends.base import set_autotune
+from ..cache import EngineRecord
+from ..errors import BadInput, BackendUnavailable, TrtprofError
+from ..inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..model import load_onnx
+from .graph import node_facts
+from .ort import profile_onnxruntime
 from .table import LayerTable, PrecisionProfile
+from .tensorrt import profile_tensorrt
+from .torch_profile import profile_torch
 
 DEFAULT_ITERATIONS = 20  # medians over 20 profiled iterations: a layer's time to a few %
 DEFAULT_WARMUP = 5  # covers cuDNN autotuning (first call per shape) and lazy initialisation
 
 
-def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
+def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
                    warmup: int = DEFAULT_WARMUP, shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                    int_range: tuple[int, int] | None = None, autotune: bool = True,
                    data: Any = None) -> dict[int, PrecisionProfile]:
     """One engine's per-layer profile at each batch size, with the profiler of the backend that
     built it (the engine is loaded once); on the first batch of the user's inputs (``data``) if given."""
-    from ..backends.base import set_autotune
-    from ..bench import load_runner
-    from ..inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-
     if iterations < 1:
         raise BadInput(f"--iterations must be at least 1, got {iterations}")
     if record.backend not in ("onnxruntime", "torch", "tensorrt"):
         raise BackendUnavailable(f"no per-layer profiler for the {record.backend} backend")
-    runner = load_runner(record)
+    runner = bench.load_runner(record)
     out: dict[int, PrecisionProfile] = {}
     try:
         set_autotune(runner, autotune)
@@ -39,7 +44,7 @@ def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int =
         overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
         onnx_model = None
         if record.backend == "torch":
-            import onnx
+            import onnx  # lazy: onnx takes ~0.3 s to import; only the torch profiler needs the graph
 
             onnx_model = onnx.load(str(record.artifact_path))
         for batch_size in batch_sizes:
@@ -47,35 +52,24 @@ def profile_record(record: Any, batch_sizes: Sequence[int], *, iterations: int =
             feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE,
                                 data=data)
             if record.backend == "onnxruntime":
-                from .ort import profile_onnxruntime
-
                 out[batch_size] = profile_onnxruntime(Path(record.artifact_path), record.precision, feeds,
                                                       iterations=iterations, warmup=warmup, batch_size=batch_size)
             elif record.backend == "torch":
-                from .torch_profile import profile_torch
-
                 out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
                                                 batch_size=batch_size, onnx_model=onnx_model)
             else:
-                from .tensorrt import profile_tensorrt
-
                 out[batch_size] = profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations)
         return out
     finally:
         runner.close()
 
 
-def graph_facts(onnx_path: Any, record: Any, batch_size: int,
+def graph_facts(onnx_path: Any, record: EngineRecord, batch_size: int,
                 shapes: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, dict[str, Any]]:
     """Node facts (shapes, tensor-core eligibility) of the source ONNX at this batch size; {} when the
     model cannot be read or shape-inferred (the table then has no graph column, nothing is claimed)."""
     if onnx_path is None:
         return {}
-    from ..errors import TrtprofError
-    from ..inputs import resolve_shapes
-    from ..model import load_onnx
-    from .graph import node_facts
-
     try:
         model = load_onnx(Path(onnx_path))
         overrides = {**record.spec.shape_overrides(), **(shapes or {})}
@@ -85,7 +79,7 @@ def graph_facts(onnx_path: Any, record: Any, batch_size: int,
         return {}
 
 
-def profile_records(records: Mapping[str, Any], batch_sizes: Sequence[int], *, onnx_path: Any = None,
+def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], *, onnx_path: Any = None,
                     iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     int_range: tuple[int, int] | None = None, autotune: bool = True,

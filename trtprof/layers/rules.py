@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..diagnose import Finding
+from ..findings import Finding
 from ..wording import plural
 from .table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
 

@@ -193,7 +193,7 @@ class LayerTable:
                 "rows": rows}
 
 
-def _fmt_ms(value: float | None, missing: str = "-") -> str:
+def fmt_layer_ms(value: float | None, missing: str = "-") -> str:
     if value is None:
         return missing
     return f"{value:.4f}" if value < 1 else f"{value:.3f}"
@@ -274,7 +274,7 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
         cells = [name, r["op_type"], r["kind"]]
         for p in precisions:
             share = r["share"].get(p)
-            cells += [_fmt_ms(r["time_ms"].get(p)), "-" if share is None else f"{share:.1%}"]
+            cells += [fmt_layer_ms(r["time_ms"].get(p)), "-" if share is None else f"{share:.1%}"]
         for p in precisions[1:]:
             ratio = r["ratio_vs_baseline"].get(p)
             mark = "!" if ratio is not None and ratio > 1 + SLOWER_MARGIN else ""
@@ -288,9 +288,9 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
         for p in precisions:
             total = table["totals_ms"].get(p) or 0.0
             t = sum(r["time_ms"].get(p) or 0.0 for r in rest)
-            parts.append(f"{p} {_fmt_ms(t)} ms ({t / total:.1%})" if total else f"{p} -")
+            parts.append(f"{p} {fmt_layer_ms(t)} ms ({t / total:.1%})" if total else f"{p} -")
         out.append(f"… {plural(len(rest), 'more layer')}: " + ", ".join(parts))
-    totals = ", ".join(f"{p} {_fmt_ms(v)} ms" for p, v in table["totals_ms"].items())
+    totals = ", ".join(f"{p} {fmt_layer_ms(v)} ms" for p, v in table["totals_ms"].items())
     out.append(f"sum of layer medians: {totals}  (batch {table['batch_size']}; '!' = slower than {base} by "
                f"> {SLOWER_MARGIN:.0%}; TC = kernels with tensor cores / kernels named)")
     out.append(f"note: {table.get('note', SEPARATE_RUN_NOTE)}")

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from builtins import id as builtins_id
 from collections import defaultdict
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..backends.torch import cudnn_mode, import_onnx2torch
+from .graph import node_key
 from .kernels import uses_tensor_cores
 from .table import KernelTime, LayerTiming, PrecisionProfile, kind_of
 
@@ -85,19 +87,7 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
     range and the iteration. Every GPU activity is counted once, whatever the op tree looks like.
     Returns (attributed, per-iteration totals µs, counts and checks)."""
     raw = list(raw)
-    launches: dict[int, int] = {}
-    ops: dict[int, int] = {}
-    ranges: list[tuple[int, int, str, int]] = []
-    for k in raw:
-        if k.device_type() != cpu:
-            continue
-        name = k.name()
-        if name.startswith(PREFIX):
-            ranges.append((k.start_ns(), k.end_ns(), name, k.start_thread_id()))
-        if name.startswith(("cuda", "cu")) and k.correlation_id() > 0:
-            launches[k.correlation_id()] = k.start_ns()
-        else:  # an op or a range: the id a GPU activity's linked correlation id refers to
-            ops.setdefault(k.correlation_id(), k.start_ns())
+    launches, ops, ranges = host_side(raw, cpu)
     # kineto also puts every record_function range on the GPU timeline (a "gpu_user_annotation"
     # spanning that range's kernels, named like the range): a span, not work; counted, it doubles the
     # range's time. On the H200 these were a third of the GPU records and none has a launch.
@@ -131,7 +121,41 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
             unmatched[k.name()] += k.duration_ns() / 1e3
             continue
         points.append((launch, 1, j))
-    points.sort()
+    out, totals, outside_us = sweep(sorted(points), ranges, gpu)
+    counts: dict[str, Any] = {"gpu_activities": len(gpu), "gpu_range_spans_skipped": len(every) - len(gpu),
+                              "matched_to_launch": matched, "matched_by_linked_op": linked,
+                              "duplicate_records": duplicates, "outside_iterations_us": outside_us,
+                              "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
+    if unmatched:
+        counts["unmatched_us_by_name"] = dict(sorted(unmatched.items(), key=lambda kv: -kv[1])[:5])
+    return out, totals, counts
+
+
+def host_side(raw: Sequence[Any], cpu: Any) -> tuple[dict[int, int], dict[int, int], list[tuple[int, int, str, int]]]:
+    """From the CPU events: launch time per correlation id (runtime calls), start time per op's
+    correlation id (what a GPU activity's linked id refers to), and the ``trtprof::`` ranges
+    (start ns, end ns, name, thread)."""
+    launches: dict[int, int] = {}
+    ops: dict[int, int] = {}
+    ranges: list[tuple[int, int, str, int]] = []
+    for k in raw:
+        if k.device_type() != cpu:
+            continue
+        name = k.name()
+        if name.startswith(PREFIX):
+            ranges.append((k.start_ns(), k.end_ns(), name, k.start_thread_id()))
+        if name.startswith(("cuda", "cu")) and k.correlation_id() > 0:
+            launches[k.correlation_id()] = k.start_ns()
+        else:  # an op or a range: the id a GPU activity's linked correlation id refers to
+            ops.setdefault(k.correlation_id(), k.start_ns())
+    return launches, ops, ranges
+
+
+def sweep(points: Sequence[tuple[int, int, int]], ranges: Sequence[tuple[int, int, str, int]],
+          gpu: Sequence[Any]) -> tuple[dict[str, dict[int, dict[str, list[float]]]], dict[int, float], float]:
+    """Walk the sorted (time, start 0 / launch 1 / end 2, index) points: each launch goes to the
+    innermost open node range of the open iteration. Returns (label → iteration → kernel → µs list,
+    per-iteration totals µs, µs launched outside any iteration)."""
     out: dict[str, dict[int, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     totals: dict[int, float] = defaultdict(float)
     open_nodes: list[int] = []
@@ -156,13 +180,7 @@ def attribute_by_launch(raw: Iterable[Any], cpu: Any, gpu_types: tuple[Any, ...]
             totals[iteration] += us
         else:
             outside_us += gpu[i].duration_ns() / 1e3
-    counts: dict[str, Any] = {"gpu_activities": len(gpu), "gpu_range_spans_skipped": len(every) - len(gpu),
-                              "matched_to_launch": matched, "matched_by_linked_op": linked,
-                              "duplicate_records": duplicates, "outside_iterations_us": outside_us,
-                              "iterations": sum(1 for r in ranges if r[2] == ITERATION)}
-    if unmatched:
-        counts["unmatched_us_by_name"] = dict(sorted(unmatched.items(), key=lambda kv: -kv[1])[:5])
-    return out, totals, counts
+    return out, totals, outside_us
 
 
 def summarize(attributed: Mapping[str, Mapping[int, Mapping[str, list[float]]]], iterations: list[int],
@@ -199,46 +217,10 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
                   batch_size: int, onnx_model: Any = None) -> PrecisionProfile:
     """Profile a loaded ``TorchRunner`` eagerly: ``warmup`` unprofiled calls, then ``iterations``."""
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import record_function
 
-    from ..backends.torch import cudnn_mode
-    from .graph import node_key
-
-    module = runner.module
-    # onnx2torch names each submodule after its node (OnnxGraph's unique names, in node order)
-    op_types: dict[str, str] = {}
-    label_of: dict[str, str] = {}
-    order: list[str] = []
-    if onnx_model is not None:
-        from ..backends.torch import _import_onnx2torch
-
-        _import_onnx2torch()  # tolerates a broken torchvision (see there)
-        from onnx2torch.onnx_graph import OnnxGraph
-
-        graph = OnnxGraph(onnx_model.graph)
-        for i, (unique, onode) in enumerate(graph.nodes.items()):
-            key = node_key(onode.proto, i)
-            label_of[unique] = key
-            op_types[key] = onode.proto.op_type
-            order.append(key)
-    stack: list[Any] = []
-    handles = []
-    for name, child in module.named_children():
-        if name == "initializers":
-            continue
-        label = PREFIX + label_of.get(name, name)
-
-        def pre(_m: Any, _args: Any, label: str = label) -> None:
-            rf = record_function(label)
-            rf.__enter__()
-            stack.append(rf)
-
-        def post(_m: Any, _args: Any, _out: Any) -> None:
-            if stack:
-                stack.pop().__exit__(None, None, None)
-
-        handles.append(child.register_forward_pre_hook(pre))
-        handles.append(child.register_forward_hook(post))
+    label_of, op_types, order = onnx_node_labels(onnx_model)
+    handles = install_layer_ranges(runner.module, label_of)
     input_shapes = {name: tuple(int(d) for d in arr.shape) for name, arr in feeds.items()}
     runner.prepare(input_shapes)
     xs = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to("cuda") for t in runner.inputs]
@@ -259,33 +241,105 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
                 dst.copy_(o)
 
     try:
-        with torch.inference_mode(), cudnn_mode(torch, runner.tf32, runner.autotune):
-            for _ in range(warmup):
-                one()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                start.record()
-                for _ in range(iterations):
-                    with record_function(ITERATION):
-                        one()
-                end.record()
-                torch.cuda.synchronize()
-            # the profiled iterations' own elapsed GPU time: kernel sums above it mean kernels were
-            # counted twice; sums near it but above the latency run's compute time mean the profiled
-            # run itself was slower (profiling perturbation)
-            elapsed_ms = float(start.elapsed_time(end)) / iterations
-            # the same iterations again without the profiler: the sums' own reference (profiling
-            # perturbation shows as profiled > unprofiled elapsed; double counting as sums > profiled)
-            start.record()
-            for _ in range(iterations):
-                one()
-            end.record()
-            torch.cuda.synchronize()
-            unprofiled_ms = float(start.elapsed_time(end)) / iterations
+        prof, elapsed_ms, unprofiled_ms = run_profiled(torch, runner, one, iterations, warmup)
     finally:
         for h in handles:
             h.remove()
+    attributed, totals, iteration_ids, attribution = attribute_profile(prof)
+    layers = summarize(attributed, iteration_ids, op_types, order, half=half)
+    total = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) / 1e3 if iteration_ids else None
+    return PrecisionProfile(precision=runner.precision.value, backend="torch", source=SOURCE, batch_size=batch_size,
+                            iterations=iterations, layers=layers, iteration_total_ms=total,
+                            config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32,
+                                    "attribution": attribution, "profiled_elapsed_ms_per_iteration": elapsed_ms,
+                                    "unprofiled_elapsed_ms_per_iteration": unprofiled_ms},
+                            notes=profile_notes(total, elapsed_ms, unprofiled_ms))
+
+
+def onnx_node_labels(onnx_model: Any) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """(onnx2torch submodule name → node label, node label → op type, labels in node order).
+
+    onnx2torch names each submodule after its node (OnnxGraph's unique names, in node order); without
+    the ONNX model the submodule names are the labels."""
+    op_types: dict[str, str] = {}
+    label_of: dict[str, str] = {}
+    order: list[str] = []
+    if onnx_model is not None:
+        import_onnx2torch()  # tolerates a broken torchvision (see there)
+        from onnx2torch.onnx_graph import OnnxGraph
+
+        graph = OnnxGraph(onnx_model.graph)
+        for i, (unique, onode) in enumerate(graph.nodes.items()):
+            key = node_key(onode.proto, i)
+            label_of[unique] = key
+            op_types[key] = onode.proto.op_type
+            order.append(key)
+    return label_of, op_types, order
+
+
+def install_layer_ranges(module: Any, label_of: Mapping[str, str]) -> list[Any]:
+    """A profiler range (``PREFIX`` + node label) around each top-level submodule's forward, through
+    forward pre/post hooks; returns the hook handles to remove afterwards."""
+    from torch.profiler import record_function
+
+    stack: list[Any] = []
+    handles = []
+    for name, child in module.named_children():
+        if name == "initializers":
+            continue
+        label = PREFIX + label_of.get(name, name)
+
+        def pre(_m: Any, _args: Any, label: str = label) -> None:
+            rf = record_function(label)
+            rf.__enter__()
+            stack.append(rf)
+
+        def post(_m: Any, _args: Any, _out: Any) -> None:
+            if stack:
+                stack.pop().__exit__(None, None, None)
+
+        handles.append(child.register_forward_pre_hook(pre))
+        handles.append(child.register_forward_hook(post))
+    return handles
+
+
+def run_profiled(torch: Any, runner: Any, one: Callable[[], None], iterations: int,
+                 warmup: int) -> tuple[Any, float, float]:
+    """``warmup`` calls, ``iterations`` profiled calls (each in an ``ITERATION`` range), then the same
+    iterations unprofiled. Returns (profiler, profiled ms per iteration, unprofiled ms per iteration)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with torch.inference_mode(), cudnn_mode(torch, runner.tf32, runner.autotune):
+        for _ in range(warmup):
+            one()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            start.record()
+            for _ in range(iterations):
+                with record_function(ITERATION):
+                    one()
+            end.record()
+            torch.cuda.synchronize()
+        # the profiled iterations' own elapsed GPU time: kernel sums above it mean kernels were
+        # counted twice; sums near it but above the latency run's compute time mean the profiled
+        # run itself was slower (profiling perturbation)
+        elapsed_ms = float(start.elapsed_time(end)) / iterations
+        # the same iterations again without the profiler: the sums' own reference (profiling
+        # perturbation shows as profiled > unprofiled elapsed; double counting as sums > profiled)
+        start.record()
+        for _ in range(iterations):
+            one()
+        end.record()
+        torch.cuda.synchronize()
+        unprofiled_ms = float(start.elapsed_time(end)) / iterations
+    return prof, elapsed_ms, unprofiled_ms
+
+
+def attribute_profile(prof: Any) -> tuple[Any, dict[Any, float], list[Any], dict[str, Any]]:
+    """Kernel time per layer and per iteration: by launch time (kineto's runtime correlation) when it
+    places at least 95 % of the GPU activities, else by the op tree. Returns (per-layer kernels,
+    per-iteration totals, iteration ids, how it was attributed)."""
     events = list(prof.events())
     attributed, totals = attribute_kernels(events)
     iteration_ids = [builtins_id(e) for e in events if e.name == ITERATION]
@@ -294,7 +348,7 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
     try:  # prefer the launch-time attribution: one count per GPU activity (see attribute_by_launch)
         from torch.autograd import DeviceType
 
-        raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+        raw = prof.profiler.kineto_results.events()
         by_launch, launch_totals, counts = attribute_by_launch(raw, DeviceType.CPU, (DeviceType.CUDA,))
         attribution.update(counts)
         placed = counts["matched_to_launch"] + counts["matched_by_linked_op"] + counts["duplicate_records"]
@@ -306,8 +360,12 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
             iteration_ids = sorted(launch_totals)
     except Exception as err:  # noqa: BLE001 - an older/newer torch without these accessors
         attribution["launch_attribution_error"] = f"{type(err).__name__}: {err}"
-    layers = summarize(attributed, iteration_ids, op_types, order, half=half)
-    total = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) / 1e3 if iteration_ids else None
+    return attributed, totals, iteration_ids, attribution
+
+
+def profile_notes(total: float | None, elapsed_ms: float, unprofiled_ms: float) -> tuple[str, ...]:
+    """What a reader must know about the per-layer times: eager execution, kernels counted twice,
+    and the profiler's own slow-down."""
     notes: tuple[str, ...] = ("eager execution (no CUDA graph) so that every kernel has a launching op to attribute",)
     if total is not None and total > elapsed_ms * (1 + OVERCOUNT):
         notes += (f"summed kernel time {total:.4g} ms per iteration exceeds the profiled iterations' elapsed "
@@ -316,9 +374,4 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
         notes += (f"the profiled iterations took {elapsed_ms:.4g} ms each against {unprofiled_ms:.4g} ms unprofiled "
                   f"(same process, same inputs): the profiler slowed the GPU work, so the per-layer times overstate "
                   f"it by about {elapsed_ms / unprofiled_ms - 1:.0%}",)
-    return PrecisionProfile(precision=runner.precision.value, backend="torch", source=SOURCE, batch_size=batch_size,
-                            iterations=iterations, layers=layers, iteration_total_ms=total,
-                            config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32,
-                                    "attribution": attribution, "profiled_elapsed_ms_per_iteration": elapsed_ms,
-                                    "unprofiled_elapsed_ms_per_iteration": unprofiled_ms},
-                            notes=notes)
+    return notes

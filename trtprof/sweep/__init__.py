@@ -10,6 +10,7 @@ Layout: ``spec`` (what to run: the SPEC file and the cells), ``cell`` (run one c
 subprocess, retry a crash once, read its result back), ``worker`` (the pinned entry point of those
 subprocesses), ``local`` and ``ray_executor`` (where cells run), ``store`` (the append-only log that
 makes finished cells survive Ctrl-C, neighbours, the merged result), ``runner`` (spec → executor →
-store, ``--resume``), ``matrix`` (the verdict matrix, CSV and per-cell pages). Nothing here imports
+store, ``--resume``), ``rows`` (one row per comparison: the CSV), ``matrix`` (the verdict matrix and
+per-cell pages). Nothing here imports
 ray, torch or onnxruntime at module level.
 """

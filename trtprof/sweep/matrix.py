@@ -2,32 +2,20 @@
 with one row per comparison, and an HTML page that links one page per cell (``trtprof report``)."""
 from __future__ import annotations
 
-import csv
 import html
-import io
 import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..cache import atomic_write_text
 from ..datafile import safe_name
 from ..errors import BadInput
-from .store import SCHEMA
-
-CSV_COLUMNS = ("model", "kind", "batch_size", "device_type", "gpu_uuid", "host", "driver", "backend", "baseline",
-               "candidate", "precision", "speedup", "ci_low", "ci_high", "verdict", "baseline_median_ms",
-               "candidate_median_ms", "median_ms", "p99_ms", "throughput_per_s", "status", "error", "beside",
-               "cell_id", "wall_s", "result_file")
-
-
-def device_type(entry: Mapping[str, Any]) -> str:
-    """What the matrix columns group by: the GPU name, or the CPU for CPU cells."""
-    gpu = entry.get("gpu") or {}
-    if gpu.get("name"):
-        return str(gpu["name"])
-    if entry.get("gpu_type_wanted"):
-        return str(entry["gpu_type_wanted"])
-    return f"CPU {(entry.get('host') or {}).get('cpu', '')}".strip()
+from ..page import document
+from ..report import load, render_html
+from ..results import read_json
+from ..schemas import SWEEP
+from .rows import csv_rows, device_type
 
 
 def _fmt_speedup(row: Mapping[str, Any]) -> str:
@@ -61,32 +49,6 @@ def matrix(merged: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows = [[model, str(batch), *(cells[(model, batch)].get(col, "–") for col in cols)]
             for model, batch in sorted(cells)]
     return headers, rows
-
-
-def csv_rows(merged: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for e in merged.get("entries", []):
-        base = {"model": e.get("model"), "kind": e.get("kind"), "batch_size": e.get("batch_size"),
-                "device_type": device_type(e), "gpu_uuid": (e.get("gpu") or {}).get("uuid"),
-                "host": (e.get("host") or {}).get("hostname"), "driver": (e.get("gpu") or {}).get("driver"),
-                "backend": e.get("backend"), "status": e.get("status"), "error": e.get("error"),
-                "beside": ";".join(b.get("name") or b.get("id", "") for b in e.get("beside") or []),
-                "cell_id": e.get("id"), "wall_s": e.get("wall_s"), "result_file": e.get("result_file")}
-        summary = e.get("summary") or []
-        if not summary:
-            out.append(base)
-        for row in summary:
-            out.append({**base, **{k: v for k, v in row.items() if k in CSV_COLUMNS and k != "batch_size"}})
-    return out
-
-
-def to_csv(merged: Mapping[str, Any]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")
-    writer.writeheader()
-    for row in csv_rows(merged):
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    return buf.getvalue()
 
 
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -136,10 +98,8 @@ def markdown(merged: Mapping[str, Any]) -> str:
 
 
 def load_sweep(path: Path) -> dict[str, Any]:
-    from ..results import read_json
-
     data = read_json(Path(path))
-    if data.get("schema") != SCHEMA:
+    if data.get("schema") != SWEEP:
         raise BadInput(f"not a trtprof sweep file (schema {data.get('schema')!r})", path=path)
     entries(data, path)
     return data
@@ -198,9 +158,6 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{borde
 def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
     """``out`` (the matrix) plus ``<out stem>_cells/<cell id>.html`` (each compare/bench cell's own page,
     rendered by ``trtprof.report``); the matrix links them. Returns (html path, Markdown)."""
-    from ..cache import atomic_write_text
-    from ..report import load, render_html
-
     path, out = Path(path), Path(out)
     merged = load_sweep(path)
     cell_pages = cell_result_files(merged, path)  # validated before anything is written
@@ -236,7 +193,6 @@ def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
     if env:
         parts.append("<h2>Environment</h2>" + _table(("host", "device", "GPU UUID", "driver", "python", "libraries"), env))
     parts.append("<h2>Executor</h2><pre>" + html.escape(json.dumps(merged.get("executor"), indent=1)) + "</pre>")
-    text = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>trtprof sweep</title>'
-            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+    text = document("trtprof sweep", parts, css=_CSS)
     atomic_write_text(out, text)
     return out, markdown(merged)

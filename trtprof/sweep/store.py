@@ -22,8 +22,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..cache import atomic_write_text, now_iso
 from ..datafile import SAFE_NAME
 from ..errors import BadInput
+from ..schemas import SWEEP as SCHEMA
+from .rows import to_csv
 
-SCHEMA = "trtprof.sweep/1"
 LOG = "cells.jsonl"
 RUNS = "runs.jsonl"  # one line per `trtprof sweep` run into this folder: executor, workers, wall time
 MERGED = "sweep.json"
@@ -115,8 +116,6 @@ class SweepStore:
         return runs
 
     def write_merged(self, merged: Mapping[str, Any]) -> Path:
-        from .matrix import to_csv
-
         path = self.out / MERGED
         atomic_write_text(path, json.dumps(merged, indent=1, allow_nan=True) + "\n")
         atomic_write_text(self.out / CSV, to_csv(merged))

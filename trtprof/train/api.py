@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .. import compare as cmp
 from ..errors import BadInput, BadModel
+from ..interleave import InterleavedOutcome, RoundPlan
 from .run import TrainOptions, compare_training
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
@@ -21,12 +21,12 @@ def train_compare(
     model: Any,
     precisions: str | None,
     batch_sizes: Sequence[int] | None,
-    plan: cmp.RoundPlan,
+    plan: RoundPlan,
     options: TrainOptions = TrainOptions(),
     *,
     device: str = "auto",
     shapes: Mapping[str, tuple[int, ...]] | None = None,
-    on_batch: Callable[[int, cmp.InterleavedOutcome], None] | None = None,
+    on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
     on_arm: Callable[[int, str, Any], None] | None = None,
     data: Any = None,
 ) -> dict[str, Any]:

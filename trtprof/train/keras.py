@@ -47,9 +47,9 @@ def parse_keras_arms(text: str | None) -> list[TrainArm]:
 
 def _import_keras() -> tuple[Any, Any]:
     try:
-        from ..convert.tf import _quiet_logs
+        from ..convert.tf.routes import quiet_logs
 
-        with _quiet_logs():
+        with quiet_logs():
             import tensorflow as tf
             import keras
     except ImportError as err:
@@ -192,7 +192,7 @@ class KerasTrainer(Trainer):
 
     def findings(self, base: ArmRun, cand: ArmRun, *, peer: tuple[ArmRun, float] | None, steps: int,
                  timed_ms: float | None = None) -> list[Any]:
-        from ..diagnose import Finding
+        from ..findings import Finding
 
         out = []
         ex = cand.extra or {}

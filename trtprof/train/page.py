@@ -1,5 +1,5 @@
-"""Text, Markdown and HTML for a ``train-compare`` JSON. The HTML reuses report.py's table, image and
-speedup-plot helpers, so training and inference pages look and read alike."""
+"""Text, Markdown and HTML for a ``train-compare`` JSON. The HTML is built from the page kit
+(``trtprof.page``) and report.py's speedup plot, so training and inference pages look and read alike."""
 from __future__ import annotations
 
 import html
@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..report import _fmt
+from ..cache import atomic_write_text
+from ..page import document, fmt, img, table
+from ..report import speedup_figure
+from ..schemas import TRAIN_COMPARE as SCHEMA
 
-SCHEMA = "trtprof.train_compare/1"  # == run.SCHEMA; not imported so reading stays light
 HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",
            "loss after N (base → cand)", "skipped", "peak alloc MiB (base → cand)")
 
@@ -24,10 +26,10 @@ def rows(data: Mapping[str, Any]) -> list[list[str]]:
             str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
             f"— (95% CI {ci} too wide)" if c.get("not_measurable") else
             f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
-            _fmt(lat["baseline"]["median_ms"], ".4g"), _fmt(lat["candidate"]["median_ms"], ".4g"),
-            f"{_fmt(acc['baseline_loss_last'], '.4g')} → {_fmt(acc['candidate_loss_last'], '.4g')}",
-            _fmt(acc.get("candidate_skipped_steps"), ".4g"),
-            f"{_fmt(b_mem.get('peak_allocated_mib'), '.0f')} → {_fmt(c_mem.get('peak_allocated_mib'), '.0f')}",
+            fmt(lat["baseline"]["median_ms"], ".4g"), fmt(lat["candidate"]["median_ms"], ".4g"),
+            f"{fmt(acc['baseline_loss_last'], '.4g')} → {fmt(acc['candidate_loss_last'], '.4g')}",
+            fmt(acc.get("candidate_skipped_steps"), ".4g"),
+            f"{fmt(b_mem.get('peak_allocated_mib'), '.0f')} → {fmt(c_mem.get('peak_allocated_mib'), '.0f')}",
         ])
     return out
 
@@ -85,20 +87,18 @@ def markdown(data: Mapping[str, Any]) -> str:
 
 
 def render_html(data: Mapping[str, Any]) -> str:
-    from ..report import _CSS, _img, _table, speedup_figure
-
     title = f"trtprof train-compare: {data.get('model', '')} [{data.get('backend', '')}, {data.get('device', '')}]"
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>created {html.escape(str(data.get('created', '')))}</p>",
              "<ul>" + "".join(f"<li>{html.escape(h)}</li>" for h in header_lines(data)) + "</ul>",
              "<h2>Verdict (one training step: forward + loss + backward + optimizer)</h2>",
-             _table(HEADERS, rows(data), verdict_col=3)]
+             table(HEADERS, rows(data), verdict_col=3)]
     if data.get("device") == "cpu":
         parts.append('<div class="warn">Measured on a CPU: a correctness run; speed claims need a GPU.</div>')
     for w in data.get("warnings", []):
         parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
     measured = [c for c in data["comparisons"] if not c.get("not_measurable")]
     if measured:
-        parts.append("<h2>Speedup vs batch size</h2>" + _img(speedup_figure(measured), "speedup"))
+        parts.append("<h2>Speedup vs batch size</h2>" + img(speedup_figure(measured), "speedup"))
     parts.append("<h2>Why</h2>")
     for c in data["comparisons"]:
         items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"
@@ -111,13 +111,10 @@ def render_html(data: Mapping[str, Any]) -> str:
           "max_batch": b.get("max_batch")} for b in data.get("batches", [])], indent=1, default=str)) + "</pre>")
     parts.append("<h2>Environment</h2><pre>" + html.escape(json.dumps(data.get("environment", {}), indent=1,
                                                                          default=str)) + "</pre>")
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+    return document(title, parts)
 
 
 def write_html(data: Mapping[str, Any], out: Path) -> Path:
-    from ..cache import atomic_write_text
-
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, render_html(data))

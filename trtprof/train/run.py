@@ -11,12 +11,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .. import compare as cmp
 from ..errors import BadInput
-from ..interleave import run_one_load
+from ..interleave import Arm, InterleavedOutcome, RoundPlan, run_one_load
+from ..schemas import TRAIN_COMPARE as SCHEMA
+from ..speedup import CONFIDENCE
 from ..stats import median_ci_exact
 
-SCHEMA = "trtprof.train_compare/1"
 DEFAULT_STEPS = 20  # accuracy side: loss after this many steps per arm, same seed and data
 # A speedup whose 95 % CI spans more than this factor (high / low) says nothing about the speed of
 # either arm (a loaded CPU gave 0.012 … 2383): reported as "not measurable here", not as a speedup.
@@ -119,7 +119,7 @@ def training_notes(notes: Sequence[str]) -> list[str]:
             else (ENQUEUE_NOTE if n.startswith("enqueue-bound") else n) for n in notes]
 
 
-def _side(name: str, arm: cmp.Arm) -> dict[str, Any]:
+def _side(name: str, arm: Arm) -> dict[str, Any]:
     lat = arm.latency_ms
     low, high = median_ci_exact(lat)
     return {"precision": name, "median_ms": float(np.median(lat)), "ci_low_ms": low, "ci_high_ms": high,
@@ -127,8 +127,8 @@ def _side(name: str, arm: cmp.Arm) -> dict[str, Any]:
             "stage_medians_ms": {k: float(np.median(v)) for k, v in arm.pooled().items()}}
 
 
-def _result(model: str, backend: str, arm: cmp.Arm, batch: int, outcome: cmp.InterleavedOutcome,
-            plan: cmp.RoundPlan, shapes: Mapping[str, tuple[int, ...]], options: TrainOptions, arm_json: dict) -> Any:
+def _result(model: str, backend: str, arm: Arm, batch: int, outcome: InterleavedOutcome,
+            plan: RoundPlan, shapes: Mapping[str, tuple[int, ...]], options: TrainOptions, arm_json: dict) -> Any:
     from ..results import BenchResult
 
     clock = "perf_counter_ns" if arm.runner.device == "cpu" else "cuda_events"
@@ -156,7 +156,7 @@ def comparison_pairs(arms: Sequence[Any]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _comparison(trainer: Trainer, outcome: cmp.InterleavedOutcome, solo: Mapping[str, ArmRun],
+def _comparison(trainer: Trainer, outcome: InterleavedOutcome, solo: Mapping[str, ArmRun],
                 medians: Mapping[str, float], baseline: str, cand: str, batch: int, options: TrainOptions,
                 warnings: list[str]) -> dict[str, Any]:
     """One candidate against one baseline at one batch size: speedup, verdict (or why it is not
@@ -214,13 +214,13 @@ def compare_training(
     trainer: Trainer,
     arms: Sequence[Any],
     batch_sizes: Sequence[int],
-    plan: cmp.RoundPlan,
+    plan: RoundPlan,
     options: TrainOptions,
     *,
     model_name: str,
     shapes_for: Callable[[int], Mapping[str, tuple[int, ...]]],
     make_feeds: Callable[[Mapping[str, tuple[int, ...]]], Mapping[str, np.ndarray]],
-    on_batch: Callable[[int, cmp.InterleavedOutcome], None] | None = None,
+    on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
     on_arm: Callable[[int, str, ArmRun], None] | None = None,
 ) -> dict[str, Any]:
     """Run everything and return the JSON document (schema ``trtprof.train_compare/1``)."""
@@ -243,7 +243,7 @@ def compare_training(
         solo = _solo_pass(trainer, arms, feeds, options, lambda name, run: on_arm(batch, name, run) if on_arm else None)
         runners = {arm.name: trainer.make_runner(arm) for arm in arms}
         try:
-            timed = [cmp.Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
+            timed = [Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
             outcome = run_one_load(timed, plan)
         finally:
             for r in runners.values():
@@ -274,7 +274,7 @@ def compare_training(
         "arms": [a.to_json() for a in arms],
         "settings": {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
                      "round_iterations": plan.round_iterations, "min_rounds": plan.min_rounds,
-                     "confidence": cmp.CONFIDENCE, "equivalence_margin": plan.margin,
+                     "confidence": CONFIDENCE, "equivalence_margin": plan.margin,
                      "copies": plan.copies, "cuda_graph": False, **options.to_json(),
                      # cuDNN autotuning as the arms ran (None: not applicable on this device/framework)
                      "cudnn_benchmark": options.autotune if trainer.device == "cuda" and trainer.framework == "torch"

@@ -133,9 +133,9 @@ def make_optimizer(torch: Any, params: list[Any], name: str, optimizer_fn: Calla
 
 
 def import_torch() -> Any:
-    from ..backends.torch import _import_torch
+    from ..backends import torch as torch_backend
 
-    return _import_torch()
+    return torch_backend.import_torch()
 
 
 def load_module(model: Path, proto: Any = None) -> tuple[Any, tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
@@ -317,14 +317,14 @@ class TorchTrainStep:
         return {"loss": LOSS_OUTPUT.shape}  # type: ignore[dict-item]
 
     def _bind_tensors(self, buffers: Mapping[str, int]) -> tuple[list[Any], Any]:
-        from ..backends.torch import _DeviceArray
+        from ..backends.torch import DeviceArray
 
         key = tuple(int(buffers[t.name]) for t in self.inputs) + (int(buffers["loss"]),)
         if self._bound is None or self._bound[0] != key:
             torch = self._torch
-            ins = [torch.as_tensor(_DeviceArray(buffers[t.name], self._input_shapes[t.name], t.dtype), device="cuda")
+            ins = [torch.as_tensor(DeviceArray(buffers[t.name], self._input_shapes[t.name], t.dtype), device="cuda")
                    for t in self.inputs]
-            out = torch.as_tensor(_DeviceArray(buffers["loss"], LOSS_OUTPUT.shape, "float32"), device="cuda")  # type: ignore[arg-type]
+            out = torch.as_tensor(DeviceArray(buffers["loss"], LOSS_OUTPUT.shape, "float32"), device="cuda")  # type: ignore[arg-type]
             self._bound = (key, ins, out)
         return self._bound[1], self._bound[2]
 

@@ -328,55 +328,9 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
 
     onnx_bytes, conversion = _graph_to_parse(model, spec, options, features, metadata, notes, calibration)
 
-    tail = LogTail()
-    logger = make_logger(tail, trt)
-    builder = trt.Builder(logger)
-    network = builder.create_network(network_flags(trt, features))
-    parser = trt.OnnxParser(network, logger)
-    parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
-    if not parsed:
-        raise _parse_failure(parser_errors(parser) or [tail.text(5) or "no error reported"], model, spec,
-                             features, onnx_bytes is not None, conversion)
-
-    config = builder.create_builder_config()
-    if options.workspace_mb is not None:
-        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, options.workspace_mb << 20)
-    if options.builder_optimization_level is not None:
-        config.builder_optimization_level = options.builder_optimization_level
-    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # layer names/tactics for `inspect`
-    flags, precision_notes = _apply_weak_precision(config, network, spec.precision, options, features, trt)
-    notes.extend(precision_notes)
-    if features.compute_capability_targets:
-        metadata.update(apply_compute_capabilities(config, spec, trt))
-    elif spec.option("compute_capability") is not None:
-        raise BadInput(f"--compute-capability is a TensorRT-RTX option; {features.version_text} builds for this GPU")
-
-    shapes = profile_shapes(network_inputs(network, trt), spec, model)
-    profile = builder.create_optimization_profile()
-    for name, (low, mid, high) in shapes.items():
-        profile.set_shape(name, trt.Dims(list(low)), trt.Dims(list(mid)), trt.Dims(list(high)))
-    config.add_optimization_profile(profile)
-
-    cache_path = timing_cache_path(out)
-    timing_cache: Any = None
-    cache_status = "not used (TensorRT-RTX: timing-cache calls are no-ops)"
-    if features.timing_cache:
-        timing_cache, cache_status = _load_timing_cache(config, cache_path, tail)
-    network_dtypes = layers_by_output_dtype(network, trt)
-
-    plan = builder.build_serialized_network(network, config)
-    if plan is None:
-        raise BuildFailed(
-            f"{features.product} could not build the engine: " + (tail.text() or "the builder logged nothing"),
-            path=model,
-        )
-    atomic_write_bytes(out, bytes(memoryview(plan)))
-    if timing_cache is not None:
-        try:
-            atomic_write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
-        except OSError as err:  # the plan is fine; a read-only engines dir only loses the speed-up
-            notes.append(f"timing cache not saved ({err})")
-    del timing_cache
+    parsed = parse_network(trt, features, model, spec, onnx_bytes, conversion)
+    config, flags, shapes = configure_builder(trt, features, parsed, spec, options, model, metadata, notes)
+    cache_status, network_dtypes = build_plan(trt, features, parsed, config, out, model, notes)
 
     metadata.update(
         {
@@ -404,9 +358,91 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
         if effective != spec.precision.value:
             notes.insert(0, f"NOT an {spec.precision.value.upper()} engine: TensorRT chose FP32 kernels for every "
                             f"layer (effective {effective})")
-    if tail:
-        metadata["builder_warnings"] = list(tail.messages)
+    if parsed.tail:
+        metadata["builder_warnings"] = list(parsed.tail.messages)
     return BuildReport(metadata=metadata, notes=notes)
+
+
+@dataclass
+class ParsedNetwork:
+    """The parsed network with everything that must outlive the build: TensorRT's parser owns the
+    weights the network points at, and the builder logs through ``logger`` into ``tail``."""
+
+    tail: LogTail
+    logger: Any
+    builder: Any
+    network: Any
+    parser: Any
+
+
+def parse_network(trt: ModuleType, features: TrtFeatures, model: Path, spec: BuildSpec, onnx_bytes: bytes | None,
+                  conversion: Any) -> ParsedNetwork:
+    """The ONNX model (or trtprof's FP16 conversion / QDQ model of it, ``onnx_bytes``) parsed into a
+    network; a refusal names the parser's errors, and blames trtprof's graph when it parsed one."""
+    tail = LogTail()
+    logger = make_logger(tail, trt)
+    builder = trt.Builder(logger)
+    network = builder.create_network(network_flags(trt, features))
+    parser = trt.OnnxParser(network, logger)
+    parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
+    if not parsed:
+        raise _parse_failure(parser_errors(parser) or [tail.text(5) or "no error reported"], model, spec,
+                             features, onnx_bytes is not None, conversion)
+    return ParsedNetwork(tail=tail, logger=logger, builder=builder, network=network, parser=parser)
+
+
+def configure_builder(trt: ModuleType, features: TrtFeatures, parsed: ParsedNetwork, spec: BuildSpec,
+                      options: BuildOptions, model: Path, metadata: dict[str, Any],
+                      notes: list[str]) -> tuple[Any, list[str], dict[str, Any]]:
+    """The builder config: memory and optimisation level, precision flags, compute-capability targets
+    (TensorRT-RTX) and the optimization profile. Returns (config, flags, profile shapes); notes and
+    metadata get what the precision and target settings say."""
+    config = parsed.builder.create_builder_config()
+    if options.workspace_mb is not None:
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, options.workspace_mb << 20)
+    if options.builder_optimization_level is not None:
+        config.builder_optimization_level = options.builder_optimization_level
+    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # layer names/tactics for `inspect`
+    flags, precision_notes = _apply_weak_precision(config, parsed.network, spec.precision, options, features, trt)
+    notes.extend(precision_notes)
+    if features.compute_capability_targets:
+        metadata.update(apply_compute_capabilities(config, spec, trt))
+    elif spec.option("compute_capability") is not None:
+        raise BadInput(f"--compute-capability is a TensorRT-RTX option; {features.version_text} builds for this GPU")
+
+    shapes = profile_shapes(network_inputs(parsed.network, trt), spec, model)
+    profile = parsed.builder.create_optimization_profile()
+    for name, (low, mid, high) in shapes.items():
+        profile.set_shape(name, trt.Dims(list(low)), trt.Dims(list(mid)), trt.Dims(list(high)))
+    config.add_optimization_profile(profile)
+    return config, flags, shapes
+
+
+def build_plan(trt: ModuleType, features: TrtFeatures, parsed: ParsedNetwork, config: Any, out: Path, model: Path,
+               notes: list[str]) -> tuple[str, dict[str, int]]:
+    """Build and write the serialized plan to ``out``, with the timing cache beside it (TensorRT).
+    Returns (timing-cache status, the network's layers by output dtype, read before the build)."""
+    cache_path = timing_cache_path(out)
+    timing_cache: Any = None
+    cache_status = "not used (TensorRT-RTX: timing-cache calls are no-ops)"
+    if features.timing_cache:
+        timing_cache, cache_status = _load_timing_cache(config, cache_path, parsed.tail)
+    network_dtypes = layers_by_output_dtype(parsed.network, trt)
+
+    plan = parsed.builder.build_serialized_network(parsed.network, config)
+    if plan is None:
+        raise BuildFailed(
+            f"{features.product} could not build the engine: " + (parsed.tail.text() or "the builder logged nothing"),
+            path=model,
+        )
+    atomic_write_bytes(out, bytes(memoryview(plan)))
+    if timing_cache is not None:
+        try:
+            atomic_write_bytes(cache_path, bytes(memoryview(config.get_timing_cache().serialize())))
+        except OSError as err:  # the plan is fine; a read-only engines dir only loses the speed-up
+            notes.append(f"timing cache not saved ({err})")
+    del timing_cache
+    return cache_status, network_dtypes
 
 
 def effective_precision(requested: Precision, by_precision: Mapping[str, int] | None) -> str | None:

@@ -251,11 +251,6 @@ def tensor_dtype(entry: Mapping[str, Any]) -> str:
     return _DTYPE_NAMES.get(match.group(1).lower(), match.group(1).lower())
 
 
-def tensor_format(entry: Mapping[str, Any]) -> str:
-    """The memory-format part of an entry ("Row major linear FP16 format" on 10.x)."""
-    return str(entry.get("Format", entry.get("Format/Datatype", "")))
-
-
 def layer_entries(info: Mapping[str, Any]) -> Sequence[Any]:
     """The "Layers" list; entries are dicts with DETAILED verbosity, bare names otherwise."""
     layers = info.get("Layers", [])

@@ -1,0 +1,88 @@
+"""The page kit: HTML document shell, CSS, tables, embedded figures and number formatting.
+
+Why a room of its own: the compare/bench page (``report``), the train-compare page (``train.page``)
+and the sweep matrix (``sweep.matrix``) all need the same few pieces. While they lived in
+``report.py`` as private helpers, the other pages borrowed them through imports inside functions
+and the modules ended up importing each other. Everything here is public and imports nothing of
+trtprof, so any page can use it; matplotlib is imported only when a figure is drawn.
+
+Pages are self-contained: every figure is a base64 ``data:`` URI, nothing is loaded from beside the
+file or from the web (a report gets mailed, attached to issues and archived with the engine).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th{background:#f3f3f3}td:first-child{text-align:left}.v-faster{background:#d8f5d0}.v-slower{background:#f8d4d4}
+.v-no{background:#eee}.v-equivalent{background:#e3ecf7}.v-inconclusive{background:#eee}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
+img{max-width:100%;display:block;margin:.5em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
+li{margin:.3em 0}
+"""
+
+
+def fmt(value: Any, spec: str = ".3g") -> str:
+    """``value`` formatted with ``spec``; "–" for None, ``str`` for non-finite or unformattable values."""
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    try:
+        return format(value, spec)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: int | None = None) -> str:
+    """An HTML table, every cell escaped; the cells of ``verdict_col`` get the class ``v-<first word>``
+    so the CSS colours faster/slower/equivalent/inconclusive."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = f' class="v-{cell.split()[0]}"' if verdict_col is not None and i == verdict_col else ""
+            cells.append(f"<td{cls}>{html.escape(cell)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def img(b64: str, alt: str) -> str:
+    """An ``<img>`` of a base64 PNG, embedded as a data: URI."""
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def document(title: str, parts: Sequence[str], css: str = CSS) -> str:
+    """The whole page: doctype, title (escaped), the style sheet and the body's parts (HTML, as given)."""
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{css}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display needed); imported on first use, not with trtprof."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def png_b64(fig: Any) -> str:
+    """A matplotlib figure as base64 PNG (the figure is closed)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    pyplot().close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def file_b64(path: Path) -> str:
+    """A file's bytes (a PNG that ``trtprof.plots`` wrote) as base64."""
+    return base64.b64encode(Path(path).read_bytes()).decode("ascii")
