@@ -14,6 +14,7 @@ import pytest
 from trtprof.cli import main
 
 from .test_cli import _assert_clean_failure
+from .test_user_errors import run_main as _run
 
 FAULTS_DIR = Path(__file__).parent / "faults"
 REPO = Path(__file__).resolve().parent.parent
@@ -61,15 +62,6 @@ def _one_line(code: int, err: str, *needles: str) -> str:
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
-
-
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_prune_refuses_a_folder_that_is_not_an_engines_dir(conv_model, tmp_path, capsys):
