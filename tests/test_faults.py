@@ -654,3 +654,28 @@ def test_build_on_a_full_disk_names_the_engines_dir_not_the_model(conv_model, tm
     _assert_clean_failure(proc, str(engines), "cannot write", "No space left on device")
     assert f"{conv_model}:" not in proc.stderr and conv_model.exists()
     assert [p.name for p in engines.iterdir() if p.name != ".locks"] == []
+
+
+def test_a_second_ctrl_c_while_sweep_json_is_written_keeps_it(tmp_path, monkeypatch):
+    """The sweep store writes sweep.json itself (not the CLI): a SIGINT arriving in the middle of that
+    write (here sent by the process to itself from inside the first write) is deferred, not raised, and
+    both files are complete."""
+    import signal
+
+    from trtprof.sweep import store as store_mod
+
+    real = store_mod.atomic_write_text
+    sent = []
+
+    def write_then_interrupt(path, text):
+        if not sent:
+            sent.append(path)
+            os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, 20 ms after the first
+        real(path, text)
+
+    monkeypatch.setattr(store_mod, "atomic_write_text", write_then_interrupt)
+    store = store_mod.SweepStore(tmp_path / "out", resume=False)
+    path = store.write_merged({"schema": "trtprof.sweep/1", "entries": []})
+    assert sent and json.loads(path.read_text())["entries"] == []
+    assert (tmp_path / "out" / store_mod.CSV).exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back

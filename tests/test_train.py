@@ -197,7 +197,11 @@ def test_cli_train_compare_on_cpu_writes_json_and_html(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["settings"]["optimizer"] == "sgd" and data["comparisons"][0]["candidate"] == "amp-bf16"
     assert "amp-bf16 vs fp32" in text and "speed claims need a GPU" in text
-    assert page.read_text().startswith("<!DOCTYPE html>") and "amp-bf16" in page.read_text()
+    html_text = page.read_text()
+    assert html_text.startswith("<!DOCTYPE html>") and "amp-bf16" in html_text
+    # the environment is the page kit's section/item/value table, as on the inference pages, not a JSON dump
+    assert "<h2>Environment and settings</h2>" in html_text and "<h2>Environment</h2><pre>" not in html_text
+    assert "<td>optimizer</td><td>sgd</td>" in html_text.replace("\n", "")
 
 
 @pytest.mark.parametrize("argv, fragment", [

@@ -268,22 +268,6 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
 @contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM are ignored: the finished results are being written, and
-    a second Ctrl-C 20 ms after the first must not lose them. The old handlers are restored after."""
-    try:
-        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-@contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM raises KeyboardInterrupt (as SIGINT does), so the same
     ``except KeyboardInterrupt`` saves finished entries for both. The old handler is restored."""

@@ -10,6 +10,7 @@ from ..cache_admin import scan_dir
 from ..labels import engine_labels, fmt_ms
 from ..errors import write_failure
 from ..results import ResultSet
+from ..signals import signals_deferred
 from ..wording import plural
 from . import _common, _serving
 
@@ -108,7 +109,7 @@ def write_outputs(results: ResultSet, out: Path, csv: Path | None) -> None:
     """Write the JSON (and CSV) with Ctrl-C/SIGTERM deferred; a full disk is one line that says the
     measurements are in the table printed above (the fallback summary), never a traceback."""
     kept = "the measurements are in the table above" if results.results else ""
-    with _common.signals_deferred():
+    with signals_deferred():
         try:
             results.write_json(out)
             print(f"results: {out}")

@@ -14,6 +14,7 @@ from ..interleave import (
     DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, MIN_LOADS, MIN_ROUNDS, InterleavedOutcome,
     Progress, RoundPlan,
 )
+from ..signals import signals_deferred
 from ..spec import Precision
 from ..speedup import EQUIVALENCE_MARGIN
 from ..wording import plural
@@ -253,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"what-if: {line}")
     if report.serving is not None:
         _serving.print_sweep(report.serving)
-    with _common.signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
+    with signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
         try:
             (ab_outcome if ab_outcome is not None else report).write_json(args.out)
         except OSError as err:

@@ -23,6 +23,7 @@ from ..cache import atomic_write_text, now_iso
 from ..datafile import SAFE_NAME
 from ..errors import BadInput
 from ..schemas import SWEEP as SCHEMA
+from ..signals import signals_deferred
 from .rows import to_csv
 
 LOG = "cells.jsonl"
@@ -117,8 +118,9 @@ class SweepStore:
 
     def write_merged(self, merged: Mapping[str, Any]) -> Path:
         path = self.out / MERGED
-        atomic_write_text(path, json.dumps(merged, indent=1, allow_nan=True) + "\n")
-        atomic_write_text(self.out / CSV, to_csv(merged))
+        with signals_deferred():  # a second Ctrl-C while the merged result is written must not lose it
+            atomic_write_text(path, json.dumps(merged, indent=1, allow_nan=True) + "\n")
+            atomic_write_text(self.out / CSV, to_csv(merged))
         return path
 
 

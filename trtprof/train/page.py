@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from ..cache import atomic_write_text
 from ..page import document, fmt, img, table
-from ..report import speedup_figure
+from ..report import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
 
 HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",
@@ -109,8 +109,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         [{"batch_size": b["batch_size"], "median_step_ms": b["median_step_ms"],
           "arms": {k: {kk: vv for kk, vv in v.items() if kk != "losses"} for k, v in b["arms"].items()},
           "max_batch": b.get("max_batch")} for b in data.get("batches", [])], indent=1, default=str)) + "</pre>")
-    parts.append("<h2>Environment</h2><pre>" + html.escape(json.dumps(data.get("environment", {}), indent=1,
-                                                                         default=str)) + "</pre>")
+    parts.append(environment_html(data))  # the same readable table as the inference pages, not a JSON dump
     return document(title, parts)
 
 
