@@ -248,6 +248,13 @@ def method_paragraph(settings: Mapping[str, Any]) -> str:
     """Two plain sentences on how the speedup and the verdict were obtained, and where the details are."""
     confidence = fmt(settings.get("confidence", 0.95), ".0%")
     margin = fmt(settings.get("equivalence_margin", 0.01), ".0%")
+    if str(settings.get("source", "")).startswith("trtexec"):
+        return ("<p>Imported trtexec runs, <b>one process and one engine load each, not interleaved</b>: each run's "
+                "iterations were cut into consecutive blocks and block i of one run paired with block i of the other. "
+                f"The {confidence} interval covers the noise within the two runs only, <b>not drift between them or "
+                "process-to-process variance</b>; there is no accuracy (trtexec's exports hold no outputs). The verdict "
+                f"is <i>faster</i> or <i>slower</i> only when the whole interval lies beyond ±{margin}, <i>equivalent</i> "
+                f"when it lies within ±{margin}, and <i>inconclusive</i> otherwise.</p>")
     return ("<p>trtprof ran the two engines in alternating rounds on the same inputs, repeated in several "
             "separate processes, so that clock drift and background load hit both alike; the speedup is how many "
             f"times faster the candidate's typical (median) latency is, with a {confidence} confidence interval "

@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
                     "the reasons. --precisions fp32,fp32 measures the noise floor (A/A).")
     p.add_argument("model", type=Path, nargs="+", metavar="MODEL_OR_ENGINES",
                    help="ONNX/TensorFlow model (missing engines are built), or an engines dir; two of them: an A/B "
-                        "of the two (the first is the baseline; see docs/ab-and-what-if.md)")
+                        "of the two (the first is the baseline; see docs/ab-and-what-if.md); or a results file of "
+                        "imported trtexec runs (docs/precisions.md)")
     p.add_argument("--precision", default=None, metavar="P",
                    help="A/B, --backends and --what-if: the one precision both arms run at (default fp32; "
                         "pad-channels: fp16, measured against the original's fp32 and fp16)")
@@ -200,6 +201,10 @@ def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tu
 
 
 def run(args: argparse.Namespace) -> int:
+    from . import compare_imported
+
+    if compare_imported.is_results_file(args):  # imported trtexec runs: nothing to build or measure
+        return compare_imported.run(args)
     _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
     is_ab = ab_mode(args)
     precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []

@@ -1,0 +1,65 @@
+"""``trtprof compare results.json``: imported trtexec runs (``trtprof import trtexec``) compared without
+measuring; the statistics are those one trtexec process per precision allows (trtprof.imported_compare)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..cache import atomic_write_text
+from ..errors import BadInput, write_failure
+from ..schemas import RESULTS
+from ..spec import Precision
+from ..wording import plural
+from . import _common
+
+# compare options that need a model, engines or a measurement: refused with an imported results file
+MEASURING_OPTIONS = ("backends", "what_if", "precision", "layers", "accuracy", "inputs", "concurrency", "slo_ms")
+
+
+def is_results_file(args: argparse.Namespace) -> bool:
+    """One .json positional holding a trtprof results file (an engine's JSON or a model is not)."""
+    if len(args.model) != 1 or args.model[0].suffix != ".json" or not args.model[0].is_file():
+        return False
+    from ..results import read_json
+
+    return read_json(args.model[0]).get("schema") == RESULTS
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..imported_compare import compare_imported
+    from ..results import ResultSet
+
+    path = args.model[0]
+    _common.check_output_file(args.out, "--out")
+    given = [f"--{name.replace('_', '-')}" for name in MEASURING_OPTIONS if getattr(args, name, None)]
+    if given:
+        raise BadInput(f"{', '.join(given)}: not for imported trtexec runs (nothing is measured or run)", path=path)
+    if not 0 < args.margin < 0.5:
+        raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
+    precisions = [str(Precision.parse(t)) for t in args.precisions.split(",") if t.strip()] if args.precisions else None
+    stored = ResultSet.read(path)
+    data = compare_imported(stored.results, path, precisions=precisions, margin=args.margin,
+                            environment=stored.environment)
+    for c in data["comparisons"]:
+        s = c["speedup"]
+        print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
+              f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
+              f"(imported: one load each, {plural(c['rounds'], 'pseudo-round')} not interleaved)")
+        for side in ("baseline", "candidate"):
+            x = c["latency"][side]
+            print(f"  {x['precision']}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
+                  f"n={x['n']}")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out, json.dumps(data, indent=1, allow_nan=True) + "\n")
+    except OSError as err:
+        raise write_failure(err, args.out, kept="the comparisons are printed above") from err
+    for w in data["warnings"]:
+        print(f"WARNING: {w}")
+    if args.md:
+        from ..report import load, markdown_summary
+
+        print()
+        print(markdown_summary(load(args.out)), end="")
+    print(f"compare: {args.out}")
+    return 0
