@@ -71,12 +71,13 @@ def test_layer_info_and_profile_are_kept(exports, tmp_path):
     assert result.engine["effective_precision"] == "fp16"
 
 
-def test_two_imported_runs_give_a_one_load_ratio_a_report_and_plots(exports, tmp_path, capsys):
+def test_two_imported_runs_point_at_compare_and_give_a_report_and_plots(exports, tmp_path, capsys):
     out = tmp_path / "results.json"
     assert _import(exports, "fp32", out) == 0
     assert _import(exports, "fp16", out, "--append") == 0
     printed = capsys.readouterr().out
-    assert "fp16 vs fp32" in printed and "one load each" in printed
+    # one statistic for an imported pair, and it is compare's (tests/test_imported_compare.py)
+    assert f"compare them: trtprof compare {out}" in printed and "one load" in printed
     html = tmp_path / "report.html"
     assert main(["report", str(out), "-o", str(html)]) == 0
     text = html.read_text()

@@ -165,36 +165,3 @@ def _effective(precision: Precision, counts: Mapping[str, int] | None) -> str:
     if not counts or precision in (Precision.FP32, Precision.TF32):
         return precision.value
     return precision.value if counts.get(precision.value, 0) > 0 else "fp32"
-
-
-@dataclass(frozen=True)
-class OneLoadRatio:
-    """Baseline median / candidate median with a bootstrap CI over iterations of one load each."""
-
-    baseline: str
-    candidate: str
-    batch_size: int
-    estimate: float
-    ci_low: float
-    ci_high: float
-    verdict: str
-
-
-def one_load_ratios(results: Sequence[Any], *, seed: int = 0, n_resamples: int = 2000) -> list[OneLoadRatio]:
-    """Speedups of every later precision over the first one at each batch size, from imported runs.
-    The CI (percentile bootstrap of the medians' ratio) covers iteration noise only: one load each."""
-    from .speedup import verdict
-
-    rng = np.random.default_rng(seed)
-    out = []
-    for batch in sorted({r.batch_size for r in results}):
-        arms = [r for r in results if r.batch_size == batch]
-        for cand in arms[1:]:
-            a = np.asarray(arms[0].samples_ms["latency_ms"])
-            b = np.asarray(cand.samples_ms["latency_ms"])
-            boot = (np.median(rng.choice(a, (n_resamples, a.size)), axis=1)
-                    / np.median(rng.choice(b, (n_resamples, b.size)), axis=1))
-            low, high = (float(v) for v in np.percentile(boot, [2.5, 97.5]))
-            out.append(OneLoadRatio(arms[0].precision, cand.precision, batch, float(np.median(a) / np.median(b)),
-                                    low, high, verdict(low, high)))
-    return out

@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..cache import now_iso
     from ..results import ResultSet
-    from ..trtexec_import import one_load_ratios, read_run, to_result
+    from ..trtexec_import import read_run, to_result
 
     _common.check_output_file(args.out, "--out")
     existing = ResultSet.read(args.out) if args.out.exists() else None  # refuses a file trtprof did not write
@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
     lat = result.latency
     print(f"{result.model} {result.precision} batch {result.batch_size}: {lat.n} trtexec iterations, median "
           f"{lat.p50:.4g} ms (p99 {lat.p99:.4g} ms), {result.throughput_per_s:.4g}/s; one load")
-    for r in one_load_ratios(results):
-        print(f"batch {r.batch_size}: {r.candidate} vs {r.baseline}: {r.estimate:.3f}× [{r.ci_low:.3f}, {r.ci_high:.3f}] "
-              f"{r.verdict} (one load each: iteration noise only, not a `trtprof compare` verdict)")
+    if len({r.precision for r in results if r.batch_size == result.batch_size}) > 1:
+        print(f"compare them: trtprof compare {args.out}")  # the one statistic for imported pairs lives there
     print(f"results: {args.out}")
     return 0
