@@ -39,9 +39,11 @@ def test_compare_model_then_report(conv_model, tmp_path, capsys):
         assert s["ci_low"] <= s["estimate"] <= s["ci_high"] and s["ci_low"] > 0
         assert c["verdict"] in VERDICTS
         # a 0.5 s budget holds less than the minimum design: the floor (2 loads × 2 rounds) runs
-        assert c["loads"] >= 2 and c["rounds"] >= 2 * c["loads"] and s["loads"] == c["loads"]
-        assert c["speedup"]["df"] == c["loads"] - 1 and "round pairs" in s["method"]
-        assert len(s["load_log_ratios"]) == c["loads"] and isinstance(s["mixture"], str)
+        # c["loads"]: loads opened; s["loads"]: loads with rounds in the interval (a load opened as the budget
+        # ran out may have measured none: seen in CI, 6 opened and 5 measured) — the df follows the latter
+        assert c["loads"] >= s["loads"] >= 2 and c["rounds"] >= 2 * s["loads"]
+        assert s["df"] == s["loads"] - 1 and "round pairs" in s["method"]
+        assert len(s["load_log_ratios"]) == s["loads"] and isinstance(s["mixture"], str)
         for side in ("baseline", "candidate"):
             lat = c["latency"][side]
             assert lat["ci_low_ms"] <= lat["median_ms"] <= lat["ci_high_ms"]
