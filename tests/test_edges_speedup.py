@@ -492,3 +492,17 @@ def test_the_between_load_check_starts_at_two_loads():
     # one load exactly on the edge (log(1.5) == log1p(0.5)): no distance to cover, not a division by zero
     assert sp.rounds_to_decide(sp.Speedup(1.5, 1.0, 2.0, margin=0.5, loads=1, rounds=30, se_log=0.03, df=5,
                                           components={"between": 0.0})) == math.inf
+
+
+def test_rounds_of_unequal_length_in_one_load_are_accepted_and_pooled_samples_refused():
+    """A load whose rounds hold different numbers of samples (a round sized again mid-run) is ordinary
+    data; only pooled samples (no rounds) are refused."""
+    rng = np.random.default_rng(3)
+    base = [[rng.normal(10, 0.1, n) for n in (5, 7, 5, 6)] for _ in range(3)]
+    cand = [[rng.normal(8, 0.1, n) for n in (6, 5, 7, 5)] for _ in range(3)]
+    s = sp.speedup_ci(base, cand)
+    assert s.loads == 3 and 1.2 < s.estimate < 1.3
+    with pytest.raises(ValueError, match="pooled samples"):
+        sp.speedup_ci(list(rng.normal(10, 0.1, 20)), list(rng.normal(8, 0.1, 20)))
+    with pytest.raises(ValueError, match="pooled samples"):
+        sp.speedup_ci(rng.normal(10, 0.1, 20), rng.normal(8, 0.1, 20))

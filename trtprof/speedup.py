@@ -302,7 +302,7 @@ def speedup_ci(
     (df = pairs − 1) and the method says so — between-load differences are not in that interval.
     Pooled samples (no rounds) are refused: no rounds, no honest CI.
     """
-    if len(baseline_blocks) and np.ndim(baseline_blocks[0]) == 0:
+    if len(baseline_blocks) and np.isscalar(baseline_blocks[0]):  # np.ndim would build an array: ragged rounds raise
         raise ValueError("speedup_ci needs blocks (loads → rounds → samples), not pooled samples")
     per_load = [v for v in log_ratios(baseline_blocks, candidate_blocks) if v.size]
     if not per_load:
