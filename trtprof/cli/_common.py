@@ -9,12 +9,13 @@ import signal
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..cache import ENTRY_NAME
 from ..cache_admin import TEMP_NAME, is_engines_dir
-from ..errors import BadInput
+from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
+from ..signals import signals_deferred
 from ..spec import Precision
 from ..timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
 
@@ -283,3 +284,22 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def write_compare_outputs(out: Path, write: Callable[[Path], None], warnings: Sequence[str], md: bool) -> None:
+    """The end of every ``compare``: the JSON written with Ctrl-C/SIGTERM deferred (a full disk is one
+    line saying the comparisons are printed above), then the warnings, the Markdown summary on
+    request, and where the JSON is."""
+    with signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
+        try:
+            write(out)
+        except OSError as err:
+            raise write_failure(err, out, kept="the comparisons are printed above") from err
+    for w in warnings:
+        print(f"WARNING: {w}")
+    if md:
+        from ..report import load, markdown_summary
+
+        print()
+        print(markdown_summary(load(out)), end="")
+    print(f"compare: {out}")

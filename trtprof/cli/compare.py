@@ -8,13 +8,12 @@ from typing import Any
 
 from .. import compare as cmp
 from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
-from ..errors import BadInput, write_failure
+from ..errors import BadInput
 from ..inputs import parse_batch_sizes
 from ..interleave import (
     DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, MIN_LOADS, MIN_ROUNDS, InterleavedOutcome,
     Progress, RoundPlan,
 )
-from ..signals import signals_deferred
 from ..spec import Precision
 from ..speedup import EQUIVALENCE_MARGIN
 from ..wording import plural
@@ -259,19 +258,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"what-if: {line}")
     if report.serving is not None:
         _serving.print_sweep(report.serving)
-    with signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
-        try:
-            (ab_outcome if ab_outcome is not None else report).write_json(args.out)
-        except OSError as err:
-            raise write_failure(err, args.out, kept="the comparisons are printed above") from err
-    for w in data["warnings"]:
-        print(f"WARNING: {w}")
-    if args.md:
-        from ..report import load, markdown_summary
-
-        print()
-        print(markdown_summary(load(args.out)), end="")
-    print(f"compare: {args.out}")
+    _common.write_compare_outputs(args.out, (ab_outcome if ab_outcome is not None else report).write_json,
+                                  data["warnings"], args.md)
     if report.interrupted:
         print(f"interrupted: kept {plural(len({c['batch_size'] for c in data['comparisons']}), 'finished batch size')}; "
               f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from ..cache import atomic_write_text
-from ..errors import BadInput, write_failure
+from ..errors import BadInput
 from ..schemas import RESULTS
 from ..spec import Precision
 from ..wording import plural
@@ -49,17 +49,9 @@ def run(args: argparse.Namespace) -> int:
             x = c["latency"][side]
             print(f"  {x['precision']}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
                   f"n={x['n']}")
-    try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out, json.dumps(data, indent=1, allow_nan=True) + "\n")
-    except OSError as err:
-        raise write_failure(err, args.out, kept="the comparisons are printed above") from err
-    for w in data["warnings"]:
-        print(f"WARNING: {w}")
-    if args.md:
-        from ..report import load, markdown_summary
+    def write(out) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out, json.dumps(data, indent=1, allow_nan=True) + "\n")
 
-        print()
-        print(markdown_summary(load(args.out)), end="")
-    print(f"compare: {args.out}")
+    _common.write_compare_outputs(args.out, write, data["warnings"], args.md)
     return 0
