@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 2
     args.debug = debug
     from ..scratch import clean_stale
-    from ._common import EXIT_INTERRUPTED, sigterm_as_interrupt
+    from ..signals import sigterm_as_interrupt
+    from ._common import EXIT_INTERRUPTED
 
     clean_stale()  # temp dirs of runs killed by SIGKILL (a day old, owner gone): nothing else removes them
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import signal
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from ..cache import ENTRY_NAME
 from ..cache_admin import TEMP_NAME, is_engines_dir
@@ -266,24 +264,6 @@ def check_output_dir(path: Path, option: str, engines: Sequence[Path | None] = (
 # --- interruption: SIGTERM is treated like Ctrl-C, so both keep finished work ---------------------
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt (as SIGINT does), so the same
-    ``except KeyboardInterrupt`` saves finished entries for both. The old handler is restored."""
-    def _raise(signum, frame):  # noqa: ARG001 - signal handler signature
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def write_compare_outputs(out: Path, write: Callable[[Path], None], warnings: Sequence[str], md: bool) -> None:

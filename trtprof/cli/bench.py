@@ -10,7 +10,7 @@ from ..cache_admin import scan_dir
 from ..labels import engine_labels, fmt_ms
 from ..errors import write_failure
 from ..results import ResultSet
-from ..signals import signals_deferred
+from ..signals import signals_deferred, sigterm_as_interrupt
 from ..wording import plural
 from . import _common, _serving
 
@@ -135,7 +135,7 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
     groups = group_arms(list_engines(args.path))
     batches = _common.batch_sizes(args)
     try:
-        with _common.sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             for arms in groups:
                 sizes = batches or tuple(sorted(set.intersection(*(set(r.spec.batch_sizes) for r in arms.values()))))
                 on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {problem}", file=sys.stderr)
     on_plan, on_start, on_result, close = progress()
     try:
-        with _common.sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             results = bench_path(
                 args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
                 seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,

@@ -14,6 +14,7 @@ from ..interleave import (
     DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, MIN_LOADS, MIN_ROUNDS, InterleavedOutcome,
     Progress, RoundPlan,
 )
+from ..signals import sigterm_as_interrupt
 from ..spec import Precision
 from ..speedup import EQUIVALENCE_MARGIN
 from ..wording import plural
@@ -188,7 +189,7 @@ def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tu
     arms = {label: records[str(p)] for label, p in zip(cmp.arm_labels(precisions), precisions)}
     on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
     try:
-        with _common.sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             sweep = sweep_records(arms, sizes, serving, shapes=_common.shapes(args), seed=args.seed,
                                   int_range=_common.int_range(args), autotune=args.autotune, on_point=on_point)
     except KeyboardInterrupt:
@@ -228,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
                   f"stopped: {outcome.stop_reason})", file=sys.stderr)
 
     ab_outcome = None
-    with _common.sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
+    with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,

@@ -9,6 +9,7 @@ from ..build import BuildSettings, build_engines
 from ..inputs import parse_batch_sizes
 from ..plots import plot_all
 from ..samples import make_demo_model
+from ..signals import sigterm_as_interrupt
 from ..spec import Precision
 from ..wording import plural
 from . import _common
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     print()
     on_plan, on_start, on_result, close = progress("demo bench")
     try:
-        with _common.sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             results = bench_records([o.record for o in outcomes], _common.timing_config(args),
                                     seed=args.seed, int_range=_common.int_range(args), threads=args.threads,
                                     on_plan=on_plan, on_start=on_start, on_result=on_result)

@@ -11,6 +11,7 @@ from .. import compare as cmp
 from ..accuracy import DEFAULT_BUDGET, AccuracyBudget
 from ..errors import BadInput
 from ..interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
+from ..signals import sigterm_as_interrupt
 from . import _common
 
 
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {t.stage:<7} {len(t.nodes):>4} node(s) in fp32: {t.verdict:<12} {score} {t.reason}".rstrip(),
               file=sys.stderr)
 
-    with _common.sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         fix = fix_fp16(args.model, args.batch_size, budget, data=data, backend=args.backend, engines_dir=args.engines,
                        shapes=_common.shapes(args), seed=args.seed, max_builds=args.max_builds, plan=plan,
                        isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..signals import sigterm_as_interrupt
 from . import _common
 
 
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         with lock:
             print(_line(rec, done, total), flush=True)
 
-    with _common.sigterm_as_interrupt():  # SIGTERM, like Ctrl-C, keeps the finished cells and writes sweep.json
+    with sigterm_as_interrupt():  # SIGTERM, like Ctrl-C, keeps the finished cells and writes sweep.json
         outcome = run_sweep(spec, args.out, executor=args.executor, slots=slots, resume=args.resume,
                             address=args.address, ray_cpus_per_cell=args.ray_cpus_per_cell,
                             timeout_s=args.cell_timeout_s, interference=interference, on_record=on_record)
