@@ -136,8 +136,6 @@ def time_host(
 # --------------------------------------------------------------------------------------------------
 # The GPU loop: CUDA events on the profiler's own stream (owned by the GPU engineer, issue 4).
 # --------------------------------------------------------------------------------------------------
-from collections.abc import Mapping  # noqa: E402 - kept with the GPU section it serves
-
 # trtexec's "GPU compute time CV" check: above this, clocks or other tenants are moving the numbers.
 COMPUTE_CV_WARN = 0.025
 # Median host enqueue time over median GPU compute time at or above which the GPU waits for the host

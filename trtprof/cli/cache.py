@@ -9,7 +9,6 @@ from ..cache_admin import OK, CacheItem, check_cache_dir, parse_age, remove, sca
 from ..errors import BadInput
 from ..texttable import grid
 from ..wording import plural
-from . import _common
 from ._common import add_common_debug
 
 
