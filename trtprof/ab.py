@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import bench, whatif
-from .build import as_onnx
+from .backends import resolve_for_build
+from .backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
+from .build import BuildSettings, as_onnx, build_engines
 from .cache import atomic_write_text
 from .compare import CompareHooks, CompareOptions, compare_records, resolve_records
 from .errors import BadInput
@@ -30,12 +32,14 @@ from .spec import Precision
 
 @dataclass(frozen=True)
 class ArmSpec:
-    """One side of an A/B: a model (or engines dir) on a backend at a precision."""
+    """One side of an A/B: a model (or engines dir) on a backend at a precision, with the build options
+    that make it differ from the plain engine (channels-last: torch's ``memory_format``), as sorted pairs."""
 
     label: str
     model: Path
     backend: str
     precision: str
+    options: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -48,7 +52,8 @@ class AbOutcome:
 
     def to_json(self) -> dict[str, Any]:
         data = self.report.to_json()
-        data["ab"] = {"arms": [{"label": a.label, "model": str(a.model), "backend": a.backend, "precision": a.precision}
+        data["ab"] = {"arms": [{"label": a.label, "model": str(a.model), "backend": a.backend, "precision": a.precision,
+                                **({"options": dict(a.options)} if a.options else {})}
                                for a in self.arms], **({"what_if": self.what_if} if self.what_if else {})}
         return data
 
@@ -80,11 +85,20 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
     sizes: tuple[int, ...] = tuple(batch_sizes)
     onnx_paths = []
     for arm in arms:
-        found, onnx_path, arm_sizes = resolve_records(arm.model, [Precision.parse(arm.precision)], batch_sizes,
-                                                      engines_dir=engines_dir,
-                                                      backend=arm.backend, shapes=shapes, on_built=on_built)
-        records[arm.label] = found[arm.precision]
-        onnx_paths.append(onnx_path)
+        if arm.options:  # a model file built with options (a what-if's changed arm): no engines dir to search
+            arm_sizes = tuple(batch_sizes) or (1,)
+            settings = BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=arm.backend,
+                                     options=dict(arm.options))
+            outcome, = build_engines(arm.model, [Precision.parse(arm.precision)], arm_sizes, settings=settings,
+                                     on_done=on_built)
+            records[arm.label] = outcome.record
+            onnx_paths.append(as_onnx(arm.model, Path(engines_dir)))
+        else:
+            found, onnx_path, arm_sizes = resolve_records(arm.model, [Precision.parse(arm.precision)], batch_sizes,
+                                                          engines_dir=engines_dir,
+                                                          backend=arm.backend, shapes=shapes, on_built=on_built)
+            records[arm.label] = found[arm.precision]
+            onnx_paths.append(onnx_path)
         sizes = tuple(s for s in (sizes or arm_sizes) if s in arm_sizes) if sizes else arm_sizes
     if not sizes:
         raise BadInput("the two arms were built for no common batch size; pass --batch-sizes")
@@ -156,22 +170,22 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
                     hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """``--what-if pad-channels``: the original against its padded copy (outputs checked identical
     first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
-    "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer."""
+    "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer.
+    ``--what-if channels-last``: ``compare_channels_last``."""
     if what_if not in whatif.WHAT_IFS:
         raise BadInput(f"--what-if {what_if}: known experiments are {', '.join(whatif.WHAT_IFS)}")
+    if what_if == whatif.CHANNELS_LAST:
+        return compare_channels_last(model, precision, batch_sizes, options, engines_dir=engines_dir,
+                                     backend=backend, hooks=hooks)
     source = as_onnx(Path(model), Path(engines_dir))
     padded = Path(engines_dir) / "what-if" / f"{source.stem}.{what_if}.onnx"
     change = whatif.pad_channels(source, padded)
     if not change.padded:
         raise BadInput(f"{model}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
                        f"{whatif.PAD_MULTIPLE} (or none can be padded: {change.skipped}); nothing to measure")
-    inputs = inspect_model(source).inputs
-    check_feeds = make_inputs(inputs, resolve_shapes(inputs, min(batch_sizes or (1,)), options.shapes or {}),
-                              seed=options.seed)
-    identical = whatif.check_identical(source, padded, check_feeds)
+    identical = whatif.check_identical(source, padded, what_if_feeds(source, batch_sizes, options))
     label = f"{precision}+{what_if}"
-    arms = ([ArmSpec("fp32", source, backend, "fp32"), ArmSpec("fp16", source, backend, "fp16")]
-            if precision == "fp16" else [ArmSpec(precision, source, backend, precision)])
+    arms = original_arms(source, backend, precision)
     arms.append(ArmSpec(label, padded, backend, precision))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
     outcome.report.model = source.stem
@@ -187,8 +201,52 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
     return outcome
 
 
+def original_arms(source: Path, backend: str, precision: str) -> list[ArmSpec]:
+    """The original's arms of a what-if: at fp16 its fp32 (the baseline) and its fp16, else ``precision``."""
+    if precision == "fp16":
+        return [ArmSpec("fp32", source, backend, "fp32"), ArmSpec("fp16", source, backend, "fp16")]
+    return [ArmSpec(precision, source, backend, precision)]
+
+
+def what_if_feeds(source: Path, batch_sizes: Sequence[int], options: CompareOptions) -> dict[str, Any]:
+    """The inputs the identity checks run on: the smallest batch size, the run's seed and shapes."""
+    inputs = inspect_model(source).inputs
+    return make_inputs(inputs, resolve_shapes(inputs, min(batch_sizes or (1,)), options.shapes or {}),
+                       seed=options.seed)
+
+
+def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int],
+                          options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "torch",
+                          hooks: CompareHooks = CompareHooks()) -> AbOutcome:
+    """``--what-if channels-last``: the same model on the torch backend, the changed arm built with the
+    ``memory_format`` option (module and 4-D inputs NHWC: cuDNN's NHWC tensor-core kernels) — a setting
+    of the engine, in its cache key and metadata, not a second model file. Refused, before anything is
+    built, on another backend ("auto" means torch here), for a model with nothing to change, and when
+    torch cannot run (no GPU); the NCHW and NHWC modules' FP32 outputs are checked equal first."""
+    what_if = whatif.CHANNELS_LAST
+    if backend not in ("torch", "auto"):
+        raise BadInput(f"--what-if {what_if} runs on --backend torch only (it sets PyTorch's memory format; "
+                       f"--backend {backend} has none to set)")
+    source = as_onnx(Path(model), Path(engines_dir))
+    targets = whatif.channels_last_targets(source)
+    resolve_for_build("torch")  # no GPU here: the one-line "cannot build here", before any build
+    identical = whatif.check_channels_last(source, what_if_feeds(source, batch_sizes, options))
+    label = f"{precision}+{what_if}"
+    arms = original_arms(source, "torch", precision)
+    arms.append(ArmSpec(label, source, "torch", precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),)))
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome.report.model = source.stem
+    outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
+                       "changed_model": None, "option": {MEMORY_FORMAT_OPTION: CHANNELS_LAST}, "change": targets,
+                       "outputs_max_rel_diff": identical, "identical_rtol": whatif.CHANNELS_LAST_RTOL,
+                       "identity_check": "torch runner, fp32 (TF32 off), NCHW vs channels_last, on the GPU",
+                       "lines": what_if_lines(outcome.report, what_if, arms)}
+    return outcome
+
+
 def what_if_lines(report: Any, what_if: str, arms: Sequence[ArmSpec]) -> list[str]:
-    """Per batch size: "<finding> (raised here | not raised here) → <what-if> measured: A× → B×"."""
+    """Per batch size: "<finding> (raised here | not raised here) → <what-if> measured: A× → B×"
+    ("no finding suggested it" for an experiment no rule motivates)."""
     rule = whatif.SUGGESTED_BY[what_if]
     original, changed = arms[-2].label, arms[-1].label
     lines = []
@@ -196,7 +254,8 @@ def what_if_lines(report: Any, what_if: str, arms: Sequence[ArmSpec]) -> list[st
         here = {c.candidate: c for c in report.comparisons if c.batch_size == batch}
         raised = any(f.rule == rule for c in here.values() for f in c.diagnosis)
         new = here[changed].speedup
-        head = f"batch {batch}: {rule} ({'raised here' if raised else 'not raised here'}) → {what_if} measured: "
+        why = f"{rule} ({'raised here' if raised else 'not raised here'})" if rule else "no finding suggested it"
+        head = f"batch {batch}: {why} → {what_if} measured: "
         if original in here:  # fp16: both against the original's fp32
             old = here[original].speedup
             lines.append(head + f"{original} vs {arms[0].label} {old.estimate:.3f}× → {changed} vs {arms[0].label} "

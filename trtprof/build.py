@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import backends, fp16range, preflight
+from .backends.torch import MEMORY_FORMAT_OPTION
 from .cache import EngineCache, EngineRecord, now_iso
 from .convert.quantize import calibration_feeds, quantization_options
 from .errors import BadInput, BadModel
@@ -24,13 +25,17 @@ FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
 # profile into the plan; there an engine whose profile covers the request is reused instead. The FP16
 # keep-lists do change these artifacts (they choose what the conversion leaves in FP32): they stay.
 BATCH_INDEPENDENT_BACKENDS = frozenset({"onnxruntime", "torch"})
+# Options the runner applies at load (torch's memory format): the artifact file is the same, what runs
+# is not, so they stay in every key — an NCHW and an NHWC engine of one model never share an entry.
+RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION,)
 
 
 def key_spec(spec: BuildSpec) -> BuildSpec:
     """The part of ``spec`` that changes the artifact, for the cache key."""
     if spec.backend in BATCH_INDEPENDENT_BACKENDS:
         # the calibration (int8/fp8) changes the artifact too; its batch is recorded among its options
-        kept = tuple((k, v) for k, v in spec.options if k in FP16_KEEP_OPTIONS or k.startswith("calibration"))
+        kept = tuple((k, v) for k, v in spec.options
+                     if k in FP16_KEEP_OPTIONS or k in RUNNER_OPTIONS or k.startswith("calibration"))
         return dataclasses.replace(spec, batch_sizes=(), options=kept)
     return spec
 

@@ -27,7 +27,7 @@ from . import accuracy, bench, fp16range, preflight, roofline, workers
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .backends.base import set_autotune
 from .bench import effective_precision
-from .build import BuildSettings, as_onnx, build_engines
+from .build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
 from .cache import EngineRecord, atomic_write_text, list_engines, now_iso
 from .diagnose import diagnose
 from .environment import collect
@@ -209,7 +209,9 @@ def select_records(records: Sequence[EngineRecord], precisions: Sequence[Any],
         if not matches:
             have = sorted({f"{r.precision}/{r.backend}" for r in records})
             raise BadInput(f"no {precision} engine here (have: {', '.join(have) or 'none'}); build it or pass the model")
-        keys = {(r.model, r.backend) for r in matches}
+        # a torch engine's memory format (--what-if channels-last) makes it another engine: never picked silently
+        keys = {(r.model, r.backend + "".join(f"+{v}" for k, v in r.spec.options if k in RUNNER_OPTIONS))
+                for r in matches}
         if len(keys) > 1:
             raise BadInput(f"several {precision} engines here ({', '.join(sorted(f'{m}/{b}' for m, b in keys))}); "
                            "narrow with --backend or a folder holding one model")

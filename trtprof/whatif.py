@@ -11,6 +11,12 @@ Pad/Slice around each layer is the conservative version of the change (a hand-pa
 carry the padded channels from layer to layer): its memory traffic is part of what is measured.
 ``check_identical`` runs both models on the same inputs (ONNX Runtime, FP32) and refuses a copy whose
 outputs differ beyond rounding.
+
+``channels-last`` changes no file: it is the torch backend's ``memory_format`` build option (module
+and 4-D inputs in NHWC memory, cuDNN's NHWC tensor-core kernels), so the engines differ in their
+cache key and record the layout. ``channels_last_targets`` refuses a model it cannot change (no 4-D
+input, no 2-D Conv); ``check_channels_last`` runs the module both ways through the torch runner
+(FP32, TF32 off) and refuses outputs that differ beyond rounding (``CHANNELS_LAST_RTOL``).
 """
 from __future__ import annotations
 
@@ -25,12 +31,19 @@ from .errors import BadInput, TrtprofError
 PAD_MULTIPLE = 8  # FP16 tensor cores want channel counts in multiples of 8 (cuDNN, TensorRT docs)
 PAD_CHANNELS = "pad-channels"
 CHANNELS_LAST = "channels-last"
-WHAT_IFS = (PAD_CHANNELS,)
-# The finding whose advice each experiment tests (diagnose/layers rule names).
-SUGGESTED_BY = {PAD_CHANNELS: "tensor_core_ineligible"}
+WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST)
+# The finding whose advice each experiment tests (diagnose/layers rule names). channels-last: none —
+# on torch cuDNN's NCHW↔NHWC transposes run inside each Conv's row of the layer table (kernels
+# ``nchwToNhwc…``), so neither cast_reformat (rows of kind reformat) nor any other rule measures them.
+SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None}
 # "Identical": the padded model adds zero products, which only changes summation order inside a
 # kernel. Relative to the output's scale, FP32 reordering stays far below this.
 IDENTICAL_RTOL = 1e-5
+# channels-last vs NCHW, FP32 with TF32 off: cuDNN (autotuned) picks other algorithms per layout —
+# implicit GEMM, Winograd, FFT — whose FP32 transforms and summation orders differ by up to ~1e-4 of
+# the output's scale on a deep net; a layout mistake (channels read as width) moves outputs by O(1)
+# of it. 1e-3 passes the first with room and is three orders below the second.
+CHANNELS_LAST_RTOL = 1e-3
 MIN_OPSET = 11  # Pad takes its pads as an input from opset 11 on
 
 
@@ -202,10 +215,27 @@ def _slice(graph: Any, tag: str, x: str, y: str, keep: int) -> Any:
                             name=f"{tag}_Slice")
 
 
+def max_relative_difference(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) -> float:
+    """The largest |got − ref| over every output, relative to that output's largest |ref| (1 if 0)."""
+    worst = 0.0
+    for name, r in ref.items():
+        scale = float(np.max(np.abs(r))) or 1.0
+        worst = max(worst, float(np.max(np.abs(np.asarray(got[name], dtype=np.float64) - r))) / scale)
+    return worst
+
+
+def refuse_if_different(worst: float, rtol: float, experiment: str, original: Any, changed: Any) -> float:
+    """``worst`` when it is within ``rtol``; otherwise the refusal: a what-if that changes the answer
+    is not the same model made faster."""
+    if worst > rtol:
+        raise TrtprofError(f"{changed}: the {experiment} outputs differ from {original}'s by {worst:.2e} of "
+                           f"their scale (> {rtol:g}): not the same model; nothing measured")
+    return worst
+
+
 def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarray]) -> float:
     """Run both models (ONNX Runtime, FP32, CPU) on ``feeds``; return the largest difference relative
-    to the output's scale. Raises when it is beyond ``IDENTICAL_RTOL``: a what-if that changes the
-    answer is not the same model made faster."""
+    to the output's scale. Raises when it is beyond ``IDENTICAL_RTOL``."""
     try:
         import onnxruntime as ort
     except ImportError as err:  # pragma: no cover - onnxruntime is a base dependency
@@ -216,12 +246,47 @@ def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarra
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         names = [o.name for o in session.get_outputs()]
         outs.append(dict(zip(names, session.run(names, dict(feeds)))))
-    worst = 0.0
-    for name, ref in outs[0].items():
-        got = outs[1][name]
-        scale = float(np.max(np.abs(ref))) or 1.0
-        worst = max(worst, float(np.max(np.abs(got.astype(np.float64) - ref))) / scale)
-    if worst > IDENTICAL_RTOL:
-        raise TrtprofError(f"{changed}: the {PAD_CHANNELS} copy's outputs differ from {original}'s by {worst:.2e} of "
-                           f"their scale (> {IDENTICAL_RTOL:g}): not the same model; nothing measured")
-    return worst
+    return refuse_if_different(max_relative_difference(outs[0], outs[1]), IDENTICAL_RTOL, f"{PAD_CHANNELS} copy's",
+                               original, changed)
+
+
+def channels_last_targets(source: Path) -> dict[str, list[str]]:
+    """What channels-last would change: the 4-D inputs (converted to NHWC) and the 2-D Convs (4-D
+    weights: NHWC kernels). A model lacking either is refused (nothing to change)."""
+    import onnx
+
+    from .model import inspect_model
+
+    model = onnx.load(str(source))
+    inits = {i.name: i for i in model.graph.initializer}
+    convs = [n.name or f"Conv_{k}" for k, n in enumerate(model.graph.node)
+             if n.op_type == "Conv" and len(n.input) > 1 and n.input[1] in inits and len(inits[n.input[1]].dims) == 4]
+    inputs = [t.name for t in inspect_model(source).inputs if len(t.shape) == 4]
+    if not inputs or not convs:
+        lacks = " and ".join(w for w, have in (("no 4-D input", inputs), ("no 2-D Conv (4-D weights)", convs))
+                             if not have)
+        raise BadInput(f"{source}: --what-if {CHANNELS_LAST}: the model has {lacks}; nothing to change")
+    return {"inputs": inputs, "convs": convs}
+
+
+def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device: str = "cuda") -> float:
+    """Run ``source`` through the torch runner in NCHW and in channels-last (FP32, TF32 off, on
+    ``device``) on ``feeds``; return the largest difference relative to the output's scale, refused
+    beyond ``CHANNELS_LAST_RTOL``. The runner checks the inputs the module receives are NHWC."""
+    from .backends.torch import CHANNELS_LAST as NHWC, CONTIGUOUS, fold_identity_initializers, runner_from_proto
+    from .model import inspect_model, load_onnx
+    from .spec import Precision
+
+    info = inspect_model(source)
+    outs = []
+    for layout in (CONTIGUOUS, NHWC):
+        proto = load_onnx(source)
+        fold_identity_initializers(proto)  # the torch backend's pre-pass (its artifact)
+        runner = runner_from_proto(proto, Precision.FP32, info.inputs, info.outputs, memory_format=layout,
+                                   device=device)
+        try:
+            outs.append(runner.infer(feeds))
+        finally:
+            runner.close()
+    return refuse_if_different(max_relative_difference(outs[0], outs[1]), CHANNELS_LAST_RTOL,
+                               f"{CHANNELS_LAST} module's", f"{source} (NCHW)", f"{source} ({CHANNELS_LAST})")

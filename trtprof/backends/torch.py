@@ -21,6 +21,14 @@ tensor through ``__cuda_array_interface__`` (no copy) and the module runs under
 ``torch.cuda.ExternalStream(stream)``. The one extra device operation per output is the ``copy_``
 of the module's result into the profiler's output buffer (PyTorch allocates its own outputs); in
 fp16 that copy also casts to float32.
+
+Memory format (the build option ``memory_format``, ``--what-if channels-last``): ``channels_last``
+loads the module with ``module.to(memory_format=torch.channels_last)`` and converts every 4-D input
+with ``.to(memory_format=torch.channels_last)`` inside ``enqueue`` (with the fp16 cast, one kernel),
+so cuDNN runs its NHWC convolution kernels. The artifact is the same ONNX; the option is in the build
+spec, so the cache key, the engine JSON and every result that reads it say which layout ran. The
+input conversion and the output copy back into the profiler's NCHW buffer are timed: they are what
+the change costs a caller whose tensors are NCHW.
 """
 from __future__ import annotations
 
@@ -46,6 +54,11 @@ if TYPE_CHECKING:
 SUPPORTED = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 # Module dtype of the low-precision modes: weights cast with .to(dtype), float inputs cast on the device.
 LOW_DTYPES = {Precision.FP16: "float16", Precision.BF16: "bfloat16"}
+# The build option naming the layout the runner uses, and its values (torch's names for them).
+MEMORY_FORMAT_OPTION = "memory_format"
+CONTIGUOUS = "contiguous"  # torch's default, NCHW for 4-D tensors
+CHANNELS_LAST = "channels_last"  # NHWC in memory, the logical shape unchanged
+MEMORY_FORMATS = (CONTIGUOUS, CHANNELS_LAST)
 
 
 def import_torch():
@@ -193,8 +206,13 @@ class TorchRunner:
     device = "cuda"
 
     def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
-                 outputs: tuple[TensorSpec, ...], *, cast_io: bool = True) -> None:
+                 outputs: tuple[TensorSpec, ...], *, cast_io: bool = True, memory_format: str = CONTIGUOUS,
+                 device: str = "cuda") -> None:
         self._torch = import_torch()
+        # "cpu" only for the what-if's output check and its tests (infer); timing is on CUDA
+        self.device = device
+        self.memory_format = memory_format
+        self._channels_last = self._torch.channels_last if memory_format == CHANNELS_LAST else None
         self.module = module
         self.precision = precision
         self.inputs = inputs
@@ -214,10 +232,26 @@ class TorchRunner:
 
     # -- shapes ---------------------------------------------------------------------------------
     def _cast_in(self, tensor: Any) -> Any:
-        """fp16/bf16 engines take float inputs in their dtype: the cast happens on the device, in the stream."""
-        if self._low is not None and tensor.is_floating_point() and tensor.dtype != self._low:
-            return tensor.to(self._low)
+        """fp16/bf16 engines take float inputs in their dtype, a channels-last runner 4-D inputs in
+        NHWC memory: both happen on the device, in the stream, in one ``to``."""
+        low = self._low if self._low is not None and tensor.is_floating_point() and tensor.dtype != self._low else None
+        if self._channels_last is not None and tensor.dim() == 4:
+            return tensor.to(dtype=low or tensor.dtype, memory_format=self._channels_last)
+        if low is not None:
+            return tensor.to(low)
         return tensor
+
+    def check_layout(self, tensors: list[Any]) -> None:
+        """A channels-last runner must hand the module NHWC inputs: checked on the tensors the module
+        really receives (``prepare``, outside the timing), so a cast path that drops the layout fails
+        loudly instead of measuring NCHW under a channels-last label."""
+        if self._channels_last is None:
+            return
+        for spec, t in zip(self.inputs, tensors):
+            got = self._cast_in(t)
+            if got.dim() == 4 and not got.is_contiguous(memory_format=self._channels_last):
+                raise BadModel(f"input {spec.name!r} reaches the module in strides {tuple(got.stride())}, "
+                               "not channels-last")
 
     def _run(self, tensors: list[Any]) -> tuple[Any, ...]:
         result = self.module(*[self._cast_in(t) for t in tensors])
@@ -234,11 +268,13 @@ class TorchRunner:
         missing = [t.name for t in self.inputs if t.name not in input_shapes]
         if missing:
             raise BadModel(f"no shape given for input(s) {', '.join(missing)}")
-        tensors = [torch.zeros(tuple(input_shapes[t.name]), dtype=getattr(torch, t.dtype), device="cuda")
+        tensors = [torch.zeros(tuple(input_shapes[t.name]), dtype=getattr(torch, t.dtype), device=self.device)
                    for t in self.inputs]
+        self.check_layout(tensors)
         with torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             outs = self._run(tensors)
-        torch.cuda.synchronize()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
         if len(outs) != len(self.outputs):
             raise BadModel(f"the torch module returned {len(outs)} outputs, the model declares {len(self.outputs)}")
         self._input_shapes = {t.name: tuple(input_shapes[t.name]) for t in self.inputs}
@@ -301,10 +337,12 @@ class TorchRunner:
     # -- correctness path -------------------------------------------------------------------------
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         torch = self._torch
-        tensors = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to("cuda") for t in self.inputs]
+        tensors = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to(self.device) for t in self.inputs]
+        self.check_layout(tensors)
         with torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
             outs = self._run(tensors)
-        return {spec.name: out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy()
+        return {spec.name: np.ascontiguousarray(  # a channels-last output comes back NCHW-ordered like the others
+                    out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy())
                 for spec, out in zip(self.outputs, outs)}
 
     # -- memory (trtprof.memory) ------------------------------------------------------------------
@@ -406,12 +444,17 @@ class TorchBackend:
             module = self._check_fp8(proto, notes)
         else:
             module = to_torch_module(proto)  # fail at build time, not at bench time
+        memory_format = check_memory_format(spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS), module, spec.precision)
+        if memory_format == CHANNELS_LAST:
+            notes.append("channels_last: module and 4-D inputs in NHWC memory (cuDNN's NHWC kernels); the input "
+                         "conversion and the output copy back to NCHW are inside the timed compute")
         Path(out).write_bytes(proto.SerializeToString())
         n_params = sum(int(p.numel()) for p in module.parameters())
         report = BuildReport(
             metadata={
                 "effective_precision": spec.precision.value,
                 "tf32": spec.precision == Precision.TF32,
+                "memory_format": memory_format,
                 "identity_initializers_folded": folded,
                 "parameters": n_params,
                 "onnx_opset": max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None),
@@ -441,23 +484,50 @@ class TorchBackend:
     def load(self, artifact: Path, record: "EngineRecord") -> TorchRunner:
         import onnx
 
-        torch = import_torch()
         try:
             proto = onnx.load(str(artifact))
         except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError and friends
             raise BadModel(f"cannot read the torch artifact: {err}", path=artifact) from err
-        precision = Precision(record.precision)
-        if precision is Precision.FP8:
-            from .torch_fp8 import fp8_module, mlp_chain
+        return runner_from_proto(proto, Precision(record.precision), tuple(record.inputs), tuple(record.outputs),
+                                 converted=record.backend_metadata.get("fp16_graph") == "converted",
+                                 memory_format=record.spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS))
 
-            module = fp8_module(mlp_chain(proto), torch).eval().to("cuda")
-        else:
-            module = to_torch_module(proto).eval().to("cuda")
-        converted = record.backend_metadata.get("fp16_graph") == "converted"  # FP16 types already in the graph
-        if precision in LOW_DTYPES and not converted:
-            module = module.to(getattr(torch, LOW_DTYPES[precision]))
+
+def channels_last_weights(module: Any) -> int:
+    """How many 4-D parameters (2-D convolution filters) the module holds: what channels-last changes."""
+    return sum(1 for p in module.parameters() if p.dim() == 4)
+
+
+def check_memory_format(name: str, module: Any, precision: Precision) -> str:
+    """The memory format a build asks for, refused when unknown, on fp8's module (no convolutions), or
+    when the module has no 2-D convolution for it to change."""
+    if name not in MEMORY_FORMATS:
+        raise BadModel(f"unknown memory format {name!r} (known: {', '.join(MEMORY_FORMATS)})")
+    if name == CHANNELS_LAST and (precision is Precision.FP8 or channels_last_weights(module) == 0):
+        raise BadModel("channels_last changes nothing here: the module has no 2-D convolution (4-D weights)")
+    return name
+
+
+def runner_from_proto(proto: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
+                      outputs: tuple[TensorSpec, ...], *, converted: bool = False, memory_format: str = CONTIGUOUS,
+                      device: str = "cuda") -> TorchRunner:
+    """The torch artifact (pre-passed ONNX) → a runner: the module rebuilt, in the precision's dtype
+    (unless ``converted``: FP16 types already in the graph) and the memory format, on ``device``."""
+    torch = import_torch()
+    if precision is Precision.FP8:
+        from .torch_fp8 import fp8_module, mlp_chain
+
+        module = fp8_module(mlp_chain(proto), torch).eval().to(device)
+    else:
+        module = to_torch_module(proto).eval().to(device)
+    if precision in LOW_DTYPES and not converted:
+        module = module.to(getattr(torch, LOW_DTYPES[precision]))
+    if check_memory_format(memory_format, module, precision) == CHANNELS_LAST:
+        module = module.to(memory_format=torch.channels_last)
+    if device == "cuda":
         torch.cuda.synchronize()
-        return TorchRunner(module, precision, tuple(record.inputs), tuple(record.outputs), cast_io=not converted)
+    return TorchRunner(module, precision, inputs, outputs, cast_io=not converted, memory_format=memory_format,
+                       device=device)
 
 
 def _version(package: str) -> str | None:

@@ -37,12 +37,13 @@ def add_parser(sub) -> None:
                         "imported trtexec runs (docs/precisions.md)")
     p.add_argument("--precision", default=None, metavar="P",
                    help="A/B, --backends and --what-if: the one precision both arms run at (default fp32; "
-                        "pad-channels: fp16, measured against the original's fp32 and fp16)")
+                        "--what-if: fp16, measured against the original's fp32 and fp16)")
     p.add_argument("--backends", default=None, metavar="X,Y",
                    help="A/B of one model on two backends, e.g. onnxruntime,torch (the first is the baseline)")
-    p.add_argument("--what-if", default=None, choices=["pad-channels"],
-                   help="measure the diagnosis' advice: pad-channels zero-pads every Conv/Gemm's channels to "
-                        "multiples of 8 (outputs checked identical) and runs it as an A/B against the original")
+    p.add_argument("--what-if", default=None, choices=["pad-channels", "channels-last"],
+                   help="measure a change as an A/B against the original (outputs checked identical first): "
+                        "pad-channels zero-pads every Conv/Gemm's channels to multiples of 8; channels-last "
+                        "(--backend torch, CUDA) runs the torch module and 4-D inputs in NHWC memory")
     p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16); the same precision twice (fp32,fp32) "
                         "is an A/A run: one engine loaded independently as two arms, the noise floor")
