@@ -115,6 +115,80 @@ def test_the_search_is_shared_with_train_compare():
     assert pytorch.find_max_batch is find_max_batch
 
 
+class FakeOutOfMemoryError(RuntimeError):
+    """Named as torch's is (``torch.cuda.OutOfMemoryError``): the type name is what is matched."""
+
+
+FakeOutOfMemoryError.__name__ = "OutOfMemoryError"
+
+
+class FakeDeviceRunner:
+    """A FAKE GPU runner (no device here): batches above ``capacity`` raise an out-of-memory error,
+    and every probe is followed by one ``trim`` (the allocator's cache emptied between tries)."""
+
+    device = "cuda"
+
+    def __init__(self, capacity: int, error: type[Exception] = FakeOutOfMemoryError) -> None:
+        from trtprof.spec import TensorSpec
+
+        self.inputs = (TensorSpec("x", "float32", ("N", 4)),)
+        self.capacity, self.error, self.calls, self.trims, self.closed = capacity, error, [], 0, False
+
+    def infer(self, feeds):
+        batch = feeds["x"].shape[0]
+        self.calls.append(batch)
+        if batch > self.capacity:
+            raise self.error(f"CUDA out of memory. Tried to allocate {batch} GiB" if self.error is FakeOutOfMemoryError
+                             else "shape mismatch")
+        return {"y": feeds["x"][:, :1]}
+
+    def reset_memory_peak(self) -> None:
+        self.peak = 0
+
+    def memory_report(self):
+        return {"kind": "torch_allocator", "allocated_peak_bytes": 1000 * self.calls[-1], "in_use_bytes": 1000 * self.calls[-1]}
+
+    def trim(self) -> None:
+        self.trims += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _fake_device_search(monkeypatch, runner, limit=4096):
+    from types import SimpleNamespace
+
+    from trtprof import bench, maxbatch
+
+    record = SimpleNamespace(model="m", precision="fp16", backend="torch", artifact_path=Path("m.torch.onnx"),
+                             model_path=None, spec=SimpleNamespace(shape_overrides=dict, max_batch=1))
+    monkeypatch.setattr(bench, "load_runner", lambda r, threads=None: runner)
+    monkeypatch.setattr(maxbatch, "device_memory", lambda: (5_000_000, 10_000_000))  # fake cudaMemGetInfo
+    return maxbatch.search_device(record, SearchSettings(max_batch_limit=limit))
+
+
+def test_device_search_maps_out_of_memory_to_does_not_fit_and_empties_the_cache_between_tries(monkeypatch):
+    runner = FakeDeviceRunner(capacity=20)
+    found = _fake_device_search(monkeypatch, runner)
+    # bisection stops once the gap is within 10 % of the fit (20..22), as train-compare's does
+    assert (found["largest_fit"], found["smallest_fail"], found["stopped_by"]) == (20, 22, "out_of_memory")
+    assert runner.calls == [1, 2, 4, 8, 16, 32, 24, 20, 22] and runner.trims >= len(runner.calls) and runner.closed
+    assert found["at_largest_fit"]["in_use_bytes"] == 20_000 and found["at_largest_fit"]["device_total_bytes"] == 10_000_000
+    assert found["at_smallest_fail"]["failure"] == "CUDA out of memory. Tried to allocate 22 GiB"
+    line = fit_line(found)
+    assert line.startswith("fp16 (torch, m): largest batch that fits: 20 (torch allocator peak ")
+    assert line.endswith("22 did not fit: CUDA out of memory. Tried to allocate 22 GiB)")
+
+
+def test_device_search_lets_other_errors_through_and_stops_at_the_limit(monkeypatch):
+    with pytest.raises(ValueError, match="shape mismatch"):
+        _fake_device_search(monkeypatch, FakeDeviceRunner(capacity=2, error=ValueError))
+    found = _fake_device_search(monkeypatch, FakeDeviceRunner(capacity=100), limit=64)
+    assert (found["largest_fit"], found["stopped_by"]) == (64, "max_batch_limit") and "≥ 64" in fit_line(found)
+    none = _fake_device_search(monkeypatch, FakeDeviceRunner(capacity=0))
+    assert none["largest_fit"] == 0 and "none (batch 1 did not fit: CUDA out of memory" in fit_line(none)
+
+
 # -- GPU: a real allocation attempt (run on the device machine) --------------------------------------
 def _tile_model(path: Path) -> Path:
     """x [N, 1024] tiled to [N, 2**26] (256 MiB a sample in fp32, 128 MiB in fp16) and summed: the

@@ -41,16 +41,21 @@ def rss_bytes() -> int | None:
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def peak_rss_bytes() -> int | None:
-    """This process's high-water mark of resident memory (``VmHWM`` in ``/proc/self/status``)."""
+def proc_kib_field(path: str, key: str) -> int | None:
+    """Bytes of a "Key:   123 kB" line of a /proc file (``/proc/meminfo``, ``/proc/self/status``), else None."""
     try:
-        with open("/proc/self/status") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's high-water mark of resident memory (``VmHWM`` in ``/proc/self/status``)."""
+    return proc_kib_field("/proc/self/status", "VmHWM")
 
 
 def reset_peak_rss() -> bool:
