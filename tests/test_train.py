@@ -40,7 +40,7 @@ def test_kernel_classes_from_names():
 
 
 def test_find_max_batch_search_bounds_the_answer():
-    from trtprof.train.memory import find_max_batch
+    from trtprof.maxbatch import find_max_batch
 
     res = find_max_batch(lambda b: b <= 300, start=1, limit=4096, resolution=0.05)
     assert res.smallest_fail is not None and res.largest_fit <= 300 < res.smallest_fail

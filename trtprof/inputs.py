@@ -132,7 +132,7 @@ def make_inputs(
         except TypeError as err:
             raise BadModel(f"input {spec.name!r} has dtype {spec.dtype}, which trtprof cannot generate") from err
         if dtype.kind == "f":
-            feeds[spec.name] = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+            feeds[spec.name] = rng.standard_normal(shape, dtype=np.float32).astype(dtype, copy=False)  # float32: no second copy (memory probes)
         elif dtype.kind in "iu":
             low, high = int_range
             info = np.iinfo(dtype)

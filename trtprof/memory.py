@@ -41,6 +41,34 @@ def rss_bytes() -> int | None:
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
 
 
+def proc_kib_field(path: str, key: str) -> int | None:
+    """Bytes of a "Key:   123 kB" line of a /proc file (``/proc/meminfo``, ``/proc/self/status``), else None."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's high-water mark of resident memory (``VmHWM`` in ``/proc/self/status``)."""
+    return proc_kib_field("/proc/self/status", "VmHWM")
+
+
+def reset_peak_rss() -> bool:
+    """Lower ``VmHWM`` to the resident set now (Linux >= 4.0: "5" into ``/proc/self/clear_refs``), so
+    the next peak read covers only what runs after it. False where the kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
 def reset_peak(runner: Any) -> None:
     """Start a new peak window on runners that keep one (torch's allocator); others: nothing to do."""
     reset = getattr(runner, "reset_memory_peak", None)
@@ -80,6 +108,13 @@ def fmt_bytes(value: Any) -> str:
         return "n/a"
     mib = float(value) / (1 << 20)
     return f"{mib:.3g} MiB" if abs(mib) >= 0.01 else f"{int(value)} B"
+
+
+def fmt_size(value: Any) -> str:
+    """GiB from 1 GiB up (3 significant digits), else ``fmt_bytes``: the max-batch lines' sizes."""
+    if value is not None and abs(float(value)) >= 1 << 30:
+        return f"{float(value) / (1 << 30):.3g} GiB"
+    return fmt_bytes(value)
 
 
 COMPARE_NOTE = "measured in the accuracy pass (one inference per arm in this process; the timing ran in its loads)"

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import BadInput, OutOfMemory
+from .memory import proc_kib_field
 from .spec import TensorSpec
 
 GIB = 1024**3
@@ -85,14 +86,7 @@ def input_bytes(inputs: Sequence[TensorSpec], shapes: Mapping[str, tuple[int, ..
 
 def available_memory_bytes() -> int | None:
     """MemAvailable from /proc/meminfo (what can be allocated without swapping), else None."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return proc_kib_field("/proc/meminfo", "MemAvailable")
 
 
 def _fmt_bytes(n: float) -> str:

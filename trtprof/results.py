@@ -124,6 +124,7 @@ class ResultSet:
     interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: ``results`` holds what finished
     pending: list[dict[str, Any]] = field(default_factory=list)  # what an interrupted run did not measure
     serving: list[dict[str, Any]] = field(default_factory=list)  # --concurrency sweeps (trtprof.serving_sweep)
+    max_batch: list[dict[str, Any]] = field(default_factory=list)  # --find-max-batch, per engine (trtprof.maxbatch)
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -137,6 +138,8 @@ class ResultSet:
             data["pending"] = self.pending
         if self.serving:
             data["serving"] = self.serving
+        if self.max_batch:
+            data["max_batch"] = self.max_batch
         return data
 
     def write_json(self, path: Path) -> None:
@@ -160,7 +163,7 @@ class ResultSet:
         results = results_from_json(data["results"], path)
         return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""),
                    interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])),
-                   serving=list(data.get("serving", [])))
+                   serving=list(data.get("serving", [])), max_batch=list(data.get("max_batch", [])))
 
 
 def results_from_json(items: Any, path: Path) -> list[BenchResult]:

@@ -26,13 +26,25 @@ def memory_rows(results: Sequence[Any]) -> list[list[str]]:
     return rows
 
 
-def memory_section(results: Sequence[Any]) -> str:
+def max_batch_part(found: Sequence[Mapping[str, Any]]) -> str:
+    """``bench --find-max-batch``: per engine the largest batch that fits, and how it was decided."""
+    from .maxbatch import fit_line
+
+    if not found:
+        return ""
+    items = "".join(f"<li>{html.escape(fit_line(f))}<br><small>{html.escape(str(f.get('method', '')))}</small></li>"
+                    for f in found)
+    return f"<h3>Largest batch that fits</h3><ul>{items}</ul>"
+
+
+def memory_section(results: Sequence[Any], max_batch: Sequence[Mapping[str, Any]] = ()) -> str:
     rows = memory_rows(results)
-    if not rows or not any(r.engine.get("artifact_bytes") is not None or r.memory for r in results):
+    fits = max_batch_part(max_batch)
+    if not fits and (not rows or not any(r.engine.get("artifact_bytes") is not None or r.memory for r in results)):
         return ""
     return ("<h2>Memory and size</h2><p>Artifact bytes on disk and memory in use while the engine infers "
             "(what each backend can measure; see the last column).</p>"
-            + _table(("engine", "batch", "artifact", "memory in use", "measured as", "method"), rows))
+            + _table(("engine", "batch", "artifact", "memory in use", "measured as", "method"), rows) + fits)
 
 
 def _figure_b64(sweep: Mapping[str, Any]) -> str:
@@ -114,7 +126,7 @@ def serving_section(sweep: Mapping[str, Any]) -> str:
 
 def sections(data: Mapping[str, Any]) -> list[str]:
     """HTML sections for a compare or bench JSON already loaded by ``report.load``."""
-    parts = [memory_section(data.get("parsed_results", []))]
+    parts = [memory_section(data.get("parsed_results", []), data.get("max_batch") or [])]
     serving = data.get("serving")
     sweeps = serving if isinstance(serving, list) else [serving] if serving else []
     parts += [serving_section(s) for s in sweeps if s.get("points")]

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..bench import bench_path
 from ..cache_admin import scan_dir
 from ..labels import engine_labels, fmt_ms
-from ..errors import write_failure
+from ..errors import BadInput, write_failure
 from ..results import ResultSet
 from ..signals import signals_deferred, sigterm_as_interrupt
 from ..wording import plural
@@ -29,9 +29,47 @@ def add_parser(sub) -> None:
     _common.add_autotune_arg(p)
     _common.add_inputs_arg(p, what="timed on its first batch")
     _serving.add_serving_args(p)
+    add_max_batch_args(p)
     p.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     p.add_argument("--csv", type=Path, default=None, help="also write a CSV, one row per engine × batch")
     p.set_defaults(func=run)
+
+
+def add_max_batch_args(p: argparse.ArgumentParser) -> None:
+    from ..maxbatch import DEFAULT_BUDGET_FRACTION, MAX_BATCH_LIMIT
+
+    p.add_argument("--find-max-batch", action="store_true",
+                   help="also search, per engine, the largest batch whose inference fits: GPU engines by a real "
+                        "attempt (CUDA out of memory = does not fit; a TensorRT profile's max batch also stops it), "
+                        "onnxruntime engines against --memory-limit-mb (a budget, measured in a child process)")
+    p.add_argument("--max-batch-limit", type=_common.positive_int, default=MAX_BATCH_LIMIT,
+                   help=f"stop the search there (default {MAX_BATCH_LIMIT}; a fit there is reported as \"≥\")")
+    p.add_argument("--memory-limit-mb", type=float, default=None,
+                   help="the memory budget of the search on onnxruntime (CPU) engines, MiB (default: "
+                        f"{DEFAULT_BUDGET_FRACTION * 100:.0f}%% of the memory available at the start)")
+
+
+def max_batch_settings(args: argparse.Namespace):
+    """The search's settings from bench's options; a bad --memory-limit-mb fails here, before any work."""
+    from ..maxbatch import SearchSettings, default_budget
+
+    if args.memory_limit_mb is not None and not args.find_max_batch:
+        raise BadInput("--memory-limit-mb applies to --find-max-batch; add --find-max-batch")
+    if not args.find_max_batch:
+        return None
+    budget, source = default_budget(args.memory_limit_mb)
+    return SearchSettings(max_batch_limit=args.max_batch_limit, budget_bytes=budget, budget_source=source,
+                          shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+                          threads=args.threads, autotune=args.autotune)
+
+
+def print_max_batch(found: list[dict]) -> None:
+    from ..maxbatch import fit_line
+
+    if found:
+        print()
+        for entry in found:
+            print(f"max batch: {fit_line(entry)}")
 
 
 def table_rows(results: ResultSet) -> list[tuple]:
@@ -151,6 +189,15 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
         results.pending.append({"serving": "the --concurrency sweep was interrupted"})
 
 
+def search_max_batch(args: argparse.Namespace, settings) -> list[dict]:
+    """--find-max-batch before the timing (a limit that nothing fits fails in seconds, not after it)."""
+    from ..cache import list_engines
+    from ..maxbatch import search
+
+    print("searching the largest batch that fits (--find-max-batch)...", file=sys.stderr)
+    return search(list_engines(args.path), settings)
+
+
 def run(args: argparse.Namespace) -> int:
     engines = [args.path if args.path.is_dir() else args.path.parent]
     _common.check_output_file(args.out, "--out", engines=engines)
@@ -159,9 +206,11 @@ def run(args: argparse.Namespace) -> int:
     config = _common.timing_config(args)
     data = _common.load_inputs(args)
     serving = _serving.serving_config(args, copies=config.copies)
+    fit_settings = max_batch_settings(args)
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():
             print(f"warning: {problem}", file=sys.stderr)
+    found = search_max_batch(args, fit_settings) if fit_settings is not None else []
     on_plan, on_start, on_result, close = progress()
     try:
         with sigterm_as_interrupt():
@@ -172,7 +221,9 @@ def run(args: argparse.Namespace) -> int:
             )
     finally:
         close()
+    results.max_batch = found
     print_table(results)
+    print_max_batch(found)
     if serving is not None and not results.interrupted:
         run_serving(args, results, serving)
     write_outputs(results, args.out, args.csv)

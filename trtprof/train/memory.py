@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .step import import_torch
 
 MIB = 1024 * 1024
-MAX_BATCH_LIMIT = 4096  # --find-max-batch stops searching here (a fit at this size is reported as "≥")
 FIT_STEPS = 2  # a batch fits when this many steps (the second with optimizer state allocated) run
 
 
@@ -54,54 +53,6 @@ def read_peak(before_mib: float) -> PeakMemory:
     torch.cuda.synchronize()
     return PeakMemory(allocated_mib=torch.cuda.max_memory_allocated() / MIB,
                       reserved_mib=torch.cuda.max_memory_reserved() / MIB, before_mib=before_mib)
-
-
-@dataclass(frozen=True)
-class MaxBatch:
-    largest_fit: int
-    smallest_fail: int | None  # None: nothing up to the limit failed
-    limit: int
-    probes: list[tuple[int, bool]]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"largest_fit": self.largest_fit, "smallest_fail": self.smallest_fail, "limit": self.limit,
-                "at_limit": self.smallest_fail is None,
-                "probes": [{"batch_size": b, "fits": ok} for b, ok in self.probes]}
-
-
-def find_max_batch(fits: Callable[[int], bool], start: int = 1, limit: int = MAX_BATCH_LIMIT,
-                   resolution: float = 0.1) -> MaxBatch:
-    """Double from ``start`` until a batch fails (or ``limit``), then bisect until the gap between the
-    largest fit and the smallest failure is within ``resolution`` of the fit. Pure search: ``fits``
-    does the probing (and must free its memory before returning)."""
-    probes: list[tuple[int, bool]] = []
-
-    def probe(b: int) -> bool:
-        ok = fits(b)
-        probes.append((b, ok))
-        return ok
-
-    lo, hi = 0, None
-    b = max(1, start)
-    while b <= limit:
-        if probe(b):
-            lo = b
-            if b == limit:
-                break
-            b = min(limit, b * 2)
-        else:
-            hi = b
-            break
-    if hi is not None:
-        while hi - lo > max(1, int(resolution * max(lo, 1))):
-            mid = (lo + hi) // 2
-            if mid in (lo, hi):
-                break
-            if probe(mid):
-                lo = mid
-            else:
-                hi = mid
-    return MaxBatch(largest_fit=lo, smallest_fail=hi, limit=limit, probes=probes)
 
 
 def is_out_of_memory(err: BaseException) -> bool:

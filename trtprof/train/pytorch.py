@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..maxbatch import find_max_batch
 from . import memory as mem
 from . import reasons as rs
 from .run import ArmRun, Trainer
@@ -129,7 +130,7 @@ class TorchTrainer(Trainer):
                 del runner
                 mem.release()
 
-        return mem.find_max_batch(fits, start=start, limit=limit, resolution=resolution).to_json()
+        return find_max_batch(fits, start=start, limit=limit, resolution=resolution).to_json()
 
     def environment(self) -> dict[str, Any]:
         torch = import_torch()
