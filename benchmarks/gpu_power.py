@@ -7,13 +7,15 @@ the real CLI on the torch backend (eager, autotuned as compare's default).
    ``trtprof compare report.onnx --what-if pad-channels --backend torch --batch-sizes 10,256``.
    Its "what-if:" lines ("tensor_core_ineligible → pad-channels measured: fp16 vs fp32 A× → B×") and
    JSON go to OUT/what_if.{txt,json}.
-2. A 1 % difference decided within 30 s: two MLPs (width 512, batch 256) of 100 and 101 Gemm+ReLU
-   layers (≈ 1 % more work). The truth is measured independently first and last: both loaded in this
-   process (trtprof's torch runners, trtprof's CUDA-event timing loop), alternated block by block for
-   ``--truth-s`` seconds, the ratio of median block medians. Then ``--runs`` × ``trtprof compare A B
-   --backend torch --batch-sizes 256 --time-budget-s 30`` (the order alternating): decided the right
-   way / the wrong way / not, and the wall time of each against its 30 s budget (worker start-up
-   included). Results in OUT/one_percent.{txt,json}.
+2. A 1 % difference decided within 30 s: two MLPs of 100 and 101 Gemm+ReLU layers (≈ 1 % more work),
+   width ``--width`` (default 512) at batch ``--batch`` (default 256). At 512 × 256 every layer is a few
+   microseconds of GPU work: the pair is launch-bound (host jitter decides the noise); ``--width 1024
+   --batch 4096`` makes each layer ~0.1 ms of GPU work (GPU-bound). The truth is measured without
+   trtprof first and last (``truth``: onnx2torch modules, CUDA events, blocks alternated for
+   ``--truth-s`` seconds). Then ``--runs`` × ``trtprof compare A B --backend torch --batch-sizes N
+   --time-budget-s 30`` (the order alternating): decided the right way / the wrong way / not, and the
+   wall time of each against its 30 s budget (worker start-up included). Results in
+   OUT/one_percent.{txt,json}, saved after every run.
 
     python3 benchmarks/gpu_power.py --out-dir benchmarks/results/gpu_power-2026-12-01
 """
@@ -57,68 +59,87 @@ def what_if(out_dir: Path, work: Path, budget: str) -> None:
     print(proc.stdout[-4000:], proc.stderr[-2000:], flush=True)
 
 
-def truth(models: list[Path], engines: Path, seconds: float) -> dict:
-    from trtprof.bench import load_runner
-    from trtprof.build import BuildSettings, build_engines
-    from trtprof.inputs import make_inputs
-    from trtprof.interleave import measure_block
-    from trtprof.spec import Precision
-    from trtprof.timing import TimingConfig
+def truth(models: list[Path], batch: int, seconds: float) -> dict:
+    """The true latency ratio, measured without trtprof: each ONNX model converted by onnx2torch and run
+    the way a user times PyTorch (eval, inference_mode, cudnn.benchmark, TF32 off as trtprof's fp32,
+    torch.cuda.Event around blocks of 20 calls), both models in this process, blocks alternated for
+    ``seconds``; the ratio of the median block times."""
+    import onnx
+    import onnx2torch
+    import torch
 
-    runners = []
-    for m in models:
-        (outcome,) = build_engines(m, [Precision.FP32], [BATCH],
-                                   BuildSettings(engines_dir=engines, backend="torch"))
-        runners.append(load_runner(outcome.record))
-    feeds = make_inputs(runners[0].inputs, {"x": (BATCH, 256)}, seed=0)
-    config = TimingConfig(warmup=5, iterations=30)
-    medians: list[list[float]] = [[], []]
-    end, k = time.perf_counter() + seconds, 0
-    while time.perf_counter() < end:
-        for i in ((0, 1) if k % 2 == 0 else (1, 0)):
-            medians[i].append(float(np.median(measure_block(runners[i], feeds, config).latency_ms)))
-        k += 1
-    for r in runners:
-        r.close()
-    return {"ratio": float(np.median(medians[0]) / np.median(medians[1])), "blocks": k,
-            "median_ms": [float(np.median(m)) for m in medians]}
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    nets = [onnx2torch.convert(onnx.load(str(m))).cuda().eval() for m in models]
+    x = torch.randn(batch, 256, device="cuda")
+    blocks: list[list[float]] = [[], []]
+    with torch.inference_mode():
+        for net in nets:
+            for _ in range(5):
+                net(x)
+        torch.cuda.synchronize()
+        end, k = time.perf_counter() + seconds, 0
+        while time.perf_counter() < end:
+            for i in ((0, 1) if k % 2 == 0 else (1, 0)):
+                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(20):
+                    nets[i](x)
+                stop.record()
+                stop.synchronize()
+                blocks[i].append(start.elapsed_time(stop) / 20)
+            k += 1
+    del nets
+    torch.cuda.empty_cache()
+    return {"ratio": float(np.median(blocks[0]) / np.median(blocks[1])), "blocks": k,
+            "median_ms": [float(np.median(b)) for b in blocks],
+            "method": "plain PyTorch (onnx2torch modules), CUDA events over blocks of 20 calls, alternated"}
 
 
-def one_percent(out_dir: Path, work: Path, runs: int, truth_s: float) -> None:
+def one_percent(out_dir: Path, work: Path, runs: int, truth_s: float, width: int, batch: int) -> None:
     from power_cpu import make_mlp
 
-    models = [make_mlp(work / f"mlp{d}.onnx", d, width=WIDTH) for d in DEPTHS]
+    models = [make_mlp(work / f"mlp{d}.onnx", d, width=width) for d in DEPTHS]
     engines = work / "engines"
-    result: dict = {"depths": DEPTHS, "width": WIDTH, "batch": BATCH, "budget_s": BUDGET_S,
-                    "truth": [truth(models, engines, truth_s)], "runs": []}
+    result: dict = {"depths": DEPTHS, "width": width, "batch": batch, "budget_s": BUDGET_S, "truth": [], "runs": []}
+
+    def save() -> None:  # after every step: a run cut short by the device's limit keeps what it measured
+        (out_dir / "one_percent.json").write_text(json.dumps(result, indent=1) + "\n")
+
+    result["truth"].append(truth(models, batch, truth_s))
+    print("truth", result["truth"][0], flush=True)
+    save()
     for k in range(runs):
         pair = models if k % 2 == 0 else models[::-1]
         t0 = time.perf_counter()
-        proc = cli("compare", str(pair[0]), str(pair[1]), "--backend", "torch", "--batch-sizes", str(BATCH),
+        proc = cli("compare", str(pair[0]), str(pair[1]), "--backend", "torch", "--batch-sizes", str(batch),
                    "--time-budget-s", f"{BUDGET_S:g}", "--engines", str(engines), "--out", str(work / "c.json"))
         wall = time.perf_counter() - t0
         row: dict = {"order": [p.stem for p in pair], "wall_s": wall, "exit": proc.returncode}
         if proc.returncode == 0:
             c = json.loads((work / "c.json").read_text())["comparisons"][0]
             row.update(verdict=c["verdict"], estimate=c["speedup"]["estimate"], ci=[c["speedup"]["ci_low"],
-                       c["speedup"]["ci_high"]], loads=c["loads"], rounds=c["rounds"], stop=c["stop_reason"])
+                       c["speedup"]["ci_high"]], loads=c["loads"], rounds=c["rounds"], stop=c["stop_reason"],
+                       budget=c.get("budget"))
         else:
             row["error"] = proc.stderr[-1500:]
         result["runs"].append(row)
         print(row, flush=True)
-    result["truth"].append(truth(models, engines, truth_s))
+        save()
+    result["truth"].append(truth(models, batch, truth_s))
     t = float(np.mean([x["ratio"] for x in result["truth"]]))  # lat(100 layers) / lat(101 layers) < 1
     right = wrong = 0
     for k, row in enumerate(result["runs"]):
         expected = "slower" if k % 2 == 0 else "faster"  # A=100 layers first: the candidate is slower
         right += row.get("verdict") == expected
         wrong += row.get("verdict") in ({"faster", "slower"} - {expected}) | {"equivalent"}
-    lines = [f"truth lat(100)/lat(101): {result['truth'][0]['ratio']:.4f} before, {result['truth'][1]['ratio']:.4f} after "
-             f"(mean {t:.4f})",
+    lines = [f"MLPs {DEPTHS} layers x {width}, batch {batch}; truth lat(100)/lat(101) (plain PyTorch): "
+             f"{result['truth'][0]['ratio']:.4f} before, {result['truth'][1]['ratio']:.4f} after (mean {t:.4f})",
              f"{runs} runs at --time-budget-s {BUDGET_S:g}: right way {right}, wrong way {wrong}, undecided {runs - right - wrong}; "
              f"wall time max {max(r['wall_s'] for r in result['runs']):.1f} s (budget × 1.1 = {BUDGET_S * 1.1:.0f} s)"]
     result["summary"] = lines
-    (out_dir / "one_percent.json").write_text(json.dumps(result, indent=1) + "\n")
+    save()
     (out_dir / "one_percent.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines), flush=True)
 
@@ -130,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--truth-s", type=float, default=30.0)
     ap.add_argument("--what-if-budget-s", default="20", help="--time-budget-s of the what-if run (per batch size)")
     ap.add_argument("--skip", default="", help="what-if,one-percent")
+    ap.add_argument("--width", type=int, default=WIDTH, help="the MLPs' width (one-percent)")
+    ap.add_argument("--batch", type=int, default=BATCH, help="the batch size of the one-percent check")
     args = ap.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     import tempfile
@@ -139,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if "what-if" not in args.skip:
         what_if(args.out_dir, work, args.what_if_budget_s)
     if "one-percent" not in args.skip:
-        one_percent(args.out_dir, work, args.runs, args.truth_s)
+        one_percent(args.out_dir, work, args.runs, args.truth_s, args.width, args.batch)
     return 0
 
 

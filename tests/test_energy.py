@@ -114,3 +114,59 @@ def test_the_driver_reads_the_counter_at_the_window_edge_and_divides_by_its_infe
                    batch_size=4)
     assert w.energy["inferences"] == 4 * w.requests and w.energy["joules_per_inference"] == 2.0 / (4 * w.requests)
     assert energy.per_inference(energy.not_available("x"), 10) == {"status": "n/a", "reason": "x"}
+
+
+class FakePynvml:
+    """FAKE pynvml: an instantaneous-power field (NVML_FI_DEV_POWER_INSTANT) that the driver may lack,
+    and nvmlDeviceGetPowerUsage, the 1-s average, in milliwatts."""
+
+    NVML_FI_DEV_POWER_INSTANT = 186
+
+    def __init__(self, instant_mw: int | None, average_mw: int = 200_000) -> None:
+        self.instant_mw, self.average_mw = instant_mw, average_mw
+        self.field_calls = 0
+
+    def nvmlDeviceGetFieldValues(self, handle, fields):  # noqa: N802 - pynvml's name
+        from types import SimpleNamespace
+
+        assert fields == [186]
+        self.field_calls += 1
+        ok = self.instant_mw is not None
+        return [SimpleNamespace(nvmlReturn=0 if ok else 3, value=SimpleNamespace(uiVal=self.instant_mw or 0))]
+
+    def nvmlDeviceGetPowerUsage(self, handle):  # noqa: N802
+        return self.average_mw
+
+
+def test_reader_samples_instantaneous_power_where_the_driver_has_it():
+    nv = FakePynvml(instant_mw=350_000)
+    reader = energy.NvmlReader(nv, handle=object())
+    assert reader.power_source is None  # not read yet
+    assert reader.power_w() == 350.0 and reader.power_source == energy.INSTANT
+
+
+def test_reader_falls_back_to_the_averaged_power_and_stops_asking():
+    nv = FakePynvml(instant_mw=None)  # nvmlReturn 3: NVML_ERROR_NOT_SUPPORTED
+    reader = energy.NvmlReader(nv, handle=object())
+    assert reader.power_w() == 200.0 and reader.power_source == energy.AVERAGED
+    assert reader.power_w() == 200.0 and nv.field_calls == 1
+
+
+def test_the_window_records_which_power_the_cross_check_sampled():
+    class InstantFake(FakeReader):
+        power_source = energy.INSTANT
+
+    reader, clock = InstantFake(300.0), FakeClock()
+    meter = energy.EnergyMeter(reader, clock=clock, sample_ms=1)
+    meter.start()
+    reader.mj += 150_000
+    clock.t += 0.5
+    out = meter.stop(inferences=10)
+    assert out["power_source"] == energy.INSTANT
+    plain, clock2 = FakeReader(300.0), FakeClock()
+    meter2 = energy.EnergyMeter(plain, clock=clock2, sample_ms=1)
+    meter2.start()
+    plain.mj += 150_000
+    clock2.t += 0.5
+    assert "power_source" not in meter2.stop(inferences=10)  # a reader that does not say: nothing claimed
+    assert energy.combine([out, dict(out)])["power_source"] == energy.INSTANT

@@ -16,11 +16,17 @@ from typing import Any, Callable, Protocol
 
 SAMPLE_MS = 100  # power sampling period of the cross-check (nvidia-smi -lms 100 reads at the same rate)
 # |counter joules / (mean sampled power × seconds) − 1| beyond which the two disagree enough to say so:
-# NVML's power reading is itself averaged over ~1 s on recent boards, so short windows differ by several %.
+# NVML's power reading is averaged over ~1 s on recent boards where no instantaneous reading exists,
+# so short windows differ by several %.
 AGREEMENT_TOLERANCE = 0.15
 CPU_REASON = "CPU backend: NVML's energy counter measures GPUs (host energy, e.g. RAPL, is not read)"
 METHOD = ("NVML total-energy counter (nvmlDeviceGetTotalEnergyConsumption) difference over the window; "
-          f"cross-check: mean of nvmlDeviceGetPowerUsage sampled every {SAMPLE_MS} ms × window length")
+          f"cross-check: mean board power sampled every {SAMPLE_MS} ms × window length (power_source says which reading)")
+# Which power reading the cross-check sampled. On Ampere and newer, nvmlDeviceGetPowerUsage (and
+# nvidia-smi's power.draw) is a 1-s average: over a 0.5-s window that follows an idle gap it lags by most
+# of the window (measured on an H200, 2026-12-01: counter / averaged power × time = 1.10–1.25 per arm).
+INSTANT = "instantaneous (NVML_FI_DEV_POWER_INSTANT)"
+AVERAGED = "nvmlDeviceGetPowerUsage (a 1-s average on Ampere and newer)"
 
 
 def not_available(reason: str) -> dict[str, Any]:
@@ -35,11 +41,22 @@ class Reader(Protocol):
     def close(self) -> None: ...
 
 
+def power_source(reader: object) -> str | None:
+    """What ``reader.power_w`` reads (``INSTANT`` or ``AVERAGED``), for readers that say; else None."""
+    source = getattr(reader, "power_source", None)
+    return source if isinstance(source, str) else None
+
+
 class NvmlReader:
     """One GPU's energy counter and power through pynvml (nvidia-ml-py), NVML kept open until ``close``."""
 
     def __init__(self, nv: Any, handle: Any) -> None:
         self._nv, self._handle = nv, handle
+        self._instant: bool | None = None  # None: not tried yet; then whether the driver has the field
+
+    @property
+    def power_source(self) -> str | None:
+        return None if self._instant is None else INSTANT if self._instant else AVERAGED
 
     @classmethod
     def open(cls, pci_bus_id: str | None = None, index: int = 0) -> "NvmlReader | str":
@@ -71,9 +88,24 @@ class NvmlReader:
             return None
 
     def power_w(self) -> float | None:
+        """Instantaneous board power where the driver has the field, else the (averaged) power usage."""
+        if self._instant is not False:
+            watts = self._instant_w()
+            self._instant = watts is not None
+            if watts is not None:
+                return watts
         try:
             return float(self._nv.nvmlDeviceGetPowerUsage(self._handle)) / 1000.0
         except Exception:  # noqa: BLE001
+            return None
+
+    def _instant_w(self) -> float | None:
+        try:
+            (value,) = self._nv.nvmlDeviceGetFieldValues(self._handle, [self._nv.NVML_FI_DEV_POWER_INSTANT])
+            if value.nvmlReturn != 0:
+                return None
+            return float(value.value.uiVal) / 1000.0
+        except Exception:  # noqa: BLE001 - an old pynvml (no field), NVMLError_NotSupported
             return None
 
     def close(self) -> None:
@@ -137,7 +169,11 @@ class EnergyMeter:
             self._samples.append(last)
         if self._e0 is None or e1 is None:
             return not_available("the energy counter could not be read at both ends of the window")
-        return summarize((e1 - self._e0) / 1e3, t1 - self._t0, self._samples, inferences)
+        out = summarize((e1 - self._e0) / 1e3, t1 - self._t0, self._samples, inferences)
+        source = power_source(self._reader)
+        if source is not None and out.get("status") == "ok":
+            out["power_source"] = source
+        return out
 
     def close(self) -> None:
         if not isinstance(self._reader, str):
@@ -180,6 +216,9 @@ def combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
     inferences = sum(e.get("inferences", 0) for e in ok)
     out: dict[str, Any] = {"status": "ok", "joules": joules, "seconds": seconds, "avg_power_w": joules / seconds,
                            "windows": len(ok), "method": METHOD}
+    sources = {e["power_source"] for e in ok if "power_source" in e}
+    if len(sources) == 1:
+        out["power_source"] = sources.pop()
     sampled = [e["sampled_joules"] for e in ok if "sampled_joules" in e]
     if len(sampled) == len(ok):
         out["sampled_joules"] = sum(sampled)
