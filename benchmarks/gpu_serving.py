@@ -189,7 +189,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
 def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, summary: list[str]) -> Path:
     """The model's results file (with the nvidia-smi cross-check), its curve and its summary lines."""
     from trtprof.cache import now_iso
-    from trtprof.cli._serving import slo_lines
+    from trtprof.serving_page import slo_lines
     from trtprof.environment import collect
     from trtprof.results import ResultSet
     from trtprof.serving_page import point_rows

@@ -277,6 +277,9 @@ def test_bench_concurrency_sweep_and_slo_in_the_results_json(engines, tmp_path, 
     assert slo["slo_p99_ms"] == 1000 and set(slo["best"]) == {"fp32", "fp16"}
     assert slo["verdicts"][0]["rounds"] == 2 and slo["verdicts"][0]["verdict"] in ("faster", "slower", "equivalent",
                                                                                    "inconclusive")
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    text = capsys.readouterr().out  # the Markdown summary names the sweep and its verdict, not only the HTML
+    assert "Serving sweep: 8 points" in text and "- at p99 <= 1000 ms: fp16 vs fp32" in text
 
 
 def test_compare_concurrency_and_slo_and_the_report_section(engines, tmp_path, capsys):
@@ -350,6 +353,33 @@ def test_gpu_serving_benchmark_lines_nvidia_smi_up_with_the_windows(tmp_path, mo
     assert check["windows"] == 2 and check["smi_readings"] == 20  # the third window has no readings: left out
     assert check["smi_joules"] == pytest.approx(200 * 0.9 + 400 * 0.9)
     assert check["nvml_over_smi"] == pytest.approx(1.0) and check["nvml_joules_per_inference"] == pytest.approx(3.0)
+    assert check["nvml_over_smi_instant"] is None  # no power.draw.instant column in this log
+
+
+def test_gpu_serving_cross_checks_instant_power_and_the_whole_run(tmp_path, monkeypatch):
+    """With power.draw.instant logged, the per-window check uses it too; over the whole run the counter is
+    compared with each column integrated: a 1-s average reading low (300 W vs 400 W) shows as 1.33."""
+    import datetime as dt
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.modules.pop("gpu_serving", None)
+    import gpu_serving
+
+    t0 = 1_800_000_000.0
+    stamp = lambda t: dt.datetime.fromtimestamp(t).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]  # noqa: E731
+    log = tmp_path / "smi.csv"
+    log.write_text("".join(f"{stamp(t0 + i * 0.1)}, 300.0, 400.0\n" for i in range(101)))
+    readings = gpu_serving.read_power_log(log)
+    sweep = {"points": [{"arm": "fp32", "rounds": [
+        {"started_unix": t0, "ended_unix": t0 + 1.0, "energy": {"status": "ok", "joules": 400.0, "inferences": 10}}]}]}
+    check = gpu_serving.cross_check(sweep, readings)["fp32"]
+    assert check["nvml_over_smi_instant"] == pytest.approx(1.0)
+    assert check["nvml_over_smi"] == pytest.approx(4 / 3)
+    lines = gpu_serving.whole_run((t0, 0, t0 + 10.0, 4_000_000), readings)  # 4,000 J over 10 s: 400 W
+    assert "ratio 1.333" in lines[0] and "power.draw integrated" in lines[0]
+    assert "ratio 1.000" in lines[1] and "power.draw.instant" in lines[1]
+    assert gpu_serving.whole_run(None, readings) == ["whole run: no NVML counter read (no cross-check over the run)"]
 
 
 def test_plot_draws_the_latency_throughput_curve_of_a_bench_sweep(engines, tmp_path, capsys):

@@ -189,7 +189,9 @@ VERDICT_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "loads 
 
 def markdown_summary(data: Mapping[str, Any]) -> str:
     """The verdict table and the diagnosis lines, as Markdown (printed by ``trtprof report``)."""
-    lines = [f"# trtprof: {data.get('model', '')} [{data.get('backend', '')}]", ""]
+    backend = data.get("backend") or ", ".join(dict.fromkeys(
+        p.get("backend", "") for sweep in data.get("serving") or [] for p in sweep.get("points", [])))
+    lines = [f"# trtprof: {data.get('model', '')}" + (f" [{backend}]" if backend else ""), ""]
     if data["kind"] == "compare":
         lines += ["| " + " | ".join(VERDICT_HEADERS) + " |", "|" + "---|" * len(VERDICT_HEADERS)]
         lines += ["| " + " | ".join(row) + " |" for row in verdict_rows(data["comparisons"])]
@@ -211,11 +213,17 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
         legend = accuracy_legend(data["comparisons"])
         if legend:
             lines += ["", "**Accuracy metrics**", ""] + [f"- {line}" for line in legend]
-    else:
+    elif data["parsed_results"] or not data.get("serving"):
         lines += ["| engine | batch | median ms | p99 ms | n |", "|---|---|---|---|---|"]
         for r, label in zip(data["parsed_results"], engine_labels(data["parsed_results"])):
             lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
                          f"{r.latency.n} |")
+    for sweep in data.get("serving") or [] if data.get("kind") != "compare" else []:
+        from .serving_page import fit_lines, slo_lines
+
+        found = slo_lines(sweep.get("slo")) + fit_lines(sweep.get("fits"))
+        lines += ["", f"Serving sweep: {len(sweep.get('points', []))} points (per-point tables and the "
+                      "latency–throughput figure: the HTML report)"] + ([""] + [f"- {x}" for x in found] if found else [])
     return "\n".join(lines) + "\n"
 
 

@@ -131,3 +131,37 @@ def sections(data: Mapping[str, Any]) -> list[str]:
     sweeps = serving if isinstance(serving, list) else [serving] if serving else []
     parts += [serving_section(s) for s in sweeps if s.get("points")]
     return [p for p in parts if p]
+
+
+def slo_lines(slo: Mapping[str, Any] | None) -> list[str]:
+    """The throughput-at-target lines of a sweep's ``slo`` entry (per arm its best point, then the verdicts)."""
+    if not slo:
+        return []
+    target = slo["slo_p99_ms"]
+    lines = []
+    for arm, best in slo["best"].items():
+        if "reason" in best:
+            lines.append(f"at p99 <= {target:g} ms: {arm}: {best['reason']}")
+        else:
+            lines.append(f"at p99 <= {target:g} ms: {arm}: {best['samples_per_s']:,.4g} samples/s "
+                         f"(batch {best['batch_size']}, concurrency {best['concurrency']}, p99 {best['p99_ms']:.4g} ms)")
+    for v in slo["verdicts"]:
+        if "estimate" in v:
+            lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the "
+                         f"throughput [95% CI {v['ci_low']:.3f}, {v['ci_high']:.3f}] {v['verdict'].upper()} "
+                         f"({v['rounds']} rounds)" + (f"; {v['reason']}" if v.get("reason") else ""))
+        else:
+            lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['verdict'].upper()}: "
+                         f"{v['reason']}")
+    return lines
+
+
+def fit_lines(fits: Mapping[str, Any] | None) -> list[str]:
+    """Per precision the largest batch that fitted, when some point ran out of memory."""
+    if not fits or not any(f["did_not_fit"] for f in fits.values()):
+        return []
+    lines = []
+    for arm, f in fits.items():
+        failed = ", ".join(f"batch {d['batch_size']} ×{d['concurrency']}" for d in f["did_not_fit"]) or "none"
+        lines.append(f"memory: {arm}: largest batch measured {f['largest_batch_measured']}; did not fit: {failed}")
+    return lines

@@ -56,47 +56,14 @@ def serving_config(args: argparse.Namespace, *, copies: bool = True) -> ServingC
                          threads=getattr(args, "threads", None), slo_ms=args.slo_ms)
 
 
-def slo_lines(slo: Mapping[str, Any] | None) -> list[str]:
-    if not slo:
-        return []
-    target = slo["slo_p99_ms"]
-    lines = []
-    for arm, best in slo["best"].items():
-        if "reason" in best:
-            lines.append(f"at p99 <= {target:g} ms: {arm}: {best['reason']}")
-        else:
-            lines.append(f"at p99 <= {target:g} ms: {arm}: {best['samples_per_s']:,.4g} samples/s "
-                         f"(batch {best['batch_size']}, concurrency {best['concurrency']}, p99 {best['p99_ms']:.4g} ms)")
-    for v in slo["verdicts"]:
-        if "estimate" in v:
-            lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the "
-                         f"throughput [95% CI {v['ci_low']:.3f}, {v['ci_high']:.3f}] {v['verdict'].upper()} "
-                         f"({v['rounds']} rounds)" + (f"; {v['reason']}" if v.get("reason") else ""))
-        else:
-            lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['verdict'].upper()}: "
-                         f"{v['reason']}")
-    return lines
-
-
 def print_sweep(sweep: Mapping[str, Any]) -> None:
-    from ..serving_page import point_rows
+    from ..serving_page import fit_lines, point_rows, slo_lines
 
     print()
     print(_common.format_table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
                                 "memory in use", "energy/inference"), point_rows(sweep["points"], reasons=False)))
     for line in fit_lines(sweep.get("fits")) + slo_lines(sweep.get("slo")):
         print(line)
-
-
-def fit_lines(fits: Mapping[str, Any] | None) -> list[str]:
-    """Per precision the largest batch that fitted, when some point ran out of memory."""
-    if not fits or not any(f["did_not_fit"] for f in fits.values()):
-        return []
-    lines = []
-    for arm, f in fits.items():
-        failed = ", ".join(f"batch {d['batch_size']} ×{d['concurrency']}" for d in f["did_not_fit"]) or "none"
-        lines.append(f"memory: {arm}: largest batch measured {f['largest_batch_measured']}; did not fit: {failed}")
-    return lines
 
 
 def progress(total: int):
