@@ -8,6 +8,9 @@ The column ``w/s`` is the median CI half-width over 1.96 × the replicate-to-rep
 estimate (issue 27: the schema-2 intervals were 1.7–3× the run-to-run spread; a t interval over 6–7
 loads is ~1.2–1.3× by its quantile alone). ``unseen`` (lopsided cases) is the share of replicates
 whose loads never drew the slow mode: no interval built on those loads can know of it.
+``early stops (coverage)``: the share of replicates that stopped before the budget (decisive or
+at the target width) and their coverage, then the coverage of the rest: a stopping rule that selects
+on the data the interval uses shows as a gap between the two.
 Then the criteria: A/A decisive rate ≤ 5 %, coverage ≥ 94 % everywhere, a true 1.05 at 10 % noise
 called faster ≥ 80 %, and (issue 27) for the lopsided cases: covered or ``inconclusive`` ≥ 94 %.
 
@@ -50,12 +53,24 @@ def wilson_interval(rate: float, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+def early_stops(by_stop: dict[str, dict[str, float]]) -> str:
+    """Share of replicates that stopped before the budget, and their coverage; then the rest's."""
+    early = {k: v for k, v in by_stop.items() if k != "time_budget"}
+    share = sum(v["share"] for v in early.values())
+    rest = by_stop.get("time_budget")
+    if share == 0:
+        return f"0.0%; rest {rest['coverage']:.1%}" if rest else "0.0%"
+    cov = sum(v["share"] * v["coverage"] for v in early.values()) / share
+    return f"{share:.1%} ({cov:.1%})" + (f"; rest {rest['coverage']:.1%}" if rest else "")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replicates", type=int, default=500)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--out", type=Path, default=None, help="write OUT.json and OUT.txt")
     ap.add_argument("--only", default="", help="comma list of case names to run (default: every case)")
+    ap.add_argument("--ratios", default="", help="comma list of true ratios to run, e.g. 1.05 (default: 1.0 and 1.05)")
     args = ap.parse_args()
 
     plan = RoundPlan()
@@ -66,16 +81,19 @@ def main() -> int:
              "truth = E_load[median baseline] / E_load[median candidate] (see trtprof/calibration.py)", ""]
     header = (f"{'case':28s} {'truth':>6s} {'reps':>5s} {'faster':>7s} {'slower':>7s} {'equiv':>7s} {'inconc':>7s} "
               f"{'decisive':>8s} {'coverage':>8s} {'med width':>9s} {'w/s':>5s} {'rounds':>6s} {'loads':>5s} {'sim s':>6s} "
-              f"{'wall s':>7s}")
+              f"{'wall s':>7s} {'early stops (coverage)':>22s}")
     lines.append(header)
     print("\n".join(lines), flush=True)
     rows = []
     only = set(filter(None, args.only.split(",")))
+    wanted_ratios = [float(x) for x in args.ratios.split(",") if x]
     for k, case in enumerate(cal.CASES):
         if only and case.name not in only:
             continue
         ratios = (1.0,) if case.bimodal is not None else (1.0, 1.05)
         for ratio in ratios:
+            if wanted_ratios and not any(abs(ratio - w) < 1e-9 for w in wanted_ratios):
+                continue
             s = cal.summarize_case(case, ratio, args.replicates, seed=args.seed + 17 * k + int(ratio * 100), plan=plan)
             row = s.to_json() | {"ratio": ratio}
             rows.append(row)
@@ -83,7 +101,7 @@ def main() -> int:
             line = (f"{s.case:28s} {s.truth:6.3f} {s.replicates:5d} {v['faster']:7.1%} {v['slower']:7.1%} "
                     f"{v['equivalent']:7.1%} {v['inconclusive']:7.1%} {s.decisive_rate:8.1%} {s.coverage:8.1%} "
                     f"{s.median_width:9.4f} {s.extra['width_over_spread']:5.2f} {s.median_rounds:6.0f} "
-                    f"{s.median_loads:5.0f} {s.median_sim_s:6.1f} {s.wall_s:7.1f}")
+                    f"{s.median_loads:5.0f} {s.median_sim_s:6.1f} {s.wall_s:7.1f} {early_stops(s.extra['coverage_by_stop']):>22s}")
             lines.append(line)
             print(line, flush=True)
 

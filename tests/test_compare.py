@@ -344,3 +344,49 @@ def test_a_round_beyond_the_outlier_threshold_is_set_aside_and_one_inside_it_is_
         moved[2][3] = others + factor * speedup.ROUND_OUTLIER_Z * sigma  # one disturbed round
         kept, aside = speedup.set_aside(moved)
         assert aside == expected and np.isnan(kept[2][3]) == bool(expected)
+
+
+class ScheduledRunner:
+    """Fake: a cpu 'runner' whose round blocks are constant at a scheduled latency (the candidate's
+    rounds follow ``pattern`` by round index; warm-up blocks sit at the median)."""
+
+    device = "cpu"
+
+    def __init__(self, median_ms: float, pattern: tuple[float, ...] = (0.0,)) -> None:
+        self.median_ms, self.pattern, self.rounds = median_ms, pattern, 0
+
+
+def scheduled_loop(a: float) -> interleave.InterleavedOutcome:
+    """Six loads whose load values all equal log 1.05 exactly while their rounds spread by ±a
+    (rounds θ+a, θ+a, θ−a, θ−a, …), on a fake clock."""
+    clock = [0.0]
+
+    def measure(runner: ScheduledRunner, feeds, config: TimingConfig) -> Samples:
+        factor = 1.0
+        if config.warmup == interleave.ROUND_WARMUP and config.warmup_ms is None:  # a round's block
+            factor = math.exp(-runner.pattern[runner.rounds % len(runner.pattern)])
+            runner.rounds += 1
+        lat = np.full(config.iterations, runner.median_ms * factor)
+        clock[0] += float(lat.sum()) / 1e3 + 0.001
+        return Samples(stages={"latency_ms": lat}, span_s=float(lat.sum()) / 1e3, warmup_done=config.warmup,
+                       warmup_s=0.0)
+
+    def open_load(i: int) -> interleave.InProcessLoad:
+        clock[0] += 0.1
+        return interleave.InProcessLoad({"base": (ScheduledRunner(1.05), {}),
+                                         "cand": (ScheduledRunner(1.0, (a, a, -a, -a)), {})}, measure)
+
+    plan = interleave.RoundPlan(round_iterations=20, time_budget_s=3.0)
+    return interleave.run_interleaved(["base", "cand"], open_load, plan, clock=lambda: clock[0])
+
+
+def test_an_early_stop_needs_the_rounds_spread_not_only_load_values_that_agree():
+    """Load values that agree more closely than their rounds allow do not stop the loop early: the
+    stopping rule's SE is at least what the rounds' spread implies (speedup.within_floor_se)."""
+    quiet = scheduled_loop(0.0)
+    assert quiet.stop_reason == interleave.STOP_DECISIVE and quiet.loads == 6
+    noisy = scheduled_loop(0.03)
+    s = noisy.speedups["cand"]
+    assert s.se_log == pytest.approx(0.0, abs=1e-12) and s.se_within > 0  # the 95 % CI alone says "decided"
+    assert quiet.rounds == 6 * interleave.MIN_ROUNDS  # decided at the first look
+    assert noisy.rounds > quiet.rounds and s.verdict == FASTER  # … here only once the rounds' spread allows

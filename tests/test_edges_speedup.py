@@ -506,3 +506,44 @@ def test_rounds_of_unequal_length_in_one_load_are_accepted_and_pooled_samples_re
         sp.speedup_ci(list(rng.normal(10, 0.1, 20)), list(rng.normal(8, 0.1, 20)))
     with pytest.raises(ValueError, match="pooled samples"):
         sp.speedup_ci(rng.normal(10, 0.1, 20), rng.normal(8, 0.1, 20))
+
+
+# --- the stopping rule's SE floor (within_floor_se, Speedup.stop_interval) ------------------------
+
+def test_within_floor_se_is_the_pooled_spread_of_the_round_pairs_over_the_pairs_and_loads():
+    loads = [np.array([0.01, 0.03, -0.02, 0.00]), np.array([0.02, 0.00, 0.04, 0.02, -0.01, 0.01])]
+    pairs = [np.array([0.02, -0.01]), np.array([0.01, 0.03, 0.0])]  # rounds 0+1, 2+3, … averaged
+    ss = sum(float(np.sum((p - p.mean()) ** 2)) for p in pairs)
+    within = ss / (1 + 2)  # pooled over the pairs' degrees of freedom
+    assert sp.within_floor_se(loads) == pytest.approx(math.sqrt(within * (1 / 2 + 1 / 3) / 2 / 2))
+    # a round set aside (NaN) leaves its partner alone in its pair
+    aside = [np.array([0.01, np.nan, -0.02, 0.00]), loads[1]]
+    pairs[0] = np.array([0.01, -0.01])
+    ss = sum(float(np.sum((p - p.mean()) ** 2)) for p in pairs)
+    assert sp.within_floor_se(aside) == pytest.approx(math.sqrt(ss / 3 * (1 / 2 + 1 / 3) / 2 / 2))
+    assert sp.within_floor_se([np.array([0.01, 0.02]), np.array([0.0, 0.01])]) == 0.0  # one pair each: no spread
+
+
+def rounds_that_agree_on_every_load(theta: float, a: float, loads: int = 6) -> list[list[float]]:
+    """Rounds θ+a, θ+a, θ−a, θ−a: every load's value (median of the A B / B A couples) is exactly θ,
+    so the load values agree perfectly (SE 0) while the round pairs spread by ±a."""
+    return [[theta + a, theta + a, theta - a, theta - a] for _ in range(loads)]
+
+
+def test_speedup_ci_records_the_within_floor_and_the_stop_interval_uses_the_larger_se():
+    base, cand = one_value_blocks(rounds_that_agree_on_every_load(0.05, 0.02))
+    s = sp.speedup_ci(base, cand)
+    assert s.se_log == pytest.approx(0.0, abs=1e-12) and s.ci_low == pytest.approx(s.ci_high)
+    assert s.se_within == pytest.approx(0.02 / math.sqrt(6))  # √(within=2a² · ½ / 6 loads)
+    t = sps.t.ppf(0.9995, 5)
+    low, high = s.stop_interval(0.999)
+    assert math.log(high / s.estimate) == pytest.approx(t * s.se_within)
+    # the reported interval is untouched: only the decision to stop looks at the floor
+    assert s.interval(0.95) == pytest.approx((s.ci_low, s.ci_high))
+    assert s.to_json()["se_within"] == s.se_within
+    # just below and just above: the larger SE wins
+    below = dataclasses.replace(s, se_log=s.se_within * 0.99)
+    above = dataclasses.replace(s, se_log=s.se_within * 1.01)
+    assert below.stop_interval(0.999) == pytest.approx((low, high))
+    assert above.stop_interval(0.999) == pytest.approx(above.interval(0.999))
+    assert above.stop_interval(0.999)[1] > high

@@ -261,8 +261,19 @@ def summarize_case(case: Case, ratio: float, replicates: int, *, seed: int = 0,
         median_width=float(np.median([(r.ci_high - r.ci_low) / r.estimate for r in reps])),
         median_rounds=float(np.median([r.rounds for r in reps])), median_loads=float(np.median([r.loads for r in reps])),
         median_sim_s=float(np.median([r.sim_s for r in reps])), wall_s=time.perf_counter() - t0,
-        extra={"width_over_spread": width_over_spread(reps), **lopsided_extra(case, reps, covered)},
+        extra={"width_over_spread": width_over_spread(reps), "coverage_by_stop": coverage_by_stop(reps, covered),
+               **lopsided_extra(case, reps, covered)},
     )
+
+
+def coverage_by_stop(reps: list[Replicate], covered: list[bool]) -> dict[str, dict[str, float]]:
+    """Coverage of the replicates that stopped for each reason (``decisive``, ``target``,
+    ``time_budget``): a stopping rule that selects on the data shows as a gap between them."""
+    out = {}
+    for reason in sorted({r.stop_reason for r in reps}):
+        hits = [c for c, r in zip(covered, reps) if r.stop_reason == reason]
+        out[reason] = {"share": len(hits) / len(reps), "coverage": float(np.mean(hits))}
+    return out
 
 
 def lopsided_extra(case: Case, reps: list[Replicate], covered: list[bool]) -> dict[str, float]:

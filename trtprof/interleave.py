@@ -70,6 +70,7 @@ LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has alre
 # raise the false-alarm rate above 5 % and drop coverage below 95 % (simulated, 3-8 % load offsets:
 # at 0.99, 4 % of A/A runs decisive and 91 % coverage of a true 1.05).
 # The reported CI and verdict stay at 95 %; at the end of the budget they are what they are.
+# The stricter interval's SE is also at least what the rounds' spread implies (Speedup.stop_interval).
 STOP_CONFIDENCE = 0.999
 
 STOP_DECISIVE = "decisive"
@@ -308,7 +309,7 @@ def iterations_for(median_ms: float, plan: RoundPlan) -> int:
 
 
 def _settled(speedups: Mapping[str, Speedup], target_ci: float) -> str | None:
-    strict = {name: s.interval(STOP_CONFIDENCE) for name, s in speedups.items()}
+    strict = {name: s.stop_interval(STOP_CONFIDENCE) for name, s in speedups.items()}
     decided = {name: not s.mixture and verdict(*strict[name], s.margin) in DECISIVE for name, s in speedups.items()}
     if all(decided.values()):
         return STOP_DECISIVE

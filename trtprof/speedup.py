@@ -25,6 +25,13 @@ loads: the min–max of the load values, a 96.9 % interval): 1.7–3× wider tha
 of the estimate and 97–99.8 % coverage in the calibration simulation. Per-engine median CIs use the
 same load-level t interval on each arm's log block medians.
 
+The loop (``interleave``) stops early only when a stricter interval is decisive, and that interval's SE
+is at least ``se_within``, the SE the rounds' own spread implies (``within_floor_se``): with 6 load
+values the sample SD is often far below its expectation by chance, and a stop triggered by that luck
+left the 95 % interval of the runs that stopped early covering a true 1.05 at 30 % noise in 68 % of
+2000 simulations (94.1 % over all runs); with the floor, fewer runs stop early (6 % instead of 24 %)
+and the row covers 94.8–95.1 % (two sets of 2000), at unchanged power (89 % decided). The reported interval stays the plain t interval.
+
 What no interval over L loads can see: a mode that only some loads fall into and that none of
 these L did (a candidate 20 % slow in 10 % of process starts is missed by 6 loads with probability
 0.9⁶ = 53 %). When the loads *show* such a mode — a minority of loads far from the rest, beyond
@@ -34,7 +41,7 @@ reason, whatever the interval says.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence, Union
 
 import numpy as np
@@ -113,6 +120,7 @@ class Speedup:
     mixture: str = ""
     load_values: tuple[float, ...] = ()  # the per-load log ratios the interval is built on
     set_aside: int = 0  # disturbed rounds left out (``set_aside``)
+    se_within: float = 0.0  # the SE that the round-to-round spread alone implies (``within_floor_se``)
 
     @property
     def verdict(self) -> str:
@@ -134,13 +142,20 @@ class Speedup:
             return 0.0, float("inf")
         return self.estimate * math.exp(-half), self.estimate * math.exp(half)
 
+    def stop_interval(self, confidence: float) -> tuple[float, float]:
+        """The interval an early stop is decided on: ``interval`` with the SE no smaller than
+        ``se_within``, so that a run does not stop because its few load values happened to agree
+        more closely than their own rounds allow (that selection biased the 95 % interval of the
+        runs that stopped early: 68 % coverage of a true 1.05 at 30 % noise, 2000 simulations)."""
+        return replace(self, se_log=max(self.se_log, self.se_within)).interval(confidence)
+
     def to_json(self) -> dict[str, Any]:
         return {"estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "confidence": self.confidence, "method": self.method, "margin": self.margin,
                 "loads": self.loads, "rounds": self.rounds, "se_log": self.se_log, "df": self.df,
                 "median_ratio": self.median_ratio, "mean_ratio": self.mean_ratio,
                 "variance_components": dict(self.components), "mixture": self.mixture,
-                "rounds_set_aside": self.set_aside,
+                "rounds_set_aside": self.set_aside, "se_within": self.se_within,
                 "load_log_ratios": list(self.load_values)}
 
 
@@ -237,6 +252,22 @@ def t_interval(values: Values, confidence: float = CONFIDENCE) -> tuple[float, f
     return float(x.mean()), se, t_quantile(df, confidence) * se, df
 
 
+def within_floor_se(kept: Sequence[np.ndarray]) -> float:
+    """The SE of the mean of the load values that the round-to-round spread alone implies:
+    √(within · mean(1/pairsᵢ) / L), ``within`` pooled over the loads' round pairs (rounds set aside
+    left out). A load value's variance is between + within/pairs ≥ within/pairs, so the t interval's
+    SE is floored here: that is the method-of-moments estimate with the between-load variance
+    truncated at zero, as a negative variance estimate is no evidence that loads vary less than
+    their rounds do."""
+    pairs = [p[np.isfinite(p)] for p in (round_pairs(v) for v in kept)]
+    dof = sum(p.size - 1 for p in pairs if p.size > 1)
+    if dof == 0 or not pairs:
+        return 0.0
+    within = sum(float(np.sum((p - p.mean()) ** 2)) for p in pairs if p.size > 1) / dof
+    inv_pairs = float(np.mean([1.0 / max(p.size, 1) for p in pairs]))
+    return math.sqrt(within * inv_pairs / len(pairs))
+
+
 def variance_components(loads: Sequence[Values]) -> dict[str, float]:
     """Method-of-moments split of the spread: ``within`` (pair to pair, inside a load) and
     ``between`` (load to load, beyond what the pairs explain). Drives where the loop adds effort."""
@@ -313,8 +344,10 @@ def speedup_ci(
     kept = [v for v in kept if np.isfinite(v).any()]  # a load whose every round was set aside says nothing
     values = np.array([load_value(v) for v in kept])
     method, mixture = METHOD, ""
+    se_within = 0.0
     if len(kept) >= 2:
         theta, se, half, df = t_interval(values, confidence)
+        se_within = within_floor_se(kept)
         pairs_per_load = float(np.mean([round_pairs(v).size for v in per_load]))
         mixture = load_mixture(values, components["within"], pairs_per_load, margin)
     else:  # one load: its round pairs are the only units
@@ -333,7 +366,7 @@ def speedup_ci(
         confidence=confidence, method=method, margin=margin, loads=len(kept), rounds=n_rounds,
         se_log=se, df=df, median_ratio=float(np.median(b_all) / np.median(c_all)),
         mean_ratio=float(np.mean(b_all) / np.mean(c_all)), components=components, mixture=mixture,
-        load_values=tuple(float(v) for v in values), set_aside=aside,
+        load_values=tuple(float(v) for v in values), set_aside=aside, se_within=se_within,
     )
 
 
