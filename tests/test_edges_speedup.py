@@ -547,3 +547,24 @@ def test_speedup_ci_records_the_within_floor_and_the_stop_interval_uses_the_larg
     assert below.stop_interval(0.999) == pytest.approx((low, high))
     assert above.stop_interval(0.999) == pytest.approx(above.interval(0.999))
     assert above.stop_interval(0.999)[1] > high
+
+
+# --- what a decisive verdict from L loads cannot see (unseen_mode_share, unseen_mode_note) ---------
+
+def test_unseen_mode_share_is_where_all_loads_missing_a_mode_becomes_a_five_percent_event():
+    for loads in (2, 6, 7, 20):
+        share = sp.unseen_mode_share(loads)
+        assert (1 - share) ** loads == pytest.approx(0.05)
+        assert (1 - share * 1.01) ** loads < 0.05 < (1 - share * 0.99) ** loads
+    assert sp.unseen_mode_share(6) == pytest.approx(0.3930, abs=1e-4)
+    assert sp.unseen_mode_share(20) == pytest.approx(0.1391, abs=1e-4)
+
+
+def test_a_decisive_verdict_says_how_rare_a_mode_its_loads_could_have_missed():
+    s = sp.Speedup(1.05, 1.03, 1.07, loads=7, rounds=28, se_log=0.008, df=6)
+    assert s.verdict == sp.FASTER
+    assert sp.unseen_mode_note(s) == ("from 7 loads: a mode of process starts rarer than 35% goes unseen by all "
+                                      "of them more than 5% of the time")
+    assert s.to_json()["unseen_mode_share"] == pytest.approx(sp.unseen_mode_share(7))
+    assert sp.unseen_mode_note(dataclasses.replace(s, ci_low=1.0)) is None  # inconclusive: its hint says more
+    assert sp.unseen_mode_note(dataclasses.replace(s, loads=1)) is None  # one load: the method says so

@@ -45,7 +45,7 @@ from .roofline import achieved, graph_cost
 from .schemas import COMPARE as SCHEMA
 from .speedup import (
     CONFIDENCE, ENGINE_METHOD, INCONCLUSIVE, METHOD, LatencyShape, Speedup, distribution_shape, inconclusive_hint,
-    mean_median_note,
+    mean_median_note, unseen_mode_note,
 )
 from .stats import median_ci_exact
 from .user_inputs import run_all
@@ -105,6 +105,9 @@ class Comparison:
         if self.baseline == self.candidate.split("#")[0]:
             notes.append(f"A/A (same engine loaded independently): the noise floor here is "
                          f"[{self.speedup.ci_low:.3f}, {self.speedup.ci_high:.3f}]; no difference inside it is claimed")
+        unseen = unseen_mode_note(self.speedup)
+        if unseen:
+            notes.append(unseen)
         mm = mean_median_note(self.speedup)
         if mm:
             notes.append(mm)

@@ -156,6 +156,7 @@ class Speedup:
                 "median_ratio": self.median_ratio, "mean_ratio": self.mean_ratio,
                 "variance_components": dict(self.components), "mixture": self.mixture,
                 "rounds_set_aside": self.set_aside, "se_within": self.se_within,
+                "unseen_mode_share": unseen_mode_share(self.loads, self.confidence),
                 "load_log_ratios": list(self.load_values)}
 
 
@@ -490,6 +491,23 @@ def distribution_shape(samples_ms: Sequence[float] | np.ndarray, seed: int = 0) 
     if peaks.size == 0:
         return LatencyShape(1, (p50,), tail, p99_ratio)
     return LatencyShape(int(peaks.size), tuple(float(grid[p]) for p in peaks), tail, p99_ratio)
+
+
+def unseen_mode_share(loads: int, confidence: float = CONFIDENCE) -> float:
+    """The share of process starts below which a mode can go unseen by ``loads`` loads with
+    probability above 1 − ``confidence``: 1 − (1 − confidence)^(1/loads) (none of the loads drew it:
+    (1 − share)^loads; with 6 loads 39 %, with 20 loads 14 %)."""
+    return 1.0 - (1.0 - confidence) ** (1.0 / loads) if loads >= 1 else 1.0
+
+
+def unseen_mode_note(s: Speedup) -> str | None:
+    """What a decisive verdict from L loads cannot promise: a mode of process starts (a load that
+    lands slow) rarer than ``unseen_mode_share`` is missed by all of them too often to rule out."""
+    if s.loads < 2 or s.verdict == INCONCLUSIVE:
+        return None
+    share = unseen_mode_share(s.loads, s.confidence)
+    return (f"from {s.loads} loads: a mode of process starts rarer than {share:.0%} goes unseen by all of them "
+            f"more than {1 - s.confidence:.0%} of the time")
 
 
 def mean_median_note(s: Speedup) -> str | None:
