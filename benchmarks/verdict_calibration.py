@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from trtprof import calibration as cal  # noqa: E402
-from trtprof.interleave import RoundPlan  # noqa: E402
+from trtprof.interleave import MAX_LOADS, RoundPlan  # noqa: E402
 from trtprof.speedup import FASTER  # noqa: E402
 
 
@@ -81,13 +81,19 @@ def main() -> int:
     ap.add_argument("--replicates", type=int, default=500)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--out", type=Path, default=None, help="write OUT.json and OUT.txt")
-    ap.add_argument("--only", default="", help="comma list of case names to run (default: every case)")
+    ap.add_argument("--only", default="", help="case names to run, separated by ';' (or by ',' when no name has "
+                                                "one; 'one-engine burst, 2 rounds' does) (default: every case)")
+    ap.add_argument("--min-loads", type=int, default=None,
+                    help="RoundPlan.min_loads for every row (default: the default plan's); what more loads buy the "
+                         "lopsided cases")
     ap.add_argument("--ratios", default="", help="comma list of true ratios to run, e.g. 1.05 (default: 1.0 and 1.05)")
     args = ap.parse_args()
 
-    plan = RoundPlan()
+    plan = RoundPlan() if args.min_loads is None else RoundPlan(min_loads=args.min_loads,
+                                                                 max_loads=max(MAX_LOADS, args.min_loads))
     started = time.perf_counter()
-    lines = [f"verdict calibration: {args.replicates} replicates per row, default plan {plan.to_json()}",
+    lines = [f"verdict calibration: {args.replicates} replicates per row, "
+             f"{'default plan' if args.min_loads is None else 'plan'} {plan.to_json()}",
              f"machine: {platform.node()} ({cpu_name()}), python {platform.python_version()}, "
              f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}",
              "truth = E_load[median baseline] / E_load[median candidate] (see trtprof/calibration.py)", ""]
@@ -97,7 +103,7 @@ def main() -> int:
     lines.append(header)
     print("\n".join(lines), flush=True)
     rows = []
-    only = set(filter(None, args.only.split(",")))
+    only = set(filter(None, args.only.split(";" if ";" in args.only else ",")))
     wanted_ratios = [float(x) for x in args.ratios.split(",") if x]
     for k, case in enumerate(cal.CASES):
         if only and case.name not in only:
