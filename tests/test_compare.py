@@ -390,3 +390,121 @@ def test_an_early_stop_needs_the_rounds_spread_not_only_load_values_that_agree()
     assert s.se_log == pytest.approx(0.0, abs=1e-12) and s.se_within > 0  # the 95 % CI alone says "decided"
     assert quiet.rounds == 6 * interleave.MIN_ROUNDS  # decided at the first look
     assert noisy.rounds > quiet.rounds and s.verdict == FASTER  # … here only once the rounds' spread allows
+
+
+# ---------------------------------------------------------------------------------------------
+# The budget on a fake clock: where the stop falls, the reserve for the end, the floor's overrun
+# ---------------------------------------------------------------------------------------------
+
+
+class FixedCostLoad:
+    """Fake: every block (warm-up or round, per arm) moves a fake clock by exactly ``block_s``; the
+    latencies are lognormal with a 30 % spread, so that no verdict stops the loop early."""
+
+    def __init__(self, clock: cal.SimClock, names, block_s: float, seed: int) -> None:
+        self.clock, self.names, self.block_s = clock, list(names), block_s
+        self.rng = np.random.default_rng(seed)
+
+    def block(self, config: TimingConfig) -> Samples:
+        self.clock.t += self.block_s
+        lat = np.exp(0.3 * self.rng.standard_normal(config.iterations))
+        return Samples(stages={"latency_ms": lat}, span_s=self.block_s, warmup_done=config.warmup, warmup_s=0.0)
+
+    def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
+        return {n: self.block(config) for n in self.names}
+
+    def rounds(self, first, count, config, order):
+        return [{n: self.block(config) for n in interleave.round_order(order, j)} for j in range(first, first + count)]
+
+    def close(self) -> None:
+        pass
+
+
+def fixed_cost_run(start_s: float, *, budget_s: float = 12.0, reserve_s: float = 0.0, open_s: float = 0.5,
+                   block_s: float = 0.1):
+    """run_interleaved on FixedCostLoads: ``start_s`` fake seconds already spent (start-up) when it begins."""
+    clock = cal.SimClock()
+    clock.t = start_s
+    names = ("base", "cand")
+
+    def open_load(i: int) -> FixedCostLoad:
+        clock.t += open_s
+        return FixedCostLoad(clock, names, block_s, seed=i)
+
+    plan = interleave.RoundPlan(time_budget_s=12.0, round_iterations=20)
+    return clock, interleave.run_interleaved(names, open_load, plan, clock=clock, started=0.0, budget_s=budget_s,
+                                             reserve_s=reserve_s)
+
+
+def loop_at(elapsed_s: float, *, reserve_s: float, rounds_done=(4, 4), round_s: float = 1.0):
+    """A loop (the state of run_interleaved) on a fake clock ``elapsed_s`` after its start, with
+    ``rounds_done`` per load, each round costing ``round_s``; budget 12 s per batch size."""
+    clock = cal.SimClock()
+    clock.t = elapsed_s
+    loop = interleave._Loop(["base", "cand"], lambda i: None, interleave.RoundPlan(time_budget_s=12.0), clock, 0.0,
+                            12.0, reserve_s)
+    loop.done, loop.round_s, loop.speedups = list(rounds_done), round_s, {}
+    return loop
+
+
+def test_the_last_round_pair_runs_just_inside_the_deadline_and_not_just_outside():
+    """Deadline = budget − reserve − slack (BUDGET_PLAN_SHARE of the budget): 12 − 1 − 0.6 = 10.4 s.
+    A round pair costs 2 s here, so at 8.39 s one still fits and at 8.41 s nothing does: time_budget."""
+    slack = (1 - interleave.BUDGET_PLAN_SHARE) * 12.0
+    deadline = 12.0 - 1.0 - slack
+    inside = loop_at(deadline - 2.0 - 0.01, reserve_s=1.0)
+    assert inside.next_sweep() == ([2, 0], False)
+    outside = loop_at(deadline - 2.0 + 0.01, reserve_s=1.0)
+    assert outside.next_sweep() == ([], False)
+
+
+def test_the_reserve_for_the_end_comes_out_of_the_loop_s_time():
+    """The same moment, with and without 0.2 s kept for what runs after measuring: the round pair that
+    fits without the reserve does not fit with it."""
+    slack = (1 - interleave.BUDGET_PLAN_SHARE) * 12.0
+    at = 12.0 - slack - 2.0 - 0.1
+    assert loop_at(at, reserve_s=0.0).next_sweep() == ([2, 0], False)
+    assert loop_at(at, reserve_s=0.2).next_sweep() == ([], False)
+
+
+def test_the_floor_that_ends_just_inside_the_deadline_says_nothing_and_just_outside_says_one_line():
+    """The floor: 2 loads (0.5 s to open, 2 × 0.1 s warm-up each) and 2 rounds each (2 × 0.1 s per round):
+    2.2 s after the start-up. Budget 12 s, 1 s kept for the end: the floor must end by 11 s."""
+    _, inside = fixed_cost_run(8.7, reserve_s=1.0)
+    assert inside.loads == interleave.FLOOR_LOADS and inside.rounds == interleave.FLOOR_LOADS * interleave.FLOOR_ROUNDS
+    assert inside.elapsed_s == pytest.approx(10.9) and inside.floor_overrun == ""
+    assert inside.stop_reason == interleave.STOP_BUDGET and inside.reserve_s == 1.0 and inside.budget_s == 12.0
+    clock, outside = fixed_cost_run(8.9, reserve_s=1.0)
+    assert outside.rounds == interleave.FLOOR_LOADS * interleave.FLOOR_ROUNDS and clock.t == pytest.approx(11.1)
+    assert outside.floor_overrun == \
+        "the floor of 2 loads × 2 rounds needed 12.1 s of a 12 s budget (1.0 s of it kept for the end)"
+    assert interleave.floor_overrun_line(14.1, 12.0) == "the floor of 2 loads × 2 rounds needed 14.1 s of a 12 s budget"
+
+
+def test_with_time_left_the_loop_ends_inside_its_deadline():
+    """Start-up 1 s of a 12 s budget with 0.5 s kept for the end: the loop plans to its deadline and the
+    last sweep ends before it (the fake rounds cost exactly what they cost before)."""
+    clock, out = fixed_cost_run(1.0, reserve_s=0.5)
+    assert out.loads >= interleave.MIN_LOADS and out.stop_reason == interleave.STOP_BUDGET
+    assert clock.t <= 12.0 - 0.5 and out.elapsed_s == pytest.approx(clock.t)
+
+
+def test_each_batch_size_is_done_by_its_share_of_the_budget():
+    """batch_window: budget 10 s per batch size, 3 batch sizes, 1.5 s kept for the end (0.5 s each)."""
+    assert cmp.batch_window(0, 99.0, 10.0, 1.5, 3) == (10.0, 0.5)  # the first counts from the start: start-up is its
+    assert cmp.batch_window(1, 4.0, 10.0, 1.5, 3) == (14.0, 0.5)  # the first stopped at 4 s: one budget from there
+    budget, reserve = cmp.batch_window(2, 22.0, 10.0, 1.5, 3)  # the second ran over to 22 s: caught up by the third
+    assert budget == 30.0 and budget - reserve == pytest.approx(30.0 - 1.5)  # its deadline leaves the whole reserve
+    budget, reserve = cmp.batch_window(2, 19.0, 10.0, 1.5, 3)  # 1 s of slack: no more than all three budgets
+    assert budget == 29.0 and budget - reserve == pytest.approx(28.5)
+
+
+def test_process_start_is_before_now():
+    import time
+
+    now = time.perf_counter()
+    started = interleave.process_start()
+    if started is None:
+        pytest.skip("no /proc here: the CLI falls back to the moment main() began")
+    assert started <= now
+    assert interleave.process_start(clock=lambda: 1000.0) <= 1000.0

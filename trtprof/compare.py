@@ -173,11 +173,16 @@ class CompareReport:
     interrupted: bool = False  # Ctrl-C/SIGTERM: the comparisons are the batch sizes finished before it
     pending: list[int] = field(default_factory=list)  # batch sizes not measured because of the interrupt
     serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving_sweep)
+    budget: dict[str, Any] = field(default_factory=dict)  # Measured.budget_account: what the time budget covered
+    budget_started: float | None = None  # the time.perf_counter() value the budget counted from
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
         if self.serving is not None:
             extra["serving"] = self.serving
+        if self.budget:  # spent when this JSON is made: after measuring and the analysis
+            spent = time.perf_counter() - self.budget_started if self.budget_started is not None else None
+            extra["budget"] = {**self.budget, "spent_s": None if spent is None else round(spent, 3)}
         return {
             "schema": SCHEMA,
             "created": self.created,
@@ -260,7 +265,9 @@ class CompareOptions:
 
     ``shapes``: input shape overrides (name → shape); ``seed``/``int_range``: the random inputs;
     ``data`` (user_inputs.InputData) replaces them: accuracy runs on all its samples, timing on its
-    first batch; ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
+    first batch; ``started``: asked when measuring begins, the ``time.perf_counter()`` value the time
+    budget counts from (the CLI: its process's start plus the engine builds, which the budget leaves
+    out; default: when ``compare_records`` begins); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
     candidate its accuracy verdict; ``isolation``: every load a worker process (``device`` sets its
     CUDA_VISIBLE_DEVICES) or fresh in-process runners; ``layers``: also profile every engine layer by
     layer after the timing."""
@@ -274,6 +281,7 @@ class CompareOptions:
     layers: bool = False
     accuracy_budget: Any = None
     data: Any = None
+    started: Callable[[], float] | None = None
 
     @property
     def ints(self) -> tuple[int, int]:
@@ -317,6 +325,17 @@ class Measured:
     per_batch: dict[int, dict[str, BenchResult]] = field(default_factory=dict)
     interrupted: bool = False
     pending: list[int] = field(default_factory=list)
+    startup_s: float = 0.0  # of the budget, spent before measuring began (imports, accuracy pass, …)
+    reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
+
+    def budget_account(self, plan: RoundPlan, counts_from: str) -> dict[str, Any]:
+        """What the budget covered, for the JSON (``spent_s``, when the JSON is made: CompareReport)."""
+        return {"time_budget_s": plan.time_budget_s, "counts_from": counts_from,
+                "batch_sizes": len(self.outcomes) + len(self.pending),
+                "startup_s": round(self.startup_s, 3), "reserve_s": round(self.reserve_s, 3),
+                "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
+                                       "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun}
+                              for b, o in self.outcomes.items()}}
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -344,9 +363,10 @@ def compare_records(
     in interleaved rounds), analyse (``analyse``: speedup, accuracy, roofline, diagnosis per candidate)
     and assemble (the ``CompareReport``). Worker processes (``isolation="process"``) are spawned before
     the load phase so that their start-up overlaps it, and reused across batch sizes. The first batch
-    size's budget starts here: the accuracy pass and the workers' start-up, which overlap, are part of
-    it (issue 27: the budget is the budget)."""
-    started = time.perf_counter()
+    size's budget starts at ``options.started()`` (the CLI: its process's start), else here: imports, the
+    accuracy pass and the workers' start-up, which overlap, are part of it; so is what runs after
+    measuring, for which the measure phase keeps a reserve (issue 27: the budget is the budget)."""
+    started = options.started() if options.started is not None else time.perf_counter()
     pool = None
     if options.isolation == ISOLATION_PROCESS:
         pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune)
@@ -361,6 +381,8 @@ def compare_records(
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
                         f"not measured: {', '.join(map(str, measured.pending))}")
         options = replace(options, layers=False)  # no profiling after an interrupt: the user asked to stop
+    warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
+                    for b, o in measured.outcomes.items() if o.floor_overrun)
     comparisons, tables = analyse(records, measured, options, reference, onnx_path, peak, warnings)
     first = next(iter(records.values()))
     env = collect()
@@ -369,7 +391,9 @@ def compare_records(
                          results=measured.results, environment=env, created=now_iso(),
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=options.isolation, layers=tables, interrupted=measured.interrupted,
-                         pending=measured.pending)
+                         pending=measured.pending, budget_started=started,
+                         budget=measured.budget_account(options.plan, "command start (engine builds left out)"
+                                                        if options.started is not None else "compare start"))
 
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
@@ -443,15 +467,22 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
 def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
             pool: Any, hooks: CompareHooks, *, started: float | None = None) -> Measured:
     """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
-    in-process runners) in interleaved rounds until the speedup's CI is decided. The first batch size's
-    budget counts from ``started`` (a ``time.perf_counter()`` value; default: now). Ctrl-C/SIGTERM keeps
-    the batch sizes already decided (issue 12); the pool is closed in every case."""
+    in-process runners) in interleaved rounds until the speedup's CI is decided. The budget counts from
+    ``started`` (a ``time.perf_counter()`` value; default: now): batch size ``k`` (0-based) must be done
+    ``k+1`` budgets after it, and one budget after it began (time a batch size leaves unused is not
+    handed on), less its share of the reserve for what runs after measuring (``tail_reserve_s``).
+    Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed in every case."""
     names = list(records)
     measured = Measured()
+    per_batch_s = options.plan.time_budget_s
+    started = time.perf_counter() if started is None else started
     try:
+        preload_analysis()  # while the workers start: inside the budget's clock, not after it
+        measured.startup_s = time.perf_counter() - started
+        measured.reserve_s = tail_reserve_s(measured.startup_s)
         if pool is not None:  # wait for the floor's workers only; the others finish starting while these warm
             pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # up, and a load that would not fit is never waited for
-        for batch in batch_sizes:
+        for k, batch in enumerate(batch_sizes):
             try:
                 shapes = reference.shapes[batch]
                 fixed = (options.data.batch(batch, dtypes=input_dtypes(records[names[0]]))
@@ -466,9 +497,11 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                     if hooks.on_progress is not None:
                         hooks.on_progress(batch, p)
 
+                budget_s, reserve_s = batch_window(k, time.perf_counter() - started, per_batch_s, measured.reserve_s,
+                                                   len(batch_sizes))
                 outcome = run_interleaved(names, open_load, options.plan, on_progress=progress, started=started,
-                                          load_ready=pool.ready if pool is not None else None)
-                started = None
+                                          load_ready=pool.ready if pool is not None else None,
+                                          budget_s=budget_s, reserve_s=reserve_s)
                 measured.per_batch[batch] = {
                     arm.name: _result_for(records[arm.name], arm, batch, options.plan, outcome, shapes, options.seed,
                                           reference.devices[arm.name], reference.autotune[arm.name],
@@ -487,6 +520,38 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
             pool.close()
     measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
     return measured
+
+
+def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: float, batch_sizes: int) -> tuple[float, float]:
+    """(budget, reserve) of batch size ``index`` (0-based), both in seconds from the budget's start:
+    done by ``index+1`` budgets and by one budget after it began at ``began_s`` (a batch size that
+    stopped early hands nothing on; one that ran over is caught up by the next), each keeping its
+    share of ``reserve_s`` (the command's, for what runs after measuring)."""
+    share_s = reserve_s / batch_sizes
+    began_s = began_s if index else 0.0  # the first counts from the start: start-up is its
+    budget_s = min((index + 1) * per_batch_s, began_s + per_batch_s)
+    deadline_s = min((index + 1) * (per_batch_s - share_s), began_s + per_batch_s - share_s)
+    return budget_s, budget_s - deadline_s
+
+
+def preload_analysis() -> None:
+    """Import what the analysis after measuring needs (scipy.stats and scipy.signal: 0.75 s on the idle
+    2-core machine, 2–3 s loaded) before measuring, while the workers start: the budget's clock then
+    counts it and the loop plans around it, instead of it running after the budget is spent."""
+    from scipy import signal, stats  # noqa: F401
+
+
+# What runs after measuring (closing the workers, the analysis, writing, the interpreter's exit) is
+# the same kind of work as what ran before it (imports, cache lookup, the accuracy pass, loading the
+# backend), on the same machine under the same load: its seconds are taken as this share of those
+# measured in the run (benchmarks/budget_cpu.py measures both).
+TAIL_PER_STARTUP = 0.15
+
+
+def tail_reserve_s(startup_s: float) -> float:
+    """Seconds of the budget kept for what runs after measuring, from ``startup_s``, what the parent
+    process did before it (``TAIL_PER_STARTUP``)."""
+    return TAIL_PER_STARTUP * max(startup_s, 0.0)
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,14 @@ components and what each costs (``wants_load``): the next sweep adds a load when
 interval more per second than more rounds would (the load-to-load spread dominates, or few loads
 leave a large t quantile), otherwise round pairs.
 
-The budget is wall time from ``started`` (compare passes the moment it began waiting for its
-worker processes, so their start-up is inside the first batch size's budget): blocks are sized so
-that the minimum design (``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep that
-would end past it is not started, and below the minimum only the floor of two loads × one round
-pair runs regardless (without it there is no interval at all).
+The budget is wall time from ``started`` up to ``budget_s`` (the CLI passes its process's start,
+``process_start``, so that imports, the cache lookup, the accuracy pass and the workers' start-up are
+inside the first batch size's budget; compare gives each batch size its deadline and keeps
+``reserve_s`` for what runs after measuring): blocks are sized so that the minimum design
+(``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep that would end past it is not
+started, and below the minimum only the floor of two loads × one round pair runs regardless (without
+it there is no interval at all). When the floor ends past the deadline the outcome says so in one
+line (``floor_overrun``).
 
 Everything time-related goes through an injectable ``clock`` and every measurement through a
 ``Load`` (``InProcessLoad`` takes an injectable ``measure``): the calibration simulation
@@ -34,6 +37,7 @@ with runners of known truth on a simulated clock.
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -72,6 +76,32 @@ LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has alre
 # The reported CI and verdict stay at 95 %; at the end of the budget they are what they are.
 # The stricter interval's SE is also at least what the rounds' spread implies (Speedup.stop_interval).
 STOP_CONFIDENCE = 0.999
+
+
+
+def process_start(clock: Callable[[], float] = time.perf_counter) -> float | None:
+    """``clock()``'s value when this process was created (Linux: ``/proc/self/stat``, 10 ms ticks), or
+    None where that cannot be read. A user's "``--time-budget-s 12``" is the command's wall time, and the
+    interpreter's start and trtprof's imports are part of it (0.3 s on an idle 2-core machine, seconds
+    on a loaded one: benchmarks/budget_cpu.py)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime, in ticks after boot
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime_s = float(f.read().split()[0])
+        age_s = uptime_s - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return clock() - age_s if age_s >= 0 else None
+
+
+def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0) -> str:
+    """The one line a run says when the floor (which runs regardless) ended past its budget:
+    ``needed_s`` counts from the budget's start and includes the ``reserve_s`` kept for the end."""
+    kept = f" ({reserve_s:.1f} s of it kept for the end)" if reserve_s > 0 else ""
+    return (f"the floor of {FLOOR_LOADS} loads × {FLOOR_ROUNDS} rounds needed {needed_s:.1f} s of a "
+            f"{round(budget_s, 1):g} s budget{kept}")
+
 
 STOP_DECISIVE = "decisive"
 STOP_TARGET = "target"
@@ -287,6 +317,8 @@ class InterleavedOutcome:
     speedups: dict[str, Speedup] = field(default_factory=dict)  # per candidate, as of the last look
     round_s: float = 0.0  # measured seconds per round (all arms), for "about N more rounds"
     budget_s: float = float("nan")  # the budget it ran under (elapsed_s counts from the same start)
+    reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
+    floor_overrun: str = ""  # floor_overrun_line when the floor ended past the deadline
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -347,18 +379,21 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
                     clock: Callable[[], float] = time.perf_counter,
                     on_progress: Callable[[Progress], None] | None = None,
                     started: float | None = None,
-                    load_ready: Callable[[int], bool] | None = None) -> InterleavedOutcome:
+                    load_ready: Callable[[int], bool] | None = None,
+                    budget_s: float | None = None, reserve_s: float = 0.0) -> InterleavedOutcome:
     """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
     candidate's speedup CI after each sweep, and stop as the module docstring says.
 
-    ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget counts from
-    ``started`` (a ``clock()`` value; default: now). ``load_ready(i)``: would load ``i`` open without
-    waiting for a worker to start? When not, opening it is costed like the first load (start-up
+    ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget is ``budget_s`` seconds
+    (default ``plan.time_budget_s``) from ``started`` (a ``clock()`` value; default: now), of which the
+    loop leaves ``reserve_s`` to what its caller does after it. ``load_ready(i)``: would load ``i`` open
+    without waiting for a worker to start? When not, opening it is costed like the first load (start-up
     included) rather than like the last one. Loads are closed on return."""
     names = list(names)
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
-    loop = _Loop(names, open_load, plan, clock, clock() if started is None else started)
+    loop = _Loop(names, open_load, plan, clock, clock() if started is None else started,
+                 plan.time_budget_s if budget_s is None else budget_s, reserve_s)
     loop.load_ready = load_ready
     stop: str | None = None
     try:
@@ -371,7 +406,7 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
                 stop = STOP_BUDGET
             if on_progress is not None:
                 on_progress(Progress(len(loop.loads), sum(loop.done), loop.elapsed(), dict(loop.speedups), stop,
-                                     plan.time_budget_s))
+                                     loop.budget_s))
             if stop is not None:
                 break
             for i, count in enumerate(counts):
@@ -406,8 +441,10 @@ class _Loop:
     """The state of one ``run_interleaved``: loads, rounds done per load, the cost estimates."""
 
     def __init__(self, names: list[str], open_load: Callable[[int], Load], plan: RoundPlan,
-                 clock: Callable[[], float], started: float) -> None:
+                 clock: Callable[[], float], started: float, budget_s: float, reserve_s: float = 0.0) -> None:
         self.names, self.open_load, self.plan, self.clock, self.started = names, open_load, plan, clock, started
+        self.budget_s, self.reserve_s = budget_s, reserve_s
+        self.floor_overrun = ""
         self.arms = {n: Arm(n) for n in names}
         self.loads: list[Load] = []
         self.done: list[int] = []  # rounds run per load
@@ -423,7 +460,10 @@ class _Loop:
         return self.clock() - self.started
 
     def remaining(self) -> float:
-        return BUDGET_PLAN_SHARE * self.plan.time_budget_s - self.elapsed()
+        """Seconds the loop may still plan for: to the deadline (the budget less the reserve), less the
+        slack of ``BUDGET_PLAN_SHARE`` of one batch size's budget."""
+        slack = (1 - BUDGET_PLAN_SHARE) * self.plan.time_budget_s
+        return self.budget_s - self.reserve_s - slack - self.elapsed()
 
     def add_load(self) -> dict[str, Samples]:
         t0 = self.clock()
@@ -489,6 +529,8 @@ class _Loop:
         floor = FLOOR_ROUNDS if len(self.loads) >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
         for i in range(len(self.loads)):  # the floor's round pairs first: they measure what a round costs …
             self.run(i, floor)
+        if self.elapsed() > self.budget_s - self.reserve_s:  # ran regardless: say so
+            self.floor_overrun = floor_overrun_line(self.elapsed() + self.reserve_s, self.budget_s, self.reserve_s)
         more = min(plan.min_rounds - floor, self.max_pairs_fitting(len(self.loads)))
         if len(self.loads) * more * self.round_s > self.remaining():  # … and the rest of the minimum if it fits
             more = 0
@@ -533,4 +575,5 @@ class _Loop:
         return InterleavedOutcome(arms=[self.arms[n] for n in self.names], rounds=sum(self.done), stop_reason=stop,
                                   elapsed_s=self.elapsed(), round_iterations={n: self.iterations for n in self.names},
                                   half_widths=half, loads=len(self.loads), speedups=self.speedups,
-                                  round_s=self.round_s, budget_s=self.plan.time_budget_s)
+                                  round_s=self.round_s, budget_s=self.budget_s, reserve_s=self.reserve_s,
+                                  floor_overrun=self.floor_overrun)

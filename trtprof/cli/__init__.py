@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from typing import Sequence
 
 from .. import __version__
@@ -50,6 +51,12 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    entered = time.perf_counter()
+    from ..interleave import process_start
+
+    # The command's clock (compare's --time-budget-s): from this process's start when it is the command
+    # (argv from the command line), from here when a caller runs a command in its own process.
+    started = (process_start() if argv is None else None) or entered
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv  # accepted anywhere: `trtprof build --debug …` too
     argv = [a for a in argv if a != "--debug"]
@@ -59,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version, or a bad option (one line already printed): its code
         return done.code if isinstance(done.code, int) else 2
     args.debug = debug
+    args.started = started
     from ..scratch import clean_stale
     from ..signals import sigterm_as_interrupt
     from ._common import EXIT_INTERRUPTED

@@ -221,22 +221,31 @@ def run(args: argparse.Namespace) -> int:
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
         print(f"  batch {batch}: {plural(p.loads, 'load')}, {plural(p.rounds, 'round')}, {p.elapsed_s:.1f} of "
-              f"{p.budget_s:g} s spent: {cis}", file=sys.stderr)
+              f"{round(p.budget_s, 1):g} s spent: {cis}", file=sys.stderr)
 
     def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                  f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, {outcome.elapsed_s:.1f} s, "
-                  f"stopped: {outcome.stop_reason})", file=sys.stderr)
+                  f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
+                  f"{outcome.elapsed_s:.1f} of {round(outcome.budget_s, 1):g} s spent with {outcome.reserve_s:.1f} s "
+                  f"kept for the end, stopped: {outcome.stop_reason})", file=sys.stderr)
 
+    built_s = [0.0]  # engine builds: a one-off, left out of the time budget
+
+    def on_built(outcome: Any) -> None:
+        built_s[0] += outcome.seconds if outcome.built else 0.0
+        print_outcome(outcome)
+
+    started = getattr(args, "started", None)
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
             layers=args.layers, accuracy_budget=budget, data=data,
+            started=(lambda: started + built_s[0]) if started is not None else None,
         )
-        hooks = cmp.CompareHooks(on_built=print_outcome, on_progress=on_progress, on_batch=on_batch)
+        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch)
         if is_ab:
             ab_outcome = run_ab(args, options, sizes, hooks)
             report = ab_outcome.report
