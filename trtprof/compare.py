@@ -325,14 +325,15 @@ class Measured:
     per_batch: dict[int, dict[str, BenchResult]] = field(default_factory=dict)
     interrupted: bool = False
     pending: list[int] = field(default_factory=list)
-    startup_s: float = 0.0  # of the budget, spent before measuring began (imports, accuracy pass, …)
+    launch_s: float = 0.0  # of the budget, spent before the comparison began (interpreter, imports, cache lookup)
+    startup_s: float = 0.0  # of the budget, spent before measuring began (the above, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
 
     def budget_account(self, plan: RoundPlan, counts_from: str) -> dict[str, Any]:
         """What the budget covered, for the JSON (``spent_s``, when the JSON is made: CompareReport)."""
         return {"time_budget_s": plan.time_budget_s, "counts_from": counts_from,
                 "batch_sizes": len(self.outcomes) + len(self.pending),
-                "startup_s": round(self.startup_s, 3), "reserve_s": round(self.reserve_s, 3),
+                "launch_s": round(self.launch_s, 3), "startup_s": round(self.startup_s, 3), "reserve_s": round(self.reserve_s, 3),
                 "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
                                        "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun}
                               for b, o in self.outcomes.items()}}
@@ -367,6 +368,7 @@ def compare_records(
     accuracy pass and the workers' start-up, which overlap, are part of it; so is what runs after
     measuring, for which the measure phase keeps a reserve (issue 27: the budget is the budget)."""
     started = options.started() if options.started is not None else time.perf_counter()
+    launch_s = time.perf_counter() - started  # the interpreter's start, imports, cache lookup: before all this
     pool = None
     if options.isolation == ISOLATION_PROCESS:
         pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune)
@@ -375,7 +377,7 @@ def compare_records(
         pool.spawn(options.plan.min_loads)
     reference = load_reference(records, batch_sizes, options, onnx_path, pool)
     peak = roofline.query_device_peak() if reference.on_gpu else None
-    measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started)
+    measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started, launch_s=launch_s)
     warnings: list[str] = []
     if measured.interrupted:
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
@@ -465,21 +467,22 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
 
 
 def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
-            pool: Any, hooks: CompareHooks, *, started: float | None = None) -> Measured:
+            pool: Any, hooks: CompareHooks, *, started: float | None = None, launch_s: float = 0.0) -> Measured:
     """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
     in-process runners) in interleaved rounds until the speedup's CI is decided. The budget counts from
     ``started`` (a ``time.perf_counter()`` value; default: now): batch size ``k`` (0-based) must be done
     ``k+1`` budgets after it, and one budget after it began (time a batch size leaves unused is not
-    handed on), less its share of the reserve for what runs after measuring (``tail_reserve_s``).
+    handed on), less its share of the reserve for what runs after measuring (``tail_reserve_s`` of
+    ``launch_s``, the seconds from ``started`` to the comparison's start).
     Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed in every case."""
     names = list(records)
-    measured = Measured()
+    measured = Measured(launch_s=launch_s)
     per_batch_s = options.plan.time_budget_s
     started = time.perf_counter() if started is None else started
     try:
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
         measured.startup_s = time.perf_counter() - started
-        measured.reserve_s = tail_reserve_s(measured.startup_s)
+        measured.reserve_s = tail_reserve_s(launch_s, len(batch_sizes))
         if pool is not None:  # wait for the floor's workers only; the others finish starting while these warm
             pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # up, and a load that would not fit is never waited for
         for k, batch in enumerate(batch_sizes):
@@ -541,17 +544,19 @@ def preload_analysis() -> None:
     from scipy import signal, stats  # noqa: F401
 
 
-# What runs after measuring (closing the workers, the analysis, writing, the interpreter's exit) is
-# the same kind of work as what ran before it (imports, cache lookup, the accuracy pass, loading the
-# backend), on the same machine under the same load: its seconds are taken as this share of those
-# measured in the run (benchmarks/budget_cpu.py measures both).
-TAIL_PER_STARTUP = 0.15
+# What runs after measuring (telling the workers to exit, the analysis, printing, writing the JSON, the
+# interpreter's exit) is Python in this process and not the model's work, like what ran before the
+# comparison began (the interpreter's start, imports, the cache lookup), and it runs on the same machine
+# under the same load: its seconds are estimated as this multiple of those per batch size, measured in
+# the same run. benchmarks/budget_cpu.py measured the tail on the shared 2-core machine (load 3-7) at
+# 0.65-1.2 × the launch with one batch size, 1.2-2.2 × with two (the analysis is per batch size).
+TAIL_PER_LAUNCH = 1.0  # per batch size
 
 
-def tail_reserve_s(startup_s: float) -> float:
-    """Seconds of the budget kept for what runs after measuring, from ``startup_s``, what the parent
-    process did before it (``TAIL_PER_STARTUP``)."""
-    return TAIL_PER_STARTUP * max(startup_s, 0.0)
+def tail_reserve_s(launch_s: float, batch_sizes: int) -> float:
+    """Seconds of the budget kept for what runs after measuring, from ``launch_s``, the seconds from
+    the budget's start to the comparison's (``TAIL_PER_LAUNCH`` per batch size)."""
+    return TAIL_PER_LAUNCH * max(launch_s, 0.0) * batch_sizes
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from .speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, sp
 from .timing import Samples, TimingConfig
 
 DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is within ±0.5 % (half the margin)
-DEFAULT_TIME_BUDGET_S = 12.0  # per batch size, warmup and load starts included: 3 batch sizes < 60 s
+DEFAULT_TIME_BUDGET_S = 12.0  # per batch size, the whole command (start-up, warm-up, the end) included
 MIN_LOADS = 6  # t(5 df) = 2.57, and a minority mode of the loads can show (speedup.load_mixture)
 MAX_LOADS = 20  # the allocation (wants_load) decides below this, from the variance components and costs
 MIN_ROUNDS = 4  # per load before the first look: two round pairs (A B + B A, twice)

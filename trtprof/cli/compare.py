@@ -61,9 +61,10 @@ def add_parser(sub) -> None:
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
                         f"'faster'/'slower' (default {EQUIVALENCE_MARGIN})")
     p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
-                   help=f"wall time per batch size, worker start-up (in the first), load starts and warm-up "
-                        f"included (default {DEFAULT_TIME_BUDGET_S:g}); {MIN_LOADS} loads × {MIN_ROUNDS} "
-                        "rounds when they fit, else fewer: only 2 loads × 2 rounds run regardless")
+                   help=f"the command's wall time per batch size, from its start to its exit: imports, worker "
+                        f"start-up, warm-up and the summary included, engine builds left out (default "
+                        f"{DEFAULT_TIME_BUDGET_S:g}); {MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else "
+                        "fewer: only 2 loads × 2 rounds run regardless (docs/method.md)")
     p.add_argument("--device", default=None, metavar="GPU",
                    help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
     p.add_argument("--in-process", action="store_true",
