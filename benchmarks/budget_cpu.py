@@ -15,6 +15,10 @@ otherwise. The machine is shared: the load average before and after each run is 
 file is rewritten after every run.
 
     PYTHONPATH=. nice python benchmarks/budget_cpu.py --out benchmarks/results/budget_cpu-2026-12-01
+
+``--root DIR`` runs another trtprof (e.g. ``git archive main | tar -x -C DIR`` before this change) for
+the wall times before, on the same machine; its JSON has no ``budget``, so only wall time and stop
+reasons are kept (``--budgets 12`` keeps the settings of one budget).
 """
 from __future__ import annotations
 
@@ -43,8 +47,8 @@ SETTINGS = [("mlp40", 12.0, "8", 12), ("mlp40", 12.0, "1,8", 12), ("mlp40", 30.0
 WITHIN = 0.10  # the promise: the whole command within 10 % of its budget
 
 
-def run_once(model: Path, engines: Path, budget_s: float, batches: str, out: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def run_once(model: Path, engines: Path, budget_s: float, batches: str, out: Path, root: Path = ROOT) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(root)}
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "trtprof", "compare", str(model), "--precisions", "fp32,fp32",
@@ -53,8 +57,12 @@ def run_once(model: Path, engines: Path, budget_s: float, batches: str, out: Pat
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         return {"error": proc.stderr[-1500:], "wall_s": wall}
-    budget = json.loads(out.read_text())["budget"]
+    data = json.loads(out.read_text())
     n = len(batches.split(","))
+    if "budget" not in data:  # a trtprof from before the budget counted the whole command: wall time only
+        return {"wall_s": round(wall, 3), "budget_s": budget_s * n, "ratio": round(wall / (budget_s * n), 4),
+                "stops": [c["stop_reason"] for c in data["comparisons"]], "load_avg": [load0, os.getloadavg()[0]]}
+    budget = data["budget"]
     last = max(b["spent_s"] for b in budget["per_batch"].values())
     return {"wall_s": round(wall, 3), "budget_s": budget_s * n, "ratio": round(wall / (budget_s * n), 4),
             "launch_s": budget["launch_s"], "startup_s": budget["startup_s"], "reserve_s": budget["reserve_s"], "tail_s": round(wall - last, 3),
@@ -68,6 +76,13 @@ def summary_lines(result: dict) -> list[str]:
         if not ok:
             continue
         ratios = np.array([r["ratio"] for r in ok])
+        if "per_batch" not in ok[0]:  # an older trtprof (--root): wall time and stop reasons only
+            stops = [s for r in ok for s in r["stops"]]
+            lines.append(f"{key}: {len(ok)} runs, wall/budget median {np.median(ratios):.3f}, min {ratios.min():.3f}, "
+                         f"max {ratios.max():.3f}; over +{WITHIN:.0%}: {int(np.sum(ratios > 1 + WITHIN))}; stops: "
+                         f"{', '.join(f'{s} {stops.count(s)}' for s in sorted(set(stops)))}; load average "
+                         f"{min(min(r['load_avg']) for r in ok):.1f}–{max(max(r['load_avg']) for r in ok):.1f}")
+            continue
         stops = [b["stop_reason"] for r in ok for b in r["per_batch"].values()]
         by_budget = np.array([r["ratio"] for r in ok if all(b["stop_reason"] == "time_budget" for b in r["per_batch"].values())])
         floors = sum(bool(b["floor_overrun"]) for r in ok for b in r["per_batch"].values())
@@ -92,33 +107,44 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.txt")
     ap.add_argument("--runs-scale", type=float, default=1.0, help="multiply every setting's run count (e.g. 0.25)")
+    ap.add_argument("--budgets", default=None, help="only the settings of these budgets, e.g. 12")
+    ap.add_argument("--root", type=Path, default=ROOT,
+                    help="the trtprof to run (a folder holding trtprof/; default this checkout), e.g. an older one")
     args = ap.parse_args()
+    settings = [s for s in SETTINGS if args.budgets is None or f"{s[1]:g}" in args.budgets.split(",")]
     result: dict = {"machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "runs": {}}
+                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "root": str(args.root),
+                    "runs": {}}
 
     def save() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
         head = [f"trtprof compare --time-budget-s: whole-command wall time over budget × batch sizes, on "
                 f"{platform.node()} ({os.cpu_count()} CPUs, shared with other jobs), {result['created']}; "
-                "A/A fp32,fp32, ONNX Runtime; mlp40 = 40 Gemm+Relu × 256, tiny = 2 × 64"]
+                "A/A fp32,fp32, ONNX Runtime; mlp40 = 40 Gemm+Relu × 256, tiny = 2 × 64; trtprof from "
+                + ("this checkout" if args.root == ROOT else str(args.root))]
         args.out.with_suffix(".txt").write_text("\n".join(head + summary_lines(result)) + "\n")
 
     with tempfile.TemporaryDirectory(prefix="budget-cpu-") as tmp:
         models = {"mlp40": make_mlp(Path(tmp) / "mlp40.onnx", 40), "tiny": make_mlp(Path(tmp) / "tiny.onnx", 2, width=64)}
         engines = Path(tmp) / "engines"
         for name, model in models.items():  # builds (left out of the budget anyway) and a warm disk cache
-            run_once(model, engines, 2.0, "1,8", Path(tmp) / "warm.json")
-        for model, budget_s, batches, runs in SETTINGS:
+            run_once(model, engines, 2.0, "1,8", Path(tmp) / "warm.json", args.root)
+        for model, budget_s, batches, runs in settings:
             key = f"{model} budget {budget_s:g} s × batch sizes {batches}"
             result["runs"][key] = []
             for k in range(max(1, round(runs * args.runs_scale))):
-                r = run_once(models[model], engines, budget_s, batches, Path(tmp) / "run.json")
+                r = run_once(models[model], engines, budget_s, batches, Path(tmp) / "run.json", args.root)
                 result["runs"][key].append(r)
                 save()
-                print(f"{key} #{k}: wall {r['wall_s']:.2f} s" + (f", ratio {r['ratio']:.3f}, launch {r['launch_s']:.2f} s, start-up {r['startup_s']:.2f} s, "
-                      f"tail {r['tail_s']:.2f} s (reserve {r['reserve_s']:.2f} s)" if "ratio" in r else f": {r['error']}"),
-                      flush=True)
+                if "error" in r:
+                    detail = f": {r['error']}"
+                elif "launch_s" in r:
+                    detail = (f", ratio {r['ratio']:.3f}, launch {r['launch_s']:.2f} s, start-up {r['startup_s']:.2f} s, "
+                              f"tail {r['tail_s']:.2f} s (reserve {r['reserve_s']:.2f} s)")
+                else:
+                    detail = f", ratio {r['ratio']:.3f}"
+                print(f"{key} #{k}: wall {r['wall_s']:.2f} s{detail}", flush=True)
     print("\n".join(summary_lines(result)))
     return 0
 
