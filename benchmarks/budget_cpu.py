@@ -53,7 +53,8 @@ def run_once(model: Path, engines: Path, budget_s: float, batches: str, out: Pat
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "trtprof", "compare", str(model), "--precisions", "fp32,fp32",
                            "--backend", "onnxruntime", "--batch-sizes", batches, "--engines", str(engines),
-                           "--time-budget-s", f"{budget_s:g}", "--out", str(out)], capture_output=True, text=True, env=env)
+                           "--time-budget-s", f"{budget_s:g}", "--out", str(out)], capture_output=True, text=True, env=env,
+                          cwd=root)  # python -m puts the working directory first on sys.path: run the trtprof of root
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         return {"error": proc.stderr[-1500:], "wall_s": wall}
@@ -108,13 +109,19 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.txt")
     ap.add_argument("--runs-scale", type=float, default=1.0, help="multiply every setting's run count (e.g. 0.25)")
     ap.add_argument("--budgets", default=None, help="only the settings of these budgets, e.g. 12")
+    ap.add_argument("--models", default=None, help="only the settings of these models, e.g. mlp40")
     ap.add_argument("--root", type=Path, default=ROOT,
                     help="the trtprof to run (a folder holding trtprof/; default this checkout), e.g. an older one")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="also run this trtprof (e.g. main before the change), alternating run by run with --root, "
+                         "so both see the same load")
     args = ap.parse_args()
-    settings = [s for s in SETTINGS if args.budgets is None or f"{s[1]:g}" in args.budgets.split(",")]
+    settings = [s for s in SETTINGS if (args.budgets is None or f"{s[1]:g}" in args.budgets.split(","))
+                and (args.models is None or s[0] in args.models.split(","))]
+    roots = [(args.root, "")] + ([(args.before, " [before]")] if args.before is not None else [])
     result: dict = {"machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "root": str(args.root),
-                    "runs": {}}
+                    "before": None if args.before is None else str(args.before), "runs": {}}
 
     def save() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -122,29 +129,31 @@ def main() -> int:
         head = [f"trtprof compare --time-budget-s: whole-command wall time over budget × batch sizes, on "
                 f"{platform.node()} ({os.cpu_count()} CPUs, shared with other jobs), {result['created']}; "
                 "A/A fp32,fp32, ONNX Runtime; mlp40 = 40 Gemm+Relu × 256, tiny = 2 × 64; trtprof from "
-                + ("this checkout" if args.root == ROOT else str(args.root))]
+                + ("this checkout" if args.root == ROOT else str(args.root))
+                + (f", alternating run by run with [before] {args.before}" if args.before is not None else "")]
         args.out.with_suffix(".txt").write_text("\n".join(head + summary_lines(result)) + "\n")
 
     with tempfile.TemporaryDirectory(prefix="budget-cpu-") as tmp:
         models = {"mlp40": make_mlp(Path(tmp) / "mlp40.onnx", 40), "tiny": make_mlp(Path(tmp) / "tiny.onnx", 2, width=64)}
         engines = Path(tmp) / "engines"
         for name, model in models.items():  # builds (left out of the budget anyway) and a warm disk cache
-            run_once(model, engines, 2.0, "1,8", Path(tmp) / "warm.json", args.root)
+            for root, _ in roots:
+                run_once(model, engines, 2.0, "1,8", Path(tmp) / "warm.json", root)
         for model, budget_s, batches, runs in settings:
-            key = f"{model} budget {budget_s:g} s × batch sizes {batches}"
-            result["runs"][key] = []
             for k in range(max(1, round(runs * args.runs_scale))):
-                r = run_once(models[model], engines, budget_s, batches, Path(tmp) / "run.json", args.root)
-                result["runs"][key].append(r)
-                save()
-                if "error" in r:
-                    detail = f": {r['error']}"
-                elif "launch_s" in r:
-                    detail = (f", ratio {r['ratio']:.3f}, launch {r['launch_s']:.2f} s, start-up {r['startup_s']:.2f} s, "
-                              f"tail {r['tail_s']:.2f} s (reserve {r['reserve_s']:.2f} s)")
-                else:
-                    detail = f", ratio {r['ratio']:.3f}"
-                print(f"{key} #{k}: wall {r['wall_s']:.2f} s{detail}", flush=True)
+                for root, tag in roots:
+                    key = f"{model} budget {budget_s:g} s × batch sizes {batches}{tag}"
+                    r = run_once(models[model], engines, budget_s, batches, Path(tmp) / "run.json", root)
+                    result["runs"].setdefault(key, []).append(r)
+                    save()
+                    if "error" in r:
+                        detail = f": {r['error']}"
+                    elif "launch_s" in r:
+                        detail = (f", ratio {r['ratio']:.3f}, launch {r['launch_s']:.2f} s, start-up {r['startup_s']:.2f} s, "
+                                  f"tail {r['tail_s']:.2f} s (reserve {r['reserve_s']:.2f} s)")
+                    else:
+                        detail = f", ratio {r['ratio']:.3f}"
+                    print(f"{key} #{k}: wall {r['wall_s']:.2f} s{detail}", flush=True)
     print("\n".join(summary_lines(result)))
     return 0
 

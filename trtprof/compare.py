@@ -548,8 +548,9 @@ def preload_analysis() -> None:
 # interpreter's exit) is Python in this process and not the model's work, like what ran before the
 # comparison began (the interpreter's start, imports, the cache lookup), and it runs on the same machine
 # under the same load: its seconds are estimated as this multiple of those per batch size, measured in
-# the same run. benchmarks/budget_cpu.py measured the tail on the shared 2-core machine (load 3-7) at
-# 0.65-1.2 × the launch with one batch size, 1.2-2.2 × with two (the analysis is per batch size).
+# the same run. benchmarks/budget_cpu.py measured the tail on the shared 2-core machine (load 3-10) at
+# 0.6-1.2 × the launch per batch size for a 40-layer MLP (medians), 2.5 × for a 2-layer MLP whose blocks
+# keep 2000 samples each; the loop's slack (BUDGET_PLAN_SHARE) took up the rest in every run.
 TAIL_PER_LAUNCH = 1.0  # per batch size
 
 

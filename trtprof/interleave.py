@@ -78,12 +78,11 @@ LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has alre
 STOP_CONFIDENCE = 0.999
 
 
-
 def process_start(clock: Callable[[], float] = time.perf_counter) -> float | None:
     """``clock()``'s value when this process was created (Linux: ``/proc/self/stat``, 10 ms ticks), or
     None where that cannot be read. A user's "``--time-budget-s 12``" is the command's wall time, and the
-    interpreter's start and trtprof's imports are part of it (0.3 s on an idle 2-core machine, seconds
-    on a loaded one: benchmarks/budget_cpu.py)."""
+    interpreter's start and trtprof's imports are part of it (0.3–0.7 s on the shared 2-core machine at
+    load 3–10, with the cache lookup: benchmarks/budget_cpu.py)."""
     try:
         with open("/proc/self/stat", encoding="ascii") as f:
             start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime, in ticks after boot

@@ -193,7 +193,7 @@ class WorkerPool:
 
     def close(self) -> None:
         """Stop every worker: all are told first, so that they exit side by side (one after the other,
-        7 workers took 0.45 s on the idle 2-core machine, after the budget)."""
+        7 workers took 0.45 s on the 2-core machine at load 2, after the budget)."""
         for w in self.workers:
             w.ask_to_close()
         for w in self.workers:
