@@ -1,0 +1,81 @@
+"""Where the wall time of one ``trtprof compare`` goes: timestamps (seconds since this process was
+created) around its phases, from wrappers put on the real functions before the real CLI runs.
+
+Phases: imports, the engine cache lookup (``resolve_records``), the workers' spawn and the wait for
+them, the accuracy pass (``load_reference``), the analysis imports (``preload_analysis``), each batch
+size's loop (``run_interleaved``) and each load's opening, closing the workers, the analysis, the
+environment, printing and writing; the whole process's wall time is what ``time`` says around it.
+
+    PYTHONPATH=. time python benchmarks/compare_timeline.py compare model.onnx --precisions fp32,fp32 \\
+        --backend onnxruntime --batch-sizes 8 --out /tmp/c.json
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trtprof.interleave import process_start  # noqa: E402
+
+T0 = process_start() or time.perf_counter()
+events: list[tuple[float, str]] = []
+
+
+def mark(name: str) -> None:
+    events.append((time.perf_counter() - T0, name))
+
+
+mark("python up, this script running")
+import trtprof.cli as cli  # noqa: E402
+from trtprof import ab, interleave, workers  # noqa: E402
+from trtprof import compare as cmp  # noqa: E402
+from trtprof.cli import _common  # noqa: E402
+from trtprof.cli import compare as cli_compare  # noqa: E402
+
+mark("trtprof's compare modules imported")
+
+
+def wrap(owner, name: str) -> None:
+    f = getattr(owner, name)
+
+    @functools.wraps(f)
+    def timed(*a, **k):
+        mark(f"> {name}")
+        try:
+            return f(*a, **k)
+        finally:
+            mark(f"< {name}")
+
+    setattr(owner, name, timed)
+
+
+for owner, name in [(cmp, "resolve_records"), (ab, "resolve_records"), (cmp, "compare_records"), (cmp, "load_reference"),
+                    (cmp, "preload_analysis"), (cmp, "measure"), (cmp, "run_interleaved"), (cmp, "analyse"),
+                    (cmp, "collect"), (_common, "write_compare_outputs"), (cli_compare, "print_comparison"),
+                    (workers.WorkerPool, "spawn"), (workers.WorkerPool, "start"), (workers.WorkerPool, "close")]:
+    wrap(owner, name)
+open_load = interleave._Loop.add_load
+
+
+def add_load(self):
+    mark(f"> load {len(self.loads)}")
+    try:
+        return open_load(self)
+    finally:
+        mark(f"< load {len(self.loads) - 1}")
+
+
+interleave._Loop.add_load = add_load  # type: ignore[method-assign]
+sys.argv = ["trtprof", *sys.argv[1:]]
+rc = cli.main()  # argv None: the budget counts from this process's start, as for `trtprof compare`
+mark("main returned (the interpreter's exit follows)")
+previous = 0.0
+for t, name in events:
+    print(f"{t:7.2f} (+{t - previous:5.2f}) {name}", file=sys.stderr)
+    previous = t
+with open("/proc/loadavg", encoding="ascii") as f:
+    print(f"load average: {f.read().strip()}", file=sys.stderr)
+sys.exit(rc)
