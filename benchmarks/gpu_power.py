@@ -13,7 +13,8 @@ the real CLI on the torch backend (eager, autotuned as compare's default).
    --batch 4096`` makes each layer ~0.1 ms of GPU work (GPU-bound). The truth is measured without
    trtprof first and last (``truth``: onnx2torch modules, CUDA events, blocks alternated for
    ``--truth-s`` seconds). Then ``--runs`` × ``trtprof compare A B --backend torch --batch-sizes N
-   --time-budget-s 30`` (the order alternating): decided the right way / the wrong way / not, and the
+   --time-budget-s 30 --margin 0.005`` (the order alternating; at the default margin 0.01 a 1 % difference
+   sits on the margin's edge and is never called): decided the right way / the wrong way / not, and the
    wall time of each against its 30 s budget (worker start-up included). Results in
    OUT/one_percent.{txt,json}, saved after every run.
 
@@ -97,12 +98,13 @@ def truth(models: list[Path], batch: int, seconds: float) -> dict:
             "method": "plain PyTorch (onnx2torch modules), CUDA events over blocks of 20 calls, alternated"}
 
 
-def one_percent(out_dir: Path, work: Path, runs: int, truth_s: float, width: int, batch: int) -> None:
+def one_percent(out_dir: Path, work: Path, runs: int, truth_s: float, width: int, batch: int, margin: str) -> None:
     from power_cpu import make_mlp
 
     models = [make_mlp(work / f"mlp{d}.onnx", d, width=width) for d in DEPTHS]
     engines = work / "engines"
-    result: dict = {"depths": DEPTHS, "width": width, "batch": batch, "budget_s": BUDGET_S, "truth": [], "runs": []}
+    result: dict = {"depths": DEPTHS, "width": width, "batch": batch, "budget_s": BUDGET_S, "margin": float(margin),
+                    "truth": [], "runs": []}
 
     def save() -> None:  # after every step: a run cut short by the device's limit keeps what it measured
         (out_dir / "one_percent.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -114,14 +116,16 @@ def one_percent(out_dir: Path, work: Path, runs: int, truth_s: float, width: int
         pair = models if k % 2 == 0 else models[::-1]
         t0 = time.perf_counter()
         proc = cli("compare", str(pair[0]), str(pair[1]), "--backend", "torch", "--batch-sizes", str(batch),
-                   "--time-budget-s", f"{BUDGET_S:g}", "--engines", str(engines), "--out", str(work / "c.json"))
+                   "--time-budget-s", f"{BUDGET_S:g}", "--margin", margin, "--engines", str(engines),
+                   "--out", str(work / "c.json"))
         wall = time.perf_counter() - t0
         row: dict = {"order": [p.stem for p in pair], "wall_s": wall, "exit": proc.returncode}
         if proc.returncode == 0:
-            c = json.loads((work / "c.json").read_text())["comparisons"][0]
+            report = json.loads((work / "c.json").read_text())
+            c = report["comparisons"][0]
             row.update(verdict=c["verdict"], estimate=c["speedup"]["estimate"], ci=[c["speedup"]["ci_low"],
                        c["speedup"]["ci_high"]], loads=c["loads"], rounds=c["rounds"], stop=c["stop_reason"],
-                       budget=c.get("budget"))
+                       budget=report.get("budget"))
         else:
             row["error"] = proc.stderr[-1500:]
         result["runs"].append(row)
@@ -153,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", default="", help="what-if,one-percent")
     ap.add_argument("--width", type=int, default=WIDTH, help="the MLPs' width (one-percent)")
     ap.add_argument("--batch", type=int, default=BATCH, help="the batch size of the one-percent check")
+    ap.add_argument("--margin", default="0.005", help="compare's --margin in the one-percent check: a 1 %% difference "
+                                                      "sits on the default 0.01 margin's edge and can never be called")
     args = ap.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     import tempfile
@@ -162,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     if "what-if" not in args.skip:
         what_if(args.out_dir, work, args.what_if_budget_s)
     if "one-percent" not in args.skip:
-        one_percent(args.out_dir, work, args.runs, args.truth_s, args.width, args.batch)
+        one_percent(args.out_dir, work, args.runs, args.truth_s, args.width, args.batch, args.margin)
     return 0
 
 
