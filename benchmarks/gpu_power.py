@@ -8,9 +8,9 @@ the real CLI on the torch backend (eager, autotuned as compare's default).
    Its "what-if:" lines ("tensor_core_ineligible → pad-channels measured: fp16 vs fp32 A× → B×") and
    JSON go to OUT/what_if.{txt,json}.
 2. A 1 % difference decided within 30 s: two MLPs of 100 and 101 Gemm+ReLU layers (≈ 1 % more work),
-   width ``--width`` (default 512) at batch ``--batch`` (default 256). At 512 × 256 every layer is a few
-   microseconds of GPU work: the pair is launch-bound (host jitter decides the noise); ``--width 1024
-   --batch 4096`` makes each layer ~0.1 ms of GPU work (GPU-bound). The truth is measured without
+   width ``--width`` (default 512) at batch ``--batch`` (default 16384: each layer ~0.15 ms of GPU work,
+   GPU-bound). ``--batch 256`` makes every layer a few microseconds of GPU work: the pair is then
+   launch-bound and host jitter between processes (1–3 %) exceeds the 1 % effect. The truth is measured without
    trtprof first and last (``truth``: onnx2torch modules, CUDA events, blocks alternated for
    ``--truth-s`` seconds). Then ``--runs`` × ``trtprof compare A B --backend torch --batch-sizes N
    --time-budget-s 30 --margin 0.005`` (the order alternating; at the default margin 0.01 a 1 % difference
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 DEPTHS = (100, 101)
 WIDTH = 512  # 100 layers × 512² weights: 105 MB per model, kept out of the results folder
-BATCH = 256
+BATCH = 16384  # each 512-wide layer ~8.6 GFLOP: GPU-bound (at 256 the pair is launch-bound, host jitter > 1 %)
 BUDGET_S = 30.0
 
 
