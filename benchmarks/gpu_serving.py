@@ -72,9 +72,10 @@ def _number(text: str) -> float | None:
 def start_power_log(path: Path, fields: list[str]) -> subprocess.Popen | None:
     """nvidia-smi logging the board power every 100 ms with a timestamp, for the whole run."""
     try:
-        return subprocess.Popen(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
-                                 f"-lms={SMI_PERIOD_MS}", "-i", os.environ.get("SMI_GPU", "0")],
-                                stdout=path.open("w"), stderr=subprocess.DEVNULL)
+        with path.open("w") as log:  # the child keeps its own copy of the descriptor
+            return subprocess.Popen(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+                                     f"-lms={SMI_PERIOD_MS}", "-i", os.environ.get("SMI_GPU", "0")],
+                                    stdout=log, stderr=subprocess.DEVNULL)
     except OSError as err:
         print(f"nvidia-smi not started ({err}): no cross-check", file=sys.stderr)
         return None

@@ -499,12 +499,20 @@ def test_each_batch_size_is_done_by_its_share_of_the_budget():
     assert budget == 29.0 and budget - reserve == pytest.approx(28.5)
 
 
-def test_process_start_is_before_now():
+def test_process_start_agrees_with_ps_elapsed_time():
+    """The process's age from /proc/self/stat (clock ticks since boot) against ps's own elapsed seconds
+    for this process: a wrong field or tick rate is off by far more than a second."""
+    import os
+    import shutil
+    import subprocess
     import time
 
+    if not os.path.exists("/proc/self/stat") or shutil.which("ps") is None:
+        pytest.skip("no /proc or no ps here: the CLI falls back to the moment main() began")
     now = time.perf_counter()
     started = interleave.process_start()
-    if started is None:
-        pytest.skip("no /proc here: the CLI falls back to the moment main() began")
-    assert started <= now
-    assert interleave.process_start(clock=lambda: 1000.0) <= 1000.0
+    etimes = int(subprocess.run(["ps", "-o", "etimes=", "-p", str(os.getpid())], capture_output=True, text=True,
+                                check=True).stdout.strip())
+    assert started is not None
+    assert abs((now - started) - etimes) <= 1.5
+    assert interleave.process_start(clock=lambda: 1000.0) == pytest.approx(1000.0 - (now - started), abs=1.5)

@@ -121,10 +121,12 @@ class FakePynvml:
     and nvmlDeviceGetPowerUsage, the 1-s average, in milliwatts."""
 
     NVML_FI_DEV_POWER_INSTANT = 186
+    NVML_VALUE_TYPE_UNSIGNED_INT = 1
 
     def __init__(self, instant_mw: int | None, average_mw: int = 200_000) -> None:
         self.instant_mw, self.average_mw = instant_mw, average_mw
         self.field_calls = 0
+        self.value_type = 1
 
     def nvmlDeviceGetFieldValues(self, handle, fields):  # noqa: N802 - pynvml's name
         from types import SimpleNamespace
@@ -132,7 +134,8 @@ class FakePynvml:
         assert fields == [186]
         self.field_calls += 1
         ok = self.instant_mw is not None
-        return [SimpleNamespace(nvmlReturn=0 if ok else 3, value=SimpleNamespace(uiVal=self.instant_mw or 0))]
+        return [SimpleNamespace(nvmlReturn=0 if ok else 3, valueType=self.value_type,
+                                value=SimpleNamespace(uiVal=self.instant_mw or 0))]
 
     def nvmlDeviceGetPowerUsage(self, handle):  # noqa: N802
         return self.average_mw
@@ -150,6 +153,23 @@ def test_reader_falls_back_to_the_averaged_power_and_stops_asking():
     reader = energy.NvmlReader(nv, handle=object())
     assert reader.power_w() == 200.0 and reader.power_source == energy.AVERAGED
     assert reader.power_w() == 200.0 and nv.field_calls == 1
+
+
+def test_once_instantaneous_a_failed_reading_is_a_missing_sample_not_a_switch():
+    nv = FakePynvml(instant_mw=350_000)
+    reader = energy.NvmlReader(nv, handle=object())
+    assert reader.power_w() == 350.0
+    nv.instant_mw = None  # one transient failure
+    assert reader.power_w() is None and reader.power_source == energy.INSTANT
+    nv.instant_mw = 360_000
+    assert reader.power_w() == 360.0
+
+
+def test_a_field_of_another_value_type_is_not_read_as_milliwatts():
+    nv = FakePynvml(instant_mw=350_000)
+    nv.value_type = 0  # NVML_VALUE_TYPE_DOUBLE
+    reader = energy.NvmlReader(nv, handle=object())
+    assert reader.power_w() == 200.0 and reader.power_source == energy.AVERAGED
 
 
 def test_the_window_records_which_power_the_cross_check_sampled():

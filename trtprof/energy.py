@@ -88,11 +88,14 @@ class NvmlReader:
             return None
 
     def power_w(self) -> float | None:
-        """Instantaneous board power where the driver has the field, else the (averaged) power usage."""
+        """Instantaneous board power where the driver has the field, else the (averaged) power usage.
+        The choice is made at the first reading and kept: once instantaneous, a failed reading is a
+        missing sample, so that one window never mixes the two kinds."""
         if self._instant is not False:
             watts = self._instant_w()
-            self._instant = watts is not None
-            if watts is not None:
+            if self._instant is None:
+                self._instant = watts is not None
+            if self._instant:
                 return watts
         try:
             return float(self._nv.nvmlDeviceGetPowerUsage(self._handle)) / 1000.0
@@ -100,13 +103,15 @@ class NvmlReader:
             return None
 
     def _instant_w(self) -> float | None:
+        nv = self._nv
         try:
-            (value,) = self._nv.nvmlDeviceGetFieldValues(self._handle, [self._nv.NVML_FI_DEV_POWER_INSTANT])
-            if value.nvmlReturn != 0:
-                return None
-            return float(value.value.uiVal) / 1000.0
-        except Exception:  # noqa: BLE001 - an old pynvml (no field), NVMLError_NotSupported
+            (value,) = nv.nvmlDeviceGetFieldValues(self._handle, [nv.NVML_FI_DEV_POWER_INSTANT])
+        except (AttributeError, getattr(nv, "NVMLError", AttributeError)):  # an old pynvml, no such call
             return None
+        unsigned = getattr(nv, "NVML_VALUE_TYPE_UNSIGNED_INT", None)
+        if value.nvmlReturn != 0 or (unsigned is not None and value.valueType != unsigned):
+            return None  # NVML_ERROR_NOT_SUPPORTED and the like
+        return float(value.value.uiVal) / 1000.0  # milliwatts
 
     def close(self) -> None:
         try:

@@ -112,6 +112,10 @@ class Worker:
             pass  # it is gone already: close reaps it
 
     def close(self) -> None:
+        if not self._ready and self.proc.poll() is None:
+            # never used (calls wait for ``ready``): nothing of its is wanted, and a worker still starting
+            # (torch, CUDA and the model: 14-21 s on an H200) would answer "close" only once started
+            self.proc.kill()
         try:
             self.ask_to_close()
             if self.proc.poll() is None:

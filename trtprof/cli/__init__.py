@@ -56,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # The command's clock (compare's --time-budget-s): from this process's start when it is the command
     # (argv from the command line), from here when a caller runs a command in its own process.
-    started = (process_start() if argv is None else None) or entered
+    started = process_start() if argv is None else None
+    if started is None:
+        started = entered
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv  # accepted anywhere: `trtprof build --debug …` too
     argv = [a for a in argv if a != "--debug"]
