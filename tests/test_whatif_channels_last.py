@@ -65,10 +65,35 @@ def test_the_channels_last_runner_feeds_the_module_nhwc_and_gives_the_nchw_outpu
     nhwc.module.register_forward_pre_hook(lambda _m, args: seen.append(args[0]))
     got, ref = nhwc.infer(_feeds()), nchw.infer(_feeds())
     x = seen[0]  # what the module really received through the runner's cast path
+    assert nhwc.nhwc_inputs == {"input"}  # the demo net's input feeds its first Conv directly
     assert x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
     assert set(got) == set(ref) and all(got[k].flags["C_CONTIGUOUS"] for k in got)
     assert whatif.max_relative_difference(ref, got) <= whatif.CHANNELS_LAST_RTOL
     assert whatif.check_channels_last(src, _feeds(), device="cpu") <= whatif.CHANNELS_LAST_RTOL
+
+
+@needs_onnx2torch
+def test_an_nhwc_input_behind_a_transpose_is_handed_over_as_it_is(tmp_path):
+    """Models from TensorFlow take NHWC and Transpose(0,3,1,2) to the first Conv, which then already reads
+    channels-last memory: the runner must not convert that input as if it were NCHW (it would scramble
+    its strides — (N, 128, 128, 3) taken as C=128, H=128, W=3 — and add copies)."""
+    import onnx
+
+    pytest.importorskip("torch")
+    from trtprof.backends.torch import CHANNELS_LAST, CONTIGUOUS, conv_fed_inputs
+
+    src = _conv_elu(tmp_path)
+    assert conv_fed_inputs(onnx.load(str(src))) == ()
+    targets = whatif.channels_last_targets(src)
+    assert targets["inputs"] == [] and targets["inputs_left"] == ["image"] and targets["convs"]
+    nhwc = _runner(src, CHANNELS_LAST)
+    assert nhwc.nhwc_inputs == frozenset()
+    seen = []
+    nhwc.module.register_forward_pre_hook(lambda _m, args: seen.append(args[0]))
+    feeds = {"image": np.random.default_rng(0).random((1, 128, 128, 3), np.float32)}
+    got = nhwc.infer(feeds)
+    assert seen[0].is_contiguous() and tuple(seen[0].shape) == (1, 128, 128, 3)
+    assert whatif.max_relative_difference(_runner(src, CONTIGUOUS).infer(feeds), got) <= whatif.CHANNELS_LAST_RTOL
 
 
 @needs_onnx2torch
@@ -78,7 +103,7 @@ def test_the_runner_refuses_to_run_nchw_inputs_under_a_channels_last_label(tmp_p
     from trtprof.backends.torch import CHANNELS_LAST
 
     runner = _runner(make_demo_model(tmp_path / "net.onnx", channels=8, image=16, classes=10), CHANNELS_LAST)
-    runner._cast_in = lambda t: t  # type: ignore[method-assign]
+    runner.cast_in = lambda t, name: t  # type: ignore[method-assign]
     with pytest.raises(BadModel, match="input 'input' reaches the module .* not channels-last"):
         runner.prepare({"input": (2, 3, 16, 16)})
 

@@ -251,22 +251,26 @@ def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarra
 
 
 def channels_last_targets(source: Path) -> dict[str, list[str]]:
-    """What channels-last would change: the 4-D inputs (converted to NHWC) and the 2-D Convs (4-D
-    weights: NHWC kernels). A model lacking either is refused (nothing to change)."""
+    """What channels-last would change: the 2-D Convs (4-D weights: NHWC kernels, and their
+    activations) and the 4-D inputs that feed a Conv directly (converted to NHWC; ``inputs_left``:
+    other 4-D inputs, e.g. NHWC inputs behind a Transpose, which already give the Conv channels-last
+    memory). A model without a 2-D Conv is refused (nothing to change)."""
     import onnx
 
+    from .backends.torch import conv_fed_inputs
     from .model import inspect_model
 
     model = onnx.load(str(source))
     inits = {i.name: i for i in model.graph.initializer}
     convs = [n.name or f"Conv_{k}" for k, n in enumerate(model.graph.node)
              if n.op_type == "Conv" and len(n.input) > 1 and n.input[1] in inits and len(inits[n.input[1]].dims) == 4]
-    inputs = [t.name for t in inspect_model(source).inputs if len(t.shape) == 4]
-    if not inputs or not convs:
-        lacks = " and ".join(w for w, have in (("no 4-D input", inputs), ("no 2-D Conv (4-D weights)", convs))
+    four_d = [t.name for t in inspect_model(source).inputs if len(t.shape) == 4]
+    if not four_d or not convs:
+        lacks = " and ".join(w for w, have in (("no 4-D input", four_d), ("no 2-D Conv (4-D weights)", convs))
                              if not have)
         raise BadInput(f"{source}: --what-if {CHANNELS_LAST}: the model has {lacks}; nothing to change")
-    return {"inputs": inputs, "convs": convs}
+    inputs = list(conv_fed_inputs(model))
+    return {"inputs": inputs, "inputs_left": [n for n in four_d if n not in inputs], "convs": convs}
 
 
 def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device: str = "cuda") -> float:

@@ -23,9 +23,12 @@ of the module's result into the profiler's output buffer (PyTorch allocates its 
 fp16 that copy also casts to float32.
 
 Memory format (the build option ``memory_format``, ``--what-if channels-last``): ``channels_last``
-loads the module with ``module.to(memory_format=torch.channels_last)`` and converts every 4-D input
-with ``.to(memory_format=torch.channels_last)`` inside ``enqueue`` (with the fp16 cast, one kernel),
-so cuDNN runs its NHWC convolution kernels. The artifact is the same ONNX; the option is in the build
+loads the module with ``module.to(memory_format=torch.channels_last)`` and converts the 4-D inputs
+that feed a Conv directly (``conv_fed_inputs``) with ``.to(memory_format=torch.channels_last)`` inside
+``enqueue`` (with the fp16 cast, one kernel), so cuDNN runs its NHWC convolution kernels. Other 4-D
+inputs are left alone: an NHWC graph input that reaches its first Conv through Transpose(0,3,1,2)
+(models from TensorFlow) already hands that Conv channels-last memory, and converting it as if it
+were NCHW would scramble its strides and add copies. The artifact is the same ONNX; the option is in the build
 spec, so the cache key, the engine JSON and every result that reads it say which layout ran. The
 input conversion and the output copy back into the profiler's NCHW buffer are timed: they are what
 the change costs a caller whose tensors are NCHW.
@@ -207,12 +210,13 @@ class TorchRunner:
 
     def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
                  outputs: tuple[TensorSpec, ...], *, cast_io: bool = True, memory_format: str = CONTIGUOUS,
-                 device: str = "cuda") -> None:
+                 device: str = "cuda", nhwc_inputs: frozenset[str] = frozenset()) -> None:
         self._torch = import_torch()
         # "cpu" only for the what-if's output check and its tests (infer); timing is on CUDA
         self.device = device
         self.memory_format = memory_format
         self._channels_last = self._torch.channels_last if memory_format == CHANNELS_LAST else None
+        self.nhwc_inputs = nhwc_inputs if self._channels_last is not None else frozenset()
         self.module = module
         self.precision = precision
         self.inputs = inputs
@@ -231,11 +235,11 @@ class TorchRunner:
         self._streams: dict[int, Any] = {}
 
     # -- shapes ---------------------------------------------------------------------------------
-    def _cast_in(self, tensor: Any) -> Any:
-        """fp16/bf16 engines take float inputs in their dtype, a channels-last runner 4-D inputs in
-        NHWC memory: both happen on the device, in the stream, in one ``to``."""
+    def cast_in(self, tensor: Any, name: str) -> Any:
+        """fp16/bf16 engines take float inputs in their dtype, a channels-last runner its ``nhwc_inputs``
+        in NHWC memory: both happen on the device, in the stream, in one ``to``."""
         low = self._low if self._low is not None and tensor.is_floating_point() and tensor.dtype != self._low else None
-        if self._channels_last is not None and tensor.dim() == 4:
+        if name in self.nhwc_inputs and tensor.dim() == 4:
             return tensor.to(dtype=low or tensor.dtype, memory_format=self._channels_last)
         if low is not None:
             return tensor.to(low)
@@ -248,13 +252,13 @@ class TorchRunner:
         if self._channels_last is None:
             return
         for spec, t in zip(self.inputs, tensors):
-            got = self._cast_in(t)
-            if got.dim() == 4 and not got.is_contiguous(memory_format=self._channels_last):
+            got = self.cast_in(t, spec.name)
+            if spec.name in self.nhwc_inputs and not got.is_contiguous(memory_format=self._channels_last):
                 raise BadModel(f"input {spec.name!r} reaches the module in strides {tuple(got.stride())}, "
                                "not channels-last")
 
     def _run(self, tensors: list[Any]) -> tuple[Any, ...]:
-        result = self.module(*[self._cast_in(t) for t in tensors])
+        result = self.module(*[self.cast_in(t, spec.name) for spec, t in zip(self.inputs, tensors)])
         if isinstance(result, self._torch.Tensor):
             return (result,)
         if isinstance(result, dict):
@@ -445,9 +449,12 @@ class TorchBackend:
         else:
             module = to_torch_module(proto)  # fail at build time, not at bench time
         memory_format = check_memory_format(spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS), module, spec.precision)
+        nhwc = conv_fed_inputs(proto) if memory_format == CHANNELS_LAST else ()
         if memory_format == CHANNELS_LAST:
-            notes.append("channels_last: module and 4-D inputs in NHWC memory (cuDNN's NHWC kernels); the input "
-                         "conversion and the output copy back to NCHW are inside the timed compute")
+            notes.append("channels_last: module in NHWC memory (cuDNN's NHWC kernels), inputs converted: "
+                         + (", ".join(nhwc) + " (inside the timed compute)" if nhwc else
+                            "none (no 4-D input feeds a Conv directly)")
+                         + "; the output copy back is timed too")
         Path(out).write_bytes(proto.SerializeToString())
         n_params = sum(int(p.numel()) for p in module.parameters())
         report = BuildReport(
@@ -455,6 +462,7 @@ class TorchBackend:
                 "effective_precision": spec.precision.value,
                 "tf32": spec.precision == Precision.TF32,
                 "memory_format": memory_format,
+                **({"channels_last_inputs": list(nhwc)} if memory_format == CHANNELS_LAST else {}),
                 "identity_initializers_folded": folded,
                 "parameters": n_params,
                 "onnx_opset": max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None),
@@ -493,6 +501,15 @@ class TorchBackend:
                                  memory_format=record.spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS))
 
 
+def conv_fed_inputs(proto: Any) -> tuple[str, ...]:
+    """The graph inputs a channels-last runner converts: those a Conv takes as its data input (4-D,
+    NCHW by ONNX's Conv definition). An input that reaches a Conv through other nodes is left alone."""
+    initializers = {i.name for i in proto.graph.initializer}
+    fed = {n.input[0] for n in proto.graph.node if n.op_type == "Conv" and n.input}
+    return tuple(i.name for i in proto.graph.input if i.name in fed and i.name not in initializers
+                 and len(i.type.tensor_type.shape.dim) == 4)
+
+
 def channels_last_weights(module: Any) -> int:
     """How many 4-D parameters (2-D convolution filters) the module holds: what channels-last changes."""
     return sum(1 for p in module.parameters() if p.dim() == 4)
@@ -522,12 +539,14 @@ def runner_from_proto(proto: Any, precision: Precision, inputs: tuple[TensorSpec
         module = to_torch_module(proto).eval().to(device)
     if precision in LOW_DTYPES and not converted:
         module = module.to(getattr(torch, LOW_DTYPES[precision]))
+    nhwc: frozenset[str] = frozenset()
     if check_memory_format(memory_format, module, precision) == CHANNELS_LAST:
         module = module.to(memory_format=torch.channels_last)
+        nhwc = frozenset(conv_fed_inputs(proto))
     if device == "cuda":
         torch.cuda.synchronize()
     return TorchRunner(module, precision, inputs, outputs, cast_io=not converted, memory_format=memory_format,
-                       device=device)
+                       device=device, nhwc_inputs=nhwc)
 
 
 def _version(package: str) -> str | None:

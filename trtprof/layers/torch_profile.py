@@ -231,7 +231,7 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
         # the runner's own input cast and forward (what the timing loop runs): the cast inside the
         # input-cast range; ``_run``'s own cast of these already-cast tensors then launches nothing
         with record_function(INPUT_CAST):
-            args = [runner._cast_in(x) for x in xs]
+            args = [runner.cast_in(x, t.name) for x, t in zip(xs, runner.inputs)]
         outs = runner._run(args)
         if not dsts:  # the runner copies into float32 (fp16: a cast) buffers the profiler owns: same here
             dsts.extend(torch.empty(tuple(o.shape), dtype=getattr(torch, spec.dtype), device="cuda")
