@@ -222,7 +222,8 @@ def select_records(records: Sequence[EngineRecord], precisions: Sequence[Any],
                 for r in matches}
         if len(keys) > 1:
             raise BadInput(f"several {precision} engines here ({', '.join(sorted(f'{m}/{b}' for m, b in keys))}); "
-                           "narrow with --backend or a folder holding one model")
+                           "narrow with --backend where their backends differ, else keep one per folder (give a "
+                           "what-if its own --engines folder)")
         chosen[precision] = max(matches, key=lambda r: r.created)
     models = {r.model_path for r in chosen.values()}
     if len(models) > 1:
