@@ -60,6 +60,7 @@ def test_a_budget_just_above_batch_4s_need_fits_4_and_not_5(reduce_engine):
     assert not found["at_smallest_fail"]["fits"]
     line = fit_line(found)
     assert "largest batch within the 160 MiB memory budget: 4" in line and "a budget, not an allocation failure" in line
+    assert "searched to within" not in line  # 4 fits and 5 does not: the answer is exact
 
 
 def test_a_budget_just_below_batch_4s_input_fits_3(reduce_engine):
@@ -98,6 +99,7 @@ def test_bench_cli_prints_writes_and_reports_the_answer(reduce_engine, tmp_path,
     (["--find-max-batch", "--memory-limit-mb", "-5"], "--memory-limit-mb -5: must be a number > 0"),
     (["--find-max-batch", "--memory-limit-mb", "nan"], "must be a number > 0"),
     (["--memory-limit-mb", "100"], "--memory-limit-mb applies to --find-max-batch"),
+    (["--max-batch-limit", "8"], "--max-batch-limit applies to --find-max-batch"),  # no longer silently ignored
     # batch 1 needs the 32 MiB input alone: a 20 MiB budget holds nothing
     (["--find-max-batch", "--memory-limit-mb", "20"], "batch 1 of reduce fp32 (onnxruntime) needs"),
 ])
@@ -105,8 +107,51 @@ def test_bad_limits_exit_2_with_one_line_and_no_results_file(reduce_engine, tmp_
     out = tmp_path / "r.json"
     assert main(["bench", str(reduce_engine.meta_path), "--iterations", "3", "--out", str(out), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len([line for line in err if not line.startswith("searching")]) == 1 and says in err[-1]
+    assert len(err) == 1 and says in err[0]  # the progress line is on stdout: a user error is ONE stderr line
     assert not out.exists()
+
+
+def _scaled_model(path: Path, batch: object = "N") -> Path:
+    """x:[batch,3,8,8] times an auxiliary input scale:[1]: with batch "N", one dynamic first dim next to a fixed one."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 8, 8])
+    scale = helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3, 8, 8])
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["y"])], "scaled", [x, scale], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_static_batch_only_when_every_inputs_first_dim_is_fixed_and_they_agree():
+    from trtprof.maxbatch import static_batch
+    from trtprof.spec import TensorSpec
+
+    x_dyn, x_2, scale_1 = (TensorSpec("x", "float32", ("N", 3, 8, 8)), TensorSpec("x", "float32", (2, 3, 8, 8)),
+                           TensorSpec("scale", "float32", (1,)))
+    assert static_batch((x_dyn, scale_1)) is None  # was 1: "static batch 1: nothing to search"
+    assert static_batch((x_2, TensorSpec("scale", "float32", (2,)))) == 2
+    assert static_batch((x_2, scale_1)) is None  # they disagree
+    assert static_batch((x_2, TensorSpec("s", "float32", ()))) == 2  # a scalar has no batch dim
+    assert static_batch((TensorSpec("s", "float32", ()),)) is None
+
+
+def test_a_dynamic_input_next_to_a_fixed_one_is_searched_not_called_static(tmp_path, capsys):
+    outcome = build_engines(_scaled_model(tmp_path / "scaled.onnx"), [Precision.FP32], (1,),
+                            settings=BuildSettings(engines_dir=tmp_path / "engines", backend="onnxruntime"))
+    meta = str(outcome[0].record.meta_path)
+    assert main(["bench", meta, "--iterations", "3", "--warmup", "1", "--find-max-batch",
+                 "--memory-limit-mb", "64"]) == 2
+    captured = capsys.readouterr()
+    # batch 1 ran; batch 2 cannot (scale fixes its first dim to 1): said, not "static batch 1"
+    assert "static batch" not in captured.out and "searching the largest batch" in captured.out
+    [line] = captured.err.strip().splitlines()
+    assert "input 'scale' has a static batch of 1; batch size 2 cannot run" in line
+    static = build_engines(_scaled_model(tmp_path / "static.onnx", batch=1), [Precision.FP32], (1,),
+                           settings=BuildSettings(engines_dir=tmp_path / "static_engines", backend="onnxruntime"))
+    [found] = search([static[0].record], _budget(64 * MIB))
+    assert found["static_batch"] == 1 and "nothing to search" in fit_line(found)  # every first dim fixed to 1
 
 
 def test_the_search_is_shared_with_train_compare():
@@ -177,7 +222,51 @@ def test_device_search_maps_out_of_memory_to_does_not_fit_and_empties_the_cache_
     assert found["at_smallest_fail"]["failure"] == "CUDA out of memory. Tried to allocate 22 GiB"
     line = fit_line(found)
     assert line.startswith("fp16 (torch, m): largest batch that fits: 20 (torch allocator peak ")
-    assert line.endswith("22 did not fit: CUDA out of memory. Tried to allocate 22 GiB)")
+    # 21 was never tried: the line says the answer is to within 10 %, not exact
+    assert line.endswith("; searched to within 10 %: 22 did not fit: CUDA out of memory. Tried to allocate 22 GiB)")
+
+
+def test_the_line_is_exact_only_when_fit_and_failure_are_adjacent():
+    base = {"precision": "fp16", "backend": "torch", "model": "m", "stopped_by": "out_of_memory", "limit": 4096,
+            "resolution": 0.1, "at_largest_fit": {}, "at_smallest_fail": {"failure": "CUDA out of memory"}}
+    adjacent = fit_line({**base, "largest_fit": 20, "smallest_fail": 21})
+    assert adjacent == "fp16 (torch, m): largest batch that fits: 20 (memory n/a; 21 did not fit: CUDA out of memory)"
+    gap = fit_line({**base, "largest_fit": 20, "smallest_fail": 22})
+    assert gap == ("fp16 (torch, m): largest batch that fits: 20 (memory n/a; searched to within 10 %: 22 did not "
+                   "fit: CUDA out of memory)")
+    budget = fit_line({**base, "stopped_by": "memory_budget", "budget_bytes": 64 * MIB, "largest_fit": 3,
+                       "smallest_fail": 5, "at_smallest_fail": {"peak_bytes": 70 * MIB}})
+    assert "3 (memory n/a; searched to within 10 %: 5 needs 70 MiB) — a budget" in budget
+
+
+class FakeCompletedProcess:
+    """A FAKE subprocess.run result: the probe child's exit without running one."""
+
+    def __init__(self, returncode: int, stderr: str = "") -> None:
+        self.returncode, self.stdout, self.stderr = returncode, "", stderr
+
+
+@pytest.mark.parametrize("returncode", [-11, -6])
+def test_a_probe_that_crashes_is_an_error_naming_batch_and_code_not_a_memory_limit(reduce_engine, monkeypatch,
+                                                                                   returncode):
+    from trtprof import maxbatch
+    from trtprof.errors import TrtprofError
+
+    monkeypatch.setattr(maxbatch.subprocess, "run",
+                        lambda *a, **k: FakeCompletedProcess(returncode, "loading\nFatal Python error: Segmentation fault"))
+    with pytest.raises(TrtprofError) as info:
+        maxbatch.host_probe(reduce_engine, 8, _budget(64 * MIB))
+    message = str(info.value)
+    assert f"at batch 8 died of signal {-returncode} (return code {returncode})" in message
+    assert message.endswith("not a memory limit: Fatal Python error: Segmentation fault") and "\n" not in message
+
+
+def test_a_probe_killed_by_sigkill_does_not_fit(reduce_engine, monkeypatch):
+    from trtprof import maxbatch
+
+    monkeypatch.setattr(maxbatch.subprocess, "run", lambda *a, **k: FakeCompletedProcess(-9))
+    answer = maxbatch.host_probe(reduce_engine, 8, _budget(64 * MIB))
+    assert answer["fits"] is False and "SIGKILL" in answer["failure"]
 
 
 def test_device_search_lets_other_errors_through_and_stops_at_the_limit(monkeypatch):

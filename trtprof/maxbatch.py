@@ -23,6 +23,7 @@ import gc
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -36,6 +37,7 @@ from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 
 MAX_BATCH_LIMIT = 4096  # --find-max-batch stops searching here (a fit at this size is reported as "≥")
 DEFAULT_BUDGET_FRACTION = 0.5  # CPU engines without --memory-limit-mb: this share of MemAvailable
+SEARCH_RESOLUTION = 0.1  # bisection stops once the gap between fit and failure is within this share of the fit
 PROBE_RUNS = 2  # inferences per probe: ORT's memory pattern allocates its block from the second run on
 WATCH_INTERVAL_S = 0.002  # the child's watchdog reads its resident set this often
 BUDGET_METHOD = ("peak resident set (VmHWM, reset just before the engine loads) of a fresh process that loads the "
@@ -50,15 +52,17 @@ class MaxBatch:
     smallest_fail: int | None  # None: nothing up to the limit failed
     limit: int
     probes: list[tuple[int, bool]]
+    resolution: float = SEARCH_RESOLUTION  # the bisection's stop: the answer is exact only when the gap is 1
 
     def to_json(self) -> dict[str, Any]:
         return {"largest_fit": self.largest_fit, "smallest_fail": self.smallest_fail, "limit": self.limit,
+                "resolution": self.resolution,
                 "at_limit": self.smallest_fail is None,
                 "probes": [{"batch_size": b, "fits": ok} for b, ok in self.probes]}
 
 
 def find_max_batch(fits: Callable[[int], bool], start: int = 1, limit: int = MAX_BATCH_LIMIT,
-                   resolution: float = 0.1) -> MaxBatch:
+                   resolution: float = SEARCH_RESOLUTION) -> MaxBatch:
     """Double from ``start`` until a batch fails (or ``limit``), then bisect until the gap between the
     largest fit and the smallest failure is within ``resolution`` of the fit. Pure search: ``fits``
     does the probing (and must free its memory before returning)."""
@@ -89,7 +93,7 @@ def find_max_batch(fits: Callable[[int], bool], start: int = 1, limit: int = MAX
                 lo = mid
             else:
                 hi = mid
-    return MaxBatch(largest_fit=lo, smallest_fail=hi, limit=limit, probes=probes)
+    return MaxBatch(largest_fit=lo, smallest_fail=hi, limit=limit, probes=probes, resolution=resolution)
 
 
 @dataclass(frozen=True)
@@ -127,8 +131,13 @@ def default_budget(limit_mb: float | None) -> tuple[int, str]:
 
 
 def static_batch(inputs: Any) -> int | None:
-    """The batch a model fixes in its inputs' first dim (nothing to search), else None."""
-    fixed = {int(t.shape[0]) for t in inputs if t.shape and isinstance(t.shape[0], int)}
+    """The batch a model fixes (nothing to search): only when EVERY input with dims fixes its first dim,
+    all to the same size. One dynamic first dim (``x:[N,3,8,8]`` next to ``scale:[1]``) makes the
+    batch searchable; the search then says which input stops it, rather than "static batch 1"."""
+    firsts = [t.shape[0] for t in inputs if t.shape]
+    if not firsts or not all(isinstance(d, int) for d in firsts):
+        return None
+    fixed = {int(d) for d in firsts}
     return fixed.pop() if len(fixed) == 1 else None
 
 
@@ -229,9 +238,14 @@ def host_probe(record: Any, batch: int, settings: SearchSettings) -> dict[str, A
     proc = subprocess.run([sys.executable, "-c", "from trtprof.maxbatch import probe_main; probe_main()"],
                           input=json.dumps(request), capture_output=True, text=True, env=env)
     lines = proc.stdout.strip().splitlines()
-    if proc.returncode < 0:
+    if proc.returncode == -signal.SIGKILL:  # the kernel's OOM killer (the watchdog itself exits 0 with an answer)
         return {"batch_size": batch, "fits": False,
-                "failure": f"the probe process was killed by signal {-proc.returncode} (out of memory?)"}
+                "failure": "the probe process was killed by SIGKILL (the out-of-memory killer)"}
+    if proc.returncode < 0:  # a crash (SIGSEGV, SIGABRT...) is not a memory limit: say so, do not count it
+        last = (proc.stderr or "").strip().splitlines()[-1:]
+        raise TrtprofError(f"the --find-max-batch probe of {label_of(record)} at batch {batch} died of signal "
+                           f"{-proc.returncode} (return code {proc.returncode}), not a memory limit"
+                           + (f": {last[0][:200]}" if last else ""))
     try:
         answer = json.loads(lines[-1])
     except (IndexError, ValueError) as err:
@@ -391,8 +405,17 @@ def fit_line(found: Mapping[str, Any]) -> str:
     fail = found.get("at_smallest_fail") or {}
     if not found["largest_fit"]:
         return f"{head}: none (batch 1 did not fit: {fail.get('failure', 'out of memory')})"
+    gap = search_gap(found)
     if budget:
-        return f"{head}: {found['largest_fit']} ({fit_memory(at)}; {found['smallest_fail']} needs {needs(fail)}) — " \
-               "a budget, not an allocation failure"
-    return f"{head}: {found['largest_fit']} ({fit_memory(at)}; {found['smallest_fail']} did not fit: " \
+        return f"{head}: {found['largest_fit']} ({fit_memory(at)}; {gap}{found['smallest_fail']} needs {needs(fail)}) " \
+               "— a budget, not an allocation failure"
+    return f"{head}: {found['largest_fit']} ({fit_memory(at)}; {gap}{found['smallest_fail']} did not fit: " \
            f"{fail.get('failure', 'out of memory')})"
+
+
+def search_gap(found: Mapping[str, Any]) -> str:
+    """"" when the fit and the failure are adjacent (the answer is exact), else how close the bisection
+    went ("searched to within 10 %: "): batches between the two were never tried."""
+    if found["smallest_fail"] - found["largest_fit"] <= 1:
+        return ""
+    return f"searched to within {found.get('resolution', SEARCH_RESOLUTION):.0%}: ".replace("%", " %")

@@ -42,7 +42,7 @@ def add_max_batch_args(p: argparse.ArgumentParser) -> None:
                    help="also search, per engine, the largest batch whose inference fits: GPU engines by a real "
                         "attempt (CUDA out of memory = does not fit; a TensorRT profile's max batch also stops it), "
                         "onnxruntime engines against --memory-limit-mb (a budget, measured in a child process)")
-    p.add_argument("--max-batch-limit", type=_common.positive_int, default=MAX_BATCH_LIMIT,
+    p.add_argument("--max-batch-limit", type=_common.positive_int, default=None,
                    help=f"stop the search there (default {MAX_BATCH_LIMIT}; a fit there is reported as \"≥\")")
     p.add_argument("--memory-limit-mb", type=float, default=None,
                    help="the memory budget of the search on onnxruntime (CPU) engines, MiB (default: "
@@ -51,14 +51,17 @@ def add_max_batch_args(p: argparse.ArgumentParser) -> None:
 
 def max_batch_settings(args: argparse.Namespace):
     """The search's settings from bench's options; a bad --memory-limit-mb fails here, before any work."""
-    from ..maxbatch import SearchSettings, default_budget
+    from ..maxbatch import MAX_BATCH_LIMIT, SearchSettings, default_budget
 
     if args.memory_limit_mb is not None and not args.find_max_batch:
         raise BadInput("--memory-limit-mb applies to --find-max-batch; add --find-max-batch")
+    if args.max_batch_limit is not None and not args.find_max_batch:
+        raise BadInput("--max-batch-limit applies to --find-max-batch; add --find-max-batch")
     if not args.find_max_batch:
         return None
     budget, source = default_budget(args.memory_limit_mb)
-    return SearchSettings(max_batch_limit=args.max_batch_limit, budget_bytes=budget, budget_source=source,
+    limit = MAX_BATCH_LIMIT if args.max_batch_limit is None else args.max_batch_limit
+    return SearchSettings(max_batch_limit=limit, budget_bytes=budget, budget_source=source,
                           shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
                           threads=args.threads, autotune=args.autotune)
 
@@ -194,7 +197,7 @@ def search_max_batch(args: argparse.Namespace, settings) -> list[dict]:
     from ..cache import list_engines
     from ..maxbatch import search
 
-    print("searching the largest batch that fits (--find-max-batch)...", file=sys.stderr)
+    print("searching the largest batch that fits (--find-max-batch)...")  # stdout: a user error stays one stderr line
     return search(list_engines(args.path), settings)
 
 
