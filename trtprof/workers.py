@@ -112,10 +112,10 @@ class Worker:
             pass  # it is gone already: close reaps it
 
     def close(self) -> None:
-        if not self._ready and self.proc.poll() is None:
-            # never used (calls wait for ``ready``): nothing of its is wanted, and a worker still starting
-            # (torch, CUDA and the model: 14-21 s on an H200) would answer "close" only once started
-            self.proc.kill()
+        # A worker still starting is waited for, not killed: killed mid-start (inside a library's own
+        # initialisation) one left TensorRT-RTX's parser hanging in later processes on the CPU machine
+        # (2026-12-01; seen only with that change, gone when reverted). On an H200 a torch worker takes
+        # 14-21 s to start, which this wait adds to a comparison's tail.
         try:
             self.ask_to_close()
             if self.proc.poll() is None:
