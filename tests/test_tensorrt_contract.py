@@ -625,3 +625,52 @@ def test_int8_on_11x_sets_no_flag(trt11, conv_model, tmp_path):
     _build(conv_model, tmp_path, Precision.INT8, **quantization_options(Precision.INT8))
     assert _flag_calls(trt11, "set_flag") == []  # strongly typed: the Q/DQ nodes carry the types
     assert "QuantizeLinear" in {n.op_type for n in trt11.state["parsed_model"].graph.node}
+
+
+# ---- the cycle collector and TensorRT's callbacks (a deadlock seen with TensorRT-RTX in CI) -------
+
+def test_the_collector_is_paused_inside_parse_and_build_and_resumed_after(trt10, conv_model, tmp_path, monkeypatch):
+    """Inside native calls that call back into Python (the logger), a cycle collection could free an
+    earlier build's TensorRT objects, whose destructor waits for the lock the running call holds."""
+    import gc
+
+    seen: dict[str, bool] = {}
+    parse, build = trt10.OnnxParser.parse_from_file, trt10.Builder.build_serialized_network
+
+    def parse_from_file(self, model):
+        seen["parse"] = gc.isenabled()
+        return parse(self, model)
+
+    def build_serialized_network(self, network, config):
+        seen["build"] = gc.isenabled()
+        return build(self, network, config)
+
+    monkeypatch.setattr(trt10.OnnxParser, "parse_from_file", parse_from_file)
+    monkeypatch.setattr(trt10.Builder, "build_serialized_network", build_serialized_network)
+    assert gc.isenabled()
+    _build(conv_model, tmp_path, Precision.FP32)
+    assert seen == {"parse": False, "build": False} and gc.isenabled()
+    gc.disable()  # a caller that had it off: left off
+    try:
+        _build(conv_model, tmp_path / "again", Precision.FP32)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_failed_parse_does_not_keep_the_builder_alive_in_its_traceback(trt10, conv_model, tmp_path, monkeypatch):
+    import weakref
+
+    made: list[weakref.ref] = []
+    init = trt10.Builder.__init__
+
+    def remembering_init(self, logger):
+        init(self, logger)
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(trt10.Builder, "__init__", remembering_init)
+    trt10.behaviour.parse_errors = [("conv1", "Conv", 2, "unsupported auto_pad")]
+    with pytest.raises(BuildFailed) as info:
+        _build(conv_model, tmp_path, Precision.FP32)
+    assert info.value.__traceback__ is not None and made  # the exception and its frames are still held here
+    assert all(ref() is None for ref in made)  # but no Builder is: freed when the parse failed

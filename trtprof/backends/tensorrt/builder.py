@@ -25,7 +25,7 @@ from ..base import BuildReport
 from .compat import (TENSORRT, Library, TrtFeatures, builder_flag, dims_tuple, network_flags, parser_errors,
                      require_library, serialized_size)
 from .targets import apply_compute_capabilities
-from .tail_logger import LogTail, make_logger
+from .tail_logger import LogTail, collector_paused, make_logger
 
 if TYPE_CHECKING:
     import tensorrt as trt
@@ -384,10 +384,12 @@ def parse_network(trt: ModuleType, features: TrtFeatures, model: Path, spec: Bui
     builder = trt.Builder(logger)
     network = builder.create_network(network_flags(trt, features))
     parser = trt.OnnxParser(network, logger)
-    parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
+    with collector_paused():
+        parsed = parser.parse(onnx_bytes, str(model)) if onnx_bytes is not None else parser.parse_from_file(str(model))
     if not parsed:
-        raise _parse_failure(parser_errors(parser) or [tail.text(5) or "no error reported"], model, spec,
-                             features, onnx_bytes is not None, conversion)
+        errors = parser_errors(parser) or [tail.text(5) or "no error reported"]
+        del parser, network, builder  # freed now, not by whatever later frees the exception's traceback
+        raise _parse_failure(errors, model, spec, features, onnx_bytes is not None, conversion)
     return ParsedNetwork(tail=tail, logger=logger, builder=builder, network=network, parser=parser)
 
 
@@ -429,7 +431,8 @@ def build_plan(trt: ModuleType, features: TrtFeatures, parsed: ParsedNetwork, co
         timing_cache, cache_status = _load_timing_cache(config, cache_path, parsed.tail)
     network_dtypes = layers_by_output_dtype(parsed.network, trt)
 
-    plan = parsed.builder.build_serialized_network(parsed.network, config)
+    with collector_paused():
+        plan = parsed.builder.build_serialized_network(parsed.network, config)
     if plan is None:
         raise BuildFailed(
             f"{features.product} could not build the engine: " + (parsed.tail.text() or "the builder logged nothing"),

@@ -6,14 +6,32 @@ from inside TensorRT's callback is lost or aborts the process).
 """
 from __future__ import annotations
 
+import gc
 from collections import deque
+from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     import tensorrt as trt
 
 TAIL_MESSAGES = 20  # enough for the error and the warnings that led to it
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while TensorRT runs native code that calls back into Python (this
+    logger). A collection inside such a callback can free TensorRT objects of an earlier build (kept
+    alive by an exception's traceback until then), and their destructor waits for the library lock the
+    running call holds: TensorRT-RTX's ``parse_from_file`` hung that way in CI on 2026-12-01 (gdb: a
+    ``pybind11 … IBuilder`` dealloc from ``tb_dealloc`` under the parse, in ``pthread_mutex_lock``)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class LogTail:
