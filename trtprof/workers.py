@@ -112,10 +112,9 @@ class Worker:
             pass  # it is gone already: close reaps it
 
     def close(self) -> None:
-        # A worker still starting is waited for, not killed: killed mid-start (inside a library's own
-        # initialisation) one left TensorRT-RTX's parser hanging in later processes on the CPU machine
-        # (2026-12-01; seen only with that change, gone when reverted). On an H200 a torch worker takes
-        # 14-21 s to start, which this wait adds to a comparison's tail.
+        # A worker still starting is waited for (up to 30 s): on an H200 a torch worker takes 14-21 s to
+        # start, which this wait can add to a comparison's tail (the GPU budget work's to weigh; killing
+        # never-ready workers was tried and reverted on 2026-12-01 while a CI hang was unexplained).
         try:
             self.ask_to_close()
             if self.proc.poll() is None:
