@@ -209,12 +209,12 @@ def test_the_command_s_clock_starts_at_its_process_start_only_when_it_is_the_com
     here); a caller running main(argv) in its own, older process: from the moment main began."""
     import sys
 
-    from trtprof import interleave
+    from trtprof import clock
     from trtprof.cli import compare as cli_compare
 
     seen: list[float] = []
     monkeypatch.setattr(cli_compare, "run", lambda args: seen.append(args.started) or 0)
-    monkeypatch.setattr(interleave, "process_start", lambda: -123.0)
+    monkeypatch.setattr(clock, "process_start", lambda: -123.0)
     monkeypatch.setattr(sys, "argv", ["trtprof", "compare", "model.onnx"])
     assert main() == 0 and seen == [-123.0]
     import time

@@ -21,7 +21,7 @@ interval more per second than more rounds would (the load-to-load spread dominat
 leave a large t quantile), otherwise round pairs.
 
 The budget is wall time from ``started`` up to ``budget_s`` (the CLI passes its process's start,
-``process_start``, so that imports, the cache lookup, the accuracy pass and the workers' start-up are
+``clock.process_start``, so that imports, the cache lookup, the accuracy pass and the workers' start-up are
 inside the first batch size's budget; compare gives each batch size its deadline and keeps
 ``reserve_s`` for what runs after measuring): blocks are sized so that the minimum design
 (``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep that would end past it is not
@@ -37,7 +37,6 @@ with runners of known truth on a simulated clock.
 from __future__ import annotations
 
 import math
-import os
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -76,22 +75,6 @@ LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has alre
 # The reported CI and verdict stay at 95 %; at the end of the budget they are what they are.
 # The stricter interval's SE is also at least what the rounds' spread implies (Speedup.stop_interval).
 STOP_CONFIDENCE = 0.999
-
-
-def process_start(clock: Callable[[], float] = time.perf_counter) -> float | None:
-    """``clock()``'s value when this process was created (Linux: ``/proc/self/stat``, 10 ms ticks), or
-    None where that cannot be read. A user's "``--time-budget-s 12``" is the command's wall time, and the
-    interpreter's start and trtprof's imports are part of it (0.3–0.7 s on the shared 2-core machine at
-    load 3–10, with the cache lookup: benchmarks/budget_cpu.py)."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime, in ticks after boot
-        with open("/proc/uptime", encoding="ascii") as f:
-            uptime_s = float(f.read().split()[0])
-        age_s = uptime_s - start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return None
-    return clock() - age_s if age_s >= 0 else None
 
 
 def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0) -> str:

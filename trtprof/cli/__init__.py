@@ -52,7 +52,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     entered = time.perf_counter()
-    from ..interleave import process_start
+    from ..clock import process_start
 
     # The command's clock (compare's --time-budget-s): from this process's start when it is the command
     # (argv from the command line), from here when a caller runs a command in its own process.
