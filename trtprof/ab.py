@@ -219,7 +219,7 @@ def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int
                           options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "torch",
                           hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """``--what-if channels-last``: the same model on the torch backend, the changed arm built with the
-    ``memory_format`` option (module and 4-D inputs NHWC: cuDNN's NHWC tensor-core kernels) — a setting
+    ``memory_format`` option (module and Conv-fed 4-D inputs NHWC: cuDNN's NHWC kernels) — a setting
     of the engine, in its cache key and metadata, not a second model file. Refused, before anything is
     built, on another backend ("auto" means torch here), for a model with nothing to change, and when
     torch cannot run (no GPU); the NCHW and NHWC modules' FP32 outputs are checked equal first."""

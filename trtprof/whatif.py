@@ -13,10 +13,10 @@ carry the padded channels from layer to layer): its memory traffic is part of wh
 outputs differ beyond rounding.
 
 ``channels-last`` changes no file: it is the torch backend's ``memory_format`` build option (module
-and 4-D inputs in NHWC memory, cuDNN's NHWC tensor-core kernels), so the engines differ in their
-cache key and record the layout. ``channels_last_targets`` refuses a model it cannot change (no 4-D
-input, no 2-D Conv); ``check_channels_last`` runs the module both ways through the torch runner
-(FP32, TF32 off) and refuses outputs that differ beyond rounding (``CHANNELS_LAST_RTOL``).
+and the 4-D inputs that feed a Conv in NHWC memory, cuDNN's NHWC tensor-core kernels), so the engines
+differ in their cache key and record the layout. ``channels_last_targets`` refuses a model it cannot
+change (no 4-D input, no 2-D Conv); ``check_channels_last`` runs the module both ways through the
+torch runner (FP32, TF32 off) and refuses outputs that differ beyond rounding (``CHANNELS_LAST_RTOL``).
 """
 from __future__ import annotations
 
@@ -276,7 +276,7 @@ def channels_last_targets(source: Path) -> dict[str, list[str]]:
 def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device: str = "cuda") -> float:
     """Run ``source`` through the torch runner in NCHW and in channels-last (FP32, TF32 off, on
     ``device``) on ``feeds``; return the largest difference relative to the output's scale, refused
-    beyond ``CHANNELS_LAST_RTOL``. The runner checks the inputs the module receives are NHWC."""
+    beyond ``CHANNELS_LAST_RTOL``. The runner checks the inputs it converts reach the module NHWC."""
     from .backends.torch import CHANNELS_LAST as NHWC, CONTIGUOUS, fold_identity_initializers, runner_from_proto
     from .model import inspect_model, load_onnx
     from .spec import Precision

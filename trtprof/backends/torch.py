@@ -28,10 +28,10 @@ that feed a Conv directly (``conv_fed_inputs``) with ``.to(memory_format=torch.c
 ``enqueue`` (with the fp16 cast, one kernel), so cuDNN runs its NHWC convolution kernels. Other 4-D
 inputs are left alone: an NHWC graph input that reaches its first Conv through Transpose(0,3,1,2)
 (models from TensorFlow) already hands that Conv channels-last memory, and converting it as if it
-were NCHW would scramble its strides and add copies. The artifact is the same ONNX; the option is in the build
-spec, so the cache key, the engine JSON and every result that reads it say which layout ran. The
-input conversion and the output copy back into the profiler's NCHW buffer are timed: they are what
-the change costs a caller whose tensors are NCHW.
+were NCHW would scramble its strides and add copies. The artifact is the same ONNX; the option is in
+the build spec, so the cache key, the engine JSON and every result that reads it say which layout
+ran. The input conversion and the output copy back into the profiler's NCHW buffer are timed: they
+are what the change costs a caller whose tensors are NCHW.
 """
 from __future__ import annotations
 
@@ -249,11 +249,11 @@ class TorchRunner:
         """A channels-last runner must hand the module NHWC inputs: checked on the tensors the module
         really receives (``prepare``, outside the timing), so a cast path that drops the layout fails
         loudly instead of measuring NCHW under a channels-last label."""
-        if self._channels_last is None:
-            return
         for spec, t in zip(self.inputs, tensors):
+            if spec.name not in self.nhwc_inputs:
+                continue
             got = self.cast_in(t, spec.name)
-            if spec.name in self.nhwc_inputs and not got.is_contiguous(memory_format=self._channels_last):
+            if not got.is_contiguous(memory_format=self._channels_last):
                 raise BadModel(f"input {spec.name!r} reaches the module in strides {tuple(got.stride())}, "
                                "not channels-last")
 
@@ -449,8 +449,9 @@ class TorchBackend:
         else:
             module = to_torch_module(proto)  # fail at build time, not at bench time
         memory_format = check_memory_format(spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS), module, spec.precision)
-        nhwc = conv_fed_inputs(proto) if memory_format == CHANNELS_LAST else ()
+        nhwc: tuple[str, ...] = ()
         if memory_format == CHANNELS_LAST:
+            nhwc = conv_fed_inputs(proto)
             notes.append("channels_last: module in NHWC memory (cuDNN's NHWC kernels), inputs converted: "
                          + (", ".join(nhwc) + " (inside the timed compute)" if nhwc else
                             "none (no 4-D input feeds a Conv directly)")
