@@ -218,12 +218,11 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
         for r, label in zip(data["parsed_results"], engine_labels(data["parsed_results"])):
             lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
                          f"{r.latency.n} |")
-    for sweep in data.get("serving") or [] if data.get("kind") != "compare" else []:
-        from .serving_page import fit_lines, slo_lines
+    if data["kind"] != "compare":
+        from .serving_page import sweep_summary
 
-        found = slo_lines(sweep.get("slo")) + fit_lines(sweep.get("fits"))
-        lines += ["", f"Serving sweep: {len(sweep.get('points', []))} points (per-point tables and the "
-                      "latency–throughput figure: the HTML report)"] + ([""] + [f"- {x}" for x in found] if found else [])
+        for sweep in data.get("serving") or []:
+            lines += sweep_summary(sweep)
     return "\n".join(lines) + "\n"
 
 

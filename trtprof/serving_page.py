@@ -133,6 +133,14 @@ def sections(data: Mapping[str, Any]) -> list[str]:
     return [p for p in parts if p]
 
 
+def sweep_summary(sweep: Mapping[str, Any]) -> list[str]:
+    """A sweep in the Markdown summary: how many points, then its throughput-at-target and fit lines."""
+    found = slo_lines(sweep.get("slo")) + fit_lines(sweep.get("fits"))
+    head = ["", f"Serving sweep: {len(sweep.get('points', []))} points (per-point tables and the "
+                "latency–throughput figure: the HTML report)"]
+    return head + ([""] + [f"- {x}" for x in found] if found else [])
+
+
 def slo_lines(slo: Mapping[str, Any] | None) -> list[str]:
     """The throughput-at-target lines of a sweep's ``slo`` entry (per arm its best point, then the verdicts)."""
     if not slo:
