@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -306,7 +307,7 @@ def probe_main() -> None:
             now = (memory.rss_bytes() or 0) - base
             if budget is not None and now > budget:
                 emit({"fits": False, "over_budget_bytes": now})
-            threading.Event().wait(WATCH_INTERVAL_S)
+            time.sleep(WATCH_INTERVAL_S)
 
     threading.Thread(target=watch, daemon=True).start()
     emit(probe_batch(request, base, reset))
@@ -418,4 +419,4 @@ def search_gap(found: Mapping[str, Any]) -> str:
     went ("searched to within 10 %: "): batches between the two were never tried."""
     if found["smallest_fail"] - found["largest_fit"] <= 1:
         return ""
-    return f"searched to within {found.get('resolution', SEARCH_RESOLUTION):.0%}: ".replace("%", " %")
+    return f"searched to within {100 * found.get('resolution', SEARCH_RESOLUTION):.0f} %: "
