@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument("--what-if", default=None, choices=["pad-channels", "channels-last"],
                    help="measure a change as an A/B against the original (outputs checked identical first): "
                         "pad-channels zero-pads every Conv/Gemm's channels to multiples of 8; channels-last "
-                        "(--backend torch, CUDA) runs the torch module and 4-D inputs in NHWC memory")
+                        "(--backend torch, CUDA) runs the torch module and the 4-D inputs that feed a Conv in NHWC memory")
     p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16); the same precision twice (fp32,fp32) "
                         "is an A/A run: one engine loaded independently as two arms, the noise floor")
