@@ -193,6 +193,12 @@ def test_the_budget_accounting_end_to_end(conv_model, tmp_path, capsys):
     assert account["time_budget_s"] == budget and account["batch_sizes"] == 2
     assert account["counts_from"] == "command start (engine builds left out)"
     assert account["startup_s"] > 0 and account["reserve_s"] >= 0 and account["spent_s"] >= account["startup_s"]
+    # the end's reserve is a multiple of what the command's imports took (here: from main() to the parse),
+    # not of the launch up to the comparison (backend imports, engine loads)
+    from trtprof.compare import TAIL_PER_IMPORTS
+
+    assert 0 < account["imports_s"] < account["launch_s"]
+    assert account["reserve_s"] == pytest.approx(TAIL_PER_IMPORTS * account["imports_s"] * 2, abs=2e-3)
     for c in data["comparisons"]:
         batch = account["per_batch"][str(c["batch_size"])]
         assert batch["stop_reason"] == c["stop_reason"]

@@ -268,7 +268,9 @@ class CompareOptions:
     ``data`` (user_inputs.InputData) replaces them: accuracy runs on all its samples, timing on its
     first batch; ``started``: asked when measuring begins, the ``time.perf_counter()`` value the time
     budget counts from (the CLI: its process's start plus the engine builds, which the budget leaves
-    out; default: when ``compare_records`` begins); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
+    out; default: when ``compare_records`` begins); ``imports_s``: the seconds from that start until the
+    command began (the interpreter's start and trtprof's imports), what the reserve for the end of the
+    budget is a multiple of (``tail_reserve_s``; default: the seconds to ``compare_records``' start); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
     candidate its accuracy verdict; ``isolation``: every load a worker process (``device`` sets its
     CUDA_VISIBLE_DEVICES) or fresh in-process runners; ``layers``: also profile every engine layer by
     layer after the timing."""
@@ -283,6 +285,7 @@ class CompareOptions:
     accuracy_budget: Any = None
     data: Any = None
     started: Callable[[], float] | None = None
+    imports_s: float | None = None
 
     @property
     def ints(self) -> tuple[int, int]:
@@ -329,12 +332,14 @@ class Measured:
     launch_s: float = 0.0  # of the budget, spent before the comparison began (interpreter, imports, cache lookup)
     startup_s: float = 0.0  # of the budget, spent before measuring began (the above, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
+    tail_basis_s: float = 0.0  # what reserve_s is a multiple of (the interpreter's start and imports)
 
     def budget_account(self, plan: RoundPlan, counts_from: str) -> dict[str, Any]:
         """What the budget covered, for the JSON (``spent_s``, when the JSON is made: CompareReport)."""
         return {"time_budget_s": plan.time_budget_s, "counts_from": counts_from,
                 "batch_sizes": len(self.outcomes) + len(self.pending),
                 "launch_s": round(self.launch_s, 3), "startup_s": round(self.startup_s, 3), "reserve_s": round(self.reserve_s, 3),
+                "imports_s": round(self.tail_basis_s, 3),
                 "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
                                        "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun}
                               for b, o in self.outcomes.items()}}
@@ -378,7 +383,8 @@ def compare_records(
         pool.spawn(options.plan.min_loads)
     reference = load_reference(records, batch_sizes, options, onnx_path, pool)
     peak = roofline.query_device_peak() if reference.on_gpu else None
-    measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started, launch_s=launch_s)
+    measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started, launch_s=launch_s,
+                       tail_basis_s=options.imports_s if options.imports_s is not None else launch_s)
     warnings: list[str] = []
     if measured.interrupted:
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
@@ -468,22 +474,24 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
 
 
 def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
-            pool: Any, hooks: CompareHooks, *, started: float | None = None, launch_s: float = 0.0) -> Measured:
+            pool: Any, hooks: CompareHooks, *, started: float | None = None, launch_s: float = 0.0,
+            tail_basis_s: float = 0.0) -> Measured:
     """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
     in-process runners) in interleaved rounds until the speedup's CI is decided. The budget counts from
     ``started`` (a ``time.perf_counter()`` value; default: now): batch size ``k`` (0-based) must be done
     ``k+1`` budgets after it, and one budget after it began (time a batch size leaves unused is not
     handed on), less its share of the reserve for what runs after measuring (``tail_reserve_s`` of
-    ``launch_s``, the seconds from ``started`` to the comparison's start).
+    ``tail_basis_s``, the seconds the interpreter's start and trtprof's imports took; ``launch_s`` is
+    the seconds from ``started`` to the comparison's start, recorded).
     Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed in every case."""
     names = list(records)
-    measured = Measured(launch_s=launch_s)
+    measured = Measured(launch_s=launch_s, tail_basis_s=tail_basis_s)
     per_batch_s = options.plan.time_budget_s
     started = time.perf_counter() if started is None else started
     try:
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
         measured.startup_s = time.perf_counter() - started
-        measured.reserve_s = tail_reserve_s(launch_s, len(batch_sizes))
+        measured.reserve_s = tail_reserve_s(tail_basis_s, len(batch_sizes))
         if pool is not None:  # wait for the floor's workers only; the others finish starting while these warm
             pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # up, and a load that would not fit is never waited for
         for k, batch in enumerate(batch_sizes):
@@ -546,19 +554,22 @@ def preload_analysis() -> None:
 
 
 # What runs after measuring (telling the workers to exit, the analysis, printing, writing the JSON, the
-# interpreter's exit) is Python in this process and not the model's work, like what ran before the
-# comparison began (the interpreter's start, imports, the cache lookup), and it runs on the same machine
-# under the same load: its seconds are estimated as this multiple of those per batch size, measured in
-# the same run. benchmarks/budget_cpu.py measured the tail on the shared 2-core machine (load 3-10) at
-# 0.6-1.2 × the launch per batch size for a 40-layer MLP (medians), 2.5 × for a 2-layer MLP whose blocks
-# keep 2000 samples each; the loop's slack (BUDGET_PLAN_SHARE) took up the rest in every run.
-TAIL_PER_LAUNCH = 1.0  # per batch size
+# interpreter's exit) is Python in this process, not the model's work, like the interpreter's start and
+# trtprof's imports before the command began, and it runs on the same machine under the same load: its
+# seconds are estimated as this multiple of those, per batch size, measured in the same run. Measured
+# tails: the shared 2-core machine (load 3-10, benchmarks/budget_cpu.py) 0.4-0.8 s (median; max 1.2)
+# where the imports took ~0.15-0.3 s; the H200 (torch backend, benchmarks/compare_timeline.py) 1.5 s
+# (closing the workers 0.4 s, the interpreter's exit with its CUDA context 1.15 s) where the imports took
+# 0.44-0.57 s. The launch up to the comparison's start (the former basis) also holds the backend's
+# imports, engine loads and a what-if's checks: 10-21 s on the H200, which reserved 10-41 s for a
+# 1.5-s tail. The loop's slack (BUDGET_PLAN_SHARE) takes up what the estimate misses.
+TAIL_PER_IMPORTS = 2.0  # per batch size
 
 
-def tail_reserve_s(launch_s: float, batch_sizes: int) -> float:
-    """Seconds of the budget kept for what runs after measuring, from ``launch_s``, the seconds from
-    the budget's start to the comparison's (``TAIL_PER_LAUNCH`` per batch size)."""
-    return TAIL_PER_LAUNCH * max(launch_s, 0.0) * batch_sizes
+def tail_reserve_s(imports_s: float, batch_sizes: int) -> float:
+    """Seconds of the budget kept for what runs after measuring, from ``imports_s``, the seconds the
+    interpreter's start and trtprof's imports took in this process (``TAIL_PER_IMPORTS`` per batch size)."""
+    return TAIL_PER_IMPORTS * max(imports_s, 0.0) * batch_sizes
 
 
 @dataclass(frozen=True)

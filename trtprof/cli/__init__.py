@@ -69,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 2
     args.debug = debug
     args.started = started
+    args.imported = time.perf_counter()  # the interpreter's start and the commands' imports are behind us
     from ..scratch import clean_stale
     from ..signals import sigterm_as_interrupt
     from ._common import EXIT_INTERRUPTED
