@@ -155,3 +155,60 @@ def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_i
         compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], CompareOptions(plan=plan))
     assert seen == [3]
     assert all(w.proc.poll() is not None for w in pools[0].workers)
+
+
+# -- spares: workers started before the engines are known (issue 27: the GPU's worker start-up) ----------
+
+
+def alive(worker: workers.Worker) -> bool:
+    return worker.proc.poll() is None
+
+
+def test_spares_are_taken_by_the_next_pool_and_load_its_engines(fp32_record):
+    """A spare (started with the torch backend's preload: torch and onnx2torch imported ahead, where
+    installed) becomes the pool's worker — the same process — and then loads and runs the engines."""
+    with workers.spares(2, ["torch"]):
+        spares = list(workers._SPARES)
+        assert len(spares) == 2 and all(alive(w) for w in spares)
+        pool = workers.WorkerPool({"a": fp32_record, "b": fp32_record})
+        try:
+            pool.start(3)  # two spares, one started fresh
+            assert [w.proc.pid for w in pool.workers[:2]] == [w.proc.pid for w in spares]
+            assert [w.index for w in pool.workers] == [0, 1, 2] and workers._SPARES == []
+            load = pool.load(1, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+            assert set(load.warm_up(TimingConfig(warmup=1, iterations=2))) == {"a", "b"}
+        finally:
+            pool.close()
+    assert not any(alive(w) for w in spares)
+
+
+def test_unused_spares_are_stopped_on_exit_and_a_pool_on_another_device_starts_its_own(fp32_record):
+    with workers.spares(1, ["torch"], device="7"):
+        (spare,) = workers._SPARES
+        pool = workers.WorkerPool({"a": fp32_record}, device=None)
+        try:
+            pool.spawn(1)
+            assert pool.workers[0] is not spare and workers._SPARES == [spare]
+        finally:
+            pool.kill()
+            pool.close()
+    assert workers._SPARES == [] and not alive(spare)
+
+
+def test_no_spares_for_backends_without_heavy_libraries():
+    """ONNX Runtime imports in ~0.1 s: spares would only compete with the parent for the CPU."""
+    assert workers.has_preload("torch") and not workers.has_preload("onnxruntime")
+    assert not workers.has_preload("no-such-backend")
+    with workers.spares(3, ["onnxruntime", "no-such-backend"]):
+        assert workers._SPARES == []
+
+
+def test_a_preload_that_fails_is_left_for_init_to_report(monkeypatch):
+    from trtprof import backends
+
+    class Failing:
+        def preload(self):
+            raise RuntimeError("libcudart.so.13: cannot open shared object file")
+
+    monkeypatch.setattr(backends, "get", lambda name: Failing())
+    workers.preload(["torch"])  # no exception: the engine's init meets it again, named

@@ -21,8 +21,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Mapping, Sequence
+from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 from .errors import TrtprofError
 from .timing import Samples, TimingConfig
@@ -44,19 +45,31 @@ class WorkerFailed(TrtprofError):
 class Worker:
     """Parent side of one worker process (one load)."""
 
-    def __init__(self, index: int, records: Mapping[str, Any], device: str | None = None,
-                 autotune: bool = True) -> None:
+    def __init__(self, index: int, records: Mapping[str, Any] | None, device: str | None = None,
+                 autotune: bool = True, preload: Sequence[str] = ()) -> None:
+        """Start the process; with ``records``, tell it to load them (else ``init`` does, later: a
+        spare started before the engines are known, ``preload`` naming the backends whose libraries
+        it imports meanwhile)."""
         self.index = index
+        self.device = device
         env = dict(os.environ)
         prepend_package_root(env)
         if device is not None:  # each worker makes its own CUDA context on the device it is told
             env["CUDA_VISIBLE_DEVICES"] = str(device)
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "trtprof.workers"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env)
+        argv = [sys.executable, "-m", "trtprof.workers", *(["--preload", ",".join(preload)] if preload else [])]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
         self._ready = False
+        self._initialised = False
         self._asked_to_close = False
-        self._send(("init", dict(records), autotune))
+        if records is not None:
+            self.init(records, autotune)
+
+    def init(self, records: Mapping[str, Any], autotune: bool) -> None:
+        """Tell the worker which engines to load (once)."""
+        if not self._initialised:
+            self._initialised = True
+            self._send(("init", dict(records), autotune))
 
     def _send(self, message: Any) -> None:
         assert self.proc.stdin is not None
@@ -165,9 +178,16 @@ class WorkerPool:
 
     def spawn(self, n: int) -> None:
         """Start up to ``n`` workers at once and return: their imports and engine loads run in the
-        background (and overlap each other) until ``start`` waits for them."""
-        self.workers.extend(Worker(len(self.workers) + k, self.records, self.device, self.autotune)
-                            for k in range(n - len(self.workers)))
+        background (and overlap each other) until ``start`` waits for them. Spares started earlier
+        (``spares``) on the same device are used first."""
+        while len(self.workers) < n:
+            spare = take_spare(self.device)
+            if spare is not None:
+                spare.index = len(self.workers)
+                spare.init(self.records, self.autotune)
+                self.workers.append(spare)
+            else:
+                self.workers.append(Worker(len(self.workers), self.records, self.device, self.autotune))
 
     def start(self, n: int) -> None:
         """Have ``n`` workers (spawning what is missing) and wait until every one has loaded its engines."""
@@ -202,6 +222,56 @@ class WorkerPool:
         for w in self.workers:
             w.close()
         self.workers.clear()
+
+
+_SPARES: list[Worker] = []  # started by ``spares`` before the engines were known, not yet in a pool
+
+
+def take_spare(device: str | None) -> Worker | None:
+    """A spare worker started for ``device`` and still alive, removed from the spares, or None."""
+    while _SPARES:
+        for k, w in enumerate(_SPARES):
+            if w.device == device:
+                del _SPARES[k]
+                if w.proc.poll() is None:
+                    return w
+                w.close()  # died while waiting (its libraries failed to import): start a fresh one
+                break
+        else:
+            return None
+    return None
+
+
+def has_preload(name: str) -> bool:
+    """Does backend ``name`` have libraries a spare worker can import ahead (``Backend.preload``)?"""
+    from . import backends
+
+    try:
+        return callable(getattr(backends.get(name), "preload", None))
+    except TrtprofError:  # unknown or not part of this build: the build refuses it, with its reason
+        return False
+
+
+@contextmanager
+def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterator[None]:
+    """Start ``n`` worker processes now, before the engines are known, importing ``backends``'
+    libraries (and making a CUDA context) while this process resolves and checks its engines: the
+    pool's next ``spawn`` takes them. On the H200 a torch worker spent ~9 s starting, most of it
+    importing torch and onnx2torch, after the parent had spent 4 s on the same imports; overlapping
+    the two moves the first round ahead by as much. Only backends with such libraries have a
+    ``preload`` (torch): for the others (ONNX Runtime imports in 0.1 s) spares would only compete with
+    this process for the CPU (on the 2-core machine its launch went from 0.37 to 0.84 s), so none are
+    started. Spares still unused on exit are stopped."""
+    heavy = [name for name in backends if has_preload(name)]
+    started = [Worker(-1, None, device, preload=heavy) for _ in range(max(n, 0) if heavy else 0)]
+    _SPARES.extend(started)
+    try:
+        yield
+    finally:
+        for w in started:
+            if w in _SPARES:
+                _SPARES.remove(w)
+                w.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,13 +349,31 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             r.close()
 
 
-def main() -> None:
+def preload(names: Sequence[str]) -> None:
+    """Import what the named backends' runners will need (``Backend.preload``, where a backend has
+    one), before ``init`` names the engines. A failure here is not reported: ``init`` meets it again,
+    with the engine that needs it, and answers it named."""
+    from . import backends
+
+    for name in names:
+        try:
+            warm = getattr(backends.get(name), "preload", None)
+            if warm is not None:
+                warm()
+        except Exception:  # noqa: BLE001 - reported by init, where it matters
+            pass
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
     # Ctrl-C in a terminal reaches the whole process group: the parent decides what to keep and stops
     # its workers itself (WorkerPool.kill), so a worker must not die first and look like a failure.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the pickle channel
     sys.stdout = sys.stderr
+    if args[:1] == ["--preload"] and len(args) > 1:
+        preload([n for n in args[1].split(",") if n])
     serve(sys.stdin.buffer, out)
     # Nothing is left to clean up once serve has closed the runners: skip the interpreter's teardown of
     # numpy, onnxruntime, torch (0.4 s for 6 workers on the loaded 2-core machine, after the time budget).

@@ -390,6 +390,14 @@ class TorchBackend:
                 return Availability(False, f"{package} is not installed: pip install 'trtprof[torch]'")
         return Availability(True)
 
+    def preload(self) -> None:
+        """What a measurement worker can do before it knows its engines (``workers.spares``): import
+        torch, onnx2torch (with torchvision) and onnx — most of a torch worker's start-up on the H200.
+        No CUDA context: an idle spare would hold device memory while the engines build."""
+        import_torch()
+        import_onnx2torch()
+        import onnx  # noqa: F401
+
     def check_precision(self, precision: Precision) -> None:
         if precision is Precision.INT8:
             raise UnsupportedPrecision("int8 is not run on the torch backend (PyTorch's INT8 kernels are CPU-only "

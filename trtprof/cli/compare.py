@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import compare as cmp
+from .. import workers
 from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..errors import BadInput
 from ..inputs import parse_batch_sizes
@@ -150,6 +151,13 @@ def ab_mode(args: argparse.Namespace) -> bool:
     return len(args.model) > 1 or bool(args.backends) or bool(args.what_if)
 
 
+def preload_backends(args: argparse.Namespace) -> list[str]:
+    """The backends whose libraries the spare workers import while the engines are found or built
+    (``auto`` is resolved by the build: nothing to preload for it)."""
+    named = [b.strip() for b in args.backends.split(",")] if getattr(args, "backends", None) else [args.backend]
+    return [b for b in dict.fromkeys(named) if b and b != "auto"]
+
+
 def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[int, ...],
            hooks: cmp.CompareHooks) -> Any:
     """Two models, two backends, or a what-if: ``trtprof.ab``."""
@@ -245,14 +253,16 @@ def run(args: argparse.Namespace) -> int:
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
             layers=args.layers, accuracy_budget=budget, data=data,
             started=(lambda: started + built_s[0]) if started is not None else None,
+            imports_s=getattr(args, "imported", started) - started if started is not None else None,
         )
         hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch)
-        if is_ab:
-            ab_outcome = run_ab(args, options, sizes, hooks)
-            report = ab_outcome.report
-        else:
-            report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
-                                       backend=args.backend, hooks=hooks)
+        with workers.spares(0 if args.in_process else plan.min_loads, preload_backends(args), args.device):
+            if is_ab:
+                ab_outcome = run_ab(args, options, sizes, hooks)
+                report = ab_outcome.report
+            else:
+                report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
+                                           backend=args.backend, hooks=hooks)
     if serving is not None and not report.interrupted:
         run_serving(args, precisions, sizes, serving, report)
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
