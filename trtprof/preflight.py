@@ -127,8 +127,8 @@ def check_batch_memory(runner: Any, batch_size: int, shapes: Mapping[str, tuple[
 
 @contextmanager
 def allocation_guard(batch_size: int, needed_bytes: int) -> Iterator[None]:
-    """Inside the block, an allocation failure (numpy MemoryError or "array is too big", ORT's "Failed
-    to allocate", CUDA out of memory) becomes ``OutOfMemory`` naming the batch; anything else passes."""
+    """Inside the block, an allocation failure (``is_out_of_memory``, or numpy's "array is too big")
+    becomes ``OutOfMemory`` naming the batch; anything else passes."""
     try:
         yield
     except Exception as err:
@@ -137,13 +137,20 @@ def allocation_guard(batch_size: int, needed_bytes: int) -> Iterator[None]:
         raise
 
 
-_ORT_OOM = re.compile(r"Failed to allocate memory|bad_alloc|out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
-                      r"cudaErrorMemoryAllocation", re.IGNORECASE)
+# ONNX Runtime ("Failed to allocate memory", std::bad_alloc), CUDA and torch ("CUDA out of memory",
+# CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation), cuDNN/cuBLAS (CUDNN_STATUS_ALLOC_FAILED,
+# CUBLAS_STATUS_ALLOC_FAILED: a workspace that could not be allocated is out of memory too).
+_OOM_MESSAGE = re.compile(r"Failed to allocate memory|bad_alloc|out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
+                          r"cudaErrorMemoryAllocation|ALLOC_FAILED", re.IGNORECASE)
 _ASKED = re.compile(r"(?:size|requested)[^0-9]{0,20}(\d{4,})", re.IGNORECASE)
 
 
 def is_out_of_memory(err: BaseException) -> bool:
-    return isinstance(err, MemoryError) or bool(_ORT_OOM.search(str(err)))
+    """The one out-of-memory classifier (bench, compare, serving, max-batch searches, train-compare):
+    Python's MemoryError, a type named ``OutOfMemoryError`` (torch's, matched by name so that torch is
+    not imported to classify an error), or a message of the libraries above, whatever its type."""
+    return (isinstance(err, MemoryError) or any(t.__name__ == "OutOfMemoryError" for t in type(err).__mro__)
+            or bool(_OOM_MESSAGE.search(str(err))))
 
 
 def out_of_memory(err: BaseException, batch_size: int, needed_bytes: int) -> OutOfMemory:
