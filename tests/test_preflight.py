@@ -83,3 +83,15 @@ def test_cudnn_alloc_failed_while_running_becomes_the_out_of_memory_error(conv_m
 
     with pytest.raises(RuntimeError, match="CUDNN_STATUS_BAD_PARAM"):  # not memory: passes through as it was
         bench_one(outcome.record, FakeBadParamRunner(), 32, TimingConfig(warmup=1, iterations=2))
+
+
+def test_the_memory_refusal_writes_sizes_as_memory_fmt_size_does():
+    """One formatter for sizes in sentences (``memory.fmt_size``): MiB under 1 GiB (it said "0.5 GiB"
+    from 0.1 GiB up), GiB from 1 GiB, whole GiB with separators when large."""
+    from trtprof.errors import OutOfMemory
+
+    with pytest.raises(OutOfMemory, match=r"needs 512 MiB for its inputs alone, 256 MiB of memory is available"):
+        preflight.check_memory(8, 512 << 20, available=256 << 20)
+    with pytest.raises(OutOfMemory, match=r"needs 2,048 GiB for its inputs alone, 1 GiB of memory is available"):
+        preflight.check_memory(8, 2048 << 30, available=1 << 30)
+    preflight.check_memory(8, 1 << 30, available=1 << 30)  # just fits: no error

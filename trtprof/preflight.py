@@ -17,10 +17,8 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import BadInput, OutOfMemory
-from .memory import proc_kib_field
+from .memory import fmt_size, proc_kib_field
 from .spec import TensorSpec
-
-GIB = 1024**3
 
 
 def embedding_limits(onnx_path: Path) -> dict[str, tuple[int, str]]:
@@ -89,12 +87,6 @@ def available_memory_bytes() -> int | None:
     return proc_kib_field("/proc/meminfo", "MemAvailable")
 
 
-def _fmt_bytes(n: float) -> str:
-    if n >= 100 * GIB:
-        return f"{n / GIB:,.0f} GiB"
-    return f"{n / GIB:.3g} GiB" if n >= GIB / 10 else f"{n / 1024**2:.3g} MiB"
-
-
 def largest_fitting_batch(batch_size: int, needed_bytes: int, available: int) -> int:
     """A batch size whose inputs use at most half of ``available`` (room for outputs and
     activations), as a power of two: the smaller batch size to suggest."""
@@ -109,8 +101,8 @@ def check_memory(batch_size: int, needed_bytes: int, *, available: int | None = 
     if available is None or needed_bytes <= available:
         return
     raise OutOfMemory(
-        f"batch size {batch_size} needs {_fmt_bytes(needed_bytes)} for its inputs alone, "
-        f"{_fmt_bytes(available)} of memory is available: try --batch-sizes "
+        f"batch size {batch_size} needs {fmt_size(needed_bytes)} for its inputs alone, "
+        f"{fmt_size(available)} of memory is available: try --batch-sizes "
         f"{largest_fitting_batch(batch_size, needed_bytes, available)} or smaller"
     )
 
@@ -156,11 +148,11 @@ def is_out_of_memory(err: BaseException) -> bool:
 def out_of_memory(err: BaseException, batch_size: int, needed_bytes: int) -> OutOfMemory:
     """The one-line error for an allocation that failed while running ``batch_size``."""
     asked = _ASKED.search(str(err))
-    what = (f"an allocation of {_fmt_bytes(int(asked.group(1)))} failed" if asked
+    what = (f"an allocation of {fmt_size(int(asked.group(1)))} failed" if asked
             else f"{type(err).__name__}")
     available = available_memory_bytes()
     smaller = max(1, batch_size // 4)
     if available:
         smaller = min(smaller, largest_fitting_batch(batch_size, needed_bytes, available))
     return OutOfMemory(f"out of memory at batch size {batch_size} ({what}; its inputs alone take "
-                       f"{_fmt_bytes(needed_bytes)}): try --batch-sizes {smaller} or smaller")
+                       f"{fmt_size(needed_bytes)}): try --batch-sizes {smaller} or smaller")
