@@ -67,6 +67,32 @@ def test_inference_memory_prefers_the_runner_report_and_says_when_rss_is_unknown
     assert memory.fmt_bytes(None) == "n/a" and memory.fmt_bytes(3 << 20) == "3 MiB"
 
 
+MIB, GIB = 1 << 20, 1 << 30
+
+
+@pytest.mark.parametrize("value, text", [
+    (None, "n/a"),
+    (5000, "5000 B"),                      # under 0.01 MiB: bytes
+    (3 * MIB, "3 MiB"),
+    (512 * MIB, "512 MiB"),                # not "0.5 GiB"
+    (999 * MIB, "999 MiB"),
+    (1000 * MIB, "1,000 MiB"),             # ":.3g" printed 1e+03 from 999.5 up
+    (GIB - 1, "1,024 MiB"),                # just under 1 GiB: still MiB
+    (GIB, "1 GiB"),                        # from 1 GiB: GiB
+    (int(1.5 * GIB), "1.5 GiB"),
+    (99 * GIB, "99 GiB"),
+    (1100 * GIB, "1,100 GiB"),             # was 1.1e+03 GiB
+    (-2 * GIB, "-2 GiB"),                  # a delta
+])
+def test_fmt_size_switches_to_gib_at_one_gib_and_never_prints_exponents(value, text):
+    assert memory.fmt_size(value) == text
+
+
+def test_fmt_bytes_stays_in_mib_for_a_table_column():
+    assert memory.fmt_bytes(GIB) == "1,024 MiB" and memory.fmt_bytes(1000 * MIB) == "1,000 MiB"
+    assert memory.fmt_bytes(999 * MIB) == "999 MiB"
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
 def test_torch_allocator_peak_is_recorded_per_precision(tmp_path):

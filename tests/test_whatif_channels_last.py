@@ -205,7 +205,8 @@ def test_a_model_with_nothing_to_change_is_refused_in_one_line(tmp_path, capsys)
     assert main(["compare", str(_mlp(tmp_path / "mlp.onnx")), "--what-if", "channels-last", "--backend", "torch",
                  "--engines", str(engines)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "no 4-D input and no 2-D Conv (4-D weights); nothing to change" in err and "\n" not in err
+    assert ("no 4-D input and no 2-D Conv with constant 4-D weights (initializers); nothing to change" in err
+            and "\n" not in err)
     assert not engines.exists()
 
 
@@ -219,8 +220,66 @@ def test_a_conv1d_model_has_no_2d_conv_to_change(tmp_path):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 4, 6])], [w])
     path = tmp_path / "c1.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-    with pytest.raises(BadInput, match=r"has no 2-D Conv \(4-D weights\); nothing to change"):
+    with pytest.raises(BadInput, match=r"has no 2-D Conv with constant 4-D weights \(initializers\); "
+                                       r"nothing to change$"):
         whatif.channels_last_targets(path)
+
+
+def _conv_with_weight_from(path: Path, op: str) -> Path:
+    """One 2-D Conv whose 4-D weight ``w`` is an output of ``op`` (Constant, Identity of an
+    initializer) instead of an initializer."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = np.ones((4, 3, 3, 3), np.float32)
+    if op == "Constant":
+        nodes, inits = [helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(weight, "v"))], []
+    else:
+        nodes, inits = [helper.make_node("Identity", ["w0"], ["w"])], [numpy_helper.from_array(weight, "w0")]
+    g = helper.make_graph(nodes + [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], "c",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, 6, 6])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_conv_weights_computed_by_a_node_are_refused_saying_so(tmp_path):
+    """It said "no 2-D Conv (4-D weights)" for a model full of 2-D Convs: only initializers were looked
+    at. Now the message says what was checked and where the weights come from."""
+    with pytest.raises(BadInput, match=r"no 2-D Conv with constant 4-D weights \(initializers\); the weights of "
+                                       r"its 1 Conv\(s\) come from Constant nodes, and the torch runner "
+                                       r"\(onnx2torch\) loads"):
+        whatif.channels_last_targets(_conv_with_weight_from(tmp_path / "const.onnx", "Constant"))
+
+
+def test_a_conv_weight_behind_identity_counts_as_the_torch_runner_folds_it(tmp_path):
+    """torch.onnx.export puts shared weights behind Identity nodes; the torch runner's pre-pass folds them
+    into initializers, so channels-last changes that Conv (it was refused as having no 2-D Conv)."""
+    targets = whatif.channels_last_targets(_conv_with_weight_from(tmp_path / "id.onnx", "Identity"))
+    assert targets == {"inputs": ["x"], "inputs_left": [], "convs": ["conv"]}
+
+
+@needs_onnx2torch
+def test_the_conv_behind_identity_runs_channels_last_on_cpu(tmp_path):
+    src = _conv_with_weight_from(tmp_path / "id.onnx", "Identity")
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)}
+    assert whatif.check_channels_last(src, feeds, device="cpu") <= whatif.CHANNELS_LAST_RTOL
+
+
+def test_onnx_light_resnet50_with_constant_of_shape_weights_is_refused_in_one_line(tmp_path, capsys):
+    """The onnx package's test model: 53 Convs whose weights are ConstantOfShape outputs."""
+    import onnx
+
+    src = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
+    if not src.exists():
+        pytest.skip(f"{src} is not in this onnx package")
+    engines = tmp_path / "e"
+    assert main(["compare", str(src), "--what-if", "channels-last", "--backend", "torch",
+                 "--engines", str(engines)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and not engines.exists()
+    assert ("no 2-D Conv with constant 4-D weights (initializers); the weights of its 53 Conv(s) come from "
+            "ConstantOfShape nodes" in err)
 
 
 def test_the_what_if_line_says_no_finding_suggested_it():

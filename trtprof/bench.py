@@ -89,8 +89,8 @@ def bench_one(
     overrides.update(data.shape_overrides() if data is not None else {})
     input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
     needed = preflight.input_bytes(runner.inputs, input_shapes)
-    # ORT raises its own RuntimeError subclasses, torch OutOfMemoryError, CUDA cudaErrorMemoryAllocation;
-    # numpy MemoryError or ValueError ("array is too big"): all become OutOfMemory naming the batch.
+    # ORT's RuntimeErrors, torch OutOfMemoryError, cudaErrorMemoryAllocation, cuDNN/cuBLAS ALLOC_FAILED, numpy
+    # MemoryError or "array is too big": all become OutOfMemory naming the batch (preflight.is_out_of_memory).
     with preflight.allocation_guard(batch_size, needed):
         feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range, data=data)
         rss_before_run = memory.rss_bytes()

@@ -142,12 +142,6 @@ def static_batch(inputs: Any) -> int | None:
     return fixed.pop() if len(fixed) == 1 else None
 
 
-def allocation_failed(err: BaseException) -> bool:
-    """Out of memory on the device or the host, by type or by the libraries' messages."""
-    return (type(err).__name__ == "OutOfMemoryError" or preflight.is_out_of_memory(err)
-            or "ALLOC_FAILED" in str(err))
-
-
 def first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return (text[0] if text else type(err).__name__)[:200]
@@ -195,7 +189,7 @@ def device_probe(runner: Any, record: Any, batch: int, settings: SearchSettings)
             detail["in_use_bytes"] = memory.in_use_bytes(report)
         del feeds, outputs
     except Exception as err:  # noqa: BLE001 - only an allocation failure means "does not fit"
-        if not allocation_failed(err):
+        if not preflight.is_out_of_memory(err):
             raise
         failure = first_line(err)
     release_device(runner)
@@ -331,7 +325,7 @@ def probe_batch(request: Mapping[str, Any], base: int, reset: bool) -> dict[str,
     except TrtprofError as err:
         return {"error": str(err), "bad_input": isinstance(err, BadInput)}
     except Exception as err:  # noqa: BLE001 - an allocation failure is "does not fit"; the rest is reported
-        if allocation_failed(err):
+        if preflight.is_out_of_memory(err):
             return {"fits": False, "failure": first_line(err)}
         return {"error": f"{type(err).__name__}: {first_line(err)}"}
     peak = (memory.peak_rss_bytes() or 0) - base

@@ -102,18 +102,25 @@ def in_use_bytes(memory: dict[str, Any]) -> int | None:
     return None
 
 
+def _digits(x: float) -> str:
+    """3 significant digits, whole numbers with thousands separators from 100 up ("1,024", never the
+    "1.02e+03" that ``:.3g`` prints from 999.5 up)."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def fmt_bytes(value: Any) -> str:
-    """MiB with 3 significant digits, or "n/a"."""
+    """MiB with 3 significant digits, or "n/a": one unit down a table's column."""
     if value is None:
         return "n/a"
     mib = float(value) / (1 << 20)
-    return f"{mib:.3g} MiB" if abs(mib) >= 0.01 else f"{int(value)} B"
+    return f"{_digits(mib)} MiB" if abs(mib) >= 0.01 else f"{int(value)} B"
 
 
 def fmt_size(value: Any) -> str:
-    """GiB from 1 GiB up (3 significant digits), else ``fmt_bytes``: the max-batch lines' sizes."""
+    """A size in a sentence (the max-batch lines, the out-of-memory errors): GiB from 1 GiB up, else
+    ``fmt_bytes`` ("512 MiB", not "0.5 GiB")."""
     if value is not None and abs(float(value)) >= 1 << 30:
-        return f"{float(value) / (1 << 30):.3g} GiB"
+        return f"{_digits(float(value) / (1 << 30))} GiB"
     return fmt_bytes(value)
 
 

@@ -17,10 +17,8 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import BadInput, OutOfMemory
-from .memory import proc_kib_field
+from .memory import fmt_size, proc_kib_field
 from .spec import TensorSpec
-
-GIB = 1024**3
 
 
 def embedding_limits(onnx_path: Path) -> dict[str, tuple[int, str]]:
@@ -89,12 +87,6 @@ def available_memory_bytes() -> int | None:
     return proc_kib_field("/proc/meminfo", "MemAvailable")
 
 
-def _fmt_bytes(n: float) -> str:
-    if n >= 100 * GIB:
-        return f"{n / GIB:,.0f} GiB"
-    return f"{n / GIB:.3g} GiB" if n >= GIB / 10 else f"{n / 1024**2:.3g} MiB"
-
-
 def largest_fitting_batch(batch_size: int, needed_bytes: int, available: int) -> int:
     """A batch size whose inputs use at most half of ``available`` (room for outputs and
     activations), as a power of two: the smaller batch size to suggest."""
@@ -109,8 +101,8 @@ def check_memory(batch_size: int, needed_bytes: int, *, available: int | None = 
     if available is None or needed_bytes <= available:
         return
     raise OutOfMemory(
-        f"batch size {batch_size} needs {_fmt_bytes(needed_bytes)} for its inputs alone, "
-        f"{_fmt_bytes(available)} of memory is available: try --batch-sizes "
+        f"batch size {batch_size} needs {fmt_size(needed_bytes)} for its inputs alone, "
+        f"{fmt_size(available)} of memory is available: try --batch-sizes "
         f"{largest_fitting_batch(batch_size, needed_bytes, available)} or smaller"
     )
 
@@ -127,8 +119,8 @@ def check_batch_memory(runner: Any, batch_size: int, shapes: Mapping[str, tuple[
 
 @contextmanager
 def allocation_guard(batch_size: int, needed_bytes: int) -> Iterator[None]:
-    """Inside the block, an allocation failure (numpy MemoryError or "array is too big", ORT's "Failed
-    to allocate", CUDA out of memory) becomes ``OutOfMemory`` naming the batch; anything else passes."""
+    """Inside the block, an allocation failure (``is_out_of_memory``, or numpy's "array is too big")
+    becomes ``OutOfMemory`` naming the batch; anything else passes."""
     try:
         yield
     except Exception as err:
@@ -137,23 +129,30 @@ def allocation_guard(batch_size: int, needed_bytes: int) -> Iterator[None]:
         raise
 
 
-_ORT_OOM = re.compile(r"Failed to allocate memory|bad_alloc|out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
-                      r"cudaErrorMemoryAllocation", re.IGNORECASE)
+# ONNX Runtime ("Failed to allocate memory", std::bad_alloc), CUDA and torch ("CUDA out of memory",
+# CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation), cuDNN/cuBLAS (CUDNN_STATUS_ALLOC_FAILED,
+# CUBLAS_STATUS_ALLOC_FAILED: a workspace that could not be allocated is out of memory too).
+_OOM_MESSAGE = re.compile(r"Failed to allocate memory|bad_alloc|out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
+                          r"cudaErrorMemoryAllocation|ALLOC_FAILED", re.IGNORECASE)
 _ASKED = re.compile(r"(?:size|requested)[^0-9]{0,20}(\d{4,})", re.IGNORECASE)
 
 
 def is_out_of_memory(err: BaseException) -> bool:
-    return isinstance(err, MemoryError) or bool(_ORT_OOM.search(str(err)))
+    """The one out-of-memory classifier (bench, compare, serving, max-batch searches, train-compare):
+    Python's MemoryError, a type named ``OutOfMemoryError`` (torch's, matched by name so that torch is
+    not imported to classify an error), or a message of the libraries above, whatever its type."""
+    return (isinstance(err, MemoryError) or any(t.__name__ == "OutOfMemoryError" for t in type(err).__mro__)
+            or bool(_OOM_MESSAGE.search(str(err))))
 
 
 def out_of_memory(err: BaseException, batch_size: int, needed_bytes: int) -> OutOfMemory:
     """The one-line error for an allocation that failed while running ``batch_size``."""
     asked = _ASKED.search(str(err))
-    what = (f"an allocation of {_fmt_bytes(int(asked.group(1)))} failed" if asked
+    what = (f"an allocation of {fmt_size(int(asked.group(1)))} failed" if asked
             else f"{type(err).__name__}")
     available = available_memory_bytes()
     smaller = max(1, batch_size // 4)
     if available:
         smaller = min(smaller, largest_fitting_batch(batch_size, needed_bytes, available))
     return OutOfMemory(f"out of memory at batch size {batch_size} ({what}; its inputs alone take "
-                       f"{_fmt_bytes(needed_bytes)}): try --batch-sizes {smaller} or smaller")
+                       f"{fmt_size(needed_bytes)}): try --batch-sizes {smaller} or smaller")

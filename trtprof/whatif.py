@@ -15,8 +15,9 @@ outputs differ beyond rounding.
 ``channels-last`` changes no file: it is the torch backend's ``memory_format`` build option (module
 and the 4-D inputs that feed a Conv in NHWC memory, cuDNN's NHWC tensor-core kernels), so the engines
 differ in their cache key and record the layout. ``channels_last_targets`` refuses a model it cannot
-change (no 4-D input, no 2-D Conv); ``check_channels_last`` runs the module both ways through the
-torch runner (FP32, TF32 off) and refuses outputs that differ beyond rounding (``CHANNELS_LAST_RTOL``).
+change (no 4-D input, no 2-D Conv with initializer weights); ``check_channels_last`` runs the module
+both ways through the torch runner (FP32, TF32 off) and refuses outputs that differ beyond rounding
+(``CHANNELS_LAST_RTOL``).
 """
 from __future__ import annotations
 
@@ -254,23 +255,40 @@ def channels_last_targets(source: Path) -> dict[str, list[str]]:
     """What channels-last would change: the 2-D Convs (4-D weights: NHWC kernels, and their
     activations) and the 4-D inputs that feed a Conv directly (converted to NHWC; ``inputs_left``:
     other 4-D inputs, e.g. NHWC inputs behind a Transpose, which already give the Conv channels-last
-    memory). A model without a 2-D Conv is refused (nothing to change)."""
+    memory). A model without a 2-D Conv is refused (nothing to change). The weights are looked up as
+    the torch runner finds them: initializers, after its Identity pre-pass (onnx2torch loads Conv
+    weights from initializers only, so a Conv whose weights a node computes — ConstantOfShape,
+    Constant — is refused here, by what it is, rather than failing the build)."""
     import onnx
 
-    from .backends.torch import conv_fed_inputs
+    from .backends.torch import conv_fed_inputs, fold_identity_initializers
     from .model import inspect_model
 
     model = onnx.load(str(source))
+    fold_identity_initializers(model)
     inits = {i.name: i for i in model.graph.initializer}
-    convs = [n.name or f"Conv_{k}" for k, n in enumerate(model.graph.node)
-             if n.op_type == "Conv" and len(n.input) > 1 and n.input[1] in inits and len(inits[n.input[1]].dims) == 4]
+    conv_nodes = [(k, n) for k, n in enumerate(model.graph.node) if n.op_type == "Conv" and len(n.input) > 1]
+    convs = [n.name or f"Conv_{k}" for k, n in conv_nodes if n.input[1] in inits and len(inits[n.input[1]].dims) == 4]
     four_d = [t.name for t in inspect_model(source).inputs if len(t.shape) == 4]
     if not four_d or not convs:
-        lacks = " and ".join(w for w, have in (("no 4-D input", four_d), ("no 2-D Conv (4-D weights)", convs))
+        lacks = " and ".join(w for w, have in (("no 4-D input", four_d),
+                                               ("no 2-D Conv with constant 4-D weights (initializers)", convs))
                              if not have)
-        raise BadInput(f"{source}: --what-if {CHANNELS_LAST}: the model has {lacks}; nothing to change")
+        why = _computed_weights(model, [n for _, n in conv_nodes], inits) or "nothing to change"
+        raise BadInput(f"{source}: --what-if {CHANNELS_LAST}: the model has {lacks}; {why}")
     inputs = list(conv_fed_inputs(model))
     return {"inputs": inputs, "inputs_left": [n for n in four_d if n not in inputs], "convs": convs}
+
+
+def _computed_weights(model: Any, convs: list[Any], inits: Mapping[str, Any]) -> str:
+    """The refusal's reason when Conv weights exist but are not initializers: where they come from."""
+    makers = {o: f"{n.op_type} nodes" for n in model.graph.node for o in n.output}
+    computed = [c.input[1] for c in convs if c.input[1] not in inits]
+    if not computed:
+        return ""
+    sources = " and ".join(sorted({makers.get(w, "graph inputs") for w in computed}))
+    return (f"the weights of its {len(computed)} Conv(s) come from {sources}, and the torch runner "
+            "(onnx2torch) loads Conv weights from initializers only")
 
 
 def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device: str = "cuda") -> float:

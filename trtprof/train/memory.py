@@ -55,15 +55,6 @@ def read_peak(before_mib: float) -> PeakMemory:
                       reserved_mib=torch.cuda.max_memory_reserved() / MIB, before_mib=before_mib)
 
 
-def is_out_of_memory(err: BaseException) -> bool:
-    torch = import_torch()
-    if isinstance(err, torch.cuda.OutOfMemoryError):
-        return True
-    text = str(err)
-    return isinstance(err, RuntimeError) and ("out of memory" in text or "CUDNN_STATUS_ALLOC_FAILED" in text
-                                              or "CUBLAS_STATUS_ALLOC_FAILED" in text)
-
-
 def _nbytes(t: Any) -> int:
     return int(t.numel()) * int(t.element_size())
 

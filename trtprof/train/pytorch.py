@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..maxbatch import find_max_batch
+from ..preflight import is_out_of_memory
 from . import memory as mem
 from . import reasons as rs
 from .run import ArmRun, Trainer
@@ -121,7 +122,7 @@ class TorchTrainer(Trainer):
                     runner.infer(feeds)
                 return True
             except Exception as err:  # noqa: BLE001 - only an out-of-memory error means "does not fit"
-                if mem.is_out_of_memory(err):
+                if is_out_of_memory(err):
                     return False
                 raise
             finally:
