@@ -109,6 +109,10 @@ def one_percent(out_dir: Path, work: Path, runs: int, truth_s: float, width: int
     def save() -> None:  # after every step: a run cut short by the device's limit keeps what it measured
         (out_dir / "one_percent.json").write_text(json.dumps(result, indent=1) + "\n")
 
+    for m in models:  # built before the runs: the budget leaves builds out, and so does each run's wall time
+        built = cli("build", "--fp32", str(m), "--backend", "torch", "--batch-sizes", str(batch), "--engines", str(engines))
+        if built.returncode:
+            raise SystemExit(f"build of {m.name} failed: {built.stderr[-1500:]}")
     result["truth"].append(truth(models, batch, truth_s))
     print("truth", result["truth"][0], flush=True)
     save()
