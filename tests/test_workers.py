@@ -212,3 +212,25 @@ def test_a_preload_that_fails_is_left_for_init_to_report(monkeypatch):
 
     monkeypatch.setattr(backends, "get", lambda name: Failing())
     workers.preload(["torch"])  # no exception: the engine's init meets it again, named
+
+
+def test_an_interrupt_while_the_workers_close_keeps_every_decided_batch_size(fp32_record, monkeypatch):
+    """Ctrl-C after the last batch size, while the workers exit: the verdicts are kept (marked
+    interrupted), the workers killed — not a lost comparison."""
+    from trtprof.compare import CompareOptions, compare_records
+
+    pools, procs = [], []
+    real_close = workers.WorkerPool.close
+
+    def interrupted_once(self):
+        pools.append(self)
+        if len(pools) == 1:
+            procs.extend(w.proc for w in self.workers)
+            raise KeyboardInterrupt
+        real_close(self)
+
+    monkeypatch.setattr(workers.WorkerPool, "close", interrupted_once)
+    plan = interleave.RoundPlan(time_budget_s=0.0, round_iterations=5, min_loads=2, min_rounds=2)
+    report = compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], CompareOptions(plan=plan))
+    assert report.interrupted and report.pending == [] and [c.batch_size for c in report.comparisons] == [1]
+    assert len(pools) == 2 and len(procs) == 2 and all(p.poll() is not None for p in procs)

@@ -529,9 +529,20 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                 break
     finally:
         if pool is not None:
-            pool.close()
+            close_keeping_results(pool, measured)
     measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
     return measured
+
+
+def close_keeping_results(pool: Any, measured: Measured) -> None:
+    """Close the workers; a Ctrl-C/SIGTERM while they exit (after the last batch size, when every
+    verdict is in) kills them instead and keeps what was measured, like one during the rounds."""
+    try:
+        pool.close()
+    except KeyboardInterrupt:
+        measured.interrupted = True
+        pool.kill()
+        pool.close()
 
 
 def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: float, batch_sizes: int) -> tuple[float, float]:
