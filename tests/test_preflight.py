@@ -54,37 +54,6 @@ def test_torch_out_of_memory_error_is_recognised_without_torch_in_the_classifier
     assert preflight.is_out_of_memory(torch.cuda.OutOfMemoryError(""))  # empty message: the type decides
 
 
-def test_cudnn_alloc_failed_while_running_becomes_the_out_of_memory_error(conv_model, tmp_path):
-    """A cuDNN workspace that could not be allocated (here from a fake runner: a real one would need a
-    GPU driven out of memory) used to escape ``bench`` as a traceback; now it is OutOfMemory."""
-    from trtprof.bench import bench_one
-    from trtprof.build import BuildSettings, build_engines
-    from trtprof.errors import OutOfMemory
-    from trtprof.spec import Precision
-    from trtprof.timing import TimingConfig
-
-    (outcome,) = build_engines(conv_model, [Precision.FP32],
-                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
-
-    class FakeAllocFailedRunner:  # a fake, named so: only the error path is under test
-        device = "cpu"
-        inputs = outcome.record.inputs
-        outputs = outcome.record.outputs
-        message = "cuDNN error: CUDNN_STATUS_ALLOC_FAILED"
-
-        def infer(self, feeds):
-            raise RuntimeError(self.message)
-
-    with pytest.raises(OutOfMemory, match=r"^out of memory at batch size 32 \(RuntimeError; .*try --batch-sizes"):
-        bench_one(outcome.record, FakeAllocFailedRunner(), 32, TimingConfig(warmup=1, iterations=2))
-
-    class FakeBadParamRunner(FakeAllocFailedRunner):
-        message = "cuDNN error: CUDNN_STATUS_BAD_PARAM"
-
-    with pytest.raises(RuntimeError, match="CUDNN_STATUS_BAD_PARAM"):  # not memory: passes through as it was
-        bench_one(outcome.record, FakeBadParamRunner(), 32, TimingConfig(warmup=1, iterations=2))
-
-
 def test_the_memory_refusal_writes_sizes_as_memory_fmt_size_does():
     """One formatter for sizes in sentences (``memory.fmt_size``): MiB under 1 GiB (it said "0.5 GiB"
     from 0.1 GiB up), GiB from 1 GiB, whole GiB with separators when large."""

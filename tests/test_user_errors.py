@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from trtprof.cli import main
@@ -172,9 +171,20 @@ def test_huge_batch_is_refused_before_allocating(engines, tmp_path, capsys):
     assert 1 <= suggested < 2000000000
 
 
-def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp_path):
-    """ORT's "Failed to allocate" from a run (here from a fake runner: forcing a real one out of memory
-    would take the test machine's memory with it) becomes OutOfMemory with the batch size."""
+@pytest.mark.parametrize("error, batch, expected, match", [
+    (RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer "
+                  "of size 68719476736"), 512, "OutOfMemory", r"batch size 512 \(an allocation of 64 GiB failed.*"
+                                                             r"try --batch-sizes \d+"),
+    (MemoryError("Unable to allocate 8.00 GiB for an array"), 64, "OutOfMemory", "batch size 64"),
+    # a cuDNN workspace that could not be allocated escaped bench as a traceback before the shared classifier
+    (RuntimeError("cuDNN error: CUDNN_STATUS_ALLOC_FAILED"), 32, "OutOfMemory",
+     r"^out of memory at batch size 32 \(RuntimeError; .*try --batch-sizes"),
+    (RuntimeError("cuDNN error: CUDNN_STATUS_BAD_PARAM"), 32, "RuntimeError", "CUDNN_STATUS_BAD_PARAM"),  # not memory
+])
+def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp_path, error, batch, expected, match):
+    """An allocation failure from a run (here from a fake runner: forcing a real one out of memory would
+    take the test machine's memory with it, or need a GPU) becomes OutOfMemory with the batch size;
+    another error passes through as it was."""
     from trtprof.bench import bench_one
     from trtprof.build import BuildSettings, build_engines
     from trtprof.errors import OutOfMemory
@@ -184,24 +194,16 @@ def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp
     (outcome,) = build_engines(conv_model, [Precision.FP32],
                                settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
 
-    class FakeOomRunner:  # a fake, named so: only the error path is under test
+    class FakeFailingRunner:  # a fake, named so: only the error path is under test
         device = "cpu"
         inputs = outcome.record.inputs
         outputs = outcome.record.outputs
 
         def infer(self, feeds):
-            raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for "
-                               "requested buffer of size 68719476736")
+            raise error
 
-    with pytest.raises(OutOfMemory, match=r"batch size 512 \(an allocation of 64 GiB failed.*try --batch-sizes \d+"):
-        bench_one(outcome.record, FakeOomRunner(), 512, TimingConfig(warmup=1, iterations=2))
-
-    class FakeNumpyOomRunner(FakeOomRunner):
-        def infer(self, feeds):
-            raise MemoryError("Unable to allocate 8.00 GiB for an array")
-
-    with pytest.raises(OutOfMemory, match="batch size 64"):
-        bench_one(outcome.record, FakeNumpyOomRunner(), 64, TimingConfig(warmup=1, iterations=2))
+    with pytest.raises(OutOfMemory if expected == "OutOfMemory" else type(error), match=match):
+        bench_one(outcome.record, FakeFailingRunner(), batch, TimingConfig(warmup=1, iterations=2))
 
 
 def test_one_line_argparse_errors_everywhere(capsys):
