@@ -576,10 +576,29 @@ def test_a_decisive_verdict_says_how_rare_a_mode_its_loads_could_have_missed():
     s = sp.Speedup(1.05, 1.03, 1.07, loads=7, rounds=28, se_log=0.008, df=6)
     assert s.verdict == sp.FASTER
     assert sp.unseen_mode_note(s) == ("from 7 loads: a mode of process starts rarer than 35% goes unseen by all "
-                                      "of them more than 5% of the time")
+                                      "of them more than 5% of the time; --min-loads 17 sees a 17% mode 95% of the "
+                                      "time")  # half of 35 %: 0.83^17 = 4.2 % unseen, 0.83^16 = 5.1 %
     assert s.to_json()["unseen_mode_share"] == pytest.approx(sp.unseen_mode_share(7))
     assert sp.unseen_mode_note(dataclasses.replace(s, ci_low=1.0)) is None  # inconclusive: its hint says more
     assert sp.unseen_mode_note(dataclasses.replace(s, loads=1)) is None  # one load: the method says so
+
+
+def test_loads_to_see_is_the_fewest_loads_that_miss_a_mode_at_most_five_percent_of_the_time():
+    assert sp.loads_to_see(0.2) == 14 and 0.8 ** 14 <= 0.05 < 0.8 ** 13
+    assert sp.loads_to_see(0.1) == 29 and 0.9 ** 29 <= 0.05 < 0.9 ** 28
+    for loads in (2, 6, 13, 20):  # the inverse of unseen_mode_share
+        assert sp.loads_to_see(sp.unseen_mode_share(loads)) == loads
+    assert sp.loads_to_see(0.2, confidence=0.9) == 11 and 0.8 ** 11 <= 0.1 < 0.8 ** 10
+
+
+def test_the_min_loads_advice_stops_at_max_loads_and_where_the_loads_already_suffice():
+    s = sp.Speedup(1.05, 1.03, 1.07, loads=6, rounds=24, se_log=0.008, df=5)
+    assert sp.unseen_mode_note(s).endswith("rarer than 39% goes unseen by all of them more than 5% of the time; "
+                                           "--min-loads 14 sees a 20% mode 95% of the time")
+    assert sp.unseen_mode_note(s, max_loads=14).endswith("--min-loads 14 sees a 20% mode 95% of the time")
+    assert sp.unseen_mode_note(s, max_loads=13).endswith("--min-loads 13 sees a 21% mode 95% of the time")
+    at_most = dataclasses.replace(s, loads=20)  # half of 14 %: 7 % takes 42 loads, more than the 20 a run opens
+    assert sp.unseen_mode_note(at_most, max_loads=20).endswith("more than 5% of the time")
 
 
 # --- a far round is set aside only when a block moved as a whole: BLOCK_SHIFT_Z --------------------

@@ -550,14 +550,30 @@ def unseen_mode_share(loads: int, confidence: float = CONFIDENCE) -> float:
     return 1.0 - (1.0 - confidence) ** (1.0 / loads) if loads >= 1 else 1.0
 
 
-def unseen_mode_note(s: Speedup) -> str | None:
+def loads_to_see(share: float, confidence: float = CONFIDENCE) -> int:
+    """The fewest loads of which at least one draws a mode of ``share`` of process starts with
+    probability ≥ ``confidence``: the smallest L with (1 − share)^L ≤ 1 − confidence (the inverse of
+    ``unseen_mode_share``; a 20 % mode: 14 loads, a 10 % one: 29)."""
+    return max(1, math.ceil(math.log(1.0 - confidence) / math.log1p(-share) - 1e-9))
+
+
+def unseen_mode_note(s: Speedup, max_loads: int | None = None) -> str | None:
     """What a decisive verdict from L loads cannot promise: a mode of process starts (a load that
-    lands slow) rarer than ``unseen_mode_share`` is missed by all of them too often to rule out."""
+    lands slow) rarer than ``unseen_mode_share`` is missed by all of them too often to rule out; and
+    how to guard a mode half that common (``--min-loads``, from ``loads_to_see``), or, when that
+    takes more than ``max_loads``, what ``max_loads`` guards."""
     if s.loads < 2 or s.verdict == INCONCLUSIVE:
         return None
     share = unseen_mode_share(s.loads, s.confidence)
-    return (f"from {s.loads} loads: a mode of process starts rarer than {share:.0%} goes unseen by all of them "
+    note = (f"from {s.loads} loads: a mode of process starts rarer than {share:.0%} goes unseen by all of them "
             f"more than {1 - s.confidence:.0%} of the time")
+    rarer = max(round(share / 2, 2), 0.01)
+    loads = loads_to_see(rarer, s.confidence)
+    if max_loads is not None and loads > max_loads:
+        loads, rarer = max_loads, unseen_mode_share(max_loads, s.confidence)
+    if loads <= s.loads:
+        return note
+    return note + f"; --min-loads {loads} sees a {rarer:.0%} mode {s.confidence:.0%} of the time"
 
 
 def mean_median_note(s: Speedup) -> str | None:
