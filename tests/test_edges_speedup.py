@@ -537,8 +537,9 @@ def test_within_floor_se_is_the_pooled_spread_of_the_round_pairs_over_the_pairs_
 
 
 def rounds_that_agree_on_every_load(theta: float, a: float, loads: int = 6) -> list[list[float]]:
-    """Rounds θ+a, θ+a, θ−a, θ−a: every load's value (median of the A B / B A couples) is exactly θ,
-    so the load values agree perfectly (SE 0) while the round pairs spread by ±a."""
+    """Rounds θ+a, θ+a, θ−a, θ−a: every load's value is the same (each parity's pooled median is the
+    mean of e^(θ+a) and e^(θ−a): θ + log cosh a), so the load values agree perfectly (SE 0) while the
+    round pairs spread by ±a."""
     return [[theta + a, theta + a, theta - a, theta - a] for _ in range(loads)]
 
 
