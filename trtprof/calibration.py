@@ -19,7 +19,7 @@ robust σ out) — a legitimate sampling swing, not a disturbance. Set aside as 
 rounds truncated the estimate's distribution and biased it low (87.7 % coverage in 2000 replicates,
 verdict_calibration-2026-12-01-v2-2000); the load value now pools each parity's blocks before taking
 medians and a far round goes only when its block moved as a whole (``speedup.load_value``,
-``speedup.block_shifted``). The truth was not changed.
+``speedup.block_shifted``): 96.1 % (verdict_calibration-2026-12-01-v3-2000). The truth was not changed.
 Lopsided cases: the candidate is ``f``× slow in a random share ``p`` of the loads (a mode of process
 starts), so the truth is ``ratio / (1 − p + p·f)``. Order effect: whichever arm runs second in a
 round is faster by that fraction (both arms run second equally often, so the truth is the ratio).
