@@ -43,7 +43,7 @@ def test_compare_model_then_report(conv_model, tmp_path, capsys):
         # c["loads"]: loads opened; s["loads"]: loads with rounds in the interval (a load opened as the budget
         # ran out may have measured none: seen in CI, 6 opened and 5 measured) — the df follows the latter
         assert c["loads"] >= s["loads"] >= 2 and c["rounds"] >= 2 * s["loads"]
-        assert s["df"] == s["loads"] - 1 and "round pairs" in s["method"]
+        assert s["df"] == s["loads"] - 1 and "A B rounds" in s["method"]
         assert len(s["load_log_ratios"]) == s["loads"] and isinstance(s["mixture"], str)
         for side in ("baseline", "candidate"):
             lat = c["latency"][side]
