@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
 import sys
 import time
 from datetime import datetime, timezone
@@ -46,6 +47,11 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def command_line() -> str:
+    """How this table was made, to paste back into a shell (the repository root as the directory)."""
+    return "PYTHONPATH=. python benchmarks/verdict_calibration.py " + shlex.join(sys.argv[1:])
 
 
 def wilson_interval(rate: float, n: int) -> tuple[float, float]:
@@ -96,6 +102,7 @@ def main() -> int:
              f"{'default plan' if args.min_loads is None else 'plan'} {plan.to_json()}",
              f"machine: {platform.node()} ({cpu_name()}), python {platform.python_version()}, "
              f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+             f"command: {command_line()}",
              "truth = E_load[median baseline] / E_load[median candidate] (see trtprof/calibration.py)", ""]
     header = (f"{'case':28s} {'truth':>6s} {'reps':>5s} {'faster':>7s} {'slower':>7s} {'equiv':>7s} {'inconc':>7s} "
               f"{'decisive':>8s} {'coverage':>8s} {'med width':>9s} {'w/s':>5s} {'rounds':>6s} {'loads':>5s} {'sim s':>6s} "
@@ -157,7 +164,8 @@ def main() -> int:
         args.out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
         args.out.with_suffix(".json").write_text(json.dumps({
             "machine": {"node": platform.node(), "cpu": cpu_name(), "python": platform.python_version()},
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "replicates": args.replicates,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": command_line(),
+            "replicates": args.replicates,
             "plan": plan.to_json(), "rows": rows,
             "checks": [{"check": n, "pass": ok, "value": v} for n, ok, v in checks]}, indent=1) + "\n")
     return 0 if all(ok for _, ok, _ in checks) else 1

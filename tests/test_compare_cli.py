@@ -11,6 +11,7 @@ import math
 import pytest
 
 from trtprof.cli import main
+from trtprof.interleave import RoundPlan
 
 from .test_accuracy import make_overflow_model
 from .test_report import assert_self_contained
@@ -42,7 +43,7 @@ def test_compare_model_then_report(conv_model, tmp_path, capsys):
         # c["loads"]: loads opened; s["loads"]: loads with rounds in the interval (a load opened as the budget
         # ran out may have measured none: seen in CI, 6 opened and 5 measured) — the df follows the latter
         assert c["loads"] >= s["loads"] >= 2 and c["rounds"] >= 2 * s["loads"]
-        assert s["df"] == s["loads"] - 1 and "round pairs" in s["method"]
+        assert s["df"] == s["loads"] - 1 and "A B rounds" in s["method"]
         assert len(s["load_log_ratios"]) == s["loads"] and isinstance(s["mixture"], str)
         for side in ("baseline", "candidate"):
             lat = c["latency"][side]
@@ -118,6 +119,25 @@ def test_a_a_run_measures_one_engine_as_two_independently_loaded_arms(conv_model
     assert c["latency"]["baseline"]["engine"] == c["latency"]["candidate"]["engine"]
     assert "A/A" in c["verdict_note"] and "noise floor" in c["verdict_note"]
     assert {r["config"]["arm"] for r in data["results"]} == {"fp32", "fp32#2"}
+
+
+@pytest.mark.parametrize("loads", ["1", "21", "0", "x"])
+def test_min_loads_outside_two_to_max_loads_is_a_one_line_error(conv_model, tmp_path, capsys, loads):
+    assert RoundPlan().max_loads == 20
+    assert main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--min-loads", loads]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("trtprof compare: error:") and "--min-loads" in err and "\n" not in err
+    assert not (tmp_path / "e").exists()  # refused before any build
+
+
+def test_min_loads_from_two_to_max_loads_is_run_and_recorded_in_the_plan(conv_model, tmp_path, capsys):
+    engines = tmp_path / "e"
+    for loads in (2, 20):
+        out = tmp_path / f"m{loads}.json"
+        assert main(["compare", str(conv_model), "--in-process", "--engines", str(engines), "--out", str(out),
+                     "--min-loads", str(loads), *FAST]) == 0
+        capsys.readouterr()
+        assert json.loads(out.read_text())["settings"]["min_loads"] == loads
 
 
 @pytest.mark.parametrize("margin", ["0", "0.7"])

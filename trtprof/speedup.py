@@ -7,13 +7,15 @@ allocation and thread layout. Measured here on ONNX Runtime, an i.i.d. bootstrap
 covered the truth in 20–28 % of A/A runs, and one loaded instance could be 3–8 % slower than another
 through every round. So the unit of evidence is the *load*:
 
-* each block is summarised by its median (robust to the 1 % of iterations that are 5× slow);
-* each round by the paired log ratio ``log(median baseline block) − log(median candidate block)``;
+* each round gives a paired log ratio ``log(median baseline block) − log(median candidate block)``;
+  those find the disturbed rounds (a round many robust σ from its load's others whose block moved as
+  a whole: a neighbour's burst while one arm ran) and measure the round-to-round spread;
 * consecutive rounds run in opposite arm orders (A B, then B A), so an order effect (the second arm
-  of a round always a little faster) cancels in every couple of an A B round and a B A round
-  instead of biasing loads with an odd number of rounds;
-* each load by the median of the means of all (A B round, B A round) couples: the order effect
-  cancels in each couple, and one disturbed round cannot move the median far;
+  of a round always a little faster) has one sign in the even rounds and the other in the odd ones;
+* each load's value is the mean, over its even rounds and its odd rounds, of the log ratio of the
+  arms' medians pooled over that parity's kept blocks: the order effect (and linear drift) cancels
+  between the two, and a median of 2–3× the samples of a block does not jump between the modes of
+  a bimodal latency the way a block's median does (``load_value``);
 * the estimate is the mean over loads (each load weighs the same).
 
 The CI is the one-sample Student-t interval of the L load values (the t quantile from scipy): the
@@ -31,8 +33,9 @@ values the sample SD is often far below its expectation by chance, and a stop tr
 biased the runs that stopped: of 2000 simulated runs of a true 1.05 at 30 % noise, 23 % stopped early
 and their 95 % intervals covered 83.5 % (94.0 % over all runs). With the floor 5.9 % stop early and
 the row covers 94.8 %, at unchanged power (89 % decided); the runs that still stop early cover 68.9 %
-(verdict_calibration-2026-12-01-v2-2000): an early decisive stop remains the least certain case. The
-reported interval stays the plain t interval.
+(verdict_calibration-2026-12-01-v2-2000; with the pooled load value of v3: 5.5 % stop early, 94.8 %
+over all, 90.5 % decided, the early ones 65.8 %): an early decisive stop remains the least certain
+case. The reported interval stays the plain t interval.
 
 What no interval over L loads can see: a mode that only some loads fall into and that none of
 these L did (a candidate 20 % slow in 10 % of process starts is missed by 6 loads with probability
@@ -64,9 +67,9 @@ DECISIVE = (FASTER, SLOWER, EQUIVALENT)  # the stopping rule's "the question is 
 
 Values = Union[Sequence[float], np.ndarray]  # one load's per-round values
 
-METHOD = ("one-sample Student-t interval (loads−1 df) of the per-load values; a load's value is the median over "
-          "its round pairs (every A B round with every B A round, averaged) of the log ratio of block medians, "
-          "rounds beyond 5 pooled robust sigma set aside; the estimate is their mean")
+METHOD = ("one-sample Student-t interval (loads−1 df) of the per-load values; a load's value is the mean over its "
+          "A B rounds and its B A rounds of the log ratio of the arms' medians pooled over those rounds, a round "
+          "beyond 5 pooled robust sigma whose block moved as a whole set aside; the estimate is their mean")
 ENGINE_METHOD = ("pooled median × exp(± t(loads−1) × SE); SE of the mean over loads of each load's median log "
                  "block median (one-sample t on the load values)")
 
@@ -81,6 +84,10 @@ MIXTURE_MIN_LOADS = 4  # with fewer loads there is no majority to compare agains
 # A round this many pooled robust σ from its load's median is a disturbed block, set aside (set_aside):
 # a normal round lies beyond 5 σ with probability 6e-7.
 ROUND_OUTLIER_Z = 5.0
+# … and only when one of its blocks moved as a whole: its share of samples above the median of the arm's
+# other blocks in the load is this many binomial σ from ½ (block_shifted). A bimodal block whose median
+# jumped modes sits ~1.3 σ out (55/45, 85 iterations), a 30 % burst at 10 % noise ~9 σ.
+BLOCK_SHIFT_Z = 3.0
 MAX_LOG_HALF_WIDTH = 700.0  # exp() of more overflows a float: such an interval is (0, inf)
 
 # Distribution shape (beside the verdict, never changing it).
@@ -194,30 +201,65 @@ def round_pairs(values: Values) -> np.ndarray:
     return np.concatenate([means, v[n:]])
 
 
-def load_value(values: Values) -> float:
-    """One load's value: the median of the means of every (even round, odd round) couple.
+def load_value(baseline: Sequence[np.ndarray], candidate: Sequence[np.ndarray],
+               keep: Sequence[bool] | np.ndarray | None = None) -> float:
+    """One load's value: per round parity (even rounds run one arm order, odd rounds the other), the
+    log ratio of the two arms' medians over the kept blocks of that parity pooled; the mean of the two.
 
-    Even and odd rounds run the arms in opposite orders, so each couple's mean cancels an order
-    effect; the median over all couples (a Hodges–Lehmann-type center) keeps one disturbed round
-    from moving the load once there are three rounds of each order, and costs little precision
-    against plain means when nothing is disturbed."""
-    v = np.asarray(values, dtype=np.float64)
-    even, odd = v[0::2], v[1::2]
-    even, odd = even[np.isfinite(even)], odd[np.isfinite(odd)]  # rounds set aside (NaN) by ``set_aside``
-    if odd.size == 0 or even.size == 0:
-        return float(np.median(np.concatenate([even, odd])))
-    return float(np.median((even[:, None] + odd[None, :]) / 2))
+    Each parity's ratio carries an order effect with opposite signs, so their mean cancels it (and
+    linear drift alike). Why pooled medians and not a center of the rounds' log ratios: the median
+    of ~85 iterations of a bimodal latency whose median lies on a mode's flank lands in the other
+    mode in ~19 % of blocks (55/45 modes, simulated), a legitimate sampling swing of +22 % in one
+    round. A median of round-couple means spreads such a round over half the couples of a 4-round
+    load (+5 %); setting it aside (it is 18 σ out) truncates the sampling distribution and biased
+    the estimate low (calibration: 87.7 % coverage). Pooled over the rounds of a parity the median
+    has 2–3× the samples and jumps far less often, with the same precision otherwise (96.1 % coverage,
+    verdict_calibration-2026-12-01-v3-2000; the other rows 93.8–95.9 %).
+    ``keep[j]`` False: round ``j`` set aside (``set_aside``). A parity with no kept round is left out."""
+    n = min(len(baseline), len(candidate))
+    kept = np.ones(n, bool) if keep is None else np.asarray(keep, bool)[:n]
+    parts = []
+    for parity in (0, 1):
+        rounds = [j for j in range(parity, n, 2) if kept[j]]
+        if rounds:
+            b = float(np.median(np.concatenate([np.asarray(baseline[j], np.float64) for j in rounds])))
+            c = float(np.median(np.concatenate([np.asarray(candidate[j], np.float64) for j in rounds])))
+            parts.append(math.log(b / c))
+    return float(np.mean(parts)) if parts else float("nan")
 
 
-def set_aside(per_load: Sequence[Values]) -> tuple[list[np.ndarray], int]:
+def block_shifted(blocks: Sequence[np.ndarray], j: int) -> bool:
+    """Did block ``j`` move as a whole against the arm's other blocks of its load? Its share of
+    samples above their pooled median (ties count half) is ``BLOCK_SHIFT_Z`` binomial σ (½/√n) from
+    ½, or every sample is on one side (a block of fewer than 10 samples cannot reach 3 σ).
+
+    Why: a disturbance (a neighbour's burst while one arm ran) slows every iteration of its block;
+    a median that jumped modes leaves the block's samples where they were — only which one is the
+    middle changed (a 55/45 mixture: share ≈ 0.43, 1.3 σ, against ≥ 0.99 for a 30 % burst at 10 %
+    noise, 9 σ)."""
+    others = [np.asarray(b, np.float64) for k, b in enumerate(blocks) if k != j and len(b)]
+    x = np.asarray(blocks[j], np.float64)
+    if not others or x.size == 0:
+        return True  # nothing to compare with: the log ratio alone decides
+    m = float(np.median(np.concatenate(others)))
+    share = (float(np.sum(x > m)) + 0.5 * float(np.sum(x == m))) / x.size
+    return abs(share - 0.5) >= min(0.5, BLOCK_SHIFT_Z * 0.5 / math.sqrt(x.size))
+
+
+def set_aside(per_load: Sequence[Values], baseline_blocks: Sequence[Sequence[np.ndarray]] | None = None,
+              candidate_blocks: Sequence[Sequence[np.ndarray]] | None = None) -> tuple[list[np.ndarray], int]:
     """Rounds whose log ratio is ``ROUND_OUTLIER_Z`` robust σ from the median of their load's other
     rounds become NaN (their position kept, so A B / B A parity holds); σ is pooled over every load
-    (1.4826 · the median absolute gap). Returns the rounds and how many were set aside.
+    (1.4826 · the median absolute gap). With the blocks given, such a round is set aside only when
+    one of its two blocks moved as a whole (``block_shifted``). Returns the rounds and how many were
+    set aside.
 
     Why: a disturbed block (a neighbour's burst while one arm ran) moves its round by many σ. A
     median only half-removes it once the round is among few, and that half biases the load just
     enough to cost coverage without widening the interval (simulated: 91 % coverage with one 30 %
-    round). Set aside, it costs nothing; a real difference moves every round of a load alike."""
+    round). Set aside, it costs nothing; a real difference moves every round of a load alike. But a
+    round whose block median jumped to the other mode of a bimodal latency is far too and is not
+    disturbed: setting those aside (19 % of rounds, all on one side) biased the estimate."""
     arrays = [np.asarray(v, dtype=np.float64) for v in per_load]
     # each round against the median of the OTHER rounds of its load: against a median that includes
     # it, a round of four looks closer than it is and σ comes out small (simulated: 11 % of stationary
@@ -229,8 +271,12 @@ def set_aside(per_load: Sequence[Values]) -> tuple[list[np.ndarray], int]:
     if sigma == 0.0:
         return arrays, 0
     out, n = [], 0
-    for v, g in zip(arrays, gaps):
+    for i, (v, g) in enumerate(zip(arrays, gaps)):
         far = np.abs(g) > ROUND_OUTLIER_Z * sigma if g.size else np.zeros(v.size, bool)
+        if baseline_blocks is not None and candidate_blocks is not None:
+            b, c = baseline_blocks[i][: v.size], candidate_blocks[i][: v.size]
+            far = np.array([bool(f) and (block_shifted(b, j) or block_shifted(c, j)) for j, f in enumerate(far)],
+                           bool).reshape(v.shape)
         n += int(far.sum())
         out.append(np.where(far, np.nan, v))
     return out, n
@@ -338,14 +384,18 @@ def speedup_ci(
     """
     if len(baseline_blocks) and np.isscalar(baseline_blocks[0]):  # np.ndim would build an array: ragged rounds raise
         raise ValueError("speedup_ci needs blocks (loads → rounds → samples), not pooled samples")
-    per_load = [v for v in log_ratios(baseline_blocks, candidate_blocks) if v.size]
+    ratios = log_ratios(baseline_blocks, candidate_blocks)
+    used = [i for i, v in enumerate(ratios) if v.size]
+    per_load = [ratios[i] for i in used]
     if not per_load:
         raise ValueError("no rounds")
     n_rounds = int(sum(v.size for v in per_load))
     components = variance_components(per_load)
-    kept, aside = set_aside(per_load)
-    kept = [v for v in kept if np.isfinite(v).any()]  # a load whose every round was set aside says nothing
-    values = np.array([load_value(v) for v in kept])
+    kept, aside = set_aside(per_load, [baseline_blocks[i] for i in used], [candidate_blocks[i] for i in used])
+    # a load whose every round was set aside says nothing
+    live = [(i, v) for i, v in zip(used, kept) if np.isfinite(v).any()]
+    kept = [v for _, v in live]
+    values = np.array([load_value(baseline_blocks[i], candidate_blocks[i], np.isfinite(v)) for i, v in live])
     method, mixture = METHOD, ""
     se_within = 0.0
     if len(kept) >= 2:
@@ -502,14 +552,30 @@ def unseen_mode_share(loads: int, confidence: float = CONFIDENCE) -> float:
     return 1.0 - (1.0 - confidence) ** (1.0 / loads) if loads >= 1 else 1.0
 
 
-def unseen_mode_note(s: Speedup) -> str | None:
+def loads_to_see(share: float, confidence: float = CONFIDENCE) -> int:
+    """The fewest loads of which at least one draws a mode of ``share`` of process starts with
+    probability ≥ ``confidence``: the smallest L with (1 − share)^L ≤ 1 − confidence (the inverse of
+    ``unseen_mode_share``; a 20 % mode: 14 loads, a 10 % one: 29)."""
+    return max(1, math.ceil(math.log(1.0 - confidence) / math.log1p(-share) - 1e-9))
+
+
+def unseen_mode_note(s: Speedup, max_loads: int | None = None) -> str | None:
     """What a decisive verdict from L loads cannot promise: a mode of process starts (a load that
-    lands slow) rarer than ``unseen_mode_share`` is missed by all of them too often to rule out."""
+    lands slow) rarer than ``unseen_mode_share`` is missed by all of them too often to rule out; and
+    how to guard a mode half that common (``--min-loads``, from ``loads_to_see``), or, when that
+    takes more than ``max_loads``, what ``max_loads`` guards."""
     if s.loads < 2 or s.verdict == INCONCLUSIVE:
         return None
     share = unseen_mode_share(s.loads, s.confidence)
-    return (f"from {s.loads} loads: a mode of process starts rarer than {share:.0%} goes unseen by all of them "
+    note = (f"from {s.loads} loads: a mode of process starts rarer than {share:.0%} goes unseen by all of them "
             f"more than {1 - s.confidence:.0%} of the time")
+    rarer = max(round(share / 2, 2), 0.01)
+    loads = loads_to_see(rarer, s.confidence)
+    if max_loads is not None and loads > max_loads:
+        loads, rarer = max_loads, unseen_mode_share(max_loads, s.confidence)
+    if loads <= s.loads:
+        return note
+    return note + f"; --min-loads {loads} sees a {rarer:.0%} mode {s.confidence:.0%} of the time"
 
 
 def mean_median_note(s: Speedup) -> str | None:
