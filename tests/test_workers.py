@@ -234,3 +234,25 @@ def test_an_interrupt_while_the_workers_close_keeps_every_decided_batch_size(fp3
     report = compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], CompareOptions(plan=plan))
     assert report.interrupted and report.pending == [] and [c.batch_size for c in report.comparisons] == [1]
     assert len(pools) == 2 and len(procs) == 2 and all(p.poll() is not None for p in procs)
+
+
+@pytest.mark.parametrize("planned, opened, started", [(6, 1, 6), (29, 1, 9), (29, 3, 11), (29, 28, 29)])
+def test_a_pool_starts_at_most_spawn_ahead_workers_beyond_the_load_it_opens(fp32_record, monkeypatch, planned,
+                                                                             opened, started):
+    """--min-loads 29 must not start 29 processes at once (on a GPU each makes a CUDA context): the
+    planned loads start SPAWN_AHEAD (8) at a time, ahead of the load being opened. Recording fake
+    workers (no processes): only the pool's arithmetic is under test."""
+    class FakeWorker:
+        def __init__(self, index, *args, **kwargs):
+            self.index = index
+
+        def wait_ready(self):
+            return None
+
+    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    assert workers.SPAWN_AHEAD == 8
+    pool = workers.WorkerPool({"a": fp32_record}, planned=planned)
+    pool.spawn(min(planned, workers.SPAWN_AHEAD))
+    for index in range(opened):
+        pool.load(index, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+    assert len(pool.workers) == started

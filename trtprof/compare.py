@@ -35,7 +35,7 @@ from .errors import BadInput, TrtprofError
 from .findings import Finding
 from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .interleave import (
-    FLOOR_LOADS, ROUND_WARMUP, STOP_CONFIDENCE, Arm, InProcessLoad, InterleavedOutcome, Progress, RoundPlan, run_interleaved,
+    FLOOR_LOADS, LOADS_LIMIT, ROUND_WARMUP, STOP_CONFIDENCE, Arm, InProcessLoad, InterleavedOutcome, Progress, RoundPlan, run_interleaved,
 )
 from .layers.profile import graph_facts, profile_records
 from .memory import artifact_bytes, outputs_and_memory, rss_bytes
@@ -105,7 +105,7 @@ class Comparison:
         if self.baseline == self.candidate.split("#")[0]:
             notes.append(f"A/A (same engine loaded independently): the noise floor here is "
                          f"[{self.speedup.ci_low:.3f}, {self.speedup.ci_high:.3f}]; no difference inside it is claimed")
-        unseen = unseen_mode_note(self.speedup)
+        unseen = unseen_mode_note(self.speedup, max_loads=LOADS_LIMIT)  # --min-loads can ask up to it
         if unseen:
             notes.append(unseen)
         mm = mean_median_note(self.speedup)
@@ -377,10 +377,11 @@ def compare_records(
     launch_s = time.perf_counter() - started  # the interpreter's start, imports, cache lookup: before all this
     pool = None
     if options.isolation == ISOLATION_PROCESS:
-        pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune)
+        pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
+                                  planned=options.plan.min_loads)
         # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
         # tens of seconds for a torch model on a GPU host) overlap the parent's own
-        pool.spawn(options.plan.min_loads)
+        pool.spawn(min(options.plan.min_loads, workers.SPAWN_AHEAD))
     reference = load_reference(records, batch_sizes, options, onnx_path, pool)
     peak = roofline.query_device_peak() if reference.on_gpu else None
     measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started, launch_s=launch_s,

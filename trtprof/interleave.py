@@ -52,6 +52,7 @@ DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is withi
 DEFAULT_TIME_BUDGET_S = 12.0  # per batch size, the whole command (start-up, warm-up, the end) included
 MIN_LOADS = 6  # t(5 df) = 2.57, and a minority mode of the loads can show (speedup.load_mixture)
 MAX_LOADS = 20  # the allocation (wants_load) decides below this, from the variance components and costs
+LOADS_LIMIT = 64  # the most loads a user can ask for (--min-loads lifts max_loads up to it): 59 see a 5 % mode
 MIN_ROUNDS = 4  # per load before the first look: two round pairs (A B + B A, twice)
 FLOOR_LOADS = 2  # below the minimum, what runs even when the budget is spent: no interval without it
 FLOOR_ROUNDS = 2  # … one round pair per load (two for a single load: its pairs are the interval's units)

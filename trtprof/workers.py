@@ -29,6 +29,9 @@ from .errors import TrtprofError
 from .timing import Samples, TimingConfig
 
 STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
+# Worker processes starting at once, ahead of the load being measured: the default run's 6 loads all start
+# with the command; --min-loads 29 does not start 29 torch processes (each with a CUDA context) at once.
+SPAWN_AHEAD = 8
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # the folder holding this trtprof
 
 
@@ -170,10 +173,14 @@ class WorkerLoad:
 class WorkerPool:
     """The compare's worker processes, started side by side, reused across batch sizes."""
 
-    def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True) -> None:
+    def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True,
+                 planned: int = 0) -> None:
+        """``planned``: the loads the run will open at least (its ``min_loads``); ``SPAWN_AHEAD`` of
+        them start at once and the rest as the loads before them open."""
         self.records = dict(records)
         self.device = device
         self.autotune = autotune
+        self.planned = planned
         self.workers: list[Worker] = []
 
     def spawn(self, n: int) -> None:
@@ -205,6 +212,7 @@ class WorkerPool:
         batch of the user's ``--inputs``)."""
         if index >= len(self.workers):
             self.start(index + 1)
+        self.spawn(min(self.planned, index + 1 + SPAWN_AHEAD))  # the planned loads after it start meanwhile
         return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range, fixed))
 
     def kill(self) -> None:

@@ -12,8 +12,8 @@ from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudge
 from ..errors import BadInput
 from ..inputs import parse_batch_sizes
 from ..interleave import (
-    DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, FLOOR_LOADS, MIN_LOADS, MIN_ROUNDS,
-    InterleavedOutcome, Progress, RoundPlan,
+    DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, FLOOR_LOADS, LOADS_LIMIT, MAX_LOADS, MIN_LOADS,
+    MIN_ROUNDS, InterleavedOutcome, Progress, RoundPlan,
 )
 from ..signals import sigterm_as_interrupt
 from ..spec import Precision
@@ -68,8 +68,8 @@ def add_parser(sub) -> None:
                         "fewer: only 2 loads × 2 rounds run regardless (docs/method.md)")
     p.add_argument("--min-loads", type=_common.positive_int, default=MIN_LOADS, metavar="N",
                    help=f"independent loads before the first look (default {MIN_LOADS}, at most "
-                        f"{RoundPlan().max_loads}): a slow mode that only some process starts fall into is missed "
-                        "by all N loads with probability (1 − its share)^N, so more loads guard rarer modes, at a "
+                        f"{LOADS_LIMIT}; above {MAX_LOADS} it also lifts the most loads a run opens): a slow "
+                        "mode that only some process starts fall into is missed by all N loads with probability (1 − its share)^N, so more loads guard rarer modes, at a "
                         "load's start-up each (docs/method.md); the time budget still bounds the run")
     p.add_argument("--device", default=None, metavar="GPU",
                    help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
@@ -112,10 +112,10 @@ def _plan(args: argparse.Namespace) -> RoundPlan:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
     plan = RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                      round_iterations=args.round_iterations, margin=args.margin, copies=not args.no_copies,
-                     cuda_graph=args.cuda_graph, autotune=args.autotune, min_loads=args.min_loads)
-    if not FLOOR_LOADS <= plan.min_loads <= plan.max_loads:  # one load has no load-to-load spread to show
-        raise BadInput(f"--min-loads {plan.min_loads}: must be from {FLOOR_LOADS} to {plan.max_loads} "
-                       "(the most loads a run opens)")
+                     cuda_graph=args.cuda_graph, autotune=args.autotune, min_loads=args.min_loads,
+                     max_loads=max(MAX_LOADS, args.min_loads))  # asking for more loads lifts the ceiling
+    if not FLOOR_LOADS <= plan.min_loads <= LOADS_LIMIT:  # one load has no load-to-load spread to show
+        raise BadInput(f"--min-loads {plan.min_loads}: must be from {FLOOR_LOADS} to {LOADS_LIMIT}")
     return plan
 
 
@@ -265,7 +265,8 @@ def run(args: argparse.Namespace) -> int:
             imports_s=getattr(args, "imported", started) - started if started is not None else None,
         )
         hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch)
-        with workers.spares(0 if args.in_process else plan.min_loads, preload_backends(args), args.device):
+        with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
+                            args.device):
             if is_ab:
                 ab_outcome = run_ab(args, options, sizes, hooks)
                 report = ab_outcome.report
