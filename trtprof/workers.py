@@ -269,7 +269,7 @@ def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterat
     the two moves the first round ahead by as much. Only backends with such libraries have a
     ``preload`` (torch): for the others (ONNX Runtime imports in 0.1 s) spares would only compete with
     this process for the CPU (on the 2-core machine its launch went from 0.37 to 0.84 s), so none are
-    started. Spares still unused on exit are stopped."""
+    started. Spares still unused on exit are killed (they hold nothing; one may still be importing)."""
     heavy = [name for name in backends if has_preload(name)]
     started = [Worker(-1, None, device, preload=heavy) for _ in range(max(n, 0) if heavy else 0)]
     _SPARES.extend(started)
@@ -277,8 +277,9 @@ def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterat
         yield
     finally:
         for w in started:
-            if w in _SPARES:
+            if w in _SPARES:  # never told its engines: nothing to finish, and it may still be importing torch
                 _SPARES.remove(w)
+                w.proc.kill()
                 w.close()
 
 
