@@ -67,6 +67,7 @@ def run_once(model: Path, engines: Path, budget_s: float, batches: str, out: Pat
     last = max(b["spent_s"] for b in budget["per_batch"].values())
     return {"wall_s": round(wall, 3), "budget_s": budget_s * n, "ratio": round(wall / (budget_s * n), 4),
             "launch_s": budget["launch_s"], "startup_s": budget["startup_s"], "reserve_s": budget["reserve_s"], "tail_s": round(wall - last, 3),
+            "reserve_basis_s": budget.get("reserve_basis_s", budget.get("imports_s", budget["launch_s"])),
             "per_batch": budget["per_batch"], "load_avg": [load0, os.getloadavg()[0]]}
 
 
@@ -89,6 +90,7 @@ def summary_lines(result: dict) -> list[str]:
         floors = sum(bool(b["floor_overrun"]) for r in ok for b in r["per_batch"].values())
         tails = np.array([r["tail_s"] for r in ok])
         per_launch = tails / np.array([r["launch_s"] * len(r["per_batch"]) for r in ok])
+        per_basis = tails / np.array([r.get("reserve_basis_s", r["launch_s"]) * len(r["per_batch"]) for r in ok])
         lines.append(f"{key}: {len(ok)} runs, wall/budget median {np.median(ratios):.3f}, min {ratios.min():.3f}, "
                      f"max {ratios.max():.3f}; over +{WITHIN:.0%}: {int(np.sum(ratios > 1 + WITHIN))}"
                      + (f"; runs stopped by the budget alone: {len(by_budget)}, median {np.median(by_budget):.3f}, "
@@ -98,6 +100,7 @@ def summary_lines(result: dict) -> list[str]:
                      f"{np.median([r['startup_s'] for r in ok]):.2f} s; tail median {np.median(tails):.2f} s "
                      f"(max {tails.max():.2f}) against a reserve of median {np.median([r['reserve_s'] for r in ok]):.2f} s; "
                      f"tail / (launch × batch sizes) median {np.median(per_launch):.2f}, max {per_launch.max():.2f}; "
+                     f"tail / (the reserve's basis × batch sizes) median {np.median(per_basis):.2f}, max {per_basis.max():.2f}; "
                      f"load average {min(min(r['load_avg']) for r in ok):.1f}–{max(max(r['load_avg']) for r in ok):.1f}")
         if len(runs) > len(ok):
             lines.append(f"  {len(runs) - len(ok)} runs failed: {runs[-1].get('error', '')[:200]}")

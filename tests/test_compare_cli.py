@@ -136,7 +136,7 @@ def test_min_loads_from_two_to_the_limit_is_run_and_recorded_in_the_plan(conv_mo
     """Above the default ceiling of 20 loads, --min-loads lifts it (29 loads see a 10 % mode 95 % of
     the time, the lopsided calibration case)."""
     engines = tmp_path / "e"
-    for loads, most in ((2, 20), (20, 20), (29, 29)):
+    for loads, most in ((2, 20), (20, 20), (21, 21), (29, 29), (64, 64)):
         out = tmp_path / f"m{loads}.json"
         assert main(["compare", str(conv_model), "--in-process", "--engines", str(engines), "--out", str(out),
                      "--min-loads", str(loads), *FAST]) == 0
@@ -222,8 +222,8 @@ def test_the_budget_accounting_end_to_end(conv_model, tmp_path, capsys):
     # not of the launch up to the comparison (backend imports, engine loads)
     from trtprof.compare import TAIL_PER_IMPORTS
 
-    assert 0 < account["imports_s"] < account["launch_s"]
-    assert account["reserve_s"] == pytest.approx(TAIL_PER_IMPORTS * account["imports_s"] * 2, abs=2e-3)
+    assert account["reserve_basis"] == "imports" and 0 < account["reserve_basis_s"] < account["launch_s"]
+    assert account["reserve_s"] == pytest.approx(TAIL_PER_IMPORTS * account["reserve_basis_s"] * 2, abs=2e-3)
     for c in data["comparisons"]:
         batch = account["per_batch"][str(c["batch_size"])]
         assert batch["stop_reason"] == c["stop_reason"]

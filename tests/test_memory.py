@@ -75,6 +75,8 @@ MIB, GIB = 1 << 20, 1 << 30
     (5000, "5000 B"),                      # under 0.01 MiB: bytes
     (3 * MIB, "3 MiB"),
     (512 * MIB, "512 MiB"),                # not "0.5 GiB"
+    (int(99.5 * MIB), "99.5 MiB"),           # under 100: 3 significant digits
+    (int(100.4 * MIB), "100 MiB"),           # from 100: whole, with separators
     (999 * MIB, "999 MiB"),
     (1000 * MIB, "1,000 MiB"),             # ":.3g" printed 1e+03 from 999.5 up
     (GIB - 1, "1,024 MiB"),                # just under 1 GiB: still MiB

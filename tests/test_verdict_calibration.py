@@ -128,8 +128,7 @@ def test_a_true_five_percent_at_ten_percent_noise_is_called_faster(runs):
 @pytest.mark.slow
 def test_a_bimodal_engine_is_never_called_the_wrong_way(runs):
     truth, speedups = runs[("bimodal 55/45 vs steady", 1.0)]  # truth 0.893: slower
-    assert truth < 0.9 and not any(s.verdict in (FASTER, "equivalent") for s in speedups)
-    assert covered(speedups, truth) >= 0.8 * REPLICATES
+    assert truth < 0.9 and not any(s.verdict in (FASTER, "equivalent") for s in speedups)  # its coverage: above
 
 
 @pytest.mark.slow

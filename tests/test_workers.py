@@ -168,13 +168,13 @@ def test_spares_are_taken_by_the_next_pool_and_load_its_engines(fp32_record):
     """A spare (started with the torch backend's preload: torch and onnx2torch imported ahead, where
     installed) becomes the pool's worker — the same process — and then loads and runs the engines."""
     with workers.spares(2, ["torch"]):
-        spares = list(workers._SPARES)
+        spares = list(workers.waiting_spares())
         assert len(spares) == 2 and all(alive(w) for w in spares)
         pool = workers.WorkerPool({"a": fp32_record, "b": fp32_record})
         try:
             pool.start(3)  # two spares, one started fresh
             assert [w.proc.pid for w in pool.workers[:2]] == [w.proc.pid for w in spares]
-            assert [w.index for w in pool.workers] == [0, 1, 2] and workers._SPARES == []
+            assert [w.index for w in pool.workers] == [0, 1, 2] and workers.waiting_spares() == []
             load = pool.load(1, {"input": (1, 3, 16, 16)}, 0, (0, 100))
             assert set(load.warm_up(TimingConfig(warmup=1, iterations=2))) == {"a", "b"}
         finally:
@@ -184,15 +184,15 @@ def test_spares_are_taken_by_the_next_pool_and_load_its_engines(fp32_record):
 
 def test_unused_spares_are_stopped_on_exit_and_a_pool_on_another_device_starts_its_own(fp32_record):
     with workers.spares(1, ["torch"], device="7"):
-        (spare,) = workers._SPARES
+        (spare,) = workers.waiting_spares()
         pool = workers.WorkerPool({"a": fp32_record}, device=None)
         try:
             pool.spawn(1)
-            assert pool.workers[0] is not spare and workers._SPARES == [spare]
+            assert pool.workers[0] is not spare and workers.waiting_spares() == [spare]
         finally:
             pool.kill()
             pool.close()
-    assert workers._SPARES == [] and not alive(spare)
+    assert workers.waiting_spares() == [] and not alive(spare)
 
 
 def test_no_spares_for_backends_without_heavy_libraries():
@@ -200,7 +200,7 @@ def test_no_spares_for_backends_without_heavy_libraries():
     assert workers.has_preload("torch") and not workers.has_preload("onnxruntime")
     assert not workers.has_preload("no-such-backend")
     with workers.spares(3, ["onnxruntime", "no-such-backend"]):
-        assert workers._SPARES == []
+        assert workers.waiting_spares() == []
 
 
 def test_a_preload_that_fails_is_left_for_init_to_report(monkeypatch):
@@ -256,3 +256,14 @@ def test_a_pool_starts_at_most_spawn_ahead_workers_beyond_the_load_it_opens(fp32
     for index in range(opened):
         pool.load(index, {"input": (1, 3, 16, 16)}, 0, (0, 100))
     assert len(pool.workers) == started
+
+
+def test_close_kills_the_workers_never_handed_a_load_and_lets_the_others_exit(fp32_record):
+    """Workers started ahead and never used (the budget ended the run first) are killed at close — one
+    still starting would be waited for after the budget — while a worker that measured exits itself."""
+    pool = workers.WorkerPool({"a": fp32_record}, planned=3)
+    pool.start(3)
+    pool.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100)).warm_up(TimingConfig(warmup=0, iterations=1))
+    procs = [w.proc for w in pool.workers]
+    pool.close()
+    assert [p.returncode for p in procs] == [0, -9, -9] and pool.used == 0

@@ -128,7 +128,8 @@ def io_mismatch(a_label: str, a: Any, b_label: str, b: Any) -> str:
 
 def check_compatible(records: Mapping[str, Any]) -> None:
     """Refuse (exit 2, one line) arms that do not take the same inputs, from their records' input and
-    output specs (what each backend's runner exposes), without loading them: a load here cost 5.9 s on
+    output specs (the model's, as each build recorded them; the ONNX Runtime and torch runners expose
+    exactly these, a TensorRT engine may drop an unused input), without loading them: a load here cost 5.9 s on
     the H200 for two 100-layer torch MLPs, on the clock of the time budget, and the accuracy pass loads
     every arm anyway."""
     labels = list(records)

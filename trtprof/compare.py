@@ -332,14 +332,15 @@ class Measured:
     launch_s: float = 0.0  # of the budget, spent before the comparison began (interpreter, imports, cache lookup)
     startup_s: float = 0.0  # of the budget, spent before measuring began (the above, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
-    tail_basis_s: float = 0.0  # what reserve_s is a multiple of (the interpreter's start and imports)
+    tail_basis_s: float = 0.0  # what reserve_s is a multiple of: the command's imports (the CLI) or the launch
+    tail_basis: str = "launch"
 
     def budget_account(self, plan: RoundPlan, counts_from: str) -> dict[str, Any]:
         """What the budget covered, for the JSON (``spent_s``, when the JSON is made: CompareReport)."""
         return {"time_budget_s": plan.time_budget_s, "counts_from": counts_from,
                 "batch_sizes": len(self.outcomes) + len(self.pending),
                 "launch_s": round(self.launch_s, 3), "startup_s": round(self.startup_s, 3), "reserve_s": round(self.reserve_s, 3),
-                "imports_s": round(self.tail_basis_s, 3),
+                "reserve_basis": self.tail_basis, "reserve_basis_s": round(self.tail_basis_s, 3),
                 "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
                                        "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun}
                               for b, o in self.outcomes.items()}}
@@ -376,20 +377,27 @@ def compare_records(
     started = options.started() if options.started is not None else time.perf_counter()
     launch_s = time.perf_counter() - started  # the interpreter's start, imports, cache lookup: before all this
     pool = None
-    if options.isolation == ISOLATION_PROCESS:
-        pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
-                                  planned=options.plan.min_loads)
-        # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
-        # tens of seconds for a torch model on a GPU host) overlap the parent's own
-        pool.spawn(min(options.plan.min_loads, workers.SPAWN_AHEAD))
-    reference = load_reference(records, batch_sizes, options, onnx_path, pool)
-    peak = roofline.query_device_peak() if reference.on_gpu else None
+    try:
+        if options.isolation == ISOLATION_PROCESS:
+            pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
+                                      planned=options.plan.min_loads)
+            # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
+            # tens of seconds for a torch model on a GPU host) overlap the parent's own
+            pool.spawn(min(options.plan.min_loads, workers.SPAWN_AHEAD))
+        reference = load_reference(records, batch_sizes, options, onnx_path, pool)
+        peak = roofline.query_device_peak() if reference.on_gpu else None
+    except BaseException:  # a failure or Ctrl-C before measuring: no worker is left running
+        if pool is not None:
+            pool.kill()
+            pool.close()
+        raise
     measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started, launch_s=launch_s,
                        tail_basis_s=options.imports_s if options.imports_s is not None else launch_s)
+    measured.tail_basis = "imports" if options.imports_s is not None else "launch"
     warnings: list[str] = []
     if measured.interrupted:
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
-                        f"not measured: {', '.join(map(str, measured.pending))}")
+                        f"not measured: {', '.join(map(str, measured.pending)) or 'nothing'}")
         options = replace(options, layers=False)  # no profiling after an interrupt: the user asked to stop
     warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
                     for b, o in measured.outcomes.items() if o.floor_overrun)
@@ -493,8 +501,8 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
         measured.startup_s = time.perf_counter() - started
         measured.reserve_s = tail_reserve_s(tail_basis_s, len(batch_sizes))
-        if pool is not None:  # wait for the floor's workers only; the others finish starting while these warm
-            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # up, and a load that would not fit is never waited for
+        if pool is not None:  # the floor's workers, and those started with them (WorkerPool.start says why);
+            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # workers never handed a load are killed at close
         for k, batch in enumerate(batch_sizes):
             try:
                 shapes = reference.shapes[batch]
@@ -569,10 +577,10 @@ def preload_analysis() -> None:
 # interpreter's exit) is Python in this process, not the model's work, like the interpreter's start and
 # trtprof's imports before the command began, and it runs on the same machine under the same load: its
 # seconds are estimated as this multiple of those, per batch size, measured in the same run. Measured
-# tails: the shared 2-core machine (load 3-10, benchmarks/budget_cpu.py) 0.4-0.8 s (median; max 1.2)
-# where the imports took ~0.15-0.3 s; the H200 (torch backend, benchmarks/compare_timeline.py) 1.5 s
+# tails: the shared 2-core machine (load 1-10, benchmarks/budget_cpu.py, budget_cpu-2026-12-01-imports.txt)
+# medians 0.32-1.04 s per setting (max 1.37) against reserves of median 0.41-0.94 s; the H200 (torch backend, benchmarks/compare_timeline.py) 1.5 s
 # (closing the workers 0.4 s, the interpreter's exit with its CUDA context 1.15 s) where the imports took
-# 0.44-0.57 s. The launch up to the comparison's start (the former basis) also holds the backend's
+# 0.44-0.67 s. The launch up to the comparison's start (the former basis) also holds the backend's
 # imports, engine loads and a what-if's checks: 10-21 s on the H200, which reserved 10-41 s for a
 # 1.5-s tail. The loop's slack (BUDGET_PLAN_SHARE) takes up what the estimate misses.
 TAIL_PER_IMPORTS = 2.0  # per batch size

@@ -274,7 +274,7 @@ def channels_last_targets(source: Path) -> dict[str, list[str]]:
         lacks = " and ".join(w for w, have in (("no 4-D input", four_d),
                                                ("no 2-D Conv with constant 4-D weights (initializers)", convs))
                              if not have)
-        why = _computed_weights(model, [n for _, n in conv_nodes], inits) or "nothing to change"
+        why = (_computed_weights(model, [n for _, n in conv_nodes], inits) if not convs else "") or "nothing to change"
         raise BadInput(f"{source}: --what-if {CHANNELS_LAST}: the model has {lacks}; {why}")
     inputs = list(conv_fed_inputs(model))
     return {"inputs": inputs, "inputs_left": [n for n in four_d if n not in inputs], "convs": convs}

@@ -182,6 +182,7 @@ class WorkerPool:
         self.autotune = autotune
         self.planned = planned
         self.workers: list[Worker] = []
+        self.used = 0  # workers handed out as loads (the first ``used``); the others never measured
 
     def spawn(self, n: int) -> None:
         """Start up to ``n`` workers at once and return: their imports and engine loads run in the
@@ -191,13 +192,19 @@ class WorkerPool:
             spare = take_spare(self.device)
             if spare is not None:
                 spare.index = len(self.workers)
-                spare.init(self.records, self.autotune)
+                try:
+                    spare.init(self.records, self.autotune)
+                except WorkerFailed:  # it died since take_spare looked: reap it, start a fresh one
+                    spare.close()
+                    continue
                 self.workers.append(spare)
             else:
                 self.workers.append(Worker(len(self.workers), self.records, self.device, self.autotune))
 
     def start(self, n: int) -> None:
-        """Have ``n`` workers (spawning what is missing) and wait until every one has loaded its engines."""
+        """Have ``n`` workers (spawning what is missing) and wait until every one started so far has
+        loaded its engines — those beyond ``n`` too: measuring beside processes still starting would put
+        their start-up into the first rounds (the CPU results were measured this way)."""
         self.spawn(n)
         for w in self.workers:
             w.wait_ready()
@@ -213,6 +220,7 @@ class WorkerPool:
         if index >= len(self.workers):
             self.start(index + 1)
         self.spawn(min(self.planned, index + 1 + SPAWN_AHEAD))  # the planned loads after it start meanwhile
+        self.used = max(self.used, index + 1)
         return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range, fixed))
 
     def kill(self) -> None:
@@ -224,15 +232,26 @@ class WorkerPool:
 
     def close(self) -> None:
         """Stop every worker: all are told first, so that they exit side by side (one after the other,
-        7 workers took 0.45 s on the 2-core machine at load 2, after the budget)."""
+        7 workers took 0.45 s on the 2-core machine at load 2, after the budget). Workers never handed
+        a load (started ahead, then the budget ended the run) are killed: one still starting would be
+        waited for (a torch worker takes ~9 s on the H200), after the budget."""
+        for w in self.workers[self.used:]:
+            if w.proc.poll() is None:
+                w.proc.kill()
         for w in self.workers:
             w.ask_to_close()
         for w in self.workers:
             w.close()
         self.workers.clear()
+        self.used = 0
 
 
 _SPARES: list[Worker] = []  # started by ``spares`` before the engines were known, not yet in a pool
+
+
+def waiting_spares() -> list[Worker]:
+    """The spares started and not yet taken by a pool (a copy)."""
+    return list(_SPARES)
 
 
 def take_spare(device: str | None) -> Worker | None:
@@ -263,7 +282,7 @@ def has_preload(name: str) -> bool:
 @contextmanager
 def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterator[None]:
     """Start ``n`` worker processes now, before the engines are known, importing ``backends``'
-    libraries (and making a CUDA context) while this process resolves and checks its engines: the
+    libraries (no CUDA context: ``Backend.preload``) while this process finds or builds its engines: the
     pool's next ``spawn`` takes them. On the H200 a torch worker spent ~9 s starting, most of it
     importing torch and onnx2torch, after the parent had spent 4 s on the same imports; overlapping
     the two moves the first round ahead by as much. Only backends with such libraries have a
