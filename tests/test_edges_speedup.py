@@ -673,3 +673,13 @@ def test_a_bimodal_baseline_is_covered_as_often_as_the_interval_says():
     truth = _bimodal_truth()
     covered = [s.ci_low <= truth <= s.ci_high for s in (sp.speedup_ci(*_bimodal_run(seed)) for seed in range(300))]
     assert np.mean(covered) >= 0.93
+
+
+@pytest.mark.parametrize("opened, stops", [(6, True), (7, False)])
+def test_no_early_stop_while_an_opened_load_has_no_value(opened, stops):
+    """A clearly decided speedup from 6 load values stops the loop early only if 6 loads were opened:
+    with 7 opened, one load's rounds were all set aside (a burst), and the stop waits for it."""
+    s = sp.Speedup(estimate=1.05, ci_low=1.04, ci_high=1.06, loads=6, rounds=30, se_log=0.001, df=5,
+                   components={"between": 0.0})
+    stop = interleave.settled({"fp16": s}, target_ci=0.005, loads_opened=opened)
+    assert (stop == interleave.STOP_DECISIVE) if stops else stop is None

@@ -323,7 +323,12 @@ def iterations_for(median_ms: float, plan: RoundPlan) -> int:
     return int(min(MAX_ROUND_ITERATIONS, max(MIN_ROUND_ITERATIONS, wanted)))
 
 
-def _settled(speedups: Mapping[str, Speedup], target_ci: float) -> str | None:
+def settled(speedups: Mapping[str, Speedup], target_ci: float, loads_opened: int = 0) -> str | None:
+    """Stop early (decisive, or the CI target) — but not while a load opened has no value in an
+    interval (every round of it set aside as disturbed): an early stop on fewer loads than were opened
+    covered 92 % in the one-engine-burst calibration case (v3), where the whole burst load was set aside."""
+    if any(s.loads < loads_opened for s in speedups.values()):
+        return None
     strict = {name: s.stop_interval(STOP_CONFIDENCE) for name, s in speedups.items()}
     decided = {name: not s.mixture and verdict(*strict[name], s.margin) in DECISIVE for name, s in speedups.items()}
     if all(decided.values()):
@@ -383,7 +388,7 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
         loop.open_minimum()
         while True:
             loop.look()
-            stop = _settled(loop.speedups, plan.target_ci)
+            stop = settled(loop.speedups, plan.target_ci, len(loop.loads))
             counts, adding = ([], False) if stop is not None else loop.next_sweep()
             if stop is None and not counts:
                 stop = STOP_BUDGET
