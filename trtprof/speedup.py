@@ -214,7 +214,8 @@ def load_value(baseline: Sequence[np.ndarray], candidate: Sequence[np.ndarray],
     load (+5 %); setting it aside (it is 18 σ out) truncates the sampling distribution and biased
     the estimate low (calibration: 87.7 % coverage). Pooled over the rounds of a parity the median
     has 2–3× the samples and jumps far less often, with the same precision otherwise (96.1 % coverage,
-    verdict_calibration-2026-12-01-v3-2000; the other rows 93.8–95.9 %).
+    verdict_calibration-2026-12-01-v3-2000; with no early stop while a load has no value, v4-2000, the
+    other non-lopsided rows 94.3–95.7 %).
     ``keep[j]`` False: round ``j`` set aside (``set_aside``). A parity with no kept round is left out."""
     n = min(len(baseline), len(candidate))
     kept = np.ones(n, bool) if keep is None else np.asarray(keep, bool)[:n]
