@@ -391,9 +391,9 @@ def compare_records(
             pool.kill()
             pool.close()
         raise
+    basis = ("imports", options.imports_s) if options.imports_s is not None else ("launch", launch_s)
     measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started, launch_s=launch_s,
-                       tail_basis_s=options.imports_s if options.imports_s is not None else launch_s)
-    measured.tail_basis = "imports" if options.imports_s is not None else "launch"
+                       tail_basis=basis)
     warnings: list[str] = []
     if measured.interrupted:
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
@@ -417,8 +417,8 @@ def compare_records(
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
                    onnx_path: Any, pool: Any) -> Reference:
     """The load phase: every engine loaded once in this process for its outputs at each batch size
-    (the accuracy delta) and the input shapes, then closed before the timing. A failure kills the
-    worker pool spawned for the timing; after closing, its idle memory is trimmed."""
+    (the accuracy delta) and the input shapes, then closed before the timing (on a failure the caller,
+    ``compare_records``, kills the worker pool); after closing, its idle memory is trimmed."""
     names = list(records)
     baseline = names[0]
     first = records[baseline]
@@ -450,11 +450,6 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
                     fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
                 outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
                     runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
-    except BaseException:
-        if pool is not None:
-            pool.kill()
-            pool.close()
-        raise
     finally:
         for runner in runners.values():
             runner.close()
@@ -484,23 +479,23 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
 
 def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
             pool: Any, hooks: CompareHooks, *, started: float | None = None, launch_s: float = 0.0,
-            tail_basis_s: float = 0.0) -> Measured:
+            tail_basis: tuple[str, float] = ("launch", 0.0)) -> Measured:
     """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
     in-process runners) in interleaved rounds until the speedup's CI is decided. The budget counts from
     ``started`` (a ``time.perf_counter()`` value; default: now): batch size ``k`` (0-based) must be done
     ``k+1`` budgets after it, and one budget after it began (time a batch size leaves unused is not
     handed on), less its share of the reserve for what runs after measuring (``tail_reserve_s`` of
-    ``tail_basis_s``, the seconds the interpreter's start and trtprof's imports took; ``launch_s`` is
-    the seconds from ``started`` to the comparison's start, recorded).
+    ``tail_basis``: what it is and its seconds — the interpreter's start and trtprof's imports from the
+    CLI, else the launch; ``launch_s`` is the seconds from ``started`` to the comparison's start, recorded).
     Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed in every case."""
     names = list(records)
-    measured = Measured(launch_s=launch_s, tail_basis_s=tail_basis_s)
+    measured = Measured(launch_s=launch_s, tail_basis=tail_basis[0], tail_basis_s=tail_basis[1])
     per_batch_s = options.plan.time_budget_s
     started = time.perf_counter() if started is None else started
     try:
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
         measured.startup_s = time.perf_counter() - started
-        measured.reserve_s = tail_reserve_s(tail_basis_s, len(batch_sizes))
+        measured.reserve_s = tail_reserve_s(measured.tail_basis_s, len(batch_sizes))
         if pool is not None:  # the floor's workers, and those started with them (WorkerPool.start says why);
             pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # workers never handed a load are killed at close
         for k, batch in enumerate(batch_sizes):

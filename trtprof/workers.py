@@ -23,7 +23,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 from .errors import TrtprofError
 from .timing import Samples, TimingConfig
@@ -128,9 +128,8 @@ class Worker:
             pass  # it is gone already: close reaps it
 
     def close(self) -> None:
-        # A worker still starting is waited for (up to 30 s): on an H200 a torch worker takes 14-21 s to
-        # start, which this wait can add to a comparison's tail (the GPU budget work's to weigh; killing
-        # never-ready workers was tried and reverted on 2026-12-01 while a CI hang was unexplained).
+        # A worker still starting is waited for (up to 30 s); the pool kills the ones it never handed a
+        # load before closing (a torch worker takes ~9 s to start on an H200).
         try:
             self.ask_to_close()
             if self.proc.poll() is None:
@@ -256,27 +255,29 @@ def waiting_spares() -> list[Worker]:
 
 def take_spare(device: str | None) -> Worker | None:
     """A spare worker started for ``device`` and still alive, removed from the spares, or None."""
-    while _SPARES:
-        for k, w in enumerate(_SPARES):
-            if w.device == device:
-                del _SPARES[k]
-                if w.proc.poll() is None:
-                    return w
-                w.close()  # died while waiting (its libraries failed to import): start a fresh one
-                break
-        else:
-            return None
+    for w in [w for w in _SPARES if w.device == device]:
+        _SPARES.remove(w)
+        if w.proc.poll() is None:
+            return w
+        w.close()  # died while waiting (its libraries failed to import): try the next
     return None
+
+
+def backend_preload(name: str) -> Callable[[], None] | None:
+    """Backend ``name``'s ``preload`` (the libraries a spare worker can import ahead), or None: it has
+    none, or it is unknown or not part of this build (the build refuses it, with its reason)."""
+    from . import backends
+
+    try:
+        warm = getattr(backends.get(name), "preload", None)
+    except TrtprofError:
+        return None
+    return warm if callable(warm) else None
 
 
 def has_preload(name: str) -> bool:
     """Does backend ``name`` have libraries a spare worker can import ahead (``Backend.preload``)?"""
-    from . import backends
-
-    try:
-        return callable(getattr(backends.get(name), "preload", None))
-    except TrtprofError:  # unknown or not part of this build: the build refuses it, with its reason
-        return False
+    return backend_preload(name) is not None
 
 
 @contextmanager
@@ -381,11 +382,9 @@ def preload(names: Sequence[str]) -> None:
     """Import what the named backends' runners will need (``Backend.preload``, where a backend has
     one), before ``init`` names the engines. A failure here is not reported: ``init`` meets it again,
     with the engine that needs it, and answers it named."""
-    from . import backends
-
     for name in names:
         try:
-            warm = getattr(backends.get(name), "preload", None)
+            warm = backend_preload(name)
             if warm is not None:
                 warm()
         except Exception:  # noqa: BLE001 - reported by init, where it matters

@@ -160,11 +160,15 @@ def ab_mode(args: argparse.Namespace) -> bool:
     return len(args.model) > 1 or bool(args.backends) or bool(args.what_if)
 
 
+def named_backends(args: argparse.Namespace) -> list[str]:
+    """``--backends a,b`` (an A/B of two backends), else ``--backend``."""
+    return [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else [args.backend]
+
+
 def preload_backends(args: argparse.Namespace) -> list[str]:
     """The backends whose libraries the spare workers import while the engines are found or built
     (``auto`` is resolved by the build: nothing to preload for it)."""
-    named = [b.strip() for b in args.backends.split(",")] if getattr(args, "backends", None) else [args.backend]
-    return [b for b in dict.fromkeys(named) if b and b != "auto"]
+    return [b for b in dict.fromkeys(named_backends(args)) if b != "auto"]
 
 
 def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[int, ...],
@@ -177,8 +181,7 @@ def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[i
         return ab.compare_what_if(args.model[0], args.what_if, precision, sizes, options, engines_dir=args.engines,
                                   backend=args.backend, hooks=hooks)
     precision = str(Precision.parse(args.precision or "fp32"))
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()] if args.backends else [args.backend]
-    arms = ab.ab_arms(list(args.model), precision, backends)
+    arms = ab.ab_arms(list(args.model), precision, named_backends(args))
     return ab.compare_ab(arms, sizes, options, engines_dir=args.engines, hooks=hooks)
 
 
