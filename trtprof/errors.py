@@ -8,6 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def first_line(err: BaseException, limit: int = 300) -> str:
+    """The first non-blank line of ``err``'s message, at most ``limit`` characters (its type's name when
+    the message is empty): a library's multi-line error inside trtprof's one-line message."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    return lines[0][:limit] if lines else type(err).__name__
+
+
 class TrtprofError(Exception):
     """Base class: a user-facing failure with a one-line message."""
 

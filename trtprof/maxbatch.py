@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import memory, preflight
-from .errors import BadInput, TrtprofError
+from .errors import BadInput, TrtprofError, first_line
 from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from .workers import prepend_package_root
 
 MAX_BATCH_LIMIT = 4096  # --find-max-batch stops searching here (a fit at this size is reported as "≥")
 DEFAULT_BUDGET_FRACTION = 0.5  # CPU engines without --memory-limit-mb: this share of MemAvailable
@@ -142,11 +143,6 @@ def static_batch(inputs: Any) -> int | None:
     return fixed.pop() if len(fixed) == 1 else None
 
 
-def first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return (text[0] if text else type(err).__name__)[:200]
-
-
 def label_of(record: Any) -> str:
     return f"{record.model} {record.precision} ({record.backend})"
 
@@ -191,7 +187,7 @@ def device_probe(runner: Any, record: Any, batch: int, settings: SearchSettings)
     except Exception as err:  # noqa: BLE001 - only an allocation failure means "does not fit"
         if not preflight.is_out_of_memory(err):
             raise
-        failure = first_line(err)
+        failure = first_line(err, limit=200)
     release_device(runner)
     return {"batch_size": batch, "fits": failure is None, **detail, **({"failure": failure} if failure else {})}
 
@@ -228,8 +224,8 @@ def host_probe(record: Any, batch: int, settings: SearchSettings) -> dict[str, A
     request = {"meta": str(record.meta_path), "batch": batch, "budget": settings.budget_bytes,
                "shapes": {k: list(v) for k, v in settings.shapes.items()}, "seed": settings.seed,
                "int_range": list(settings.int_range), "threads": settings.threads}
-    root = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    env = dict(os.environ)
+    prepend_package_root(env)  # the child runs this trtprof, like the compare workers
     proc = subprocess.run([sys.executable, "-c", "from trtprof.maxbatch import probe_main; probe_main()"],
                           input=json.dumps(request), capture_output=True, text=True, env=env)
     lines = proc.stdout.strip().splitlines()
@@ -326,8 +322,8 @@ def probe_batch(request: Mapping[str, Any], base: int, reset: bool) -> dict[str,
         return {"error": str(err), "bad_input": isinstance(err, BadInput)}
     except Exception as err:  # noqa: BLE001 - an allocation failure is "does not fit"; the rest is reported
         if preflight.is_out_of_memory(err):
-            return {"fits": False, "failure": first_line(err)}
-        return {"error": f"{type(err).__name__}: {first_line(err)}"}
+            return {"fits": False, "failure": first_line(err, limit=200)}
+        return {"error": f"{type(err).__name__}: {first_line(err, limit=200)}"}
     peak = (memory.peak_rss_bytes() or 0) - base
     budget = request["budget"]
     return {"fits": budget is None or peak <= budget, "peak_bytes": peak, "hwm_reset": reset}

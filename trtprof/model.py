@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import BadModel, MissingDependency
+from .errors import BadModel, MissingDependency, first_line
 from .spec import TensorSpec
 
 if TYPE_CHECKING:
@@ -77,19 +77,14 @@ def load_onnx(path: Path) -> "onnx.ModelProto":
     try:
         model = onnx.load(str(path), load_external_data=True)
     except Exception as err:  # onnx raises DecodeError, ValueError, OSError... depending on the damage
-        raise BadModel(f"not a readable ONNX model ({type(err).__name__}: {_first_line(err)})", path=path) from err
+        raise BadModel(f"not a readable ONNX model ({type(err).__name__}: {first_line(err)})", path=path) from err
     if not model.graph.node and not model.graph.output:
         raise BadModel("not an ONNX model (no graph: empty, truncated or another format)", path=path)
     try:
         onnx.checker.check_model(model)
     except Exception as err:
-        raise BadModel(f"invalid ONNX model: {_first_line(err)}", path=path) from err
+        raise BadModel(f"invalid ONNX model: {first_line(err)}", path=path) from err
     return model
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
 
 
 def describe(model: "onnx.ModelProto", path: Path, sha256: str | None = None) -> ModelInfo:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from ...errors import BadModel, BuildFailed, MissingDependency
+from ...errors import BadModel, BuildFailed, MissingDependency, first_line
 from ...inputs import make_inputs, resolve_shapes
 from ...model import describe
-from .routes import Reference, first_line
+from .routes import Reference
 
 if TYPE_CHECKING:
     import onnx

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ...cache import atomic_write_bytes
-from ...errors import BadInput, BadModel, BuildFailed, MissingDependency
+from ...errors import BadInput, BadModel, BuildFailed, MissingDependency, first_line
 from .args import Shape, content_sha256, detect_format, parse_tensor_list, tf_tensor_name
 from .check import (
     CHECK_BATCH_SIZE, DEFAULT_ATOL, DEFAULT_RTOL, CheckResult, check_against_tf, onnx_io, validate_onnx,
 )
-from .routes import ROUTES, Reference, first_line, import_tf, quiet_logs, versions
+from .routes import ROUTES, Reference, import_tf, quiet_logs, versions
 
 # Bumped when the conversion code changes what it writes: old cache entries are then not served.
 CONVERT_SCHEMA = 2

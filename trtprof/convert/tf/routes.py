@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ...errors import BadInput, BadModel, MissingDependency
+from ...errors import BadInput, BadModel, MissingDependency, first_line
 from .args import Shape, tf_tensor_name
 
 
@@ -49,11 +49,6 @@ def quiet_logs() -> Iterator[None]:
     finally:
         for lg, level in zip(loggers, levels):
             lg.setLevel(level)
-
-
-def first_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    return (lines[0][:300] if lines else type(err).__name__)
 
 
 Reference = Callable[[Mapping[str, np.ndarray], Sequence[str], Sequence[str]], list[np.ndarray]]
