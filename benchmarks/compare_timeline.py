@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trtprof.clock import process_start  # noqa: E402
+from trtprof.util.clock import process_start  # noqa: E402
 
 T0 = process_start() or time.perf_counter()
 events: list[tuple[float, str]] = []

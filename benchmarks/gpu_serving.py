@@ -195,7 +195,7 @@ def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, sum
     from trtprof.results import ResultSet
     from trtprof.serving_page import point_rows
     from trtprof.serving_plots import latency_throughput_figure
-    from trtprof.texttable import grid
+    from trtprof.util.texttable import grid
 
     data["nvidia_smi_cross_check"] = cross_check(data, log)
     out_json = out_dir / f"serving-{name}.json"

@@ -510,7 +510,7 @@ def test_process_start_agrees_with_ps_elapsed_time():
     import subprocess
     import time
 
-    from trtprof import clock as process_clock
+    from trtprof.util import clock as process_clock
 
     if not os.path.exists("/proc/self/stat") or shutil.which("ps") is None:
         pytest.skip("no /proc or no ps here: the CLI falls back to the moment main() began")

@@ -240,7 +240,7 @@ def test_the_command_s_clock_starts_at_its_process_start_only_when_it_is_the_com
     here); a caller running main(argv) in its own, older process: from the moment main began."""
     import sys
 
-    from trtprof import clock
+    from trtprof.util import clock
     from trtprof.cli import compare as cli_compare
 
     seen: list[float] = []

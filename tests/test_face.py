@@ -12,11 +12,11 @@ import pytest
 
 from trtprof import plots
 from trtprof.cli import main
-from trtprof.labels import engine_labels
+from trtprof.util.labels import engine_labels
 from trtprof.layers.table import NAME_WIDTH, short_names
 from trtprof.results import BenchResult
 from trtprof.speedup import LatencyShape, distribution_shape
-from trtprof.wording import plural, times
+from trtprof.util.wording import plural, times
 
 pytest.importorskip("matplotlib")
 

@@ -273,7 +273,7 @@ def test_spec_batch_size_limit_just_inside_is_accepted(conv_model, tmp_path):
 
 
 def test_spec_file_size_limit(conv_model, tmp_path):
-    from trtprof.datafile import MAX_SPEC_BYTES
+    from trtprof.util.datafile import MAX_SPEC_BYTES
     from trtprof.errors import BadInput
     from trtprof.sweep.spec import load_spec
 
@@ -298,7 +298,7 @@ def test_yaml_alias_bomb_is_refused_at_once(conv_model, tmp_path, capsys):
 
 
 def test_structure_limits_just_inside_and_outside():
-    from trtprof.datafile import MAX_DEPTH, MAX_SPEC_NODES, check_bounded
+    from trtprof.util.datafile import MAX_DEPTH, MAX_SPEC_NODES, check_bounded
     from trtprof.errors import BadInput
 
     check_bounded([0] * (MAX_SPEC_NODES - 1), "x", max_nodes=MAX_SPEC_NODES)  # the list itself is one value
@@ -523,7 +523,7 @@ def test_stale_temp_dirs_are_removed_by_the_next_run(tmp_path, capsys):
     live owner's, a fresh one's and any other name are kept."""
     import time
 
-    from trtprof.scratch import STALE_AFTER_S, clean_stale
+    from trtprof.util.scratch import STALE_AFTER_S, clean_stale
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trtprof.cli import main
-from trtprof.labels import engine_labels, fmt_ms
+from trtprof.util.labels import engine_labels, fmt_ms
 from trtprof.noise import CPU_CV_WARN, cpu_noise_warning, cpu_state
 from trtprof.results import BenchResult
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .convert.fp16_weights import FP16_MIN_NORMAL
-from .wording import plural
+from .util.wording import plural
 
 if TYPE_CHECKING:
     import onnx

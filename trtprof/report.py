@@ -19,12 +19,12 @@ from .accuracy import summary_line
 from .cache import atomic_write_text
 from .errors import BadInput
 from .fp16range import predicted_lines
-from .labels import engine_labels, fmt_ms
+from .util.labels import engine_labels, fmt_ms
 from .layers.html import layers_section
 from .page import document, file_b64, fmt, img, png_b64, pyplot, table
 from .results import BenchResult, read_json, results_from_json
 from .schemas import COMPARE_READABLE, RESULTS
-from .wording import plural, times
+from .util.wording import plural, times
 
 
 def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:

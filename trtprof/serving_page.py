@@ -15,7 +15,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def memory_rows(results: Sequence[Any]) -> list[list[str]]:
-    from .labels import engine_labels
+    from .util.labels import engine_labels
     from .memory import fmt_bytes, in_use_bytes
 
     rows = []

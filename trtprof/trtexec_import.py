@@ -49,7 +49,7 @@ class TrtexecRun:
 
 
 def _load(path: Path, what: str) -> Any:
-    from .datafile import load_json
+    from .util.datafile import load_json
 
     path = Path(path)
     if not path.is_file():

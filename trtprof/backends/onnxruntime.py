@@ -109,7 +109,7 @@ def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> di
 
     from ..convert.fp16 import count_precision
     from ..convert.quantize import count_quantized
-    from ..scratch import temp_dir
+    from ..util.scratch import temp_dir
 
     with temp_dir("ort") as tmp:
         out = tmp / "executed.onnx"

@@ -52,7 +52,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     entered = time.perf_counter()
-    from ..clock import process_start
+    from ..util.clock import process_start
 
     # The command's clock (compare's --time-budget-s): from this process's start when it is the command
     # (argv from the command line), from here when a caller runs a command in its own process.
@@ -70,8 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.debug = debug
     args.started = started
     args.imported = time.perf_counter()  # the interpreter's start and the commands' imports are behind us
-    from ..scratch import clean_stale
-    from ..signals import sigterm_as_interrupt
+    from ..util.scratch import clean_stale
+    from ..util.signals import sigterm_as_interrupt
     from ._common import EXIT_INTERRUPTED
 
     clean_stale()  # temp dirs of runs killed by SIGKILL (a day old, owner gone): nothing else removes them

@@ -13,7 +13,7 @@ from ..cache import ENTRY_NAME
 from ..cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput, write_failure
 from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
-from ..signals import signals_deferred
+from ..util.signals import signals_deferred
 from ..spec import Precision
 from ..timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
 
@@ -119,7 +119,7 @@ def precisions_from_flags(args: argparse.Namespace) -> list[Precision]:
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    from ..texttable import grid
+    from ..util.texttable import grid
 
     return "\n".join(grid(headers, rows))
 

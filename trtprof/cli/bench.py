@@ -7,11 +7,11 @@ from pathlib import Path
 
 from ..bench import bench_path
 from ..cache_admin import scan_dir
-from ..labels import engine_labels, fmt_ms
+from ..util.labels import engine_labels, fmt_ms
 from ..errors import BadInput, write_failure
 from ..results import ResultSet
-from ..signals import signals_deferred, sigterm_as_interrupt
-from ..wording import plural
+from ..util.signals import signals_deferred, sigterm_as_interrupt
+from ..util.wording import plural
 from . import _common, _serving
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")

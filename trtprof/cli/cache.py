@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..cache_admin import OK, CacheItem, check_cache_dir, parse_age, remove, scan_dir, select
 from ..errors import BadInput
-from ..texttable import grid
-from ..wording import plural
+from ..util.texttable import grid
+from ..util.wording import plural
 from ._common import add_common_debug
 
 

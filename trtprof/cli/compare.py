@@ -15,10 +15,10 @@ from ..interleave import (
     DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, FLOOR_LOADS, LOADS_LIMIT, MAX_LOADS, MIN_LOADS,
     MIN_ROUNDS, InterleavedOutcome, Progress, RoundPlan,
 )
-from ..signals import sigterm_as_interrupt
+from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
 from ..speedup import EQUIVALENCE_MARGIN
-from ..wording import plural
+from ..util.wording import plural
 from . import _common, _serving
 from .build import print_outcome
 

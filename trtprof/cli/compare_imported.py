@@ -9,7 +9,7 @@ from ..cache import atomic_write_text
 from ..errors import BadInput
 from ..schemas import RESULTS
 from ..spec import Precision
-from ..wording import plural
+from ..util.wording import plural
 from . import _common
 
 # compare options that need a model, engines or a measurement: refused with an imported results file

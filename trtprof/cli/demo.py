@@ -9,9 +9,9 @@ from ..build import BuildSettings, build_engines
 from ..inputs import parse_batch_sizes
 from ..plots import plot_all
 from ..samples import make_demo_model
-from ..signals import sigterm_as_interrupt
+from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
-from ..wording import plural
+from ..util.wording import plural
 from . import _common
 from .bench import print_table, progress
 from .build import print_outcome

@@ -11,7 +11,7 @@ from .. import compare as cmp
 from ..accuracy import DEFAULT_BUDGET, AccuracyBudget
 from ..errors import BadInput
 from ..interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
-from ..signals import sigterm_as_interrupt
+from ..util.signals import sigterm_as_interrupt
 from . import _common
 
 

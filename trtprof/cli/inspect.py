@@ -16,7 +16,7 @@ from .. import backends
 from ..cache import EngineRecord, list_engines
 from ..errors import BackendUnavailable, BadInput
 from ..layers.table import short_names
-from ..wording import plural
+from ..util.wording import plural
 from . import _common
 
 TENSORRT_BACKENDS = ("tensorrt", "tensorrt-rtx")  # engines the TensorRT inspector reads

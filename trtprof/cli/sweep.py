@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
-from ..signals import sigterm_as_interrupt
+from ..util.signals import sigterm_as_interrupt
 from . import _common
 
 

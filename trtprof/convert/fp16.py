@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import BuildFailed, MissingDependency
-from ..wording import plural
+from ..util.wording import plural
 from . import fp16_fixes
 from .fp16_weights import FP16_MAX, FP16_MIN_SUBNORMAL, WeightReport, weight_report
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from ..wording import plural
+from ..util.wording import plural
 
 if TYPE_CHECKING:
     import onnx

@@ -148,7 +148,7 @@ def quantize_int8(model: "onnx.ModelProto", feeds: Sequence[Mapping[str, "np.nda
     symmetric_activations = for_tensorrt
     import onnx
 
-    from ..scratch import temp_dir
+    from ..util.scratch import temp_dir
 
     q = _ort_quantization()
     act = q.QuantType.QInt8 if symmetric_activations else q.QuantType.QUInt8

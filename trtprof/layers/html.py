@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping
 
-from ..wording import plural
+from ..util.wording import plural
 from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, fmt_layer_ms, rows_by_time
 
 TOP_ROWS = 15

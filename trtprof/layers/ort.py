@@ -16,7 +16,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ..scratch import temp_dir
+from ..util.scratch import temp_dir
 from .graph import node_key
 from .table import COMPUTE, KernelTime, LayerTiming, PrecisionProfile, kind_of
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..findings import Finding
-from ..wording import plural
+from ..util.wording import plural
 from .table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
 
 # A finding about a group of layers is worth reading when the group holds this much of the time:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..texttable import grid
-from ..wording import plural
+from ..util.texttable import grid
+from ..util.wording import plural
 
 COMPUTE = "compute"
 CAST = "cast"

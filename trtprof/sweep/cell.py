@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..scratch import temp_dir
+from ..util.scratch import temp_dir
 from .spec import Cell
 
 # Exit codes of a cell's trtprof processes. 2 = bad input (TrtprofError): the same input fails the same

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..cache import atomic_write_text
-from ..datafile import safe_name
+from ..util.datafile import safe_name
 from ..errors import BadInput
 from ..page import document
 from ..report import load, render_html

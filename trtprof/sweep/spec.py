@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import backends
-from ..datafile import MAX_SPEC_BYTES, check_bounded, load_yaml, read_text, safe_name
+from ..util.datafile import MAX_SPEC_BYTES, check_bounded, load_yaml, read_text, safe_name
 from ..errors import BadInput, MissingDependency
 from ..inputs import MAX_BATCH_SIZE, parse_shape_arg
 from ..spec import Precision

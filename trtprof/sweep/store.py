@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..cache import atomic_write_text, now_iso
-from ..datafile import SAFE_NAME
+from ..util.datafile import SAFE_NAME
 from ..errors import BadInput
 from ..schemas import SWEEP as SCHEMA
-from ..signals import signals_deferred
+from ..util.signals import signals_deferred
 from .rows import to_csv
 
 LOG = "cells.jsonl"

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
+from ..errors import BadInput
 
 MAX_FILE_BYTES = 64 * 1024**2  # results of a long sweep with raw samples reach a few MB; 64 MB is far above
 MAX_SPEC_BYTES = 1024**2  # a spec of hundreds of models is ~100 KB
