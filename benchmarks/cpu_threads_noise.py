@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 def main(argv: list[str] | None = None) -> int:
     from trtprof.bench import bench_one, load_runner
     from trtprof.build import BuildSettings, build_engines
-    from trtprof.environment import collect
-    from trtprof.noise import cpu_state
+    from trtprof.system.environment import collect
+    from trtprof.system.noise import cpu_state
     from trtprof.samples import make_demo_model
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     import onnxconverter_common
     import onnxruntime
 
-    from trtprof.environment import cpu_name
+    from trtprof.system.environment import cpu_name
 
     rows = []
     for path in models():

@@ -32,7 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trtprof import cuda, nvml, timing  # noqa: E402
+from trtprof.system import cuda, nvml
+from trtprof import timing  # noqa: E402
 from trtprof.bench import load_runner  # noqa: E402
 from trtprof.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402

@@ -191,7 +191,7 @@ def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, sum
     """The model's results file (with the nvidia-smi cross-check), its curve and its summary lines."""
     from trtprof.cache import now_iso
     from trtprof.serving_page import slo_lines
-    from trtprof.environment import collect
+    from trtprof.system.environment import collect
     from trtprof.results import ResultSet
     from trtprof.serving_page import point_rows
     from trtprof.serving_plots import latency_throughput_figure
@@ -222,7 +222,7 @@ def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, sum
 def nvml_counter():
     """NVML's energy counter read now; returns a function that reads it again and gives
     (t0, mJ0, t1, mJ1), or None where there is no counter."""
-    from trtprof.energy import NvmlReader
+    from trtprof.system.energy import NvmlReader
 
     reader = NvmlReader.open(index=int(os.environ.get("SMI_GPU", "0")))
     if isinstance(reader, str):

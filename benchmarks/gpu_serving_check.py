@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from gpu_fidelity import MAKERS
 
-    from trtprof import cuda
+    from trtprof.system import cuda
     from trtprof.backends.base import set_autotune
     from trtprof.bench import load_runner
     from trtprof.build import BuildSettings, build_engines

@@ -1,11 +1,11 @@
-"""trtprof.cuda and trtprof.nvml: import and degrade cleanly without a driver; on a GPU, buffers
+"""trtprof.system.cuda and trtprof.system.nvml: import and degrade cleanly without a driver; on a GPU, buffers
 round-trip and events time a kernel whose duration is fixed by the GPU's global timer."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from trtprof import cuda, nvml
+from trtprof.system import cuda, nvml
 from trtprof.errors import CudaError, TrtprofError
 
 rt = pytest.importorskip("cuda.bindings.runtime")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtprof import noise, stats, timing
+from trtprof.system import noise
+from trtprof import stats, timing
 from trtprof.timing import TimingConfig
 
 

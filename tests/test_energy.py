@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trtprof import energy
+from trtprof.system import energy
 
 
 class FakeReader:

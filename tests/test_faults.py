@@ -575,7 +575,7 @@ def test_compare_allocation_failure_is_exit_2_naming_the_batch(conv_model, tmp_p
 
 def test_memory_preflight_just_inside_and_outside():
     from trtprof.errors import OutOfMemory
-    from trtprof.preflight import check_memory
+    from trtprof.system.preflight import check_memory
 
     check_memory(8, 1000, available=1000)  # exactly what is available: allowed
     with pytest.raises(OutOfMemory, match="batch size 8 needs"):

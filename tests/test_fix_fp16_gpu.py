@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 from trtprof.cli import main
 
 from .test_keeplists import shared_scale_model

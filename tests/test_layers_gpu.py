@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 from trtprof.cli import main
 
 pytestmark = [

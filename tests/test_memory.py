@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trtprof import cuda, memory
+from trtprof.system import cuda, memory
 from trtprof.bench import bench_records
 from trtprof.build import BuildSettings, build_engines
 from trtprof.results import ResultSet

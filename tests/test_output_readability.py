@@ -11,7 +11,7 @@ import pytest
 
 from trtprof.cli import main
 from trtprof.util.labels import engine_labels, fmt_ms
-from trtprof.noise import CPU_CV_WARN, cpu_noise_warning, cpu_state
+from trtprof.system.noise import CPU_CV_WARN, cpu_noise_warning, cpu_state
 from trtprof.results import BenchResult
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 from trtprof.accuracy import compare_outputs
 from trtprof.errors import UnsupportedPrecision
 from trtprof.spec import Precision

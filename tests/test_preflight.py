@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trtprof import preflight
+from trtprof.system import preflight
 
 
 class OutOfMemoryError(RuntimeError):

@@ -86,7 +86,7 @@ def test_peak_table_cites_a_source_for_every_row_and_orders_rates_sensibly():
 
 
 def test_query_device_peak_without_a_gpu_is_none_not_a_crash():
-    from trtprof.cuda import device_count
+    from trtprof.system.cuda import device_count
 
     if device_count() > 0:  # device_count answers 0 without a driver or a device; it does not raise
         pytest.skip("a CUDA device is present")
@@ -95,7 +95,7 @@ def test_query_device_peak_without_a_gpu_is_none_not_a_crash():
 
 @pytest.mark.gpu
 def test_query_device_peak_on_a_gpu_reads_its_table_row():
-    from trtprof.cuda import device_count
+    from trtprof.system.cuda import device_count
 
     if device_count() == 0:
         pytest.skip("no CUDA device")

@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device"),

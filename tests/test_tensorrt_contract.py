@@ -530,7 +530,7 @@ def test_registry_auto_picks_tensorrt_when_available(fake_trt):
 # ---- serving: one execution context per stream ---------------------------------------------------
 
 class _FakeCuda:
-    """FAKE trtprof.cuda for the serving driver's set-up: handles are counters, memory is host memory,
+    """FAKE trtprof.system.cuda for the serving driver's set-up: handles are counters, memory is host memory,
     every call is recorded. Nothing runs on a device."""
 
     def __init__(self):
@@ -587,7 +587,7 @@ class _FakeCuda:
 
 
 def test_serving_gives_every_stream_its_own_execution_context(fake_trt, conv_model, tmp_path, monkeypatch):
-    from trtprof import cuda
+    from trtprof.system import cuda
     from trtprof.serving import gpu_sessions
 
     fake_cuda = _FakeCuda()

@@ -95,7 +95,7 @@ def test_rtx_fake_and_real_agree_on_the_build_time_answers(conv_model):
     real = _real("tensorrt_rtx")
     fake = make_fake_tensorrt(real.__version__, flavour="rtx")
     fake.behaviour.gpu_compute_capability = None  # this CI machine has no GPU: say the same of the fake
-    from trtprof import cuda
+    from trtprof.system import cuda
 
     if cuda.device_count() > 0:
         pytest.skip("these are the no-GPU answers; this machine has a GPU")

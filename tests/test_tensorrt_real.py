@@ -22,7 +22,7 @@ def _skip_reason() -> str | None:
         return "the importable tensorrt is not TensorRT (tensorrt-stubs namespace?)"
     if getattr(tensorrt, "IS_FAKE", False):
         return "the fake tensorrt is installed"
-    from trtprof import cuda
+    from trtprof.system import cuda
 
     if cuda.device_count() == 0:
         return "no CUDA GPU"

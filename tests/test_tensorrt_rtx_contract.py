@@ -245,7 +245,7 @@ def test_library_validity_answer_is_the_last_word(monkeypatch, conv_model, tmp_p
 # ---- runtime: JIT and runtime cache (fake library, FAKE cuda buffers) ----------------------------
 
 class _FakeBuffer:
-    """FAKE trtprof.cuda buffer/stream for the runner's first inference: hands out fake addresses."""
+    """FAKE trtprof.system.cuda buffer/stream for the runner's first inference: hands out fake addresses."""
 
     next_ptr = 0x1000
 
@@ -269,7 +269,7 @@ class _FakeBuffer:
 
 @contextmanager
 def _fake_cuda(monkeypatch):
-    from trtprof import cuda
+    from trtprof.system import cuda
 
     monkeypatch.setattr(cuda, "Stream", _FakeBuffer)
     monkeypatch.setattr(cuda, "DeviceBuffer", _FakeBuffer)

@@ -18,7 +18,7 @@ trt = pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx not installed: pi
 if getattr(trt, "IS_FAKE", False):  # pragma: no cover - a contract test leaked its fake
     pytest.skip("the fake tensorrt_rtx is installed", allow_module_level=True)
 
-from trtprof import cuda  # noqa: E402
+from trtprof.system import cuda  # noqa: E402
 from trtprof.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.cli import main  # noqa: E402
 from trtprof.errors import BadInput, BuildFailed  # noqa: E402

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from trtprof import cuda, nvml
+from trtprof.system import cuda, nvml
 from trtprof.spec import TensorSpec
 from trtprof.timing import TimingConfig, time_device
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 from trtprof.spec import TensorSpec
 from trtprof.timing import COMPUTE_CV_WARN, TimingConfig, device_notes, time_device
 

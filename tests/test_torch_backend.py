@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 from trtprof.backends.torch import TorchBackend, fold_identity_initializers
 from trtprof.errors import UnsupportedPrecision
 from trtprof.spec import Precision

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None or
                                  importlib.util.find_spec("onnx2torch") is None, reason="torch/onnx2torch missing")

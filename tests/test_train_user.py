@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof import cuda
+from trtprof.system import cuda
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch missing")
 needs_onnx2torch = pytest.mark.skipif(importlib.util.find_spec("onnx2torch") is None, reason="onnx2torch missing")

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from trtprof import ab, cuda, whatif
+from trtprof import ab, whatif
+from trtprof.system import cuda
 from trtprof.cli import main
 from trtprof.errors import BadInput, BadModel, TrtprofError
 from trtprof.samples import make_demo_model

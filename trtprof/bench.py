@@ -5,13 +5,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from . import backends, energy, memory, preflight, timing
+from . import backends, timing
+from .system import energy, memory, preflight
 from .backends.base import set_autotune
 from .cache import EngineRecord, now_iso
-from .environment import collect
+from .system.environment import collect
 from .errors import BadInput
 from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-from .noise import cpu_noise_warning, cpu_state
+from .system.noise import cpu_noise_warning, cpu_state
 from .results import BenchResult, ResultSet
 from .timing import TimingConfig
 
@@ -83,7 +84,7 @@ def bench_one(
 ) -> BenchResult:
     """Time one engine at one batch size, on seeded random inputs or the first batch of the user's
     (``data``, user_inputs.InputData). ``load_rss``: the process RSS before and after this engine was
-    loaded (CPU runners report memory as RSS deltas, ``trtprof.memory``)."""
+    loaded (CPU runners report memory as RSS deltas, ``trtprof.system.memory``)."""
     overrides = dict(record.spec.shape_overrides())
     overrides.update(shapes or {})
     overrides.update(data.shape_overrides() if data is not None else {})

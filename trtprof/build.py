@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import backends, fp16range, preflight
+from . import backends, fp16range
+from .system import preflight
 from .backends.torch import MEMORY_FORMAT_OPTION
 from .cache import EngineCache, EngineRecord, now_iso
 from .convert.quantize import calibration_feeds, quantization_options

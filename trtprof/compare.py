@@ -23,14 +23,15 @@ import numpy as np
 
 # accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
 # attributes with fakes, which a name bound here at import time would not see.
-from . import accuracy, bench, fp16range, preflight, roofline, workers
+from . import accuracy, bench, fp16range, roofline, workers
+from .system import preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .backends.base import set_autotune
 from .bench import effective_precision
 from .build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
 from .cache import EngineRecord, atomic_write_text, list_engines, now_iso
 from .diagnose import diagnose
-from .environment import collect
+from .system.environment import collect
 from .errors import BadInput, TrtprofError
 from .findings import Finding
 from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -38,7 +39,7 @@ from .interleave import (
     FLOOR_LOADS, LOADS_LIMIT, ROUND_WARMUP, STOP_CONFIDENCE, Arm, InProcessLoad, InterleavedOutcome, Progress, RoundPlan, run_interleaved,
 )
 from .layers.profile import graph_facts, profile_records
-from .memory import artifact_bytes, outputs_and_memory, rss_bytes
+from .system.memory import artifact_bytes, outputs_and_memory, rss_bytes
 from .model import load_onnx
 from .results import BenchResult
 from .roofline import achieved, graph_cost
@@ -313,7 +314,7 @@ class Reference:
     autotune: dict[str, Any]
     outputs: dict[int, dict[str, Any]]
     fp16_range: Any
-    memory: dict[int, dict[str, dict[str, Any]]]  # batch → arm → memory in use (trtprof.memory)
+    memory: dict[int, dict[str, dict[str, Any]]]  # batch → arm → memory in use (trtprof.system.memory)
 
     @property
     def on_gpu(self) -> bool:

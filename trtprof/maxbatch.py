@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import memory, preflight
+from .system import memory, preflight
 from .errors import BadInput, TrtprofError, first_line
 from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .workers import prepend_package_root
@@ -150,7 +150,7 @@ def label_of(record: Any) -> str:
 # -- GPU engines: a real allocation attempt per batch -----------------------------------------------
 def device_memory() -> tuple[int, int]:
     """(bytes in use on the device, total bytes): cudaMemGetInfo, the whole device (other processes too)."""
-    from . import cuda
+    from .system import cuda
 
     free, total = cuda.check(cuda.runtime().cudaMemGetInfo(), "cudaMemGetInfo")
     return int(total) - int(free), int(total)

@@ -13,7 +13,7 @@ import numpy as np
 from .cache import atomic_write_text
 from .errors import BadInput
 from .util.labels import engine_labels
-from .memory import in_use_bytes
+from .system.memory import in_use_bytes
 from .schemas import RESULTS as SCHEMA
 from .stats import LatencyStats
 from .throughput import throughput
@@ -39,8 +39,8 @@ class BenchResult:
     device: dict[str, Any] = field(default_factory=dict)  # per-run device state (GPU clocks...)
     # how ``throughput_per_s`` was computed and the mean rate beside it (``trtprof.throughput``)
     throughput: dict[str, Any] = field(default_factory=dict)
-    memory: dict[str, Any] = field(default_factory=dict)  # memory in use during inference (``trtprof.memory``)
-    energy: dict[str, Any] = field(default_factory=dict)  # joules per inference (``trtprof.energy``)
+    memory: dict[str, Any] = field(default_factory=dict)  # memory in use during inference (``trtprof.system.memory``)
+    energy: dict[str, Any] = field(default_factory=dict)  # joules per inference (``trtprof.system.energy``)
 
     @property
     def latency(self) -> LatencyStats:

@@ -16,7 +16,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def memory_rows(results: Sequence[Any]) -> list[list[str]]:
     from .util.labels import engine_labels
-    from .memory import fmt_bytes, in_use_bytes
+    from .system.memory import fmt_bytes, in_use_bytes
 
     rows = []
     for r, label in zip(results, engine_labels(results)):
@@ -62,7 +62,7 @@ def _figure_b64(sweep: Mapping[str, Any]) -> str:
 def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> list[list[str]]:
     """One row per point (the report's table and ``bench``/``compare``'s printed one; ``reasons``
     False leaves out why energy is n/a, which the JSON and the page say)."""
-    from .memory import fmt_bytes, in_use_bytes
+    from .system.memory import fmt_bytes, in_use_bytes
 
     rows = []
     for p in points:

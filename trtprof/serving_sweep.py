@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import energy, memory, preflight
+from .system import energy, memory, preflight
 from .serving import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
 from .stats import LatencyStats
 
@@ -116,7 +116,7 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
         sessions_cm = cpu_sessions(runner, level, feeds, load=loader, threads=config.threads)
         meter = None
     else:
-        from . import cuda
+        from .system import cuda
 
         sessions_cm = gpu_sessions(runner, level, feeds, copies=config.copies, streams=streams)
         meter = energy.EnergyMeter(pci_bus_id=cuda.pci_bus_id(cuda.current_device()))
@@ -174,7 +174,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
             runners[name] = load_runner(arms[name])
             set_autotune(runners[name], autotune)
             if runners[name].device != "cpu" and not streams:
-                from . import cuda
+                from .system import cuda
 
                 streams = [keep.enter_context(cuda.Stream()) for _ in range(len(pool))]
         first, record0 = runners[names[0]], arms[names[0]]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import cuda, nvml
+from .system import cuda, nvml
 from .errors import BackendUnavailable, BadInput
 
 DEFAULT_WARMUP = 50

@@ -250,13 +250,13 @@ class OnnxRuntimeBackend:
             )
 
     def environment(self) -> dict[str, Any]:
-        from ..environment import cpu_name
+        from ..system.environment import cpu_name
 
         ort = import_ort()
         providers = _providers()
         env: dict[str, Any] = {"backend": self.name, "onnxruntime": ort.__version__, "provider": providers[0]}
         if providers[0] == CUDA_EP:
-            from ..nvml import describe_gpus
+            from ..system.nvml import describe_gpus
 
             gpus = describe_gpus()
             env["device"] = gpus[0].get("name", "cuda") if gpus else "cuda"

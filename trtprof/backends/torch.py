@@ -349,7 +349,7 @@ class TorchRunner:
                     out.float().cpu().numpy() if self._half and out.is_floating_point() else out.cpu().numpy())
                 for spec, out in zip(self.outputs, outs)}
 
-    # -- memory (trtprof.memory) ------------------------------------------------------------------
+    # -- memory (trtprof.system.memory) ------------------------------------------------------------------
     def reset_memory_peak(self) -> None:
         """Start a new peak window of the caching allocator (bench calls it before the timed runs)."""
         self._torch.cuda.reset_peak_memory_stats()
@@ -381,7 +381,7 @@ class TorchBackend:
     artifact_suffix = ".torch.onnx"
 
     def available(self) -> Availability:
-        from .. import cuda
+        from ..system import cuda
 
         if cuda.device_count() == 0:
             return Availability(False, "no CUDA GPU (the torch backend runs PyTorch on CUDA only)")

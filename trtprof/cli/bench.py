@@ -110,8 +110,8 @@ def print_table(results: ResultSet) -> None:
 
 
 def print_memory_table(results: ResultSet) -> None:
-    """Artifact size and memory in use during inference per engine × batch (``trtprof.memory``)."""
-    from ..memory import fmt_bytes, in_use_bytes
+    """Artifact size and memory in use during inference per engine × batch (``trtprof.system.memory``)."""
+    from ..system.memory import fmt_bytes, in_use_bytes
 
     rows = [(label, r.batch_size, fmt_bytes(r.engine.get("artifact_bytes")), fmt_bytes(in_use_bytes(r.memory)),
              r.memory.get("kind", "n/a"))

@@ -223,7 +223,7 @@ def cell_record(cell: Cell, slot: Slot, *, attempts: list[dict[str, Any]], resul
                 error: str | None = None) -> dict[str, Any]:
     """``error`` overrides the last attempt's (a cell that never ran has no attempts); ``finished_epoch``
     defaults to now (a cell that never ran passes its start: no duration, so it is nobody's neighbour)."""
-    from ..environment import host, package_versions
+    from ..system.environment import host, package_versions
 
     finished_epoch = time.time() if finished_epoch is None else finished_epoch
     env_json = (result or {}).get("environment") or {}

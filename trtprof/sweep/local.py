@@ -42,7 +42,7 @@ def partition(cores: Sequence[int], parts: int) -> list[tuple[int, ...]]:
 
 def visible_gpus(environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """NVML's GPUs, narrowed to the parent's CUDA_VISIBLE_DEVICES (indices or UUIDs) when it is set."""
-    from ..nvml import describe_gpus
+    from ..system.nvml import describe_gpus
 
     gpus = describe_gpus()
     env = os.environ if environ is None else environ

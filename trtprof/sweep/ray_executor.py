@@ -37,7 +37,7 @@ def ray_cell_task(cell: Cell, use_gpu: bool) -> dict[str, Any]:
     node = ctx.get_node_id()
     gpu = None
     if use_gpu:
-        from ..nvml import describe_gpus
+        from ..system.nvml import describe_gpus
 
         ids = [str(i) for i in ray.get_gpu_ids()]
         if ids:

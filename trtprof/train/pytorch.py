@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..maxbatch import find_max_batch
-from ..preflight import is_out_of_memory
+from ..system.preflight import is_out_of_memory
 from . import memory as mem
 from . import reasons as rs
 from .run import ArmRun, Trainer

@@ -225,7 +225,7 @@ def compare_training(
 ) -> dict[str, Any]:
     """Run everything and return the JSON document (schema ``trtprof.train_compare/1``)."""
     from ..cache import now_iso
-    from ..environment import collect
+    from ..system.environment import collect
 
     if plan.cuda_graph:
         raise BadInput("--cuda-graph: the timing loop does not capture a training step; add NAME+graphed to "

@@ -50,11 +50,11 @@ def device_count() -> tuple[int, str]:
 
 
 def query_device(index: int = 0) -> DeviceInfo | None:
-    """Name and compute capability of device ``index`` (via trtprof.cuda), or None when there is none."""
+    """Name and compute capability of device ``index`` (via trtprof.system.cuda), or None when there is none."""
     count, _ = device_count()
     if count <= index:
         return None
-    from ... import cuda
+    from ...system import cuda
     from ...errors import CudaError
 
     try:

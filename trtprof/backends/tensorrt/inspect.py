@@ -216,7 +216,7 @@ def profile_layers(
     """
     import numpy as np
 
-    from ... import cuda
+    from ...system import cuda
 
     mod = compat.tensorrt_module(module)
 

@@ -252,7 +252,7 @@ class RtxRunner(TensorRTRunner):
 
         import numpy as np
 
-        from ... import cuda
+        from ...system import cuda
 
         dtypes = {s.name: np.dtype(s.dtype) for s in (*self.inputs, *self.outputs)}
         shapes = {**self._shapes, **output_shapes}

@@ -152,7 +152,7 @@ class TensorRTRunner:
         """Host in, host out (accuracy checks). Allocates per call: not a path to time."""
         from contextlib import ExitStack
 
-        from ... import cuda
+        from ...system import cuda
 
         out_shapes = self.prepare({n: tuple(np.shape(feeds[n])) for n in self._input_names if n in feeds})
         dtypes = {s.name: np.dtype(s.dtype) for s in (*self.inputs, *self.outputs)}

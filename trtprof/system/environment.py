@@ -7,7 +7,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from . import __version__
+from .. import __version__
 
 PACKAGES = ("numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "onnxconverter-common", "torch", "tensorrt",
             "tensorflow", "tensorflow-cpu", "tf2onnx", "onnx2torch", "cuda-python", "cuda-bindings")

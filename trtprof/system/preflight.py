@@ -16,9 +16,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .errors import BadInput, OutOfMemory
+from ..errors import BadInput, OutOfMemory
 from .memory import fmt_size, proc_kib_field
-from .spec import TensorSpec
+from ..spec import TensorSpec
 
 
 def embedding_limits(onnx_path: Path) -> dict[str, tuple[int, str]]:

@@ -118,7 +118,7 @@ def _watts(milliwatts: Any) -> float | None:
 def gpu_state(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
     """Clocks, temperature, power and throttle reasons of one GPU now; {} without NVML.
 
-    ``pci_bus_id`` (from ``trtprof.cuda.pci_bus_id``) picks the GPU CUDA is using even when
+    ``pci_bus_id`` (from ``trtprof.system.cuda.pci_bus_id``) picks the GPU CUDA is using even when
     CUDA_VISIBLE_DEVICES reorders devices; otherwise ``index`` is NVML's own index.
     """
     with _session() as nv:
@@ -137,7 +137,7 @@ def gpu_state(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
                 "max_sm_clock_mhz": _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
                 "temperature_c": _try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
                 "power_w": _watts(_try(nv.nvmlDeviceGetPowerUsage, h)),
-                # millijoules since the driver loaded (Volta+): energy across a timed loop (trtprof.energy)
+                # millijoules since the driver loaded (Volta+): energy across a timed loop (trtprof.system.energy)
                 "total_energy_mj": _try(nv.nvmlDeviceGetTotalEnergyConsumption, h),
                 "utilization_pct": None if util is None else int(util.gpu),
                 "throttle_reasons": None if mask is None else decode_reasons(int(mask)),

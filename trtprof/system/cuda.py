@@ -16,7 +16,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from .errors import CudaError, MissingDependency
+from ..errors import CudaError, MissingDependency
 
 T = TypeVar("T")
 
