@@ -110,7 +110,7 @@ def main() -> int:
             say(f"same verdict: {same}; all three CIs overlap: {overlap}")
             result["repeat"] = {"runs": reps, "same_verdict": same, "overlap": overlap}
         if "cost" not in skip:
-            from trtprof.samples import make_demo_model
+            from trtprof.model.demo import make_demo_model
 
             demo = make_demo_model(Path(tmp) / "demo.onnx")
             r = compare(demo, Path(tmp) / "cost.json", Path(tmp) / "demo-engines", "--batch-sizes", "1,4,16")

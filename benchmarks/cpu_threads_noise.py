@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from trtprof.build import BuildSettings, build_engines
     from trtprof.system.environment import collect
     from trtprof.system.noise import cpu_state
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig
 

@@ -52,8 +52,8 @@ def survey(path: Path) -> dict:
     from trtprof.backends.onnxruntime import ort_session
     from trtprof.convert.fp16 import convert_fp16
     from trtprof.fp16range import analyze_safely
-    from trtprof.inputs import make_inputs, resolve_shapes
-    from trtprof.model import inspect_model
+    from trtprof.model.inputs import make_inputs, resolve_shapes
+    from trtprof.model.onnx_model import inspect_model
     from trtprof.spec import Precision
 
     model = onnx.load(str(path))

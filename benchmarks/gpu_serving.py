@@ -164,7 +164,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
     from gpu_fidelity import MAKERS
 
     from trtprof.build import BuildSettings, build_engines
-    from trtprof.inputs import parse_batch_sizes
+    from trtprof.model.inputs import parse_batch_sizes
     from trtprof.serving import ServingConfig
     from trtprof.serving_sweep import sweep_records
     from trtprof.spec import Precision

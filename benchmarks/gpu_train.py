@@ -98,7 +98,7 @@ def interleaved_fidelity(onnx_path: Path, batch: int, arms, *, rounds: int, step
     import torch
     from onnx2torch import convert
 
-    from trtprof.inputs import make_inputs
+    from trtprof.model.inputs import make_inputs
     from trtprof.interleave import measure_block
     from trtprof.timing import TimingConfig
     from trtprof.train.pytorch import TorchTrainer
@@ -272,7 +272,7 @@ def run_train_compare(name: str, path: Path, batches: list[int], args, t0: float
                                                      f"({o.stop_reason})", flush=True))
     print(markdown(data), flush=True)
     if args.max_batch and name == "resnet50" and time.time() - t0 < args.deadline_s:
-        from trtprof.inputs import make_inputs
+        from trtprof.model.inputs import make_inputs
         from trtprof.train.pytorch import TorchTrainer
         from trtprof.train.step import ARMS as ARM_SPECS
 

@@ -22,8 +22,8 @@ import numpy as np
 from trtprof.bench import bench_one, load_runner
 from trtprof.build import BuildSettings, build_engines
 from trtprof.system.environment import collect, cpu_name
-from trtprof.inputs import make_inputs, resolve_shapes
-from trtprof.samples import make_demo_model
+from trtprof.model.inputs import make_inputs, resolve_shapes
+from trtprof.model.demo import make_demo_model
 from trtprof.spec import Precision
 from trtprof.timing import TimingConfig
 

@@ -74,7 +74,7 @@ def truth_ratio(models: list[Path], engines: Path, seconds: float) -> dict:
     """lat(A)/lat(B) measured here: both loaded in this process, blocks alternated (A B, B A, …)."""
     from trtprof.bench import load_runner
     from trtprof.build import BuildSettings, build_engines
-    from trtprof.inputs import make_inputs
+    from trtprof.model.inputs import make_inputs
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig, time_host
 

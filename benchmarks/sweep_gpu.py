@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     log = out / "sweep_gpu.log"
     if args.cpu_dry_run:
-        from trtprof.samples import make_demo_model
+        from trtprof.model.demo import make_demo_model
 
         models = [make_demo_model(work / "a.onnx", channels=8, image=16, classes=10),
                   make_demo_model(work / "b.onnx", channels=4, image=8, classes=5)]

@@ -21,7 +21,7 @@ def _save(graph, path: Path, *, opsets=None) -> Path:
 
 @pytest.fixture
 def conv_model(tmp_path: Path) -> Path:
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
 
     return make_demo_model(tmp_path / "convnet.onnx", channels=8, image=16, classes=10)
 

@@ -11,7 +11,7 @@ import pytest
 
 from trtprof import ab, whatif
 from trtprof.cli import main
-from trtprof.samples import make_demo_model
+from trtprof.model.demo import make_demo_model
 from trtprof.spec import TensorSpec
 
 pytest.importorskip("onnxruntime")

@@ -68,7 +68,7 @@ def test_fp16_overflow_through_the_real_build_is_flagged(tmp_path):
     from trtprof.accuracy import run_outputs
     from trtprof.bench import load_runner
     from trtprof.build import BuildSettings, build_engines
-    from trtprof.inputs import make_inputs, resolve_shapes
+    from trtprof.model.inputs import make_inputs, resolve_shapes
     from trtprof.spec import Precision
 
     model = make_overflow_model(tmp_path / "overflow.onnx")

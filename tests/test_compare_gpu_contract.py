@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from trtprof import compare as cmp
-from trtprof import roofline, timing
+from trtprof.model import roofline
+from trtprof import timing
 from trtprof.interleave import FLOOR_LOADS, Arm, RoundPlan
 from trtprof.timing import Samples
 

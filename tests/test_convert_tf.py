@@ -288,7 +288,7 @@ def test_changed_model_is_converted_again(tf_models, tmp_path):
 @tf_only
 def test_same_model_same_bytes_whatever_was_converted_before(tf_models, tmp_path):
     """Engine cache keys hash the ONNX bytes: a TF model must convert to the same file every time."""
-    from trtprof.model import sha256_file
+    from trtprof.model.onnx_model import sha256_file
 
     first = tfconv.convert_tf(tf_models["mlp"], tmp_path / "a.onnx", check=False).onnx_path
     tfconv.convert_tf(tf_models["keras"], tmp_path / "other.onnx", check=False)

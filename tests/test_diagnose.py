@@ -6,7 +6,7 @@ import pytest
 
 from trtprof import diagnose as dg
 from trtprof.results import BenchResult
-from trtprof.roofline import PEAKS
+from trtprof.model.roofline import PEAKS
 
 
 def crafted(precision="fp16", batch=1, *, backend="torch", metadata=None, device=None, warnings=(), cv=0.0,

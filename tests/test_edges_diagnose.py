@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trtprof import diagnose as dg
-from trtprof.roofline import peak_rates
+from trtprof.model.roofline import peak_rates
 
 from .test_diagnose import crafted
 

@@ -405,7 +405,7 @@ def test_the_analysis_records_are_frozen():
 
 
 def _column(n: int):
-    from trtprof.user_inputs import InputData
+    from trtprof.model.user_inputs import InputData
 
     return InputData("f.npz", {"x": np.arange(n, dtype=np.float32).reshape(n, 1)})
 

@@ -241,7 +241,7 @@ def test_bench_lists_fp32_before_fp16(conv_model, tmp_path, capsys):
 def test_profile_on_a_static_model_names_its_own_option(tmp_path, capsys):
     import onnx
 
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
 
     path = make_demo_model(tmp_path / "m.onnx", channels=8, image=16, classes=10)
     model = onnx.load(str(path))

@@ -265,7 +265,7 @@ def test_spec_fields_are_typed_and_bounded(body, needles, conv_model, tmp_path, 
 
 
 def test_spec_batch_size_limit_just_inside_is_accepted(conv_model, tmp_path):
-    from trtprof.inputs import MAX_BATCH_SIZE
+    from trtprof.model.inputs import MAX_BATCH_SIZE
     from trtprof.sweep.spec import load_spec
 
     spec = load_spec(_spec(tmp_path, f'[[models]]\npath = "{conv_model}"\nbatch_sizes = [{MAX_BATCH_SIZE}, "8"]\n'))

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 
 from trtprof.errors import BadInput, BadModel
-from trtprof.inputs import make_inputs, parse_batch_sizes, parse_int_range, parse_shape_arg, resolve_shapes
+from trtprof.model.inputs import (
+    make_inputs,
+    parse_batch_sizes,
+    parse_int_range,
+    parse_shape_arg,
+    resolve_shapes,
+)
 from trtprof.spec import TensorSpec
 
 IMG = TensorSpec("image", "float32", ("N", 3, 32, 32))

@@ -88,7 +88,7 @@ def test_compare_fp32_int8_on_a_matmul_model(mlp_model, tmp_path, capsys):
 
 def test_calibration_is_part_of_the_cache_key():
     from trtprof.build import key_spec
-    from trtprof.user_inputs import InputData
+    from trtprof.model.user_inputs import InputData
 
     def key(**options):
         spec = BuildSpec.make(model_sha256="0" * 64, backend="onnxruntime", precision=Precision.INT8,
@@ -109,7 +109,7 @@ def test_calibration_is_part_of_the_cache_key():
 
 
 def test_calibration_feeds_follow_the_spec(conv_model):
-    from trtprof.model import inspect_model
+    from trtprof.model.onnx_model import inspect_model
 
     spec = BuildSpec.make(model_sha256="0" * 64, backend="onnxruntime", precision=Precision.INT8, batch_sizes=(2, 4),
                           options={**quantize.quantization_options(Precision.INT8, batch=2), "calibration_samples": 6})
@@ -119,8 +119,8 @@ def test_calibration_feeds_follow_the_spec(conv_model):
 
 
 def test_user_inputs_calibrate_all_samples_up_to_the_cap(conv_model):
-    from trtprof.model import inspect_model
-    from trtprof.user_inputs import InputData
+    from trtprof.model.onnx_model import inspect_model
+    from trtprof.model.user_inputs import InputData
 
     inputs = inspect_model(conv_model).inputs
     for samples, batches in ((5, 3), (2 * quantize.MAX_CALIBRATION_BATCHES + 1, quantize.MAX_CALIBRATION_BATCHES)):

@@ -17,7 +17,7 @@ CONFIG = TimingConfig(warmup=2, iterations=10)
 
 
 def _engines(tmp_path: Path, precisions=(Precision.FP32, Precision.FP16)):
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
 
     model = make_demo_model(tmp_path / "net.onnx", channels=16, image=32, classes=10)
     outcomes = build_engines(model, list(precisions), (1, 4),
@@ -99,7 +99,7 @@ def test_fmt_bytes_stays_in_mib_for_a_table_column():
 @pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
 def test_torch_allocator_peak_is_recorded_per_precision(tmp_path):
     pytest.importorskip("onnx2torch")
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
 
     model = make_demo_model(tmp_path / "net.onnx", channels=64, image=128, classes=10)
     outcomes = build_engines(model, [Precision.FP32, Precision.FP16], (32,),

@@ -5,7 +5,7 @@ import pytest
 
 from trtprof.bench import load_runner
 from trtprof.build import BuildSettings, build_engines
-from trtprof.inputs import make_inputs, resolve_shapes
+from trtprof.model.inputs import make_inputs, resolve_shapes
 from trtprof.spec import Precision
 from trtprof.timing import TimingConfig, time_host
 

@@ -244,7 +244,7 @@ def test_slo_verdict_is_inconclusive_with_a_reason_when_a_precision_misses_or_ha
 @pytest.fixture
 def engines(tmp_path: Path) -> Path:
     from trtprof.build import BuildSettings, build_engines
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
     from trtprof.spec import Precision
 
     model = make_demo_model(tmp_path / "net.onnx", channels=8, image=16, classes=10)

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu,
 @pytest.fixture
 def torch_arms(tmp_path):
     from trtprof.build import BuildSettings, build_engines
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
     from trtprof.spec import Precision
 
     model = make_demo_model(tmp_path / "net.onnx", channels=32, image=64, classes=10)
@@ -48,7 +48,7 @@ def test_concurrent_streams_compute_the_same_outputs_as_one(torch_arms):
     """Four sessions on one shared torch runner, each on its own stream and buffers, must produce the
     runner's own output (a race in binding would mix buffers up)."""
     from trtprof.bench import load_runner
-    from trtprof.inputs import make_inputs, resolve_shapes
+    from trtprof.model.inputs import make_inputs, resolve_shapes
     from trtprof.serving import gpu_sessions, run_window
 
     runner = load_runner(torch_arms["fp32"])
@@ -77,7 +77,7 @@ def test_windows_reuse_the_sweeps_threads_and_streams(torch_arms):
     """Two windows on one ``Workers`` and the caller's streams (as ``sweep_records`` runs them): both
     measure requests, and the streams outlive the sessions (they are the caller's to close)."""
     from trtprof.bench import load_runner
-    from trtprof.inputs import make_inputs, resolve_shapes
+    from trtprof.model.inputs import make_inputs, resolve_shapes
     from trtprof.serving import Workers, gpu_sessions, run_window
 
     runner = load_runner(torch_arms["fp16"])

@@ -30,7 +30,7 @@ FAKE_GPUS = [{"index": 0, "name": "FakeGPU A", "uuid": "GPU-aaaa", "driver": "1.
 
 @pytest.fixture
 def two_models(tmp_path: Path) -> tuple[Path, Path]:
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
 
     return (make_demo_model(tmp_path / "small.onnx", channels=4, image=8, classes=5),
             make_demo_model(tmp_path / "wide.onnx", channels=8, image=16, classes=10))

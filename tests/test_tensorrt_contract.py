@@ -54,7 +54,7 @@ def trt86(monkeypatch):
 
 
 def _spec(model: Path, precision: Precision, batches=(1, 4), **options) -> BuildSpec:
-    from trtprof.model import sha256_file
+    from trtprof.model.onnx_model import sha256_file
 
     return BuildSpec.make(model_sha256=sha256_file(model), backend="tensorrt", precision=precision,
                           batch_sizes=batches, options=options)

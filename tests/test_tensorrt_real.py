@@ -75,7 +75,7 @@ def test_build_writes_plans_with_metadata(engines):
 @pytest.mark.parametrize("precision, tolerance", [("fp32", FP32_TOLERANCE), ("fp16", FP16_TOLERANCE)])
 def test_infer_matches_onnxruntime(engines, conv_model, precision, tolerance):
     from trtprof.backends.tensorrt import TensorRTBackend
-    from trtprof.inputs import make_inputs
+    from trtprof.model.inputs import make_inputs
 
     record = engines[precision]
     runner = TensorRTBackend().load(record.artifact_path, record)

@@ -17,7 +17,7 @@ needs_gpu = pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device"
 
 
 def _model(tmp_path: Path) -> Path:
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
 
     return make_demo_model(tmp_path / "tiny.onnx", channels=8, image=8, classes=4)
 

@@ -142,7 +142,7 @@ def test_factory_four_tuple_uses_its_loss_and_optimizer(tiny, tmp_path):
     import torch
 
     from trtprof.interleave import RoundPlan
-    from trtprof.inputs import make_inputs
+    from trtprof.model.inputs import make_inputs
     from trtprof.spec import TensorSpec
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions
@@ -452,7 +452,7 @@ def test_report_net_onnx_is_not_flagged_as_folded(tmp_path):
 @needs_torch
 @needs_onnx2torch
 def test_cli_onnx_prints_what_it_loses(tmp_path, capsys):
-    from trtprof.samples import make_demo_model
+    from trtprof.model.demo import make_demo_model
 
     model = make_demo_model(tmp_path / "tiny.onnx", channels=8, image=8, classes=4)
     rc = _cli([str(model), "--precisions", "fp32,amp-bf16", "--no-reasons"], tmp_path)

@@ -45,7 +45,7 @@ def _reference_logits(model: Path, x: np.ndarray) -> np.ndarray:
 
 
 def test_three_forms_give_the_same_samples(tmp_path):
-    from trtprof.user_inputs import InputData
+    from trtprof.model.user_inputs import InputData
 
     x = _x()
     np.savez(tmp_path / "d.npz", x=x)
@@ -71,7 +71,7 @@ def test_all_samples_through_the_runner_in_batches(tmp_path):
     from trtprof.bench import load_runner
     from trtprof.build import BuildSettings, build_engines
     from trtprof.spec import Precision
-    from trtprof.user_inputs import InputData, run_all
+    from trtprof.model.user_inputs import InputData, run_all
 
     model = classifier_model(tmp_path / "cls.onnx")
     [outcome] = build_engines(model, [Precision.FP32], [32],
@@ -167,7 +167,7 @@ def test_inputs_that_cannot_feed_the_model_are_exit_2_naming_the_input(tmp_path,
 ])
 def test_unreadable_or_inconsistent_files_are_refused(tmp_path, make, cause):
     from trtprof.errors import BadInput
-    from trtprof.user_inputs import InputData
+    from trtprof.model.user_inputs import InputData
 
     make(tmp_path)
     with pytest.raises(BadInput, match=cause.replace("(", r"\(").replace(")", r"\)")):

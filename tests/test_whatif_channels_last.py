@@ -15,7 +15,7 @@ from trtprof import ab, whatif
 from trtprof.system import cuda
 from trtprof.cli import main
 from trtprof.errors import BadInput, BadModel, TrtprofError
-from trtprof.samples import make_demo_model
+from trtprof.model.demo import make_demo_model
 from trtprof.spec import BuildSpec, CacheKey, Precision, TensorSpec
 
 needs_onnx2torch = pytest.mark.skipif(importlib.util.find_spec("onnx2torch") is None, reason="onnx2torch missing")
@@ -29,7 +29,7 @@ def _feeds(batch: int = 2, image: int = 16) -> dict[str, np.ndarray]:
 
 def _runner(model: Path, memory_format: str):
     from trtprof.backends.torch import fold_identity_initializers, runner_from_proto
-    from trtprof.model import inspect_model, load_onnx
+    from trtprof.model.onnx_model import inspect_model, load_onnx
 
     proto = load_onnx(model)
     fold_identity_initializers(proto)

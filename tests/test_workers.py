@@ -107,7 +107,7 @@ def test_worker_trims_device_memory_before_going_idle(monkeypatch):
 
     monkeypatch.setattr(bench, "load_runner", lambda record: RecordingRunner())
     monkeypatch.setattr(interleave, "measure_block", lambda runner, feeds, config: log.append("block") or "samples")
-    monkeypatch.setattr("trtprof.inputs.make_inputs", lambda *a, **k: {})
+    monkeypatch.setattr("trtprof.model.inputs.make_inputs", lambda *a, **k: {})
     inp = io.BytesIO()
     for message in (("init", {"a": None, "b": None}, True), ("feeds", {}, 0, (0, 1), None), ("warm", None),
                     ("rounds", 0, 2, None, ["a", "b"]), ("close",)):

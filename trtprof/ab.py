@@ -25,8 +25,8 @@ from .build import BuildSettings, as_onnx, build_engines
 from .cache import atomic_write_text
 from .compare import CompareHooks, CompareOptions, compare_records, resolve_records
 from .errors import BadInput
-from .inputs import make_inputs, resolve_shapes
-from .model import inspect_model
+from .model.inputs import make_inputs, resolve_shapes
+from .model.onnx_model import inspect_model
 from .spec import Precision
 
 

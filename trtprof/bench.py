@@ -11,7 +11,7 @@ from .backends.base import set_autotune
 from .cache import EngineRecord, now_iso
 from .system.environment import collect
 from .errors import BadInput
-from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .system.noise import cpu_noise_warning, cpu_state
 from .results import BenchResult, ResultSet
 from .timing import TimingConfig

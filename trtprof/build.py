@@ -13,8 +13,8 @@ from .backends.torch import MEMORY_FORMAT_OPTION
 from .cache import EngineCache, EngineRecord, now_iso
 from .convert.quantize import calibration_feeds, quantization_options
 from .errors import BadInput, BadModel
-from .inputs import resolve_shapes
-from .model import inspect_model
+from .model.inputs import resolve_shapes
+from .model.onnx_model import inspect_model
 from .spec import BuildSpec, CacheKey, Precision, TensorSpec
 
 DEFAULT_BATCH_SIZES = (1,)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from .errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
-from .model import sha256_file
+from .model.onnx_model import sha256_file
 from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
 META_SUFFIX = ".json"

@@ -23,7 +23,8 @@ import numpy as np
 
 # accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
 # attributes with fakes, which a name bound here at import time would not see.
-from . import accuracy, bench, fp16range, roofline, workers
+from . import accuracy, bench, fp16range, workers
+from .model import roofline
 from .system import preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .backends.base import set_autotune
@@ -34,22 +35,22 @@ from .diagnose import diagnose
 from .system.environment import collect
 from .errors import BadInput, TrtprofError
 from .findings import Finding
-from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .interleave import (
     FLOOR_LOADS, LOADS_LIMIT, ROUND_WARMUP, STOP_CONFIDENCE, Arm, InProcessLoad, InterleavedOutcome, Progress, RoundPlan, run_interleaved,
 )
 from .layers.profile import graph_facts, profile_records
 from .system.memory import artifact_bytes, outputs_and_memory, rss_bytes
-from .model import load_onnx
+from .model.onnx_model import load_onnx
 from .results import BenchResult
-from .roofline import achieved, graph_cost
+from .model.roofline import achieved, graph_cost
 from .schemas import COMPARE as SCHEMA
 from .speedup import (
     CONFIDENCE, ENGINE_METHOD, INCONCLUSIVE, METHOD, LatencyShape, Speedup, distribution_shape, inconclusive_hint,
     mean_median_note, unseen_mode_note,
 )
 from .stats import median_ci_exact
-from .user_inputs import run_all
+from .model.user_inputs import run_all
 from .workers import trim
 
 ISOLATION_PROCESS = "process"  # every load a fresh worker process (default)

@@ -13,7 +13,7 @@ import numpy as np
 from .findings import Finding
 from .layers.rules import layer_findings
 from .results import BenchResult
-from .roofline import PeakRates
+from .model.roofline import PeakRates
 
 # Compute time is "fixed" at a batch size when at least half of it is the intercept of a fit of GPU
 # compute time vs batch — kernel time that does not grow with the work, which FP16 arithmetic cannot

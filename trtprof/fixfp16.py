@@ -216,8 +216,8 @@ def reference_outputs(record: Any, batch_size: int, data: Any, shapes: Mapping[s
                       seed: int) -> Reference:
     from .accuracy import run_outputs
     from .bench import load_runner
-    from .inputs import make_inputs, resolve_shapes
-    from .user_inputs import run_all
+    from .model.inputs import make_inputs, resolve_shapes
+    from .model.user_inputs import run_all
 
     runner = load_runner(record)
     try:
@@ -250,9 +250,9 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     from . import fp16range
     from .bench import effective_precision, load_runner
     from .build import BuildSettings, as_onnx, build_engines
-    from .model import load_onnx
+    from .model.onnx_model import load_onnx
     from .spec import Precision
-    from .user_inputs import run_all
+    from .model.user_inputs import run_all
 
     common = BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=backend, range_check=False, data=data)
     base, plain = (o.record for o in build_engines(model, [Precision.FP32, Precision.FP16], [batch_size], common))

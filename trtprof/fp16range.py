@@ -352,7 +352,7 @@ def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
     """``analyze`` for a build or a compare: a model ONNX Runtime cannot run (custom ops, a missing
     onnxruntime) costs a skipped analysis with its reason, never the build or the measurement."""
     from .errors import TrtprofError
-    from .model import load_onnx
+    from .model.onnx_model import load_onnx
 
     try:
         proto = load_onnx(model) if not hasattr(model, "graph") else model
@@ -422,7 +422,7 @@ def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
     """The analysis ``trtprof build --fp16`` records: the bench's default inputs (seed 0) at the
     smallest batch size, or all of the user's samples (``data``), findings already covered by the
     spec's keep-list marked so."""
-    from .inputs import make_inputs, resolve_shapes
+    from .model.inputs import make_inputs, resolve_shapes
 
     keep = _keep_list(spec, spec.backend)
     if data is not None:
@@ -439,7 +439,7 @@ MAX_SAMPLES = 512
 def sample_batches(data: Any, inputs: Sequence[Any], batch_size: int) -> list[dict[str, np.ndarray]]:
     """The user's samples (at most ``MAX_SAMPLES``) in batches: of ``MAX_BATCH`` when the batch
     dimension is dynamic, else of the model's static batch."""
-    from .user_inputs import InputData
+    from .model.user_inputs import InputData
 
     dynamic = all(not isinstance(t.shape[0], int) for t in inputs if t.shape) and bool(inputs)
     size = MAX_BATCH if dynamic else batch_size

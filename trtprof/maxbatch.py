@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping
 
 from .system import memory, preflight
 from .errors import BadInput, TrtprofError, first_line
-from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .workers import prepend_package_root
 
 MAX_BATCH_LIMIT = 4096  # --find-max-batch stops searching here (a fit at this size is reported as "≥")

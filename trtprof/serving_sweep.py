@@ -160,7 +160,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     what was measured (a benchmark's time bound)."""
     from .backends.base import set_autotune
     from .bench import load_runner
-    from .inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+    from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 
     names = list(arms)
     runners: dict[str, Any] = {}

@@ -262,7 +262,7 @@ def channels_last_targets(source: Path) -> dict[str, list[str]]:
     import onnx
 
     from .backends.torch import conv_fed_inputs, fold_identity_initializers
-    from .model import inspect_model
+    from .model.onnx_model import inspect_model
 
     model = onnx.load(str(source))
     fold_identity_initializers(model)
@@ -296,7 +296,7 @@ def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device
     ``device``) on ``feeds``; return the largest difference relative to the output's scale, refused
     beyond ``CHANNELS_LAST_RTOL``. The runner checks the inputs it converts reach the module NHWC."""
     from .backends.torch import CHANNELS_LAST as NHWC, CONTIGUOUS, fold_identity_initializers, runner_from_proto
-    from .model import inspect_model, load_onnx
+    from .model.onnx_model import inspect_model, load_onnx
     from .spec import Precision
 
     info = inspect_model(source)

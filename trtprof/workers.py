@@ -325,7 +325,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     """The worker loop: load every arm once, then answer commands until ``close``."""
     from .backends.base import set_autotune
     from .bench import load_runner
-    from .inputs import make_inputs
+    from .model.inputs import make_inputs
     from .interleave import measure_block, round_order
 
     def reply(kind: str, payload: Any) -> None:

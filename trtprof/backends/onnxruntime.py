@@ -180,7 +180,7 @@ def quantize_for_ort(model: Path, proto: Any, spec: BuildSpec, calibration: Any 
     the form its x86 integer kernels are written for, calibrated on ``calibration`` (default: the
     random batches the spec describes)."""
     from ..convert.quantize import calibration_feeds, calibration_note, quantize_int8
-    from ..model import inspect_model
+    from ..model.onnx_model import inspect_model
 
     feeds = calibration if calibration is not None else calibration_feeds(inspect_model(model).inputs, spec)
     result = quantize_int8(proto, feeds, for_tensorrt=False)
@@ -266,7 +266,7 @@ class OnnxRuntimeBackend:
 
     def build(self, model: Path, spec: BuildSpec, out: Path, *, calibration: Any = None) -> BuildReport:
         """``calibration``: int8 calibration batches (build_engines makes them from --inputs or random)."""
-        from ..model import load_onnx
+        from ..model.onnx_model import load_onnx
 
         proto = load_onnx(model)
         notes: list[str] = []

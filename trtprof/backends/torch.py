@@ -427,7 +427,7 @@ class TorchBackend:
         is not used: fp8 here scales activations per call (torch_fp8)."""
         import onnx
 
-        from ..model import load_onnx
+        from ..model.onnx_model import load_onnx
 
         proto = load_onnx(Path(model))
         notes = []

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 from ..cache import ENTRY_NAME
 from ..cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput, write_failure
-from ..inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
+from ..model.inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..util.signals import signals_deferred
 from ..spec import Precision
 from ..timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
@@ -50,7 +50,7 @@ def add_inputs_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
 def load_inputs(args: argparse.Namespace):
     """``--inputs`` read and checked for form (names/dtypes/shapes are checked against the model later);
     None without it."""
-    from ..user_inputs import load_inputs as load
+    from ..model.user_inputs import load_inputs as load
 
     return load(getattr(args, "inputs", None))
 

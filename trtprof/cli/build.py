@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..build import BuildOutcome, BuildSettings, build_engines
 from ..errors import BadInput
-from ..inputs import parse_batch_sizes
+from ..model.inputs import parse_batch_sizes
 from . import _common
 
 

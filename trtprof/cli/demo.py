@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ..bench import bench_records
 from ..build import BuildSettings, build_engines
-from ..inputs import parse_batch_sizes
+from ..model.inputs import parse_batch_sizes
 from ..plots import plot_all
-from ..samples import make_demo_model
+from ..model.demo import make_demo_model
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
 from ..util.wording import plural

@@ -66,7 +66,7 @@ def _print_stored(info: dict[str, Any]) -> None:
 
 def _inspect_tensorrt(record: EngineRecord, args: argparse.Namespace) -> dict[str, Any]:
     from ..backends.tensorrt.runner import TensorRTRunner
-    from ..inputs import make_inputs, resolve_shapes
+    from ..model.inputs import make_inputs, resolve_shapes
 
     backend = backends.get(record.backend)
     record.verify()

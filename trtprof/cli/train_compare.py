@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..inputs import parse_batch_sizes
+from ..model.inputs import parse_batch_sizes
 from ..interleave import DEFAULT_TARGET_CI, MIN_ROUNDS, InterleavedOutcome, RoundPlan
 from . import _common
 

@@ -99,7 +99,7 @@ def calibration_feeds(inputs: Sequence["TensorSpec"], spec: "BuildSpec", data: A
 
     import numpy as np
 
-    from ..inputs import make_inputs, resolve_shapes
+    from ..model.inputs import make_inputs, resolve_shapes
 
     batch = int(spec.option("calibration_batch", spec.min_batch))
     if data is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..roofline import node_attr
+from ..model.roofline import node_attr
 
 if TYPE_CHECKING:
     import onnx
@@ -69,7 +69,7 @@ def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
 
 def node_facts(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, dict[str, Any]]:
     """node key → {op_type, output_shape, flops, tensor_core: {...} or None} at these input shapes."""
-    from ..roofline import inferred_shapes, node_flops
+    from ..model.roofline import inferred_shapes, node_flops
 
     graph, consts, shapes, _ = inferred_shapes(model, input_shapes)
 

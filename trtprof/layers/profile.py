@@ -13,8 +13,8 @@ from .. import bench  # bench.load_runner as a module attribute: tests replace i
 from ..backends.base import set_autotune
 from ..cache import EngineRecord
 from ..errors import BadInput, BackendUnavailable, TrtprofError
-from ..inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-from ..model import load_onnx
+from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..model.onnx_model import load_onnx
 from .graph import node_facts
 from .ort import profile_onnxruntime
 from .table import LayerTable, PrecisionProfile

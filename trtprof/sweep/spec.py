@@ -38,7 +38,7 @@ from typing import Any, Mapping
 from .. import backends
 from ..util.datafile import MAX_SPEC_BYTES, check_bounded, load_yaml, read_text, safe_name
 from ..errors import BadInput, MissingDependency
-from ..inputs import MAX_BATCH_SIZE, parse_shape_arg
+from ..model.inputs import MAX_BATCH_SIZE, parse_shape_arg
 from ..spec import Precision
 
 KINDS = ("compare", "bench")

@@ -32,7 +32,7 @@ def train_compare(
 ) -> dict[str, Any]:
     """``data`` (user_inputs.InputData, ``--inputs``): its first batch instead of random inputs, for the
     timed steps and the loss comparison alike (labels stay seeded)."""
-    from ..inputs import make_inputs, resolve_shapes
+    from ..model.inputs import make_inputs, resolve_shapes
 
     from .factory import FactorySpec
 

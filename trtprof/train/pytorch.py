@@ -36,7 +36,7 @@ class TorchTrainer(Trainer):
     def from_onnx(cls, model: Path, *, device: str, optimizer: str, loss: str, seed: int,
                   autotune: bool = True) -> "TorchTrainer":
         """ONNX → onnx2torch module; the source records what an inference export loses for training."""
-        from ..model import load_onnx
+        from ..model.onnx_model import load_onnx
         from .onnx_source import training_layers
 
         path = Path(model)

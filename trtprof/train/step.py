@@ -143,7 +143,7 @@ def load_module(model: Path, proto: Any = None) -> tuple[Any, tuple[TensorSpec, 
     model's inputs and outputs. Weights become parameters; a graph with none cannot be trained.
     ``proto``: the model already loaded from ``model`` (the pre-pass changes it in place)."""
     from ..backends.torch import fold_identity_initializers, to_torch_module
-    from ..model import describe, load_onnx
+    from ..model.onnx_model import describe, load_onnx
 
     if proto is None:
         proto = load_onnx(Path(model))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ...cache import atomic_write_bytes
 from ...convert.keeplist import parse_layer_precisions, parse_op_types
 from ...errors import BadInput, BuildFailed
-from ...inputs import resolve_shapes
+from ...model.inputs import resolve_shapes
 from ...spec import BuildSpec, Precision, TensorSpec
 from ..base import BuildReport
 from .compat import (TENSORRT, Library, TrtFeatures, builder_flag, dims_tuple, network_flags, parser_errors,
@@ -119,7 +119,7 @@ def _fp16_model_bytes(model: Path, spec: BuildSpec, product: str) -> tuple[bytes
     """
     from ...convert.fp16 import convert_fp16, count_precision
     from ...convert.keeplist import KeepFp32
-    from ...model import load_onnx
+    from ...model.onnx_model import load_onnx
 
     keep = KeepFp32.from_spec(spec, backend=product, why="builds strongly typed networks")
     proto = load_onnx(model)
@@ -135,7 +135,7 @@ def quantized_model_bytes(model: Path, spec: BuildSpec, calibration: Any = None)
     nodes (TensorRT-RTX and TensorRT ≥ 11 have no INT8 calibrator). INT8: symmetric INT8 activations
     and float biases, as TensorRT requires; FP8: E4M3 Q/DQ on the GEMM/conv inputs."""
     from ...convert.quantize import calibration_feeds, calibration_note, count_quantized, quantize_fp8, quantize_int8
-    from ...model import describe, load_onnx
+    from ...model.onnx_model import describe, load_onnx
 
     proto = load_onnx(model)
     feeds = calibration if calibration is not None else calibration_feeds(describe(proto, model).inputs, spec)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ...errors import BadInput, BadModel
-from ...model import sha256_file
+from ...model.onnx_model import sha256_file
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 GRAPHDEF_SUFFIXES = (".pb",)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from ...errors import BadModel, BuildFailed, MissingDependency, first_line
-from ...inputs import make_inputs, resolve_shapes
-from ...model import describe
+from ...model.inputs import make_inputs, resolve_shapes
+from ...model.onnx_model import describe
 from .routes import Reference
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import BadModel, MissingDependency, first_line
-from .spec import TensorSpec
+from ..errors import BadModel, MissingDependency, first_line
+from ..spec import TensorSpec
 
 if TYPE_CHECKING:
     import onnx

@@ -5,8 +5,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import BadInput, BadModel, StaticBatch
-from .spec import TensorSpec
+from ..errors import BadInput, BadModel, StaticBatch
+from ..spec import TensorSpec
 
 DEFAULT_INT_RANGE = (0, 100)
 MAX_BATCH_SIZE = 2**31 - 1  # TensorRT profiles and most runtimes hold dims as int32; no real batch is larger
