@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from trtprof.system import cuda, nvml
 from trtprof import timing  # noqa: E402
 from trtprof.bench import load_runner  # noqa: E402
-from trtprof.build import BuildSettings, build_engines  # noqa: E402
+from trtprof.engines.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
 from trtprof.timing import TimingConfig  # noqa: E402
 

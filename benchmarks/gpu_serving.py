@@ -163,7 +163,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
     ``stop()`` true: no further point starts (``--max-s``); the sweep keeps what it measured."""
     from gpu_fidelity import MAKERS
 
-    from trtprof.build import BuildSettings, build_engines
+    from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.model.inputs import parse_batch_sizes
     from trtprof.serving import ServingConfig
     from trtprof.serving_sweep import sweep_records
@@ -189,7 +189,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
 
 def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, summary: list[str]) -> Path:
     """The model's results file (with the nvidia-smi cross-check), its curve and its summary lines."""
-    from trtprof.cache import now_iso
+    from trtprof.engines.cache import now_iso
     from trtprof.serving_page import slo_lines
     from trtprof.system.environment import collect
     from trtprof.results import ResultSet

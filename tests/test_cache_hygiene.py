@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.build import BuildSettings, build_engines, key_spec
-from trtprof.cache import EngineCache, EngineRecord, atomic_write_bytes, list_engines
-from trtprof.cache_admin import CORRUPT, OK, ORPHAN, TEMP, parse_age, scan_dir, select
+from trtprof.engines.build import BuildSettings, build_engines, key_spec
+from trtprof.engines.cache import EngineCache, EngineRecord, atomic_write_bytes, list_engines
+from trtprof.engines.cache_admin import CORRUPT, OK, ORPHAN, TEMP, parse_age, scan_dir, select
 from trtprof.cli import main
 from trtprof.spec import BuildSpec, CacheKey, Precision, TensorSpec
 
@@ -73,7 +73,7 @@ def test_two_processes_racing_for_one_key_build_it_once(tmp_path):
 _WRITER = """
 import sys
 from pathlib import Path
-from trtprof.cache import atomic_write_bytes
+from trtprof.engines.cache import atomic_write_bytes
 atomic_write_bytes(Path(sys.argv[1]), b"N" * (512 * 1024 * 1024))
 """
 
@@ -137,7 +137,7 @@ def test_built_engines_and_results_are_created_with_the_umask(conv_model, tmp_pa
 _KILLED_BUILD = """
 import sys, time
 from pathlib import Path
-from trtprof.cache import EngineCache
+from trtprof.engines.cache import EngineCache
 from trtprof.spec import BuildSpec, CacheKey, Precision
 spec = BuildSpec.make(model_sha256="ab" * 32, backend="tensorrt", precision=Precision.FP32, batch_sizes=[1])
 key = CacheKey.derive(spec, {"backend": "tensorrt", "tensorrt": "10.0", "device": "gpu-x"})
@@ -315,14 +315,14 @@ def test_cache_prune_needs_a_filter_and_a_valid_age(messy_engines, capsys):
 def test_prune_skips_an_entry_whose_lock_is_held(messy_engines):
     from filelock import FileLock
 
-    from trtprof.cache_admin import remove
+    from trtprof.engines.cache_admin import remove
 
     scan = scan_dir(messy_engines["dir"], verify=True)
     good = next(i for i in scan.items if i.status == OK)
     lock = FileLock(str(messy_engines["dir"] / ".locks" / f"{good.record.key}.lock"))
     with lock:
         held = subprocess.run([sys.executable, "-c", (
-            "import sys; from pathlib import Path; from trtprof.cache_admin import scan_dir, remove; "
+            "import sys; from pathlib import Path; from trtprof.engines.cache_admin import scan_dir, remove; "
             "i = next(i for i in scan_dir(Path(sys.argv[1])).items if i.record and i.record.key == sys.argv[2]); "
             "print(remove(Path(sys.argv[1]), i))"), str(messy_engines["dir"]), good.record.key],
             capture_output=True, text=True, timeout=120,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.cache import EngineCache, EngineRecord, list_engines, safe_stem
+from trtprof.engines.cache import EngineCache, EngineRecord, list_engines, safe_stem
 from trtprof.errors import BadInput, CacheCorrupt
 from trtprof.spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision
 
@@ -167,7 +167,7 @@ def test_safe_stem_keeps_letters_digits_dash_underscore():
 
 
 def test_entry_lock_makes_its_folder_and_its_parents_and_can_be_taken_again(tmp_path):
-    from trtprof.cache import LOCK_DIR, entry_lock
+    from trtprof.engines.cache import LOCK_DIR, entry_lock
 
     root = tmp_path / "new" / "engines"
     with entry_lock(root, "k"):
@@ -211,7 +211,7 @@ def test_without_a_lock_a_verified_hit_is_served_unbuilt_and_nothing_is_built(tm
     is a read-only engines dir: a verified hit is served, with built False; anything else is refused."""
     import shutil
 
-    from trtprof.cache import LOCK_DIR, CacheNotWritable
+    from trtprof.engines.cache import LOCK_DIR, CacheNotWritable
 
     cache, record = built(tmp_path)
     shutil.rmtree(cache.root / LOCK_DIR)

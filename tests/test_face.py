@@ -227,7 +227,7 @@ def test_build_lines_align_after_an_effective_precision(conv_model, tmp_path, ca
 
 
 def test_bench_lists_fp32_before_fp16(conv_model, tmp_path, capsys):
-    from trtprof.cache import list_engines
+    from trtprof.engines.cache import list_engines
     from trtprof.spec import Precision
 
     engines = tmp_path / "engines"

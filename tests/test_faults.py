@@ -609,7 +609,7 @@ def test_compare_on_a_full_disk_keeps_the_printed_comparison(conv_model, tmp_pat
 def test_prune_that_cannot_remove_is_one_line(engines, monkeypatch, capsys):
     """Fault: the unlink is refused (a read-only engines dir as a non-root user sees it; root ignores
     the mode, so the refusal is injected here). Was: a PermissionError traceback."""
-    import trtprof.cache_admin as admin
+    import trtprof.engines.cache_admin as admin
 
     def refused(path):
         raise PermissionError(13, "Permission denied", str(path))
@@ -632,7 +632,7 @@ def test_prune_that_cannot_remove_is_one_line(engines, monkeypatch, capsys):
     ("convnet.fp32.onnxruntime.0123456789AB.onnx", False), ("../x.fp32.onnxruntime.0123456789ab.onnx", False),
 ])
 def test_entry_names(name, ours):
-    from trtprof.cache import ENTRY_NAME
+    from trtprof.engines.cache import ENTRY_NAME
 
     assert bool(ENTRY_NAME.fullmatch(name)) is ours
 

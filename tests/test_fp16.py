@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof.build import BuildSettings, build_engines
+from trtprof.engines.build import BuildSettings, build_engines
 from trtprof.cli import main
 from trtprof.spec import Precision
 
@@ -135,7 +135,7 @@ def test_an_output_read_by_another_node_builds_and_benches_in_fp16(tmp_path, cap
     assert sorted(e["precision"] for e in json.loads(results.read_text())["results"]) == ["fp16", "fp32"]
     # and it computes the same function (FP16 rounding apart)
     from trtprof.bench import load_runner
-    from trtprof.cache import list_engines
+    from trtprof.engines.cache import list_engines
 
     runners = {r.precision: load_runner(r) for r in list_engines(engines)}
     x = _bench_x((2, 3))

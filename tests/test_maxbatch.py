@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trtprof.system import cuda
-from trtprof.build import BuildSettings, build_engines
+from trtprof.engines.build import BuildSettings, build_engines
 from trtprof.cli import main
 from trtprof.maxbatch import SearchSettings, find_max_batch, fit_line, search
 from trtprof.spec import Precision

@@ -8,7 +8,7 @@ import pytest
 
 from trtprof.system import cuda, memory
 from trtprof.bench import bench_records
-from trtprof.build import BuildSettings, build_engines
+from trtprof.engines.build import BuildSettings, build_engines
 from trtprof.results import ResultSet
 from trtprof.spec import Precision
 from trtprof.timing import TimingConfig

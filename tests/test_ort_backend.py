@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from trtprof.bench import load_runner
-from trtprof.build import BuildSettings, build_engines
+from trtprof.engines.build import BuildSettings, build_engines
 from trtprof.model.inputs import make_inputs, resolve_shapes
 from trtprof.spec import Precision
 from trtprof.timing import TimingConfig, time_host

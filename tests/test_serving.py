@@ -243,7 +243,7 @@ def test_slo_verdict_is_inconclusive_with_a_reason_when_a_precision_misses_or_ha
 
 @pytest.fixture
 def engines(tmp_path: Path) -> Path:
-    from trtprof.build import BuildSettings, build_engines
+    from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.model.demo import make_demo_model
     from trtprof.spec import Precision
 
@@ -397,7 +397,7 @@ def test_a_point_that_runs_out_of_memory_is_recorded_and_the_sweep_goes_on(engin
     """The largest batch that fits, per precision: an out-of-memory point (here a FAKE MemoryError for
     fp16 at batch 2) is kept as "did not fit", not measured again, and the rest is measured."""
     from trtprof import serving_sweep
-    from trtprof.cache import list_engines
+    from trtprof.engines.cache import list_engines
     from trtprof.cli._serving import print_sweep
 
     real = serving_sweep.measure_point
@@ -427,7 +427,7 @@ def test_the_sweep_runs_every_window_on_one_set_of_long_lived_workers(engines, m
     """Per-thread state (PyTorch's cuDNN plans) must outlive a window: every point of every round gets
     the same ``Workers``, as many as the highest concurrency level."""
     from trtprof import serving_sweep
-    from trtprof.cache import list_engines
+    from trtprof.engines.cache import list_engines
 
     real = serving_sweep.measure_point
     seen = []
@@ -446,7 +446,7 @@ def test_the_sweep_runs_every_window_on_one_set_of_long_lived_workers(engines, m
 
 def test_the_sweep_stops_before_a_point_when_told_and_keeps_what_it_measured(engines):
     from trtprof import serving_sweep
-    from trtprof.cache import list_engines
+    from trtprof.engines.cache import list_engines
 
     (arms,) = serving_sweep.group_arms(list_engines(engines))
     calls = {"n": 0}
@@ -463,7 +463,7 @@ def test_the_sweep_stops_before_a_point_when_told_and_keeps_what_it_measured(eng
 
 def test_other_failures_are_not_taken_for_out_of_memory(engines, monkeypatch):
     from trtprof import serving_sweep
-    from trtprof.cache import list_engines
+    from trtprof.engines.cache import list_engines
 
     def measure(*args, **kwargs):
         raise RuntimeError("engine broke")

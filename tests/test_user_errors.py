@@ -154,7 +154,7 @@ def test_engine_json_that_is_a_list_is_corrupt_for_bench_and_repaired_by_build(c
     '"precision": "fp99", "batch_sizes": [1]}, "artifact": "a", "artifact_sha256": "x", "inputs": [], "outputs": []}',
 ])
 def test_metadata_of_the_wrong_shape_is_corrupt(content, tmp_path):
-    from trtprof.cache import EngineRecord
+    from trtprof.engines.cache import EngineRecord
     from trtprof.errors import CacheCorrupt
 
     meta = tmp_path / "m.fp32.onnxruntime.0123456789ab.json"
@@ -186,7 +186,7 @@ def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp
     take the test machine's memory with it, or need a GPU) becomes OutOfMemory with the batch size;
     another error passes through as it was."""
     from trtprof.bench import bench_one
-    from trtprof.build import BuildSettings, build_engines
+    from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.errors import OutOfMemory
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig
@@ -299,7 +299,7 @@ def test_signal_during_bench_keeps_finished_entries(signum, conv_model, tmp_path
 def test_interrupted_bench_library_call_returns_partial_set(conv_model, tmp_path):
     """bench_records turns a KeyboardInterrupt in the loop into interrupted=True with the rest pending."""
     from trtprof.bench import bench_records
-    from trtprof.build import BuildSettings, build_engines
+    from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.spec import Precision
     from trtprof.timing import TimingConfig
 

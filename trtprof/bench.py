@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from . import backends, timing
 from .system import energy, memory, preflight
 from .backends.base import set_autotune
-from .cache import EngineRecord, now_iso
+from .engines.cache import EngineRecord, now_iso
 from .system.environment import collect
 from .errors import BadInput
 from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -221,6 +221,6 @@ def bench_records(
 
 
 def bench_path(path: Path, config: TimingConfig, **kwargs) -> ResultSet:
-    from .cache import list_engines
+    from .engines.cache import list_engines
 
     return bench_records(list_engines(path), config, **kwargs)

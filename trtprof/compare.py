@@ -29,8 +29,8 @@ from .system import preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .backends.base import set_autotune
 from .bench import effective_precision
-from .build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
-from .cache import EngineRecord, atomic_write_text, list_engines, now_iso
+from .engines.build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
+from .engines.cache import EngineRecord, atomic_write_text, list_engines, now_iso
 from .diagnose import diagnose
 from .system.environment import collect
 from .errors import BadInput, TrtprofError

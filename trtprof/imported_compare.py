@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .cache import now_iso
+from .engines.cache import now_iso
 from .compare import Comparison
 from .errors import BadInput
 from .results import BenchResult

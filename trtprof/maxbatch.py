@@ -305,7 +305,7 @@ def probe_main() -> None:
 
 def probe_batch(request: Mapping[str, Any], base: int, reset: bool) -> dict[str, Any]:
     from .bench import load_runner
-    from .cache import EngineRecord
+    from .engines.cache import EngineRecord
 
     try:
         record = EngineRecord.read(Path(request["meta"]))

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .cache import atomic_write_bytes
+from .engines.cache import atomic_write_bytes
 from .util.labels import engine_labels, fmt_ms
 from .page import pyplot
 from .results import BenchResult

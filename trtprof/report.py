@@ -16,7 +16,7 @@ import numpy as np
 
 from . import plots
 from .accuracy import summary_line
-from .cache import atomic_write_text
+from .engines.cache import atomic_write_text
 from .errors import BadInput
 from .fp16range import predicted_lines
 from .util.labels import engine_labels, fmt_ms

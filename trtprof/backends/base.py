@@ -16,7 +16,7 @@ from ..spec import BuildSpec, Precision, TensorSpec
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..cache import EngineRecord
+    from ..engines.cache import EngineRecord
 
 DeviceKind = Literal["cpu", "cuda"]
 

@@ -20,7 +20,7 @@ from .base import Availability, BuildReport
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..cache import EngineRecord
+    from ..engines.cache import EngineRecord
 
 CUDA_EP = "CUDAExecutionProvider"
 CPU_EP = "CPUExecutionProvider"

@@ -52,7 +52,7 @@ from .base import Availability, BuildReport
 if TYPE_CHECKING:
     import onnx
 
-    from ..cache import EngineRecord
+    from ..engines.cache import EngineRecord
 
 SUPPORTED = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 # Module dtype of the low-precision modes: weights cast with .to(dtype), float inputs cast on the device.

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..cache import ENTRY_NAME
-from ..cache_admin import TEMP_NAME, is_engines_dir
+from ..engines.cache import ENTRY_NAME
+from ..engines.cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput, write_failure
 from ..model.inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..util.signals import signals_deferred

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..bench import bench_path
-from ..cache_admin import scan_dir
+from ..engines.cache_admin import scan_dir
 from ..util.labels import engine_labels, fmt_ms
 from ..errors import BadInput, write_failure
 from ..results import ResultSet
@@ -170,7 +170,7 @@ def report_interruption(results: ResultSet) -> None:
 def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
     """The --concurrency sweep over the benched engines, per model and backend; a Ctrl-C keeps the
     single-stream results (the file then says the sweep was not finished)."""
-    from ..cache import list_engines
+    from ..engines.cache import list_engines
     from ..serving_sweep import group_arms, sweep_records
 
     groups = group_arms(list_engines(args.path))
@@ -194,7 +194,7 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
 
 def search_max_batch(args: argparse.Namespace, settings) -> list[dict]:
     """--find-max-batch before the timing (a limit that nothing fits fails in seconds, not after it)."""
-    from ..cache import list_engines
+    from ..engines.cache import list_engines
     from ..maxbatch import search
 
     print("searching the largest batch that fits (--find-max-batch)...")  # stdout: a user error stays one stderr line

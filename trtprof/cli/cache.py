@@ -5,7 +5,7 @@ import argparse
 import time
 from pathlib import Path
 
-from ..cache_admin import OK, CacheItem, check_cache_dir, parse_age, remove, scan_dir, select
+from ..engines.cache_admin import OK, CacheItem, check_cache_dir, parse_age, remove, scan_dir, select
 from ..errors import BadInput
 from ..util.texttable import grid
 from ..util.wording import plural

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..bench import bench_records
-from ..build import BuildSettings, build_engines
+from ..engines.build import BuildSettings, build_engines
 from ..model.inputs import parse_batch_sizes
 from ..plots import plot_all
 from ..model.demo import make_demo_model

@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cache import now_iso
+    from ..engines.cache import now_iso
     from ..results import ResultSet
     from ..trtexec_import import read_run, to_result
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import backends
-from ..cache import EngineRecord, list_engines
+from ..engines.cache import EngineRecord, list_engines
 from ..errors import BackendUnavailable, BadInput
 from ..layers.table import short_names
 from ..util.wording import plural

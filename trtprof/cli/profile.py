@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cache import atomic_write_text, now_iso
+    from ..engines.cache import atomic_write_text, now_iso
     from ..compare import resolve_records
     from ..layers import profile as lp
     from ..layers.rules import layer_findings

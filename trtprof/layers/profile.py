@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import bench  # bench.load_runner as a module attribute: tests replace it with a fake
 from ..backends.base import set_autotune
-from ..cache import EngineRecord
+from ..engines.cache import EngineRecord
 from ..errors import BadInput, BackendUnavailable, TrtprofError
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..model.onnx_model import load_onnx

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..cache import atomic_write_text
+from ..engines.cache import atomic_write_text
 from ..util.datafile import safe_name
 from ..errors import BadInput
 from ..page import document

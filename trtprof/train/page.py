@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..cache import atomic_write_text
+from ..engines.cache import atomic_write_text
 from ..page import document, fmt, img, table
 from ..report import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA

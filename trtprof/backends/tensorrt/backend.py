@@ -16,7 +16,7 @@ from ..base import Availability, BuildReport
 from . import device as _device
 
 if TYPE_CHECKING:
-    from ...cache import EngineRecord
+    from ...engines.cache import EngineRecord
     from .runner import TensorRTRunner
 
 NOT_INSTALLED = "tensorrt not installed: pip install 'trtprof[tensorrt]'"

@@ -36,7 +36,7 @@ from .tail_logger import LogTail
 if TYPE_CHECKING:
     import tensorrt as trt
 
-    from ...cache import EngineRecord
+    from ...engines.cache import EngineRecord
 
 NOT_INSTALLED = "tensorrt_rtx not installed: pip install 'trtprof[tensorrt-rtx]'"
 # GPUs the TensorRT-RTX 1.7 runtime runs on (its ComputeCapability targets SM75…SM121, and ">12.0"
@@ -277,7 +277,7 @@ class RtxRunner(TensorRTRunner):
 
     def _save_cache(self) -> None:
         """Write the runtime cache back when the JIT added kernels (atomic; a failure only costs speed)."""
-        from ...cache import atomic_write_bytes
+        from ...engines.cache import atomic_write_bytes
 
         if self._runtime_cache is None:
             return

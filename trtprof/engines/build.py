@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import backends, fp16range
-from .system import preflight
-from .backends.torch import MEMORY_FORMAT_OPTION
+from .. import backends, fp16range
+from ..system import preflight
+from ..backends.torch import MEMORY_FORMAT_OPTION
 from .cache import EngineCache, EngineRecord, now_iso
-from .convert.quantize import calibration_feeds, quantization_options
-from .errors import BadInput, BadModel
-from .model.inputs import resolve_shapes
-from .model.onnx_model import inspect_model
-from .spec import BuildSpec, CacheKey, Precision, TensorSpec
+from ..convert.quantize import calibration_feeds, quantization_options
+from ..errors import BadInput, BadModel
+from ..model.inputs import resolve_shapes
+from ..model.onnx_model import inspect_model
+from ..spec import BuildSpec, CacheKey, Precision, TensorSpec
 
 DEFAULT_BATCH_SIZES = (1,)
 # Build options that only shape an FP16 engine (trtprof.convert.keeplist): kept out of other specs.
@@ -75,7 +75,7 @@ def as_onnx(
     if not path.exists():
         raise BadModel("no such file or directory", path=path)
     if is_tensorflow_model(path):
-        from .convert.tf.cache import convert_cached_result  # imports TensorFlow lazily, raises MissingDependency
+        from ..convert.tf.cache import convert_cached_result  # imports TensorFlow lazily, raises MissingDependency
 
         result = convert_cached_result(path, Path(engines_dir) / "onnx", check=check, **convert_options)
         if on_convert is not None:

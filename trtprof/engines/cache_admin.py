@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Iterable
 
 from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, file_lock, unlink_quietly
-from .errors import BadInput
-from .util.wording import plural
+from ..errors import BadInput
+from ..util.wording import plural
 
 OK, CORRUPT, ORPHAN, TEMP = "ok", "corrupt", "orphan", "temp"
 _SHORT_KEY = re.compile(r"\.([0-9a-f]{12})(?:\.|$)")

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from .errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
-from .model.onnx_model import sha256_file
-from .spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
+from ..errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
+from ..model.onnx_model import sha256_file
+from ..spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
 META_SUFFIX = ".json"
 # the names EngineCache.entry_stem + an extension give: ``cache prune`` and ``bench DIR`` know entries by it

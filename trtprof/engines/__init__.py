@@ -1,0 +1,1 @@
+"""Engines: the content-addressed cache, its administration, and building one engine per precision."""
