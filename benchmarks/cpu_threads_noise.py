@@ -24,13 +24,13 @@ sys.path.insert(0, str(ROOT))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from trtprof.bench import bench_one, load_runner
+    from trtprof.measure.bench import bench_one, load_runner
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.system.environment import collect
     from trtprof.system.noise import cpu_state
     from trtprof.model.demo import make_demo_model
     from trtprof.spec import Precision
-    from trtprof.timing import TimingConfig
+    from trtprof.measure.timing import TimingConfig
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=None, help="also write the numbers as JSON")

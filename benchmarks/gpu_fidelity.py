@@ -33,11 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trtprof.system import cuda, nvml
-from trtprof import timing  # noqa: E402
-from trtprof.bench import load_runner  # noqa: E402
+from trtprof.measure import timing  # noqa: E402
+from trtprof.measure.bench import load_runner  # noqa: E402
 from trtprof.engines.build import BuildSettings, build_engines  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
-from trtprof.timing import TimingConfig  # noqa: E402
+from trtprof.measure.timing import TimingConfig  # noqa: E402
 
 RATIO_TARGET = 0.02  # |trtprof / reference - 1|
 KNOWN_DURATION_TARGET = 0.01

@@ -192,7 +192,7 @@ def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, sum
     from trtprof.engines.cache import now_iso
     from trtprof.serving_page import slo_lines
     from trtprof.system.environment import collect
-    from trtprof.results import ResultSet
+    from trtprof.measure.results import ResultSet
     from trtprof.serving_page import point_rows
     from trtprof.serving_plots import latency_throughput_figure
     from trtprof.util.texttable import grid

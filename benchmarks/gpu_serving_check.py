@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from trtprof.system import cuda
     from trtprof.backends.base import set_autotune
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.model.inputs import make_inputs, parse_batch_sizes, resolve_shapes
     from trtprof.serving import Workers, gpu_sessions, run_window

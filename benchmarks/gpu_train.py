@@ -99,8 +99,8 @@ def interleaved_fidelity(onnx_path: Path, batch: int, arms, *, rounds: int, step
     from onnx2torch import convert
 
     from trtprof.model.inputs import make_inputs
-    from trtprof.interleave import measure_block
-    from trtprof.timing import TimingConfig
+    from trtprof.measure.interleave import measure_block
+    from trtprof.measure.timing import TimingConfig
     from trtprof.train.pytorch import TorchTrainer
     from trtprof.train.step import ARMS as ARM_SPECS
     # the same Identity pre-pass trtprof needs for torch-exported graphs (onnx2torch limitation)
@@ -260,7 +260,7 @@ def run_model(name: str, args, summary: dict, t0: float, work: Path) -> None:
 
 def run_train_compare(name: str, path: Path, batches: list[int], args, t0: float) -> dict:
     """train-compare itself on every arm (and, if asked, the largest batch per arm); writes train-NAME.json."""
-    from trtprof.interleave import RoundPlan
+    from trtprof.measure.interleave import RoundPlan
     from trtprof.train.api import train_compare
     from trtprof.train.page import markdown
     from trtprof.train.run import TrainOptions, write_json

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from trtprof.bench import bench_one, load_runner
+from trtprof.measure.bench import bench_one, load_runner
 from trtprof.engines.build import BuildSettings, build_engines
 from trtprof.system.environment import collect, cpu_name
 from trtprof.model.inputs import make_inputs, resolve_shapes
 from trtprof.model.demo import make_demo_model
 from trtprof.spec import Precision
-from trtprof.timing import TimingConfig
+from trtprof.measure.timing import TimingConfig
 
 
 def bare_loop(session, feeds, warmup: int, iterations: int) -> float:

@@ -72,11 +72,11 @@ def make_mlp(path: Path, layers: int, width: int = WIDTH, seed: int = 0, feature
 
 def truth_ratio(models: list[Path], engines: Path, seconds: float) -> dict:
     """lat(A)/lat(B) measured here: both loaded in this process, blocks alternated (A B, B A, …)."""
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.model.inputs import make_inputs
     from trtprof.spec import Precision
-    from trtprof.timing import TimingConfig, time_host
+    from trtprof.measure.timing import TimingConfig, time_host
 
     runners = []
     for m in models:
@@ -142,7 +142,7 @@ def main() -> int:
     ap.add_argument("--truth-s", type=float, default=30.0)
     ap.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.txt")
     args = ap.parse_args()
-    from trtprof.interleave import DEFAULT_TIME_BUDGET_S
+    from trtprof.measure.interleave import DEFAULT_TIME_BUDGET_S
 
     deadline = time.monotonic() + args.minutes * 60
     result: dict = {"machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},

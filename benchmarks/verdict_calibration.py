@@ -1,5 +1,5 @@
 """Calibration of compare's verdicts: the REAL loop (interleave.run_interleaved → speedup) driven by
-simulated runners of known truth on a simulated clock (trtprof.calibration), at the default plan.
+simulated runners of known truth on a simulated clock (trtprof.measure.simulate), at the default plan.
 
 Per case and true ratio it prints: replicates, the verdict shares, the decisive rate (faster or
 slower: for a true 1.0 the false-alarm rate), the coverage of the true ratio by the 95 % CI, the
@@ -34,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from trtprof import calibration as cal  # noqa: E402
-from trtprof.interleave import MAX_LOADS, RoundPlan  # noqa: E402
+from trtprof.measure import simulate as cal  # noqa: E402
+from trtprof.measure.interleave import MAX_LOADS, RoundPlan  # noqa: E402
 from trtprof.speedup import FASTER  # noqa: E402
 
 
@@ -103,7 +103,7 @@ def main() -> int:
              f"machine: {platform.node()} ({cpu_name()}), python {platform.python_version()}, "
              f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}",
              f"command: {command_line()}",
-             "truth = E_load[median baseline] / E_load[median candidate] (see trtprof/calibration.py)", ""]
+             "truth = E_load[median baseline] / E_load[median candidate] (see trtprof/measure/simulate.py)", ""]
     header = (f"{'case':28s} {'truth':>6s} {'reps':>5s} {'faster':>7s} {'slower':>7s} {'equiv':>7s} {'inconc':>7s} "
               f"{'decisive':>8s} {'coverage':>8s} {'med width':>9s} {'w/s':>5s} {'rounds':>6s} {'loads':>5s} {'sim s':>6s} "
               f"{'wall s':>7s} {'early stops (coverage)':>22s}")

@@ -11,16 +11,17 @@ import math
 import numpy as np
 import pytest
 
-from trtprof import calibration as cal
+from trtprof.measure import simulate as cal
 from trtprof import compare as cmp
-from trtprof import interleave, speedup
-from trtprof.interleave import Arm
+from trtprof.measure import interleave
+from trtprof import speedup
+from trtprof.measure.interleave import Arm
 from trtprof.speedup import (
     EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, distribution_shape, engine_median_ci, inconclusive_hint,
     mean_median_note, speedup_ci, verdict,
 )
 from trtprof.stats import median_ci_exact
-from trtprof.timing import Samples, TimingConfig
+from trtprof.measure.timing import Samples, TimingConfig
 
 
 def blocks(median_ms: float, sigma: float, loads: int, rounds: int, n: int, seed: int,

@@ -11,7 +11,7 @@ import math
 import pytest
 
 from trtprof.cli import main
-from trtprof.interleave import RoundPlan
+from trtprof.measure.interleave import RoundPlan
 
 from .test_accuracy import make_overflow_model
 from .test_report import assert_self_contained
@@ -123,7 +123,7 @@ def test_a_a_run_measures_one_engine_as_two_independently_loaded_arms(conv_model
 
 @pytest.mark.parametrize("loads", ["1", "65", "0", "x"])
 def test_min_loads_outside_two_to_the_limit_is_a_one_line_error(conv_model, tmp_path, capsys, loads):
-    from trtprof.interleave import LOADS_LIMIT
+    from trtprof.measure.interleave import LOADS_LIMIT
 
     assert LOADS_LIMIT == 64
     assert main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--min-loads", loads]) == 2
@@ -205,7 +205,7 @@ def test_the_budget_accounting_end_to_end(conv_model, tmp_path, capsys):
     No speed is asserted: on a slow machine the floor is what runs."""
     import re
 
-    from trtprof.interleave import FLOOR_LOADS, FLOOR_ROUNDS
+    from trtprof.measure.interleave import FLOOR_LOADS, FLOOR_ROUNDS
 
     out = tmp_path / "c.json"
     budget = 4.0

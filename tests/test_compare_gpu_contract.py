@@ -14,9 +14,9 @@ import pytest
 
 from trtprof import compare as cmp
 from trtprof.model import roofline
-from trtprof import timing
-from trtprof.interleave import FLOOR_LOADS, Arm, RoundPlan
-from trtprof.timing import Samples
+from trtprof.measure import timing
+from trtprof.measure.interleave import FLOOR_LOADS, Arm, RoundPlan
+from trtprof.measure.timing import Samples
 
 pytest.importorskip("onnxruntime")
 
@@ -57,7 +57,7 @@ def fake_time_device(runner, feeds, config):
 
 
 def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tmp_path, monkeypatch):
-    from trtprof import bench
+    from trtprof.measure import bench
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.spec import Precision
 

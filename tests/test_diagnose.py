@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from trtprof import diagnose as dg
-from trtprof.results import BenchResult
+from trtprof.measure.results import BenchResult
 from trtprof.model.roofline import PEAKS
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from trtprof import interleave
+from trtprof.measure import interleave
 from trtprof import speedup as sp
 
 

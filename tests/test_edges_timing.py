@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from trtprof.system import noise
-from trtprof import stats, timing
-from trtprof.timing import TimingConfig
+from trtprof import stats
+from trtprof.measure import timing
+from trtprof.measure.timing import TimingConfig
 
 
 def with_cv(cv: float, n: int = 1001, mean: float = 1.0) -> np.ndarray:

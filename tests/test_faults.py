@@ -328,7 +328,7 @@ def _fake_sweep(tmp_path: Path, entry_id: str, result_file: str | None = None) -
 
     out = tmp_path / "sw"
     (out / "cells").mkdir(parents=True)
-    (out / "cells" / "ok.json").write_text(json.dumps({"schema": "trtprof.results/1", "results": []}))
+    (out / "cells" / "ok.json").write_text(json.dumps({"schema": "trtprof.measure.results/1", "results": []}))
     entry = {"id": entry_id, "name": "m bench batch 1", "status": "ok",
              "result_file": result_file or f"cells/{entry_id}.json"}
     (out / "sweep.json").write_text(json.dumps({"schema": SCHEMA, "entries": [entry]}))
@@ -509,7 +509,7 @@ def test_second_ctrl_c_while_writing_still_writes_the_results(engines, tmp_path)
     written, SIGINT is ignored (the write here is slowed by a fault hook, so the second signal surely
     lands inside it)."""
     out = tmp_path / "r.json"
-    hook = ("import sys, os, signal, time; import trtprof.results as r; real = r.ResultSet.write_json\n"
+    hook = ("import sys, os, signal, time; import trtprof.measure.results as r; real = r.ResultSet.write_json\n"
             "def slow(self, path):\n os.kill(os.getpid(), signal.SIGINT); time.sleep(0.5); real(self, path)\n"
             "r.ResultSet.write_json = slow\nfrom trtprof.cli import main; sys.exit(main(sys.argv[1:]))")
     proc = subprocess.run([sys.executable, "-c", hook, "bench", str(engines), *FAST, "--out", str(out)],
@@ -640,7 +640,7 @@ def test_entry_names(name, ours):
 def test_bench_of_an_engines_dir_ignores_a_results_file_left_inside(engines, tmp_path, capsys):
     """Was: a results.json in the engines dir (written there by an older trtprof) failed every later
     `bench DIR`. Only entry metadata is read as an engine."""
-    (engines / "results.json").write_text('{"schema": "trtprof.results/1", "results": []}')
+    (engines / "results.json").write_text('{"schema": "trtprof.measure.results/1", "results": []}')
     assert main(["bench", str(engines), *FAST, "--out", str(tmp_path / "r.json")]) == 0
     assert (engines / "results.json").exists()
 

@@ -134,7 +134,7 @@ def test_an_output_read_by_another_node_builds_and_benches_in_fp16(tmp_path, cap
     assert main(["bench", str(engines), "--warmup", "1", "--iterations", "3", "--out", str(results)]) == 0
     assert sorted(e["precision"] for e in json.loads(results.read_text())["results"]) == ["fp16", "fp32"]
     # and it computes the same function (FP16 rounding apart)
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
     from trtprof.engines.cache import list_engines
 
     runners = {r.precision: load_runner(r) for r in list_engines(engines)}
@@ -188,7 +188,7 @@ def test_a_tensor_between_two_kept_nodes_stays_fp32_with_two_readers(tmp_path):
 def test_a_models_own_cast_to_float_builds_in_fp16(tmp_path):
     """An int64 mask cast to float (NLP models): the converter declared the Cast's output FP16 but
     left ``to=FLOAT`` ("Type (tensor(float16)) of output arg (f) of node (cast) does not match")."""
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
 
     w = numpy_helper.from_array(np.full((3,), 0.5, np.float32), "w")
     graph = helper.make_graph(
@@ -207,7 +207,7 @@ def test_a_models_own_cast_to_float_builds_in_fp16(tmp_path):
 
 
 def test_constant_of_shape_without_value_builds_in_fp16(tmp_path):
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
 
     graph = helper.make_graph(
         [helper.make_node("Shape", ["x"], ["s"], name="shape"), helper.make_node("ConstantOfShape", ["s"], ["z"], name="zeros"),
@@ -223,7 +223,7 @@ def test_constant_of_shape_without_value_builds_in_fp16(tmp_path):
 def test_keep_fp32_ops_on_the_last_node_keeps_the_output_fp32(tmp_path):
     """LayerNormalization → Softmax, both kept FP32 with --keep-fp32-ops: the graph output must stay
     float32 (the converter alone made it FP16) and equal the FP32 result (no FP16 round trip)."""
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
 
     graph = helper.make_graph(
         [helper.make_node("LayerNormalization", ["x", "g", "b"], ["l"], name="ln", axis=-1),

@@ -14,7 +14,7 @@ import pytest
 from trtprof.system import cuda
 from trtprof.engines.build import BuildSettings, build_engines
 from trtprof.cli import main
-from trtprof.maxbatch import SearchSettings, find_max_batch, fit_line, search
+from trtprof.measure.maxbatch import SearchSettings, find_max_batch, fit_line, search
 from trtprof.spec import Precision
 
 MIB = 1 << 20
@@ -125,7 +125,7 @@ def _scaled_model(path: Path, batch: object = "N") -> Path:
 
 
 def test_static_batch_only_when_every_inputs_first_dim_is_fixed_and_they_agree():
-    from trtprof.maxbatch import static_batch
+    from trtprof.measure.maxbatch import static_batch
     from trtprof.spec import TensorSpec
 
     x_dyn, x_2, scale_1 = (TensorSpec("x", "float32", ("N", 3, 8, 8)), TensorSpec("x", "float32", (2, 3, 8, 8)),
@@ -203,7 +203,7 @@ class FakeDeviceRunner:
 def _fake_device_search(monkeypatch, runner, limit=4096):
     from types import SimpleNamespace
 
-    from trtprof import bench, maxbatch
+    from trtprof.measure import bench, maxbatch
 
     record = SimpleNamespace(model="m", precision="fp16", backend="torch", artifact_path=Path("m.torch.onnx"),
                              model_path=None, spec=SimpleNamespace(shape_overrides=dict, max_batch=1))
@@ -249,7 +249,7 @@ class FakeCompletedProcess:
 @pytest.mark.parametrize("returncode", [-11, -6])
 def test_a_probe_that_crashes_is_an_error_naming_batch_and_code_not_a_memory_limit(reduce_engine, monkeypatch,
                                                                                    returncode):
-    from trtprof import maxbatch
+    from trtprof.measure import maxbatch
     from trtprof.errors import TrtprofError
 
     monkeypatch.setattr(maxbatch.subprocess, "run",
@@ -262,7 +262,7 @@ def test_a_probe_that_crashes_is_an_error_naming_batch_and_code_not_a_memory_lim
 
 
 def test_a_probe_killed_by_sigkill_does_not_fit(reduce_engine, monkeypatch):
-    from trtprof import maxbatch
+    from trtprof.measure import maxbatch
 
     monkeypatch.setattr(maxbatch.subprocess, "run", lambda *a, **k: FakeCompletedProcess(-9))
     answer = maxbatch.host_probe(reduce_engine, 8, _budget(64 * MIB))

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from trtprof.system import cuda, memory
-from trtprof.bench import bench_records
+from trtprof.measure.bench import bench_records
 from trtprof.engines.build import BuildSettings, build_engines
-from trtprof.results import ResultSet
+from trtprof.measure.results import ResultSet
 from trtprof.spec import Precision
-from trtprof.timing import TimingConfig
+from trtprof.measure.timing import TimingConfig
 
 CONFIG = TimingConfig(warmup=2, iterations=10)
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtprof.bench import load_runner
+from trtprof.measure.bench import load_runner
 from trtprof.engines.build import BuildSettings, build_engines
 from trtprof.model.inputs import make_inputs, resolve_shapes
 from trtprof.spec import Precision
-from trtprof.timing import TimingConfig, time_host
+from trtprof.measure.timing import TimingConfig, time_host
 
 
 def test_fp16_engine_reports_what_really_runs_in_fp16(conv_model, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from trtprof.cli import main
 from trtprof.util.labels import engine_labels, fmt_ms
 from trtprof.system.noise import CPU_CV_WARN, cpu_noise_warning, cpu_state
-from trtprof.results import BenchResult
+from trtprof.measure.results import BenchResult
 
 
 def fake_result(precision="fp16", batch=1, key="k1", samples=None, batch_sizes=(1,), options=None,
@@ -158,7 +158,7 @@ def test_cpu_state_is_recorded_and_threads_applied(conv_model, tmp_path, capsys)
 
 
 def test_threads_is_passed_to_the_onnxruntime_session(conv_model, tmp_path):
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.spec import Precision
 

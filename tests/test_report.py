@@ -12,9 +12,9 @@ from trtprof import compare as cmp
 from trtprof.accuracy import compare_outputs
 from trtprof.cli import main
 from trtprof.findings import Finding
-from trtprof.interleave import RoundPlan
+from trtprof.measure.interleave import RoundPlan
 from trtprof.report import load, markdown_summary, render_html
-from trtprof.results import BenchResult, ResultSet
+from trtprof.measure.results import BenchResult, ResultSet
 from trtprof.speedup import speedup_ci
 
 pytest.importorskip("matplotlib")

@@ -11,7 +11,7 @@ import pytest
 from trtprof import schemas
 from trtprof.errors import BadInput
 from trtprof.report import load
-from trtprof.results import ResultSet
+from trtprof.measure.results import ResultSet
 
 PACKAGE = Path(__file__).resolve().parent.parent / "trtprof"
 SCHEMA_LITERAL = re.compile(r"""["']trtprof\.[a-z_]+/\d+["']""")

@@ -255,7 +255,7 @@ def engines(tmp_path: Path) -> Path:
 
 def test_bench_concurrency_sweep_and_slo_in_the_results_json(engines, tmp_path, capsys):
     from trtprof.cli import main
-    from trtprof.results import ResultSet
+    from trtprof.measure.results import ResultSet
 
     out = tmp_path / "r.json"
     assert main(["bench", str(engines), "--iterations", "5", "--warmup", "1", "--concurrency", "1,2",

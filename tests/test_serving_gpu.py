@@ -47,7 +47,7 @@ def test_torch_sweep_streams_memory_energy_and_slo(torch_arms):
 def test_concurrent_streams_compute_the_same_outputs_as_one(torch_arms):
     """Four sessions on one shared torch runner, each on its own stream and buffers, must produce the
     runner's own output (a race in binding would mix buffers up)."""
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs, resolve_shapes
     from trtprof.serving import gpu_sessions, run_window
 
@@ -65,8 +65,8 @@ def test_concurrent_streams_compute_the_same_outputs_as_one(torch_arms):
 
 
 def test_energy_of_the_single_stream_loop_is_recorded(torch_arms):
-    from trtprof.bench import bench_records
-    from trtprof.timing import TimingConfig
+    from trtprof.measure.bench import bench_records
+    from trtprof.measure.timing import TimingConfig
 
     results = bench_records([torch_arms["fp16"]], TimingConfig(warmup=10, iterations=200, duration_s=1.0))
     e = results.results[0].energy
@@ -76,7 +76,7 @@ def test_energy_of_the_single_stream_loop_is_recorded(torch_arms):
 def test_windows_reuse_the_sweeps_threads_and_streams(torch_arms):
     """Two windows on one ``Workers`` and the caller's streams (as ``sweep_records`` runs them): both
     measure requests, and the streams outlive the sessions (they are the caller's to close)."""
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs, resolve_shapes
     from trtprof.serving import Workers, gpu_sessions, run_window
 

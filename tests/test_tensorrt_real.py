@@ -92,8 +92,8 @@ def test_infer_matches_onnxruntime(engines, conv_model, precision, tolerance):
 
 @pytest.mark.parametrize("cuda_graph", [False, True])
 def test_shared_timing_loop_runs_the_engine(engines, cuda_graph):
-    from trtprof.bench import bench_one, load_runner
-    from trtprof.timing import TimingConfig
+    from trtprof.measure.bench import bench_one, load_runner
+    from trtprof.measure.timing import TimingConfig
 
     record = engines["fp16"]
     runner = load_runner(record)

@@ -279,7 +279,7 @@ def _fake_cuda(monkeypatch):
 
 
 def test_runner_jit_first_inference_and_runtime_cache(rtx_gpu, conv_model, tmp_path, monkeypatch):
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
 
     [outcome] = _build(conv_model, tmp_path, [Precision.FP16])
     record = outcome.record
@@ -319,7 +319,7 @@ def test_runner_jit_first_inference_and_runtime_cache(rtx_gpu, conv_model, tmp_p
 
 
 def test_rejected_runtime_cache_is_a_miss_and_replaced(rtx_gpu, conv_model, tmp_path, monkeypatch):
-    from trtprof.bench import load_runner
+    from trtprof.measure.bench import load_runner
 
     [outcome] = _build(conv_model, tmp_path, [Precision.FP32])
     with _fake_cuda(monkeypatch):
@@ -338,9 +338,9 @@ def test_rejected_runtime_cache_is_a_miss_and_replaced(rtx_gpu, conv_model, tmp_
 def test_bench_result_carries_the_runtime_report(rtx_gpu, conv_model, tmp_path, monkeypatch, capsys):
     """bench_one puts the runner's JIT/runtime-cache report in the result config (timing loop faked:
     this checks the plumbing, not a measurement)."""
-    from trtprof import timing
-    from trtprof.bench import bench_one, load_runner
-    from trtprof.timing import Samples, TimingConfig
+    from trtprof.measure import timing
+    from trtprof.measure.bench import bench_one, load_runner
+    from trtprof.measure.timing import Samples, TimingConfig
 
     [outcome] = _build(conv_model, tmp_path, [Precision.FP32])
 
@@ -358,7 +358,7 @@ def test_bench_result_carries_the_runtime_report(rtx_gpu, conv_model, tmp_path, 
     assert runtime["library"] == "TensorRT-RTX" and list(runtime["first_inference_ms"]) == ["input:2x3x16x16"]
     assert json.loads(json.dumps(runtime)) == runtime
     from trtprof.cli.bench import print_table
-    from trtprof.results import ResultSet
+    from trtprof.measure.results import ResultSet
 
     print_table(ResultSet(environment={}, results=[result], created=""))
     out = capsys.readouterr().out

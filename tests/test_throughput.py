@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from trtprof import throughput as tp
-from trtprof.results import BenchResult
+from trtprof.measure.results import BenchResult
 from trtprof.speedup import speedup_ci
 
 

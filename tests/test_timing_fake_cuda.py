@@ -16,7 +16,7 @@ import pytest
 
 from trtprof.system import cuda, nvml
 from trtprof.spec import TensorSpec
-from trtprof.timing import TimingConfig, time_device
+from trtprof.measure.timing import TimingConfig, time_device
 
 H2D_MS, COMPUTE_MS, D2H_MS = 0.25, 1.0, 0.125
 

@@ -7,7 +7,7 @@ import pytest
 
 from trtprof.system import cuda
 from trtprof.spec import TensorSpec
-from trtprof.timing import COMPUTE_CV_WARN, TimingConfig, device_notes, time_device
+from trtprof.measure.timing import COMPUTE_CV_WARN, TimingConfig, device_notes, time_device
 
 needs_gpu = pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
 

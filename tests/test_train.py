@@ -40,7 +40,7 @@ def test_kernel_classes_from_names():
 
 
 def test_find_max_batch_search_bounds_the_answer():
-    from trtprof.maxbatch import find_max_batch
+    from trtprof.measure.maxbatch import find_max_batch
 
     res = find_max_batch(lambda b: b <= 300, start=1, limit=4096, resolution=0.05)
     assert res.smallest_fail is not None and res.largest_fit <= 300 < res.smallest_fail
@@ -147,7 +147,7 @@ def test_cross_entropy_needs_logits(tmp_path):
 def test_interleaved_training_verdict_on_cpu(tmp_path):
     """The whole comparison through compare's run_interleaved/speedup_ci/verdict: fp32 vs amp-fp16
     (GradScaler counted) vs amp-bf16, losses per arm, reasons present, the JSON complete."""
-    from trtprof.interleave import FLOOR_ROUNDS, RoundPlan
+    from trtprof.measure.interleave import FLOOR_ROUNDS, RoundPlan
     from trtprof.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
@@ -235,7 +235,7 @@ def test_cli_missing_model_is_exit_2(tmp_path, capsys):
 @needs_gpu
 @needs_torch
 def test_gpu_training_verdict_memory_and_reasons(tmp_path):
-    from trtprof.interleave import MIN_ROUNDS, RoundPlan
+    from trtprof.measure.interleave import MIN_ROUNDS, RoundPlan
     from trtprof.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions

@@ -141,7 +141,7 @@ def test_factory_four_tuple_uses_its_loss_and_optimizer(tiny, tmp_path):
     module's output on trtprof's seeded inputs, computed here independently; SGD from optimizer_fn."""
     import torch
 
-    from trtprof.interleave import RoundPlan
+    from trtprof.measure.interleave import RoundPlan
     from trtprof.model.inputs import make_inputs
     from trtprof.spec import TensorSpec
     from trtprof.train.api import train_compare
@@ -494,7 +494,7 @@ def test_report_net_module_matches_the_onnx_file(tmp_path):
 def test_gpu_factory_autotuned_graphed_and_memory_breakdown(tiny, tmp_path):
     """On a GPU: autotuning recorded on, the graphed arm measured and compared with its eager arm,
     the memory breakdown present for every arm."""
-    from trtprof.interleave import RoundPlan
+    from trtprof.measure.interleave import RoundPlan
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trtprof.cli import main
-from trtprof.results import ResultSet
+from trtprof.measure.results import ResultSet
 
 from .conftest import tree_snapshot
 
@@ -110,7 +110,7 @@ def test_append_needs_an_existing_file(exports, tmp_path, capsys):
 
 
 def test_layer_info_without_detailed_verbosity_has_no_counts(tmp_path):
-    from trtprof.trtexec_import import parse_layer_info
+    from trtprof.measure.trtexec import parse_layer_info
 
     names_only = {"Layers": ["conv1 + relu1", "fc"], "Bindings": ["input", "output"]}
     assert parse_layer_info(names_only, tmp_path / "l.json") == (None, None)

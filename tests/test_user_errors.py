@@ -185,11 +185,11 @@ def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp
     """An allocation failure from a run (here from a fake runner: forcing a real one out of memory would
     take the test machine's memory with it, or need a GPU) becomes OutOfMemory with the batch size;
     another error passes through as it was."""
-    from trtprof.bench import bench_one
+    from trtprof.measure.bench import bench_one
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.errors import OutOfMemory
     from trtprof.spec import Precision
-    from trtprof.timing import TimingConfig
+    from trtprof.measure.timing import TimingConfig
 
     (outcome,) = build_engines(conv_model, [Precision.FP32],
                                settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
@@ -298,10 +298,10 @@ def test_signal_during_bench_keeps_finished_entries(signum, conv_model, tmp_path
 
 def test_interrupted_bench_library_call_returns_partial_set(conv_model, tmp_path):
     """bench_records turns a KeyboardInterrupt in the loop into interrupted=True with the rest pending."""
-    from trtprof.bench import bench_records
+    from trtprof.measure.bench import bench_records
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.spec import Precision
-    from trtprof.timing import TimingConfig
+    from trtprof.measure.timing import TimingConfig
 
     outcomes = build_engines(conv_model, [Precision.FP32], [1, 2, 4],
                              settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))

@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from trtprof import calibration as cal
-from trtprof.interleave import RoundPlan, run_interleaved
+from trtprof.measure import simulate as cal
+from trtprof.measure.interleave import RoundPlan, run_interleaved
 from trtprof.speedup import FASTER, SLOWER, Speedup, t_quantile
 
 REPLICATES = 120  # ~20 s on the 2-core machine when it is quiet

@@ -340,7 +340,7 @@ def test_compare_what_if_channels_last_end_to_end(tmp_path, capsys):
 def test_the_channels_last_engine_runs_nhwc_on_the_gpu_and_agrees_with_nchw(tmp_path):
     """The runner the timing loop uses (prepare → enqueue path via infer), fp16 both ways: NHWC agrees
     with NCHW within FP16 rounding (5e-3 of the scale, as test_torch_backend's fp16 check)."""
-    from trtprof import bench
+    from trtprof.measure import bench
     from trtprof.backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
     from trtprof.engines.build import BuildSettings, build_engines
 

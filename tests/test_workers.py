@@ -6,9 +6,9 @@ import pickle
 import numpy as np
 import pytest
 
-from trtprof import interleave, workers
+from trtprof.measure import interleave, workers
 from trtprof.errors import TrtprofError
-from trtprof.timing import TimingConfig
+from trtprof.measure.timing import TimingConfig
 
 pytest.importorskip("onnxruntime")
 
@@ -92,7 +92,7 @@ def test_worker_trims_device_memory_before_going_idle(monkeypatch):
     import io
     import pickle
 
-    from trtprof import bench
+    from trtprof.measure import bench
 
     log = []
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .findings import Finding
 from .layers.rules import layer_findings
-from .results import BenchResult
+from .measure.results import BenchResult
 from .model.roofline import PeakRates
 
 # Compute time is "fixed" at a batch size when at least half of it is the intercept of a fit of GPU

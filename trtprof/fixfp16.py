@@ -215,7 +215,7 @@ class Reference:
 def reference_outputs(record: Any, batch_size: int, data: Any, shapes: Mapping[str, tuple[int, ...]] | None,
                       seed: int) -> Reference:
     from .accuracy import run_outputs
-    from .bench import load_runner
+    from .measure.bench import load_runner
     from .model.inputs import make_inputs, resolve_shapes
     from .model.user_inputs import run_all
 
@@ -248,7 +248,7 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     from pathlib import Path
 
     from . import fp16range
-    from .bench import effective_precision, load_runner
+    from .measure.bench import effective_precision, load_runner
     from .engines.build import BuildSettings, as_onnx, build_engines
     from .model.onnx_model import load_onnx
     from .spec import Precision
@@ -293,7 +293,7 @@ def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: 
     """Build the keep-list found (with its range analysis) and compare it with FP32: the speed cost
     of the fix, with the same CI and verdicts as ``trtprof compare``."""
     from .compare import CompareOptions, compare_records
-    from .interleave import RoundPlan
+    from .measure.interleave import RoundPlan
     from .engines.build import build_engines
     from .spec import Precision
 

@@ -22,7 +22,7 @@ import numpy as np
 from .engines.cache import now_iso
 from .compare import Comparison
 from .errors import BadInput
-from .results import BenchResult
+from .measure.results import BenchResult
 from .schemas import COMPARE
 from .speedup import CONFIDENCE, EQUIVALENCE_MARGIN, speedup_ci
 from .stats import median_ci_exact

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .report import write_report as write_compare_report
-from .results import read_json
+from .measure.results import read_json
 from .schemas import SWEEP, TRAIN_COMPARE
 from .sweep.matrix import write_sweep_report
 from .train.page import write_report as write_train_report

@@ -22,7 +22,7 @@ from .fp16range import predicted_lines
 from .util.labels import engine_labels, fmt_ms
 from .layers.html import layers_section
 from .page import document, file_b64, fmt, img, png_b64, pyplot, table
-from .results import BenchResult, read_json, results_from_json
+from .measure.results import BenchResult, read_json, results_from_json
 from .schemas import COMPARE_READABLE, RESULTS
 from .util.wording import plural, times
 

@@ -7,7 +7,7 @@ not need one. Imports nothing, so any module can read it without pulling in the 
 """
 from __future__ import annotations
 
-RESULTS = "trtprof.results/1"  # trtprof bench (results.ResultSet)
+RESULTS = "trtprof.measure.results/1"  # trtprof bench (results.ResultSet)
 # /2: hierarchical CI (loads × rounds), four verdicts (faster/slower/equivalent/inconclusive),
 # loads, verdict_note, shape and mean_ratio added; field names of /1 kept.
 COMPARE = "trtprof.compare/2"  # trtprof compare (compare.CompareReport)

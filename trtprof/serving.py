@@ -1,6 +1,6 @@
 """The concurrent driver: N requests in flight against one engine, per-request latency and throughput.
 
-Why a second driver beside ``trtprof.timing``: the single-stream loop answers "how long does one
+Why a second driver beside ``trtprof.measure.timing``: the single-stream loop answers "how long does one
 request take"; a deployer asks "how many requests per second at what latency when N are in flight",
 which perf_analyzer's concurrency mode and trtexec's ``--infStreams`` answer. That needs N
 independent issuers, so it is a different loop, and the single-stream one stays as it is.

@@ -28,7 +28,7 @@ def memory_rows(results: Sequence[Any]) -> list[list[str]]:
 
 def max_batch_part(found: Sequence[Mapping[str, Any]]) -> str:
     """``bench --find-max-batch``: per engine the largest batch that fits, and how it was decided."""
-    from .maxbatch import fit_line
+    from .measure.maxbatch import fit_line
 
     if not found:
         return ""

@@ -159,7 +159,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     (``trtprof.serving``'s docstring). ``stop()`` true before a point ends the sweep there, keeping
     what was measured (a benchmark's time bound)."""
     from .backends.base import set_autotune
-    from .bench import load_runner
+    from .measure.bench import load_runner
     from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 
     names = list(arms)

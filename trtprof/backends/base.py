@@ -1,7 +1,7 @@
 """The Backend and Runner protocols every backend implements.
 
 A backend builds an artifact from an ONNX file and loads it into a runner. Runners never time
-themselves: ``trtprof.timing`` owns warmup, stopping, buffers, streams and events, so every backend
+themselves: ``trtprof.measure.timing`` owns warmup, stopping, buffers, streams and events, so every backend
 is measured by the same loop (a backend that timed its own ``infer`` around copies and syncs is the
 classic source of "Python is 3x slower than trtexec").
 """

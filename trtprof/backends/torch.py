@@ -2,7 +2,7 @@
 
 Why it exists: "how much faster is my engine than plain PyTorch?" is the question users ask most,
 and their own timing loops are the usual reason their numbers disagree with trtexec. Here PyTorch is
-timed by the same loop as every other GPU backend (``trtprof.timing.time_device``).
+timed by the same loop as every other GPU backend (``trtprof.measure.timing.time_device``).
 
 The artifact is the ONNX file itself (after a small pre-pass, below), so loading it never unpickles
 anything: the module is rebuilt from the protobuf with onnx2torch at load time. Precision is applied

@@ -15,7 +15,7 @@ from ..errors import BadInput, write_failure
 from ..model.inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..util.signals import signals_deferred
 from ..spec import Precision
-from ..timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
+from ..measure.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
 
 
 def add_common_debug(parser: argparse.ArgumentParser) -> None:

@@ -5,11 +5,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..bench import bench_path
+from ..measure.bench import bench_path
 from ..engines.cache_admin import scan_dir
 from ..util.labels import engine_labels, fmt_ms
 from ..errors import BadInput, write_failure
-from ..results import ResultSet
+from ..measure.results import ResultSet
 from ..util.signals import signals_deferred, sigterm_as_interrupt
 from ..util.wording import plural
 from . import _common, _serving
@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
 
 
 def add_max_batch_args(p: argparse.ArgumentParser) -> None:
-    from ..maxbatch import DEFAULT_BUDGET_FRACTION, MAX_BATCH_LIMIT
+    from ..measure.maxbatch import DEFAULT_BUDGET_FRACTION, MAX_BATCH_LIMIT
 
     p.add_argument("--find-max-batch", action="store_true",
                    help="also search, per engine, the largest batch whose inference fits: GPU engines by a real "
@@ -51,7 +51,7 @@ def add_max_batch_args(p: argparse.ArgumentParser) -> None:
 
 def max_batch_settings(args: argparse.Namespace):
     """The search's settings from bench's options; a bad --memory-limit-mb fails here, before any work."""
-    from ..maxbatch import MAX_BATCH_LIMIT, SearchSettings, default_budget
+    from ..measure.maxbatch import MAX_BATCH_LIMIT, SearchSettings, default_budget
 
     if args.memory_limit_mb is not None and not args.find_max_batch:
         raise BadInput("--memory-limit-mb applies to --find-max-batch; add --find-max-batch")
@@ -67,7 +67,7 @@ def max_batch_settings(args: argparse.Namespace):
 
 
 def print_max_batch(found: list[dict]) -> None:
-    from ..maxbatch import fit_line
+    from ..measure.maxbatch import fit_line
 
     if found:
         print()
@@ -195,7 +195,7 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
 def search_max_batch(args: argparse.Namespace, settings) -> list[dict]:
     """--find-max-batch before the timing (a limit that nothing fits fails in seconds, not after it)."""
     from ..engines.cache import list_engines
-    from ..maxbatch import search
+    from ..measure.maxbatch import search
 
     print("searching the largest batch that fits (--find-max-batch)...")  # stdout: a user error stays one stderr line
     return search(list_engines(args.path), settings)

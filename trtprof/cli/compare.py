@@ -7,13 +7,22 @@ from pathlib import Path
 from typing import Any
 
 from .. import compare as cmp
-from .. import workers
+from ..measure import workers
 from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
-from ..interleave import (
-    DEFAULT_ROUND_S, DEFAULT_TARGET_CI, DEFAULT_TIME_BUDGET_S, FLOOR_LOADS, LOADS_LIMIT, MAX_LOADS, MIN_LOADS,
-    MIN_ROUNDS, InterleavedOutcome, Progress, RoundPlan,
+from ..measure.interleave import (
+    DEFAULT_ROUND_S,
+    DEFAULT_TARGET_CI,
+    DEFAULT_TIME_BUDGET_S,
+    FLOOR_LOADS,
+    LOADS_LIMIT,
+    MAX_LOADS,
+    MIN_LOADS,
+    MIN_ROUNDS,
+    InterleavedOutcome,
+    Progress,
+    RoundPlan,
 )
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision

@@ -20,14 +20,14 @@ def is_results_file(args: argparse.Namespace) -> bool:
     """One .json positional holding a trtprof results file (an engine's JSON or a model is not)."""
     if len(args.model) != 1 or args.model[0].suffix != ".json" or not args.model[0].is_file():
         return False
-    from ..results import read_json
+    from ..measure.results import read_json
 
     return read_json(args.model[0]).get("schema") == RESULTS
 
 
 def run(args: argparse.Namespace) -> int:
     from ..imported_compare import compare_imported
-    from ..results import ResultSet
+    from ..measure.results import ResultSet
 
     path = args.model[0]
     _common.check_output_file(args.out, "--out")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..bench import bench_records
+from ..measure.bench import bench_records
 from ..engines.build import BuildSettings, build_engines
 from ..model.inputs import parse_batch_sizes
 from ..plots import plot_all

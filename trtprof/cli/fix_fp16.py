@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import compare as cmp
 from ..accuracy import DEFAULT_BUDGET, AccuracyBudget
 from ..errors import BadInput
-from ..interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
+from ..measure.interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
 from ..util.signals import sigterm_as_interrupt
 from . import _common
 

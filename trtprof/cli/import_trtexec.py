@@ -37,8 +37,8 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..engines.cache import now_iso
-    from ..results import ResultSet
-    from ..trtexec_import import read_run, to_result
+    from ..measure.results import ResultSet
+    from ..measure.trtexec import read_run, to_result
 
     _common.check_output_file(args.out, "--out")
     existing = ResultSet.read(args.out) if args.out.exists() else None  # refuses a file trtprof did not write

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..plots import plot_all
-from ..results import ResultSet
+from ..measure.results import ResultSet
 from . import _common
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..model.inputs import parse_batch_sizes
-from ..interleave import DEFAULT_TARGET_CI, MIN_ROUNDS, InterleavedOutcome, RoundPlan
+from ..measure.interleave import DEFAULT_TARGET_CI, MIN_ROUNDS, InterleavedOutcome, RoundPlan
 from . import _common
 
 DEFAULT_TRAIN_BUDGET_S = 10.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .. import bench  # bench.load_runner as a module attribute: tests replace it with a fake
+from ..measure import bench  # bench.load_runner as a module attribute: tests replace it with a fake
 from ..backends.base import set_autotune
 from ..engines.cache import EngineRecord
 from ..errors import BadInput, BackendUnavailable, TrtprofError

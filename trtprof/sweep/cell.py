@@ -47,7 +47,7 @@ class Slot:
         if self.cpus:
             for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
                 env[var] = str(len(self.cpus))
-        from ..workers import prepend_package_root  # here, not at the top: the sweep imports no measuring code
+        from ..measure.workers import prepend_package_root  # here, not at the top: the sweep imports no measuring code
 
         prepend_package_root(env)  # the trtprof the sweep itself runs from
         return env

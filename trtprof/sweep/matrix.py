@@ -13,7 +13,7 @@ from ..util.datafile import safe_name
 from ..errors import BadInput
 from ..page import document
 from ..report import load, render_html
-from ..results import read_json
+from ..measure.results import read_json
 from ..schemas import SWEEP
 from .rows import csv_rows, device_type
 

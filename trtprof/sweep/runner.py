@@ -25,7 +25,7 @@ def read_interference(path: Path | None) -> dict[str, Any] | None:
     """The figures ``benchmarks/sweep_interference.py --out FILE`` wrote: ``{"gpu": {...}, "cpu": {...}}``."""
     if path is None:
         return None
-    from ..results import read_json
+    from ..measure.results import read_json
 
     data = read_json(Path(path))
     if not any(isinstance(data.get(k), dict) for k in ("gpu", "cpu")):

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import BadInput, BadModel
-from ..interleave import InterleavedOutcome, RoundPlan
+from ..measure.interleave import InterleavedOutcome, RoundPlan
 from .run import TrainOptions, compare_training
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")

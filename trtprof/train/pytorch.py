@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..maxbatch import find_max_batch
+from ..measure.maxbatch import find_max_batch
 from ..system.preflight import is_out_of_memory
 from . import memory as mem
 from . import reasons as rs

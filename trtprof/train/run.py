@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import BadInput
-from ..interleave import Arm, InterleavedOutcome, RoundPlan, run_one_load
+from ..measure.interleave import Arm, InterleavedOutcome, RoundPlan, run_one_load
 from ..schemas import TRAIN_COMPARE as SCHEMA
 from ..speedup import CONFIDENCE
 from ..stats import median_ci_exact
@@ -129,7 +129,7 @@ def _side(name: str, arm: Arm) -> dict[str, Any]:
 
 def _result(model: str, backend: str, arm: Arm, batch: int, outcome: InterleavedOutcome,
             plan: RoundPlan, shapes: Mapping[str, tuple[int, ...]], options: TrainOptions, arm_json: dict) -> Any:
-    from ..results import BenchResult
+    from ..measure.results import BenchResult
 
     clock = "perf_counter_ns" if arm.runner.device == "cpu" else "cuda_events"
     return BenchResult.from_samples(

@@ -1,5 +1,5 @@
 """The command's clock: ``time.perf_counter``'s value when this process was created, where compare's
-``--time-budget-s`` starts counting. Apart from ``trtprof.interleave`` so that every ``trtprof``
+``--time-budget-s`` starts counting. Apart from ``trtprof.measure.interleave`` so that every ``trtprof``
 command (``--version`` too) reads it without importing numpy and the statistics (~0.13 s).
 """
 from __future__ import annotations

@@ -26,8 +26,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import BadInput
-from .spec import Precision
+from ..errors import BadInput
+from ..spec import Precision
 
 ONE_LOAD_NOTE = ("imported from trtexec: one process, one engine load — the statistics hold the iteration-to-"
                  "iteration noise of that load only; load-to-load variation (which `trtprof compare` measures by "
@@ -49,7 +49,7 @@ class TrtexecRun:
 
 
 def _load(path: Path, what: str) -> Any:
-    from .util.datafile import load_json
+    from ..util.datafile import load_json
 
     path = Path(path)
     if not path.is_file():

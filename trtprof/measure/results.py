@@ -10,13 +10,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .engines.cache import atomic_write_text
-from .errors import BadInput
-from .util.labels import engine_labels
-from .system.memory import in_use_bytes
-from .schemas import RESULTS as SCHEMA
-from .stats import LatencyStats
-from .throughput import throughput
+from ..engines.cache import atomic_write_text
+from ..errors import BadInput
+from ..util.labels import engine_labels
+from ..system.memory import in_use_bytes
+from ..schemas import RESULTS as SCHEMA
+from ..stats import LatencyStats
+from ..throughput import throughput
 
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
@@ -124,7 +124,7 @@ class ResultSet:
     interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: ``results`` holds what finished
     pending: list[dict[str, Any]] = field(default_factory=list)  # what an interrupted run did not measure
     serving: list[dict[str, Any]] = field(default_factory=list)  # --concurrency sweeps (trtprof.serving_sweep)
-    max_batch: list[dict[str, Any]] = field(default_factory=list)  # --find-max-batch, per engine (trtprof.maxbatch)
+    max_batch: list[dict[str, Any]] = field(default_factory=list)  # --find-max-batch, per engine (trtprof.measure.maxbatch)
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -170,7 +170,7 @@ def results_from_json(items: Any, path: Path) -> list[BenchResult]:
     """Each entry of a file's ``results`` list, checked: an object whose samples are a non-empty list
     of finite numbers (a NaN or an empty list would crash a plot or a percentile); BadInput names
     the entry (``results[3].samples_ms[7]``) and the file."""
-    from .util.datafile import finite_samples
+    from ..util.datafile import finite_samples
 
     if not isinstance(items, list):
         raise BadInput(f"results: expected a list, not {type(items).__name__}", path=path)
@@ -201,7 +201,7 @@ def read_json(path: Path) -> dict[str, Any]:
         raise BadInput("is a directory; give the results JSON inside it (e.g. results.json)", path=path)
     if not path.is_file():
         raise BadInput("no such results file", path=path)
-    from .util.datafile import load_json
+    from ..util.datafile import load_json
 
     data = load_json(path, "results file")  # size, nesting and UTF-8 bounded: one line, not a traceback
     if not isinstance(data, dict):

@@ -15,8 +15,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .system import cuda, nvml
-from .errors import BackendUnavailable, BadInput
+from ..system import cuda, nvml
+from ..errors import BackendUnavailable, BadInput
 
 DEFAULT_WARMUP = 50
 DEFAULT_ITERATIONS = 200  # "hundreds": enough for a stable p99 estimate on a quiet machine

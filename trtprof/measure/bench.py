@@ -5,14 +5,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from . import backends, timing
-from .system import energy, memory, preflight
-from .backends.base import set_autotune
-from .engines.cache import EngineRecord, now_iso
-from .system.environment import collect
-from .errors import BadInput
-from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-from .system.noise import cpu_noise_warning, cpu_state
+from .. import backends
+from . import timing
+from ..system import energy, memory, preflight
+from ..backends.base import set_autotune
+from ..engines.cache import EngineRecord, now_iso
+from ..system.environment import collect
+from ..errors import BadInput
+from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..system.noise import cpu_noise_warning, cpu_state
 from .results import BenchResult, ResultSet
 from .timing import TimingConfig
 
@@ -221,6 +222,6 @@ def bench_records(
 
 
 def bench_path(path: Path, config: TimingConfig, **kwargs) -> ResultSet:
-    from .engines.cache import list_engines
+    from ..engines.cache import list_engines
 
     return bench_records(list_engines(path), config, **kwargs)

@@ -6,7 +6,7 @@ context differ, which is exactly the load-to-load spread a user sees from run to
 processes for the same reason). It is also the right isolation between configurations. A worker
 is started once per compare and serves every batch size, so the cost is a few process starts.
 
-Protocol: ``python -m trtprof.workers`` reads pickled commands on stdin and answers on the original
+Protocol: ``python -m trtprof.measure.workers`` reads pickled commands on stdin and answers on the original
 stdout (the worker moves fd 1 to stderr so a library's prints cannot corrupt the channel):
 ``init`` (records, labels) → ``ready``; ``feeds`` (shapes, seed, int range, fixed feeds or None) → ``ok``;
 ``warm`` (TimingConfig) / ``rounds`` (first, count, TimingConfig, arm order) → Samples per arm; ``close``.
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
-from .errors import TrtprofError
+from ..errors import TrtprofError
 from .timing import Samples, TimingConfig
 
 STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
@@ -60,7 +60,7 @@ class Worker:
         if device is not None:  # each worker makes its own CUDA context on the device it is told
             env["CUDA_VISIBLE_DEVICES"] = str(device)
         self.stderr = tempfile.TemporaryFile()
-        argv = [sys.executable, "-m", "trtprof.workers", *(["--preload", ",".join(preload)] if preload else [])]
+        argv = [sys.executable, "-m", "trtprof.measure.workers", *(["--preload", ",".join(preload)] if preload else [])]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
         self._ready = False
         self._initialised = False
@@ -145,7 +145,7 @@ class Worker:
 
 
 def _error_class(name: str) -> type[TrtprofError]:
-    from . import errors
+    from .. import errors
 
     cls = getattr(errors, name, None)
     return cls if isinstance(cls, type) and issubclass(cls, TrtprofError) else WorkerFailed
@@ -266,7 +266,7 @@ def take_spare(device: str | None) -> Worker | None:
 def backend_preload(name: str) -> Callable[[], None] | None:
     """Backend ``name``'s ``preload`` (the libraries a spare worker can import ahead), or None: it has
     none, or it is unknown or not part of this build (the build refuses it, with its reason)."""
-    from . import backends
+    from .. import backends
 
     try:
         warm = getattr(backends.get(name), "preload", None)
@@ -323,9 +323,9 @@ def trim(runners: Mapping[str, Any]) -> None:
 
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     """The worker loop: load every arm once, then answer commands until ``close``."""
-    from .backends.base import set_autotune
+    from ..backends.base import set_autotune
     from .bench import load_runner
-    from .model.inputs import make_inputs
+    from ..model.inputs import make_inputs
     from .interleave import measure_block, round_order
 
     def reply(kind: str, payload: Any) -> None:

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .system import memory, preflight
-from .errors import BadInput, TrtprofError, first_line
-from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..system import memory, preflight
+from ..errors import BadInput, TrtprofError, first_line
+from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .workers import prepend_package_root
 
 MAX_BATCH_LIMIT = 4096  # --find-max-batch stops searching here (a fit at this size is reported as "≥")
@@ -150,7 +150,7 @@ def label_of(record: Any) -> str:
 # -- GPU engines: a real allocation attempt per batch -----------------------------------------------
 def device_memory() -> tuple[int, int]:
     """(bytes in use on the device, total bytes): cudaMemGetInfo, the whole device (other processes too)."""
-    from .system import cuda
+    from ..system import cuda
 
     free, total = cuda.check(cuda.runtime().cudaMemGetInfo(), "cudaMemGetInfo")
     return int(total) - int(free), int(total)
@@ -193,7 +193,7 @@ def device_probe(runner: Any, record: Any, batch: int, settings: SearchSettings)
 
 
 def search_device(record: Any, settings: SearchSettings) -> dict[str, Any]:
-    from .backends.base import set_autotune
+    from ..backends.base import set_autotune
     from .bench import load_runner
 
     runner = load_runner(record)
@@ -226,7 +226,7 @@ def host_probe(record: Any, batch: int, settings: SearchSettings) -> dict[str, A
                "int_range": list(settings.int_range), "threads": settings.threads}
     env = dict(os.environ)
     prepend_package_root(env)  # the child runs this trtprof, like the compare workers
-    proc = subprocess.run([sys.executable, "-c", "from trtprof.maxbatch import probe_main; probe_main()"],
+    proc = subprocess.run([sys.executable, "-c", "from trtprof.measure.maxbatch import probe_main; probe_main()"],
                           input=json.dumps(request), capture_output=True, text=True, env=env)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode == -signal.SIGKILL:  # the kernel's OOM killer (the watchdog itself exits 0 with an answer)
@@ -277,7 +277,7 @@ def needs(detail: Mapping[str, Any]) -> str:
 
 def probe_main() -> None:
     """The child of ``host_probe``: one batch, one JSON line on stdout. Reads its request on stdin."""
-    from .backends.onnxruntime import import_ort
+    from ..backends.onnxruntime import import_ort
 
     request = json.loads(sys.stdin.read())
     budget = request["budget"]
@@ -305,7 +305,7 @@ def probe_main() -> None:
 
 def probe_batch(request: Mapping[str, Any], base: int, reset: bool) -> dict[str, Any]:
     from .bench import load_runner
-    from .engines.cache import EngineRecord
+    from ..engines.cache import EngineRecord
 
     try:
         record = EngineRecord.read(Path(request["meta"]))

@@ -1,7 +1,7 @@
 """The measurement loop of ``compare``: loads × interleaved rounds × iterations, stopped on the speedup.
 
 Why loads: a *load* is one independent instance of every engine (by default a fresh worker process,
-``trtprof.workers``: its own allocation, ASLR, thread placement, CUDA context). Two instances of the
+``trtprof.measure.workers``: its own allocation, ASLR, thread placement, CUDA context). Two instances of the
 same engine can differ by several per cent through every round; only measuring several loads shows
 that spread, and the speedup CI (``trtprof.speedup``) is built on it.
 
@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from . import timing
-from .speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
+from ..speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
 
 DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is within ±0.5 % (half the margin)
@@ -97,7 +97,7 @@ def measure_block(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingCo
         return timing.time_host(lambda: runner.infer(feeds), config)
     time_device = getattr(timing, "time_device", None)
     if time_device is None:  # pragma: no cover - depends on the GPU timing loop being present
-        from .errors import BackendUnavailable
+        from ..errors import BackendUnavailable
 
         raise BackendUnavailable("this trtprof has no GPU timing loop (timing.time_device)")
     return time_device(runner, feeds, config)
@@ -347,7 +347,7 @@ def wants_load(speedups: Mapping[str, Speedup], rounds_per_load: float, load_cos
     components of ``speedup.variance_components``). One more load costs ``load_cost_s`` (open,
     warm-up and its first round pairs); the same seconds spent on round pairs spread over the loads
     it has. A load also buys a degree of freedom, and a load mixture is only resolved by more loads."""
-    from .speedup import t_quantile
+    from ..speedup import t_quantile
 
     for s in speedups.values():
         if s.mixture:

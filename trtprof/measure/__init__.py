@@ -1,0 +1,1 @@
+"""Measuring: THE timing loop, interleaved loads and rounds, worker processes, bench, results, simulations."""
