@@ -96,7 +96,7 @@ def independent_verdicts(name: str, batches: list[int], *, graph: bool, rounds: 
     import torch
 
     from gpu_fidelity import reference_loop
-    from trtprof.speedup import speedup_ci
+    from trtprof.stats.speedup import speedup_ci
 
     base = reference_module(name)
     modules = {"fp32": base, "tf32": base, "fp16": reference_module(name).half()}

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from trtprof.measure import simulate as cal  # noqa: E402
 from trtprof.measure.interleave import MAX_LOADS, RoundPlan  # noqa: E402
-from trtprof.speedup import FASTER  # noqa: E402
+from trtprof.stats.speedup import FASTER  # noqa: E402
 
 
 def cpu_name() -> str:

@@ -14,13 +14,21 @@ import pytest
 from trtprof.measure import simulate as cal
 from trtprof import compare as cmp
 from trtprof.measure import interleave
-from trtprof import speedup
+from trtprof.stats import speedup
 from trtprof.measure.interleave import Arm
-from trtprof.speedup import (
-    EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, distribution_shape, engine_median_ci, inconclusive_hint,
-    mean_median_note, speedup_ci, verdict,
+from trtprof.stats.speedup import (
+    EQUIVALENT,
+    FASTER,
+    INCONCLUSIVE,
+    SLOWER,
+    distribution_shape,
+    engine_median_ci,
+    inconclusive_hint,
+    mean_median_note,
+    speedup_ci,
+    verdict,
 )
-from trtprof.stats import median_ci_exact
+from trtprof.stats.latency import median_ci_exact
 from trtprof.measure.timing import Samples, TimingConfig
 
 

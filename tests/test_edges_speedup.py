@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from trtprof.measure import interleave
-from trtprof import speedup as sp
+from trtprof.stats import speedup as sp
 
 
 def one_value_blocks(log_ratios_per_load: list[list[float]]) -> tuple[list, list]:
@@ -428,7 +428,7 @@ def test_shape_of_constant_and_of_no_samples():
     assert empty.modes == 1 and empty.tail_ratio == 0.0
 
 
-# --- the mutation check's survivors (tools/mutate.py --module trtprof/speedup.py) -------------------
+# --- the mutation check's survivors (tools/mutate.py --module trtprof/stats/speedup.py) -------------------
 
 def test_speedup_and_latency_shape_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):

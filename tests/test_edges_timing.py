@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from trtprof.system import noise
-from trtprof import stats
+from trtprof.stats import latency as stats
 from trtprof.measure import timing
 from trtprof.measure.timing import TimingConfig
 

@@ -15,7 +15,7 @@ from trtprof.cli import main
 from trtprof.util.labels import engine_labels
 from trtprof.layers.table import NAME_WIDTH, short_names
 from trtprof.measure.results import BenchResult
-from trtprof.speedup import LatencyShape, distribution_shape
+from trtprof.stats.speedup import LatencyShape, distribution_shape
 from trtprof.util.wording import plural, times
 
 pytest.importorskip("matplotlib")

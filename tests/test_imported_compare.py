@@ -14,7 +14,7 @@ from trtprof.errors import BadInput
 from trtprof.imported_compare import MIN_ITERATIONS, ONE_LOAD_WARNING, PSEUDO_ROUNDS, compare_imported
 from trtprof.measure.results import BenchResult, ResultSet
 from trtprof.schemas import COMPARE
-from trtprof.speedup import verdict
+from trtprof.stats.speedup import verdict
 
 from .test_trtexec_import import _import, exports  # noqa: F401  (the fixture: the real exports, decompressed)
 from .test_user_errors import assert_one_line, run_main

@@ -15,7 +15,7 @@ from trtprof.findings import Finding
 from trtprof.measure.interleave import RoundPlan
 from trtprof.report import load, markdown_summary, render_html
 from trtprof.measure.results import BenchResult, ResultSet
-from trtprof.speedup import speedup_ci
+from trtprof.stats.speedup import speedup_ci
 
 pytest.importorskip("matplotlib")
 

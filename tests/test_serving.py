@@ -203,7 +203,7 @@ def _point(arm, batch, level, rates, p99_ms, rounds=None):
 
 
 def test_best_point_is_the_fastest_that_meets_the_target_just_inside_not_just_outside():
-    from trtprof.slo import best_point
+    from trtprof.stats.slo import best_point
 
     slow = _point("fp32", 1, 1, [100, 100, 100], p99_ms=2.0)
     fast = _point("fp32", 8, 4, [400, 400, 400], p99_ms=5.0)
@@ -213,7 +213,7 @@ def test_best_point_is_the_fastest_that_meets_the_target_just_inside_not_just_ou
 
 
 def test_slo_verdict_reuses_the_speedup_ci_on_paired_rounds():
-    from trtprof.slo import at_target
+    from trtprof.stats.slo import at_target
 
     rng = np.random.default_rng(0)
     drift = 1 + 0.02 * rng.standard_normal(8)  # each round's drift hits both precisions alike
@@ -225,11 +225,11 @@ def test_slo_verdict_reuses_the_speedup_ci_on_paired_rounds():
     expected = 6000 * 8 / (1000 * 1)  # samples/s: 8 per request at 6000 req/s vs 1 per request at 1000
     assert v["verdict"] == "faster" and v["ci_low"] <= expected <= v["ci_high"]
     assert v["estimate"] == pytest.approx(expected, rel=1e-6) and v["rounds"] == 8
-    assert "trtprof.speedup" in slo["method"]
+    assert "trtprof.stats.speedup" in slo["method"]
 
 
 def test_slo_verdict_is_inconclusive_with_a_reason_when_a_precision_misses_or_has_one_round():
-    from trtprof.slo import at_target
+    from trtprof.stats.slo import at_target
 
     miss = at_target([_point("fp32", 1, 1, [100, 100], 9.0), _point("fp16", 1, 1, [100, 100], 2.0)],
                      ["fp32", "fp16"], 5.0)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtprof.stats import MAD_TO_SIGMA, LatencyStats, median_ci_exact
+from trtprof.stats.latency import MAD_TO_SIGMA, LatencyStats, median_ci_exact
 
 
 def test_stats_match_numpy_on_random_samples():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtprof import throughput as tp
+from trtprof.stats import throughput as tp
 from trtprof.measure.results import BenchResult
-from trtprof.speedup import speedup_ci
+from trtprof.stats.speedup import speedup_ci
 
 
 def _blocks(rng, n_blocks: int, per_block: int, median_ms: float, stalled: dict[int, float] | None = None):

@@ -148,7 +148,7 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
     """The whole comparison through compare's run_interleaved/speedup_ci/verdict: fp32 vs amp-fp16
     (GradScaler counted) vs amp-bf16, losses per arm, reasons present, the JSON complete."""
     from trtprof.measure.interleave import FLOOR_ROUNDS, RoundPlan
-    from trtprof.speedup import verdict
+    from trtprof.stats.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
 
@@ -236,7 +236,7 @@ def test_cli_missing_model_is_exit_2(tmp_path, capsys):
 @needs_torch
 def test_gpu_training_verdict_memory_and_reasons(tmp_path):
     from trtprof.measure.interleave import MIN_ROUNDS, RoundPlan
-    from trtprof.speedup import verdict
+    from trtprof.stats.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import TrainOptions
 

@@ -27,7 +27,7 @@ def keras_net(tmp_path_factory) -> Path:
 
 def test_keras_mixed_float16_verdict_on_cpu(keras_net):
     from trtprof.measure.interleave import RoundPlan
-    from trtprof.speedup import verdict
+    from trtprof.stats.speedup import verdict
     from trtprof.train.api import train_compare
     from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
 

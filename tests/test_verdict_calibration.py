@@ -31,7 +31,7 @@ from scipy import stats as sps
 
 from trtprof.measure import simulate as cal
 from trtprof.measure.interleave import RoundPlan, run_interleaved
-from trtprof.speedup import FASTER, SLOWER, Speedup, t_quantile
+from trtprof.stats.speedup import FASTER, SLOWER, Speedup, t_quantile
 
 REPLICATES = 120  # ~20 s on the 2-core machine when it is quiet
 SEED = 7

@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Module → the test files that own its behaviour (edge tests first: they fail fastest).
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
-    "trtprof/speedup.py": ("tests/test_edges_speedup.py", "tests/test_compare.py"),
+    "trtprof/stats/speedup.py": ("tests/test_edges_speedup.py", "tests/test_compare.py"),
     "trtprof/engines/cache.py": ("tests/test_edges_cache.py", "tests/test_spec_cache.py", "tests/test_cache_hygiene.py"),
     "trtprof/fp16range.py": ("tests/test_edges_fp16.py", "tests/test_fp16.py"),
     "trtprof/convert/fp16.py": ("tests/test_edges_fp16.py", "tests/test_fp16.py"),
@@ -72,13 +72,13 @@ DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/fp16range.py": _FP16_SLOW, "t
 _GRID = "KDE grid of 512 ± 1 points moves a mode by < 0.2 % of the range; no rule depends on the count"
 _KDE_CAP = "subsample cap 4000 ± 1: above it a seeded subsample replaces the samples, which changes nothing but noise"
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    ("trtprof/speedup.py", "KDE_MAX_SAMPLES = 4000", "4000 → 4001"): _KDE_CAP,
-    ("trtprof/speedup.py", "KDE_MAX_SAMPLES = 4000", "4000 → 3999"): _KDE_CAP,
-    ("trtprof/speedup.py", "KDE_GRID = 512", "512 → 513"): _GRID,
-    ("trtprof/speedup.py", "KDE_GRID = 512", "512 → 511"): _GRID,
-    ("trtprof/speedup.py", "if peaks.size == 0:", "guard `if …: return` removed (test → False)"): "find_peaks on the zero-padded density always finds its global maximum, which holds far more than MODE_MIN_MASS: the guard is defensive and cannot fire",
-    ("trtprof/speedup.py", "np.percentile(x, (0.5, 99.5))", "0.5 → 0.45"): "the KDE's core: the central 99 % vs 99.05 % of the samples; the mode rules' margins (10 % prominence, 5 % mass) are far wider than that",
-    ("trtprof/speedup.py", "peaks = peaks[mass >= MODE_MIN_MASS]", "`>=` → `>`"): "differs only for a mode holding exactly 5.000 % of the core samples",
+    ("trtprof/stats/speedup.py", "KDE_MAX_SAMPLES = 4000", "4000 → 4001"): _KDE_CAP,
+    ("trtprof/stats/speedup.py", "KDE_MAX_SAMPLES = 4000", "4000 → 3999"): _KDE_CAP,
+    ("trtprof/stats/speedup.py", "KDE_GRID = 512", "512 → 513"): _GRID,
+    ("trtprof/stats/speedup.py", "KDE_GRID = 512", "512 → 511"): _GRID,
+    ("trtprof/stats/speedup.py", "if peaks.size == 0:", "guard `if …: return` removed (test → False)"): "find_peaks on the zero-padded density always finds its global maximum, which holds far more than MODE_MIN_MASS: the guard is defensive and cannot fire",
+    ("trtprof/stats/speedup.py", "np.percentile(x, (0.5, 99.5))", "0.5 → 0.45"): "the KDE's core: the central 99 % vs 99.05 % of the samples; the mode rules' margins (10 % prominence, 5 % mass) are far wider than that",
+    ("trtprof/stats/speedup.py", "peaks = peaks[mass >= MODE_MIN_MASS]", "`>=` → `>`"): "differs only for a mode holding exactly 5.000 % of the core samples",
     ("trtprof/fp16range.py", "np.shape(v)[0] > max_batch for v in feeds.values()", "`>` → `>=`"): "cutting a batch of exactly max_batch samples to its first max_batch samples leaves it as it was",
     ("trtprof/engines/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3599"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
     ("trtprof/engines/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3601"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
@@ -100,7 +100,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
 # The hand mutations issue 26 found surviving, as text edits: each is run beside the sampled mutants
 # (kind "hand") so the table shows that a test now kills it. (module, label, original text, mutated text)
 HAND: tuple[tuple[str, str, str, str], ...] = (
-    ("trtprof/speedup.py", "t quantile 0.975 → 0.95", "special.stdtrit(max(df, 1), 0.5 + confidence / 2)",
+    ("trtprof/stats/speedup.py", "t quantile 0.975 → 0.95", "special.stdtrit(max(df, 1), 0.5 + confidence / 2)",
      "special.stdtrit(max(df, 1), confidence)"),
     ("trtprof/fp16range.py", "overflow at 2 × 65520", "if t.max_abs >= FP16_INF_FROM]", "if t.max_abs >= 2 * FP16_INF_FROM]"),
     ("trtprof/fp16range.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero <= FP16_ZERO_UPTO)",

@@ -55,11 +55,19 @@ from .model.onnx_model import load_onnx
 from .measure.results import BenchResult
 from .model.roofline import achieved, graph_cost
 from .schemas import COMPARE as SCHEMA
-from .speedup import (
-    CONFIDENCE, ENGINE_METHOD, INCONCLUSIVE, METHOD, LatencyShape, Speedup, distribution_shape, inconclusive_hint,
-    mean_median_note, unseen_mode_note,
+from .stats.speedup import (
+    CONFIDENCE,
+    ENGINE_METHOD,
+    INCONCLUSIVE,
+    METHOD,
+    LatencyShape,
+    Speedup,
+    distribution_shape,
+    inconclusive_hint,
+    mean_median_note,
+    unseen_mode_note,
 )
-from .stats import median_ci_exact
+from .stats.latency import median_ci_exact
 from .model.user_inputs import run_all
 from .measure.workers import trim
 

@@ -3,9 +3,9 @@
 Each *point* (one engine at one batch size and concurrency) gets one window per round through
 ``trtprof.serving``. Rounds interleave the precisions (A B, B A, …) at every point, back to back,
 so that drift hits all of them alike and round ``r`` of two precisions forms a pair: the SLO verdict
-(``trtprof.slo``) takes its CI from those pairs with ``trtprof.speedup``, as ``compare`` does.
+(``trtprof.stats.slo``) takes its CI from those pairs with ``trtprof.stats.speedup``, as ``compare`` does.
 
-A point's throughput is the median over its rounds of each window's rate (``trtprof.throughput``'s
+A point's throughput is the median over its rounds of each window's rate (``trtprof.stats.throughput``'s
 rule: a stalled window is one of several); its latency distribution pools every request of every
 round. Memory is read while the point's sessions are open (torch: allocator peak; TensorRT: one
 context per stream; ONNX Runtime: RSS growth with its N sessions); energy adds up the windows.
@@ -20,7 +20,7 @@ import numpy as np
 
 from .system import energy, memory, preflight
 from .serving import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
-from .stats import LatencyStats
+from .stats.latency import LatencyStats
 
 METHOD = "median over rounds of requests completed in the window / window wall time (closed loop, N in flight)"
 
@@ -216,7 +216,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
     result = ServingSweep(config=config, points=ordered, arms=names)
     if config.slo_ms is not None:
-        from .slo import at_target
+        from .stats.slo import at_target
 
         result.slo = at_target(ordered, names, config.slo_ms)
     return result

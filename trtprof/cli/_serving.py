@@ -1,5 +1,5 @@
 """The serving options bench and compare share (``--concurrency``, ``--slo-ms``, …) and their output:
-a table per point and the throughput-at-target verdicts (``trtprof.serving``, ``trtprof.slo``)."""
+a table per point and the throughput-at-target verdicts (``trtprof.serving``, ``trtprof.stats.slo``)."""
 from __future__ import annotations
 
 import argparse

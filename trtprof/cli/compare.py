@@ -26,7 +26,7 @@ from ..measure.interleave import (
 )
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
-from ..speedup import EQUIVALENCE_MARGIN
+from ..stats.speedup import EQUIVALENCE_MARGIN
 from ..util.wording import plural
 from . import _common, _serving
 from .build import print_outcome

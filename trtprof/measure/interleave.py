@@ -3,7 +3,7 @@
 Why loads: a *load* is one independent instance of every engine (by default a fresh worker process,
 ``trtprof.measure.workers``: its own allocation, ASLR, thread placement, CUDA context). Two instances of the
 same engine can differ by several per cent through every round; only measuring several loads shows
-that spread, and the speedup CI (``trtprof.speedup``) is built on it.
+that spread, and the speedup CI (``trtprof.stats.speedup``) is built on it.
 
 Why interleaved rounds: inside a load every arm runs one block per round and the order flips every
 round (A B, then B A), so drift and throttling hit every arm alike, each round gives a paired ratio,
@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from . import timing
-from ..speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
+from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
 
 DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is within ±0.5 % (half the margin)
@@ -347,7 +347,7 @@ def wants_load(speedups: Mapping[str, Speedup], rounds_per_load: float, load_cos
     components of ``speedup.variance_components``). One more load costs ``load_cost_s`` (open,
     warm-up and its first round pairs); the same seconds spent on round pairs spread over the loads
     it has. A load also buys a degree of freedom, and a load mixture is only resolved by more loads."""
-    from ..speedup import t_quantile
+    from ..stats.speedup import t_quantile
 
     for s in speedups.values():
         if s.mixture:

@@ -15,8 +15,8 @@ from ..errors import BadInput
 from ..util.labels import engine_labels
 from ..system.memory import in_use_bytes
 from ..schemas import RESULTS as SCHEMA
-from ..stats import LatencyStats
-from ..throughput import throughput
+from ..stats.latency import LatencyStats
+from ..stats.throughput import throughput
 
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
@@ -37,7 +37,7 @@ class BenchResult:
     span_s: float
     warnings: list[str] = field(default_factory=list)
     device: dict[str, Any] = field(default_factory=dict)  # per-run device state (GPU clocks...)
-    # how ``throughput_per_s`` was computed and the mean rate beside it (``trtprof.throughput``)
+    # how ``throughput_per_s`` was computed and the mean rate beside it (``trtprof.stats.throughput``)
     throughput: dict[str, Any] = field(default_factory=dict)
     memory: dict[str, Any] = field(default_factory=dict)  # memory in use during inference (``trtprof.system.memory``)
     energy: dict[str, Any] = field(default_factory=dict)  # joules per inference (``trtprof.system.energy``)
@@ -57,7 +57,7 @@ class BenchResult:
         **fields: Any,
     ) -> "BenchResult":
         """``blocks``: (iterations, wall s) per timed block, when the run had several (compare's
-        rounds): throughput is then their median rate, else batch / median latency (``trtprof.throughput``)."""
+        rounds): throughput is then their median rate, else batch / median latency (``trtprof.stats.throughput``)."""
         stats = {name: LatencyStats.from_samples(values) for name, values in stages.items() if len(values)}
         rate = throughput(batch_size, stages["latency_ms"], span_s, blocks)
         warnings = list(fields.pop("warnings", []))

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .interleave import ROUND_WARMUP, InProcessLoad, InterleavedOutcome, RoundPlan, run_interleaved
-from ..speedup import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER
+from ..stats.speedup import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER
 from .timing import Samples, TimingConfig
 
 SIM_LOAD_START_S = 1.0  # simulated cost of starting one load (a worker process, engines loaded)

@@ -14,8 +14,8 @@ import numpy as np
 from ..errors import BadInput
 from ..measure.interleave import Arm, InterleavedOutcome, RoundPlan, run_one_load
 from ..schemas import TRAIN_COMPARE as SCHEMA
-from ..speedup import CONFIDENCE
-from ..stats import median_ci_exact
+from ..stats.speedup import CONFIDENCE
+from ..stats.latency import median_ci_exact
 
 DEFAULT_STEPS = 20  # accuracy side: loss after this many steps per arm, same seed and data
 # A speedup whose 95 % CI spans more than this factor (high / low) says nothing about the speed of

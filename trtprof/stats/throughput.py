@@ -2,7 +2,7 @@
 
 Why not ``batch × iterations / total span``: that is batch / *mean* cycle time, and one stalled
 block (a descheduled process, a GC pause, a clock drop) moves a mean as far as it likes. The
-verdict is built from block medians (``trtprof.speedup``); a throughput from the mean could show
+verdict is built from block medians (``trtprof.stats.speedup``); a throughput from the mean could show
 FP16 3.4× ahead while the verdict says 0.99× (issue 24, the mlp at batch 1). Two robust definitions,
 chosen by what a measurement has:
 

@@ -6,7 +6,7 @@ little at batch 1 (launch-bound) but much at a larger batch or concurrency that 
 within the target. So each precision is judged at *its own* best point (over batch sizes ×
 concurrency), not at the same one.
 
-The CI reuses ``trtprof.speedup`` (no second statistics): each round of the sweep measured both
+The CI reuses ``trtprof.stats.speedup`` (no second statistics): each round of the sweep measured both
 precisions' points back to back, so round ``r`` gives a paired ratio of their window throughputs.
 They are passed to ``speedup_ci`` as blocks of one value, 1 / (samples/s), so its "baseline /
 candidate latency" reads "candidate / baseline throughput": above 1, the candidate serves more. The
@@ -24,7 +24,7 @@ from .speedup import EQUIVALENCE_MARGIN, INCONCLUSIVE, speedup_ci
 
 METHOD = ("candidate / baseline samples/s, each precision at its own best point (highest median samples/s "
           "whose pooled p99 meets the target, over batch sizes × concurrency), paired by round; CI from "
-          "trtprof.speedup on the per-round window throughputs (points chosen from the same rounds)")
+          "trtprof.stats.speedup on the per-round window throughputs (points chosen from the same rounds)")
 
 
 def best_point(points: Sequence[Any], slo_ms: float) -> Any | None:

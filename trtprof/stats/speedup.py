@@ -51,7 +51,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from .util.wording import plural, times
+from ..util.wording import plural, times
 
 CONFIDENCE = 0.95
 # A speedup within ±1 % of 1.0 is not one to act on: the size of drift that interleaving does not

@@ -1,0 +1,1 @@
+"""The statistics: latency summaries, the speedup verdict, throughput, latency targets (SLO)."""
