@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtprof import diagnose as dg
+from trtprof.diagnose import rules as dg
 from trtprof.measure.results import BenchResult
 from trtprof.model.roofline import PEAKS
 

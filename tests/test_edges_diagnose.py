@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trtprof import diagnose as dg
+from trtprof.diagnose import rules as dg
 from trtprof.model.roofline import peak_rates
 
 from .test_diagnose import crafted

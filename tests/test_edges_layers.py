@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trtprof.layers import rules
+from trtprof.diagnose import layer_rules as rules
 from trtprof.layers.table import CAST, COMPUTE, SLOWER_MARGIN, LayerTable, LayerTiming, PrecisionProfile
 
 

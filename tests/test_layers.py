@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from trtprof.cli import main
-from trtprof.layers import rules
+from trtprof.diagnose import layer_rules as rules
 from trtprof.layers.graph import node_facts, tensor_core_dims
 from trtprof.layers.kernels import uses_tensor_cores
 from trtprof.layers.ort import parse_profile

@@ -11,7 +11,7 @@ import pytest
 from trtprof import compare as cmp
 from trtprof.accuracy import compare_outputs
 from trtprof.cli import main
-from trtprof.findings import Finding
+from trtprof.diagnose.findings import Finding
 from trtprof.measure.interleave import RoundPlan
 from trtprof.report import load, markdown_summary, render_html
 from trtprof.measure.results import BenchResult, ResultSet

@@ -23,7 +23,8 @@ import numpy as np
 
 # accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
 # attributes with fakes, which a name bound here at import time would not see.
-from . import accuracy, fp16range
+from . import accuracy
+from .diagnose import fp16range
 from .measure import bench, workers
 from .model import roofline
 from .system import preflight
@@ -32,10 +33,10 @@ from .backends.base import set_autotune
 from .measure.bench import effective_precision
 from .engines.build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
 from .engines.cache import EngineRecord, atomic_write_text, list_engines, now_iso
-from .diagnose import diagnose
+from .diagnose.rules import diagnose
 from .system.environment import collect
 from .errors import BadInput, TrtprofError
-from .findings import Finding
+from .diagnose.findings import Finding
 from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .measure.interleave import (
     FLOOR_LOADS,

@@ -62,7 +62,7 @@ class Search:
 
     @property
     def option(self) -> str:
-        from .fp16range import option_text
+        from .diagnose.fp16range import option_text
 
         return option_text(self.keep) if self.keep else ""
 
@@ -164,7 +164,7 @@ def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[
 
     from .convert.fp16 import convert_fp16
     from .errors import BuildFailed
-    from .fp16range import build_error
+    from .diagnose.fp16range import build_error
 
     error = build_error(model, keep)
     if error:
@@ -247,7 +247,7 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     and compare it with FP32 (``compare.compare_records``: speedup, CI, verdicts)."""
     from pathlib import Path
 
-    from . import fp16range
+    from .diagnose import fp16range
     from .measure.bench import effective_precision, load_runner
     from .engines.build import BuildSettings, as_onnx, build_engines
     from .model.onnx_model import load_onnx

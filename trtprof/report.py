@@ -18,7 +18,7 @@ from . import plots
 from .accuracy import summary_line
 from .engines.cache import atomic_write_text
 from .errors import BadInput
-from .fp16range import predicted_lines
+from .diagnose.fp16range import predicted_lines
 from .util.labels import engine_labels, fmt_ms
 from .layers.html import layers_section
 from .page import document, file_b64, fmt, img, png_b64, pyplot, table
@@ -161,7 +161,7 @@ def _predicted_cell(acc: Mapping[str, Any]) -> str:
 
 def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
     """The verdict, the metrics (scale-aware first, on which inputs), the caveat when the candidate
-    did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.fp16range``), one
+    did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.diagnose.fp16range``), one
     line each."""
     acc = comparison.get("accuracy") or {}
     if not acc:

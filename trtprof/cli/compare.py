@@ -147,7 +147,7 @@ def print_comparison(c: dict) -> None:
         print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
     if acc.get("caveat"):
         print(f"  caveat: {acc['caveat']}")
-    from ..fp16range import predicted_lines
+    from ..diagnose.fp16range import predicted_lines
 
     for line in predicted_lines(acc.get("predicted")):
         print(f"  predicted: {line}")

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engines.cache import atomic_write_text, now_iso
     from ..compare import resolve_records
     from ..layers import profile as lp
-    from ..layers.rules import layer_findings
+    from ..diagnose.layer_rules import layer_findings
     from ..layers.table import format_table
     from .compare import parse_precisions
 

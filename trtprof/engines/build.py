@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .. import backends, fp16range
+from .. import backends
+from ..diagnose import fp16range
 from ..system import preflight
 from ..backends.torch import MEMORY_FORMAT_OPTION
 from .cache import EngineCache, EngineRecord, now_iso

@@ -192,7 +192,7 @@ class KerasTrainer(Trainer):
 
     def findings(self, base: ArmRun, cand: ArmRun, *, peer: tuple[ArmRun, float] | None, steps: int,
                  timed_ms: float | None = None) -> list[Any]:
-        from ..findings import Finding
+        from ..diagnose.findings import Finding
 
         out = []
         ex = cand.extra or {}

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..findings import Finding
+from ..diagnose.findings import Finding
 from ..layers.graph import TC_MULTIPLE_FP16
 from .step import PHASES, TorchTrainStep
 

@@ -11,9 +11,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .findings import Finding
-from .layers.rules import layer_findings
-from .measure.results import BenchResult
-from .model.roofline import PeakRates
+from .layer_rules import layer_findings
+from ..measure.results import BenchResult
+from ..model.roofline import PeakRates
 
 # Compute time is "fixed" at a batch size when at least half of it is the intercept of a fit of GPU
 # compute time vs batch — kernel time that does not grow with the work, which FP16 arithmetic cannot

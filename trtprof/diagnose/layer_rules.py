@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..findings import Finding
+from .findings import Finding
 from ..util.wording import plural
-from .table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
+from ..layers.table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
 
 # A finding about a group of layers is worth reading when the group holds this much of the time:
 # smaller groups cannot explain a verdict (and profiler jitter is ~1 % of a layer table's total).

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .convert.fp16_weights import FP16_MIN_NORMAL
-from .util.wording import plural
+from ..convert.fp16_weights import FP16_MIN_NORMAL
+from ..util.wording import plural
 
 if TYPE_CHECKING:
     import onnx
 
-    from .convert.keeplist import KeepFp32
+    from ..convert.keeplist import KeepFp32
 
 OVERFLOW = "overflow"
 UNDERFLOW = "underflow"
@@ -292,9 +292,9 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence
     feeds = batches[0]
     import onnx
 
-    from .backends.onnxruntime import import_ort
-    from .convert.fp16 import prepare_for_fp16, tensor_elem_types
-    from .convert.fp16_fixes import DETACH_NODE_PREFIX, DETACHED_SUFFIX
+    from ..backends.onnxruntime import import_ort
+    from ..convert.fp16 import prepare_for_fp16, tensor_elem_types
+    from ..convert.fp16_fixes import DETACH_NODE_PREFIX, DETACHED_SUFFIX
 
     started = time.perf_counter()
     prepared, _ = prepare_for_fp16(model)  # the node names the FP16 build and --layer-precisions use
@@ -351,8 +351,8 @@ def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
                    inputs: str = "random inputs") -> RangeAnalysis:
     """``analyze`` for a build or a compare: a model ONNX Runtime cannot run (custom ops, a missing
     onnxruntime) costs a skipped analysis with its reason, never the build or the measurement."""
-    from .errors import TrtprofError
-    from .model.onnx_model import load_onnx
+    from ..errors import TrtprofError
+    from ..model.onnx_model import load_onnx
 
     try:
         proto = load_onnx(model) if not hasattr(model, "graph") else model
@@ -360,7 +360,7 @@ def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
     except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
-        from .backends.onnxruntime import ort_cause
+        from ..backends.onnxruntime import ort_cause
 
         return RangeAnalysis(skipped=f"{type(err).__name__}: {ort_cause(str(err))}")
 
@@ -375,8 +375,8 @@ def build_error(model: "onnx.ModelProto", nodes: Sequence[str], ops: Sequence[st
     Runtime loads it (type checks included: what refused the keep-lists of issue 23); else why not.
     Every converting backend (ONNX Runtime, torch keep-lists, TensorRT >= 11, TensorRT-RTX) builds
     from this same converted graph."""
-    from .backends.onnxruntime import import_ort, ort_cause
-    from .convert.fp16 import convert_fp16
+    from ..backends.onnxruntime import import_ort, ort_cause
+    from ..convert.fp16 import convert_fp16
 
     try:
         converted = convert_fp16(model, keep_fp32_nodes=nodes, keep_fp32_ops=ops).model
@@ -422,7 +422,7 @@ def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
     """The analysis ``trtprof build --fp16`` records: the bench's default inputs (seed 0) at the
     smallest batch size, or all of the user's samples (``data``), findings already covered by the
     spec's keep-list marked so."""
-    from .model.inputs import make_inputs, resolve_shapes
+    from ..model.inputs import make_inputs, resolve_shapes
 
     keep = _keep_list(spec, spec.backend)
     if data is not None:
@@ -439,7 +439,7 @@ MAX_SAMPLES = 512
 def sample_batches(data: Any, inputs: Sequence[Any], batch_size: int) -> list[dict[str, np.ndarray]]:
     """The user's samples (at most ``MAX_SAMPLES``) in batches: of ``MAX_BATCH`` when the batch
     dimension is dynamic, else of the model's static batch."""
-    from .model.user_inputs import InputData
+    from ..model.user_inputs import InputData
 
     dynamic = all(not isinstance(t.shape[0], int) for t in inputs if t.shape) and bool(inputs)
     size = MAX_BATCH if dynamic else batch_size
@@ -483,7 +483,7 @@ def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, 
 def _keep_list(spec: Any, backend: str) -> Any:
     """The spec's FP32 keep-list, to mark findings it already covers; None where the rules are not
     a plain node/op list (TensorRT < 11's wildcard rules): then nothing is marked as covered."""
-    from .convert.keeplist import KeepFp32
+    from ..convert.keeplist import KeepFp32
 
     try:
         return KeepFp32.from_spec(spec, backend=backend)
