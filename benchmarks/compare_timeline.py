@@ -30,9 +30,9 @@ def mark(name: str) -> None:
 
 mark("python up, this script running")
 import trtprof.cli as cli  # noqa: E402
-from trtprof import ab
+from trtprof.compare import ab
 from trtprof.measure import interleave, workers  # noqa: E402
-from trtprof import compare as cmp  # noqa: E402
+from trtprof.compare import core as cmp  # noqa: E402
 from trtprof.cli import _common  # noqa: E402
 from trtprof.cli import compare as cli_compare  # noqa: E402
 

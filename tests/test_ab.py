@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof import ab, whatif
+from trtprof.compare import ab, whatif
 from trtprof.cli import main
 from trtprof.model.demo import make_demo_model
 from trtprof.spec import TensorSpec

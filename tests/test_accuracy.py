@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof.accuracy import ATOL, RTOL, compare_output, compare_outputs
+from trtprof.compare.accuracy import ATOL, RTOL, compare_output, compare_outputs
 
 
 def make_overflow_model(path: Path) -> Path:
@@ -65,7 +65,7 @@ def test_shape_mismatch_is_an_error():
 
 def test_fp16_overflow_through_the_real_build_is_flagged(tmp_path):
     pytest.importorskip("onnxruntime")
-    from trtprof.accuracy import run_outputs
+    from trtprof.compare.accuracy import run_outputs
     from trtprof.measure.bench import load_runner
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.model.inputs import make_inputs, resolve_shapes
@@ -143,14 +143,14 @@ def test_an_inf_score_never_agrees():
 
 
 def _delta(**kw):
-    from trtprof.accuracy import AccuracyDelta
+    from trtprof.compare.accuracy import AccuracyDelta
 
     base = dict(max_abs_err=0.0, max_rel_err=0.0, mismatch_fraction=0.0, nonfinite=0, elements=10)
     return AccuracyDelta(**{**base, **kw})
 
 
 def test_default_budget_each_threshold_just_inside_and_outside():
-    from trtprof.accuracy import DEGRADED, OK, AccuracyBudget, judge
+    from trtprof.compare.accuracy import DEGRADED, OK, AccuracyBudget, judge
 
     budget = AccuracyBudget.parse(None)
     assert budget.text == "cosine>=0.999,top1>=0.99"
@@ -165,7 +165,7 @@ def test_default_budget_each_threshold_just_inside_and_outside():
 
 
 def test_other_budget_metrics_just_inside_and_outside():
-    from trtprof.accuracy import DEGRADED, OK, AccuracyBudget, judge
+    from trtprof.compare.accuracy import DEGRADED, OK, AccuracyBudget, judge
 
     budget = AccuracyBudget.parse("snr_db>=40,max_err_scaled<=0.01,top5>=0.999,mean_err_scaled<=0.001,"
                                   "mismatch_fraction<=0.05")
@@ -178,14 +178,14 @@ def test_other_budget_metrics_just_inside_and_outside():
 
 
 def test_new_inf_is_broken_whatever_the_metrics():
-    from trtprof.accuracy import BROKEN, AccuracyBudget, judge
+    from trtprof.compare.accuracy import BROKEN, AccuracyBudget, judge
 
     out = judge(_delta(cosine=1.0, nonfinite=1), AccuracyBudget.parse(None))
     assert out["verdict"] == BROKEN and "1 non-finite" in out["reason"]
 
 
 def test_predicted_overflow_beside_an_ok_observation():
-    from trtprof.accuracy import AccuracyBudget, judge
+    from trtprof.compare.accuracy import AccuracyBudget, judge
 
     predicted = {"findings": [{"kind": "overflow", "covered": False}], "skipped": None}
     out = judge(_delta(predicted=predicted, caveat="observed error is not FP16's"), AccuracyBudget.parse(None))
@@ -197,7 +197,7 @@ def test_predicted_overflow_beside_an_ok_observation():
 @pytest.mark.parametrize("text, cause", [("cosine<=0.9", "bounded with >="), ("top1>=x", "not a number"),
                                          ("accuracy>=0.9", "expected METRIC"), ("cosine>=inf", "finite")])
 def test_bad_budgets_are_refused(text, cause):
-    from trtprof.accuracy import AccuracyBudget
+    from trtprof.compare.accuracy import AccuracyBudget
     from trtprof.errors import BadInput
 
     with pytest.raises(BadInput, match=cause):
@@ -205,7 +205,7 @@ def test_bad_budgets_are_refused(text, cause):
 
 
 def test_summary_of_a_file_written_before_the_new_metrics_claims_none_of_them():
-    from trtprof.accuracy import summary_line
+    from trtprof.compare.accuracy import summary_line
 
     old = {"max_abs_err": 0.5, "max_rel_err": 0.1, "mismatch_fraction": 0.0, "nonfinite": 0, "rtol": 0.01, "atol": 0.001}
     text = summary_line(old)

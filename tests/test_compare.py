@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from trtprof.measure import simulate as cal
-from trtprof import compare as cmp
+from trtprof.compare import core as cmp
 from trtprof.measure import interleave
 from trtprof.stats import speedup
 from trtprof.measure.interleave import Arm

@@ -31,7 +31,7 @@ def test_compare_model_then_report(conv_model, tmp_path, capsys):
     assert printed.count("speedup") == 2 and "[95% CI" in printed and "why [fp16_not_fp16]" in printed
 
     data = json.loads(out.read_text())
-    assert data["schema"] == "trtprof.compare/2"
+    assert data["schema"] == "trtprof.compare.core/2"
     assert data["settings"]["isolation"] == "process" and "Student-t" in data["settings"]["method"]["speedup"]
     assert [c["batch_size"] for c in data["comparisons"]] == [1, 4]
     for c in data["comparisons"]:
@@ -220,7 +220,7 @@ def test_the_budget_accounting_end_to_end(conv_model, tmp_path, capsys):
     assert account["startup_s"] > 0 and account["reserve_s"] >= 0 and account["spent_s"] >= account["startup_s"]
     # the end's reserve is a multiple of what the command's imports took (here: from main() to the parse),
     # not of the launch up to the comparison (backend imports, engine loads)
-    from trtprof.compare import TAIL_PER_IMPORTS
+    from trtprof.compare.core import TAIL_PER_IMPORTS
 
     assert account["reserve_basis"] == "imports" and 0 < account["reserve_basis_s"] < account["launch_s"]
     assert account["reserve_s"] == pytest.approx(TAIL_PER_IMPORTS * account["reserve_basis_s"] * 2, abs=2e-3)

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from trtprof import compare as cmp
+from trtprof.compare import core as cmp
 from trtprof.model import roofline
 from trtprof.measure import timing
 from trtprof.measure.interleave import FLOOR_LOADS, Arm, RoundPlan

@@ -295,7 +295,7 @@ def test_the_caveat_only_for_an_fp16_candidate_that_did_not_compute_in_fp16():
 def test_annotate_touches_only_fp16_candidates():
     from types import SimpleNamespace
 
-    from trtprof.accuracy import AccuracyDelta
+    from trtprof.compare.accuracy import AccuracyDelta
 
     delta = AccuracyDelta(max_abs_err=0.1, max_rel_err=0.1, mismatch_fraction=0.0, nonfinite=0, elements=4)
     fp32 = SimpleNamespace(precision="fp32", engine={"effective_precision": "fp32"})

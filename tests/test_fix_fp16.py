@@ -118,7 +118,7 @@ class FakeEvaluator:
         self.calls = 0
 
     def __call__(self, keep):
-        from trtprof.accuracy import AccuracyDelta
+        from trtprof.compare.accuracy import AccuracyDelta
 
         self.calls += 1
         ok = self.needed <= set(keep)
@@ -128,7 +128,7 @@ class FakeEvaluator:
 
 
 def _search(max_builds, needed=("n7", "n11"), seed=()):
-    from trtprof.fixfp16 import Search, search_keep_list
+    from trtprof.compare.fix_fp16 import Search, search_keep_list
 
     nodes = [f"n{i}" for i in range(20)]
     search = Search(budget="fake", evaluation="fake", inputs="fake", nodes=20, max_builds=max_builds)

@@ -11,7 +11,7 @@ import pytest
 
 from trtprof.cli import main
 from trtprof.errors import BadInput
-from trtprof.imported_compare import MIN_ITERATIONS, ONE_LOAD_WARNING, PSEUDO_ROUNDS, compare_imported
+from trtprof.compare.imported import MIN_ITERATIONS, ONE_LOAD_WARNING, PSEUDO_ROUNDS, compare_imported
 from trtprof.measure.results import BenchResult, ResultSet
 from trtprof.schemas import COMPARE
 from trtprof.stats.speedup import verdict

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trtprof.system import cuda
-from trtprof.accuracy import compare_outputs
+from trtprof.compare.accuracy import compare_outputs
 from trtprof.errors import UnsupportedPrecision
 from trtprof.spec import Precision
 

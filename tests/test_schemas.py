@@ -30,7 +30,7 @@ def test_every_schema_string_lives_in_schemas_py():
 
 
 def test_writers_use_the_shared_strings():
-    from trtprof import compare
+    from trtprof.compare import core as compare
     from trtprof.sweep import store
     from trtprof.train import page, run
 
@@ -52,6 +52,6 @@ def test_report_reads_what_compare_and_bench_write(tmp_path, schema, kind):
 def test_report_refuses_a_newer_compare_schema(tmp_path):
     path = tmp_path / "r.json"
     version = int(schemas.COMPARE.rsplit("/", 1)[1])
-    path.write_text(json.dumps({"schema": f"trtprof.compare/{version + 1}", "results": []}))
+    path.write_text(json.dumps({"schema": f"trtprof.compare.core/{version + 1}", "results": []}))
     with pytest.raises(BadInput, match="schema"):
         load(path)

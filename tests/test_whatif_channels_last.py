@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from trtprof import ab, whatif
+from trtprof.compare import ab, whatif
 from trtprof.system import cuda
 from trtprof.cli import main
 from trtprof.errors import BadInput, BadModel, TrtprofError
@@ -156,7 +156,7 @@ def test_nchw_and_nhwc_engines_have_different_cache_keys_and_are_never_picked_si
     from trtprof.backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
     from trtprof.engines.build import key_spec
     from trtprof.engines.cache import EngineRecord
-    from trtprof.compare import select_records
+    from trtprof.compare.core import select_records
 
     def spec(options):
         return BuildSpec.make(model_sha256="x", backend="torch", precision=Precision.FP16, batch_sizes=(1, 8),

@@ -131,8 +131,8 @@ def test_worker_trims_device_memory_before_going_idle(monkeypatch):
 def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_it_fails(fp32_record, monkeypatch):
     """The worker processes load their engines while the parent runs its own accuracy pass (on a GPU
     host both take seconds); if that pass fails, no worker is left running."""
-    from trtprof import accuracy
-    from trtprof.compare import CompareOptions, compare_records
+    from trtprof.compare import accuracy
+    from trtprof.compare.core import CompareOptions, compare_records
     from trtprof.errors import BadModel
 
     pools = []
@@ -217,7 +217,7 @@ def test_a_preload_that_fails_is_left_for_init_to_report(monkeypatch):
 def test_an_interrupt_while_the_workers_close_keeps_every_decided_batch_size(fp32_record, monkeypatch):
     """Ctrl-C after the last batch size, while the workers exit: the verdicts are kept (marked
     interrupted), the workers killed — not a lost comparison."""
-    from trtprof.compare import CompareOptions, compare_records
+    from trtprof.compare.core import CompareOptions, compare_records
 
     pools, procs = [], []
     real_close = workers.WorkerPool.close

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import plots
-from .accuracy import summary_line
+from .compare.accuracy import summary_line
 from .engines.cache import atomic_write_text
 from .errors import BadInput
 from .diagnose.fp16range import predicted_lines

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import compare as cmp
+from ..compare import core as cmp
 from ..measure import workers
-from ..accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
+from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from ..measure.interleave import (
@@ -182,8 +182,8 @@ def preload_backends(args: argparse.Namespace) -> list[str]:
 
 def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[int, ...],
            hooks: cmp.CompareHooks) -> Any:
-    """Two models, two backends, or a what-if: ``trtprof.ab``."""
-    from .. import ab
+    """Two models, two backends, or a what-if: ``trtprof.compare.ab``."""
+    from ..compare import ab
 
     if args.what_if:
         precision = str(Precision.parse(args.precision or "fp16"))

@@ -1,5 +1,5 @@
 """``trtprof compare results.json``: imported trtexec runs (``trtprof import trtexec``) compared without
-measuring; the statistics are those one trtexec process per precision allows (trtprof.imported_compare)."""
+measuring; the statistics are those one trtexec process per precision allows (trtprof.compare.imported)."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +26,7 @@ def is_results_file(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..imported_compare import compare_imported
+    from ..compare.imported import compare_imported
     from ..measure.results import ResultSet
 
     path = args.model[0]

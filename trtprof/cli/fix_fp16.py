@@ -7,8 +7,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import compare as cmp
-from ..accuracy import DEFAULT_BUDGET, AccuracyBudget
+from ..compare import core as cmp
+from ..compare.accuracy import DEFAULT_BUDGET, AccuracyBudget
 from ..errors import BadInput
 from ..measure.interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
 from ..util.signals import sigterm_as_interrupt
@@ -16,7 +16,7 @@ from . import _common
 
 
 def add_parser(sub) -> None:
-    from ..fixfp16 import DEFAULT_MAX_BUILDS
+    from ..compare.fix_fp16 import DEFAULT_MAX_BUILDS
 
     p = sub.add_parser(
         "fix-fp16", help="find nodes to keep in FP32 so FP16 meets an accuracy budget, then measure the speedup",
@@ -50,7 +50,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..engines.cache import atomic_write_text
-    from ..fixfp16 import fix_fp16
+    from ..compare.fix_fp16 import fix_fp16
 
     _common.check_output_file(args.out, "--out")
     budget = AccuracyBudget.parse(args.accuracy)

@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..engines.cache import atomic_write_text, now_iso
-    from ..compare import resolve_records
+    from ..compare.core import resolve_records
     from ..layers import profile as lp
     from ..diagnose.layer_rules import layer_findings
     from ..layers.table import format_table

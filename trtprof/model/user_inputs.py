@@ -166,7 +166,7 @@ def run_all(runner: Any, data: InputData, batch_size: int) -> dict[str, np.ndarr
     """Every sample through ``runner`` in batches of ``batch_size``; per output the batches
     concatenated along dim 0 and trimmed to the sample count (an output whose dim 0 is not the batch
     is concatenated flat, fill-up samples included)."""
-    from ..accuracy import run_outputs
+    from ..compare.accuracy import run_outputs
 
     dtypes = {s.name: np.dtype(s.dtype) for s in runner.inputs}
     parts: dict[str, list[np.ndarray]] = {}

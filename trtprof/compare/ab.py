@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import whatif
-from .backends import resolve_for_build
-from .backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
-from .engines.build import BuildSettings, as_onnx, build_engines
-from .engines.cache import atomic_write_text
-from .compare import CompareHooks, CompareOptions, compare_records, resolve_records
-from .errors import BadInput
-from .model.inputs import make_inputs, resolve_shapes
-from .model.onnx_model import inspect_model
-from .spec import Precision
+from ..backends import resolve_for_build
+from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
+from ..engines.build import BuildSettings, as_onnx, build_engines
+from ..engines.cache import atomic_write_text
+from .core import CompareHooks, CompareOptions, compare_records, resolve_records
+from ..errors import BadInput
+from ..model.inputs import make_inputs, resolve_shapes
+from ..model.onnx_model import inspect_model
+from ..spec import Precision
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """What-if experiments: a changed copy of a model whose outputs must equal the original's, to be
-measured against it as an A/B (``trtprof.ab``).
+measured against it as an A/B (``trtprof.compare.ab``).
 
 Why: the diagnosis gives advice ("pad channels to multiples of 8 so FP16 runs on tensor cores"), and
 advice that is never measured is a guess. ``pad-channels`` makes the advice concrete and checks it is
@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import BadInput, TrtprofError
+from ..errors import BadInput, TrtprofError
 
 PAD_MULTIPLE = 8  # FP16 tensor cores want channel counts in multiples of 8 (cuDNN, TensorRT docs)
 PAD_CHANNELS = "pad-channels"
@@ -261,8 +261,8 @@ def channels_last_targets(source: Path) -> dict[str, list[str]]:
     Constant — is refused here, by what it is, rather than failing the build)."""
     import onnx
 
-    from .backends.torch import conv_fed_inputs, fold_identity_initializers
-    from .model.onnx_model import inspect_model
+    from ..backends.torch import conv_fed_inputs, fold_identity_initializers
+    from ..model.onnx_model import inspect_model
 
     model = onnx.load(str(source))
     fold_identity_initializers(model)
@@ -295,9 +295,14 @@ def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device
     """Run ``source`` through the torch runner in NCHW and in channels-last (FP32, TF32 off, on
     ``device``) on ``feeds``; return the largest difference relative to the output's scale, refused
     beyond ``CHANNELS_LAST_RTOL``. The runner checks the inputs it converts reach the module NHWC."""
-    from .backends.torch import CHANNELS_LAST as NHWC, CONTIGUOUS, fold_identity_initializers, runner_from_proto
-    from .model.onnx_model import inspect_model, load_onnx
-    from .spec import Precision
+    from ..backends.torch import (
+        CHANNELS_LAST as NHWC,
+        CONTIGUOUS,
+        fold_identity_initializers,
+        runner_from_proto,
+    )
+    from ..model.onnx_model import inspect_model, load_onnx
+    from ..spec import Precision
 
     info = inspect_model(source)
     outs = []

@@ -62,7 +62,7 @@ class Search:
 
     @property
     def option(self) -> str:
-        from .diagnose.fp16range import option_text
+        from ..diagnose.fp16range import option_text
 
         return option_text(self.keep) if self.keep else ""
 
@@ -84,8 +84,8 @@ class BuildLimit(Exception):
 def candidate_nodes(model: Any) -> list[str]:
     """Nodes a keep-list may name, in graph (topological) order: trtprof's names for them
     (``prepare_for_fp16``), without Constants and trtprof's own output Identities."""
-    from .convert.fp16 import prepare_for_fp16
-    from .convert.fp16_fixes import DETACH_NODE_PREFIX
+    from ..convert.fp16 import prepare_for_fp16
+    from ..convert.fp16_fixes import DETACH_NODE_PREFIX
 
     prepared, _ = prepare_for_fp16(model)
     return [n.name for n in prepared.graph.node
@@ -142,7 +142,7 @@ def search_keep_list(evaluate: Callable[[Sequence[str]], Any], nodes: Sequence[s
 
 
 def _trial(evaluate: Callable[[Sequence[str]], Any], stage: str, keep: tuple[str, ...]) -> Trial:
-    from .errors import BuildFailed, TrtprofError
+    from ..errors import BuildFailed, TrtprofError
 
     try:
         verdict, acc = evaluate(keep)
@@ -162,9 +162,9 @@ def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[
     on every batch; outputs concatenated along dim 0 (trimmed to ``samples``)."""
     from onnx.reference import ReferenceEvaluator
 
-    from .convert.fp16 import convert_fp16
-    from .errors import BuildFailed
-    from .diagnose.fp16range import build_error
+    from ..convert.fp16 import convert_fp16
+    from ..errors import BuildFailed
+    from ..diagnose.fp16range import build_error
 
     error = build_error(model, keep)
     if error:
@@ -215,9 +215,9 @@ class Reference:
 def reference_outputs(record: Any, batch_size: int, data: Any, shapes: Mapping[str, tuple[int, ...]] | None,
                       seed: int) -> Reference:
     from .accuracy import run_outputs
-    from .measure.bench import load_runner
-    from .model.inputs import make_inputs, resolve_shapes
-    from .model.user_inputs import run_all
+    from ..measure.bench import load_runner
+    from ..model.inputs import make_inputs, resolve_shapes
+    from ..model.user_inputs import run_all
 
     runner = load_runner(record)
     try:
@@ -247,12 +247,12 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     and compare it with FP32 (``compare.compare_records``: speedup, CI, verdicts)."""
     from pathlib import Path
 
-    from .diagnose import fp16range
-    from .measure.bench import effective_precision, load_runner
-    from .engines.build import BuildSettings, as_onnx, build_engines
-    from .model.onnx_model import load_onnx
-    from .spec import Precision
-    from .model.user_inputs import run_all
+    from ..diagnose import fp16range
+    from ..measure.bench import effective_precision, load_runner
+    from ..engines.build import BuildSettings, as_onnx, build_engines
+    from ..model.onnx_model import load_onnx
+    from ..spec import Precision
+    from ..model.user_inputs import run_all
 
     common = BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=backend, range_check=False, data=data)
     base, plain = (o.record for o in build_engines(model, [Precision.FP32, Precision.FP16], [batch_size], common))
@@ -292,10 +292,10 @@ def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: 
                 common: Any, seed: int, plan: Any, isolation: str, onnx_path: Any) -> Any:
     """Build the keep-list found (with its range analysis) and compare it with FP32: the speed cost
     of the fix, with the same CI and verdicts as ``trtprof compare``."""
-    from .compare import CompareOptions, compare_records
-    from .measure.interleave import RoundPlan
-    from .engines.build import build_engines
-    from .spec import Precision
+    from .core import CompareOptions, compare_records
+    from ..measure.interleave import RoundPlan
+    from ..engines.build import build_engines
+    from ..spec import Precision
 
     options = {"layer_precisions": keep_option(search.keep or ())}
     [fixed] = build_engines(model, [Precision.FP16], [batch_size], replace(common, options=options, range_check=True))

@@ -85,7 +85,7 @@ class AccuracyDelta:
     top1: float | None = None
     top5: float | None = None
     inputs: str = "random inputs"  # what the outputs were computed on (user data or random)
-    verdict: dict[str, Any] | None = None  # trtprof.accuracy.judge: OK / DEGRADED / BROKEN
+    verdict: dict[str, Any] | None = None  # trtprof.compare.accuracy.judge: OK / DEGRADED / BROKEN
 
     @property
     def flagged(self) -> bool:
@@ -262,7 +262,7 @@ class AccuracyBudget:
     @classmethod
     def parse(cls, text: str | None) -> "AccuracyBudget":
         """``metric>=value,…``; each metric has one direction (cosine>=, max_err_scaled<=, …)."""
-        from .errors import BadInput
+        from ..errors import BadInput
 
         text = DEFAULT_BUDGET if text is None else text
         items = []

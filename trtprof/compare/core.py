@@ -24,21 +24,21 @@ import numpy as np
 # accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
 # attributes with fakes, which a name bound here at import time would not see.
 from . import accuracy
-from .diagnose import fp16range
-from .measure import bench, workers
-from .model import roofline
-from .system import preflight
+from ..diagnose import fp16range
+from ..measure import bench, workers
+from ..model import roofline
+from ..system import preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
-from .backends.base import set_autotune
-from .measure.bench import effective_precision
-from .engines.build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
-from .engines.cache import EngineRecord, atomic_write_text, list_engines, now_iso
-from .diagnose.rules import diagnose
-from .system.environment import collect
-from .errors import BadInput, TrtprofError
-from .diagnose.findings import Finding
-from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-from .measure.interleave import (
+from ..backends.base import set_autotune
+from ..measure.bench import effective_precision
+from ..engines.build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
+from ..engines.cache import EngineRecord, atomic_write_text, list_engines, now_iso
+from ..diagnose.rules import diagnose
+from ..system.environment import collect
+from ..errors import BadInput, TrtprofError
+from ..diagnose.findings import Finding
+from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..measure.interleave import (
     FLOOR_LOADS,
     LOADS_LIMIT,
     ROUND_WARMUP,
@@ -50,13 +50,13 @@ from .measure.interleave import (
     RoundPlan,
     run_interleaved,
 )
-from .layers.profile import graph_facts, profile_records
-from .system.memory import artifact_bytes, outputs_and_memory, rss_bytes
-from .model.onnx_model import load_onnx
-from .measure.results import BenchResult
-from .model.roofline import achieved, graph_cost
-from .schemas import COMPARE as SCHEMA
-from .stats.speedup import (
+from ..layers.profile import graph_facts, profile_records
+from ..system.memory import artifact_bytes, outputs_and_memory, rss_bytes
+from ..model.onnx_model import load_onnx
+from ..measure.results import BenchResult
+from ..model.roofline import achieved, graph_cost
+from ..schemas import COMPARE as SCHEMA
+from ..stats.speedup import (
     CONFIDENCE,
     ENGINE_METHOD,
     INCONCLUSIVE,
@@ -68,9 +68,9 @@ from .stats.speedup import (
     mean_median_note,
     unseen_mode_note,
 )
-from .stats.latency import median_ci_exact
-from .model.user_inputs import run_all
-from .measure.workers import trim
+from ..stats.latency import median_ci_exact
+from ..model.user_inputs import run_all
+from ..measure.workers import trim
 
 ISOLATION_PROCESS = "process"  # every load a fresh worker process (default)
 ISOLATION_IN_PROCESS = "in-process"  # loads re-created in this process (fakes; backends that cannot be spawned)

@@ -19,13 +19,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .engines.cache import now_iso
-from .compare import Comparison
-from .errors import BadInput
-from .measure.results import BenchResult
-from .schemas import COMPARE
-from .stats.speedup import CONFIDENCE, EQUIVALENCE_MARGIN, speedup_ci
-from .stats.latency import median_ci_exact
+from ..engines.cache import now_iso
+from .core import Comparison
+from ..errors import BadInput
+from ..measure.results import BenchResult
+from ..schemas import COMPARE
+from ..stats.speedup import CONFIDENCE, EQUIVALENCE_MARGIN, speedup_ci
+from ..stats.latency import median_ci_exact
 
 PSEUDO_ROUNDS = 20  # consecutive blocks per run: 10 block pairs, 9 degrees of freedom
 MIN_BLOCK_ITERATIONS = 5  # a block's median needs a few iterations: runs under 100 iterations are refused
