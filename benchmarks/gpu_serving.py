@@ -5,7 +5,7 @@ nvidia-smi's power readings over the same windows.
 Models: ResNet-50 (torchvision, weights=None, exported to ONNX; ``gpu_fidelity.MAKERS``) and the
 report's net (``models/conv_elu.py``: ``report_conv_elu_k32_256``), on trtprof's torch backend, at
 fp32 (TF32 off), tf32 and fp16, batch sizes × concurrency levels, in interleaved rounds. Every
-number comes from trtprof's serving sweep (``trtprof.serving_sweep``); this script only runs it,
+number comes from trtprof's serving sweep (``trtprof.serving.sweep``); this script only runs it,
 logs ``nvidia-smi --query-gpu=power.draw --format=csv -lms 100`` for the whole run beside it, and
 integrates those readings over each window's wall-clock edges for the cross-check.
 
@@ -165,8 +165,8 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
 
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.model.inputs import parse_batch_sizes
-    from trtprof.serving import ServingConfig
-    from trtprof.serving_sweep import sweep_records
+    from trtprof.serving.driver import ServingConfig
+    from trtprof.serving.sweep import sweep_records
     from trtprof.spec import Precision
 
     model = MAKERS[name](work / f"{name}.onnx")
@@ -190,11 +190,11 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
 def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, summary: list[str]) -> Path:
     """The model's results file (with the nvidia-smi cross-check), its curve and its summary lines."""
     from trtprof.engines.cache import now_iso
-    from trtprof.serving_page import slo_lines
+    from trtprof.serving.page import slo_lines
     from trtprof.system.environment import collect
     from trtprof.measure.results import ResultSet
-    from trtprof.serving_page import point_rows
-    from trtprof.serving_plots import latency_throughput_figure
+    from trtprof.serving.page import point_rows
+    from trtprof.serving.plots import latency_throughput_figure
     from trtprof.util.texttable import grid
 
     data["nvidia_smi_cross_check"] = cross_check(data, log)

@@ -3,13 +3,13 @@
 Why: the first H200 run of ``gpu_serving.py`` (benchmarks/results/gpu_serving-2026-12-01-defect) had fp16
 and tf32 ResNet-50 10x below fp32 and 0 requests/s at 8 in flight. The cause: PyTorch keeps cuDNN's
 autotuned plans per thread, and the driver started new threads for every window, so every window
-autotuned again inside its measurement (``trtprof/serving.py``'s docstring). This script checks the
+autotuned again inside its measurement (``trtprof/serving/driver.py``'s docstring). This script checks the
 fix in one call (~1 min on an H200).
 
 For ResNet-50 (torchvision, weights=None, exported to ONNX, trtprof's torch backend), fp32 (TF32 off),
 tf32 and fp16, batch 1 and 32, 1 and 4 in flight, it measures, one after the other at each point:
 
-* **driver**: ``trtprof.serving`` (``gpu_sessions`` + ``run_window``) as ``bench --concurrency`` runs it;
+* **driver**: ``trtprof.serving.driver`` (``gpu_sessions`` + ``run_window``) as ``bench --concurrency`` runs it;
 * **plain**: a loop written as a user would, with nothing from trtprof: ``torch.inference_mode``,
   ``cudnn.benchmark = True``, the TF32 flags of the precision, one thread and one ``torch.cuda.Stream``
   per request in flight, each thread warmed up (one at a time) before the clock starts, then each
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     from trtprof.measure.bench import load_runner
     from trtprof.engines.build import BuildSettings, build_engines
     from trtprof.model.inputs import make_inputs, parse_batch_sizes, resolve_shapes
-    from trtprof.serving import Workers, gpu_sessions, run_window
+    from trtprof.serving.driver import Workers, gpu_sessions, run_window
     from trtprof.spec import Precision
 
     precisions = [Precision.parse(p) for p in args.precisions.split(",")]

@@ -93,7 +93,7 @@ def test_the_driver_reads_the_counter_at_the_window_edge_and_divides_by_its_infe
     """run_window takes the meter's joules and divides them by the window's inferences (requests × batch)."""
     from contextlib import nullcontext
 
-    from trtprof.serving import run_window
+    from trtprof.serving.driver import run_window
 
     class CountingMeter:
         def __init__(self):

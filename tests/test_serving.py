@@ -1,4 +1,4 @@
-"""The concurrent driver (trtprof.serving), the sweep, the SLO verdict and the CLI (issue 24).
+"""The concurrent driver (trtprof.serving.driver), the sweep, the SLO verdict and the CLI (issue 24).
 
 Timing-free: the driver's window arithmetic is checked on a FAKE clock that only the requests move
 (each request "takes" exactly 1 ms of fake time), so every expected number is exact."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof import serving
+from trtprof.serving import driver as serving
 from trtprof.errors import BadInput
-from trtprof.serving import ServingConfig, Window, cpu_sessions, run_window
+from trtprof.serving.driver import ServingConfig, Window, cpu_sessions, run_window
 
 MS = 1_000_000
 
@@ -190,7 +190,7 @@ def test_config_refuses_bad_settings(kwargs, message):
 
 def _point(arm, batch, level, rates, p99_ms, rounds=None):
     """A point whose windows have the given request rates (1 s windows) and whose p99 is ``p99_ms``."""
-    from trtprof.serving_sweep import Point
+    from trtprof.serving.sweep import Point
 
     p = Point(arm=arm, precision=arm.split("#")[0], backend="fake", model="m", batch_size=batch, concurrency=level)
     for rate in rates[: rounds or len(rates)]:
@@ -396,7 +396,7 @@ def test_plot_draws_the_latency_throughput_curve_of_a_bench_sweep(engines, tmp_p
 def test_a_point_that_runs_out_of_memory_is_recorded_and_the_sweep_goes_on(engines, monkeypatch, capsys):
     """The largest batch that fits, per precision: an out-of-memory point (here a FAKE MemoryError for
     fp16 at batch 2) is kept as "did not fit", not measured again, and the rest is measured."""
-    from trtprof import serving_sweep
+    from trtprof.serving import sweep as serving_sweep
     from trtprof.engines.cache import list_engines
     from trtprof.cli._serving import print_sweep
 
@@ -426,7 +426,7 @@ def test_a_point_that_runs_out_of_memory_is_recorded_and_the_sweep_goes_on(engin
 def test_the_sweep_runs_every_window_on_one_set_of_long_lived_workers(engines, monkeypatch):
     """Per-thread state (PyTorch's cuDNN plans) must outlive a window: every point of every round gets
     the same ``Workers``, as many as the highest concurrency level."""
-    from trtprof import serving_sweep
+    from trtprof.serving import sweep as serving_sweep
     from trtprof.engines.cache import list_engines
 
     real = serving_sweep.measure_point
@@ -445,7 +445,7 @@ def test_the_sweep_runs_every_window_on_one_set_of_long_lived_workers(engines, m
 
 
 def test_the_sweep_stops_before_a_point_when_told_and_keeps_what_it_measured(engines):
-    from trtprof import serving_sweep
+    from trtprof.serving import sweep as serving_sweep
     from trtprof.engines.cache import list_engines
 
     (arms,) = serving_sweep.group_arms(list_engines(engines))
@@ -462,7 +462,7 @@ def test_the_sweep_stops_before_a_point_when_told_and_keeps_what_it_measured(eng
 
 
 def test_other_failures_are_not_taken_for_out_of_memory(engines, monkeypatch):
-    from trtprof import serving_sweep
+    from trtprof.serving import sweep as serving_sweep
     from trtprof.engines.cache import list_engines
 
     def measure(*args, **kwargs):

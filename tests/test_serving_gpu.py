@@ -27,8 +27,8 @@ def torch_arms(tmp_path):
 
 
 def test_torch_sweep_streams_memory_energy_and_slo(torch_arms):
-    from trtprof.serving import ServingConfig
-    from trtprof.serving_sweep import sweep_records
+    from trtprof.serving.driver import ServingConfig
+    from trtprof.serving.sweep import sweep_records
 
     sweep = sweep_records(torch_arms, (1, 8), ServingConfig(concurrency=(1, 4), window_s=0.3, rounds=2,
                                                             slo_ms=1000.0)).to_json()
@@ -49,7 +49,7 @@ def test_concurrent_streams_compute_the_same_outputs_as_one(torch_arms):
     runner's own output (a race in binding would mix buffers up)."""
     from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs, resolve_shapes
-    from trtprof.serving import gpu_sessions, run_window
+    from trtprof.serving.driver import gpu_sessions, run_window
 
     runner = load_runner(torch_arms["fp32"])
     try:
@@ -78,7 +78,7 @@ def test_windows_reuse_the_sweeps_threads_and_streams(torch_arms):
     measure requests, and the streams outlive the sessions (they are the caller's to close)."""
     from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs, resolve_shapes
-    from trtprof.serving import Workers, gpu_sessions, run_window
+    from trtprof.serving.driver import Workers, gpu_sessions, run_window
 
     runner = load_runner(torch_arms["fp16"])
     streams = [cuda.Stream() for _ in range(2)]

@@ -588,7 +588,7 @@ class _FakeCuda:
 
 def test_serving_gives_every_stream_its_own_execution_context(fake_trt, conv_model, tmp_path, monkeypatch):
     from trtprof.system import cuda
-    from trtprof.serving import gpu_sessions
+    from trtprof.serving.driver import gpu_sessions
 
     fake_cuda = _FakeCuda()
     for name in ("Stream", "PinnedHostBuffer", "DeviceBuffer", "Event", "runtime", "ok", "memcpy_htod_async"):

@@ -332,7 +332,7 @@ class TorchRunner:
 
     @contextmanager
     def hold_mode(self) -> Iterator[None]:
-        """TF32 and autotune flags set once for a multi-threaded run (``trtprof.serving``): they are
+        """TF32 and autotune flags set once for a multi-threaded run (``trtprof.serving.driver``): they are
         process-wide, so every thread's own ``bind`` then finds them set and leaves them alone
         instead of restoring them under another thread's feet."""
         with cudnn_mode(self._torch, self.tf32, self.autotune):

@@ -1,12 +1,18 @@
 """The serving options bench and compare share (``--concurrency``, ``--slo-ms``, …) and their output:
-a table per point and the throughput-at-target verdicts (``trtprof.serving``, ``trtprof.stats.slo``)."""
+a table per point and the throughput-at-target verdicts (``trtprof.serving.driver``, ``trtprof.stats.slo``)."""
 from __future__ import annotations
 
 import argparse
 import sys
 from typing import Any, Mapping
 
-from ..serving import DEFAULT_MIN_REQUESTS, DEFAULT_ROUNDS, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S, ServingConfig
+from ..serving.driver import (
+    DEFAULT_MIN_REQUESTS,
+    DEFAULT_ROUNDS,
+    DEFAULT_WARMUP_S,
+    DEFAULT_WINDOW_S,
+    ServingConfig,
+)
 from . import _common
 
 
@@ -57,7 +63,7 @@ def serving_config(args: argparse.Namespace, *, copies: bool = True) -> ServingC
 
 
 def print_sweep(sweep: Mapping[str, Any]) -> None:
-    from ..serving_page import fit_lines, point_rows, slo_lines
+    from ..serving.page import fit_lines, point_rows, slo_lines
 
     print()
     print(_common.format_table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",

@@ -171,7 +171,7 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
     """The --concurrency sweep over the benched engines, per model and backend; a Ctrl-C keeps the
     single-stream results (the file then says the sweep was not finished)."""
     from ..engines.cache import list_engines
-    from ..serving_sweep import group_arms, sweep_records
+    from ..serving.sweep import group_arms, sweep_records
 
     groups = group_arms(list_engines(args.path))
     batches = _common.batch_sizes(args)

@@ -213,7 +213,7 @@ def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tu
                 report: cmp.CompareReport) -> None:
     """After the verdicts: the --concurrency sweep of the same engines (already built, so resolving
     them again is a cache hit) and, with --slo-ms, the throughput-at-target verdicts."""
-    from ..serving_sweep import sweep_records
+    from ..serving.sweep import sweep_records
 
     records, _, sizes = cmp.resolve_records(args.model[0], precisions, sizes, engines_dir=args.engines,
                                             backend=args.backend, shapes=_common.shapes(args))

@@ -193,7 +193,7 @@ class CompareReport:
     layers: dict[int, Any] = field(default_factory=dict)  # batch → layers.LayerTable (compare --layers)
     interrupted: bool = False  # Ctrl-C/SIGTERM: the comparisons are the batch sizes finished before it
     pending: list[int] = field(default_factory=list)  # batch sizes not measured because of the interrupt
-    serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving_sweep)
+    serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving.sweep)
     budget: dict[str, Any] = field(default_factory=dict)  # Measured.budget_account: what the time budget covered
     budget_started: float | None = None  # the time.perf_counter() value the budget counted from
 

@@ -123,7 +123,7 @@ class ResultSet:
     created: str = ""
     interrupted: bool = False  # stopped by Ctrl-C/SIGTERM: ``results`` holds what finished
     pending: list[dict[str, Any]] = field(default_factory=list)  # what an interrupted run did not measure
-    serving: list[dict[str, Any]] = field(default_factory=list)  # --concurrency sweeps (trtprof.serving_sweep)
+    serving: list[dict[str, Any]] = field(default_factory=list)  # --concurrency sweeps (trtprof.serving.sweep)
     max_batch: list[dict[str, Any]] = field(default_factory=list)  # --find-max-batch, per engine (trtprof.measure.maxbatch)
 
     def to_json(self) -> dict[str, Any]:

@@ -126,7 +126,7 @@ class TensorRTRunner:
 
     def fork(self) -> "TensorRTRunner":
         """A second runner over the same engine with its own execution context: what each stream of
-        the serving driver (``trtprof.serving``) needs, since one context must not run on two streams
+        the serving driver (``trtprof.serving.driver``) needs, since one context must not run on two streams
         at once. Weights are shared; each context allocates its own activation memory. The fork's
         ``close`` drops only its context."""
         import copy

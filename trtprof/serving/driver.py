@@ -47,8 +47,8 @@ from typing import Any, Callable, ContextManager, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .system.energy import per_inference
-from .errors import BadInput
+from ..system.energy import per_inference
+from ..errors import BadInput
 
 DEFAULT_WINDOW_S = 1.0  # one measured window per point and round
 DEFAULT_WARMUP_S = 0.2  # all N workers busy before the window opens (GPU clocks, allocator, arenas)
@@ -264,7 +264,7 @@ def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies
     (``cuda.Stream``, at least N) that a sweep keeps for all its windows: PyTorch's caching allocator
     keeps its free blocks per stream, so a new stream per window would allocate afresh every window
     and leave the old streams' blocks reserved."""
-    from .system import cuda
+    from ..system import cuda
 
     input_shapes = {name: tuple(int(d) for d in np.shape(a)) for name, a in feeds.items()}
     out_dtypes = {spec.name: np.dtype(spec.dtype) for spec in runner.outputs}

@@ -1,7 +1,7 @@
 """The concurrency sweep: every precision × batch size × concurrency, in interleaved rounds.
 
 Each *point* (one engine at one batch size and concurrency) gets one window per round through
-``trtprof.serving``. Rounds interleave the precisions (A B, B A, …) at every point, back to back,
+``trtprof.serving.driver``. Rounds interleave the precisions (A B, B A, …) at every point, back to back,
 so that drift hits all of them alike and round ``r`` of two precisions forms a pair: the SLO verdict
 (``trtprof.stats.slo``) takes its CI from those pairs with ``trtprof.stats.speedup``, as ``compare`` does.
 
@@ -18,9 +18,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .system import energy, memory, preflight
-from .serving import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
-from .stats.latency import LatencyStats
+from ..system import energy, memory, preflight
+from .driver import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
+from ..stats.latency import LatencyStats
 
 METHOD = "median over rounds of requests completed in the window / window wall time (closed loop, N in flight)"
 
@@ -116,7 +116,7 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
         sessions_cm = cpu_sessions(runner, level, feeds, load=loader, threads=config.threads)
         meter = None
     else:
-        from .system import cuda
+        from ..system import cuda
 
         sessions_cm = gpu_sessions(runner, level, feeds, copies=config.copies, streams=streams)
         meter = energy.EnergyMeter(pci_bus_id=cuda.pci_bus_id(cuda.current_device()))
@@ -156,11 +156,11 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
 
     Every window runs on the same long-lived threads (``workers``, or the sweep's own), so that
     per-thread state such as PyTorch's cuDNN plan cache is built once, not in every window
-    (``trtprof.serving``'s docstring). ``stop()`` true before a point ends the sweep there, keeping
+    (``trtprof.serving.driver``'s docstring). ``stop()`` true before a point ends the sweep there, keeping
     what was measured (a benchmark's time bound)."""
-    from .backends.base import set_autotune
-    from .measure.bench import load_runner
-    from .model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+    from ..backends.base import set_autotune
+    from ..measure.bench import load_runner
+    from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 
     names = list(arms)
     runners: dict[str, Any] = {}
@@ -174,7 +174,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
             runners[name] = load_runner(arms[name])
             set_autotune(runners[name], autotune)
             if runners[name].device != "cpu" and not streams:
-                from .system import cuda
+                from ..system import cuda
 
                 streams = [keep.enter_context(cuda.Stream()) for _ in range(len(pool))]
         first, record0 = runners[names[0]], arms[names[0]]
@@ -216,7 +216,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
     result = ServingSweep(config=config, points=ordered, arms=names)
     if config.slo_ms is not None:
-        from .stats.slo import at_target
+        from ..stats.slo import at_target
 
         result.slo = at_target(ordered, names, config.slo_ms)
     return result

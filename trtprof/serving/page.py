@@ -15,8 +15,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def memory_rows(results: Sequence[Any]) -> list[list[str]]:
-    from .util.labels import engine_labels
-    from .system.memory import fmt_bytes, in_use_bytes
+    from ..util.labels import engine_labels
+    from ..system.memory import fmt_bytes, in_use_bytes
 
     rows = []
     for r, label in zip(results, engine_labels(results)):
@@ -28,7 +28,7 @@ def memory_rows(results: Sequence[Any]) -> list[list[str]]:
 
 def max_batch_part(found: Sequence[Mapping[str, Any]]) -> str:
     """``bench --find-max-batch``: per engine the largest batch that fits, and how it was decided."""
-    from .measure.maxbatch import fit_line
+    from ..measure.maxbatch import fit_line
 
     if not found:
         return ""
@@ -52,7 +52,7 @@ def _figure_b64(sweep: Mapping[str, Any]) -> str:
     import tempfile
     from pathlib import Path
 
-    from .serving_plots import latency_throughput_figure
+    from .plots import latency_throughput_figure
 
     with tempfile.TemporaryDirectory(prefix="trtprof-serving-") as tmp:
         path = latency_throughput_figure(sweep, Path(tmp) / "curve.png")
@@ -62,7 +62,7 @@ def _figure_b64(sweep: Mapping[str, Any]) -> str:
 def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> list[list[str]]:
     """One row per point (the report's table and ``bench``/``compare``'s printed one; ``reasons``
     False leaves out why energy is n/a, which the JSON and the page say)."""
-    from .system.memory import fmt_bytes, in_use_bytes
+    from ..system.memory import fmt_bytes, in_use_bytes
 
     rows = []
     for p in points:

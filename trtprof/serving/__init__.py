@@ -1,0 +1,1 @@
+"""Serving: the concurrent driver, the concurrency sweep, its page sections and plots."""
