@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from trtprof import plots
+from trtprof.report import plots
 from trtprof.cli import main
 from trtprof.util.labels import engine_labels
 from trtprof.layers.table import NAME_WIDTH, short_names
@@ -161,7 +161,7 @@ def test_plot_writes_every_kind(tmp_path):
 # ------------------------------------------------------------------------------------ the HTML page
 def _compare_page(tmp_path, **changes):
     from tests.test_report import synthetic_compare_json
-    from trtprof.report import load, render_html
+    from trtprof.report.compare_page import load, render_html
 
     path = synthetic_compare_json(tmp_path)
     raw = json.loads(path.read_text())

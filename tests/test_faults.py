@@ -196,7 +196,7 @@ def test_plot_never_leaves_a_truncated_image(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trtprof.plots import save_figure
+    from trtprof.report.plots import save_figure
 
     fig, _ = plt.subplots()
     target = tmp_path / "p.png"

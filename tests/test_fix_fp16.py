@@ -62,7 +62,7 @@ def test_overflow_model_broken_predicted_then_fixed_measured_and_the_option_buil
     acc = json.loads(out.read_text())["comparisons"][0]["accuracy"]
     assert (acc["verdict"]["verdict"], acc["verdict"]["predicted"]) == ("OK", "BROKEN")
     assert "accuracy vs fp32: OK (predicted BROKEN)" in text and "caveat: observed error is not FP16's" in text
-    from trtprof.report import load, render_html
+    from trtprof.report.compare_page import load, render_html
 
     page = render_html(load(out))
     verdict_table = page.split("<h2>Verdict</h2>")[1].split("</table>")[0]
@@ -89,7 +89,7 @@ def test_overflow_model_broken_predicted_then_fixed_measured_and_the_option_buil
     [engine] = fresh.glob("*.fp16.*.onnx")
     x = np.random.default_rng(0).standard_normal((4, 8), dtype=np.float32)
     assert np.isfinite(_emulated_fp16(engine, x)).all()
-    from trtprof.report import load as load_report
+    from trtprof.report.compare_page import load as load_report
 
     assert load_report(fix_out)["kind"] == "compare"  # `trtprof report fix.json` renders it
 

@@ -382,7 +382,7 @@ def test_compare_predicts_the_overflow_cpu_fp16_does_not_show(tmp_path, capsys):
     [finding] = acc["predicted"]["findings"]
     assert finding["tensor"] == "t2" and finding["value"] > 65504 and finding["option"].startswith("--layer-precisions")
     assert acc["caveat"].startswith("observed error is not FP16's")
-    from trtprof.report import load, markdown_summary, render_html
+    from trtprof.report.compare_page import load, markdown_summary, render_html
 
     data = load(out)
     assert "predicted: overflow risk: tensor t2" in markdown_summary(data)

@@ -79,7 +79,7 @@ def test_max_batch_limit_stops_the_search_and_says_so(reduce_engine):
 
 
 def test_bench_cli_prints_writes_and_reports_the_answer(reduce_engine, tmp_path, capsys):
-    from trtprof.report import write_report
+    from trtprof.report.compare_page import write_report
 
     out = tmp_path / "r.json"
     limit_mb = (2 * SAMPLE_BYTES + OVERHEAD_BOUND) // MIB

@@ -117,7 +117,7 @@ def test_torch_allocator_peak_is_recorded_per_precision(tmp_path):
 
 def test_bench_cli_prints_and_report_shows_memory_and_size(tmp_path, capsys):
     from trtprof.cli import main
-    from trtprof.report import write_report
+    from trtprof.report.compare_page import write_report
 
     records = _engines(tmp_path, (Precision.FP32,))
     out = tmp_path / "r.json"

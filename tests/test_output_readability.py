@@ -76,7 +76,7 @@ def test_histogram_axis_is_robust_and_overflow_is_counted(tmp_path):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from trtprof import plots
+    from trtprof.report import plots
 
     rng = np.random.default_rng(0)
     body = rng.normal(0.5, 0.01, 195)
@@ -109,7 +109,7 @@ def test_batch_plots_ticks_colours_and_no_one_point_lines(tmp_path):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from trtprof import plots
+    from trtprof.report import plots
 
     results = [fake_result("fp32", b, key="a") for b in (1, 8, 32)] + [fake_result("fp16", 8, key="b")]
     figs = []

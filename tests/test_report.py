@@ -13,7 +13,7 @@ from trtprof.compare.accuracy import compare_outputs
 from trtprof.cli import main
 from trtprof.diagnose.findings import Finding
 from trtprof.measure.interleave import RoundPlan
-from trtprof.report import load, markdown_summary, render_html
+from trtprof.report.compare_page import load, markdown_summary, render_html
 from trtprof.measure.results import BenchResult, ResultSet
 from trtprof.stats.speedup import speedup_ci
 

@@ -10,7 +10,7 @@ import pytest
 
 from trtprof import schemas
 from trtprof.errors import BadInput
-from trtprof.report import load
+from trtprof.report.compare_page import load
 from trtprof.measure.results import ResultSet
 
 PACKAGE = Path(__file__).resolve().parent.parent / "trtprof"

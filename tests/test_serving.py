@@ -284,7 +284,7 @@ def test_bench_concurrency_sweep_and_slo_in_the_results_json(engines, tmp_path, 
 
 def test_compare_concurrency_and_slo_and_the_report_section(engines, tmp_path, capsys):
     from trtprof.cli import main
-    from trtprof.report import write_report
+    from trtprof.report.compare_page import write_report
 
     out = tmp_path / "c.json"
     assert main(["compare", str(engines), "--batch-sizes", "1", "--time-budget-s", "1", "--in-process",

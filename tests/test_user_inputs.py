@@ -110,7 +110,7 @@ def test_compare_on_a_classifier_with_npz_inputs_gets_top1_and_a_verdict(tmp_pat
     assert f"| {acc['verdict']['label']} (inputs {npz} ({SAMPLES} samples)) |" in text  # Markdown verdict table
     predicted = acc["predicted"]
     assert predicted["samples"] == SAMPLES and predicted["inputs"] == acc["inputs"]
-    from trtprof.report import load, render_html
+    from trtprof.report.compare_page import load, render_html
 
     page = render_html(load(out))
     assert "accuracy (inputs)" in page and "What the metrics mean" in page

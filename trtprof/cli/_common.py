@@ -278,7 +278,7 @@ def write_compare_outputs(out: Path, write: Callable[[Path], None], warnings: Se
     for w in warnings:
         print(f"WARNING: {w}")
     if md:
-        from ..report import load, markdown_summary
+        from ..report.compare_page import load, markdown_summary
 
         print()
         print(markdown_summary(load(out)), end="")

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..measure.bench import bench_records
 from ..engines.build import BuildSettings, build_engines
 from ..model.inputs import parse_batch_sizes
-from ..plots import plot_all
+from ..report.plots import plot_all
 from ..model.demo import make_demo_model
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import BadInput
-from ..plots import plot_all
+from ..report.plots import plot_all
 from ..measure.results import ResultSet
 from . import _common
 

@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..render import write_report
+    from .pages import write_report
 
     _common.check_output_file(args.out, "--out", ".html")
     out, summary = write_report(args.results, args.out)  # picks the page by the file's schema

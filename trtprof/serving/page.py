@@ -1,7 +1,7 @@
 """The report's sections for the deployer's questions (issue 24): memory and size per engine, and
 (with ``--concurrency``) the latency–throughput curves and throughput at a latency target.
 
-Kept apart from ``trtprof.report`` so the page assembly only calls ``sections(data)``."""
+Kept apart from ``trtprof.report.compare_page`` so the page assembly only calls ``sections(data)``."""
 from __future__ import annotations
 
 import html

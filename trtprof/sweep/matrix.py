@@ -11,8 +11,8 @@ from typing import Any, Mapping, Sequence
 from ..engines.cache import atomic_write_text
 from ..util.datafile import safe_name
 from ..errors import BadInput
-from ..page import document
-from ..report import load, render_html
+from ..report.kit import document
+from ..report.compare_page import load, render_html
 from ..measure.results import read_json
 from ..schemas import SWEEP
 from .rows import csv_rows, device_type
@@ -157,7 +157,7 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{borde
 
 def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
     """``out`` (the matrix) plus ``<out stem>_cells/<cell id>.html`` (each compare/bench cell's own page,
-    rendered by ``trtprof.report``); the matrix links them. Returns (html path, Markdown)."""
+    rendered by ``trtprof.report.compare_page``); the matrix links them. Returns (html path, Markdown)."""
     path, out = Path(path), Path(out)
     merged = load_sweep(path)
     cell_pages = cell_result_files(merged, path)  # validated before anything is written

@@ -1,5 +1,5 @@
 """Text, Markdown and HTML for a ``train-compare`` JSON. The HTML is built from the page kit
-(``trtprof.page``) and report.py's speedup plot, so training and inference pages look and read alike."""
+(``trtprof.report.kit``) and report.py's speedup plot, so training and inference pages look and read alike."""
 from __future__ import annotations
 
 import html
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..engines.cache import atomic_write_text
-from ..page import document, fmt, img, table
-from ..report import environment_html, speedup_figure
+from ..report.kit import document, fmt, img, table
+from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
 
 HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",

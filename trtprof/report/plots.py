@@ -21,10 +21,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .engines.cache import atomic_write_bytes
-from .util.labels import engine_labels, fmt_ms
-from .page import pyplot
-from .measure.results import BenchResult
+from ..engines.cache import atomic_write_bytes
+from ..util.labels import engine_labels, fmt_ms
+from .kit import pyplot
+from ..measure.results import BenchResult
 
 HIST_BINS = 60
 # Upper edge of the bulk of one series: Q3 + this many IQRs (Tukey's "far out" fence) ...

@@ -84,5 +84,5 @@ def png_b64(fig: Any) -> str:
 
 
 def file_b64(path: Path) -> str:
-    """A file's bytes (a PNG that ``trtprof.plots`` wrote) as base64."""
+    """A file's bytes (a PNG that ``trtprof.report.plots`` wrote) as base64."""
     return base64.b64encode(Path(path).read_bytes()).decode("ascii")

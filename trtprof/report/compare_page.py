@@ -15,16 +15,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import plots
-from .compare.accuracy import summary_line
-from .engines.cache import atomic_write_text
-from .errors import BadInput
-from .diagnose.fp16range import predicted_lines
-from .util.labels import engine_labels, fmt_ms
-from .layers.html import layers_section
-from .page import document, file_b64, fmt, img, png_b64, pyplot, table
-from .measure.results import BenchResult, read_json, results_from_json
-from .schemas import COMPARE_READABLE, RESULTS
-from .util.wording import plural, times
+from ..compare.accuracy import summary_line
+from ..engines.cache import atomic_write_text
+from ..errors import BadInput
+from ..diagnose.fp16range import predicted_lines
+from ..util.labels import engine_labels, fmt_ms
+from ..layers.html import layers_section
+from .kit import document, file_b64, fmt, img, png_b64, pyplot, table
+from ..measure.results import BenchResult, read_json, results_from_json
+from ..schemas import COMPARE_READABLE, RESULTS
+from ..util.wording import plural, times
 
 
 def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -80,12 +80,12 @@ def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
 
 
 def ecdf_figure(results: Sequence[BenchResult], batch_size: int) -> str:
-    """Empirical CDFs of latency over the bulk of the data (``trtprof.plots``): shifts and tails at a glance."""
+    """Empirical CDFs of latency over the bulk of the data (``trtprof.report.plots``): shifts and tails at a glance."""
     return png_b64(plots.ecdf_figure(results, batch_size, engine_labels(results)))
 
 
 def histogram_figures(results: Sequence[BenchResult]) -> dict[int, str]:
-    """The bench plots' histograms (``trtprof.plots``), one per batch size, as base64 PNG."""
+    """The bench plots' histograms (``trtprof.report.plots``), one per batch size, as base64 PNG."""
     with tempfile.TemporaryDirectory(prefix="trtprof-report-") as tmp:
         paths = plots.histograms(results, Path(tmp))
         out = {}
@@ -219,7 +219,7 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
             lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
                          f"{r.latency.n} |")
     if data["kind"] != "compare":
-        from .serving.page import sweep_summary
+        from ..serving.page import sweep_summary
 
         for sweep in data.get("serving") or []:
             lines += sweep_summary(sweep)
@@ -389,7 +389,7 @@ def render_html(data: Mapping[str, Any]) -> str:
             if batch in hists:
                 parts.append(img(hists[batch], f"histogram batch {batch}"))
             parts.append(img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
-    from .serving.page import sections
+    from ..serving.page import sections
 
     parts.extend(sections(data))
     parts.append(environment_html(data))
@@ -398,7 +398,7 @@ def render_html(data: Mapping[str, Any]) -> str:
 
 def write_report(path: Path, out: Path, raw: dict[str, Any] | None = None) -> tuple[Path, str]:
     """Write the HTML page of a compare or bench file next to nothing else; return (html path, Markdown
-    summary). ``raw``: the file's JSON already read (``trtprof.render`` reads it to pick the page)."""
+    summary). ``raw``: the file's JSON already read (``trtprof.cli.pages`` reads it to pick the page)."""
     data = load(path, raw)
     page = render_html(data)
     out = Path(out)

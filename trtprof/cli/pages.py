@@ -2,17 +2,17 @@
 
 A ``trtprof sweep`` result gets the verdict matrix (``sweep.matrix``), a ``train-compare`` result its
 training page (``train.page``), compare and bench files the report page (``report``). The pages
-import the page kit (``trtprof.page``) and never this module, so picking a page adds no circle.
+import the page kit (``trtprof.report.kit``) and never this module, so picking a page adds no circle.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .report import write_report as write_compare_report
-from .measure.results import read_json
-from .schemas import SWEEP, TRAIN_COMPARE
-from .sweep.matrix import write_sweep_report
-from .train.page import write_report as write_train_report
+from ..report.compare_page import write_report as write_compare_report
+from ..measure.results import read_json
+from ..schemas import SWEEP, TRAIN_COMPARE
+from ..sweep.matrix import write_sweep_report
+from ..train.page import write_report as write_train_report
 
 
 def write_report(path: Path, out: Path) -> tuple[Path, str]:

@@ -1,0 +1,1 @@
+"""The report page: the page kit, the compare/bench page, the plots."""
