@@ -163,7 +163,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
     ``stop()`` true: no further point starts (``--max-s``); the sweep keeps what it measured."""
     from gpu_fidelity import MAKERS
 
-    from trtprof.engines.build import BuildSettings, build_engines
+    from trtprof.build.pipeline import BuildSettings, build_engines
     from trtprof.model.inputs import parse_batch_sizes
     from trtprof.serving.driver import ServingConfig
     from trtprof.serving.sweep import sweep_records
@@ -189,12 +189,12 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
 
 def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, summary: list[str]) -> Path:
     """The model's results file (with the nvidia-smi cross-check), its curve and its summary lines."""
-    from trtprof.engines.cache import now_iso
-    from trtprof.serving.page import slo_lines
+    from trtprof.util.files import now_iso
+    from trtprof.report.serving_page import slo_lines
     from trtprof.system.environment import collect
     from trtprof.measure.results import ResultSet
-    from trtprof.serving.page import point_rows
-    from trtprof.serving.plots import latency_throughput_figure
+    from trtprof.report.serving_page import point_rows
+    from trtprof.report.serving_plots import latency_throughput_figure
     from trtprof.util.texttable import grid
 
     data["nvidia_smi_cross_check"] = cross_check(data, log)

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.finish and not args.out:
         ap.error("--finish needs --out (the partial file is OUT.partial.json)")
 
-    from trtprof.engines.cache import now_iso
+    from trtprof.util.files import now_iso
     from trtprof.system.environment import host
     from trtprof.sweep.cell import build_model, run_cell
     from trtprof.sweep.local import local_slots, visible_gpus

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.engines.build import BuildSettings, build_engines, key_spec
-from trtprof.engines.cache import EngineCache, EngineRecord, atomic_write_bytes, list_engines
+from trtprof.build.pipeline import BuildSettings, build_engines, key_spec
+from trtprof.engines.cache import EngineCache, EngineRecord, list_engines
+from trtprof.util.files import atomic_write_bytes
 from trtprof.engines.cache_admin import CORRUPT, OK, ORPHAN, TEMP, parse_age, scan_dir, select
 from trtprof.cli import main
 from trtprof.spec import BuildSpec, CacheKey, Precision, TensorSpec
@@ -73,7 +74,7 @@ def test_two_processes_racing_for_one_key_build_it_once(tmp_path):
 _WRITER = """
 import sys
 from pathlib import Path
-from trtprof.engines.cache import atomic_write_bytes
+from trtprof.util.files import atomic_write_bytes
 atomic_write_bytes(Path(sys.argv[1]), b"N" * (512 * 1024 * 1024))
 """
 

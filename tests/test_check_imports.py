@@ -125,3 +125,30 @@ def test_trtprof_itself_has_no_cycles_and_no_private_imports():
     result = subprocess.run([sys.executable, str(TOOL)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout
     assert "0 circle(s)" in result.stdout and "0 private name(s)" in result.stdout
+
+
+def test_a_circle_of_wings_fails_only_with_wings(tmp_path):
+    """Two wings whose modules import each other without a module cycle (w1.a -> w2.b, w2.c -> w1.d):
+    the module graph is clean, the wing graph has the circle, and ``--wings`` reports and fails on it."""
+    package = make_package(
+        tmp_path,
+        {
+            "w1/__init__.py": "",
+            "w1/a.py": "from ..w2.b import B\n",
+            "w1/d.py": "D = 1\n",
+            "w2/__init__.py": "",
+            "w2/b.py": "B = 1\n",
+            "w2/c.py": "from ..w1.d import D\n",
+        },
+    )
+    assert check(package).returncode == 0
+    result = check(package, "--wings")
+    assert result.returncode == 1
+    assert "wing cycle: pkg.w1 -> pkg.w2 -> pkg.w1" in result.stdout
+    assert "1 circle(s) of wings" in result.stdout
+
+
+def test_trtprof_has_no_circle_of_wings():
+    result = subprocess.run([sys.executable, str(TOOL), "--wings"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+    assert "0 circle(s) of wings importing each other" in result.stdout

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.engines.cache import EngineCache, EngineRecord, list_engines, safe_stem
+from trtprof.engines.cache import EngineCache, EngineRecord, list_engines
+from trtprof.util.files import safe_stem
 from trtprof.errors import BadInput, CacheCorrupt
 from trtprof.spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision
 

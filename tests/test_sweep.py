@@ -281,14 +281,14 @@ def _lines(path: Path) -> list[dict]:
 
 
 def _cell_process(tmp_path: Path, stage: bytes) -> int | None:
-    """The pid of a running cell process (``trtprof.sweep.worker … STAGE …``) of this test, if any."""
+    """The pid of a running cell process (``trtprof.cli.sweep_worker … STAGE …``) of this test, if any."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"trtprof.sweep.worker" in argv and stage in argv and any(str(tmp_path).encode() in a for a in argv):
+            if b"trtprof.cli.sweep_worker" in argv and stage in argv and any(str(tmp_path).encode() in a for a in argv):
                 return int(entry.name)
     return None
 

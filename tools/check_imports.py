@@ -237,6 +237,23 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
+def wing_of(module: str) -> str:
+    """The wing a module lives in: the package's first level (``trtprof.stats.speedup`` -> ``trtprof.stats``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph seen from the wings: an arrow A -> B when any module of A imports one of B."""
+    wings: dict[str, set[str]] = {}
+    for source, targets in graph.items():
+        wings.setdefault(wing_of(source), set())
+        for target in targets:
+            if wing_of(target) != wing_of(source):
+                wings[wing_of(source)].add(wing_of(target))
+    return wings
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = Path(__file__).resolve().parent.parent / "trtprof"
@@ -244,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graph", action="store_true", help="also print every edge")
     parser.add_argument(
         "--runtime-only", action="store_true", help="leave out imports under `if TYPE_CHECKING:`"
+    )
+    parser.add_argument(
+        "--wings", action="store_true",
+        help="also check the graph of the wings (first-level packages and modules): no circle among them either",
     )
     args = parser.parse_args(argv)
     if not (args.package / "__init__.py").is_file():
@@ -267,7 +288,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(circles)} circle(s) of modules importing each other, {len(cycles)} cycle(s) listed, "
         f"{len(private)} private name(s) used across modules"
     )
-    return 1 if cycles or private else 0
+    wing_circles: list[list[str]] = []
+    if args.wings:
+        wings = wing_graph(graph)
+        wing_circles = find_cycles(wings)
+        arrows = sum(len(targets) for targets in wings.values())
+        print(f"{len(wings)} wings, {arrows} arrows between them")
+        for chain in wing_circles:
+            print("wing cycle: " + " -> ".join(chain))
+        print(f"{len(strongly_connected(wings))} circle(s) of wings importing each other")
+    return 1 if cycles or private or wing_circles else 0
 
 
 if __name__ == "__main__":

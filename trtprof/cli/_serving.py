@@ -63,7 +63,7 @@ def serving_config(args: argparse.Namespace, *, copies: bool = True) -> ServingC
 
 
 def print_sweep(sweep: Mapping[str, Any]) -> None:
-    from ..serving.page import fit_lines, point_rows, slo_lines
+    from ..report.serving_page import fit_lines, point_rows, slo_lines
 
     print()
     print(_common.format_table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..engines.build import BuildOutcome, BuildSettings, build_engines
+from ..build.pipeline import BuildOutcome, BuildSettings, build_engines
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from . import _common

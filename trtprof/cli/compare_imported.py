@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..engines.cache import atomic_write_text
+from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..schemas import RESULTS
 from ..spec import Precision

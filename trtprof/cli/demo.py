@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..measure.bench import bench_records
-from ..engines.build import BuildSettings, build_engines
+from ..build.pipeline import BuildSettings, build_engines
 from ..model.inputs import parse_batch_sizes
 from ..report.plots import plot_all
 from ..model.demo import make_demo_model

@@ -49,7 +49,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..engines.cache import atomic_write_text
+    from ..util.files import atomic_write_text
     from ..compare.fix_fp16 import fix_fp16
 
     _common.check_output_file(args.out, "--out")

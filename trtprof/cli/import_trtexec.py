@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..engines.cache import now_iso
+    from ..util.files import now_iso
     from ..measure.results import ResultSet
     from ..measure.trtexec import read_run, to_result
 

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     for path in plot_all(results.results, args.out, args.format):
         print(path)
     if results.serving:  # bench --concurrency: one latency–throughput curve per model and backend
-        from ..serving.plots import latency_throughput_figure
+        from ..report.serving_plots import latency_throughput_figure
 
         for i, sweep in enumerate(results.serving):
             suffix = f"_{i + 1}" if len(results.serving) > 1 else ""

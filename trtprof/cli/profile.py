@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..engines.cache import atomic_write_text, now_iso
+    from ..util.files import atomic_write_text, now_iso
     from ..compare.core import resolve_records
     from ..layers import profile as lp
     from ..diagnose.layer_rules import layer_findings

@@ -21,8 +21,8 @@ from typing import Any, Callable, Mapping, Sequence
 from . import whatif
 from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
-from ..engines.build import BuildSettings, as_onnx, build_engines
-from ..engines.cache import atomic_write_text
+from ..build.pipeline import BuildSettings, as_onnx, build_engines
+from ..util.files import atomic_write_text
 from .core import CompareHooks, CompareOptions, compare_records, resolve_records
 from ..errors import BadInput
 from ..model.inputs import make_inputs, resolve_shapes

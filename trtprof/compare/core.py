@@ -31,8 +31,9 @@ from ..system import preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from ..backends.base import set_autotune
 from ..measure.bench import effective_precision
-from ..engines.build import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
-from ..engines.cache import EngineRecord, atomic_write_text, list_engines, now_iso
+from ..build.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
+from ..engines.cache import EngineRecord, list_engines
+from ..util.files import atomic_write_text, now_iso
 from ..diagnose.rules import diagnose
 from ..system.environment import collect
 from ..errors import BadInput, TrtprofError

@@ -249,7 +249,7 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
 
     from ..diagnose import fp16range
     from ..measure.bench import effective_precision, load_runner
-    from ..engines.build import BuildSettings, as_onnx, build_engines
+    from ..build.pipeline import BuildSettings, as_onnx, build_engines
     from ..model.onnx_model import load_onnx
     from ..spec import Precision
     from ..model.user_inputs import run_all
@@ -294,7 +294,7 @@ def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: 
     of the fix, with the same CI and verdicts as ``trtprof compare``."""
     from .core import CompareOptions, compare_records
     from ..measure.interleave import RoundPlan
-    from ..engines.build import build_engines
+    from ..build.pipeline import build_engines
     from ..spec import Precision
 
     options = {"layer_precisions": keep_option(search.keep or ())}

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..engines.cache import now_iso
+from ..util.files import now_iso
 from .core import Comparison
 from ..errors import BadInput
 from ..measure.results import BenchResult

@@ -16,14 +16,14 @@ import json
 import os
 import re
 import tempfile
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ..errors import BadInput, CacheCorrupt, MissingDependency, TrtprofError
+from ..errors import BadInput, CacheCorrupt, TrtprofError
 from ..model.onnx_model import sha256_file
+from ..util.files import atomic_write_text, file_lock, safe_stem, unlink_quietly, user_mode
 from ..spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
 META_SUFFIX = ".json"
@@ -144,14 +144,6 @@ class CacheNotWritable(TrtprofError):
     """The engines dir (or its lock folder) cannot be written: read-only, no permission."""
 
 
-def file_lock(path: Path, timeout: float):
-    try:
-        from filelock import FileLock
-    except ImportError as err:  # pragma: no cover - core dependency
-        raise MissingDependency("filelock", None) from err
-    return FileLock(str(path), timeout=timeout)
-
-
 @contextmanager
 def entry_lock(root: Path, name: str) -> Iterator[None]:
     """An inter-process lock for one cache entry: ``root/.locks/<name>.lock`` (filelock).
@@ -169,45 +161,6 @@ def entry_lock(root: Path, name: str) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-def _user_mode() -> int:
-    """0o666 minus the process umask: the mode ``open()`` would give a new file (mkstemp gives 0600)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, _user_mode())  # results and engines are shared files, not secrets
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        unlink_quietly(Path(tmp))
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
-
-
-def unlink_quietly(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-
-
-def safe_stem(text: str) -> str:
-    """A file-name-safe stem: letters, digits, '-' and '_' kept, anything else '_'."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text) or "model"
 
 
 class EngineCache:
@@ -267,7 +220,7 @@ class EngineCache:
                     pass  # rebuild below, replacing the damaged entry
             artifact_name = f"{stem}{suffix}"
             fd, tmp_name = tempfile.mkstemp(prefix=f".{artifact_name}.", suffix=".tmp", dir=self.root)
-            os.fchmod(fd, _user_mode())
+            os.fchmod(fd, user_mode())
             os.close(fd)
             tmp = Path(tmp_name)
             try:
@@ -328,10 +281,6 @@ class EngineCache:
             except CacheCorrupt:
                 continue
         return None
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 def list_engines(path: Path) -> list[EngineRecord]:

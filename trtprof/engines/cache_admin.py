@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord, file_lock, unlink_quietly
+from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord
+from ..util.files import file_lock, unlink_quietly
 from ..errors import BadInput
 from ..util.wording import plural
 

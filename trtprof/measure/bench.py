@@ -9,7 +9,8 @@ from .. import backends
 from . import timing
 from ..system import energy, memory, preflight
 from ..backends.base import set_autotune
-from ..engines.cache import EngineRecord, now_iso
+from ..engines.cache import EngineRecord
+from ..util.files import now_iso
 from ..system.environment import collect
 from ..errors import BadInput
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes

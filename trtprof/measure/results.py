@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..engines.cache import atomic_write_text
+from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..util.labels import engine_labels
 from ..system.memory import in_use_bytes

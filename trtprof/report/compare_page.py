@@ -16,7 +16,7 @@ import numpy as np
 
 from . import plots
 from ..compare.accuracy import summary_line
-from ..engines.cache import atomic_write_text
+from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms
@@ -219,7 +219,7 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
             lines.append(f"| {label} | {r.batch_size} | {fmt_ms(r.latency.p50)} | {fmt_ms(r.latency.p99)} | "
                          f"{r.latency.n} |")
     if data["kind"] != "compare":
-        from ..serving.page import sweep_summary
+        from .serving_page import sweep_summary
 
         for sweep in data.get("serving") or []:
             lines += sweep_summary(sweep)
@@ -389,7 +389,7 @@ def render_html(data: Mapping[str, Any]) -> str:
             if batch in hists:
                 parts.append(img(hists[batch], f"histogram batch {batch}"))
             parts.append(img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
-    from ..serving.page import sections
+    from .serving_page import sections
 
     parts.extend(sections(data))
     parts.append(environment_html(data))

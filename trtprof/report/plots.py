@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..engines.cache import atomic_write_bytes
+from ..util.files import atomic_write_bytes
 from ..util.labels import engine_labels, fmt_ms
 from .kit import pyplot
 from ..measure.results import BenchResult

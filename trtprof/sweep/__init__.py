@@ -1,6 +1,6 @@
 """Sweeps: many models × precisions × batch sizes, spread over the GPUs of a host or a Ray cluster.
 
-Why every cell is a separate ``trtprof`` process (``python -m trtprof.sweep.worker … compare …``):
+Why every cell is a separate ``trtprof`` process (``python -m trtprof.cli.sweep_worker … compare …``):
 a process is the unit a GPU can be given to (``CUDA_VISIBLE_DEVICES``), the unit whose CPU cores
 can be pinned, the unit Ray schedules, and the unit that can die without taking the sweep with it.
 The sweep reads the cell's result JSON back and never imports the measuring code, so the cell's

@@ -99,7 +99,7 @@ class Interrupted(Exception):
 
 def worker_argv(slot: Slot, argv: list[str]) -> list[str]:
     pin = ["--cpus", ",".join(map(str, slot.cpus))] if slot.cpus else []
-    return [sys.executable, "-m", "trtprof.sweep.worker", *pin, "--", *argv]
+    return [sys.executable, "-m", "trtprof.cli.sweep_worker", *pin, "--", *argv]
 
 
 def _run(argv: list[str], env: Mapping[str, str], log: Any, processes: Processes | None,

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..engines.cache import atomic_write_text
+from ..util.files import atomic_write_text
 from ..util.datafile import safe_name
 from ..errors import BadInput
 from ..report.kit import document

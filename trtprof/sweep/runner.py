@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..engines.cache import now_iso
+from ..util.files import now_iso
 from ..errors import BadInput
 from .cell import Slot
 from .spec import SweepSpec, model_json

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..engines.cache import atomic_write_text, now_iso
+from ..util.files import atomic_write_text, now_iso
 from ..util.datafile import SAFE_NAME
 from ..errors import BadInput
 from ..schemas import SWEEP as SCHEMA

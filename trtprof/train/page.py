@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..engines.cache import atomic_write_text
+from ..util.files import atomic_write_text
 from ..report.kit import document, fmt, img, table
 from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA

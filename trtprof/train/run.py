@@ -224,7 +224,7 @@ def compare_training(
     on_arm: Callable[[int, str, ArmRun], None] | None = None,
 ) -> dict[str, Any]:
     """Run everything and return the JSON document (schema ``trtprof.train_compare/1``)."""
-    from ..engines.cache import now_iso
+    from ..util.files import now_iso
     from ..system.environment import collect
 
     if plan.cuda_graph:
@@ -290,7 +290,7 @@ def compare_training(
 def write_json(data: Mapping[str, Any], path: Path) -> None:
     import json
 
-    from ..engines.cache import atomic_write_text
+    from ..util.files import atomic_write_text
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...engines.cache import atomic_write_bytes
+from ...util.files import atomic_write_bytes
 from ...convert.keeplist import parse_layer_precisions, parse_op_types
 from ...errors import BadInput, BuildFailed
 from ...model.inputs import resolve_shapes

@@ -277,7 +277,7 @@ class RtxRunner(TensorRTRunner):
 
     def _save_cache(self) -> None:
         """Write the runtime cache back when the JIT added kernels (atomic; a failure only costs speed)."""
-        from ...engines.cache import atomic_write_bytes
+        from ...util.files import atomic_write_bytes
 
         if self._runtime_cache is None:
             return

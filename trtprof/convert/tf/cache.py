@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from ...engines.cache import CacheNotWritable, atomic_write_text, entry_lock, safe_stem
+from ...engines.cache import CacheNotWritable, entry_lock
+from ...util.files import atomic_write_text, safe_stem
 from ...model.onnx_model import sha256_file
 from . import conversion  # conversion.convert_tf as a module attribute: tests replace it with a fake
 from .args import content_sha256, detect_format

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ...engines.cache import atomic_write_bytes
+from ...util.files import atomic_write_bytes
 from ...errors import BadInput, BadModel, BuildFailed, MissingDependency, first_line
 from .args import Shape, content_sha256, detect_format, parse_tensor_list, tf_tensor_name
 from .check import (

@@ -11,7 +11,8 @@ from .. import backends
 from ..diagnose import fp16range
 from ..system import preflight
 from ..backends.torch import MEMORY_FORMAT_OPTION
-from .cache import EngineCache, EngineRecord, now_iso
+from ..engines.cache import EngineCache, EngineRecord
+from ..util.files import now_iso
 from ..convert.quantize import calibration_feeds, quantization_options
 from ..errors import BadInput, BadModel
 from ..model.inputs import resolve_shapes

@@ -17,7 +17,7 @@ def latency_throughput_figure(sweep: Mapping[str, Any], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..report.plots import colour, legend_below, save_figure, spans_decades
+    from .plots import colour, legend_below, save_figure, spans_decades
 
     points: Sequence[Mapping[str, Any]] = sweep["points"]
     lines: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)

@@ -1,4 +1,4 @@
-"""``python -m trtprof.sweep.worker [--cpus 0-7] -- COMMAND ARGS…``: one trtprof command, pinned.
+"""``python -m trtprof.cli.sweep_worker [--cpus 0-7] -- COMMAND ARGS…``: one trtprof command, pinned.
 
 Why a wrapper instead of ``taskset``: the pinning is done by the process itself
 (``os.sched_setaffinity``), so it works wherever Python does without an extra tool, and it happens
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
             os.sched_setaffinity(0, cpus)
     if argv[:1] == ["--"]:
         argv = argv[1:]
-    from ..cli import main as trtprof_main
+    from . import main as trtprof_main
 
     return trtprof_main(argv)
 

@@ -52,7 +52,7 @@ def _figure_b64(sweep: Mapping[str, Any]) -> str:
     import tempfile
     from pathlib import Path
 
-    from .plots import latency_throughput_figure
+    from .serving_plots import latency_throughput_figure
 
     with tempfile.TemporaryDirectory(prefix="trtprof-serving-") as tmp:
         path = latency_throughput_figure(sweep, Path(tmp) / "curve.png")

@@ -1,0 +1,1 @@
+"""Building: model -> (TF conversion) -> one cached engine per precision, with the FP16 range analysis."""

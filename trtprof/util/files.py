@@ -1,0 +1,64 @@
+"""Files trtprof writes: atomic writes (temp file + rename), file locks, safe names, timestamps.
+
+Out of ``engines/cache.py``, where they began: every wing writes results, pages and engines the same way,
+and none of them should need the engine store to do it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import MissingDependency
+
+
+def file_lock(path: Path, timeout: float):
+    try:
+        from filelock import FileLock
+    except ImportError as err:  # pragma: no cover - core dependency
+        raise MissingDependency("filelock", None) from err
+    return FileLock(str(path), timeout=timeout)
+
+
+def user_mode() -> int:
+    """0o666 minus the process umask: the mode ``open()`` would give a new file (mkstemp gives 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, user_mode())  # results and engines are shared files, not secrets
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        unlink_quietly(Path(tmp))
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def safe_stem(text: str) -> str:
+    """A file-name-safe stem: letters, digits, '-' and '_' kept, anything else '_'."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text) or "model"
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
