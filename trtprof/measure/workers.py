@@ -32,7 +32,7 @@ STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
 # Worker processes starting at once, ahead of the load being measured: the default run's 6 loads all start
 # with the command; --min-loads 29 does not start 29 torch processes (each with a CUDA context) at once.
 SPAWN_AHEAD = 8
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)  # the folder holding this trtprof
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this trtprof (trtprof/measure/workers.py)
 
 
 def prepend_package_root(env: dict[str, str]) -> None:
