@@ -1,7 +1,7 @@
 """Real runs of `trtprof compare` on the CPU machine (ONNX Runtime), through the real CLI:
 
 1. A/A: N runs of ``--precisions fp32,fp32`` on a model trtprof's authors did not write (the onnx
-   package's model-zoo graph, as tests/test_cli.py uses), default settings: how many are decisive
+   package's model-zoo graph, as tests/cli/test_cli.py uses), default settings: how many are decisive
    (faster/slower)? Issue 9 asks for at most 1 in 20.
 2. Repeatability: three runs of ``--precisions fp32,fp16`` on the same model: the same verdict with
    overlapping CIs?

@@ -24,7 +24,7 @@ times anything itself.
 
 Usage (device machine, repository root; about 2–3 minutes on an H200):
     python3 benchmarks/gpu_accuracy.py --out-dir benchmarks/results/gpu_accuracy-2026-12-01
-CPU smoke run of the same pipeline with a small CNN on ONNX Runtime (tests/test_gpu_accuracy_script.py):
+CPU smoke run of the same pipeline with a small CNN on ONNX Runtime (tests/project/test_gpu_accuracy_script.py):
     python3 benchmarks/gpu_accuracy.py --smoke --out-dir /tmp/acc-smoke
 """
 from __future__ import annotations

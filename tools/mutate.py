@@ -4,7 +4,7 @@
 Why a script beside mutmut: this one mutates exactly the kinds of change issue 26 is about
 (thresholds, comparisons, guards), runs each mutant in a fresh pytest process on a scratch copy,
 and names each survivor by file:line — the table is small enough to act on. mutmut 3.8.1 also
-runs on this layout (tried 2026-12-01 on diagnose.py with tests/test_diagnose.py: 835 mutants in
+runs on this layout (tried 2026-12-01 on diagnose.py with tests/diagnose/test_diagnose.py: 835 mutants in
 about a minute, 582 killed, 252 survived); its wider operator set (arithmetic swaps, string and
 dict-key edits, dropped arguments) finds another class of gaps; see tools/mutation-results.md.
 
@@ -53,18 +53,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Module → the test files that own its behaviour (edge tests first: they fail fastest).
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
-    "trtprof/stats/speedup.py": ("tests/test_edges_speedup.py", "tests/test_compare.py"),
-    "trtprof/engines/cache.py": ("tests/test_edges_cache.py", "tests/test_spec_cache.py", "tests/test_cache_hygiene.py"),
-    "trtprof/diagnose/fp16range.py": ("tests/test_edges_fp16.py", "tests/test_fp16.py"),
-    "trtprof/convert/fp16.py": ("tests/test_edges_fp16.py", "tests/test_fp16.py"),
-    "trtprof/diagnose/rules.py": ("tests/test_edges_diagnose.py", "tests/test_diagnose.py"),
+    "trtprof/stats/speedup.py": ("tests/stats/test_edges_speedup.py", "tests/compare/test_compare.py"),
+    "trtprof/engines/cache.py": ("tests/engines/test_edges_cache.py", "tests/engines/test_spec_cache.py", "tests/engines/test_cache_hygiene.py"),
+    "trtprof/diagnose/fp16range.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
+    "trtprof/convert/fp16.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
+    "trtprof/diagnose/rules.py": ("tests/diagnose/test_edges_diagnose.py", "tests/diagnose/test_diagnose.py"),
 }
 
 # The three slowest tests of test_fp16.py (whole compare runs, 3–6 s each) are left out of the mutation
 # run; what they check end to end is covered piecewise by the faster tests of the same file.
-_FP16_SLOW = ("tests/test_fp16.py::test_compare_on_a_model_zoo_graph_predicts_its_overflows",
-              "tests/test_fp16.py::test_the_prediction_holds_on_a_model_zoo_graph_in_real_fp16_arithmetic",
-              "tests/test_fp16.py::test_compare_predicts_the_overflow_cpu_fp16_does_not_show")
+_FP16_SLOW = ("tests/convert/test_fp16.py::test_compare_on_a_model_zoo_graph_predicts_its_overflows",
+              "tests/convert/test_fp16.py::test_the_prediction_holds_on_a_model_zoo_graph_in_real_fp16_arithmetic",
+              "tests/convert/test_fp16.py::test_compare_predicts_the_overflow_cpu_fp16_does_not_show")
 DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/diagnose/fp16range.py": _FP16_SLOW, "trtprof/convert/fp16.py": _FP16_SLOW}
 
 # (module, text, mutation) → why no test can distinguish the mutant from the original. ``text`` is
@@ -412,8 +412,8 @@ def combine(raws: list[Path], out: Path) -> int:
 MUTMUT_NOTE = """## mutmut, a second view (a brief try, not part of the score)
 
 mutmut 3.8.1 (installed outside the venv for the try; not a project dependency) ran on this layout on
-2026-12-01: `trtprof/diagnose/rules.py` with `tests_dir = tests/test_edges_diagnose.py` and
-`pytest_add_cli_args_test_selection = tests/test_diagnose.py` in a `[mutmut]` section of a scratch
+2026-12-01: `trtprof/diagnose/rules.py` with `tests_dir = tests/diagnose/test_edges_diagnose.py` and
+`pytest_add_cli_args_test_selection = tests/diagnose/test_diagnose.py` in a `[mutmut]` section of a scratch
 copy's setup.cfg, before the last diagnose edge tests: 835 mutants in about a minute (it runs them in
 process), 582 killed, 252 survived, 1 without tests. About 100 of its survivors change message text or
 dict-key case only; most of the rest are operators this script does not make: arithmetic swaps

@@ -8,7 +8,7 @@ which arguments, in which order, and how it handles each failure. It reads the r
 given (with the onnx package) so network inputs, layers and FP16 types come from the model, not from
 the test.
 
-It cannot drift silently: tests/test_tensorrt_fake_surface.py checks every public class, method,
+It cannot drift silently: tests/backends/test_tensorrt_fake_surface.py checks every public class, method,
 property and enum member of this fake against the real importable module of the same flavour (in CI:
 tensorrt_rtx 1.7.1) and runs the same refusals against both. Where the real library was seen to
 behave in a way the old fake did not, the fake now does the same (see the notes in the code: "real:").

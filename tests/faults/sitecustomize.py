@@ -1,4 +1,4 @@
-"""Fault injection for tests/test_faults.py: a test tool, never installed with trtprof.
+"""Fault injection for tests/cli/test_faults.py: a test tool, never installed with trtprof.
 
 A test puts this folder first on ``PYTHONPATH`` and names a fault in ``TRTPROF_TEST_FAULT``; Python
 imports ``sitecustomize`` at start-up, before the real ``trtprof`` CLI runs, and this module patches

@@ -31,7 +31,7 @@ line (``floor_overrun``).
 
 Everything time-related goes through an injectable ``clock`` and every measurement through a
 ``Load`` (``InProcessLoad`` takes an injectable ``measure``): the calibration simulation
-(``benchmarks/verdict_calibration.py``, ``tests/test_verdict_calibration.py``) drives this very loop
+(``benchmarks/verdict_calibration.py``, ``tests/stats/test_verdict_calibration.py``) drives this very loop
 with runners of known truth on a simulated clock.
 """
 from __future__ import annotations

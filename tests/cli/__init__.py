@@ -1,0 +1,1 @@
+"""Tests through the CLI: commands, user errors, fault injection."""

@@ -1,0 +1,177 @@
+"""time_device's wiring on a FAKE CUDA runtime (CPU): which events bracket which work, what lands in
+each stage, when copies and graphs are used, and that every resource is released.
+
+The fake keeps a GPU clock in milliseconds that only the faked work advances (an H2D copy 0.25 ms
+per input, the compute 1.0 ms, a D2H copy 0.125 ms per output); event records stamp that clock. So
+each stage has a known value and a wrong pairing of events shows as a wrong number. It says nothing
+about real GPU timing (tests/measure/test_timing_gpu.py does, on a GPU).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from trtprof.system import cuda, nvml
+from trtprof.spec import TensorSpec
+from trtprof.measure.timing import TimingConfig, time_device
+
+H2D_MS, COMPUTE_MS, D2H_MS = 0.25, 1.0, 0.125
+
+
+class FakeGpu:
+    """The fake device: a clock, what is open, and what happened."""
+
+    def __init__(self) -> None:
+        self.now_ms = 0.0
+        self.open = 0
+        self.launches = 0
+        self.graph_launches = 0
+        self.uploads_before_loop = 0
+
+
+class FakeResource:
+    def __init__(self, gpu: FakeGpu) -> None:
+        self.gpu = gpu
+        gpu.open += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.gpu.open -= 1
+
+
+def install(monkeypatch, gpu: FakeGpu) -> None:
+    class FakeStream(FakeResource):
+        handle = raw = "stream"
+
+        def synchronize(self) -> None:
+            pass
+
+    class FakeEvent(FakeResource):
+        def __init__(self, blocking_sync: bool = True) -> None:
+            super().__init__(gpu)
+            self.t_ms = 0.0
+            self.raw = self
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_ms(self, end: "FakeEvent") -> float:
+            return end.t_ms - self.t_ms
+
+    class FakePinned(FakeResource):
+        def __init__(self, nbytes: int) -> None:
+            super().__init__(gpu)
+            self.nbytes = nbytes
+
+        def array(self, shape, dtype) -> np.ndarray:
+            return np.zeros(shape, dtype)
+
+    class FakeDeviceBuffer(FakeResource):
+        def __init__(self, nbytes: int) -> None:
+            super().__init__(gpu)
+            self.ptr = 1000 + gpu.open
+
+    class FakeGraph(FakeResource):
+        def __init__(self, fn, stream) -> None:
+            super().__init__(gpu)
+            self.fn = fn
+
+        def launch(self) -> None:
+            gpu.graph_launches += 1
+            self.fn()
+
+    def memcpy_async(dst, src, nbytes, kind, stream):
+        gpu.now_ms += H2D_MS if kind == "h2d" else D2H_MS
+        return (0,)
+
+    def event_record(event, stream):
+        event.t_ms = gpu.now_ms
+        return (0,)
+
+    runtime = SimpleNamespace(cudaMemcpyAsync=memcpy_async, cudaEventRecord=event_record,
+                              cudaMemcpyKind=SimpleNamespace(cudaMemcpyHostToDevice="h2d",
+                                                             cudaMemcpyDeviceToHost="d2h"))
+
+    def upload(ptr, view, stream) -> None:
+        gpu.uploads_before_loop += 1
+
+    for name, value in {
+        "device_count": lambda: 1, "current_device": lambda: 0, "pci_bus_id": lambda i: "0000:00:00.0",
+        "device_name": lambda i: "FAKE GPU", "Stream": lambda: FakeStream(gpu), "Event": FakeEvent,
+        "PinnedHostBuffer": FakePinned, "DeviceBuffer": FakeDeviceBuffer, "Graph": FakeGraph,
+        "memcpy_htod_async": upload, "runtime": lambda: runtime, "ok": lambda result, what: None,
+    }.items():
+        monkeypatch.setattr(cuda, name, value)
+    monkeypatch.setattr(nvml, "gpu_state", lambda pci_bus_id=None: {"name": "FAKE GPU"})
+
+
+class FakeRunner:
+    """A FAKE device runner with two inputs and one output; ``enqueue`` is 1.0 ms of fake GPU work."""
+
+    def __init__(self, gpu: FakeGpu, with_bind: bool = False) -> None:
+        self.gpu = gpu
+        self.outputs = (TensorSpec("y", "float32", (2, 3)),)
+        self.bound = 0
+        if with_bind:
+            self.bind = self._bind
+
+    def prepare(self, input_shapes):
+        return {"y": (input_shapes["a"][0], 3)}
+
+    def enqueue(self, buffers, stream) -> None:
+        assert set(buffers) == {"a", "b", "y"}
+        self.gpu.launches += 1
+        self.gpu.now_ms += COMPUTE_MS
+
+    @contextmanager
+    def _bind(self, buffers, stream):
+        self.bound += 1
+        yield lambda: self.enqueue(buffers, stream)
+
+
+FEEDS = {"a": np.ones((2, 4), np.float32), "b": np.ones((2, 5), np.float32)}
+
+
+@pytest.mark.parametrize("with_bind", [False, True])
+def test_stages_are_bracketed_by_the_right_events(monkeypatch, with_bind):
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    runner = FakeRunner(gpu, with_bind)
+    samples = time_device(runner, FEEDS, TimingConfig(warmup=3, iterations=7))
+    stages = samples.stages
+    assert set(stages) == {"h2d_ms", "compute_ms", "d2h_ms", "latency_ms", "enqueue_ms"}
+    assert all(len(v) == 7 for v in stages.values())
+    np.testing.assert_allclose(stages["h2d_ms"], 2 * H2D_MS)  # two inputs
+    np.testing.assert_allclose(stages["compute_ms"], COMPUTE_MS)
+    np.testing.assert_allclose(stages["d2h_ms"], D2H_MS)  # one output
+    np.testing.assert_allclose(stages["latency_ms"], 2 * H2D_MS + COMPUTE_MS + D2H_MS)
+    assert samples.warmup_done == 3 and gpu.launches == 3 + 7
+    assert gpu.uploads_before_loop == 2  # the single upload before anything runs
+    assert runner.bound == (1 if with_bind else 0)
+    assert samples.device["name"] == "FAKE GPU" and samples.device["sync"] == "blocking"
+    assert gpu.open == 0  # every stream, event and buffer released
+
+
+def test_no_copies_leaves_the_copies_out(monkeypatch):
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    samples = time_device(FakeRunner(gpu), FEEDS, TimingConfig(warmup=0, iterations=4, copies=False))
+    assert set(samples.stages) == {"compute_ms", "latency_ms", "enqueue_ms"}
+    np.testing.assert_allclose(samples.stages["latency_ms"], COMPUTE_MS)
+    assert gpu.now_ms == pytest.approx(4 * COMPUTE_MS)  # no copy ran in the loop
+
+
+def test_cuda_graph_replays_after_one_eager_run(monkeypatch):
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    samples = time_device(FakeRunner(gpu), FEEDS, TimingConfig(warmup=2, iterations=5, cuda_graph=True,
+                                                               spin_wait=True))
+    assert gpu.graph_launches == 2 + 5  # every timed and warm-up call is a replay
+    assert gpu.launches == 1 + 2 + 5  # plus the eager run before the capture
+    np.testing.assert_allclose(samples.stages["compute_ms"], COMPUTE_MS)
+    assert samples.device["sync"] == "spin" and gpu.open == 0

@@ -1,0 +1,1 @@
+"""Tests of the project itself: docs, the import checker, benchmark scripts, schemas."""
