@@ -31,6 +31,13 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("layers.json"), help="JSON output (default layers.json)")
     _common.add_autotune_arg(p)
     _common.add_inputs_arg(p, what="profiled on its first batch")
+    p.add_argument("--timeline", action="store_true",
+                   help="also record one steady-state iteration per precision (after the profiled runs): kernels/"
+                        "nodes per stream or thread on one time axis, idle gaps, casts; written into the JSON, "
+                        "as OUT.timeline.png and as the page OUT.timeline.html")
+    p.add_argument("--trace-dir", type=Path, default=None, metavar="DIR",
+                   help="write each precision's timeline as a Chrome trace-event file (MODEL.PRECISION.bBATCH."
+                        "trace.json) that ui.perfetto.dev and chrome://tracing open; implies --timeline")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -46,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     from .compare import parse_precisions
 
     _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or profiling (issue 12)
+    timeline = args.timeline or args.trace_dir is not None
+    if timeline:
+        check_timeline_outputs(args)
 
     if args.batch_size < 1:
         raise BadInput(f"--batch-size must be >= 1, got {args.batch_size}")
@@ -53,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--top must be >= 0")
     precisions = parse_precisions(args.precisions)
     shapes = _common.shapes(args)
-    data = _common.load_inputs(args)
+    data = data_in = _common.load_inputs(args)
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
@@ -62,6 +72,12 @@ def run(args: argparse.Namespace) -> int:
                                                 backend=args.backend, shapes=shapes)
     except StaticBatch as err:  # this command's option is --batch-size
         raise err.for_option("--batch-size") from err
+    if args.trace_dir is not None:  # before profiling: a trace name taken by a user's file is refused now
+        from ..layers.timeline import trace_name
+
+        model = next(iter(records.values())).model
+        for name in records:
+            check_trace_path(args.trace_dir / trace_name(model, name, args.batch_size))
     kwargs = {}
     if args.iterations is not None:
         kwargs["iterations"] = args.iterations
@@ -86,6 +102,65 @@ def run(args: argparse.Namespace) -> int:
     for f in findings:
         print(f"why [{f['rule']}]: {f['message']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if timeline:
+        out["timelines"] = write_timelines(args, records, shapes, data_in)
     atomic_write_text(args.out, json.dumps(out, indent=1, allow_nan=True) + "\n")
     print(f"layers: {args.out}")
     return 0
+
+
+def timeline_paths(out: Path) -> tuple[Path, Path]:
+    """The PNG and the page that ``--timeline`` writes beside ``--out``."""
+    return out.with_suffix(".timeline.png"), out.with_suffix(".timeline.html")
+
+
+PAGE_MARK = "<title>trtprof timeline:"
+
+
+def check_timeline_outputs(args: argparse.Namespace) -> None:
+    """Before any work: the PNG and page beside --out may replace only an earlier timeline of trtprof's
+    (its page carries PAGE_MARK); the trace dir must be a folder that can be written."""
+    png, page = timeline_paths(args.out)
+    ours = page.is_file() and PAGE_MARK in page.read_text(errors="replace")[:4096]
+    for path in (png, page):
+        _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines])
+        if path.exists() and not ours:
+            raise BadInput("--timeline: exists and is not a timeline trtprof wrote; move it or choose another --out",
+                           path=path)
+    if args.trace_dir is not None:
+        _common.check_output_dir(args.trace_dir, "--trace-dir", engines=[args.engines])
+
+
+def check_trace_path(path: Path) -> None:
+    """A trace file may replace only a trace trtprof wrote (``otherData.producer``)."""
+    if not path.exists():
+        return
+    try:
+        ours = json.loads(path.read_text()).get("otherData", {}).get("producer") == "trtprof"
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise BadInput("--trace-dir: a file of that name exists and is not a trace trtprof wrote", path=path)
+
+
+def write_timelines(args: argparse.Namespace, records, shapes, data) -> list[dict]:
+    """Record every precision's timeline (one engine after the other), print what they say, write the
+    PNG, the page and the trace files; their JSON for the result file."""
+    from ..layers.timeline import findings, plot_timelines, record_timeline, write_traces
+    from ..report.timeline_page import timeline_page
+    from ..util.files import atomic_write_text
+
+    timelines = [record_timeline(rec, args.batch_size, shapes=shapes, seed=args.seed,
+                                 int_range=_common.int_range(args), data=data) for rec in records.values()]
+    model = next(iter(records.values())).model
+    for line in findings(timelines):
+        print(f"timeline: {line}")
+    png, page = timeline_paths(args.out)
+    plot_timelines(timelines, png, title=f"{model}, batch {args.batch_size}")
+    as_json = [t.to_json() for t in timelines]
+    atomic_write_text(page, timeline_page(as_json, model))
+    print(f"timeline: {png}, {page}")
+    if args.trace_dir is not None:
+        for path in write_traces(timelines, model, args.trace_dir, check=check_trace_path):
+            print(f"trace: {path}")
+    return as_json

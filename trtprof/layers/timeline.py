@@ -1,0 +1,528 @@
+"""One steady-state iteration per precision as a timeline: what ran where, when, and where the device idled.
+
+Why: a table of per-layer medians says *which* layer got slower; a timeline says *why* the whole
+iteration did — a host-bound FP16 engine shows as short kernels with long gaps between them, an FP16
+engine that casts shows its casts as extra bars. Nsight Systems shows one run at a time in a separate
+tool; here every precision's iteration sits on one time axis (same scale: the shorter one looks
+shorter), on the page and as a PNG, and each is also written as a Chrome trace-event file that
+ui.perfetto.dev and chrome://tracing open.
+
+Sources (each a separate run after any timing, never inside a timed round):
+- ONNX Runtime: its session profiler (``SessionOptions.enable_profiling``); lanes are ORT's threads,
+  spans its executed nodes (host wall time: the CPU is the device there).
+- PyTorch: ``torch.profiler`` with CUPTI; lanes are CUDA streams, spans the kernels, copies and memsets
+  of one iteration (under CUDA graph replay too: CUPTI records a graph's kernels), labelled with the
+  ONNX node that launched them where a profiler range says so (eager runs).
+- TensorRT: its ``IProfiler`` gives per-layer times without start instants; laid end to end they are a
+  sequence, not a timeline (``from_layer_times``, contract-tested on the recording fake only).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+KINDS = ("conv", "gemm", "elementwise", "reformat", "cast", "copy", "other")
+COLOURS = {"conv": "#4c72b0", "gemm": "#8172b2", "elementwise": "#55a868", "reformat": "#ccb974",
+           "cast": "#c44e52", "copy": "#64b5cd", "other": "#999999"}
+# An iteration whose device is idle for at least this share of it is launch- or host-bound: more than a
+# third of the time nothing runs, so a faster kernel (FP16) cannot shorten the iteration by much.
+HOST_BOUND_IDLE_SHARE = 0.30
+TOP_KERNELS = 5
+TRACE_SCHEMA_PHASES = {"X", "M", "i", "B", "E"}  # the trace-event phases this module writes or accepts
+
+_KIND_PATTERNS = (  # by ONNX op or kernel name (cuDNN/cuBLAS/CUTLASS/ORT names), first match wins
+    ("cast", re.compile(r"^cast$|cast|_to_half|to_float|convert_?f(16|32)", re.I)),
+    ("copy", re.compile(r"memcpy|memset|copy|htod|dtoh|dtod", re.I)),
+    ("reformat", re.compile(r"reorder|reformat|transpose|nchw|nhwc|layout|permute|shuffle", re.I)),
+    ("conv", re.compile(r"conv|implicit_?gemm|winograd|fprop|dgrad|wgrad|fft", re.I)),
+    ("gemm", re.compile(r"gemm|matmul|\bmm\b|sm\d+_xmma|cutlass|cublas|linear|attention|flash", re.I)),
+    ("elementwise", re.compile(r"elementwise|vectorized|relu|elu|add|mul|sigmoid|tanh|gelu|softmax|norm|"
+                               r"pool|reduce|clamp|clip|unrolled|activation|bias", re.I)),
+)
+
+
+def kernel_kind(name: str, op_type: str = "") -> str:
+    """The kind of a span, from its ONNX op type if known, else from its kernel name."""
+    for text in (op_type, name):
+        if not text:
+            continue
+        for kind, pattern in _KIND_PATTERNS:
+            if pattern.search(text):
+                return kind
+    return "other"
+
+
+@dataclass(frozen=True)
+class Span:
+    """One kernel, copy or node: ``start_us`` from the iteration's start, on ``lane`` (stream or thread)."""
+
+    name: str
+    kind: str
+    lane: str
+    start_us: float
+    dur_us: float
+    node: str | None = None  # the ONNX node it came from, where known
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.dur_us
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "lane": self.lane, "start_us": self.start_us,
+                "dur_us": self.dur_us, "node": self.node}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Span":
+        return cls(str(data["name"]), str(data["kind"]), str(data["lane"]), float(data["start_us"]),
+                   float(data["dur_us"]), None if data.get("node") is None else str(data["node"]))
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One steady-state iteration of one engine. ``window_us``: the iteration as the host saw it (start
+    of its first span to the end of its last, unless the source measured the iteration itself)."""
+
+    precision: str
+    batch_size: int
+    backend: str
+    source: str
+    spans: tuple[Span, ...]
+    window_us: float
+    settings: Mapping[str, Any] = field(default_factory=dict)  # cuda_graph, autotune, threads: what it ran with
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.lane for s in sorted(self.spans, key=lambda s: s.start_us)))
+
+    @property
+    def kernel_us(self) -> float:
+        """Sum of span durations (concurrent spans each count)."""
+        return sum(s.dur_us for s in self.spans)
+
+    def busy_us(self) -> float:
+        """Time in the window when at least one span runs (the union of all lanes' spans)."""
+        total, end = 0.0, float("-inf")
+        for s in sorted(self.spans, key=lambda s: s.start_us):
+            start = max(s.start_us, end)
+            if s.end_us > start:
+                total += s.end_us - start
+            end = max(end, s.end_us)
+        return total
+
+    def gaps(self) -> list[tuple[float, float]]:
+        """(start, end) of every stretch of the window in which nothing runs."""
+        out, end = [], 0.0
+        for s in sorted(self.spans, key=lambda s: s.start_us):
+            if s.start_us > end:
+                out.append((end, s.start_us))
+            end = max(end, s.end_us)
+        if self.window_us > end:
+            out.append((end, self.window_us))
+        return out
+
+    @property
+    def idle_share(self) -> float:
+        return 0.0 if self.window_us <= 0 else max(0.0, 1.0 - self.busy_us() / self.window_us)
+
+    def of_kind(self, kind: str) -> tuple[Span, ...]:
+        return tuple(s for s in self.spans if s.kind == kind)
+
+    def top(self, n: int = TOP_KERNELS) -> list[tuple[str, str, float, int]]:
+        """(name, kind, total µs, calls) of the ``n`` names with the most time in the iteration."""
+        per: dict[str, list[Any]] = {}
+        for s in self.spans:
+            entry = per.setdefault(s.name, [s.kind, 0.0, 0])
+            entry[1] += s.dur_us
+            entry[2] += 1
+        ranked = sorted(per.items(), key=lambda kv: -kv[1][1])[:n]
+        return [(name, kind, total, calls) for name, (kind, total, calls) in ranked]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"precision": self.precision, "batch_size": self.batch_size, "backend": self.backend,
+                "source": self.source, "window_us": self.window_us, "idle_share": self.idle_share,
+                "busy_us": self.busy_us(), "kernel_us": self.kernel_us, "settings": dict(self.settings),
+                "spans": [s.to_json() for s in self.spans]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Timeline":
+        return cls(str(data["precision"]), int(data["batch_size"]), str(data["backend"]), str(data["source"]),
+                   tuple(Span.from_json(s) for s in data["spans"]), float(data["window_us"]),
+                   dict(data.get("settings") or {}))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Findings: what the timelines say, in words
+# ---------------------------------------------------------------------------------------------------
+
+def added_casts(baseline: Timeline, candidate: Timeline) -> tuple[int, float]:
+    """Casts the candidate runs beyond the baseline's: (count, µs)."""
+    extra = len(candidate.of_kind("cast")) - len(baseline.of_kind("cast"))
+    if extra <= 0:
+        return 0, 0.0
+    durations = sorted((s.dur_us for s in candidate.of_kind("cast")), reverse=True)
+    return extra, sum(durations[:extra])
+
+
+def findings(timelines: Sequence[Timeline]) -> list[str]:
+    """The host-bound warning, FP16's added casts and the top kernels per precision, as sentences."""
+    out: list[str] = []
+    if not timelines:
+        return out
+    base = timelines[0]
+    for t in timelines:
+        where = "GPU" if t.backend != "onnxruntime" else "CPU"
+        if t.idle_share >= HOST_BOUND_IDLE_SHARE:
+            out.append(f"{t.precision}: the {where} is idle {t.idle_share:.0%} of the iteration "
+                       f"({t.window_us / 1e3:.3g} ms, of which {t.busy_us() / 1e3:.3g} ms busy): launch- or host-bound "
+                       f"(at least {HOST_BOUND_IDLE_SHARE:.0%}); faster kernels cannot shorten it much — "
+                       + ("time it with CUDA graphs (the default; --eager turns them off) or a larger batch"
+                          if where == "GPU" else "a larger batch amortises the per-node overhead"))
+    for t in timelines[1:]:
+        count, us = added_casts(base, t)
+        if count:
+            share = us / t.window_us if t.window_us > 0 else 0.0
+            out.append(f"{t.precision} added {count} cast{'s' if count != 1 else ''} over {base.precision}, taking "
+                       f"{share:.1%} of its iteration ({us:.1f} µs)")
+    for t in timelines:
+        top = ", ".join(f"{name[:60]} {total:.1f} µs" + (f" ×{calls}" if calls > 1 else "")
+                        for name, _kind, total, calls in t.top(3))
+        out.append(f"{t.precision}: top kernels by time: {top}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Chrome trace-event format (what Perfetto and chrome://tracing open)
+# ---------------------------------------------------------------------------------------------------
+
+def trace_document(timeline: Timeline, model: str) -> dict[str, Any]:
+    """One timeline as a Chrome trace-event JSON object: one process, a named thread per lane,
+    one complete ("X") event per span, times in µs."""
+    lanes = {lane: i + 1 for i, lane in enumerate(timeline.lanes)}
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
+         "args": {"name": f"{model} {timeline.precision} batch {timeline.batch_size} ({timeline.backend})"}}]
+    events += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": lane}}
+               for lane, tid in lanes.items()]
+    for s in timeline.spans:
+        events.append({"name": s.name, "cat": s.kind, "ph": "X", "ts": round(s.start_us, 3),
+                       "dur": round(s.dur_us, 3), "pid": 1, "tid": lanes[s.lane],
+                       "args": {"onnx_node": s.node} if s.node else {}})
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"producer": "trtprof", "source": timeline.source, "window_us": timeline.window_us,
+                          "idle_share": round(timeline.idle_share, 4), "settings": dict(timeline.settings)}}
+
+
+def check_trace(doc: Any) -> None:
+    """Raise ValueError unless ``doc`` follows the trace-event format (JSON object form) as far as the
+    viewers need: a ``traceEvents`` list whose events have a string name, a known phase, integer
+    pid/tid, and for complete events a non-negative numeric ts and dur."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("traceEvents"), list):
+        raise ValueError("not a trace: no traceEvents list")
+    for i, e in enumerate(doc["traceEvents"]):
+        if not isinstance(e, Mapping):
+            raise ValueError(f"event {i} is not an object")
+        if not isinstance(e.get("name"), str) or e.get("ph") not in TRACE_SCHEMA_PHASES:
+            raise ValueError(f"event {i}: needs a string name and a phase in {sorted(TRACE_SCHEMA_PHASES)}")
+        if not all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool) for k in ("pid", "tid")):
+            raise ValueError(f"event {i}: pid and tid must be integers")
+        if e["ph"] == "X":
+            for k in ("ts", "dur"):
+                v = e.get(k)
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0:
+                    raise ValueError(f"event {i}: {k} must be a number >= 0, got {v!r}")
+    unit = doc.get("displayTimeUnit", "ms")
+    if unit not in ("ms", "ns"):
+        raise ValueError(f"displayTimeUnit must be 'ms' or 'ns', got {unit!r}")
+
+
+def trace_name(model: str, precision: str, batch_size: int) -> str:
+    from ..util.files import safe_stem
+
+    return f"{safe_stem(model)}.{safe_stem(precision)}.b{batch_size}.trace.json"
+
+
+def write_traces(timelines: Sequence[Timeline], model: str, folder: Path,
+                 check: Callable[[Path], None] | None = None) -> list[Path]:
+    """One trace file per timeline in ``folder`` (made if missing); ``check`` vets each path first."""
+    from ..util.files import atomic_write_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / trace_name(model, t.precision, t.batch_size) for t in timelines]
+    for path in paths:
+        if check is not None:
+            check(path)
+    for t, path in zip(timelines, paths):
+        doc = trace_document(t, model)
+        check_trace(doc)
+        atomic_write_text(path, json.dumps(doc) + "\n")
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sources
+# ---------------------------------------------------------------------------------------------------
+
+def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_size: int,
+                    ops: Mapping[str, str] | None = None, settings: Mapping[str, Any] | None = None) -> Timeline:
+    """The last ``model_run`` of an ORT session profile: every executed node inside it, on its thread."""
+    from .ort import RENAMED_PREFIX, SUFFIX
+
+    runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"),
+                  key=lambda e: float(e.get("ts", 0)))
+    if not runs:
+        raise ValueError("the ONNX Runtime profile holds no model_run")
+    start = float(runs[-1]["ts"])
+    end = start + float(runs[-1].get("dur", 0))
+    spans = []
+    for e in events:
+        name = str(e.get("name", ""))
+        if e.get("cat") != "Node" or not name.endswith(SUFFIX):
+            continue
+        ts = float(e.get("ts", 0))
+        if not start <= ts <= end:
+            continue
+        node = name[: -len(SUFFIX)]
+        if node.startswith(RENAMED_PREFIX):
+            node = node[len(RENAMED_PREFIX):]
+        op = str((e.get("args") or {}).get("op_name", ""))
+        spans.append(Span(name=node, kind=kernel_kind(node, op), lane=f"thread {e.get('tid', 0)}",
+                          start_us=ts - start, dur_us=float(e.get("dur", 0)),
+                          node=node if ops is None or node in ops else None))
+    return Timeline(precision, batch_size, "onnxruntime", "onnxruntime session profiling (host wall time per node)",
+                    tuple(sorted(spans, key=lambda s: s.start_us)), end - start, dict(settings or {}))
+
+
+def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any], *, warmup: int,
+                         batch_size: int) -> Timeline:
+    """``warmup`` unrecorded-for-the-timeline runs, then one more; the timeline is that last run."""
+    from ..backends.onnxruntime import ort_session
+    from ..spec import Precision
+    from ..util.scratch import temp_dir
+
+    with temp_dir("orttl") as tmp:
+        session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
+                              profile_prefix=str(Path(tmp) / "ort"))
+        for _ in range(warmup + 1):
+            session.run(None, dict(feeds))
+        events = json.loads(Path(session.end_profiling()).read_text())
+    options = session.get_session_options()
+    return from_ort_events(events, precision, batch_size,
+                           settings={"provider": session.get_providers()[0],
+                                     "intra_op_threads": options.intra_op_num_threads, "warmup": warmup})
+
+
+GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "copy", "gpu_memset": "copy"}
+
+
+def from_torch_trace(trace: Mapping[str, Any], precision: str, batch_size: int, *, window: str,
+                     node_prefix: str = "", settings: Mapping[str, Any] | None = None) -> Timeline:
+    """One iteration from a torch.profiler Chrome trace (``export_chrome_trace``): the GPU activities
+    whose launch lies inside the host range named ``window``; each labelled with the innermost host
+    range starting with ``node_prefix`` around its launch (the ONNX node, in eager runs)."""
+    events = [e for e in trace.get("traceEvents", []) if isinstance(e, Mapping) and e.get("ph") == "X"]
+    windows = sorted((e for e in events if e.get("name") == window), key=lambda e: float(e["ts"]))
+    if not windows:
+        raise ValueError(f"no host range {window!r} in the torch profile")
+    w = windows[-1]
+    w_start, w_end = float(w["ts"]), float(w["ts"]) + float(w.get("dur", 0))
+    ranges = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), str(e["name"])[len(node_prefix):])
+              for e in events if node_prefix and str(e.get("name", "")).startswith(node_prefix)]
+    launches = {}  # correlation id -> host launch instant
+    for e in events:
+        if e.get("cat") == "cuda_runtime" and (e.get("args") or {}).get("correlation") is not None:
+            launches[(e.get("args") or {})["correlation"]] = float(e["ts"])
+    spans = []
+    for e in events:
+        cat = e.get("cat")
+        if cat not in GPU_CATEGORIES:
+            continue
+        args = e.get("args") or {}
+        launch = launches.get(args.get("correlation"))
+        if launch is None or not w_start <= launch <= w_end:
+            continue
+        inner = [r for r in ranges if r[0] <= launch <= r[1]]
+        node = min(inner, key=lambda r: r[1] - r[0])[2] if inner else None
+        name = str(e.get("name", ""))
+        spans.append(Span(name=name, kind=GPU_CATEGORIES[cat] or kernel_kind(name), lane=f"stream {args.get('stream', e.get('tid'))}",
+                          start_us=float(e["ts"]), dur_us=float(e.get("dur", 0)), node=node))
+    if not spans:
+        raise ValueError(f"no GPU activity launched inside {window!r}")
+    origin = min(w_start, min(s.start_us for s in spans))
+    shifted = tuple(sorted((Span(s.name, s.kind, s.lane, s.start_us - origin, s.dur_us, s.node) for s in spans),
+                           key=lambda s: s.start_us))
+    window_us = max(max(s.end_us for s in shifted), w_end - origin)
+    return Timeline(precision, batch_size, "torch", "torch.profiler (CUPTI): GPU kernels and copies per stream",
+                    shifted, window_us, dict(settings or {}))
+
+
+def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, warmup: int,
+                   settings: Mapping[str, Any] | None = None, node_prefix: str = "") -> Timeline:
+    """``warmup`` calls of ``one`` (one whole iteration as the timing loop runs it: copies, enqueue or graph
+    replay, synchronisation), then one more under torch.profiler inside a host range; its timeline."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from ..util.scratch import temp_dir
+
+    window = "trtprof.timeline.iteration"
+    for _ in range(warmup):
+        one()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with record_function(window):
+            one()
+            torch.cuda.synchronize()
+    with temp_dir("torchtl") as tmp:
+        path = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        trace = json.loads(path.read_text())
+    return from_torch_trace(trace, precision, batch_size, window=window, node_prefix=node_prefix, settings=settings)
+
+
+def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
+                    shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
+                    int_range: tuple[int, int] | None = None, data: Any = None) -> Timeline:
+    """One engine's timeline at ``batch_size`` with its backend's profiler, on the same seeded inputs (or
+    the first batch of the user's) that the latency and per-layer runs use. The torch runner is timed
+    through ``infer`` (host in, host out: the copies are on the timeline) in eager mode, so every kernel
+    keeps the ONNX node that launched it."""
+    from ..measure import bench
+    from ..errors import BackendUnavailable
+    from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+
+    if record.backend not in ("onnxruntime", "torch", "tensorrt"):
+        raise BackendUnavailable(f"no timeline for the {record.backend} backend (onnxruntime, torch and tensorrt have one)")
+    runner = bench.load_runner(record)
+    try:
+        overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
+        input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
+        feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE, data=data)
+        if record.backend == "tensorrt":  # per-layer times only: a sequence (see from_precision_profile)
+            from .tensorrt import profile_tensorrt
+
+            return from_precision_profile(profile_tensorrt(runner, input_shapes, feeds, record.precision,
+                                                           iterations=warmup + 1))
+        if record.backend == "onnxruntime":
+            return timeline_onnxruntime(Path(record.artifact_path), record.precision, feeds, warmup=warmup,
+                                        batch_size=batch_size)
+        from .torch_profile import PREFIX, install_layer_ranges, onnx_node_labels
+        import onnx
+
+        label_of, _ops, _order = onnx_node_labels(onnx.load(str(record.artifact_path)))
+        handles = install_layer_ranges(runner.module, label_of)
+        try:
+            return timeline_torch(lambda: runner.infer(feeds), record.precision, batch_size, warmup=warmup,
+                                  node_prefix=PREFIX, settings={"mode": "eager, host in/out (infer)",
+                                                                "autotune": getattr(runner, "autotune", None),
+                                                                "tf32": getattr(runner, "tf32", None)})
+        finally:
+            for h in handles:
+                h.remove()
+    finally:
+        runner.close()
+
+
+def from_layer_times(layers: Iterable[tuple[str, str, float]], precision: str, batch_size: int,
+                     source: str) -> Timeline:
+    """Per-layer times without start instants (TensorRT's IProfiler), laid end to end in one lane:
+    a sequence of the engine's layers, no gaps by construction (the idle share is not measured)."""
+    spans, t = [], 0.0
+    for name, op, ms in layers:
+        spans.append(Span(name=name, kind=kernel_kind(name, op), lane="engine (layers end to end)",
+                          start_us=t, dur_us=ms * 1e3, node=name))
+        t += ms * 1e3
+    return Timeline(precision, batch_size, "tensorrt", source, tuple(spans), t, {"idle_measured": False})
+
+
+def from_precision_profile(profile: Any) -> Timeline:
+    """A per-layer profile without start instants (``layers.table.PrecisionProfile``, e.g. TensorRT's)
+    as a sequence: its layers end to end, in the order the profiler reported them."""
+    return from_layer_times(((layer.name, layer.op_type, layer.median_ms) for layer in profile.layers),
+                            profile.precision, profile.batch_size, profile.source)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pictures: the same stacked view as SVG (page) and PNG (output dir)
+# ---------------------------------------------------------------------------------------------------
+
+SVG_WIDTH = 1100  # fits a 1280 px window with the page's margins
+ROW_PX, LABEL_PX = 18, 150
+
+
+def timeline_svg(timelines: Sequence[Timeline]) -> str:
+    """Every precision's lanes stacked on one time axis (the longest window sets the scale); idle gaps
+    shaded grey; casts outlined; each span's title (hover) names it, its ONNX node and duration."""
+    import html
+
+    if not timelines:
+        return ""
+    scale_us = max(t.window_us for t in timelines) or 1.0
+    plot_px = SVG_WIDTH - LABEL_PX - 10
+    x = lambda us: LABEL_PX + plot_px * us / scale_us  # noqa: E731
+    rows, y = [], 20
+    for t in timelines:
+        lanes = t.lanes or ("(no spans)",)
+        top = y
+        for lane in lanes:
+            rows.append(f'<text x="4" y="{y + 13}" font-size="11">{html.escape(f"{t.precision} {lane}"[:24])}</text>')
+            for s in t.spans:
+                if s.lane != lane:
+                    continue
+                title = f"{s.name} ({s.kind}{', ONNX node ' + s.node if s.node else ''}): {s.dur_us:.1f} µs"
+                stroke = ' stroke="#000" stroke-width="1.5"' if s.kind == "cast" else ""
+                rows.append(f'<rect x="{x(s.start_us):.2f}" y="{y + 2}" width="{max(0.5, x(s.end_us) - x(s.start_us)):.2f}" '
+                            f'height="{ROW_PX - 4}" fill="{COLOURS.get(s.kind, COLOURS["other"])}"{stroke}>'
+                            f"<title>{html.escape(title)}</title></rect>")
+            y += ROW_PX
+        for a, b in t.gaps():
+            rows.append(f'<rect x="{x(a):.2f}" y="{top}" width="{max(0.5, x(b) - x(a)):.2f}" height="{y - top}" '
+                        f'fill="#000" fill-opacity="0.07"><title>idle {b - a:.1f} µs</title></rect>')
+        rows.append(f'<text x="{x(t.window_us) + 2 if t.window_us < scale_us * 0.8 else LABEL_PX}" y="{y + 12}" '
+                    f'font-size="11">{html.escape(t.precision)}: {t.window_us / 1e3:.3g} ms, idle {t.idle_share:.0%}</text>')
+        y += ROW_PX + 6
+    axis = (f'<line x1="{LABEL_PX}" y1="{y}" x2="{LABEL_PX + plot_px}" y2="{y}" stroke="#333"/>'
+            f'<text x="{LABEL_PX}" y="{y + 14}" font-size="11">0</text>'
+            f'<text x="{LABEL_PX + plot_px - 60}" y="{y + 14}" font-size="11">{scale_us / 1e3:.3g} ms</text>')
+    legend = "".join(f'<rect x="{LABEL_PX + 90 * i}" y="2" width="10" height="10" fill="{COLOURS[k]}"/>'
+                     f'<text x="{LABEL_PX + 90 * i + 13}" y="11" font-size="11">{k}</text>' for i, k in enumerate(KINDS))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{SVG_WIDTH}" height="{y + 20}" '
+            f'viewBox="0 0 {SVG_WIDTH} {y + 20}" style="max-width:100%">{legend}{"".join(rows)}{axis}</svg>')
+
+
+def plot_timelines(timelines: Sequence[Timeline], path: Path, title: str = "") -> Path:
+    """The stacked timelines as a PNG (matplotlib, imported here)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..util.files import atomic_write_bytes
+    import io
+
+    labels = [(t, lane) for t in timelines for lane in (t.lanes or ("(no spans)",))]
+    fig, ax = plt.subplots(figsize=(11, 1.2 + 0.35 * len(labels)))
+    for row, (t, lane) in enumerate(labels):
+        y = len(labels) - 1 - row
+        for s in (s for s in t.spans if s.lane == lane):
+            ax.broken_barh([(s.start_us / 1e3, s.dur_us / 1e3)], (y - 0.4, 0.8), facecolors=COLOURS.get(s.kind),
+                           edgecolor="black" if s.kind == "cast" else "none", linewidth=0.8)
+        for a, b in t.gaps():
+            ax.broken_barh([(a / 1e3, (b - a) / 1e3)], (y - 0.5, 1.0), facecolors="black", alpha=0.06)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels([f"{t.precision} {lane} (idle {t.idle_share:.0%})" for t, lane in reversed(labels)], fontsize=8)
+    ax.set_xlabel("time in the iteration (ms)")
+    ax.set_xlim(0, max(t.window_us for t in timelines) / 1e3 if timelines else 1)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[k]) for k in KINDS]
+    ax.legend(handles, KINDS, ncol=len(KINDS), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              frameon=False)
+    if title:
+        fig.suptitle(title + " — grey: idle; outlined: casts", fontsize=10)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
