@@ -100,11 +100,15 @@ def test_torch_trace_keeps_the_window_launches_and_labels_them_by_innermost_rang
         {"ph": "X", "name": "implicit_gemm_fprop", "ts": 1020, "dur": 30, "cat": "kernel", "args": {"correlation": 1, "stream": 7}},
         {"ph": "X", "name": "earlier_kernel", "ts": 905, "dur": 30, "cat": "kernel", "args": {"correlation": 2, "stream": 7}},
         {"ph": "X", "name": "Memcpy DtoH", "ts": 1060, "dur": 10, "cat": "gpu_memcpy", "args": {"correlation": 3, "stream": 7}},
+        # copies through a runtime the profiler does not hook (no known launch): kept by their own start
+        {"ph": "X", "name": "Memcpy HtoD", "ts": 1001, "dur": 2, "cat": "gpu_memcpy", "args": {"stream": 7}},
+        {"ph": "X", "name": "Memcpy late", "ts": 1300, "dur": 2, "cat": "gpu_memcpy", "args": {"stream": 7}},
     ]}
     t = from_torch_trace(trace, "fp16", 32, window="trtprof.timeline.iteration", node_prefix="trtprof.layer/")
     assert [(s.name, s.kind, s.node, s.start_us, s.dur_us) for s in t.spans] == [
-        ("implicit_gemm_fprop", "conv", "Conv_0", 20, 30), ("Memcpy DtoH", "copy", None, 60, 10)]
-    assert t.window_us == 100 and t.busy_us() == 40
+        ("Memcpy HtoD", "copy", None, 1, 2), ("implicit_gemm_fprop", "conv", "Conv_0", 20, 30),
+        ("Memcpy DtoH", "copy", None, 60, 10)]
+    assert t.window_us == 100 and t.busy_us() == 42
     with pytest.raises(ValueError, match="no host range"):
         from_torch_trace(trace, "fp16", 32, window="other")
 

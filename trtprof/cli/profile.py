@@ -38,6 +38,11 @@ def add_parser(sub) -> None:
     p.add_argument("--trace-dir", type=Path, default=None, metavar="DIR",
                    help="write each precision's timeline as a Chrome trace-event file (MODEL.PRECISION.bBATCH."
                         "trace.json) that ui.perfetto.dev and chrome://tracing open; implies --timeline")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="the timeline replays a CUDA graph of the engine, as the timing loop does with --cuda-graph "
+                        "(torch backend; kernels then carry no ONNX node: a replay runs no Python)")
+    p.add_argument("--no-copies", dest="copies", action="store_false",
+                   help="the timeline leaves out the host<->device copies (torch backend)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
@@ -150,8 +155,8 @@ def write_timelines(args: argparse.Namespace, records, shapes, data) -> list[dic
     from ..report.timeline_page import timeline_page
     from ..util.files import atomic_write_text
 
-    timelines = [record_timeline(rec, args.batch_size, shapes=shapes, seed=args.seed,
-                                 int_range=_common.int_range(args), data=data) for rec in records.values()]
+    timelines = [record_timeline(rec, args.batch_size, shapes=shapes, seed=args.seed, int_range=_common.int_range(args),
+                                 data=data, cuda_graph=args.cuda_graph, copies=args.copies) for rec in records.values()]
     model = next(iter(records.values())).model
     for line in findings(timelines):
         print(f"timeline: {line}")

@@ -341,7 +341,9 @@ def from_torch_trace(trace: Mapping[str, Any], precision: str, batch_size: int, 
             continue
         args = e.get("args") or {}
         launch = launches.get(args.get("correlation"))
-        if launch is None or not w_start <= launch <= w_end:
+        if launch is None:  # a runtime the profiler did not hook (cuda-python's copies): by its own start
+            launch = float(e["ts"])
+        if not w_start <= launch <= w_end:
             continue
         inner = [r for r in ranges if r[0] <= launch <= r[1]]
         node = min(inner, key=lambda r: r[1] - r[0])[2] if inner else None
@@ -384,11 +386,11 @@ def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, 
 
 def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                    int_range: tuple[int, int] | None = None, data: Any = None) -> Timeline:
+                    int_range: tuple[int, int] | None = None, data: Any = None, cuda_graph: bool = False,
+                    copies: bool = True) -> Timeline:
     """One engine's timeline at ``batch_size`` with its backend's profiler, on the same seeded inputs (or
-    the first batch of the user's) that the latency and per-layer runs use. The torch runner is timed
-    through ``infer`` (host in, host out: the copies are on the timeline) in eager mode, so every kernel
-    keeps the ONNX node that launched it."""
+    the first batch of the user's) that the latency and per-layer runs use. A torch engine runs the
+    timing loop's own iteration (its buffers, stream, copies and, with ``cuda_graph``, graph replay)."""
     from ..measure import bench
     from ..errors import BackendUnavailable
     from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -408,21 +410,57 @@ def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
         if record.backend == "onnxruntime":
             return timeline_onnxruntime(Path(record.artifact_path), record.precision, feeds, warmup=warmup,
                                         batch_size=batch_size)
-        from .torch_profile import PREFIX, install_layer_ranges, onnx_node_labels
-        import onnx
-
-        label_of, _ops, _order = onnx_node_labels(onnx.load(str(record.artifact_path)))
-        handles = install_layer_ranges(runner.module, label_of)
-        try:
-            return timeline_torch(lambda: runner.infer(feeds), record.precision, batch_size, warmup=warmup,
-                                  node_prefix=PREFIX, settings={"mode": "eager, host in/out (infer)",
-                                                                "autotune": getattr(runner, "autotune", None),
-                                                                "tf32": getattr(runner, "tf32", None)})
-        finally:
-            for h in handles:
-                h.remove()
+        return timeline_torch_runner(runner, record, feeds, batch_size, warmup=warmup, cuda_graph=cuda_graph,
+                                     copies=copies)
     finally:
         runner.close()
+
+
+def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], batch_size: int, *, warmup: int,
+                          cuda_graph: bool, copies: bool) -> Timeline:
+    """The timing loop's iteration (``measure.timing``'s buffers, launch and events; nothing timed here
+    is reported as a latency) under torch.profiler. In eager mode a profiler range around each onnx2torch
+    submodule labels its kernels with the ONNX node; a graph replay runs no Python, so no labels there.
+    ``settings`` records the event-timed compute of the profiled iteration and of an unprofiled one:
+    the sum of kernel times is checked against them (issue 35)."""
+    from contextlib import ExitStack
+
+    import onnx
+
+    from ..measure import timing
+    from ..system import cuda
+    from .torch_profile import PREFIX, install_layer_ranges, onnx_node_labels
+
+    handles: list[Any] = []
+    if not cuda_graph:
+        label_of, _ops, _order = onnx_node_labels(onnx.load(str(record.artifact_path)))
+        handles = install_layer_ranges(runner.module, label_of)
+    measured: list[float] = []
+    try:
+        with ExitStack() as stack:
+            output_shapes = runner.prepare({n: tuple(int(d) for d in a.shape) for n, a in feeds.items()})
+            stream = stack.enter_context(cuda.Stream())
+            buffers, host_in, host_out = timing.device_buffers(stack, stream, feeds, output_shapes,
+                                                               {o.name: o.dtype for o in runner.outputs})
+            compute = timing.compute_launch(stack, runner, buffers, stream, cuda_graph)
+            slots = [[stack.enter_context(cuda.Event(blocking_sync=True)) for _ in range(4)]]
+            issue, wait = timing.event_iteration(stream, compute, host_in, host_out, slots, copies)
+            raw = [e.raw for e in slots[0]]
+
+            def one() -> None:
+                issue(raw)
+                measured.append(wait(slots[0])[1])
+
+            t = timeline_torch(one, record.precision, batch_size, warmup=warmup, node_prefix=PREFIX if handles else "",
+                               settings={"cuda_graph": cuda_graph, "copies": copies,
+                                         "autotune": getattr(runner, "autotune", None),
+                                         "tf32": getattr(runner, "tf32", None)})
+            one()  # the same iteration unprofiled: the profiler's own slow-down shows against it
+    finally:
+        for h in handles:
+            h.remove()
+    settings = {**t.settings, "event_compute_ms_profiled": measured[-2], "event_compute_ms_unprofiled": measured[-1]}
+    return Timeline(t.precision, t.batch_size, t.backend, t.source, t.spans, t.window_us, settings)
 
 
 def from_layer_times(layers: Iterable[tuple[str, str, float]], precision: str, batch_size: int,
