@@ -92,13 +92,17 @@ def main(argv: list[str] | None = None) -> int:
             data = json.loads((work / "layers.json").read_text())
             for tj in data["timelines"]:
                 t = Timeline.from_json(tj)
-                kernels = sum(s.dur_us for s in t.spans if s.kind != "copy")
+                kernels = sum(s.dur_us for s in t.spans if not s.name.startswith(("Memcpy", "Memset")))
                 ev_p, ev_u = t.settings.get("event_compute_ms_profiled"), t.settings.get("event_compute_ms_unprofiled")
                 row[t.precision] = {"window_ms": t.window_us / 1e3, "idle_share": t.idle_share, "spans": len(t.spans),
                                     "kernel_sum_ms": kernels / 1e3, "event_compute_ms_profiled": ev_p,
                                     "event_compute_ms_unprofiled": ev_u,
                                     "kernel_sum_vs_event": kernels / 1e3 / ev_p - 1 if ev_p else None,
-                                    "casts": len(t.of_kind("cast")), "top": t.top(3)}
+                                    "casts": len(t.of_kind("cast")), "top": t.top(3),
+                                    "kinds": {k: len(t.of_kind(k)) for k in ("conv", "gemm", "elementwise", "reformat",
+                                                                             "cast", "copy", "other")},
+                                    "onnx_node_labels": t.settings.get("onnx_node_labels"),
+                                    "labelled_spans": sum(1 for s in t.spans if s.node)}
             for trace in sorted((work / "traces").glob("*.json")):
                 check_trace(json.loads(trace.read_text()))
             row["traces_checked"] = len(list((work / "traces").glob("*.json")))
