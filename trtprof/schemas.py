@@ -7,11 +7,11 @@ not need one. Imports nothing, so any module can read it without pulling in the 
 """
 from __future__ import annotations
 
-RESULTS = "trtprof.measure.results/1"  # trtprof bench (results.ResultSet)
+RESULTS = "trtprof.results/1"  # trtprof bench (results.ResultSet)
 # /2: hierarchical CI (loads × rounds), four verdicts (faster/slower/equivalent/inconclusive),
 # loads, verdict_note, shape and mean_ratio added; field names of /1 kept.
-COMPARE = "trtprof.compare.core/2"  # trtprof compare (compare.CompareReport)
-COMPARE_V1 = "trtprof.compare.core/1"  # three verdicts, i.i.d. + round CI; still read by report and sweep
+COMPARE = "trtprof.compare/2"  # trtprof compare (compare.CompareReport)
+COMPARE_V1 = "trtprof.compare/1"  # three verdicts, i.i.d. + round CI; still read by report and sweep
 COMPARE_READABLE = (COMPARE, COMPARE_V1)
 SWEEP = "trtprof.sweep/1"  # trtprof sweep's merged sweep.json (sweep.store)
 TRAIN_COMPARE = "trtprof.train_compare/1"  # trtprof train-compare (train.run)

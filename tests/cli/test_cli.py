@@ -42,7 +42,7 @@ def test_build_cache_hit_bench_plot(conv_model, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "median ms" in out and "p99 ms" in out and "throughput/s" in out
     data = json.loads(results.read_text())
-    assert data["schema"] == "trtprof.measure.results/1"
+    assert data["schema"] == "trtprof.results/1"
     assert data["environment"]["host"]["cpu_count"] >= 1
     entries = data["results"]
     assert sorted((e["precision"], e["batch_size"]) for e in entries) == [("fp16", 1), ("fp16", 4), ("fp32", 1), ("fp32", 4)]

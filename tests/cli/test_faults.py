@@ -328,7 +328,7 @@ def _fake_sweep(tmp_path: Path, entry_id: str, result_file: str | None = None) -
 
     out = tmp_path / "sw"
     (out / "cells").mkdir(parents=True)
-    (out / "cells" / "ok.json").write_text(json.dumps({"schema": "trtprof.measure.results/1", "results": []}))
+    (out / "cells" / "ok.json").write_text(json.dumps({"schema": "trtprof.results/1", "results": []}))
     entry = {"id": entry_id, "name": "m bench batch 1", "status": "ok",
              "result_file": result_file or f"cells/{entry_id}.json"}
     (out / "sweep.json").write_text(json.dumps({"schema": SCHEMA, "entries": [entry]}))
@@ -640,7 +640,7 @@ def test_entry_names(name, ours):
 def test_bench_of_an_engines_dir_ignores_a_results_file_left_inside(engines, tmp_path, capsys):
     """Was: a results.json in the engines dir (written there by an older trtprof) failed every later
     `bench DIR`. Only entry metadata is read as an engine."""
-    (engines / "results.json").write_text('{"schema": "trtprof.measure.results/1", "results": []}')
+    (engines / "results.json").write_text('{"schema": "trtprof.results/1", "results": []}')
     assert main(["bench", str(engines), *FAST, "--out", str(tmp_path / "r.json")]) == 0
     assert (engines / "results.json").exists()
 

@@ -31,7 +31,7 @@ def test_compare_model_then_report(conv_model, tmp_path, capsys):
     assert printed.count("speedup") == 2 and "[95% CI" in printed and "why [fp16_not_fp16]" in printed
 
     data = json.loads(out.read_text())
-    assert data["schema"] == "trtprof.compare.core/2"
+    assert data["schema"] == "trtprof.compare/2"
     assert data["settings"]["isolation"] == "process" and "Student-t" in data["settings"]["method"]["speedup"]
     assert [c["batch_size"] for c in data["comparisons"]] == [1, 4]
     for c in data["comparisons"]:

@@ -136,7 +136,7 @@ def test_a_bimodal_engine_is_named_beside_its_histogram_and_in_the_verdict_note(
 def test_a_schema_1_compare_file_still_renders(tmp_path):
     path = synthetic_compare_json(tmp_path)
     data = json.loads(path.read_text())
-    data["schema"] = "trtprof.compare.core/1"
+    data["schema"] = "trtprof.compare/1"
     for c in data["comparisons"]:
         c["verdict"] = "no measurable difference"
         for key in ("loads", "verdict_note", "shape"):

@@ -144,11 +144,11 @@ def test_local_slots_on_cpu_default_to_one_worker():
 
 
 def test_summarize_reads_both_compare_schemas():
-    v1 = {"schema": "trtprof.compare.core/1", "comparisons": [{
+    v1 = {"schema": "trtprof.compare/1", "comparisons": [{
         "batch_size": 4, "baseline": "fp32", "candidate": "fp16", "verdict": "no measurable difference",
         "speedup": {"estimate": 1.01, "ci_low": 0.98, "ci_high": 1.04, "confidence": 0.95},
         "latency": {"baseline": {"median_ms": 2.0}, "candidate": {"median_ms": 1.98, "effective_precision": "fp16"}}}]}
-    v2 = {"schema": "trtprof.compare.core/2", "comparisons": [{
+    v2 = {"schema": "trtprof.compare/2", "comparisons": [{
         "batch_size": 4, "baseline": "fp32", "candidate": "fp16", "verdict": "equivalent",
         "speedup": {"estimate": 1.5, "ci_low": 1.4, "ci_high": 1.6}, "something_new": {"x": 1}}]}
     (a,), (b,) = summarize("compare", v1), summarize("compare", v2)

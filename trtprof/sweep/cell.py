@@ -1,7 +1,7 @@
 """Run one cell in its own processes (``trtprof build`` then ``compare``/``bench``) and read it back.
 
 The result JSON is read defensively (``.get`` everywhere, the verdict passed through as written):
-``trtprof.compare.core/1`` and ``/2`` differ in verdict names and may differ in fields, and the sweep must
+``trtprof.compare/1`` and ``/2`` differ in verdict names and may differ in fields, and the sweep must
 keep working while the compare schema moves.
 """
 from __future__ import annotations
