@@ -248,24 +248,31 @@ def run(args: argparse.Namespace) -> int:
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
     def on_progress(batch: int, p: Progress) -> None:
+        announce()
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
         print(f"  batch {batch}: {plural(p.loads, 'load')}, {plural(p.rounds, 'round')}, {p.elapsed_s:.1f} of "
               f"{round(p.budget_s, 1):g} s spent: {cis}", file=sys.stderr)
 
     def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
+        announce()
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
                   f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
                   f"{outcome.elapsed_s:.1f} of {round(outcome.budget_s, 1):g} s spent with {outcome.reserve_s:.1f} s "
                   f"kept for the end, stopped: {outcome.stop_reason})", file=sys.stderr)
 
-    launch = _common.launch_line(args)
-    if launch is not None:
-        print(launch, file=sys.stderr)
+    launch = [_common.launch_line(args)]  # printed once, before the first build or measurement says anything
+
+    def announce() -> None:
+        if launch[0] is not None:
+            print(launch[0], file=sys.stderr)
+            launch[0] = None
+
     built_s = [0.0]  # engine builds: a one-off, left out of the time budget
 
     def on_built(outcome: Any) -> None:
+        announce()
         built_s[0] += outcome.seconds if outcome.built else 0.0
         print_outcome(outcome)
 
