@@ -191,3 +191,23 @@ def test_cli_build_of_the_vit_pattern_in_fp16_succeeds_and_says_what_changed(tmp
     (record,) = list_engines(engines)
     assert record.backend_metadata["low_precision_tensors"]["casts"] == 1
     assert any("1 Cast-to-float target(s) retargeted to float16" in n for n in record.notes)
+
+
+def test_greater_or_equal_of_opset_16_converts_as_bert_needs(tmp_path):
+    """transformers' BERT at opset 17 holds GreaterOrEqual-16 (only bfloat16 added over 12), which
+    onnx2torch 1.5 does not register: the backend registers its -12 converter for -16 too."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("GreaterOrEqual", ["x", "y"], ["ge"]), helper.make_node("LessOrEqual", ["x", "y"], ["le"]),
+             helper.make_node("Cast", ["ge"], ["gef"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["le"], ["lef"], to=TensorProto.FLOAT),
+             helper.make_node("Sub", ["gef", "lef"], ["out"])]
+    path = _save(tmp_path / "ge.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 5]),
+                                                  helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])],
+                 [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 5])])
+    x = np.array([[0, 1, 2, 3, 4]], np.float32)
+    y = np.full((1, 5), 2, np.float32)
+    for precision in (Precision.FP32, Precision.FP16):
+        got = _runner(path, precision).infer({"x": x, "y": y})["out"]
+        np.testing.assert_array_equal(got, (x >= y).astype(np.float32) - (x <= y).astype(np.float32))
+    assert torch_backend.register_type_widened_versions() == []  # registered once, at import

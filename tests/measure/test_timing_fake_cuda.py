@@ -184,6 +184,10 @@ def test_cuda_graph_replays_after_one_eager_run(monkeypatch):
     before = gpu.launches
     time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=1, cuda_graph=True))
     assert gpu.launches - before == 1 + 1  # the same runner's ratio is measured once: eager run + the replay
+    before = gpu.launches
+    time_device(runner, {k: np.ones((3, *v.shape[1:]), v.dtype) for k, v in FEEDS.items()},
+                TimingConfig(warmup=0, iterations=1, cuda_graph=True))
+    assert gpu.launches - before == 1 + 2 * (1 + EAGER_PROBE_RUNS) + 1  # another batch size: measured again
 
 
 def test_a_failed_capture_runs_that_arm_eager_and_says_why(monkeypatch):

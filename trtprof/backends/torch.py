@@ -98,10 +98,35 @@ def import_onnx2torch():
             del sys.modules[name]
         with _torchvision_placeholder():
             import onnx2torch
+        register_type_widened_versions()
         return onnx2torch
     import onnx2torch
 
+    register_type_widened_versions()
     return onnx2torch
+
+
+# ONNX ops whose newer version only widened the types they accept (opset 16 added bfloat16), mapped to
+# the version onnx2torch 1.5 converts: the same function, so its converter serves both. Without this a
+# transformers BERT exported at opset 17 stops at "Converter is not implemented (GreaterOrEqual, 16)".
+TYPE_WIDENED_VERSIONS = {("GreaterOrEqual", 16): 12, ("LessOrEqual", 16): 12}
+
+
+def register_type_widened_versions() -> list[str]:
+    """Register onnx2torch's converter of each op in ``TYPE_WIDENED_VERSIONS`` for the newer version too
+    (through its public ``add_converter``); returns what was added (nothing once done, or once a newer
+    onnx2torch has its own)."""
+    from onnx2torch.node_converters.registry import add_converter, get_converter
+
+    added = []
+    for (op, new), old in TYPE_WIDENED_VERSIONS.items():
+        try:
+            converter = get_converter(op, old)
+            add_converter(operation_type=op, version=new)(converter)
+        except (ValueError, NotImplementedError, KeyError):  # already registered, or no older one to reuse
+            continue
+        added.append(f"{op}-{new}")
+    return added
 
 
 @contextmanager

@@ -154,8 +154,9 @@ IN_FLIGHT = 2
 EAGER_BOUND_RATIO = 1.1
 # Back-to-back launches per side when measuring that ratio: enough to fill the queue, a few ms at most.
 EAGER_PROBE_RUNS = 10
-# Each runner's (eager ms, graph ms), measured once: weakly held, so a closed runner is not kept alive.
-_EAGER_RATIOS: "weakref.WeakKeyDictionary[Any, tuple[float, float]]" = weakref.WeakKeyDictionary()
+# Each runner's (eager ms, graph ms) per input shapes, measured once: weakly held, so a closed runner is
+# not kept alive.
+_EAGER_RATIOS: "weakref.WeakKeyDictionary[Any, dict[Any, tuple[float, float]]]" = weakref.WeakKeyDictionary()
 LOCK_CLOCKS_HINT = "lock clocks for steadier numbers: nvidia-smi -lgc <max SM MHz> (nvidia-smi -rgc to undo)"
 
 
@@ -225,7 +226,8 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
         buffers, host_in, host_out = device_buffers(stack, stream, feeds, output_shapes, output_dtypes)
         launch_info: dict[str, Any] = {}
         compute = compute_launch(stack, runner, buffers, stream, config.cuda_graph, launch_info)
-        probe_eager_ratio(stack, runner, buffers, stream, compute, launch_info)
+        probe_eager_ratio(stack, runner, buffers, stream, compute, launch_info,
+                          tuple(sorted(input_shapes.items())))
         blocking = not config.spin_wait
         slots = [[stack.enter_context(cuda.Event(blocking_sync=blocking)) for _ in range(4)]
                  for _ in range(IN_FLIGHT)]
@@ -259,22 +261,18 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
 
 
 def probe_eager_ratio(stack: ExitStack, runner: Any, buffers: Mapping[str, int], stream: Any,
-                      graph: Callable[[], Any], info: dict[str, Any]) -> None:
-    """Once per runner (the timing loop runs many blocks on one runner), when its launches replay a
-    graph: how much slower eager launches of the same runner are (``eager_over_graph``), into ``info``."""
+                      graph: Callable[[], Any], info: dict[str, Any], shapes: Any) -> None:
+    """Once per runner and input shapes (the timing loop runs many blocks on one runner), when its
+    launches replay a graph: how much slower eager launches of the same runner are (``eager_over_graph``), into ``info``."""
     if info.get("mode") != "cuda_graph":
         return
     try:
-        cached = _EAGER_RATIOS.get(runner)
+        per_shape = _EAGER_RATIOS.setdefault(runner, {})
     except TypeError:  # a runner that cannot be weakly referenced is probed every time
-        cached = None
-    if cached is None:
-        cached = eager_over_graph(stream, compute_launch(stack, runner, buffers, stream, False), graph)
-        try:
-            _EAGER_RATIOS[runner] = cached
-        except TypeError:
-            pass
-    eager_ms, graph_ms = cached
+        per_shape = {}
+    if shapes not in per_shape:
+        per_shape[shapes] = eager_over_graph(stream, compute_launch(stack, runner, buffers, stream, False), graph)
+    eager_ms, graph_ms = per_shape[shapes]
     info.update(eager_ms=round(eager_ms, 4), graph_ms=round(graph_ms, 4),
                 eager_over_graph=round(eager_ms / graph_ms, 3) if graph_ms > 0 else None)
 
