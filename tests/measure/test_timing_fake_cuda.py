@@ -16,7 +16,7 @@ import pytest
 
 from trtprof.system import cuda, nvml
 from trtprof.spec import TensorSpec
-from trtprof.measure.timing import TimingConfig, time_device
+from trtprof.measure.timing import EAGER_BOUND_RATIO, EAGER_PROBE_RUNS, TimingConfig, launch_notes, time_device
 
 H2D_MS, COMPUTE_MS, D2H_MS = 0.25, 1.0, 0.125
 
@@ -171,7 +171,64 @@ def test_cuda_graph_replays_after_one_eager_run(monkeypatch):
     install(monkeypatch, gpu)
     samples = time_device(FakeRunner(gpu), FEEDS, TimingConfig(warmup=2, iterations=5, cuda_graph=True,
                                                                spin_wait=True))
-    assert gpu.graph_launches == 2 + 5  # every timed and warm-up call is a replay
-    assert gpu.launches == 1 + 2 + 5  # plus the eager run before the capture
+    probe = 1 + EAGER_PROBE_RUNS  # the eager/graph ratio: one of each, then the timed runs of each
+    assert gpu.graph_launches == probe + 2 + 5  # every timed and warm-up call is a replay
+    assert gpu.launches == 1 + probe + (probe + 2 + 5)  # the eager run before the capture, the eager probe
     np.testing.assert_allclose(samples.stages["compute_ms"], COMPUTE_MS)
     assert samples.device["sync"] == "spin" and gpu.open == 0
+    launch = samples.device["launch"]
+    assert launch["mode"] == "cuda_graph" and launch["eager_over_graph"] == pytest.approx(1.0)
+    assert not any("eager" in n for n in samples.notes)  # equal times: nothing host-bound to say
+    runner = FakeRunner(gpu)
+    time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=1, cuda_graph=True))
+    before = gpu.launches
+    time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=1, cuda_graph=True))
+    assert gpu.launches - before == 1 + 1  # the same runner's ratio is measured once: eager run + the replay
+    before = gpu.launches
+    time_device(runner, {k: np.ones((3, *v.shape[1:]), v.dtype) for k, v in FEEDS.items()},
+                TimingConfig(warmup=0, iterations=1, cuda_graph=True))
+    assert gpu.launches - before == 1 + 2 * (1 + EAGER_PROBE_RUNS) + 1  # another batch size: measured again
+
+
+def test_a_failed_capture_runs_that_arm_eager_and_says_why(monkeypatch):
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+
+    class RefusingGraph:
+        def __init__(self, fn, stream) -> None:
+            raise RuntimeError("Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the "
+                               "CPU tensor is pinned\nC++ context")
+
+    monkeypatch.setattr(cuda, "Graph", RefusingGraph)
+    samples = time_device(FakeRunner(gpu), FEEDS, TimingConfig(warmup=2, iterations=5, cuda_graph=True))
+    assert gpu.graph_launches == 0 and gpu.launches == 1 + 2 + 5
+    assert samples.device["launch"]["mode"] == "eager"
+    (note,) = [n for n in samples.notes if n.startswith("eager:")]
+    assert "CUDA graph capture failed (RuntimeError: Cannot copy between CPU and CUDA tensors" in note
+    assert "\n" not in note and gpu.open == 0
+
+
+def test_out_of_memory_during_capture_is_not_a_capture_problem(monkeypatch):
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    class Oom:
+        def __init__(self, fn, stream) -> None:
+            raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(cuda, "Graph", Oom)
+    with pytest.raises(OutOfMemoryError):
+        time_device(FakeRunner(gpu), FEEDS, TimingConfig(warmup=0, iterations=2, cuda_graph=True))
+
+
+@pytest.mark.parametrize("ratio,said", [(EAGER_BOUND_RATIO - 0.01, False), (EAGER_BOUND_RATIO, True)])
+def test_host_bound_eager_is_said_with_its_ratio_at_the_threshold(ratio, said):
+    info = {"mode": "cuda_graph", "eager_ms": ratio * 2.0, "graph_ms": 2.0, "eager_over_graph": ratio}
+    notes = launch_notes(info)
+    assert bool(notes) is said
+    if said:
+        assert f"eager/graph {ratio:.2f}×" in notes[0] and "host-bound" in notes[0]
+    assert launch_notes({"mode": "eager"}) == []

@@ -7,7 +7,9 @@ timed by the same loop as every other GPU backend (``trtprof.measure.timing.time
 The artifact is the ONNX file itself (after a small pre-pass, below), so loading it never unpickles
 anything: the module is rebuilt from the protobuf with onnx2torch at load time. Precision is applied
 at load: fp32 runs with TF32 switched off (PyTorch's cuDNN default is TF32 on, which is not FP32),
-tf32 with it on, fp16 with the module in half and the float IO cast on the device inside ``enqueue``.
+tf32 with it on, fp16 with every float tensor of the module in half (``follow_precision``: weights, constants
+and Cast targets) and the float IO cast on the device inside ``enqueue``. The build runs the converted module
+once (``check_runs``), so a module that converts but cannot run fails there, in one line.
 
 cuDNN autotuning (``torch.backends.cudnn.benchmark``) is on by default while the runner runs
 (``TorchRunner.autotune``; ``--no-autotune`` switches it off): with it off cuDNN picks convolution
@@ -45,8 +47,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import BadModel, BuildFailed, MissingDependency, UnsupportedPrecision
+from ..errors import BadModel, BuildFailed, MissingDependency, TrtprofError, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
+from ..system.preflight import is_out_of_memory
 from .base import Availability, BuildReport
 
 if TYPE_CHECKING:
@@ -62,6 +65,8 @@ MEMORY_FORMAT_OPTION = "memory_format"
 CONTIGUOUS = "contiguous"  # torch's default, NCHW for 4-D tensors
 CHANNELS_LAST = "channels_last"  # NHWC in memory, the logical shape unchanged
 MEMORY_FORMATS = (CONTIGUOUS, CHANNELS_LAST)
+# A failure's message is cut to this many characters: one line on stderr, not torch's C++ context.
+MESSAGE_CHARS = 300
 
 
 def import_torch():
@@ -93,10 +98,35 @@ def import_onnx2torch():
             del sys.modules[name]
         with _torchvision_placeholder():
             import onnx2torch
+        register_type_widened_versions()
         return onnx2torch
     import onnx2torch
 
+    register_type_widened_versions()
     return onnx2torch
+
+
+# ONNX ops whose newer version only widened the types they accept (opset 16 added bfloat16), mapped to
+# the version onnx2torch 1.5 converts: the same function, so its converter serves both. Without this a
+# transformers BERT exported at opset 17 stops at "Converter is not implemented (GreaterOrEqual, 16)".
+TYPE_WIDENED_VERSIONS = {("GreaterOrEqual", 16): 12, ("LessOrEqual", 16): 12}
+
+
+def register_type_widened_versions() -> list[str]:
+    """Register onnx2torch's converter of each op in ``TYPE_WIDENED_VERSIONS`` for the newer version too
+    (through its public ``add_converter``); returns what was added (nothing once done, or once a newer
+    onnx2torch has its own)."""
+    from onnx2torch.node_converters.registry import add_converter, get_converter
+
+    added = []
+    for (op, new), old in TYPE_WIDENED_VERSIONS.items():
+        try:
+            converter = get_converter(op, old)
+            add_converter(operation_type=op, version=new)(converter)
+        except (ValueError, NotImplementedError, KeyError):  # already registered, or no older one to reuse
+            continue
+        added.append(f"{op}-{new}")
+    return added
 
 
 @contextmanager
@@ -149,14 +179,77 @@ def fold_identity_initializers(model: "onnx.ModelProto") -> int:
 
 
 def to_torch_module(model: "onnx.ModelProto") -> Any:
-    """onnx2torch conversion (CPU, float32), with its failures as BuildFailed naming the op."""
+    """onnx2torch conversion (CPU, float32), with its failures as BuildFailed naming the op: any
+    exception of the converter (NotImplementedError, KeyError, ValueError, AssertionError, ...) is a
+    model it cannot convert, said in one line."""
     onnx2torch = import_onnx2torch()
     try:
         return onnx2torch.convert(model)
+    except TrtprofError:
+        raise
     except NotImplementedError as err:
-        raise BuildFailed(f"onnx2torch cannot convert this model: {err}") from err
+        raise BuildFailed(f"onnx2torch cannot convert this model: {first_line(err)}") from err
     except KeyError as err:
         raise BuildFailed(f"onnx2torch cannot convert this model (missing tensor {err})") from err
+    except Exception as err:  # noqa: BLE001 - a converter failure is the model's, said in one line
+        raise BuildFailed(f"onnx2torch cannot convert this model: {type(err).__name__}: {first_line(err)}") from err
+
+
+def first_line(err: BaseException) -> str:
+    """An exception's message cut to one line (torch's carry multi-line C++ context)."""
+    return (str(err).strip().splitlines() or [""])[0][:MESSAGE_CHARS]
+
+
+def follow_precision(torch: Any, module: Any, dtype: Any) -> dict[str, int]:
+    """Put every float tensor of a converted module in ``dtype`` (float16/bfloat16), not only its weights.
+
+    ``module.to(dtype)`` casts parameters and buffers (onnx2torch keeps initializers and Constant
+    values as buffers) but not what the graph computes itself: a ``Cast(to=FLOAT)`` keeps producing
+    float32, and a float32 tensor of one or more dimensions promotes the half tensor it meets back to
+    float32, so a later op sees mixed types (timm's ViT-B/16: the attention scale from
+    ``Cast(Shape)`` → "expected scalar type Float but found Half" in MatMul). Here Cast targets
+    float32/float64 become ``dtype``, as do float tensors held as plain attributes. Values beyond the
+    dtype's finite range (float32's ``finfo.min`` as an attention-mask fill, in BERT) saturate to its
+    largest finite value instead of becoming inf, so ``0 × fill`` stays 0 and not NaN; real infinities
+    stay infinite. Nothing is kept float32 by design: LayerNormalization and Softmax run in ``dtype``
+    with float32 accumulation inside PyTorch's kernels. Returns what changed, for the build's notes."""
+    finfo = torch.finfo(dtype)
+    counts = {"tensors": 0, "saturated": 0, "casts": 0}
+
+    def lower(t: Any) -> Any:
+        if not t.is_floating_point() or t.dtype == dtype:
+            return t
+        counts["tensors"] += 1
+        big = t.isfinite() & (t.abs() > finfo.max)
+        if bool(big.any()):
+            counts["saturated"] += int(big.sum())
+            t = torch.where(big, t.clamp(finfo.min, finfo.max), t)
+        return t.to(dtype)
+
+    for sub in module.modules():
+        for name, p in sub._parameters.items():
+            if p is not None:
+                p.data = lower(p.data)
+        for name, b in list(sub._buffers.items()):
+            if b is not None:
+                sub._buffers[name] = lower(b)
+        for name, value in list(vars(sub).items()):
+            if isinstance(value, torch.Tensor):
+                setattr(sub, name, lower(value))
+        if type(sub).__name__ == "OnnxCast" and getattr(sub, "torch_dtype", None) in (torch.float32, torch.float64):
+            sub.torch_dtype = dtype
+            counts["casts"] += 1
+    return counts
+
+
+def precision_note(precision: Precision, counts: Mapping[str, int]) -> str:
+    """The build note saying what ``follow_precision`` changed."""
+    low = LOW_DTYPES[precision]
+    text = (f"{precision.value}: every float tensor of the module in {low} ({counts['tensors']} weights and constants), "
+            f"{counts['casts']} Cast-to-float target(s) retargeted to {low}")
+    if counts["saturated"]:
+        text += f"; {counts['saturated']} constant value(s) beyond {low}'s range saturated to its largest finite value"
+    return text
 
 
 @contextmanager
@@ -188,6 +281,14 @@ def cudnn_mode(torch: Any, tf32: bool, autotune: bool) -> Iterator[None]:
     finally:
         if prev != autotune:
             cudnn.benchmark = prev
+
+
+def capturing(torch: Any) -> bool:
+    """Is a CUDA graph being captured on the current stream (its failures are the capture's, not the model's)?"""
+    try:
+        return bool(torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+    except Exception:  # noqa: BLE001 - the query itself fails only when capture already broke
+        return True
 
 
 class DeviceArray:
@@ -258,7 +359,15 @@ class TorchRunner:
                                "not channels-last")
 
     def _run(self, tensors: list[Any]) -> tuple[Any, ...]:
-        result = self.module(*[self.cast_in(t, spec.name) for spec, t in zip(self.inputs, tensors)])
+        try:
+            result = self.module(*[self.cast_in(t, spec.name) for spec, t in zip(self.inputs, tensors)])
+        except TrtprofError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the converted module's failure, in one line
+            if is_out_of_memory(err) or capturing(self._torch):
+                raise  # out of memory is the batch's answer (preflight); a failed capture falls back to eager
+            raise BadModel(f"the converted torch module ({self.precision.value}) failed: "
+                           f"{type(err).__name__}: {first_line(err)}") from err
         if isinstance(result, self._torch.Tensor):
             return (result,)
         if isinstance(result, dict):
@@ -456,6 +565,11 @@ class TorchBackend:
             module = self._check_fp8(proto, notes)
         else:
             module = to_torch_module(proto)  # fail at build time, not at bench time
+        if spec.precision in LOW_DTYPES and not keep:
+            counts = follow_precision(import_torch(), module, getattr(import_torch(), LOW_DTYPES[spec.precision]))
+            notes[-1] = precision_note(spec.precision, counts)
+            extra = {"low_precision_tensors": counts}
+        check_runs(module, spec, Path(model), converted=bool(keep))
         memory_format = check_memory_format(spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS), module, spec.precision)
         nhwc: tuple[str, ...] = ()
         if memory_format == CHANNELS_LAST:
@@ -510,6 +624,32 @@ class TorchBackend:
                                  memory_format=record.spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS))
 
 
+def check_runs(module: Any, spec: BuildSpec, model: Path, *, converted: bool = False) -> None:
+    """Run the converted module once, in the engine's precision, on the build's random inputs at its
+    smallest batch: a module onnx2torch converts but that cannot run (mixed dtypes, a shape it
+    computes wrong) fails the build with one line (BadModel) instead of a traceback at bench time.
+    On the GPU when there is one (where it will run), else on the CPU."""
+    if spec.precision is Precision.FP8:
+        return  # torch_fp8's module is checked against its own chain
+    from ..model.inputs import make_inputs, resolve_shapes
+    from ..model.onnx_model import inspect_model
+
+    torch = import_torch()
+    info = inspect_model(model)
+    feeds = make_inputs(info.inputs, resolve_shapes(info.inputs, spec.min_batch, spec.shape_overrides(),
+                                                    model_path=str(model)))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    runner = TorchRunner(module.eval().to(device), spec.precision, tuple(info.inputs), tuple(info.outputs),
+                         device=device, cast_io=not converted)
+    try:
+        runner.infer(feeds)
+    except BadModel as err:
+        raise BadModel(err.message, path=model) from err
+    finally:
+        runner.close()
+        module.to("cpu")
+
+
 def conv_fed_inputs(proto: Any) -> tuple[str, ...]:
     """The graph inputs a channels-last runner converts: those a Conv takes as its data input (4-D,
     NCHW by ONNX's Conv definition). An input that reaches a Conv through other nodes is left alone."""
@@ -547,7 +687,7 @@ def runner_from_proto(proto: Any, precision: Precision, inputs: tuple[TensorSpec
     else:
         module = to_torch_module(proto).eval().to(device)
     if precision in LOW_DTYPES and not converted:
-        module = module.to(getattr(torch, LOW_DTYPES[precision]))
+        follow_precision(torch, module, getattr(torch, LOW_DTYPES[precision]))
     nhwc: frozenset[str] = frozenset()
     if check_memory_format(memory_format, module, precision) == CHANNELS_LAST:
         module = module.to(memory_format=torch.channels_last)

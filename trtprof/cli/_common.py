@@ -7,7 +7,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..engines.cache import ENTRY_NAME
 from ..engines.cache_admin import TEMP_NAME, is_engines_dir
@@ -65,13 +65,46 @@ def add_timing_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--duration-s", type=positive_float, default=None,
                    help="also keep measuring until this many seconds have passed")
     g.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
-    g.add_argument("--cuda-graph", action="store_true", help="GPU: capture the enqueue in a CUDA graph and replay it")
+    add_launch_args(g)
     g.add_argument("--spin-wait", action="store_true", help="GPU: busy-wait for completion instead of blocking sync")
     g.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     g.add_argument("--seed", type=seed_value, default=0, help="seed of the random inputs (0 … 2**32-1)")
     g.add_argument("--threads", type=positive_int, default=None, metavar="N",
                    help="CPU (onnxruntime): intra-op threads, inter-op 1 (default: onnxruntime's, all cores); "
                         "recorded in the results")
+
+
+def add_launch_args(parser: Any) -> None:
+    """``--eager`` / ``--cuda-graph``: GPU inference replays a captured CUDA graph by default, as TensorRT
+    engines are run in production and trtexec times them; an arm whose capture fails runs eager, said so."""
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="GPU: capture the enqueue in a CUDA graph and replay it (the default)")
+    parser.add_argument("--eager", action="store_true",
+                        help="GPU: time eager launches instead of replaying a CUDA graph (host launch cost included)")
+
+
+def cuda_graph(args: argparse.Namespace) -> bool:
+    """Replay CUDA graphs unless ``--eager``; both flags together are a contradiction."""
+    if getattr(args, "eager", False) and getattr(args, "cuda_graph", False):
+        raise BadInput("--eager and --cuda-graph contradict each other (CUDA graphs are the default)")
+    return not getattr(args, "eager", False)
+
+
+# Backends whose timing runs on the GPU (CUDA events): the launch line is printed for them only.
+GPU_BACKENDS = ("torch", "tensorrt", "tensorrt-rtx")
+
+
+def launch_line(args: argparse.Namespace) -> str | None:
+    """The first line a GPU timing prints, how its launches are timed (None where the timing is the CPU's:
+    an explicit GPU backend, or ``auto`` on a machine with a CUDA GPU, is timed on the GPU)."""
+    from ..system import cuda
+
+    backend = getattr(args, "backend", "auto")
+    if backend not in GPU_BACKENDS and not (backend == "auto" and cuda.device_count() > 0):
+        return None
+    return ("timing: eager launches (--eager)" if not cuda_graph(args)
+            else "timing: CUDA graph replay (the default; --eager times eager launches; an arm whose capture "
+                 "fails runs eager, said so)")
 
 
 def add_autotune_arg(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +129,7 @@ def timing_config(args: argparse.Namespace) -> TimingConfig:
         iterations=args.iterations,
         duration_s=args.duration_s,
         copies=not args.no_copies,
-        cuda_graph=args.cuda_graph,
+        cuda_graph=cuda_graph(args),
         spin_wait=args.spin_wait,
     )
 

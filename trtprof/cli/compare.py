@@ -90,7 +90,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")
     p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
-    p.add_argument("--cuda-graph", action="store_true", help="GPU: replay a captured CUDA graph")
+    _common.add_launch_args(p)
     _common.add_autotune_arg(p)
     p.add_argument("--layers", action="store_true",
                    help="also profile every precision layer by layer (a separate run after the timing; "
@@ -121,7 +121,7 @@ def _plan(args: argparse.Namespace) -> RoundPlan:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
     plan = RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
                      round_iterations=args.round_iterations, margin=args.margin, copies=not args.no_copies,
-                     cuda_graph=args.cuda_graph, autotune=args.autotune, min_loads=args.min_loads,
+                     cuda_graph=_common.cuda_graph(args), autotune=args.autotune, min_loads=args.min_loads,
                      max_loads=max(MAX_LOADS, args.min_loads))  # asking for more loads lifts the ceiling
     if not FLOOR_LOADS <= plan.min_loads <= LOADS_LIMIT:  # one load has no load-to-load spread to show
         raise BadInput(f"--min-loads {plan.min_loads}: must be from {FLOOR_LOADS} to {LOADS_LIMIT}")
@@ -248,21 +248,31 @@ def run(args: argparse.Namespace) -> int:
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
 
     def on_progress(batch: int, p: Progress) -> None:
+        announce()
         cis = ", ".join(f"{name} {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] {s.verdict}"
                         for name, s in p.speedups.items())
         print(f"  batch {batch}: {plural(p.loads, 'load')}, {plural(p.rounds, 'round')}, {p.elapsed_s:.1f} of "
               f"{round(p.budget_s, 1):g} s spent: {cis}", file=sys.stderr)
 
     def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
+        announce()
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
                   f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
                   f"{outcome.elapsed_s:.1f} of {round(outcome.budget_s, 1):g} s spent with {outcome.reserve_s:.1f} s "
                   f"kept for the end, stopped: {outcome.stop_reason})", file=sys.stderr)
 
+    launch = [_common.launch_line(args)]  # printed once, before the first build or measurement says anything
+
+    def announce() -> None:
+        if launch[0] is not None:
+            print(launch[0], file=sys.stderr)
+            launch[0] = None
+
     built_s = [0.0]  # engine builds: a one-off, left out of the time budget
 
     def on_built(outcome: Any) -> None:
+        announce()
         built_s[0] += outcome.seconds if outcome.built else 0.0
         print_outcome(outcome)
 

@@ -272,7 +272,7 @@ def _result_for(record: EngineRecord, arm: Arm, batch_size: int, plan: RoundPlan
                 "round_warmup": ROUND_WARMUP, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "elapsed_s": round(outcome.elapsed_s, 3),  # of the budget (the first batch size: from compare's start)
-                "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": plan.cuda_graph,
+                "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": plan.cuda_graph and clock == "cuda_events",
                 "clock": clock, "autotune": autotune, "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed},
         warnings=warnings,
         device=arm.device,

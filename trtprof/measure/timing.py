@@ -9,6 +9,7 @@ and return raw per-iteration samples per stage, in milliseconds.
 from __future__ import annotations
 
 import time
+import weakref
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping
@@ -17,6 +18,7 @@ import numpy as np
 
 from ..system import cuda, nvml
 from ..errors import BackendUnavailable, BadInput
+from ..system.preflight import is_out_of_memory
 
 DEFAULT_WARMUP = 50
 DEFAULT_ITERATIONS = 200  # "hundreds": enough for a stable p99 estimate on a quiet machine
@@ -148,6 +150,13 @@ CLOCK_MOVED_FRACTION = 0.05
 _BENIGN_REASONS = frozenset({"gpu_idle", "applications_clocks_setting"})
 # Iterations queued on the stream at once in the timed loop (trtexec keeps the next one queued too).
 IN_FLIGHT = 2
+# Graph replay: eager launches this many times slower (per inference, GPU span) are host-bound, said so.
+EAGER_BOUND_RATIO = 1.1
+# Back-to-back launches per side when measuring that ratio: enough to fill the queue, a few ms at most.
+EAGER_PROBE_RUNS = 10
+# Each runner's (eager ms, graph ms) per input shapes, measured once: weakly held, so a closed runner is
+# not kept alive.
+_EAGER_RATIOS: "weakref.WeakKeyDictionary[Any, dict[Any, tuple[float, float]]]" = weakref.WeakKeyDictionary()
 LOCK_CLOCKS_HINT = "lock clocks for steadier numbers: nvidia-smi -lgc <max SM MHz> (nvidia-smi -rgc to undo)"
 
 
@@ -178,7 +187,7 @@ def device_notes(stages: dict[str, np.ndarray], before: dict[str, Any], after: d
         notes.append("GPU clocks were limited at the end of the run (" + ", ".join(reasons) + ")")
     enqueue, median_compute = _median(stages["enqueue_ms"]), _median(compute)
     if median_compute > 0 and enqueue >= ENQUEUE_BOUND_RATIO * median_compute:
-        hint = "" if config.cuda_graph else "; --cuda-graph removes most of the launch cost"
+        hint = "" if config.cuda_graph else "; CUDA graphs (--cuda-graph, the default without --eager) remove most of the launch cost"
         notes.append(f"enqueue-bound: host enqueue {enqueue:.3f} ms vs GPU compute {median_compute:.3f} ms "
                      f"(median), the GPU waits for the host{hint}")
     if config.copies:
@@ -215,7 +224,10 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     with ExitStack() as stack:
         stream = stack.enter_context(cuda.Stream())
         buffers, host_in, host_out = device_buffers(stack, stream, feeds, output_shapes, output_dtypes)
-        compute = compute_launch(stack, runner, buffers, stream, config.cuda_graph)
+        launch_info: dict[str, Any] = {}
+        compute = compute_launch(stack, runner, buffers, stream, config.cuda_graph, launch_info)
+        probe_eager_ratio(stack, runner, buffers, stream, compute, launch_info,
+                          tuple(sorted(input_shapes.items())))
         blocking = not config.spin_wait
         slots = [[stack.enter_context(cuda.Event(blocking_sync=blocking)) for _ in range(4)]
                  for _ in range(IN_FLIGHT)]
@@ -234,8 +246,9 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     stages = cols.columns()
     if not config.copies:
         del stages["h2d_ms"], stages["d2h_ms"]
-    notes = device_notes(stages, before, after, config)
+    notes = device_notes(stages, before, after, config) + launch_notes(launch_info)
     device = {
+        "launch": launch_info,
         "cuda_device": device_index,
         "pci_bus_id": bus_id,
         "name": after.get("name") or cuda.device_name(device_index),
@@ -245,6 +258,23 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     }
     return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
                    device=device)
+
+
+def probe_eager_ratio(stack: ExitStack, runner: Any, buffers: Mapping[str, int], stream: Any,
+                      graph: Callable[[], Any], info: dict[str, Any], shapes: Any) -> None:
+    """Once per runner and input shapes (the timing loop runs many blocks on one runner), when its
+    launches replay a graph: how much slower eager launches of the same runner are (``eager_over_graph``), into ``info``."""
+    if info.get("mode") != "cuda_graph":
+        return
+    try:
+        per_shape = _EAGER_RATIOS.setdefault(runner, {})
+    except TypeError:  # a runner that cannot be weakly referenced is probed every time
+        per_shape = {}
+    if shapes not in per_shape:
+        per_shape[shapes] = eager_over_graph(stream, compute_launch(stack, runner, buffers, stream, False), graph)
+    eager_ms, graph_ms = per_shape[shapes]
+    info.update(eager_ms=round(eager_ms, 4), graph_ms=round(graph_ms, 4),
+                eager_over_graph=round(eager_ms / graph_ms, 3) if graph_ms > 0 else None)
 
 
 def device_buffers(stack: ExitStack, stream: Any, feeds: Mapping[str, np.ndarray],
@@ -278,13 +308,16 @@ def device_buffers(stack: ExitStack, stream: Any, feeds: Mapping[str, np.ndarray
 
 
 def compute_launch(stack: ExitStack, runner: Any, buffers: Mapping[str, int], stream: Any,
-                   cuda_graph: bool) -> Callable[[], Any]:
+                   cuda_graph: bool, launch_info: dict[str, Any] | None = None) -> Callable[[], Any]:
     """The zero-argument call that enqueues one inference on ``stream``.
 
     A runner may offer ``bind(buffers, stream)``: a context manager that sets up its per-call state
     once (e.g. PyTorch's current stream, inference mode, TF32 flags) and yields a zero-argument
     launch. Otherwise every launch is a full ``enqueue``. With ``cuda_graph`` the launch is captured
-    once and each call replays the graph."""
+    once and each call replays the graph; when the capture fails (a converted module that copies a
+    CPU tensor, say) this runner's launches stay eager, and ``launch_info`` (the result's
+    ``device["launch"]``) says so and why, instead of the measurement failing. An out-of-memory
+    during capture is not a capture problem: it is raised (the batch does not fit)."""
     handle = stream.handle
     bind = getattr(runner, "bind", None)
     if bind is not None:
@@ -293,14 +326,64 @@ def compute_launch(stack: ExitStack, runner: Any, buffers: Mapping[str, int], st
         def launch() -> None:
             runner.enqueue(buffers, handle)
 
+    info = launch_info if launch_info is not None else {}
     if not cuda_graph:
+        info["mode"] = "eager"
         return launch
     # Run eagerly once first: lazy initialisation (library handles, allocator pools, autotuning)
     # must happen outside the capture, where it would be illegal.
     launch()
     stream.synchronize()
-    graph = stack.enter_context(cuda.Graph(launch, stream))
+    try:
+        graph = stack.enter_context(cuda.Graph(launch, stream))
+    except Exception as err:  # noqa: BLE001 - any capture failure: this runner is timed eager, said so
+        if is_out_of_memory(err):
+            raise
+        stream.synchronize()
+        info.update(mode="eager", capture_failed=f"{type(err).__name__}: {first_line(err)}")
+        return launch
+    info["mode"] = "cuda_graph"
     return graph.launch
+
+
+def first_line(err: BaseException) -> str:
+    """An exception's message as one short line (CUDA and torch errors carry multi-line context)."""
+    return (str(err).strip().splitlines() or [""])[0][:240]
+
+
+def eager_over_graph(stream: Any, eager: Callable[[], Any], graph: Callable[[], Any],
+                     runs: int = EAGER_PROBE_RUNS) -> tuple[float, float]:
+    """(eager ms, graph ms) per inference: ``runs`` back-to-back launches of each between two events on
+    ``stream``, after one of each. When eager launches are host-bound the GPU waits between their
+    kernels, so the eager span exceeds the replay's; the ratio is what ``--eager`` would measure on
+    top of the model."""
+    record, ok = cuda.runtime().cudaEventRecord, cuda.ok
+
+    def span(fn: Callable[[], Any]) -> float:
+        fn()
+        with cuda.Event() as start, cuda.Event() as end:
+            ok(record(start.raw, stream.raw), "cudaEventRecord")
+            for _ in range(runs):
+                fn()
+            ok(record(end.raw, stream.raw), "cudaEventRecord")
+            end.synchronize()
+            return start.elapsed_ms(end) / runs
+
+    return span(eager), span(graph)
+
+
+def launch_notes(info: Mapping[str, Any]) -> list[str]:
+    """The lines a result carries about how its launches ran: an arm that fell back to eager (and why),
+    and a graph replay whose eager launches would have been host-bound (with the measured ratio)."""
+    if info.get("capture_failed"):
+        return [f"eager: CUDA graph capture failed ({info['capture_failed']}), so this arm's launches are eager "
+                "while graph-captured arms replay; --eager times every arm's launches eagerly"]
+    ratio = info.get("eager_over_graph")
+    if ratio is not None and ratio >= EAGER_BOUND_RATIO:
+        return [f"eager launches would be host-bound: {info['eager_ms']:.3f} ms per inference eager vs "
+                f"{info['graph_ms']:.3f} ms replaying the CUDA graph (eager/graph {ratio:.2f}×); timed with the "
+                "graph, as a TensorRT engine or trtexec runs; --eager times the eager launches"]
+    return []
 
 
 def event_iteration(stream: Any, compute: Callable[[], Any], host_in: list[tuple[np.ndarray, int]],

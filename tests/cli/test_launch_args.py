@@ -1,0 +1,37 @@
+"""GPU launches: CUDA graph replay by default, ``--eager`` to time eager launches, both flags refused."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from trtprof.cli import _common
+from trtprof.errors import BadInput
+
+
+def _args(*argv: str, backend: str = "torch") -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    _common.add_launch_args(parser)
+    args = parser.parse_args(list(argv))
+    args.backend = backend
+    return args
+
+
+def test_graphs_are_the_default_and_eager_is_asked_for():
+    assert _common.cuda_graph(_args()) is True
+    assert _common.cuda_graph(_args("--cuda-graph")) is True
+    assert _common.cuda_graph(_args("--eager")) is False
+    with pytest.raises(BadInput, match="--eager and --cuda-graph contradict"):
+        _common.cuda_graph(_args("--eager", "--cuda-graph"))
+
+
+def test_the_launch_line_is_printed_for_gpu_backends_only(monkeypatch):
+    from trtprof.system import cuda
+
+    monkeypatch.setattr(cuda, "device_count", lambda: 0)
+    assert _common.launch_line(_args(backend="onnxruntime")) is None
+    assert _common.launch_line(_args(backend="auto")) is None
+    assert _common.launch_line(_args()).startswith("timing: CUDA graph replay (the default")
+    assert _common.launch_line(_args("--eager")) == "timing: eager launches (--eager)"
+    monkeypatch.setattr(cuda, "device_count", lambda: 1)
+    assert _common.launch_line(_args(backend="auto")) is not None
