@@ -15,7 +15,7 @@ from ..system.environment import collect
 from ..errors import BadInput
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..system.noise import cpu_noise_warning, cpu_state
-from .results import BenchResult, ResultSet
+from .results import BenchResult, ResultSet, stamp_result
 from .timing import TimingConfig
 
 
@@ -208,6 +208,7 @@ def bench_records(
             except KeyboardInterrupt:
                 interrupted, pending = True, pending_json(items[index:])
                 break
+            stamp_result(result, environment["host"]["cpu_state"], runners[item.record.key].device == "cpu")
             results.append(result)
             try:
                 if on_result is not None:

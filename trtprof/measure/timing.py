@@ -240,7 +240,8 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
 
         warm_runs, warm_s = warm_up(one_iteration, config)
         before = nvml.gpu_state(pci_bus_id=bus_id)
-        cols, span_s = run_in_flight(issue, wait, slots, raw_slots, config)
+        with nvml.watch_gpu(pci_bus_id=bus_id) as during:  # sampled through the loop (system.validity)
+            cols, span_s = run_in_flight(issue, wait, slots, raw_slots, config)
         after = nvml.gpu_state(pci_bus_id=bus_id)
 
     stages = cols.columns()
@@ -255,6 +256,7 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
         "sync": "spin" if config.spin_wait else "blocking",
         "before": before,
         "after": after,
+        "during": during,
     }
     return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
                    device=device)
