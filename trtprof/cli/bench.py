@@ -13,6 +13,7 @@ from ..measure.results import ResultSet
 from ..util.signals import signals_deferred, sigterm_as_interrupt
 from ..util.wording import plural
 from . import _common, _serving
+from ..system.validity import Validity, merge, stamp_lines
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
 
@@ -89,6 +90,8 @@ def print_table(results: ResultSet) -> None:
         print("no finished measurements")
         return
     labels = engine_labels(results.results)
+    for line in stamp_lines(merge([Validity.from_json(r.validity) for r in results.results])):  # first: VALID or why not
+        print(line)
     print(_common.format_table(TABLE_HEADERS, table_rows(results)))
     stages = [k for k in ("h2d_ms", "compute_ms", "d2h_ms", "enqueue_ms") if any(k in r.stats for r in results.results)]
     if stages:
@@ -105,6 +108,8 @@ def print_table(results: ResultSet) -> None:
             firsts = ", ".join(f"{shape} {ms:.1f} ms" for shape, ms in runtime["first_inference_ms"].items())
             print(f"jit: {label} batch {r.batch_size}: context {runtime['jit_ms']:.1f} ms, "
                   f"first inference {firsts or '-'}; runtime cache {runtime['runtime_cache']['status']}")
+        if r.validity:
+            print(f"{label} batch {r.batch_size}: {r.validity['stamp']}")
         for w in r.warnings:
             print(f"warning: {label} batch {r.batch_size}: {w}")
 

@@ -218,7 +218,8 @@ class CompareReport:
             "settings": {**self.plan.to_json(), "min_rounds": self.plan.min_rounds, "confidence": CONFIDENCE,
                          "stop_confidence": STOP_CONFIDENCE, "isolation": self.isolation,
                          "method": {"speedup": METHOD, "median_ci": ENGINE_METHOD}},
-            "validity": merge_validity([c.validity for c in self.comparisons]).to_json(),
+            **({"validity": merge_validity([c.validity for c in self.comparisons]).to_json()}
+               if any(c.validity is not None for c in self.comparisons) else {}),
             "comparisons": [c.to_json() for c in self.comparisons],
             "warnings": self.warnings,
             "device_peak": self.device_peak,

@@ -17,7 +17,7 @@ from ..system.memory import in_use_bytes
 from ..schemas import RESULTS as SCHEMA
 from ..stats.latency import LatencyStats
 from ..stats.throughput import throughput
-from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess
+from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess, merge
 
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
@@ -156,6 +156,9 @@ class ResultSet:
             "results": [r.to_json() for r in self.results],
             "interrupted": self.interrupted,
         }
+        stamps = [Validity.from_json(r.validity) for r in self.results if r.validity]
+        if stamps:  # every result's stamp as one (each result keeps its own)
+            data["validity"] = merge(stamps).to_json()
         if self.interrupted:
             data["pending"] = self.pending
         if self.serving:

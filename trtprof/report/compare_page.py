@@ -21,6 +21,7 @@ from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms
 from ..layers.html import layers_section
+from .stamp import page_validity, validity_html
 from .kit import document, file_b64, fmt, img, png_b64, pyplot, table
 from ..measure.results import BenchResult, read_json, results_from_json
 from ..schemas import COMPARE_READABLE, RESULTS
@@ -192,6 +193,9 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
     backend = data.get("backend") or ", ".join(dict.fromkeys(
         p.get("backend", "") for sweep in data.get("serving") or [] for p in sweep.get("points", [])))
     lines = [f"# trtprof: {data.get('model', '')}" + (f" [{backend}]" if backend else ""), ""]
+    stamp = page_validity(data)
+    if stamp is not None:  # first: VALID or NOT VALID and why
+        lines += [f"**{stamp.stamp}**", *[f"- to fix [{r.code}]: {r.advice}" for r in stamp.reasons], ""]
     if data["kind"] == "compare":
         lines += ["| " + " | ".join(VERDICT_HEADERS) + " |", "|" + "---|" * len(VERDICT_HEADERS)]
         lines += ["| " + " | ".join(row) + " |" for row in verdict_rows(data["comparisons"])]
@@ -320,7 +324,8 @@ def render_html(data: Mapping[str, Any]) -> str:
     results: list[BenchResult] = data["parsed_results"]
     title = f"trtprof report: {data.get('model', '')} [{data.get('backend', '')}]"
     parts = [f"<h1>{html.escape(title)}</h1>",
-             f"<p>created {html.escape(str(data.get('created', '')))}</p>"]
+             f"<p>created {html.escape(str(data.get('created', '')))}</p>",
+             validity_html(page_validity(data))]  # the stamp before any number (trtprof.report.stamp)
     if data["kind"] == "compare":
         comparisons = data["comparisons"]
         settings = data.get("settings", {})

@@ -7,6 +7,8 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
+from .stamp import validity_html
+
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
@@ -105,7 +107,7 @@ def slo_section(slo: Mapping[str, Any]) -> str:
 
 def serving_section(sweep: Mapping[str, Any]) -> str:
     settings = sweep.get("settings", {})
-    parts = ["<h2>Throughput under concurrency</h2>",
+    parts = ["<h2>Throughput under concurrency</h2>", validity_html(sweep.get("validity"), "serving"),
              f"<p>Closed loop: N requests in flight (N threads; on a GPU each with its own stream and execution "
              f"context), {settings.get('rounds')} rounds of {settings.get('window_s')} s windows per point, "
              f"interleaved across precisions. Throughput: median over rounds; latency: per request, "

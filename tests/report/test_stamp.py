@@ -1,0 +1,49 @@
+"""The validity stamp at the top of the pages and of the Markdown summary (trtprof.report.stamp)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trtprof.measure.results import BenchResult, ResultSet, stamp_result
+from trtprof.report.stamp import page_validity, validity_html
+from trtprof.system.validity import Facts, assess
+
+pytest.importorskip("matplotlib")
+
+
+def result(precision: str, effective: str) -> BenchResult:
+    lat = 1.0 + 0.01 * np.random.default_rng(0).standard_normal(50)
+    return BenchResult.from_samples(stages={"latency_ms": lat}, span_s=0.05, batch_size=1, model="net",
+                                    precision=precision, backend="onnxruntime",
+                                    engine={"effective_precision": effective}, config={})
+
+
+def test_the_box_says_valid_plainly_and_not_valid_with_each_reason_and_what_to_do():
+    ok = assess(Facts(loads=6, min_loads=6))
+    assert "<b>VALID</b>" in validity_html(ok) and "warn" not in validity_html(ok)
+    bad = assess(Facts(loads=2, min_loads=6, casts=("fp16",)))
+    box = validity_html(bad.to_json(), "serving")
+    assert box.startswith('<div class="warn"><b>serving: NOT VALID</b>') and box.count("<li>") == 2
+    assert "To fix:</i> give it time" in box
+    assert validity_html(None) == ""
+
+
+def test_a_file_without_stamps_shows_none_rather_than_a_valid_nobody_checked():
+    assert page_validity({"results": [{"samples_ms": [1.0]}]}) is None
+
+
+def test_a_bench_page_and_its_markdown_open_with_the_stamp(tmp_path):
+    from trtprof.report.compare_page import load, markdown_summary, render_html
+
+    fp32, fp16 = result("fp32", "fp32"), result("fp16", "fp32+casts")
+    cpu = {"load_average": [0.0], "usable_cores": 4, "governor": "performance"}
+    for r in (fp32, fp16):
+        stamp_result(r, cpu, host_timed=True)
+    path = tmp_path / "results.json"
+    ResultSet(environment={}, results=[fp32, fp16]).write_json(path)
+    data = load(path)
+    page = render_html(data)
+    head = page[:page.index("<h2>")]  # before the first section: the stamp is at the top
+    assert "NOT VALID" in head and "ran FP32 kernels behind casts" in head
+    md = markdown_summary(data)
+    assert md.splitlines()[2].startswith("**NOT VALID: fp16 ran FP32 kernels behind casts")
