@@ -47,3 +47,22 @@ def test_a_bench_page_and_its_markdown_open_with_the_stamp(tmp_path):
     assert "NOT VALID" in head and "ran FP32 kernels behind casts" in head
     md = markdown_summary(data)
     assert md.splitlines()[2].startswith("**NOT VALID: fp16 ran FP32 kernels behind casts")
+
+
+def test_bench_prints_the_stamp_first_and_each_result_carries_its_own(conv_model, tmp_path, capsys):
+    import json
+
+    from trtprof.cli import main
+
+    engines, out = tmp_path / "e", tmp_path / "r.json"
+    assert main(["build", str(conv_model), "--fp32", "--fp16", "--batch-sizes", "1", "--engines", str(engines),
+                 "--backend", "onnxruntime"]) == 0
+    capsys.readouterr()
+    assert main(["bench", str(engines), "--iterations", "5", "--warmup", "1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    data = json.loads(out.read_text())
+    by_precision = {r["precision"]: r["validity"] for r in data["results"]}
+    assert "fp16_is_fp32" in [r["code"] for r in by_precision["fp16"]["reasons"]]
+    assert "fp16_is_fp32" not in [r["code"] for r in by_precision["fp32"]["reasons"]]
+    assert text[0] == data["validity"]["stamp"] and text[0].startswith("NOT VALID: ")
+    assert any(line.endswith(by_precision["fp16"]["stamp"]) and "batch 1: " in line for line in text)
