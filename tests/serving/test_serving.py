@@ -236,7 +236,7 @@ def test_slo_verdict_is_inconclusive_with_a_reason_when_a_precision_misses_or_ha
     assert miss["verdicts"][0]["verdict"] == "inconclusive"
     assert "fp32: no measured point has p99 ≤ 5 ms; the lowest p99 is 9 ms" in miss["verdicts"][0]["reason"]
     one = at_target([_point("fp32", 1, 1, [100], 2.0), _point("fp16", 1, 1, [200], 2.0)], ["fp32", "fp16"], 5.0)
-    assert one["verdicts"][0]["verdict"] == "inconclusive" and "one round" in one["verdicts"][0]["reason"]
+    assert one["verdicts"][0]["verdict"] == "inconclusive" and "1 round: no interval" in one["verdicts"][0]["reason"]
 
 
 # ---- the sweep and the CLI on a real (small) ONNX Runtime model ---------------------------------

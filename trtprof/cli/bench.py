@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..measure.bench import bench_path
 from ..engines.cache_admin import scan_dir
-from ..util.labels import engine_labels, fmt_ms
+from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..errors import BadInput, write_failure
 from ..measure.results import ResultSet
 from ..util.signals import signals_deferred, sigterm_as_interrupt
@@ -81,7 +81,7 @@ def table_rows(results: ResultSet) -> list[tuple]:
     for r, label in zip(results.results, engine_labels(results.results)):
         s = r.latency
         rows.append((label, r.batch_size, fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.p99),
-                     f"{fmt_ms(s.mean)} ± {fmt_ms(s.std, 2)}", f"{s.cv:.1%}", f"{r.throughput_per_s:,.0f}" if r.throughput_per_s >= 100 else f"{r.throughput_per_s:.4g}", s.n))
+                     f"{fmt_ms(s.mean)} ± {fmt_ms(s.std, 2)}", f"{s.cv:.1%}", fmt_rate(r.throughput_per_s), s.n))
     return rows
 
 

@@ -35,6 +35,19 @@ def fmt_ms(value: float, significant: int = 4) -> str:
     return f"{value:.{decimals}f}"
 
 
+def fmt_rate(value: float | None) -> str:
+    """A rate (samples/s, requests/s) for people: thousands separators from 100 up (253,900), four
+    significant digits below (12.35, 0.4567), never scientific notation ("2.539e+05" is what ``:,.4g``
+    prints for 253,900)."""
+    if value is None or not math.isfinite(value):
+        return "-" if value is None else str(value)
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if value == 0:
+        return "0"
+    return fmt_ms(value) if abs(value) >= 1e-4 else f"{value:.6f}"
+
+
 def precision_text(r: "Labelled") -> str:
     eff = r.engine.get("effective_precision", r.precision)
     return r.precision if eff == r.precision else f"{r.precision} ({eff})"

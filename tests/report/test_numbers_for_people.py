@@ -1,0 +1,48 @@
+"""Numbers for people (issue 34, deliverable 3): rates without scientific notation, no CI from too
+few serving rounds."""
+from __future__ import annotations
+
+import pytest
+
+from trtprof.util.labels import fmt_rate
+
+
+@pytest.mark.parametrize("value,text", [
+    (253_900.0, "253,900"), (2_539_000.4, "2,539,000"), (100.0, "100"), (99.99, "99.99"), (12.345, "12.35"),
+    (0.4567, "0.4567"), (0.0, "0"), (0.00001234, "0.000012"), (None, "-"), (float("nan"), "nan"),
+])
+def test_rates_have_thousands_separators_and_never_an_exponent(value, text):
+    assert fmt_rate(value) == text
+    assert "e+" not in fmt_rate(value) and "e-" not in fmt_rate(value)
+
+
+def test_serving_tables_print_rates_without_an_exponent():
+    from trtprof.report.serving_page import point_rows
+
+    point = {"arm": "fp16", "batch_size": 64, "concurrency": 4, "samples_per_s": 253_900.0, "requests_per_s": 3967.2,
+             "latency_ms": {"p50": 12_345.6, "p99": 0.01234}, "memory": {}, "energy": {}}
+    (row,) = point_rows([point], reasons=False)
+    assert row[3:7] == ["253,900", "3,967", "12346", "0.01234"]
+
+
+def _points(rounds: int):
+    from tests.serving.test_serving import _point
+
+    return [_point("fp32", 1, 1, [1000.0 + i for i in range(rounds)], 2.0),
+            _point("fp16", 1, 1, [1500.0 + 3 * i for i in range(rounds)], 2.0)]
+
+
+def test_a_serving_ratio_from_fewer_rounds_than_an_interval_needs_prints_no_ci():
+    """MIN_SERVING_ROUNDS rounds give an interval; one fewer gives the ratio, no CI, and one line why."""
+    from trtprof.report.serving_page import slo_lines
+    from trtprof.stats.slo import at_target
+    from trtprof.system.validity import MIN_SERVING_ROUNDS
+
+    enough = at_target(_points(MIN_SERVING_ROUNDS), ["fp32", "fp16"], 5.0)["verdicts"][0]
+    assert "ci_low" in enough and enough["rounds"] == MIN_SERVING_ROUNDS
+    few = at_target(_points(MIN_SERVING_ROUNDS - 1), ["fp32", "fp16"], 5.0)
+    v = few["verdicts"][0]
+    assert "ci_low" not in v and v["verdict"] == "inconclusive" and v["estimate"] == pytest.approx(1.5, rel=0.01)
+    assert "no interval" in v["reason"] and f"--serving-rounds {MIN_SERVING_ROUNDS}" in v["reason"]
+    line = slo_lines(few)[-1]
+    assert "CI" not in line and "inf" not in line and "INCONCLUSIVE: 2 rounds: no interval" in line
