@@ -46,3 +46,25 @@ def test_a_serving_ratio_from_fewer_rounds_than_an_interval_needs_prints_no_ci()
     assert "no interval" in v["reason"] and f"--serving-rounds {MIN_SERVING_ROUNDS}" in v["reason"]
     line = slo_lines(few)[-1]
     assert "CI" not in line and "inf" not in line and "INCONCLUSIVE: 2 rounds: no interval" in line
+
+
+def test_memory_is_never_negative_a_negative_rss_delta_is_below_resolution():
+    """RSS falling across a run (memory freed elsewhere in the process) is not a negative size: the
+    entry says below resolution, keeps the measured delta and says why; a delta of 0 is 0."""
+    from trtprof.system.memory import fmt_in_use, inference_memory
+
+    class CpuRunner:  # no memory_report: the host RSS path
+        pass
+
+    mib = 1 << 20
+    fell = inference_memory(CpuRunner(), rss_before_load=100 * mib, rss_after_load=100 * mib,
+                            rss_before_run=100 * mib, rss_after_run=100 * mib - 430_000)
+    assert fell["in_use_bytes"] is None and fell["below_resolution"] and fell["measured_delta_bytes"] == -430_000
+    assert "process-wide" in fell["resolution"]
+    assert fmt_in_use(fell) == "below resolution (RSS fell 0.41 MiB)" and "-" not in fmt_in_use(fell)
+    same = inference_memory(CpuRunner(), rss_before_load=100 * mib, rss_after_load=100 * mib,
+                            rss_before_run=100 * mib, rss_after_run=100 * mib)
+    assert same["in_use_bytes"] == 0 and "below_resolution" not in same and fmt_in_use(same) == "0 B"
+    grew = inference_memory(CpuRunner(), rss_before_load=100 * mib, rss_after_load=101 * mib,
+                            rss_before_run=101 * mib, rss_after_run=101 * mib)
+    assert fmt_in_use(grew) == "1 MiB"

@@ -116,9 +116,9 @@ def print_table(results: ResultSet) -> None:
 
 def print_memory_table(results: ResultSet) -> None:
     """Artifact size and memory in use during inference per engine × batch (``trtprof.system.memory``)."""
-    from ..system.memory import fmt_bytes, in_use_bytes
+    from ..system.memory import fmt_bytes, fmt_in_use
 
-    rows = [(label, r.batch_size, fmt_bytes(r.engine.get("artifact_bytes")), fmt_bytes(in_use_bytes(r.memory)),
+    rows = [(label, r.batch_size, fmt_bytes(r.engine.get("artifact_bytes")), fmt_in_use(r.memory),
              r.memory.get("kind", "n/a"))
             for r, label in zip(results.results, engine_labels(results.results))]
     if rows:

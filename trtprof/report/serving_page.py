@@ -19,13 +19,13 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def memory_rows(results: Sequence[Any]) -> list[list[str]]:
     from ..util.labels import engine_labels
-    from ..system.memory import fmt_bytes, in_use_bytes
+    from ..system.memory import fmt_bytes, fmt_in_use
 
     rows = []
     for r, label in zip(results, engine_labels(results)):
         rows.append([label, str(r.batch_size), fmt_bytes(r.engine.get("artifact_bytes")),
-                     fmt_bytes(in_use_bytes(r.memory)), str(r.memory.get("kind", "n/a")),
-                     str(r.memory.get("method") or r.memory.get("reason") or "")])
+                     fmt_in_use(r.memory), str(r.memory.get("kind", "n/a")),
+                     str(r.memory.get("resolution") or r.memory.get("method") or r.memory.get("reason") or "")])
     return rows
 
 
@@ -65,7 +65,7 @@ def _figure_b64(sweep: Mapping[str, Any]) -> str:
 def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> list[list[str]]:
     """One row per point (the report's table and ``bench``/``compare``'s printed one; ``reasons``
     False leaves out why energy is n/a, which the JSON and the page say)."""
-    from ..system.memory import fmt_bytes, in_use_bytes
+    from ..system.memory import fmt_in_use
 
     rows = []
     for p in points:
@@ -78,7 +78,7 @@ def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> 
                   else f"n/a ({e.get('reason', 'not measured')})" if reasons else "n/a")
         rows.append([p["arm"], str(p["batch_size"]), str(p["concurrency"]), fmt_rate(p['samples_per_s']),
                      fmt_rate(p['requests_per_s']), fmt_ms(p['latency_ms']['p50']), fmt_ms(p['latency_ms']['p99']),
-                     fmt_bytes(in_use_bytes(p.get("memory") or {})), energy])
+                     fmt_in_use(p.get("memory") or {}), energy])
     return rows
 
 
