@@ -68,3 +68,20 @@ def test_memory_is_never_negative_a_negative_rss_delta_is_below_resolution():
     grew = inference_memory(CpuRunner(), rss_before_load=100 * mib, rss_after_load=101 * mib,
                             rss_before_run=101 * mib, rss_after_run=101 * mib)
     assert fmt_in_use(grew) == "1 MiB"
+
+
+def test_no_help_text_prints_a_doubled_percent_sign():
+    """argparse %-formats help strings but not descriptions: a "95%% CI" in a description is printed
+    as typed (fix-fp16 --help did). Every command's --help is checked."""
+    import argparse
+
+    from trtprof.cli import make_parser
+
+    parser = make_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert "fix-fp16" in subs.choices
+    for name, sub in subs.choices.items():
+        assert "%%" not in sub.format_help(), name
+    import re
+
+    assert "95 % CI" in re.sub(r"\s+", " ", subs.choices["fix-fp16"].format_help())
