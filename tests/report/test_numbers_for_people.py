@@ -85,3 +85,26 @@ def test_no_help_text_prints_a_doubled_percent_sign():
     import re
 
     assert "95 % CI" in re.sub(r"\s+", " ", subs.choices["fix-fp16"].format_help())
+
+
+def test_a_second_engine_of_a_precision_is_labelled_by_what_differs_not_numbered():
+    from types import SimpleNamespace
+
+    from trtprof.serving.sweep import group_arms
+    from trtprof.util.labels import variant_label
+
+    user = {"calibration": "minmax", "calibration_data": "inputs.npz (64 samples), sha256 3f2a9c01d2e3f4a5"}
+    rand = {"calibration": "minmax", "calibration_data": "random N(0,1), seed 0"}
+    assert variant_label("int8", user, rand) == "int8 (calib 3f2a…)"
+    assert variant_label("int8", {**rand, "calibration_data": "random N(0,1), seed 1"}, rand) == "int8 (calib seed 1)"
+    assert variant_label("fp16", {"keep_fp32": "a,b"}, {}) == "fp16 (keep_fp32=a,b)"
+    assert variant_label("fp16", {}, {}, key="0123456789abcdef") == "fp16 (engine 01234567)"
+
+    def record(precision, options, created, key):
+        return SimpleNamespace(model="m", backend="onnxruntime", precision=precision, created=created, key=key,
+                               spec=SimpleNamespace(options=tuple(sorted(options.items()))))
+
+    (arms,) = group_arms([record("int8", rand, 1, "k1"), record("fp32", {}, 0, "k0"), record("int8", user, 2, "k2"),
+                          record("int8", user, 3, "k3")])
+    assert list(arms) == ["fp32", "int8", "int8 (calib 3f2a…)", "int8 (engine k3)"]
+    assert not any("#2" in a for a in arms)

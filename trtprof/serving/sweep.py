@@ -23,6 +23,7 @@ from ..system.noise import cpu_state
 from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess
 from .driver import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
 from ..stats.latency import LatencyStats
+from ..util.labels import variant_label
 
 METHOD = "median over rounds of requests completed in the window / window wall time (closed loop, N in flight)"
 
@@ -260,7 +261,7 @@ PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16", "int8")  # baseline first
 
 def group_arms(records: Sequence[Any]) -> list[dict[str, Any]]:
     """``bench``'s engines → one arm mapping per (model, backend), FP32 first (the baseline), an
-    engine of a precision already present labelled ``fp16#2`` and so on."""
+    engine of a precision already present labelled by what differs (``int8 (calib 3f2a…)``)."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for r in records:
         groups.setdefault((r.model, r.backend), []).append(r)
@@ -270,10 +271,15 @@ def group_arms(records: Sequence[Any]) -> list[dict[str, Any]]:
                                   else len(PRECISION_ORDER), r.created))
         arms: dict[str, Any] = {}
         for r in group:
-            label, k = r.precision, 1
-            while label in arms:
+            label = str(r.precision)
+            if label in arms:  # a second engine of this precision: named by what differs (util.labels)
+                label = variant_label(label, dict(r.spec.options), dict(arms[label].spec.options), r.key)
+            if label in arms:  # the same options as another one: its cache key tells them apart
+                label = variant_label(str(r.precision), {}, {}, r.key)
+            k = 1
+            while label in arms:  # the same key twice (one engine listed twice): numbered
                 k += 1
-                label = f"{r.precision}#{k}"
+                label = f"{r.precision} #{k}"
             arms[label] = r
         out.append(arms)
     return out

@@ -70,6 +70,28 @@ def _details(r: "Labelled") -> dict[str, str]:
     return out
 
 
+def _short_option(key: str, value: Any) -> str:
+    """One option as a label part: the calibration by its data's hash or seed ("calib 3f2a…",
+    "calib seed 1"), others as ``k=v``."""
+    text = str(value)
+    if key == "calibration_data":
+        if "sha256 " in text:
+            return f"calib {text.split('sha256 ', 1)[1][:4]}…"
+        if "seed " in text:
+            return f"calib seed {text.rsplit('seed ', 1)[1]}"
+    return f"{key}={text if len(text) <= 24 else text[:23] + '…'}"
+
+
+def variant_label(precision: str, options: Mapping[str, Any], first: Mapping[str, Any], key: str = "") -> str:
+    """The label of a second engine of ``precision`` beside one with options ``first``: what differs
+    (``int8 (calib 3f2a…)``, ``fp16 (keep_fp32=…)``), not a number; the cache key when nothing does."""
+    keys = sorted(k for k in set(options) | set(first) if options.get(k) != first.get(k))
+    keys.sort(key=lambda k: (k != "calibration_data", k))  # the calibration source first: it names the data
+    if keys:
+        return f"{precision} ({', '.join(_short_option(k, options.get(k)) for k in keys[:2])})"
+    return f"{precision} (engine {key[:8]})" if key else f"{precision} (another engine)"
+
+
 def engine_labels(results: Sequence["Labelled"]) -> list[str]:
     """One label per result; results of one engine share a label, different engines never do."""
     by_base: dict[str, dict[str, "Labelled"]] = defaultdict(dict)
