@@ -66,3 +66,27 @@ def test_bench_prints_the_stamp_first_and_each_result_carries_its_own(conv_model
     assert "fp16_is_fp32" not in [r["code"] for r in by_precision["fp32"]["reasons"]]
     assert text[0] == data["validity"]["stamp"] and text[0].startswith("NOT VALID: ")
     assert any(line.endswith(by_precision["fp16"]["stamp"]) and "batch 1: " in line for line in text)
+
+
+def test_the_speedup_plot_is_log_scaled_dodged_and_has_the_1x_line():
+    from trtprof.report.compare_page import DODGE_OCTAVES, speedup_axes
+    from trtprof.report.kit import pyplot
+
+    def c(cand, batch, est, low, high):
+        return {"batch_size": batch, "baseline": "fp32", "candidate": cand,
+                "speedup": {"estimate": est, "ci_low": low, "ci_high": high},
+                "latency": {"baseline": {"precision": "fp32"}, "candidate": {"precision": cand}}}
+
+    comparisons = [c("fp16", 8, 1.5, 0.003, 141.0), c("int8", 8, 1.2, 1.1, float("inf")), c("fp16", 16, 2.0, 1.9, 2.1)]
+    fig, ax = speedup_axes(comparisons)
+    try:
+        assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+        xs = [line.get_xdata() for line in ax.lines if len(line.get_xdata()) and line.get_marker() == "o"]
+        at8 = sorted(x[0] for x in xs)
+        assert len(at8) == 2 and at8[1] / at8[0] == pytest.approx(2 ** DODGE_OCTAVES)  # side by side, not on top
+        one = [line for line in ax.lines if list(line.get_ydata()) == [1.0, 1.0]]
+        assert one and "1×" in one[0].get_label()
+        low, high = ax.get_ylim()
+        assert 0 < low and np.isfinite(high)  # an infinite CI end is clipped, not drawn to infinity
+    finally:
+        pyplot().close(fig)
