@@ -90,3 +90,20 @@ def test_the_speedup_plot_is_log_scaled_dodged_and_has_the_1x_line():
         assert 0 < low and np.isfinite(high)  # an infinite CI end is clipped, not drawn to infinity
     finally:
         pyplot().close(fig)
+
+
+def test_a_bench_page_puts_each_result_s_warnings_and_stamp_in_its_row(tmp_path):
+    from trtprof.report.compare_page import load, render_html
+
+    fp16 = result("fp16", "fp32+casts")
+    fp16.warnings.append("latency CV is 1230.9 % (> 10 %): the CPU numbers are noisy")
+    stamp_result(fp16, {"load_average": [0.0], "usable_cores": 4}, host_timed=True)
+    fp32 = result("fp32", "fp32")
+    path = tmp_path / "results.json"
+    ResultSet(environment={}, results=[fp32, fp16]).write_json(path)
+    page = render_html(load(path))
+    rows = page[page.index("<h2>Results</h2>"):].split("</tr>")
+    fp16_row = next(r for r in rows if "fp16" in r and "<td>" in r)
+    assert "latency CV is 1230.9 %" in fp16_row and "NOT VALID: fp16 ran FP32 kernels behind casts" in fp16_row
+    fp32_row = next(r for r in rows if "net fp32" in r)
+    assert "latency CV" not in fp32_row and "NOT VALID" not in fp32_row

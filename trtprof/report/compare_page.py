@@ -19,7 +19,7 @@ from ..compare.accuracy import summary_line
 from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
-from ..util.labels import engine_labels, fmt_ms
+from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
 from .stamp import page_validity, validity_html
 from .kit import document, file_b64, fmt, img, png_b64, pyplot, table
@@ -56,6 +56,12 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
 # Pairs at one batch size are drawn side by side, this fraction of an octave apart on the log-2 batch
 # axis: fp16 and int8 at batch 8 must not sit on top of each other.
 DODGE_OCTAVES = 0.12
+
+
+def result_caveats(r: BenchResult) -> list[str]:
+    """What qualifies one result's numbers: its stamp when not valid, then its warnings."""
+    stamp = (r.validity or {}).get("stamp")
+    return ([stamp] if stamp and not r.validity.get("valid", True) else []) + list(r.warnings)
 
 
 def speedup_axes(comparisons: Sequence[Mapping[str, Any]]) -> tuple[Any, Any]:
@@ -395,9 +401,12 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append(table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
                                  "peak FLOP/s", "share of peak"), roof_rows))
     else:
-        rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n)]
+        # every warning and the stamp of a result in its own row, beside the numbers they qualify
+        rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n),
+                 fmt_rate(r.throughput_per_s), "; ".join(result_caveats(r)) or "–"]
                 for r, label in zip(results, engine_labels(results))]
-        parts.append("<h2>Results</h2>" + table(("engine", "batch", "median ms", "p99 ms", "n"), rows))
+        parts.append("<h2>Results</h2>" + table(("engine", "batch", "median ms", "p99 ms", "n", "samples/s",
+                                                 "validity and warnings"), rows))
         if len({r.batch_size for r in results}) > 1:
             parts.append("<h2>Latency vs batch size</h2>" + img(latency_figure(results), "latency vs batch"))
     if results:
