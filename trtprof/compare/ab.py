@@ -14,7 +14,7 @@ something; a mismatch is a ``BadInput`` naming it (exit 2).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -121,9 +121,25 @@ def io_mismatch(a_label: str, a: Any, b_label: str, b: Any) -> str:
             if isinstance(da, int) and isinstance(db, int) and da > 0 and db > 0 and da != db:
                 return f"input {name!r} dim {k}: {a_label} {list(ta.shape)} vs {b_label} {list(tb.shape)}"
     a_out, b_out = {t.name for t in a.outputs}, {t.name for t in b.outputs}
-    if a_out != b_out:
+    if a_out != b_out and not outputs_by_position(a, b):
         return f"outputs differ: {a_label} gives {sorted(a_out)}, {b_label} gives {sorted(b_out)}"
     return ""
+
+
+def outputs_by_position(a: Any, b: Any) -> dict[str, str]:
+    """{b's output name: a's} when the names differ but the outputs match one to one in order (same
+    count, dtype and rank, static dims equal): a model and the same model plus a layer name their
+    outputs differently ('r2' vs 'r3'). {} when the names already match or the outputs do not."""
+    ao, bo = list(a.outputs), list(b.outputs)
+    if [t.name for t in ao] == [t.name for t in bo] or len(ao) != len(bo) or not ao:
+        return {}
+    for ta, tb in zip(ao, bo):
+        if ta.dtype != tb.dtype or len(ta.shape) != len(tb.shape):
+            return {}
+        if any(isinstance(x, int) and isinstance(y, int) and x > 0 and y > 0 and x != y
+               for x, y in zip(ta.shape, tb.shape)):
+            return {}
+    return {tb.name: ta.name for ta, tb in zip(ao, bo)}
 
 
 def check_compatible(records: Mapping[str, Any]) -> None:
@@ -152,9 +168,18 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
                                              on_built=hooks.on_built)
     check_compatible(records)
+    base = next(iter(records))
+    pairs = {label: found for label, r in records.items()
+             if label != base and (found := outputs_by_position(records[base], r))}
+    if pairs:
+        options = replace(options, output_pairs=pairs)
     same_model = len({str(a.model) for a in arms}) == 1
     report = compare_records(records, sizes, options, onnx_path=onnx_path if same_model else analysis_onnx,
                              hooks=hooks)
+    for label, found in pairs.items():  # one line: what was compared with what
+        report.warnings.append(f"outputs paired by position ({label} → {base}): "
+                               + ", ".join(f"{b} ↔ {a}" for b, a in found.items())
+                               + " (the names differ; dtypes and shapes match)")
     report.model = " vs ".join(dict.fromkeys(r.model for r in records.values()))
     report.backend = " vs ".join(dict.fromkeys(r.backend for r in records.values()))
     if not same_model and analysis_onnx is None:

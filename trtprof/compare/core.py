@@ -312,6 +312,7 @@ class CompareOptions:
     device: str | None = None
     layers: bool = False
     accuracy_budget: Any = None
+    output_pairs: Mapping[str, Mapping[str, str]] | None = None  # arm → {its output: baseline's} (A/B by position)
     data: Any = None
     started: Callable[[], float] | None = None
     imports_s: float | None = None
@@ -662,7 +663,9 @@ def analyse_pair(batch: int, cand: str, measured: Measured, reference: Reference
     cand_result = measured.per_batch[batch][cand]
     speed = outcome.speedups[cand]
     outputs = reference.outputs[batch]
-    acc = accuracy_of(outputs[baseline], outputs[cand], reference.fp16_range, cand_result, options.accuracy_budget,
+    renamed = (options.output_pairs or {}).get(cand) or {}  # compare.ab.outputs_by_position
+    cand_outputs = {renamed.get(k, k): v for k, v in outputs[cand].items()}
+    acc = accuracy_of(outputs[baseline], cand_outputs, reference.fp16_range, cand_result, options.accuracy_budget,
                       options.data, options.seed)
     roof = {}
     for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):
