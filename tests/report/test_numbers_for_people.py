@@ -2,6 +2,8 @@
 few serving rounds."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from trtprof.util.labels import fmt_rate
@@ -108,3 +110,32 @@ def test_a_second_engine_of_a_precision_is_labelled_by_what_differs_not_numbered
                           record("int8", user, 3, "k3")])
     assert list(arms) == ["fp32", "int8", "int8 (calib 3f2a…)", "int8 (engine k3)"]
     assert not any("#2" in a for a in arms)
+
+
+def test_an_npz_that_fixes_every_dim_needs_no_shape(tmp_path, capsys):
+    """A model with a dynamic non-batch dim: --inputs of shape [4, 7] fixes it, so compare, profile
+    and bench run without --shape (it was "fix them with --shape x:NxN")."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    from trtprof.cli import main
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "S"])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "dyn.onnx"))
+    np.savez(tmp_path / "in.npz", x=np.random.default_rng(0).random((4, 7)).astype(np.float32))
+    common = ["--inputs", str(tmp_path / "in.npz"), "--backend", "onnxruntime", "--engines", str(tmp_path / "e")]
+    assert main(["profile", str(tmp_path / "dyn.onnx"), *common, "--batch-size", "4", "--iterations", "2",
+                 "--out", str(tmp_path / "l.json")]) == 0
+    data = json.loads((tmp_path / "l.json").read_text())
+    assert data["table"]["batch_size"] == 4
+    out = tmp_path / "o" / "b.json"
+    assert main(["bench", str(tmp_path / "e"), "--inputs", str(tmp_path / "in.npz"), "--batch-sizes", "4",
+                 "--iterations", "3", "--warmup", "1", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())["results"][0]
+    assert r["config"]["input_shapes"]["x"] == [4, 7]
+    capsys.readouterr()

@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise BadInput("--top must be >= 0")
     precisions = parse_precisions(args.precisions)
-    shapes = _common.shapes(args)
     data = data_in = _common.load_inputs(args)
+    shapes = _common.shapes(args)  # after load_inputs: --inputs fixes the dims --shape would
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
