@@ -239,10 +239,12 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
             wait(slots[0])
 
         warm_runs, warm_s = warm_up(one_iteration, config)
-        before = nvml.gpu_state(pci_bus_id=bus_id)
-        with nvml.watch_gpu(pci_bus_id=bus_id) as during:  # sampled through the loop (system.validity)
+        # The GPU sampled through the loop (system.validity); the watch's NVML session, open around the
+        # before/after reads too, makes their nvmlInit a reference count, not a second initialisation.
+        with nvml.watch_gpu(pci_bus_id=bus_id) as during:
+            before = nvml.gpu_state(pci_bus_id=bus_id)
             cols, span_s = run_in_flight(issue, wait, slots, raw_slots, config)
-        after = nvml.gpu_state(pci_bus_id=bus_id)
+            after = nvml.gpu_state(pci_bus_id=bus_id)
 
     stages = cols.columns()
     if not config.copies:
