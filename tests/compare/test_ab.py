@@ -114,6 +114,9 @@ def test_incompatible_models_are_refused_in_one_line_naming_the_input(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("trtprof compare: error:") and "input 'input' dim 2" in err and "\n" not in err
     assert not out.exists()
+    # refused from the ONNX files before any engine was built (compare.ab.check_models_compatible)
+    built = list((tmp_path / "e").glob("*.onnx")) if (tmp_path / "e").exists() else []
+    assert built == []
 
 
 @pytest.mark.parametrize("args, needle", [

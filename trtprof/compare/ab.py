@@ -142,6 +142,32 @@ def outputs_by_position(a: Any, b: Any) -> dict[str, str]:
     return {tb.name: ta.name for ta, tb in zip(ao, bo)}
 
 
+def model_io(path: Path) -> Any:
+    """The inputs and outputs an ONNX file declares, read without its weights; None when it is not a
+    readable ONNX file here (a SavedModel, a damaged file: the build says why, in its own words)."""
+    path = Path(path)
+    if path.suffix.lower() != ".onnx" or not path.is_file():
+        return None
+    try:
+        import onnx
+
+        from ..model.onnx_model import describe
+
+        return describe(onnx.load(str(path), load_external_data=False), path, sha256="-")
+    except Exception:  # noqa: BLE001 - not ours to judge here; resolve_arms reports it
+        return None
+
+
+def check_models_compatible(arms: Sequence[ArmSpec]) -> None:
+    """``check_compatible`` on the ONNX files themselves, before any engine is built or loaded."""
+    infos = [(a, model_io(a.model)) for a in arms if not a.options]
+    known = [(a, i) for a, i in infos if i is not None]
+    for (a, ia), (b, ib) in zip(known, known[1:]):
+        why = io_mismatch(a.label, ia, b.label, ib)
+        if why:
+            raise BadInput(f"cannot A/B {a.model} and {b.model}: {why}")
+
+
 def check_compatible(records: Mapping[str, Any]) -> None:
     """Refuse (exit 2, one line) arms that do not take the same inputs, from their records' input and
     output specs (the model's, as each build recorded them; the ONNX Runtime and torch runners expose
@@ -165,6 +191,7 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept.
     ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
     what does not apply to the changed arm."""
+    check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds
     records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
                                              on_built=hooks.on_built)
     check_compatible(records)
