@@ -139,3 +139,20 @@ def test_an_npz_that_fixes_every_dim_needs_no_shape(tmp_path, capsys):
     r = json.loads(out.read_text())["results"][0]
     assert r["config"]["input_shapes"]["x"] == [4, 7]
     capsys.readouterr()
+
+
+def test_the_runtime_start_up_is_measured_apart_from_the_first_engine(conv_model, tmp_path, capsys):
+    """bench primes ONNX Runtime (a one-node session) before the first engine loads, records what that
+    took beside the results and prints it on its own line, so the first engine's memory is its own.
+    No size is asserted: what the start-up costs here depends on what this process imported before."""
+    from trtprof.cli import main
+
+    engines, out = tmp_path / "e", tmp_path / "o" / "r.json"
+    assert main(["build", str(conv_model), "--fp32", "--fp16", "--batch-sizes", "1", "--engines", str(engines),
+                 "--backend", "onnxruntime"]) == 0
+    capsys.readouterr()
+    assert main(["bench", str(engines), "--iterations", "3", "--warmup", "1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    startup = json.loads(out.read_text())["environment"]["host"]["runtime_startup_bytes"]
+    assert set(startup) == {"onnxruntime"} and isinstance(startup["onnxruntime"], int)
+    assert "runtime start-up, not in any engine's memory: onnxruntime " in text

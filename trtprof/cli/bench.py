@@ -124,6 +124,10 @@ def print_memory_table(results: ResultSet) -> None:
     if rows:
         print()
         print(_common.format_table(("engine", "batch", "artifact", "memory in use", "measured as"), rows))
+    startup = (results.environment.get("host") or {}).get("runtime_startup_bytes") or {}
+    if rows and startup:  # measured before the first engine loaded: not any engine's memory
+        print("runtime start-up, not in any engine's memory: "
+              + ", ".join(f"{name} {fmt_bytes(v)}" for name, v in startup.items()))
 
 
 def progress(desc: str = "bench"):
