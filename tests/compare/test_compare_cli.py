@@ -275,3 +275,10 @@ def test_each_verdict_opens_with_its_validity_stamp_and_the_json_and_page_carry_
     page, _ = write_report(out, tmp_path / "c.html")
     body = page.read_text()
     assert "NOT VALID" in body[:body.index("<h2>")]
+    # beside the verdict: this comparison's stamp and its results' warnings (fp16's effective precision)
+    verdict = body[body.index("<h2>Verdict</h2>"):]
+    box = verdict[verdict.index('<div class="warn"><b>batch 1, fp16 vs fp32</b>'):]
+    box = box[:box.index("</div>")]
+    import html
+
+    assert html.escape(stamp["stamp"].split(";")[0]) in box and "fp16: requested fp16, effective fp32+casts" in box

@@ -58,6 +58,24 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
 DODGE_OCTAVES = 0.12
 
 
+def comparison_caveats_html(comparisons: Sequence[Mapping[str, Any]], results: Sequence[BenchResult]) -> list[str]:
+    """Per comparison that is not valid or whose results carry warnings: its stamp and each of its two
+    results' warnings (clocks moved, CV, effective precision), under the verdict they qualify."""
+    by_arm = {(r.batch_size, str(r.config.get("arm") or r.precision)): r for r in results}
+    out = []
+    for c in comparisons:
+        stamp = c.get("validity") or {}
+        lines = [] if stamp.get("valid", True) else [str(stamp.get("stamp"))]
+        for side in ("baseline", "candidate"):
+            r = by_arm.get((c["batch_size"], c[side]))
+            lines += [f"{c[side]}: {w}" for w in (r.warnings if r is not None else [])]
+        if lines:
+            items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+            out.append(f'<div class="warn"><b>batch {c["batch_size"]}, {html.escape(c["candidate"])} vs '
+                       f'{html.escape(c["baseline"])}</b><ul>{items}</ul></div>')
+    return out
+
+
 def result_caveats(r: BenchResult) -> list[str]:
     """What qualifies one result's numbers: its stamp when not valid, then its warnings."""
     stamp = (r.validity or {}).get("stamp")
@@ -356,6 +374,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         comparisons = data["comparisons"]
         settings = data.get("settings", {})
         parts.append("<h2>Verdict</h2>" + verdict_table_html(comparisons) + method_paragraph(settings))
+        parts.extend(comparison_caveats_html(comparisons, results))  # stamp + warnings beside each verdict
         for c in comparisons:
             if c.get("verdict_note"):
                 parts.append(f"<p><b>batch {c['batch_size']}, {html.escape(arm_text(c, 'candidate'))} vs "
