@@ -182,7 +182,25 @@ def test_int8_and_the_census_notes_on_the_build_line(conv_model, tmp_path, capsy
     assert main(["build", str(conv_model), "--int8", "--engines", str(tmp_path / "e"), "--backend", "onnxruntime"]) == 0
     out = capsys.readouterr().out
     assert "compute nodes run INT8 kernels on CPUExecutionProvider" in out and "effective precision int8" in out
-    assert "int8 calibration (minmax): 8 batches of 1 from random N(0,1), seed 0 — not your data" in out
+    assert "int8 calibration (minmax): 8 batches of 1 from random inputs (seed 0: input N(0,1)) — not your data" in out
+
+
+def test_the_calibration_note_names_each_input_s_real_distribution(multi_io_model, tmp_path, capsys):
+    """An int64 input is calibrated on uniform integers, not on "N(0,1)": the note says so per input."""
+    import re
+
+    import numpy as np
+
+    from trtprof.convert.quantize import random_inputs_text
+
+    assert main(["build", str(multi_io_model), "--int8", "--engines", str(tmp_path / "e"),
+                 "--backend", "onnxruntime"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"from random inputs \(seed 0: \w+ N\(0,1\), \w+ int64 uniform integers \d+\.\.\d+\)", out), out
+
+    feeds = [{"a": np.zeros((1, 4), np.float32), "ids": np.array([[3, 0, 7]], np.int64)},
+             {"a": np.ones((1, 4), np.float32), "ids": np.array([[1, 9, 2]], np.int64)}]
+    assert random_inputs_text(feeds) == "a N(0,1), ids int64 uniform integers 0..9"
 
 
 def test_fp8_is_refused_on_onnxruntime_with_one_line(conv_model, tmp_path, capsys):

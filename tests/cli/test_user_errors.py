@@ -354,3 +354,18 @@ def test_newer_commands_check_their_output_before_any_work(conv_model, tmp_path,
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--out" in lines[0] and "Traceback" not in proc.stderr
     assert not engines.exists()  # nothing was built
+
+
+def test_inspect_checks_the_sha256_like_every_other_command(engines, capsys):
+    """An artifact changed after its build: inspect (of the file or of its dir) is exit 2 with one
+    line naming the file and the mismatch, before printing anything; the file is left as it is."""
+    (artifact,) = [p for p in engines.iterdir() if p.suffix == ".onnx" and ".fp32." in p.name]
+    assert main(["inspect", str(engines)]) == 0
+    capsys.readouterr()
+    artifact.write_bytes(artifact.read_bytes()[:-10])  # truncated
+    for target in (artifact, engines):
+        assert main(["inspect", str(target)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and "does not match its metadata" in captured.err
+        assert len(captured.err.strip().splitlines()) == 1 and artifact.name in captured.err
+    assert artifact.exists()

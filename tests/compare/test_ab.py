@@ -83,8 +83,10 @@ def test_io_mismatch_names_the_first_difference(b_inputs, needle):
 
 def test_io_mismatch_compares_output_names():
     a = Spec([TensorSpec("x", "float32", (1,))])
-    b = Spec([TensorSpec("x", "float32", (1,))], outputs=[TensorSpec("logits", "float32", (1, 10))])
-    assert "outputs differ" in ab.io_mismatch("A", a, "B", b)
+    b = Spec([TensorSpec("x", "float32", (1,))], outputs=[TensorSpec("logits", "float32", (1, 11))])
+    assert "outputs differ" in ab.io_mismatch("A", a, "B", b)  # other names and another shape
+    renamed = Spec([TensorSpec("x", "float32", (1,))], outputs=[TensorSpec("logits", "float32", (1, 10))])
+    assert ab.io_mismatch("A", a, "B", renamed) == ""  # only the name differs: paired by position
 
 
 def test_compare_two_models_is_an_a_b_with_the_accuracy_between_them(tmp_path, capsys):
@@ -112,6 +114,9 @@ def test_incompatible_models_are_refused_in_one_line_naming_the_input(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("trtprof compare: error:") and "input 'input' dim 2" in err and "\n" not in err
     assert not out.exists()
+    # refused from the ONNX files before any engine was built (compare.ab.check_models_compatible)
+    built = list((tmp_path / "e").glob("*.onnx")) if (tmp_path / "e").exists() else []
+    assert built == []
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -178,3 +183,36 @@ def test_what_if_on_a_model_with_nothing_to_pad_is_refused(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "eight.onnx"), "--what-if", "pad-channels", "--engines",
                  str(tmp_path / "e"), "--out", str(tmp_path / "x.json"), *FAST]) == 2
     assert "nothing to measure" in capsys.readouterr().err
+
+
+def test_outputs_that_differ_only_in_name_are_paired_by_position_saying_so(tmp_path, capsys):
+    """A model and the same model plus an Identity at its end name their output differently; the
+    A/B pairs them by position (one line says so) and the accuracy between them is exact. Outputs of
+    different shapes still are refused."""
+    import onnx
+    from onnx import helper
+
+    a = make_demo_model(tmp_path / "a.onnx", channels=8, image=16, classes=10)
+    model = onnx.load(str(a))
+    old = model.graph.output[0]
+    model.graph.node.append(helper.make_node("Identity", [old.name], ["renamed"], name="tail"))
+    new = onnx.ValueInfoProto()
+    new.CopyFrom(old)
+    new.name = "renamed"
+    del model.graph.output[:]
+    model.graph.output.append(new)
+    b = tmp_path / "b.onnx"
+    onnx.save(model, str(b))
+    out = tmp_path / "ab.json"
+    assert main(["compare", str(a), str(b), "--engines", str(tmp_path / "e"), "--out", str(out), *FAST]) == 0
+    printed = capsys.readouterr().out
+    line = f"outputs paired by position (b → a): renamed ↔ {old.name} (the names differ; dtypes and shapes match)"
+    assert line in printed
+    data = json.loads(out.read_text())
+    assert line in data["warnings"] and data["comparisons"][0]["accuracy"]["max_abs_err"] == 0
+
+    other = Spec([TensorSpec("x", "float32", (1,))], outputs=[TensorSpec("logits", "float32", (1, 10))])
+    wider = Spec([TensorSpec("x", "float32", (1,))], outputs=[TensorSpec("y", "float32", (1, 11))])
+    assert ab.outputs_by_position(other, wider) == {} and "outputs differ" in ab.io_mismatch("A", other, "B", wider)
+    same_shape = Spec([TensorSpec("x", "float32", (1,))], outputs=[TensorSpec("y", "float32", (1, 10))])
+    assert ab.outputs_by_position(other, same_shape) == {"y": "logits"}

@@ -210,3 +210,32 @@ def test_summary_of_a_file_written_before_the_new_metrics_claims_none_of_them():
     old = {"max_abs_err": 0.5, "max_rel_err": 0.1, "mismatch_fraction": 0.0, "nonfinite": 0, "rtol": 0.01, "atol": 0.001}
     text = summary_line(old)
     assert text.startswith("max abs 0.5, max rel 0.1") and "cosine" not in text and "random" not in text
+
+
+def test_an_output_that_does_not_agree_at_all_is_broken_not_degraded():
+    """Cosine just below BROKEN_COSINE_FLOOR is BROKEN, just above it DEGRADED (the default budget
+    asks 0.999); a constant output where the reference varies is BROKEN; a constant reference is not."""
+    import numpy as np
+
+    from trtprof.compare.accuracy import (BROKEN, BROKEN_COSINE_FLOOR, DEGRADED, DEFAULT_BUDGET, AccuracyBudget,
+                                          compare_outputs, judge)
+
+    budget = AccuracyBudget.parse(DEFAULT_BUDGET)
+    ref = np.array([1.0, 0.0])
+
+    def at_cosine(cos: float) -> dict:
+        cand = np.array([cos, np.sqrt(1 - cos * cos)])  # unit vectors: the cosine is exactly ``cos``
+        return judge(compare_outputs({"y": ref}, {"y": cand}), budget)
+
+    inside, outside = at_cosine(BROKEN_COSINE_FLOOR + 1e-3), at_cosine(BROKEN_COSINE_FLOOR - 1e-3)
+    assert inside["verdict"] == DEGRADED
+    assert outside["verdict"] == BROKEN and "does not agree with the baseline's at all" in outside["reason"]
+    assert at_cosine(0.0)["verdict"] == BROKEN
+
+    varied = np.linspace(1, 2, 20)  # a constant 1.5 has cosine 0.99 with it: only the constant rule fires
+    delta = compare_outputs({"y": varied}, {"y": np.full(20, 1.5)})
+    assert delta.cosine > BROKEN_COSINE_FLOOR and delta.constant_outputs == ("y",)
+    dead = judge(delta, budget)
+    assert dead["verdict"] == BROKEN and "one constant value" in dead["reason"] and "cosine" not in dead["reason"]
+    flat = np.full(20, 3.0)
+    assert judge(compare_outputs({"y": flat}, {"y": flat}), budget)["verdict"] == "OK"

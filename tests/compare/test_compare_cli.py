@@ -253,3 +253,32 @@ def test_the_command_s_clock_starts_at_its_process_start_only_when_it_is_the_com
     before = time.perf_counter()
     assert main(["compare", "model.onnx"]) == 0
     assert before <= seen[-1] <= time.perf_counter()  # the moment main() began, not the process's start
+
+
+def test_each_verdict_opens_with_its_validity_stamp_and_the_json_and_page_carry_it(conv_model, tmp_path, capsys):
+    """On this CPU, ONNX Runtime's "fp16" runs FP32 behind casts: every comparison is NOT VALID for
+    that reason at least (other reasons, such as a busy host, depend on the machine and are not asserted)."""
+    from trtprof.report.compare_page import write_report
+
+    out = tmp_path / "c.json"
+    assert main(["compare", str(conv_model), "--in-process", "--engines", str(tmp_path / "e"), "--out", str(out),
+                 "--batch-sizes", "1", "--time-budget-s", "2", "--backend", "onnxruntime"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    data = json.loads(out.read_text())
+    (c,) = data["comparisons"]
+    stamp = c["validity"]
+    assert not stamp["valid"] and "fp16_is_fp32" in [r["code"] for r in stamp["reasons"]]
+    assert all(r["advice"] for r in stamp["reasons"]) and {"loads", "budget", "precision"} <= set(stamp["checked"])
+    first = text.index(stamp["stamp"])  # the stamp, its advice lines, then the verdict line
+    assert text[first + 1 + len(stamp["reasons"])].startswith("batch 1: fp16 vs fp32")
+    assert data["validity"]["stamp"] == stamp["stamp"]
+    page, _ = write_report(out, tmp_path / "c.html")
+    body = page.read_text()
+    assert "NOT VALID" in body[:body.index("<h2>")]
+    # beside the verdict: this comparison's stamp and its results' warnings (fp16's effective precision)
+    verdict = body[body.index("<h2>Verdict</h2>"):]
+    box = verdict[verdict.index('<div class="warn"><b>batch 1, fp16 vs fp32</b>'):]
+    box = box[:box.index("</div>")]
+    import html
+
+    assert html.escape(stamp["stamp"].split(";")[0]) in box and "fp16: requested fp16, effective fp32+casts" in box

@@ -305,8 +305,15 @@ def test_profile_cli_on_onnxruntime(conv_model, tmp_path, capsys):
     assert main(["profile", str(conv_model), "--backend", "onnxruntime", "--batch-size", "2", "--iterations", "5",
                  "--engines", str(tmp_path / "engines"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "fp16/fp32" in printed and "separate profiled run" in printed
+    # ONNX Runtime's CPU "fp16" is FP32 behind casts: the table and the diagnosis say so, and make no
+    # per-layer FP16 claim (no "slower in fp16" rule, no '!' mark, no tensor-core columns on a CPU)
+    assert "fp16 (fp32+casts)/fp32" in printed and "separate profiled run" in printed
+    assert printed.startswith("NOTE: fp16 is FP32+CASTS: the fp16 engine (onnxruntime) ran every compute node in FP32")
+    assert "TC kernels" not in printed and "!" not in printed.split("sum of layer medians")[0]
     data = json.loads(out.read_text())
+    assert data["effective_precision"] == {"fp16": "fp32+casts"}
+    rules = [f["rule"] for f in data["diagnosis"]]
+    assert rules[0] == "fp16_not_fp16" and "fp16_slower_layers" not in rules
     assert data["schema"] == "trtprof.layers/1" and data["backend"] == "onnxruntime"
     table = data["table"]
     assert table["precisions"] == ["fp32", "fp16"] and table["batch_size"] == 2

@@ -232,3 +232,38 @@ def test_host_bound_eager_is_said_with_its_ratio_at_the_threshold(ratio, said):
     if said:
         assert f"eager/graph {ratio:.2f}×" in notes[0] and "host-bound" in notes[0]
     assert launch_notes({"mode": "eager"}) == []
+
+
+def test_the_gpu_is_watched_through_the_timed_loop_and_arms_keep_every_block(monkeypatch):
+    """A FAKE pynvml whose throttle mask is set only while the timed loop runs (the runner's enqueue
+    sets it, the last sample after the loop clears it): the result's ``device.during`` counts it,
+    and an interleave Arm merges the watches of its blocks (system.validity judges them)."""
+    import sys
+
+    from tests.system.test_validity import FakePynvml
+    from trtprof.measure.interleave import Arm
+
+    fake = FakePynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    runner = FakeRunner(gpu)
+    enqueue = runner.enqueue
+
+    def throttled(buffers, stream):
+        fake.mask = 0x4  # sw_power_cap while the loop runs
+        enqueue(buffers, stream)
+
+    runner.enqueue = throttled
+    arm = Arm("fp16")
+    watches = []
+    for _ in range(2):
+        samples = time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=3))
+        fake.mask = 0
+        arm.add(samples)
+        watches.append(samples.device["during"])
+    for during in watches:  # at least the sample that closes the loop saw it; the one before it did not
+        assert during["samples"] >= 2 and during["throttle_samples"]["sw_power_cap"] >= 1
+    assert arm.device["during"]["samples"] == sum(w["samples"] for w in watches)
+    assert arm.device["during"]["throttle_samples"]["sw_power_cap"] == sum(
+        w["throttle_samples"]["sw_power_cap"] for w in watches)

@@ -236,7 +236,7 @@ def test_slo_verdict_is_inconclusive_with_a_reason_when_a_precision_misses_or_ha
     assert miss["verdicts"][0]["verdict"] == "inconclusive"
     assert "fp32: no measured point has p99 ≤ 5 ms; the lowest p99 is 9 ms" in miss["verdicts"][0]["reason"]
     one = at_target([_point("fp32", 1, 1, [100], 2.0), _point("fp16", 1, 1, [200], 2.0)], ["fp32", "fp16"], 5.0)
-    assert one["verdicts"][0]["verdict"] == "inconclusive" and "one round" in one["verdicts"][0]["reason"]
+    assert one["verdicts"][0]["verdict"] == "inconclusive" and "1 round: no interval" in one["verdicts"][0]["reason"]
 
 
 # ---- the sweep and the CLI on a real (small) ONNX Runtime model ---------------------------------
@@ -264,6 +264,9 @@ def test_bench_concurrency_sweep_and_slo_in_the_results_json(engines, tmp_path, 
     assert "in flight" in text and "at p99 <= 1000 ms: fp16 vs fp32" in text
     (sweep,) = ResultSet.read(out).serving
     assert sweep["arms"] == ["fp32", "fp16"] and sweep["settings"]["concurrency"] == [1, 2]
+    # 2 rounds: the stamp says no interval over rounds exists (system.validity.MIN_SERVING_ROUNDS)
+    assert not sweep["validity"]["valid"] and "too_few_rounds" in [r["code"] for r in sweep["validity"]["reasons"]]
+    assert "serving: NOT VALID: " in text and "2 serving round(s)" in text
     points = {(p["arm"], p["batch_size"], p["concurrency"]): p for p in sweep["points"]}
     assert set(points) == {(a, b, c) for a in ("fp32", "fp16") for b in (1, 2) for c in (1, 2)}
     for (arm, batch, level), p in points.items():

@@ -683,3 +683,18 @@ def test_no_early_stop_while_an_opened_load_has_no_value(opened, stops):
                    components={"between": 0.0})
     stop = interleave.settled({"fp16": s}, target_ci=0.005, loads_opened=opened)
     assert (stop == interleave.STOP_DECISIVE) if stops else stop is None
+
+
+def test_the_inconclusive_note_is_in_plain_words_without_formulas():
+    """"spans the ±1% margin edge 1/(1+margin)" said what it meant as a formula; the note names the
+    edge as a number and what the reader can (not) conclude."""
+    from trtprof.stats.speedup import inconclusive_hint, speedup_ci
+
+    rng = np.random.default_rng(3)
+    base = [[1.0 + 0.2 * rng.standard_normal(20) ** 2 for _ in range(4)] for _ in range(3)]
+    cand = [[0.99 * (1.0 + 0.2 * rng.standard_normal(20) ** 2) for _ in range(4)] for _ in range(3)]
+    s = speedup_ci(base, cand)
+    text = inconclusive_hint(s, 0.1)
+    assert "margin" not in text.split(";")[0] and "1/(1" not in text and "1+margin" not in text
+    edge = f"{1.01:.3f}×" if s.estimate >= 1 else f"{1 / 1.01:.3f}×"
+    assert f"both sides of {edge}" in text and "cannot tell" in text

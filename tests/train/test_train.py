@@ -197,7 +197,15 @@ def test_cli_train_compare_on_cpu_writes_json_and_html(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["settings"]["optimizer"] == "sgd" and data["comparisons"][0]["candidate"] == "amp-bf16"
     assert "amp-bf16 vs fp32" in text and "speed claims need a GPU" in text
+    # the stamp: in the JSON (each comparison and the file), first line of the verdict, top of the page
+    stamp = data["comparisons"][0]["validity"]
+    assert set(stamp) >= {"valid", "reasons", "stamp"} and "budget" in stamp["checked"]
+    assert data["validity"]["valid"] == all(c["validity"]["valid"] for c in data["comparisons"])
+    lines = text.splitlines()
+    assert lines[lines.index(next(x for x in lines if x.startswith("batch 2: amp-bf16"))) - 1 - len(
+        stamp["reasons"])] == stamp["stamp"]
     html_text = page.read_text()
+    assert ("NOT VALID" if not data["validity"]["valid"] else "<b>VALID</b>") in html_text[:html_text.index("<h2>")]
     assert html_text.startswith("<!DOCTYPE html>") and "amp-bf16" in html_text
     # the environment is the page kit's section/item/value table, as on the inference pages, not a JSON dump
     assert "<h2>Environment and settings</h2>" in html_text and "<h2>Environment</h2><pre>" not in html_text

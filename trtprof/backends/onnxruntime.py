@@ -323,6 +323,23 @@ class OnnxRuntimeBackend:
         out.write_bytes(data)
         return BuildReport(metadata=metadata, notes=notes)
 
+    def prime_runtime(self, threads: int | None = None) -> None:
+        """Import ONNX Runtime and run a one-node session once, so that the runtime's own start-up
+        (its libraries, environment, default allocator: ~30 MiB) is not counted as the memory of the
+        first engine a command loads (``bench`` records it apart: ``runtime_startup_bytes``)."""
+        import numpy as np
+        from onnx import TensorProto, helper
+
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "prime", [x], [y])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = min(model.ir_version, 8)
+        session = ort_session(model.SerializeToString(), Precision.FP32, path=Path("<runtime start-up>"),
+                              threads=threads)
+        session.run(None, {"x": np.zeros(1, np.float32)})
+        del session
+
     def load(self, artifact: Path, record: "EngineRecord", *, threads: int | None = None) -> OnnxRuntimeRunner:
         session = ort_session(Path(artifact), record.spec.precision, path=Path(artifact), threads=threads)
         return OnnxRuntimeRunner(session, record.inputs, record.outputs)

@@ -52,7 +52,10 @@ def load_inputs(args: argparse.Namespace):
     None without it."""
     from ..model.user_inputs import load_inputs as load
 
-    return load(getattr(args, "inputs", None))
+    data = load(getattr(args, "inputs", None))
+    if data is not None:  # its arrays fix every dim: ``shapes`` uses them, so --shape is not needed too
+        args.inputs_shapes = data.shape_overrides()
+    return data
 
 
 def add_timing_args(parser: argparse.ArgumentParser) -> None:
@@ -139,7 +142,9 @@ def batch_sizes(args: argparse.Namespace) -> tuple[int, ...] | None:
 
 
 def shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
-    return dict(parse_shape_arg(s) for s in args.shape)
+    """--shape NAME:DIMS, over the shapes of --inputs' arrays once ``load_inputs`` read them (dim 0
+    stands for the batch): an .npz that fixes every dim needs no --shape."""
+    return {**getattr(args, "inputs_shapes", {}), **dict(parse_shape_arg(s) for s in args.shape)}
 
 
 def int_range(args: argparse.Namespace) -> tuple[int, int]:

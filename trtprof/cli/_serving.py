@@ -14,6 +14,7 @@ from ..serving.driver import (
     ServingConfig,
 )
 from . import _common
+from ..system.validity import stamp_lines
 
 
 # One thread (and on a GPU one stream, buffers and context) per request in flight: beyond this the
@@ -66,6 +67,8 @@ def print_sweep(sweep: Mapping[str, Any]) -> None:
     from ..report.serving_page import fit_lines, point_rows, slo_lines
 
     print()
+    for line in stamp_lines(sweep.get("validity")):  # first: VALID or NOT VALID and why (system.validity)
+        print(("serving: " if not line.startswith(" ") else "") + line)
     print(_common.format_table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
                                 "memory in use", "energy/inference"), point_rows(sweep["points"], reasons=False)))
     for line in fit_lines(sweep.get("fits")) + slo_lines(sweep.get("slo")):

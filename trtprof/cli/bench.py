@@ -7,12 +7,13 @@ from pathlib import Path
 
 from ..measure.bench import bench_path
 from ..engines.cache_admin import scan_dir
-from ..util.labels import engine_labels, fmt_ms
+from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..errors import BadInput, write_failure
 from ..measure.results import ResultSet
 from ..util.signals import signals_deferred, sigterm_as_interrupt
 from ..util.wording import plural
 from . import _common, _serving
+from ..system.validity import Validity, merge, stamp_lines
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
 
@@ -80,7 +81,7 @@ def table_rows(results: ResultSet) -> list[tuple]:
     for r, label in zip(results.results, engine_labels(results.results)):
         s = r.latency
         rows.append((label, r.batch_size, fmt_ms(s.p50), fmt_ms(s.p90), fmt_ms(s.p99),
-                     f"{fmt_ms(s.mean)} ± {fmt_ms(s.std, 2)}", f"{s.cv:.1%}", f"{r.throughput_per_s:,.0f}" if r.throughput_per_s >= 100 else f"{r.throughput_per_s:.4g}", s.n))
+                     f"{fmt_ms(s.mean)} ± {fmt_ms(s.std, 2)}", f"{s.cv:.1%}", fmt_rate(r.throughput_per_s), s.n))
     return rows
 
 
@@ -89,6 +90,8 @@ def print_table(results: ResultSet) -> None:
         print("no finished measurements")
         return
     labels = engine_labels(results.results)
+    for line in stamp_lines(merge([Validity.from_json(r.validity) for r in results.results])):  # first: VALID or why not
+        print(line)
     print(_common.format_table(TABLE_HEADERS, table_rows(results)))
     stages = [k for k in ("h2d_ms", "compute_ms", "d2h_ms", "enqueue_ms") if any(k in r.stats for r in results.results)]
     if stages:
@@ -105,20 +108,26 @@ def print_table(results: ResultSet) -> None:
             firsts = ", ".join(f"{shape} {ms:.1f} ms" for shape, ms in runtime["first_inference_ms"].items())
             print(f"jit: {label} batch {r.batch_size}: context {runtime['jit_ms']:.1f} ms, "
                   f"first inference {firsts or '-'}; runtime cache {runtime['runtime_cache']['status']}")
+        if r.validity:
+            print(f"{label} batch {r.batch_size}: {r.validity['stamp']}")
         for w in r.warnings:
             print(f"warning: {label} batch {r.batch_size}: {w}")
 
 
 def print_memory_table(results: ResultSet) -> None:
     """Artifact size and memory in use during inference per engine × batch (``trtprof.system.memory``)."""
-    from ..system.memory import fmt_bytes, in_use_bytes
+    from ..system.memory import fmt_bytes, fmt_in_use
 
-    rows = [(label, r.batch_size, fmt_bytes(r.engine.get("artifact_bytes")), fmt_bytes(in_use_bytes(r.memory)),
+    rows = [(label, r.batch_size, fmt_bytes(r.engine.get("artifact_bytes")), fmt_in_use(r.memory),
              r.memory.get("kind", "n/a"))
             for r, label in zip(results.results, engine_labels(results.results))]
     if rows:
         print()
         print(_common.format_table(("engine", "batch", "artifact", "memory in use", "measured as"), rows))
+    startup = (results.environment.get("host") or {}).get("runtime_startup_bytes") or {}
+    if rows and startup:  # measured before the first engine loaded: not any engine's memory
+        print("runtime start-up, not in any engine's memory: "
+              + ", ".join(f"{name} {fmt_bytes(v)}" for name, v in startup.items()))
 
 
 def progress(desc: str = "bench"):

@@ -29,6 +29,7 @@ from ..spec import Precision
 from ..stats.speedup import EQUIVALENCE_MARGIN
 from ..util.wording import plural
 from . import _common, _serving
+from ..system.validity import stamp_lines
 from .build import print_outcome
 
 
@@ -131,6 +132,8 @@ def _plan(args: argparse.Namespace) -> RoundPlan:
 def print_comparison(c: dict) -> None:
     s, acc = c["speedup"], c["accuracy"]
     lat = c["latency"]
+    for line in stamp_lines(c.get("validity")):  # the first line of each verdict: VALID or NOT VALID: why
+        print(line)
     print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
           f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
           f"({plural(c['loads'], 'load')}, {plural(c['rounds'], 'round')}, stopped: {c['stop_reason']})")

@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
         "fix-fp16", help="find nodes to keep in FP32 so FP16 meets an accuracy budget, then measure the speedup",
         description="Search a small set of nodes to keep in FP32 (seeded by the FP16 range analysis, then "
                     "bisection over the graph, as Polygraphy's debug precision) until the FP16 candidate meets "
-                    "--accuracy on your --inputs; build it and compare it with FP32 (speedup with a 95%% CI, "
+                    "--accuracy on your --inputs; build it and compare it with FP32 (speedup with a 95 % CI, "
                     "verdicts, accuracy). Prints the option to reuse. See docs/accuracy.md.")
     p.add_argument("model", type=Path, help="ONNX/TensorFlow model")
     p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",

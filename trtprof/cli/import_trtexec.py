@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..spec import Precision
+from ..util.labels import fmt_rate
 from . import _common
 
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     ResultSet(environment=environment, results=results, created=now_iso()).write_json(args.out)
     lat = result.latency
     print(f"{result.model} {result.precision} batch {result.batch_size}: {lat.n} trtexec iterations, median "
-          f"{lat.p50:.4g} ms (p99 {lat.p99:.4g} ms), {result.throughput_per_s:.4g}/s; one load")
+          f"{lat.p50:.4g} ms (p99 {lat.p99:.4g} ms), {fmt_rate(result.throughput_per_s)}/s; one load")
     if len({r.precision for r in results if r.batch_size == result.batch_size}) > 1:
         print(f"compare them: trtprof compare {args.out}")  # the one statistic for imported pairs lives there
     print(f"results: {args.out}")

@@ -123,6 +123,8 @@ def _print_inspection(info: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     records = list_engines(args.engine)
+    for record in records:  # like bench, compare and cache ls: an artifact changed since it was built is named
+        record.verify()  # CacheCorrupt: exit 2, one line, before anything is printed
     out = []
     for record in records:
         if record.backend not in TENSORRT_BACKENDS:

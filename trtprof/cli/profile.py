@@ -49,6 +49,30 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+# Layer rules whose claims are about FP16 arithmetic layer by layer ("48 layers are slower in fp16"):
+# left out for an "fp16" engine that computed in FP32 behind casts.
+PER_LAYER_FP16_RULES = frozenset({"fp16_slower_layers", "tensor_core_ineligible"})
+
+
+def not_computed_as_asked(records) -> dict[str, str]:
+    """Arm label → effective precision, for the "fp16" engines that ran FP32 behind casts."""
+    from ..system.validity import FP32_BEHIND_CASTS
+
+    return {label: FP32_BEHIND_CASTS for label, r in records.items()
+            if str(r.precision) == "fp16" and r.backend_metadata.get("effective_precision") == FP32_BEHIND_CASTS}
+
+
+def first_backend(records) -> str:
+    return str(next(iter(records.values())).backend)
+
+
+def behind_casts_finding(candidate: str, backend: str) -> dict:
+    return {"rule": "fp16_not_fp16", "evidence": {"candidate": candidate, "effective_precision": "fp32+casts"},
+            "message": f"the {candidate} engine ({backend}) ran every compute node in FP32 behind inserted casts "
+                       "(the CPU has no FP16 kernels for them): its column times FP32 kernels plus casts, so no "
+                       "layer here says anything about FP16 arithmetic; profile on a GPU backend for that"}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..util.files import atomic_write_text, now_iso
     from ..compare.core import resolve_records
@@ -67,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise BadInput("--top must be >= 0")
     precisions = parse_precisions(args.precisions)
-    shapes = _common.shapes(args)
     data = data_in = _common.load_inputs(args)
+    shapes = _common.shapes(args)  # after load_inputs: --inputs fixes the dims --shape would
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
@@ -97,13 +121,20 @@ def run(args: argparse.Namespace) -> int:
     except StaticBatch as err:
         raise err.for_option("--batch-size") from err
     data = table.to_json()
+    effective = not_computed_as_asked(records)
     findings = []
     for cand in list(records)[1:]:
-        findings += [f.to_json() for f in layer_findings(table, table.graph, cand)]
+        found = [f.to_json() for f in layer_findings(table, table.graph, cand)]
+        if cand in effective:  # no layer of it ran in FP16: no per-layer FP16 claim, one line saying why
+            found = [behind_casts_finding(cand, first_backend(records))] + [
+                f for f in found if f["rule"] not in PER_LAYER_FP16_RULES]
+        findings += found
     first = next(iter(records.values()))
     out = {"schema": LAYERS, "created": now_iso(), "model": first.model, "backend": first.backend,
-           "autotune": args.autotune, "table": data, "diagnosis": findings}
-    print(format_table(data, top=args.top or None))
+           "autotune": args.autotune, "effective_precision": effective, "table": data, "diagnosis": findings}
+    for cand, eff in effective.items():
+        print(f"NOTE: {cand} is {eff.upper()}: {behind_casts_finding(cand, first.backend)['message']}")
+    print(format_table(data, top=args.top or None, effective=effective))
     for f in findings:
         print(f"why [{f['rule']}]: {f['message']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ something; a mismatch is a ``BadInput`` naming it (exit 2).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -121,9 +121,51 @@ def io_mismatch(a_label: str, a: Any, b_label: str, b: Any) -> str:
             if isinstance(da, int) and isinstance(db, int) and da > 0 and db > 0 and da != db:
                 return f"input {name!r} dim {k}: {a_label} {list(ta.shape)} vs {b_label} {list(tb.shape)}"
     a_out, b_out = {t.name for t in a.outputs}, {t.name for t in b.outputs}
-    if a_out != b_out:
+    if a_out != b_out and not outputs_by_position(a, b):
         return f"outputs differ: {a_label} gives {sorted(a_out)}, {b_label} gives {sorted(b_out)}"
     return ""
+
+
+def outputs_by_position(a: Any, b: Any) -> dict[str, str]:
+    """{b's output name: a's} when the names differ but the outputs match one to one in order (same
+    count, dtype and rank, static dims equal): a model and the same model plus a layer name their
+    outputs differently ('r2' vs 'r3'). {} when the names already match or the outputs do not."""
+    ao, bo = list(a.outputs), list(b.outputs)
+    if [t.name for t in ao] == [t.name for t in bo] or len(ao) != len(bo) or not ao:
+        return {}
+    for ta, tb in zip(ao, bo):
+        if ta.dtype != tb.dtype or len(ta.shape) != len(tb.shape):
+            return {}
+        if any(isinstance(x, int) and isinstance(y, int) and x > 0 and y > 0 and x != y
+               for x, y in zip(ta.shape, tb.shape)):
+            return {}
+    return {tb.name: ta.name for ta, tb in zip(ao, bo)}
+
+
+def model_io(path: Path) -> Any:
+    """The inputs and outputs an ONNX file declares, read without its weights; None when it is not a
+    readable ONNX file here (a SavedModel, a damaged file: the build says why, in its own words)."""
+    path = Path(path)
+    if path.suffix.lower() != ".onnx" or not path.is_file():
+        return None
+    try:
+        import onnx
+
+        from ..model.onnx_model import describe
+
+        return describe(onnx.load(str(path), load_external_data=False), path, sha256="-")
+    except Exception:  # noqa: BLE001 - not ours to judge here; resolve_arms reports it
+        return None
+
+
+def check_models_compatible(arms: Sequence[ArmSpec]) -> None:
+    """``check_compatible`` on the ONNX files themselves, before any engine is built or loaded."""
+    infos = [(a, model_io(a.model)) for a in arms if not a.options]
+    known = [(a, i) for a, i in infos if i is not None]
+    for (a, ia), (b, ib) in zip(known, known[1:]):
+        why = io_mismatch(a.label, ia, b.label, ib)
+        if why:
+            raise BadInput(f"cannot A/B {a.model} and {b.model}: {why}")
 
 
 def check_compatible(records: Mapping[str, Any]) -> None:
@@ -149,12 +191,22 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept.
     ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
     what does not apply to the changed arm."""
+    check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds
     records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
                                              on_built=hooks.on_built)
     check_compatible(records)
+    base = next(iter(records))
+    pairs = {label: found for label, r in records.items()
+             if label != base and (found := outputs_by_position(records[base], r))}
+    if pairs:
+        options = replace(options, output_pairs=pairs)
     same_model = len({str(a.model) for a in arms}) == 1
     report = compare_records(records, sizes, options, onnx_path=onnx_path if same_model else analysis_onnx,
                              hooks=hooks)
+    for label, found in pairs.items():  # one line: what was compared with what
+        report.warnings.append(f"outputs paired by position ({label} → {base}): "
+                               + ", ".join(f"{b} ↔ {a}" for b, a in found.items())
+                               + " (the names differ; dtypes and shapes match)")
     report.model = " vs ".join(dict.fromkeys(r.model for r in records.values()))
     report.backend = " vs ".join(dict.fromkeys(r.backend for r in records.values()))
     if not same_model and analysis_onnx is None:

@@ -59,6 +59,7 @@ class OutputDelta:
     top1: float | None = None  # [N, classes] outputs only
     top5: float | None = None
     samples: int | None = None  # N of an [N, classes] output
+    constant: bool = False  # the candidate is one value throughout where the reference varies
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class AccuracyDelta:
     top5: float | None = None
     inputs: str = "random inputs"  # what the outputs were computed on (user data or random)
     verdict: dict[str, Any] | None = None  # trtprof.compare.accuracy.judge: OK / DEGRADED / BROKEN
+    constant_outputs: tuple[str, ...] = ()  # outputs that are constant where the reference varies
 
     @property
     def flagged(self) -> bool:
@@ -154,13 +156,16 @@ def compare_output(name: str, reference: np.ndarray, candidate: np.ndarray,
     norms = float(np.linalg.norm(r) * np.linalg.norm(c))
     cosine = 1.0 if noise == 0 else float(np.dot(r, c) / norms) if norms > 0 else 0.0  # identical: exactly 1
     top1, top5, samples = _topk_agreement(ref, cand)
+    # one value throughout (a dead output: all zeros, a saturated range) where the reference varies
+    constant = bool(c.size > 1 and np.ptp(c) == 0 and np.ptp(r) > 0 and not new_nonfinite)
     return OutputDelta(name=name, elements=int(ref.size), max_abs_err=max_abs, max_rel_err=max_rel,
                        mismatches=mismatches, nonfinite=new_nonfinite,
                        nonfinite_baseline=int(np.count_nonzero(~ref_ok)), mean_abs_err=mean_abs,
                        ref_max_abs=ref_max, ref_rms=ref_rms,
                        max_err_scaled=max_abs / ref_max if ref_max > 0 else (0.0 if max_abs == 0 else math.inf),
                        mean_err_scaled=mean_abs / ref_rms if ref_rms > 0 else (0.0 if mean_abs == 0 else math.inf),
-                       snr_db=snr, cosine=min(cosine, 1.0), top1=top1, top5=top5, samples=samples)
+                       snr_db=snr, cosine=min(cosine, 1.0), top1=top1, top5=top5, samples=samples,
+                       constant=constant)
 
 
 def _worst(values: list[float | None], pick: Any) -> float | None:
@@ -193,6 +198,7 @@ def compare_outputs(reference: Mapping[str, np.ndarray], candidate: Mapping[str,
         top1=_worst([d.top1 for d in deltas], min),
         top5=_worst([d.top5 for d in deltas], min),
         inputs=inputs,
+        constant_outputs=tuple(d.name for d in deltas if d.constant),
     )
 
 
@@ -237,6 +243,10 @@ BUDGET_METRICS = {"cosine": ">=", "snr_db": ">=", "top1": ">=", "top5": ">=", "m
 # prediction in a hundred change — the scale at which published FP16/INT8 deployment checks
 # (e.g. MLPerf's 99 % of FP32 accuracy) draw the line.
 DEFAULT_BUDGET = "cosine>=0.999,top1>=0.99"
+# Below this cosine the candidate does not agree with the reference at all, whatever the budget: for
+# outputs of equal norm ‖cand − ref‖² = 2·(1 − cos)·‖ref‖², so at 0.5 the error is as large as the
+# output itself (0 is an unrelated, orthogonal output). That is BROKEN, not a degree of DEGRADED.
+BROKEN_COSINE_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -305,13 +315,20 @@ def judge(acc: AccuracyDelta, budget: AccuracyBudget) -> dict[str, Any]:
         checked.append(entry)
         if not entry["holds"]:
             failed.append(entry)
-    observed = BROKEN if acc.nonfinite else DEGRADED if failed else OK
+    unrelated = acc.cosine < BROKEN_COSINE_FLOOR
+    broken = bool(acc.nonfinite or unrelated or acc.constant_outputs)
+    observed = BROKEN if broken else DEGRADED if failed else OK
     predicted = None
     if acc.predicted and not acc.predicted.get("skipped"):
         open_overflow = [f for f in acc.predicted.get("findings", []) if f.get("kind") == "overflow" and not f.get("covered")]
         predicted = BROKEN if open_overflow else OK
     if observed == BROKEN:
-        reason = f"{acc.nonfinite} non-finite output value(s) where the baseline is finite"
+        reason = "; ".join(why for why, hit in (
+            (f"{acc.nonfinite} non-finite output value(s) where the baseline is finite", acc.nonfinite),
+            (f"cosine {acc.cosine:.6f} < {BROKEN_COSINE_FLOOR}: the output does not agree with the baseline's "
+             "at all", unrelated),
+            (f"output(s) {', '.join(acc.constant_outputs)} are one constant value where the baseline's vary",
+             acc.constant_outputs)) if hit)
     elif failed:
         reason = "; ".join(f"{e['threshold']} fails ({_measured(e['measured'])})" for e in failed)
     else:

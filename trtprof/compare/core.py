@@ -71,6 +71,9 @@ from ..stats.speedup import (
 )
 from ..stats.latency import median_ci_exact
 from ..model.user_inputs import run_all
+from ..system.noise import cpu_state
+from ..system.validity import merge as merge_validity
+from .stamp import stamp_all
 from ..measure.workers import trim
 
 ISOLATION_PROCESS = "process"  # every load a fresh worker process (default)
@@ -113,6 +116,7 @@ class Comparison:
     loads: int = 1
     median_cis_ms: dict[str, tuple[float, float]] = field(default_factory=dict)  # side → hierarchical CI
     round_s: float = 0.0  # seconds per round, for the "about N more rounds" estimate
+    validity: Any = None  # system.validity.Validity, set by compare.stamp once the comparison is made
 
     @property
     def verdict(self) -> str:
@@ -164,6 +168,7 @@ class Comparison:
             "candidate": self.candidate,
             "speedup": self.speedup.to_json(),
             "verdict": self.verdict,
+            **({"validity": self.validity.to_json()} if self.validity is not None else {}),
             "accuracy": acc,
             "diagnosis": [f.to_json() for f in self.diagnosis],
             "verdict_note": self.verdict_note,
@@ -213,6 +218,8 @@ class CompareReport:
             "settings": {**self.plan.to_json(), "min_rounds": self.plan.min_rounds, "confidence": CONFIDENCE,
                          "stop_confidence": STOP_CONFIDENCE, "isolation": self.isolation,
                          "method": {"speedup": METHOD, "median_ci": ENGINE_METHOD}},
+            **({"validity": merge_validity([c.validity for c in self.comparisons]).to_json()}
+               if any(c.validity is not None for c in self.comparisons) else {}),
             "comparisons": [c.to_json() for c in self.comparisons],
             "warnings": self.warnings,
             "device_peak": self.device_peak,
@@ -305,6 +312,7 @@ class CompareOptions:
     device: str | None = None
     layers: bool = False
     accuracy_budget: Any = None
+    output_pairs: Mapping[str, Mapping[str, str]] | None = None  # arm → {its output: baseline's} (A/B by position)
     data: Any = None
     started: Callable[[], float] | None = None
     imports_s: float | None = None
@@ -398,6 +406,7 @@ def compare_records(
     measuring, for which the measure phase keeps a reserve (issue 27: the budget is the budget)."""
     started = options.started() if options.started is not None else time.perf_counter()
     launch_s = time.perf_counter() - started  # the interpreter's start, imports, cache lookup: before all this
+    host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
     pool = None
     try:
         if options.isolation == ISOLATION_PROCESS:
@@ -424,8 +433,10 @@ def compare_records(
     warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
                     for b, o in measured.outcomes.items() if o.floor_overrun)
     comparisons, tables = analyse(records, measured, options, reference, onnx_path, peak, warnings)
+    stamp_all(comparisons, measured.outcomes, options.plan.min_loads, host_before, reference.devices)
     first = next(iter(records.values()))
     env = collect()
+    env.setdefault("host", {})["cpu_state"] = host_before
     env["backend"] = dict(first.environment)
     return CompareReport(model=first.model, backend=first.backend, plan=options.plan, comparisons=comparisons,
                          results=measured.results, environment=env, created=now_iso(),
@@ -652,7 +663,9 @@ def analyse_pair(batch: int, cand: str, measured: Measured, reference: Reference
     cand_result = measured.per_batch[batch][cand]
     speed = outcome.speedups[cand]
     outputs = reference.outputs[batch]
-    acc = accuracy_of(outputs[baseline], outputs[cand], reference.fp16_range, cand_result, options.accuracy_budget,
+    renamed = (options.output_pairs or {}).get(cand) or {}  # compare.ab.outputs_by_position
+    cand_outputs = {renamed.get(k, k): v for k, v in outputs[cand].items()}
+    acc = accuracy_of(outputs[baseline], cand_outputs, reference.fp16_range, cand_result, options.accuracy_budget,
                       options.data, options.seed)
     roof = {}
     for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):

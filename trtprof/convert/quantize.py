@@ -111,11 +111,33 @@ def calibration_feeds(inputs: Sequence["TensorSpec"], spec: "BuildSpec", data: A
     return [make_inputs(inputs, shapes, seed=seed + i) for i in range(count)]
 
 
+def random_inputs_text(feeds: Sequence[Mapping[str, "np.ndarray"]]) -> str:
+    """Each input of the random calibration batches as it was drawn: floats N(0,1), integers uniform
+    in the range they span, booleans uniform."""
+    import numpy as np
+
+    parts = []
+    for name in feeds[0]:
+        values = [np.asarray(f[name]) for f in feeds]
+        kind = values[0].dtype.kind
+        if kind == "f":
+            parts.append(f"{name} N(0,1)")
+        elif kind in "iu":
+            low, high = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
+            parts.append(f"{name} {values[0].dtype} uniform integers {low}..{high}")
+        else:
+            parts.append(f"{name} {values[0].dtype} uniform")
+    return ", ".join(parts)
+
+
 def calibration_note(spec: "BuildSpec", feeds: Sequence[Mapping[str, "np.ndarray"]]) -> str:
     """One line saying what the scales were calibrated on (random data is said to be random)."""
     batch = spec.option("calibration_batch", spec.min_batch)
     data = str(spec.option("calibration_data", RANDOM_CALIBRATION.format(seed=0)))
     warn = " — not your data: pass --inputs to calibrate on real samples" if data.startswith("random") else ""
+    if data.startswith("random") and feeds:  # each input by what it really held ("N(0,1)" of an int64 is wrong)
+        seed = data.rsplit("seed ", 1)[-1] if "seed " in data else "0"
+        data = f"random inputs (seed {seed}: {random_inputs_text(feeds)})"
     return (f"{spec.precision.value} calibration ({spec.option('calibration', CALIBRATION_METHOD)}): {len(feeds)} "
             f"batches of {batch} from {data}{warn}")
 

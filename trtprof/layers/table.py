@@ -257,18 +257,28 @@ def short_names(names: Sequence[str], width: int = NAME_WIDTH) -> list[str]:
     return out
 
 
-def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
-    """Text table of a layer table's JSON form, rows by their largest time, FP16-slower marked ``!``."""
+def format_table(table: Mapping[str, Any], top: int | None = 20, effective: Mapping[str, str] | None = None) -> str:
+    """Text table of a layer table's JSON form, rows by their largest time, FP16-slower marked ``!``.
+
+    ``effective``: precision → what its engine really computed in, where that differs (a CPU "fp16"
+    that is ``fp32+casts``): its columns say so and carry no "slower in FP16" mark, since no layer
+    of it ran in FP16. Tensor-core columns are left out where no kernel name could say (a CPU)."""
+    effective = dict(effective or {})
     precisions = list(table["precisions"])
     base = precisions[0]
     rows = rows_by_time(table["rows"])
     shown = rows if top is None else rows[:top]
+
+    def label(p: str) -> str:
+        return f"{p} ({effective[p]})" if p in effective else p
+
+    with_tc = [p for p in precisions if any(_tc_cell(r["kernels"].get(p, [])) not in ("?", "-") for r in rows)]
     headers = ["layer", "op", "kind"]
     for p in precisions:
-        headers += [f"{p} ms", f"{p} %"]
+        headers += [f"{label(p)} ms", f"{label(p)} %"]
     for p in precisions[1:]:
-        headers.append(f"{p}/{base}")
-    headers += [f"TC kernels {p}" for p in precisions]
+        headers.append(f"{label(p)}/{base}")
+    headers += [f"TC kernels {p}" for p in with_tc]
     lines_rows = []
     for r, name in zip(shown, short_names([r["name"] for r in shown])):
         cells = [name, r["op_type"], r["kind"]]
@@ -277,9 +287,9 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
             cells += [fmt_layer_ms(r["time_ms"].get(p)), "-" if share is None else f"{share:.1%}"]
         for p in precisions[1:]:
             ratio = r["ratio_vs_baseline"].get(p)
-            mark = "!" if ratio is not None and ratio > 1 + SLOWER_MARGIN else ""
+            mark = "!" if ratio is not None and ratio > 1 + SLOWER_MARGIN and p not in effective else ""
             cells.append("-" if ratio is None else f"{ratio:.2f}{mark}")
-        cells += [_tc_cell(r["kernels"].get(p, [])) for p in precisions]
+        cells += [_tc_cell(r["kernels"].get(p, [])) for p in with_tc]
         lines_rows.append(cells)
     out = grid(headers, lines_rows, left=3)
     if top is not None and len(rows) > top:
@@ -291,7 +301,8 @@ def format_table(table: Mapping[str, Any], top: int | None = 20) -> str:
             parts.append(f"{p} {fmt_layer_ms(t)} ms ({t / total:.1%})" if total else f"{p} -")
         out.append(f"… {plural(len(rest), 'more layer')}: " + ", ".join(parts))
     totals = ", ".join(f"{p} {fmt_layer_ms(v)} ms" for p, v in table["totals_ms"].items())
+    tc = "; TC = kernels with tensor cores / kernels named" if with_tc else ""
     out.append(f"sum of layer medians: {totals}  (batch {table['batch_size']}; '!' = slower than {base} by "
-               f"> {SLOWER_MARGIN:.0%}; TC = kernels with tensor cores / kernels named)")
+               f"> {SLOWER_MARGIN:.0%}{tc})")
     out.append(f"note: {table.get('note', SEPARATE_RUN_NOTE)}")
     return "\n".join(out)

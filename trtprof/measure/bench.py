@@ -15,7 +15,7 @@ from ..system.environment import collect
 from ..errors import BadInput
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..system.noise import cpu_noise_warning, cpu_state
-from .results import BenchResult, ResultSet
+from .results import BenchResult, ResultSet, stamp_result
 from .timing import TimingConfig
 
 
@@ -153,6 +153,20 @@ def bench_one(
     )
 
 
+def prime_runtimes(records: Sequence[EngineRecord], threads: int | None) -> dict[str, int | None]:
+    """Each backend's start-up, before any engine is loaded (``prime_runtime`` where a backend has
+    it): the resident memory it took, so that the first engine's load is its own memory only."""
+    used: dict[str, int | None] = {}
+    for name in dict.fromkeys(r.backend for r in records):
+        prime = getattr(backends.get(name), "prime_runtime", None)
+        if prime is None:
+            continue
+        before = memory.rss_bytes()
+        prime(threads)
+        used[name] = memory.delta(memory.rss_bytes(), before)
+    return used
+
+
 def bench_records(
     records: Sequence[EngineRecord],
     config: TimingConfig,
@@ -181,6 +195,7 @@ def bench_records(
     interrupted, pending = False, []
     environment = collect()
     environment.setdefault("host", {})["cpu_state"] = cpu_state()
+    environment["host"]["runtime_startup_bytes"] = prime_runtimes(records, threads)
     try:
         for record in records:
             before = memory.rss_bytes()
@@ -208,6 +223,7 @@ def bench_records(
             except KeyboardInterrupt:
                 interrupted, pending = True, pending_json(items[index:])
                 break
+            stamp_result(result, environment["host"]["cpu_state"], runners[item.record.key].device == "cpu")
             results.append(result)
             try:
                 if on_result is not None:

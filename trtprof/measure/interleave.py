@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from . import timing
+from ..system import nvml
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
 
@@ -173,6 +174,7 @@ class Arm:
     warmup_done: int = 0
     warmup_s: float = 0.0
     block_spans: list[tuple[int, float]] = field(default_factory=list)  # (iterations, wall s) per block
+    watched: dict[str, Any] | None = None  # the GPU watch over all blocks (nvml.merge_watches), None on a CPU
 
     def add(self, samples: Samples, load: int = 0) -> None:
         while len(self.blocks) <= load:
@@ -186,6 +188,7 @@ class Arm:
         if not self.device_first:
             self.device_first = dict(samples.device)
         self.device_last = dict(samples.device)
+        self.watched = nvml.merge_watches(self.watched, samples.device.get("during"))  # every block's samples
 
     def add_warmup(self, samples: Samples) -> None:
         self.warmup_done += samples.warmup_done + samples.n
@@ -239,7 +242,8 @@ class Arm:
         """NVML state at the first and the last round (clock drift shows as a difference)."""
         if not self.device_first:
             return {}
-        return {"first_round": self.device_first, "last_round": self.device_last}
+        return {"first_round": self.device_first, "last_round": self.device_last,
+                **({"during": self.watched} if self.watched else {})}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ..system.memory import in_use_bytes
 from ..schemas import RESULTS as SCHEMA
 from ..stats.latency import LatencyStats
 from ..stats.throughput import throughput
+from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess, merge
 
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
@@ -41,6 +42,7 @@ class BenchResult:
     throughput: dict[str, Any] = field(default_factory=dict)
     memory: dict[str, Any] = field(default_factory=dict)  # memory in use during inference (``trtprof.system.memory``)
     energy: dict[str, Any] = field(default_factory=dict)  # joules per inference (``trtprof.system.energy``)
+    validity: dict[str, Any] = field(default_factory=dict)  # the stamp (``stamp_result``, ``trtprof.system.validity``)
 
     @property
     def latency(self) -> LatencyStats:
@@ -89,6 +91,7 @@ class BenchResult:
             "energy": self.energy,
             "span_s": self.span_s,
             "warnings": self.warnings,
+            **({"validity": self.validity} if self.validity else {}),
             "device": self.device,
             "samples_ms": self.samples_ms["latency_ms"],
             "stage_samples_ms": {k: v for k, v in self.samples_ms.items() if k != "latency_ms"},
@@ -113,7 +116,26 @@ class BenchResult:
             throughput=dict(data.get("throughput", {})),
             memory=dict(data.get("memory", {})),
             energy=dict(data.get("energy", {})),
+            validity=dict(data.get("validity") or {}),
         )
+
+
+def result_facts(result: BenchResult, cpu: Mapping[str, Any] | None, host_timed: bool, **more: Any) -> Facts:
+    """What ``system.validity`` judges of one result: the GPU watch in its device state (one run's,
+    or every block's for compare's arms), the host's state read before measuring (for a host-timed
+    result), and whether its "fp16" ran FP32 behind casts."""
+    during = result.device.get("during") or None
+    eff = result.engine.get("effective_precision", result.precision)
+    casts = (str(result.config.get("arm") or result.precision),) if (
+        result.precision == "fp16" and eff == FP32_BEHIND_CASTS) else ()
+    return Facts(gpu=during, cpu=cpu, host_timed=host_timed, casts=casts, **more)
+
+
+def stamp_result(result: BenchResult, cpu: Mapping[str, Any] | None, host_timed: bool, **more: Any) -> Validity:
+    """Judge ``result`` and keep the stamp on it (its JSON's ``validity``)."""
+    validity = assess(result_facts(result, cpu, host_timed, **more))
+    result.validity = validity.to_json()
+    return validity
 
 
 @dataclass
@@ -134,6 +156,9 @@ class ResultSet:
             "results": [r.to_json() for r in self.results],
             "interrupted": self.interrupted,
         }
+        stamps = [Validity.from_json(r.validity) for r in self.results if r.validity]
+        if stamps:  # every result's stamp as one (each result keeps its own)
+            data["validity"] = merge(stamps).to_json()
         if self.interrupted:
             data["pending"] = self.pending
         if self.serving:

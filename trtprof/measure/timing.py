@@ -239,9 +239,12 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
             wait(slots[0])
 
         warm_runs, warm_s = warm_up(one_iteration, config)
-        before = nvml.gpu_state(pci_bus_id=bus_id)
-        cols, span_s = run_in_flight(issue, wait, slots, raw_slots, config)
-        after = nvml.gpu_state(pci_bus_id=bus_id)
+        # The GPU sampled through the loop (system.validity); the watch's NVML session, open around the
+        # before/after reads too, makes their nvmlInit a reference count, not a second initialisation.
+        with nvml.watch_gpu(pci_bus_id=bus_id) as during:
+            before = nvml.gpu_state(pci_bus_id=bus_id)
+            cols, span_s = run_in_flight(issue, wait, slots, raw_slots, config)
+            after = nvml.gpu_state(pci_bus_id=bus_id)
 
     stages = cols.columns()
     if not config.copies:
@@ -255,6 +258,7 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
         "sync": "spin" if config.spin_wait else "blocking",
         "before": before,
         "after": after,
+        "during": during,
     }
     return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
                    device=device)

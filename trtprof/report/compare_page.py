@@ -19,8 +19,9 @@ from ..compare.accuracy import summary_line
 from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
-from ..util.labels import engine_labels, fmt_ms
+from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
+from .stamp import page_validity, validity_html
 from .kit import document, file_b64, fmt, img, png_b64, pyplot, table
 from ..measure.results import BenchResult, read_json, results_from_json
 from ..schemas import COMPARE_READABLE, RESULTS
@@ -52,30 +53,74 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
-    """Speedup vs batch size with the bootstrap 95 % CI as error bars; 1.0 = no change."""
+# Pairs at one batch size are drawn side by side, this fraction of an octave apart on the log-2 batch
+# axis: fp16 and int8 at batch 8 must not sit on top of each other.
+DODGE_OCTAVES = 0.12
+
+
+def comparison_caveats_html(comparisons: Sequence[Mapping[str, Any]], results: Sequence[BenchResult]) -> list[str]:
+    """Per comparison that is not valid or whose results carry warnings: its stamp and each of its two
+    results' warnings (clocks moved, CV, effective precision), under the verdict they qualify."""
+    by_arm = {(r.batch_size, str(r.config.get("arm") or r.precision)): r for r in results}
+    out = []
+    for c in comparisons:
+        stamp = c.get("validity") or {}
+        lines = [] if stamp.get("valid", True) else [str(stamp.get("stamp"))]
+        for side in ("baseline", "candidate"):
+            r = by_arm.get((c["batch_size"], c[side]))
+            lines += [f"{c[side]}: {w}" for w in (r.warnings if r is not None else [])]
+        if lines:
+            items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+            out.append(f'<div class="warn"><b>batch {c["batch_size"]}, {html.escape(c["candidate"])} vs '
+                       f'{html.escape(c["baseline"])}</b><ul>{items}</ul></div>')
+    return out
+
+
+def result_caveats(r: BenchResult) -> list[str]:
+    """What qualifies one result's numbers: its stamp when not valid, then its warnings."""
+    stamp = (r.validity or {}).get("stamp")
+    return ([stamp] if stamp and not r.validity.get("valid", True) else []) + list(r.warnings)
+
+
+def speedup_axes(comparisons: Sequence[Mapping[str, Any]]) -> tuple[Any, Any]:
+    """The speedup plot's figure and axes: a log y axis (a CI of [0.003, 141] and one of [0.98, 1.02]
+    both stay readable, and 2× faster sits as far from 1 as 2× slower), each pair dodged around its
+    batch size, and the 1× line labelled."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
     by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for c in comparisons:
         by_pair[f"{arm_text(c, 'candidate')} vs {arm_text(c, 'baseline')}"].append(c)
-    for label, group in by_pair.items():
+    finite = [v for c in comparisons for v in (c["speedup"]["ci_low"], c["speedup"]["ci_high"], c["speedup"]["estimate"])
+              if np.isfinite(v) and v > 0]
+    floor, ceiling = (min(finite) / 2, max(finite) * 2) if finite else (0.5, 2.0)
+    for i, (label, group) in enumerate(by_pair.items()):
         group = sorted(group, key=lambda c: c["batch_size"])
-        b = [c["batch_size"] for c in group]
-        est = np.array([c["speedup"]["estimate"] for c in group])
-        low = est - np.array([c["speedup"]["ci_low"] for c in group])
-        high = np.array([c["speedup"]["ci_high"] for c in group]) - est
-        ax.errorbar(b, est, yerr=[np.maximum(low, 0), np.maximum(high, 0)], marker="o", capsize=4, label=label)
-    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+        shift = 2.0 ** ((i - (len(by_pair) - 1) / 2) * DODGE_OCTAVES)
+        b = [c["batch_size"] * shift for c in group]
+        est = np.clip([c["speedup"]["estimate"] for c in group], floor, ceiling)
+        low = np.clip([c["speedup"]["ci_low"] for c in group], floor, ceiling)
+        high = np.clip([c["speedup"]["ci_high"] for c in group], floor, ceiling)
+        ax.errorbar(b, est, yerr=[np.maximum(est - low, 0), np.maximum(high - est, 0)], marker="o", capsize=4,
+                    linestyle="none", label=label)
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="1× (no change)")
+    ax.set_yscale("log")
     batches = sorted({c["batch_size"] for c in comparisons})
-    if len(batches) > 1:
-        ax.set_xscale("log", base=2)
+    ax.set_xscale("log", base=2)
     ax.set_xticks(batches, [str(b) for b in batches])
+    if len(batches) == 1:
+        ax.set_xlim(batches[0] / 2, batches[0] * 2)
     ax.minorticks_off()
     ax.set_xlabel("batch size")
-    ax.set_ylabel("speedup (baseline / candidate median)")
-    ax.set_title("Speedup with 95 % CI (above 1: the candidate is faster)")
+    ax.set_ylabel("speedup (baseline / candidate median, log scale)")
+    ax.set_title("Speedup with 95 % CI (above 1×: the candidate is faster)")
     plots.legend_below(fig, ax)
+    return fig, ax
+
+
+def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
+    """Speedup vs batch size with the bootstrap 95 % CI as error bars (``speedup_axes``), as base64 PNG."""
+    fig, _ = speedup_axes(comparisons)
     return png_b64(fig)
 
 
@@ -192,6 +237,9 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
     backend = data.get("backend") or ", ".join(dict.fromkeys(
         p.get("backend", "") for sweep in data.get("serving") or [] for p in sweep.get("points", [])))
     lines = [f"# trtprof: {data.get('model', '')}" + (f" [{backend}]" if backend else ""), ""]
+    stamp = page_validity(data)
+    if stamp is not None:  # first: VALID or NOT VALID and why
+        lines += [f"**{stamp.stamp}**", *[f"- to fix [{r.code}]: {r.advice}" for r in stamp.reasons], ""]
     if data["kind"] == "compare":
         lines += ["| " + " | ".join(VERDICT_HEADERS) + " |", "|" + "---|" * len(VERDICT_HEADERS)]
         lines += ["| " + " | ".join(row) + " |" for row in verdict_rows(data["comparisons"])]
@@ -320,11 +368,13 @@ def render_html(data: Mapping[str, Any]) -> str:
     results: list[BenchResult] = data["parsed_results"]
     title = f"trtprof report: {data.get('model', '')} [{data.get('backend', '')}]"
     parts = [f"<h1>{html.escape(title)}</h1>",
-             f"<p>created {html.escape(str(data.get('created', '')))}</p>"]
+             f"<p>created {html.escape(str(data.get('created', '')))}</p>",
+             validity_html(page_validity(data))]  # the stamp before any number (trtprof.report.stamp)
     if data["kind"] == "compare":
         comparisons = data["comparisons"]
         settings = data.get("settings", {})
         parts.append("<h2>Verdict</h2>" + verdict_table_html(comparisons) + method_paragraph(settings))
+        parts.extend(comparison_caveats_html(comparisons, results))  # stamp + warnings beside each verdict
         for c in comparisons:
             if c.get("verdict_note"):
                 parts.append(f"<p><b>batch {c['batch_size']}, {html.escape(arm_text(c, 'candidate'))} vs "
@@ -370,9 +420,12 @@ def render_html(data: Mapping[str, Any]) -> str:
             parts.append(table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
                                  "peak FLOP/s", "share of peak"), roof_rows))
     else:
-        rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n)]
+        # every warning and the stamp of a result in its own row, beside the numbers they qualify
+        rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n),
+                 fmt_rate(r.throughput_per_s), "; ".join(result_caveats(r)) or "–"]
                 for r, label in zip(results, engine_labels(results))]
-        parts.append("<h2>Results</h2>" + table(("engine", "batch", "median ms", "p99 ms", "n"), rows))
+        parts.append("<h2>Results</h2>" + table(("engine", "batch", "median ms", "p99 ms", "n", "samples/s",
+                                                 "validity and warnings"), rows))
         if len({r.batch_size for r in results}) > 1:
             parts.append("<h2>Latency vs batch size</h2>" + img(latency_figure(results), "latency vs batch"))
     if results:

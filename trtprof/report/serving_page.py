@@ -7,6 +7,9 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
+from .stamp import validity_html
+from ..util.labels import fmt_ms, fmt_rate
+
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
@@ -16,13 +19,13 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def memory_rows(results: Sequence[Any]) -> list[list[str]]:
     from ..util.labels import engine_labels
-    from ..system.memory import fmt_bytes, in_use_bytes
+    from ..system.memory import fmt_bytes, fmt_in_use
 
     rows = []
     for r, label in zip(results, engine_labels(results)):
         rows.append([label, str(r.batch_size), fmt_bytes(r.engine.get("artifact_bytes")),
-                     fmt_bytes(in_use_bytes(r.memory)), str(r.memory.get("kind", "n/a")),
-                     str(r.memory.get("method") or r.memory.get("reason") or "")])
+                     fmt_in_use(r.memory), str(r.memory.get("kind", "n/a")),
+                     str(r.memory.get("resolution") or r.memory.get("method") or r.memory.get("reason") or "")])
     return rows
 
 
@@ -62,7 +65,7 @@ def _figure_b64(sweep: Mapping[str, Any]) -> str:
 def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> list[list[str]]:
     """One row per point (the report's table and ``bench``/``compare``'s printed one; ``reasons``
     False leaves out why energy is n/a, which the JSON and the page say)."""
-    from ..system.memory import fmt_bytes, in_use_bytes
+    from ..system.memory import fmt_in_use
 
     rows = []
     for p in points:
@@ -73,9 +76,9 @@ def point_rows(points: Sequence[Mapping[str, Any]], *, reasons: bool = True) -> 
         energy = (f"{e['joules_per_inference']:.3g} J, {e['avg_power_w']:.0f} W"
                   if e.get("joules_per_inference") is not None
                   else f"n/a ({e.get('reason', 'not measured')})" if reasons else "n/a")
-        rows.append([p["arm"], str(p["batch_size"]), str(p["concurrency"]), f"{p['samples_per_s']:,.4g}",
-                     f"{p['requests_per_s']:,.4g}", f"{p['latency_ms']['p50']:.4g}", f"{p['latency_ms']['p99']:.4g}",
-                     fmt_bytes(in_use_bytes(p.get("memory") or {})), energy])
+        rows.append([p["arm"], str(p["batch_size"]), str(p["concurrency"]), fmt_rate(p['samples_per_s']),
+                     fmt_rate(p['requests_per_s']), fmt_ms(p['latency_ms']['p50']), fmt_ms(p['latency_ms']['p99']),
+                     fmt_in_use(p.get("memory") or {}), energy])
     return rows
 
 
@@ -86,13 +89,15 @@ def slo_section(slo: Mapping[str, Any]) -> str:
         if "reason" in best:
             rows.append([arm, "–", "–", "–", "–", best["reason"]])
         else:
-            rows.append([arm, str(best["batch_size"]), str(best["concurrency"]), f"{best['samples_per_s']:,.4g}",
+            rows.append([arm, str(best["batch_size"]), str(best["concurrency"]), fmt_rate(best['samples_per_s']),
                          f"{best['p99_ms']:.4g}", ""])
     verdicts = []
     for v in slo["verdicts"]:
-        if "estimate" in v:
+        if "ci_low" in v:
             text = (f"{v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the throughput, 95 % CI "
                     f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}], {v['verdict']} ({v['rounds']} rounds)")
+        elif "estimate" in v:  # too few rounds for an interval: the ratio, and no CI printed
+            text = f"{v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the throughput, {v['verdict']}"
         else:
             text = f"{v['candidate']} vs {v['baseline']}: {v['verdict']}"
         if v.get("reason"):
@@ -105,7 +110,7 @@ def slo_section(slo: Mapping[str, Any]) -> str:
 
 def serving_section(sweep: Mapping[str, Any]) -> str:
     settings = sweep.get("settings", {})
-    parts = ["<h2>Throughput under concurrency</h2>",
+    parts = ["<h2>Throughput under concurrency</h2>", validity_html(sweep.get("validity"), "serving"),
              f"<p>Closed loop: N requests in flight (N threads; on a GPU each with its own stream and execution "
              f"context), {settings.get('rounds')} rounds of {settings.get('window_s')} s windows per point, "
              f"interleaved across precisions. Throughput: median over rounds; latency: per request, "
@@ -151,13 +156,16 @@ def slo_lines(slo: Mapping[str, Any] | None) -> list[str]:
         if "reason" in best:
             lines.append(f"at p99 <= {target:g} ms: {arm}: {best['reason']}")
         else:
-            lines.append(f"at p99 <= {target:g} ms: {arm}: {best['samples_per_s']:,.4g} samples/s "
+            lines.append(f"at p99 <= {target:g} ms: {arm}: {fmt_rate(best['samples_per_s'])} samples/s "
                          f"(batch {best['batch_size']}, concurrency {best['concurrency']}, p99 {best['p99_ms']:.4g} ms)")
     for v in slo["verdicts"]:
-        if "estimate" in v:
+        if "ci_low" in v:
             lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the "
                          f"throughput [95% CI {v['ci_low']:.3f}, {v['ci_high']:.3f}] {v['verdict'].upper()} "
                          f"({v['rounds']} rounds)" + (f"; {v['reason']}" if v.get("reason") else ""))
+        elif "estimate" in v:
+            lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['estimate']:.3f}× the "
+                         f"throughput {v['verdict'].upper()}: {v['reason']}")
         else:
             lines.append(f"at p99 <= {target:g} ms: {v['candidate']} vs {v['baseline']}: {v['verdict'].upper()}: "
                          f"{v['reason']}")

@@ -12,15 +12,18 @@ context per stream; ONNX Runtime: RSS growth with its N sessions); energy adds u
 """
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..system import energy, memory, preflight
+from ..system import energy, memory, nvml, preflight
+from ..system.noise import cpu_state
+from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess
 from .driver import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
 from ..stats.latency import LatencyStats
+from ..util.labels import variant_label
 
 METHOD = "median over rounds of requests completed in the window / window wall time (closed loop, N in flight)"
 
@@ -38,6 +41,7 @@ class Point:
     memory: dict[str, Any] = field(default_factory=dict)
     artifact_bytes: int | None = None
     failed: str | None = None  # "did not fit: …" when the point ran out of memory (not measured again)
+    watched: dict[str, Any] | None = None  # the GPU watch over its windows (nvml.watch_gpu), None on a CPU
 
     @property
     def latency(self) -> LatencyStats:
@@ -84,6 +88,7 @@ class ServingSweep:
     points: list[Point]
     arms: list[str]  # the first is the baseline of the SLO verdict
     slo: dict[str, Any] | None = None
+    validity: Any = None  # system.validity.Validity of the whole sweep (serving_validity)
 
     def fits(self) -> dict[str, dict[str, Any]]:
         """Per arm: the largest batch size measured without running out of memory, and what did not fit."""
@@ -96,7 +101,8 @@ class ServingSweep:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"settings": self.config.to_json(), "arms": self.arms, "points": [p.to_json() for p in self.points],
+        return {**({"validity": self.validity.to_json()} if self.validity is not None else {}),
+                "settings": self.config.to_json(), "arms": self.arms, "points": [p.to_json() for p in self.points],
                 "fits": self.fits(), "slo": self.slo}
 
 
@@ -123,9 +129,11 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
     try:
         with sessions_cm as (sessions, info):
             rss1 = memory.rss_bytes()
-            window = run_window(sessions, warmup_s=config.warmup_s, window_s=config.window_s,
-                                min_requests=config.min_requests, meter=meter, batch_size=batch_size,
-                                workers=workers)
+            with watch(runner) as during:  # the GPU sampled through the window (system.validity)
+                window = run_window(sessions, warmup_s=config.warmup_s, window_s=config.window_s,
+                                    min_requests=config.min_requests, meter=meter, batch_size=batch_size,
+                                    workers=workers)
+            info = {**info, "gpu_watch": dict(during)} if during else info
             used = memory.inference_memory(runner, rss_before_load=rss0, rss_after_load=rss1, rss_before_run=rss1,
                                            rss_after_run=memory.rss_bytes())
     finally:
@@ -134,6 +142,27 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
     if meter is None:
         window.energy = energy.not_available(energy.CPU_REASON)
     return window, info, used
+
+
+def watch(runner: Any) -> Any:
+    """``nvml.watch_gpu`` on the GPU the runner uses; an empty summary on a CPU."""
+    if runner.device == "cpu":
+        return nullcontext({})
+    from ..system import cuda
+
+    return nvml.watch_gpu(pci_bus_id=cuda.pci_bus_id(cuda.current_device()))
+
+
+def serving_validity(sweep: "ServingSweep", arms: Mapping[str, Any], cpu: Mapping[str, Any] | None,
+                     host_timed: bool) -> Validity:
+    """The sweep's stamp: its rounds against what an interval needs, the GPU watch over every window,
+    the host before the sweep (host-timed), and an "fp16" arm that ran FP32 behind casts."""
+    gpu = None
+    for p in sweep.points:
+        gpu = nvml.merge_watches(gpu, p.watched)
+    casts = tuple(n for n, rec in arms.items() if str(rec.precision) == "fp16"
+                  and rec.backend_metadata.get("effective_precision") == FP32_BEHIND_CASTS)
+    return assess(Facts(rounds=sweep.config.rounds, gpu=gpu, cpu=cpu, host_timed=host_timed, casts=casts))
 
 
 def did_not_fit(err: BaseException, runner: Any) -> str:
@@ -163,7 +192,9 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 
     names = list(arms)
+    host_before = cpu_state()  # the load average before the sweep, not one it raised
     runners: dict[str, Any] = {}
+    devices: list[str] = []
     points: dict[tuple[str, int, int], Point] = {}
     pool = workers if workers is not None else Workers(max(int(n) for n in config.concurrency))
     own = pool if workers is None else None  # the sweep's own: closed here
@@ -172,6 +203,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     try:
         for name in names:
             runners[name] = load_runner(arms[name])
+            devices.append(runners[name].device)
             set_autotune(runners[name], autotune)
             if runners[name].device != "cpu" and not streams:
                 from ..system import cuda
@@ -204,6 +236,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
                             point.failed = did_not_fit(err, runners[name])
                             continue
                         point.windows.append(window)
+                        point.watched = nvml.merge_watches(point.watched, info.pop("gpu_watch", None))
                         point.sessions, point.memory = info, used
                         if on_point is not None:
                             on_point(point, r)
@@ -215,6 +248,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
             runner.close()
     ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
     result = ServingSweep(config=config, points=ordered, arms=names)
+    result.validity = serving_validity(result, arms, host_before, any(r == "cpu" for r in devices))
     if config.slo_ms is not None:
         from ..stats.slo import at_target
 
@@ -227,7 +261,7 @@ PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16", "int8")  # baseline first
 
 def group_arms(records: Sequence[Any]) -> list[dict[str, Any]]:
     """``bench``'s engines → one arm mapping per (model, backend), FP32 first (the baseline), an
-    engine of a precision already present labelled ``fp16#2`` and so on."""
+    engine of a precision already present labelled by what differs (``int8 (calib 3f2a…)``)."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for r in records:
         groups.setdefault((r.model, r.backend), []).append(r)
@@ -237,10 +271,15 @@ def group_arms(records: Sequence[Any]) -> list[dict[str, Any]]:
                                   else len(PRECISION_ORDER), r.created))
         arms: dict[str, Any] = {}
         for r in group:
-            label, k = r.precision, 1
-            while label in arms:
+            label = str(r.precision)
+            if label in arms:  # a second engine of this precision: named by what differs (util.labels)
+                label = variant_label(label, dict(r.spec.options), dict(arms[label].spec.options), r.key)
+            if label in arms:  # the same options as another one: its cache key tells them apart
+                label = variant_label(str(r.precision), {}, {}, r.key)
+            k = 1
+            while label in arms:  # the same key twice (one engine listed twice): numbered
                 k += 1
-                label = f"{r.precision}#{k}"
+                label = f"{r.precision} #{k}"
             arms[label] = r
         out.append(arms)
     return out

@@ -20,6 +20,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..system.validity import MIN_SERVING_ROUNDS
+from ..util.wording import plural
+
 from .speedup import EQUIVALENCE_MARGIN, INCONCLUSIVE, speedup_ci
 
 METHOD = ("candidate / baseline samples/s, each precision at its own best point (highest median samples/s "
@@ -76,9 +79,12 @@ def at_target(points: Sequence[Any], arms: Sequence[str], slo_ms: float,
             entry.update({"verdict": INCONCLUSIVE, "reason": "a round completed no request inside its window"})
         else:
             s = throughput_ratio(b, c, margin)
-            entry.update({"ratio": s.to_json(), "verdict": s.verdict, "estimate": s.estimate, "ci_low": s.ci_low,
-                          "ci_high": s.ci_high, "rounds": s.rounds})
-            if s.rounds < 2:
-                entry["reason"] = "one round: no CI (run more --serving-rounds)"
+            if s.rounds < MIN_SERVING_ROUNDS:  # 2 rounds: 1 degree of freedom, an interval of [0.000, inf]
+                entry.update({"verdict": INCONCLUSIVE, "estimate": s.estimate, "rounds": s.rounds,
+                              "reason": f"{plural(s.rounds, 'round')}: no interval (it needs at least "
+                                        f"{MIN_SERVING_ROUNDS}: --serving-rounds {MIN_SERVING_ROUNDS})"})
+            else:
+                entry.update({"ratio": s.to_json(), "verdict": s.verdict, "estimate": s.estimate, "ci_low": s.ci_low,
+                              "ci_high": s.ci_high, "rounds": s.rounds})
         verdicts.append(entry)
     return {"slo_p99_ms": slo_ms, "method": METHOD, "margin": margin, "best": per_arm, "verdicts": verdicts}

@@ -468,8 +468,12 @@ def inconclusive_hint(s: Speedup, round_s: float) -> str:
     if s.mixture:
         return s.mixture + "; more loads (a longer --time-budget-s) would show how often that mode occurs"
     more = rounds_to_decide(s)
-    head = (f"the CI [{s.ci_low:.3f}, {s.ci_high:.3f}] spans the ±{s.margin:.0%} margin edge "
-            f"{'1+margin' if s.estimate >= 1 else '1/(1+margin)'}")
+    faster = s.estimate >= 1
+    edge = 1 + s.margin if faster else 1 / (1 + s.margin)
+    way = "faster" if faster else "slower"
+    head = (f"the 95 % interval [{s.ci_low:.3f}, {s.ci_high:.3f}] holds values on both sides of {edge:.3f}× "
+            f"({s.margin:.0%} {way}, the smallest difference that counts): this run cannot tell {way} from "
+            f"about the same")
     if not math.isfinite(more):
         return head + "; the loads disagree more than the margin allows: more loads (a longer --time-budget-s), " \
                       "a quieter machine, or a wider --margin would decide it"

@@ -22,6 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..util.labels import fmt_rate
+
 METHOD_BLOCKS = "median over blocks of batch × iterations / block wall time"
 METHOD_MEDIAN = "batch / median latency (one request in flight)"
 # Relative gap between the robust throughput and the mean over the whole span above which a result
@@ -44,7 +46,7 @@ class Throughput:
         gap = self.wall_per_s / self.per_s - 1.0
         if abs(gap) <= WALL_DISAGREE:
             return None
-        return (f"throughput {self.per_s:,.4g}/s ({self.method}) but {self.wall_per_s:,.4g}/s over the whole wall "
+        return (f"throughput {fmt_rate(self.per_s)}/s ({self.method}) but {fmt_rate(self.wall_per_s)}/s over the whole wall "
                 f"time ({gap:+.0%}): stalls or slow blocks, not the engine, move the mean rate")
 
     def to_json(self) -> dict[str, Any]:

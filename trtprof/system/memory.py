@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 RSS_METHOD = "resident set size (/proc/self/statm) before/after loading the engine and around its timed runs"
+# What a negative RSS delta says about the engine's memory: nothing. RSS counts pages (4 KiB) of the
+# whole process; another thread, the allocator or Python freeing memory meanwhile moves it by more.
+RSS_RESOLUTION = ("RSS is process-wide (page-granular); a delta below zero means memory freed elsewhere in the "
+                  "process outweighed the engine's: its own use was below what RSS resolves here")
 
 
 def artifact_bytes(path: Any) -> int | None:
@@ -90,8 +94,13 @@ def inference_memory(runner: Any, *, rss_before_load: int | None, rss_after_load
     load, run = delta(rss_after_load, rss_before_load), delta(rss_after_run, rss_before_run)
     if load is None and run is None:
         return {"kind": "n/a", "reason": "no /proc/self/statm on this system: RSS unknown"}
-    return {"kind": "host_rss", "load_delta_bytes": load, "inference_delta_bytes": run,
-            "in_use_bytes": (load or 0) + (run or 0), "rss_bytes": rss_after_run, "method": RSS_METHOD}
+    total = (load or 0) + (run or 0)
+    entry = {"kind": "host_rss", "load_delta_bytes": load, "inference_delta_bytes": run,
+             "in_use_bytes": total, "rss_bytes": rss_after_run, "method": RSS_METHOD}
+    if total < 0:  # RSS is process-wide: it fell because something else was freed, not because the engine gave
+        entry.update({"in_use_bytes": None, "measured_delta_bytes": total, "below_resolution": True,
+                      "resolution": RSS_RESOLUTION})
+    return entry
 
 
 def in_use_bytes(memory: dict[str, Any]) -> int | None:
@@ -100,6 +109,14 @@ def in_use_bytes(memory: dict[str, Any]) -> int | None:
         if memory.get(key) is not None:
             return int(memory[key])
     return None
+
+
+def fmt_in_use(memory: dict[str, Any]) -> str:
+    """The memory-in-use cell: ``fmt_bytes``, or "below resolution (RSS fell 0.41 MiB)" where the
+    measured delta was negative (never a negative size)."""
+    if memory.get("below_resolution"):
+        return f"below resolution (RSS fell {fmt_bytes(-int(memory.get('measured_delta_bytes') or 0))})"
+    return fmt_bytes(in_use_bytes(memory))
 
 
 def _digits(x: float) -> str:

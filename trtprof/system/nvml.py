@@ -8,7 +8,7 @@ still a result, and ``trtprof`` must run on CPU-only machines.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 # Throttle / "clocks event" reason bits (nvml.h). Named here so a result says *why* clocks dropped.
 _REASON_NAMES = {
@@ -144,3 +144,200 @@ def gpu_state(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
             }
         except Exception:  # noqa: BLE001
             return {}
+
+
+# --------------------------------------------------------------------------------------------------
+# Watching a GPU while it is measured: throttle reasons, clocks, temperature and other processes
+# sampled through the timed loop, not read once at its end (a throttle that comes and goes between
+# two reads, or a job that starts and stops mid-run, is invisible to a before/after pair).
+# --------------------------------------------------------------------------------------------------
+# Seconds between samples: 10 per second sees a power-cap episode (NVML's own power average is
+# over 1 s) while costing the timed loop little (each sample is a few NVML calls in a thread that
+# releases the GIL inside them). A block shorter than this still gets its first and last sample.
+WATCH_INTERVAL_S = 0.1
+BENIGN_REASONS = frozenset({"gpu_idle", "applications_clocks_setting"})
+THERMAL_REASONS = frozenset({"sw_thermal_slowdown", "hw_thermal_slowdown"})
+
+
+def _ppid(pid: int) -> int | None:
+    """The parent of ``pid`` from /proc (None when it is not visible here: gone, or another pid namespace)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return None
+    try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        return int(stat.rsplit(")", 1)[1].split()[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def family_heads(pid: int | None = None) -> set[int]:
+    """This process and its parent (when not init): a process on the GPU whose pid or parent is one
+    of them is trtprof's own (compare's worker processes each hold a CUDA context beside the parent's)."""
+    import os
+
+    me = os.getpid() if pid is None else pid
+    parent = _ppid(me)
+    return {me} | ({parent} if parent and parent > 1 else set())
+
+
+def family_size(heads: set[int]) -> int:
+    """How many processes here are in the family of ``heads`` (them and their children): a scan of
+    /proc, made only when NVML's pids cannot be matched to ours."""
+    import os
+
+    try:
+        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return len(heads)
+    return len(heads | {p for p in entries if _ppid(p) in heads})
+
+
+def gpu_pids(nv: Any, handle: Any) -> list[int] | None:
+    """Pids of the compute and graphics processes NVML lists on the GPU, None when it cannot say."""
+    found = None
+    for name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+        fn = getattr(nv, name, None)
+        procs = None if fn is None else _try(fn, handle)
+        if procs is not None:
+            found = (found or []) + [int(p.pid) for p in procs]
+    return None if found is None else sorted(set(found))
+
+
+def other_processes(pids: list[int], heads: set[int], me: int, family: Any = family_size) -> tuple[list[int], bool]:
+    """(pids on the GPU that are not trtprof's, whether pids are comparable here). NVML in a container
+    may list the host's pids: our own pid is then missing from its list, and only a count beyond our
+    whole family proves another tenant (listed as negative placeholders, one per extra process)."""
+    if me in pids:
+        return [p for p in pids if p not in heads and _ppid(p) not in heads], True
+    extra = len(pids) - family(heads)
+    return [-(i + 1) for i in range(max(extra, 0))], False
+
+
+class GpuWatch:
+    """Samples one GPU every ``interval_s`` from a thread between ``start`` and ``stop`` (and once at
+    each, synchronously); ``summary()`` is JSON. ``sample`` is the function that reads one sample
+    (tests pass a fake); ``watch_gpu`` builds the NVML one."""
+
+    def __init__(self, sample: Any, interval_s: float = WATCH_INTERVAL_S, fixed: dict[str, Any] | None = None) -> None:
+        import threading
+
+        self._sample, self.interval_s = sample, interval_s
+        self.samples: list[dict[str, Any]] = []
+        self.fixed = dict(fixed or {})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="trtprof-gpu-watch", daemon=True)
+
+    def _take(self) -> None:
+        try:
+            value = self._sample()
+        except Exception:  # noqa: BLE001 - a sample that fails is a sample missing, not a failed run
+            return
+        if value:
+            self.samples.append(value)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._take()
+
+    def start(self) -> "GpuWatch":
+        self._take()
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join()
+        self._take()
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        return summarize_watch(self.samples, self.interval_s, self.fixed)
+
+
+def summarize_watch(samples: list[dict[str, Any]], interval_s: float, fixed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the samples say, as JSON: how many, the SM clock's range, the hottest reading, how many
+    samples carried each non-benign throttle reason, and the other processes seen."""
+    clocks = [s["sm_clock_mhz"] for s in samples if s.get("sm_clock_mhz")]
+    temps = [s["temperature_c"] for s in samples if s.get("temperature_c") is not None]
+    throttle: dict[str, int] = {}
+    for s in samples:
+        for r in s.get("throttle_reasons") or []:
+            if r not in BENIGN_REASONS:
+                throttle[r] = throttle.get(r, 0) + 1
+    seen = [s for s in samples if s.get("other_pids") is not None]
+    others = sorted({p for s in seen for p in s["other_pids"]})
+    return {"samples": len(samples), "interval_s": interval_s,
+            "sm_clock_mhz": {"min": min(clocks), "max": max(clocks)} if clocks else None,
+            "temperature_c_max": max(temps) if temps else None,
+            "slowdown_temp_c": (fixed or {}).get("slowdown_temp_c"),
+            "throttle_samples": throttle,
+            "other_pids": others if seen else None,
+            "pids_comparable": all(s.get("pids_comparable", True) for s in seen) if seen else None}
+
+
+def merge_watches(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Two summaries as one (the blocks of an arm, the arms of a comparison)."""
+    if not a or not b:
+        one = a or b
+        return dict(one) if one else None
+    def pick(key: str, fn: Any) -> Any:
+        vals = [x[key] for x in (a, b) if x.get(key) is not None]
+        return fn(vals) if vals else None
+    ca, cb = a.get("sm_clock_mhz"), b.get("sm_clock_mhz")
+    clocks = [c for c in (ca, cb) if c]
+    throttle = dict(a.get("throttle_samples") or {})
+    for k, v in (b.get("throttle_samples") or {}).items():
+        throttle[k] = throttle.get(k, 0) + v
+    others = [x["other_pids"] for x in (a, b) if x.get("other_pids") is not None]
+    comparable = [x["pids_comparable"] for x in (a, b) if x.get("pids_comparable") is not None]
+    return {"samples": a.get("samples", 0) + b.get("samples", 0), "interval_s": a.get("interval_s") or b.get("interval_s"),
+            "sm_clock_mhz": {"min": min(c["min"] for c in clocks), "max": max(c["max"] for c in clocks)} if clocks else None,
+            "temperature_c_max": pick("temperature_c_max", max),
+            "slowdown_temp_c": pick("slowdown_temp_c", min),
+            "throttle_samples": throttle,
+            "other_pids": sorted(set().union(*others)) if others else None,
+            "pids_comparable": all(comparable) if comparable else None}
+
+
+@contextmanager
+def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float = WATCH_INTERVAL_S) -> Iterator[dict[str, Any]]:
+    """``with watch_gpu(...) as summary:`` samples the GPU through the block; ``summary`` (a dict) is
+    filled when the block ends. Without NVML it stays empty: the run is not judged on what was not seen."""
+    import os
+
+    summary: dict[str, Any] = {}
+    with _session() as nv:
+        watch = None
+        if nv is not None:
+            try:
+                h = gpu_handle(nv, index, pci_bus_id)
+                reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+                    nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
+                threshold = getattr(nv, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", None)
+                slowdown = None if threshold is None else _try(nv.nvmlDeviceGetTemperatureThreshold, h, threshold)
+                heads, me = family_heads(), os.getpid()
+                sizes: dict[int, int] = {}  # the /proc scan once per watch, not per sample
+
+                def family(group: set[int]) -> int:
+                    if 0 not in sizes:
+                        sizes[0] = family_size(group)
+                    return sizes[0]
+
+                def sample() -> dict[str, Any]:
+                    mask = _try(reasons_fn, h)
+                    pids = gpu_pids(nv, h)
+                    others, comparable = (None, None) if pids is None else other_processes(pids, heads, me, family)
+                    return {"sm_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
+                            "temperature_c": _try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
+                            "throttle_reasons": None if mask is None else decode_reasons(int(mask)),
+                            "other_pids": others, "pids_comparable": comparable}
+
+                watch = GpuWatch(sample, interval_s, {"slowdown_temp_c": slowdown}).start()
+            except Exception:  # noqa: BLE001 - a broken NVML must not break a benchmark
+                watch = None
+        try:
+            yield summary
+        finally:
+            if watch is not None:
+                summary.update(watch.stop())

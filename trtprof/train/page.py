@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..util.files import atomic_write_text
+from ..system.validity import stamp_lines
+from ..report.stamp import page_validity, validity_html
 from ..report.kit import document, fmt, img, table
 from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
@@ -50,6 +52,7 @@ def header_lines(data: Mapping[str, Any]) -> list[str]:
 def summary_lines(data: Mapping[str, Any]) -> list[str]:
     lines = header_lines(data)
     for c, row in zip(data["comparisons"], rows(data)):
+        lines.extend(stamp_lines(c.get("validity")))  # each verdict's first line: VALID or NOT VALID and why
         speed = f"NOT MEASURABLE HERE: {c['not_measurable']}" if c.get("not_measurable") else \
             f"speedup {row[2]}  {row[3].upper()}"
         lines.append(f"batch {row[0]}: {row[1]}  {speed}  "
@@ -89,6 +92,7 @@ def markdown(data: Mapping[str, Any]) -> str:
 def render_html(data: Mapping[str, Any]) -> str:
     title = f"trtprof train-compare: {data.get('model', '')} [{data.get('backend', '')}, {data.get('device', '')}]"
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>created {html.escape(str(data.get('created', '')))}</p>",
+             validity_html(page_validity(data)),
              "<ul>" + "".join(f"<li>{html.escape(h)}</li>" for h in header_lines(data)) + "</ul>",
              "<h2>Verdict (one training step: forward + loss + backward + optimizer)</h2>",
              table(HEADERS, rows(data), verdict_col=3)]

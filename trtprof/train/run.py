@@ -16,6 +16,9 @@ from ..measure.interleave import Arm, InterleavedOutcome, RoundPlan, run_one_loa
 from ..schemas import TRAIN_COMPARE as SCHEMA
 from ..stats.speedup import CONFIDENCE
 from ..stats.latency import median_ci_exact
+from ..system import nvml
+from ..system.noise import cpu_state
+from ..system.validity import Facts, Validity, assess, merge as merge_validity
 
 DEFAULT_STEPS = 20  # accuracy side: loss after this many steps per arm, same seed and data
 # A speedup whose 95 % CI spans more than this factor (high / low) says nothing about the speed of
@@ -237,6 +240,7 @@ def compare_training(
     per_batch: list[dict[str, Any]] = []
     warnings: list[str] = []
     shapes_by_batch = {b: shapes_for(b) for b in batch_sizes}  # every shape checked before any step runs
+    host_before = cpu_state()  # the load average before the steps, not one they raised (system.validity)
     for index, batch in enumerate(batch_sizes):
         shapes = shapes_by_batch[batch]
         feeds = make_feeds(shapes)
@@ -257,7 +261,9 @@ def compare_training(
             results.append(_result(model_name, backend, arm, batch, outcome, plan, shapes, options, arm_json[arm.name]))
         medians = {a.name: float(np.median(a.latency_ms)) for a in timed}
         for base, cand in comparison_pairs(arms):
-            comparisons.append(_comparison(trainer, outcome, solo, medians, base, cand, batch, options, warnings))
+            entry_json = _comparison(trainer, outcome, solo, medians, base, cand, batch, options, warnings)
+            stamp = train_validity(outcome, base, cand, plan, host_before, trainer.device)
+            comparisons.append({**entry_json, "validity": stamp.to_json()})
         entry: dict[str, Any] = {"batch_size": batch, "arms": {n: solo[n].to_json() for n in names},
                                  "median_step_ms": medians, "rounds": outcome.rounds, "stop_reason": outcome.stop_reason,
                                  "round_medians_ms": {a.name: a.round_medians_ms for a in timed}}
@@ -269,7 +275,9 @@ def compare_training(
         per_batch.append(entry)
     env = collect()
     env["backend"] = trainer.environment()
+    env.setdefault("host", {})["cpu_state"] = host_before
     return {
+        "validity": merge_validity([Validity.from_json(c["validity"]) for c in comparisons]).to_json(),
         "schema": SCHEMA, "created": now_iso(), "model": model_name, "backend": backend, "device": trainer.device,
         "arms": [a.to_json() for a in arms],
         "settings": {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
@@ -285,6 +293,16 @@ def compare_training(
         "environment": env,
         "results": [r.to_json() for r in results],
     }
+
+
+def train_validity(outcome: InterleavedOutcome, baseline: str, cand: str, plan: RoundPlan,
+                   cpu: Mapping[str, Any] | None, device: str) -> Validity:
+    """One training comparison's stamp: the budget it ran under against what it spent, the GPU watch
+    over both arms' blocks, and the host before the steps (a CPU run). One load by design (training
+    runners are built in this process), so no minimum of loads is asked."""
+    gpu = nvml.merge_watches(outcome.arm(baseline).watched, outcome.arm(cand).watched)
+    return assess(Facts(budget_s=plan.time_budget_s, spent_s=outcome.elapsed_s, gpu=gpu, cpu=cpu,
+                        host_timed=device == "cpu"))
 
 
 def write_json(data: Mapping[str, Any], path: Path) -> None:

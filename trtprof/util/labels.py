@@ -35,6 +35,19 @@ def fmt_ms(value: float, significant: int = 4) -> str:
     return f"{value:.{decimals}f}"
 
 
+def fmt_rate(value: float | None) -> str:
+    """A rate (samples/s, requests/s) for people: thousands separators from 100 up (253,900), four
+    significant digits below (12.35, 0.4567), never scientific notation ("2.539e+05" is what ``:,.4g``
+    prints for 253,900)."""
+    if value is None or not math.isfinite(value):
+        return "-" if value is None else str(value)
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if value == 0:
+        return "0"
+    return fmt_ms(value) if abs(value) >= 1e-4 else f"{value:.6f}"
+
+
 def precision_text(r: "Labelled") -> str:
     eff = r.engine.get("effective_precision", r.precision)
     return r.precision if eff == r.precision else f"{r.precision} ({eff})"
@@ -55,6 +68,28 @@ def _details(r: "Labelled") -> dict[str, str]:
     for k, v in sorted((spec.get("shapes") or {}).items()):
         out[f"shape:{k}"] = f"{k}:{'x'.join(str(d) for d in v)}"
     return out
+
+
+def _short_option(key: str, value: Any) -> str:
+    """One option as a label part: the calibration by its data's hash or seed ("calib 3f2a…",
+    "calib seed 1"), others as ``k=v``."""
+    text = str(value)
+    if key == "calibration_data":
+        if "sha256 " in text:
+            return f"calib {text.split('sha256 ', 1)[1][:4]}…"
+        if "seed " in text:
+            return f"calib seed {text.rsplit('seed ', 1)[1]}"
+    return f"{key}={text if len(text) <= 24 else text[:23] + '…'}"
+
+
+def variant_label(precision: str, options: Mapping[str, Any], first: Mapping[str, Any], key: str = "") -> str:
+    """The label of a second engine of ``precision`` beside one with options ``first``: what differs
+    (``int8 (calib 3f2a…)``, ``fp16 (keep_fp32=…)``), not a number; the cache key when nothing does."""
+    keys = sorted(k for k in set(options) | set(first) if options.get(k) != first.get(k))
+    keys.sort(key=lambda k: (k != "calibration_data", k))  # the calibration source first: it names the data
+    if keys:
+        return f"{precision} ({', '.join(_short_option(k, options.get(k)) for k in keys[:2])})"
+    return f"{precision} (engine {key[:8]})" if key else f"{precision} (another engine)"
 
 
 def engine_labels(results: Sequence["Labelled"]) -> list[str]:
