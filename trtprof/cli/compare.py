@@ -8,6 +8,7 @@ from typing import Any
 
 from ..compare import core as cmp
 from ..measure import workers
+from ..measure.budget import TimeBudget
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
@@ -24,6 +25,7 @@ from ..measure.interleave import (
     Progress,
     RoundPlan,
 )
+from ..util.clock import CommandClock
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
 from ..stats.speedup import EQUIVALENCE_MARGIN
@@ -234,7 +236,9 @@ def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tu
     report.serving = sweep.to_json()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
+    """``clock``: when the command started and its imports ended (``cli.main``): the time budget counts
+    from there; without it (a caller in its own process), from when the comparison begins."""
     from . import compare_imported
 
     if compare_imported.is_results_file(args):  # imported trtexec runs: nothing to build or measure
@@ -272,23 +276,18 @@ def run(args: argparse.Namespace) -> int:
             print(launch[0], file=sys.stderr)
             launch[0] = None
 
-    built_s = [0.0]  # engine builds: a one-off, left out of the time budget
-
-    def on_built(outcome: Any) -> None:
+    def on_built(outcome: Any) -> None:  # compare_model and the A/B leave the builds out of the budget
         announce()
-        built_s[0] += outcome.seconds if outcome.built else 0.0
         print_outcome(outcome)
 
-    started = getattr(args, "started", None)
+    time_budget = TimeBudget.for_command(plan.time_budget_s, clock) if clock is not None else None
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-            layers=args.layers, accuracy_budget=budget, data=data,
-            started=(lambda: started + built_s[0]) if started is not None else None,
-            imports_s=getattr(args, "imported", started) - started if started is not None else None,
-        )
+            layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget,
+        )  # compare_model and the A/B leave the engine builds out of the budget
         hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch)
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):

@@ -23,7 +23,7 @@ from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
 from ..build.pipeline import BuildSettings, as_onnx, build_engines
 from ..util.files import atomic_write_text
-from .core import CompareHooks, CompareOptions, compare_records, resolve_records
+from .core import BuildTally, CompareHooks, CompareOptions, compare_records, resolve_records
 from ..errors import BadInput
 from ..model.inputs import make_inputs, resolve_shapes
 from ..model.onnx_model import inspect_model
@@ -192,8 +192,10 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
     what does not apply to the changed arm."""
     check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds
+    builds = BuildTally(hooks.on_built)
     records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
-                                             on_built=hooks.on_built)
+                                             on_built=builds)
+    options = options.leaving_out(builds.seconds)  # engine builds: a one-off, left out of the time budget
     check_compatible(records)
     base = next(iter(records))
     pairs = {label: found for label, r in records.items()

@@ -20,10 +20,10 @@ components and what each costs (``wants_load``): the next sweep adds a load when
 interval more per second than more rounds would (the load-to-load spread dominates, or few loads
 leave a large t quantile), otherwise round pairs.
 
-The budget is wall time from ``started`` up to ``budget_s`` (the CLI passes its process's start,
-``clock.process_start``, so that imports, the cache lookup, the accuracy pass and the workers' start-up are
-inside the first batch size's budget; compare gives each batch size its deadline and keeps
-``reserve_s`` for what runs after measuring): blocks are sized so that the minimum design
+The budget is a ``budget.BatchWindow``: wall time from its ``started`` up to its ``budget_s`` (the CLI
+counts from its process's start, ``clock.process_start``, so that imports, the cache lookup, the accuracy
+pass and the workers' start-up are inside the first batch size's budget; compare gives each batch size
+its window from one ``budget.TimeBudget``, keeping ``reserve_s`` for what runs after measuring): blocks are sized so that the minimum design
 (``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep that would end past it is not
 started, and below the minimum only the floor of two loads × one round pair runs regardless (without
 it there is no interval at all). When the floor ends past the deadline the outcome says so in one
@@ -46,6 +46,7 @@ import numpy as np
 
 from . import timing
 from ..system import nvml
+from .budget import BatchWindow
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
 
@@ -370,22 +371,21 @@ def wants_load(speedups: Mapping[str, Speedup], rounds_per_load: float, load_cos
 def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
                     clock: Callable[[], float] = time.perf_counter,
                     on_progress: Callable[[Progress], None] | None = None,
-                    started: float | None = None,
-                    load_ready: Callable[[int], bool] | None = None,
-                    budget_s: float | None = None, reserve_s: float = 0.0) -> InterleavedOutcome:
+                    window: BatchWindow | None = None,
+                    load_ready: Callable[[int], bool] | None = None) -> InterleavedOutcome:
     """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
     candidate's speedup CI after each sweep, and stop as the module docstring says.
 
-    ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget is ``budget_s`` seconds
-    (default ``plan.time_budget_s``) from ``started`` (a ``clock()`` value; default: now), of which the
-    loop leaves ``reserve_s`` to what its caller does after it. ``load_ready(i)``: would load ``i`` open
+    ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget is ``window`` (its
+    ``started`` a ``clock()`` value; default: ``plan.time_budget_s`` from now, nothing reserved), of which
+    the loop leaves ``window.reserve_s`` to what its caller does after it. ``load_ready(i)``: would load ``i`` open
     without waiting for a worker to start? When not, opening it is costed like the first load (start-up
     included) rather than like the last one. Loads are closed on return."""
     names = list(names)
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
-    loop = _Loop(names, open_load, plan, clock, clock() if started is None else started,
-                 plan.time_budget_s if budget_s is None else budget_s, reserve_s)
+    loop = _Loop(names, open_load, plan, clock,
+                 window if window is not None else BatchWindow(started=clock(), budget_s=plan.time_budget_s))
     loop.load_ready = load_ready
     stop: str | None = None
     try:
@@ -433,9 +433,9 @@ class _Loop:
     """The state of one ``run_interleaved``: loads, rounds done per load, the cost estimates."""
 
     def __init__(self, names: list[str], open_load: Callable[[int], Load], plan: RoundPlan,
-                 clock: Callable[[], float], started: float, budget_s: float, reserve_s: float = 0.0) -> None:
-        self.names, self.open_load, self.plan, self.clock, self.started = names, open_load, plan, clock, started
-        self.budget_s, self.reserve_s = budget_s, reserve_s
+                 clock: Callable[[], float], window: BatchWindow) -> None:
+        self.names, self.open_load, self.plan, self.clock, self.window = names, open_load, plan, clock, window
+        self.started, self.budget_s, self.reserve_s = window.started, window.budget_s, window.reserve_s
         self.floor_overrun = ""
         self.arms = {n: Arm(n) for n in names}
         self.loads: list[Load] = []
@@ -454,7 +454,7 @@ class _Loop:
     def remaining(self) -> float:
         """Seconds the loop may still plan for: to the deadline (the budget less the reserve), less the
         slack of ``BUDGET_PLAN_SHARE`` of one batch size's budget."""
-        slack = (1 - BUDGET_PLAN_SHARE) * self.plan.time_budget_s
+        slack = (1 - BUDGET_PLAN_SHARE) * self.window.slack_basis_s
         return self.budget_s - self.reserve_s - slack - self.elapsed()
 
     def add_load(self) -> dict[str, Samples]:

@@ -1,0 +1,123 @@
+"""The time budget (``compare --time-budget-s``) as one value: where it counts from, what the command's
+imports took, the seconds per batch size, and the reserve kept for what runs after measuring.
+
+Made once by the CLI (``TimeBudget.for_command``: from the process's start, engine builds left out)
+or by a caller (``TimeBudget(per_batch_s)``: from when the comparison begins), handed down whole:
+``compare.core`` asks it for each batch size's ``BatchWindow`` and the ``interleave`` loop plans to
+that window. Before this type the budget lived in five forms across five files (issue 32).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..util.clock import CommandClock
+
+
+# What runs after measuring (telling the workers to exit, the analysis, printing, writing the JSON, the
+# interpreter's exit) is Python in this process, not the model's work, like the interpreter's start and
+# trtprof's imports before the command began, and it runs on the same machine under the same load: its
+# seconds are estimated as this multiple of those, per batch size, measured in the same run. Measured
+# tails: the shared 2-core machine (load 1-10, benchmarks/budget_cpu.py, budget_cpu-2026-12-01-imports.txt)
+# medians 0.32-1.04 s per setting (max 1.37) against reserves of median 0.41-0.94 s; the H200 (torch backend, benchmarks/compare_timeline.py) 1.5 s
+# (closing the workers 0.4 s, the interpreter's exit with its CUDA context 1.15 s) where the imports took
+# 0.44-0.67 s. The launch up to the comparison's start (the former basis) also holds the backend's
+# imports, engine loads and a what-if's checks: 10-21 s on the H200, which reserved 10-41 s for a
+# 1.5-s tail. The loop's slack (interleave.BUDGET_PLAN_SHARE) takes up what the estimate misses.
+TAIL_PER_IMPORTS = 2.0  # per batch size
+
+
+def tail_reserve_s(imports_s: float, batch_sizes: int) -> float:
+    """Seconds of the budget kept for what runs after measuring, from ``imports_s``, the seconds the
+    interpreter's start and trtprof's imports took in this process (``TAIL_PER_IMPORTS`` per batch size)."""
+    return TAIL_PER_IMPORTS * max(imports_s, 0.0) * batch_sizes
+
+
+@dataclass(frozen=True)
+class BatchWindow:
+    """What one batch size's loop may spend, in seconds from ``started`` (a clock value): it must be done
+    by ``budget_s`` less ``reserve_s`` (kept for what runs after it); ``per_batch_s`` is one batch size's
+    budget, of which the loop keeps a share as slack."""
+
+    started: float
+    budget_s: float
+    reserve_s: float = 0.0
+    per_batch_s: float | None = None  # default: budget_s
+
+    @property
+    def deadline_s(self) -> float:
+        return self.budget_s - self.reserve_s
+
+    @property
+    def slack_basis_s(self) -> float:
+        return self.budget_s if self.per_batch_s is None else self.per_batch_s
+
+
+@dataclass(frozen=True)
+class TimeBudget:
+    """``per_batch_s`` seconds per batch size, counted from ``start`` (a ``time.perf_counter()`` value;
+    None: when the comparison begins, which ``began`` fixes), ``imports_s`` the seconds the command's
+    start and imports took (what the reserve for the end is a multiple of; None: the launch, from
+    ``start`` to the comparison's start, is). ``launch_s`` is set by ``began``."""
+
+    per_batch_s: float
+    start: float | None = None
+    imports_s: float | None = None
+    launch_s: float | None = None
+    counts_from: str = "compare start"
+
+    @classmethod
+    def for_command(cls, per_batch_s: float, clock: CommandClock) -> TimeBudget:
+        """The CLI's budget: from the command's start, its imports the reserve's basis."""
+        return cls(per_batch_s, start=clock.started, imports_s=clock.imports_s,
+                   counts_from="command start (engine builds left out)")
+
+    def leaving_out(self, seconds: float) -> TimeBudget:
+        """The same budget with ``seconds`` (engine builds, a one-off) not counted: its start moves later."""
+        if self.start is None or seconds <= 0:
+            return self
+        return replace(self, start=self.start + seconds)
+
+    def began(self, now: float) -> TimeBudget:
+        """Fixed at the comparison's start ``now``: the start (now, if none was given) and the launch."""
+        start = now if self.start is None else self.start
+        return replace(self, start=start, launch_s=now - start)
+
+    @property
+    def started(self) -> float:
+        if self.start is None:
+            raise ValueError("TimeBudget.began() was not called: the budget has no start yet")
+        return self.start
+
+    @property
+    def reserve_basis(self) -> tuple[str, float]:
+        """What the end's reserve is a multiple of, and its seconds."""
+        if self.imports_s is not None:
+            return "imports", self.imports_s
+        return "launch", self.launch_s or 0.0
+
+    def reserve_s(self, batch_sizes: int) -> float:
+        return tail_reserve_s(self.reserve_basis[1], batch_sizes)
+
+    def elapsed_s(self, now: float) -> float:
+        return now - self.started
+
+    def window(self, index: int, now: float, batch_sizes: int) -> BatchWindow:
+        """Batch size ``index``'s (0-based) window, asked when it begins at ``now``: done by ``index+1``
+        budgets and by one budget after it began (a batch size that stopped early hands nothing on; one
+        that ran over is caught up by the next), each keeping its share of the reserve."""
+        budget_s, reserve_s = batch_window(index, self.elapsed_s(now), self.per_batch_s,
+                                           self.reserve_s(batch_sizes), batch_sizes)
+        return BatchWindow(started=self.started, budget_s=budget_s, reserve_s=reserve_s,
+                           per_batch_s=self.per_batch_s)
+
+
+def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: float, batch_sizes: int) -> tuple[float, float]:
+    """(budget, reserve) of batch size ``index`` (0-based), both in seconds from the budget's start:
+    done by ``index+1`` budgets and by one budget after it began at ``began_s`` (a batch size that
+    stopped early hands nothing on; one that ran over is caught up by the next), each keeping its
+    share of ``reserve_s`` (the command's, for what runs after measuring)."""
+    share_s = reserve_s / batch_sizes
+    began_s = began_s if index else 0.0  # the first counts from the start: start-up is its
+    budget_s = min((index + 1) * per_batch_s, began_s + per_batch_s)
+    deadline_s = min((index + 1) * (per_batch_s - share_s), began_s + per_batch_s - share_s)
+    return budget_s, budget_s - deadline_s
