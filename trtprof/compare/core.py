@@ -54,7 +54,7 @@ from ..measure.interleave import (
 )
 from ..layers.profile import graph_facts, profile_records
 from ..system.memory import artifact_bytes, outputs_and_memory, rss_bytes
-from ..model.onnx_model import load_onnx
+from ..model.onnx_model import OnnxModel, as_model
 from ..measure.results import BenchResult
 from ..model.roofline import achieved, graph_cost
 from ..schemas import COMPARE as SCHEMA
@@ -413,12 +413,13 @@ def compare_records(
     batch_sizes: Sequence[int],
     options: CompareOptions = CompareOptions(),
     *,
-    onnx_path: Any = None,
+    source: OnnxModel | Path | None = None,
     hooks: CompareHooks = CompareHooks(),
 ) -> CompareReport:
     """Measure the engines of ``records`` (arm label → record; the first is the baseline; one record
     may appear under two labels for an A/A run) at each batch size; every candidate gets a speedup,
-    its verdict, an accuracy delta and its diagnosis.
+    its verdict, an accuracy delta and its diagnosis. ``source``: the FP32 model they were built from
+    (an ``OnnxModel``, read once, or a path read here once; None: no range analysis, roofline or graph facts).
 
     Four phases, each a function: load (``load_reference``: the engines once, in-process, for their
     outputs and input shapes, then closed), measure (``measure``: ``plan.min_loads``+ independent loads
@@ -430,6 +431,7 @@ def compare_records(
     measuring, for which the measure phase keeps a reserve (issue 27: the budget is the budget)."""
     budget = options.time_budget.began(time.perf_counter())  # launch_s: the interpreter, imports, cache lookup
     host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
+    model = as_model(source)
     pool = None
     try:
         if options.isolation == ISOLATION_PROCESS:
@@ -438,7 +440,7 @@ def compare_records(
             # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
             # tens of seconds for a torch model on a GPU host) overlap the parent's own
             pool.spawn(min(options.plan.min_loads, workers.SPAWN_AHEAD))
-        reference = load_reference(records, batch_sizes, options, onnx_path, pool)
+        reference = load_reference(records, batch_sizes, options, model, pool)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:  # a failure or Ctrl-C before measuring: no worker is left running
         if pool is not None:
@@ -453,7 +455,7 @@ def compare_records(
         options = replace(options, layers=False)  # no profiling after an interrupt: the user asked to stop
     warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
                     for b, o in measured.outcomes.items() if o.floor_overrun)
-    comparisons, tables = analyse(records, measured, options, reference, onnx_path, peak, warnings)
+    comparisons, tables = analyse(records, measured, options, reference, model, peak, warnings)
     stamp_all(comparisons, measured.outcomes, options.plan.min_loads, host_before, reference.devices)
     first = next(iter(records.values()))
     env = collect()
@@ -467,7 +469,7 @@ def compare_records(
 
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
-                   onnx_path: Any, pool: Any) -> Reference:
+                   model: OnnxModel | None, pool: Any) -> Reference:
     """The load phase: every engine loaded once in this process for its outputs at each batch size
     (the accuracy delta) and the input shapes, then closed before the timing (on a failure the caller,
     ``compare_records``, kills the worker pool); after closing, its idle memory is trimmed."""
@@ -499,7 +501,7 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
                 feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=options.seed,
                                     int_range=options.ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
-                    fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
+                    fp16_range = fp16range.for_compare(model, records, feeds, data=data)
                 outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
                     runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
     finally:
@@ -616,7 +618,7 @@ class Evidence:
 
 
 def analyse(records: Mapping[str, EngineRecord], measured: Measured, options: CompareOptions, reference: Reference,
-            onnx_path: Any, peak: Any, warnings: list[str]) -> tuple[list[Comparison], dict[int, Any]]:
+            model: OnnxModel | None, peak: Any, warnings: list[str]) -> tuple[list[Comparison], dict[int, Any]]:
     """The analyse phase: per measured batch size and candidate, the speedup with its verdict, the
     accuracy delta, the roofline and the diagnosis (with layer tables when ``options.layers``).
     Returns the comparisons and the layer tables; what cannot be analysed is added to ``warnings``."""
@@ -624,10 +626,10 @@ def analyse(records: Mapping[str, EngineRecord], measured: Measured, options: Co
     baseline = names[0]
     batch_sizes = measured.batch_sizes
     series = {name: [measured.per_batch[b][name] for b in batch_sizes] for name in names}
-    costs = _graph_costs(onnx_path, reference.shapes, {n: records[n].precision for n in names}, warnings)
-    graphs = ({b: graph_facts(onnx_path, records[baseline], b, options.shapes) for b in batch_sizes}
+    costs = _graph_costs(model, reference.shapes, {n: records[n].precision for n in names}, warnings)
+    graphs = ({b: graph_facts(model, records[baseline], b, options.shapes) for b in batch_sizes}
               if reference.on_gpu else {})
-    tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=options.shapes, seed=options.seed,
+    tables = profile_records(records, batch_sizes, onnx_path=model, shapes=options.shapes, seed=options.seed,
                              int_range=options.int_range, autotune=options.plan.autotune,
                              graphs=graphs, data=options.data) if options.layers else {}
     evidence = Evidence(baseline=baseline, series=series, costs=costs, peak=peak, graphs=graphs, tables=tables)
@@ -702,17 +704,16 @@ def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "int8": 1, "fp8": 1}
 
 
-def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int, ...]]],
+def _graph_costs(model: OnnxModel | None, all_shapes: Mapping[int, Mapping[str, tuple[int, ...]]],
                  precisions: Mapping[str, str], warnings: list[str]) -> dict[tuple[int, str], Any]:
     """Roofline counts per (batch, precision); a model that cannot be counted costs a warning, not the run."""
-    if onnx_path is None:
+    if model is None:
         return {}
     try:
-        model = load_onnx(onnx_path)
         out = {}
         for batch, shapes in all_shapes.items():
             for name, precision in precisions.items():
-                out[(batch, name)] = graph_cost(model, shapes, float_bytes=ELEMENT_BYTES.get(precision, 4))
+                out[(batch, name)] = graph_cost(model.proto, shapes, float_bytes=ELEMENT_BYTES.get(precision, 4))
         return out
     except (TrtprofError, ValueError, KeyError) as err:
         warnings.append(f"roofline skipped: {err}")
@@ -729,8 +730,8 @@ def resolve_records(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     on_built: Callable[[Any], None] | None = None,
     data: Any = None,
-) -> tuple[dict[str, EngineRecord], Any, tuple[int, ...]]:
-    """MODEL or engines dir → (precision → record, source ONNX path or None, batch sizes).
+) -> tuple[dict[str, EngineRecord], OnnxModel | None, tuple[int, ...]]:
+    """MODEL or engines dir → (precision → record, the source ONNX model read once or None, batch sizes).
 
     An engines dir (a folder with engine JSONs, not a TF SavedModel) → its engines of the asked
     precisions; batch sizes default to those every chosen engine was built for; the ONNX source is
@@ -742,13 +743,13 @@ def resolve_records(
         records = select_records(list_engines(path), precisions, backend)
         built = set.intersection(*(set(r.spec.batch_sizes) for r in records.values()))
         sizes = tuple(batch_sizes) or tuple(sorted(built))
-        onnx_path = None
+        loaded = None
         source = Path(next(iter(records.values())).model_path)
         if source.exists():
             try:
-                onnx_path = as_onnx(source, path)
+                loaded = OnnxModel.load(as_onnx(source, path))
             except Exception:  # graph facts and roofline are optional here: a TF source without TF installed
-                onnx_path = None
+                loaded = None
     else:
         sizes = tuple(batch_sizes) or (1,)
         unique = list(dict.fromkeys(precisions))
@@ -757,8 +758,8 @@ def resolve_records(
                                                         data=data),
                                  on_done=on_built)
         records = {o.record.precision: o.record for o in outcomes}
-        onnx_path = as_onnx(path, Path(engines_dir))
-    return records, onnx_path, sizes
+        loaded = outcomes[0].source  # read once by the build (its hash is the engines' key)
+    return records, loaded, sizes
 
 
 def compare_model(
@@ -776,7 +777,7 @@ def compare_model(
     independently loaded arms. An engines dir (or one engine's JSON) → its engines of the asked
     precisions, batch sizes checked."""
     builds = BuildTally(hooks.on_built)
-    records, onnx_path, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
+    records, source, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
                                                 backend=backend, shapes=options.shapes, on_built=builds,
                                                 data=options.data)
     options = options.leaving_out(builds.seconds)
@@ -784,4 +785,4 @@ def compare_model(
     if len(labels) < 2:
         raise BadInput("compare needs a baseline and a candidate (e.g. --precisions fp32,fp16; fp32,fp32 for A/A)")
     arms = {label: records[str(p)] for label, p in zip(labels, precisions)}
-    return compare_records(arms, sizes, options, onnx_path=onnx_path, hooks=hooks)
+    return compare_records(arms, sizes, options, source=source, hooks=hooks)
