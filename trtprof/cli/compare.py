@@ -10,6 +10,7 @@ from ..compare import core as cmp
 from ..measure import workers
 from ..measure.budget import TimeBudget
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
+from ..compare.result import ComparisonResult
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from ..measure.interleave import (
@@ -131,33 +132,31 @@ def _plan(args: argparse.Namespace) -> RoundPlan:
     return plan
 
 
-def print_comparison(c: dict) -> None:
-    s, acc = c["speedup"], c["accuracy"]
-    lat = c["latency"]
-    for line in stamp_lines(c.get("validity")):  # the first line of each verdict: VALID or NOT VALID: why
+def print_comparison(c: ComparisonResult) -> None:
+    s, acc = c.speedup, c.accuracy or {}
+    for line in stamp_lines(c.validity):  # the first line of each verdict: VALID or NOT VALID: why
         print(line)
-    print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
-          f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
-          f"({plural(c['loads'], 'load')}, {plural(c['rounds'], 'round')}, stopped: {c['stop_reason']})")
-    if c.get("verdict_note"):
-        print(f"  note: {c['verdict_note']}")
+    print(f"batch {c.batch_size}: {c.candidate} vs {c.baseline}  speedup {s.estimate:.3f}× "
+          f"[95% CI {s.ci_low:.3f}, {s.ci_high:.3f}]  {c.verdict.upper()}  "
+          f"({plural(c.loads, 'load')}, {plural(c.rounds or 0, 'round')}, stopped: {c.stop_reason})")
+    if c.verdict_note:
+        print(f"  note: {c.verdict_note}")
     for side in ("baseline", "candidate"):
-        x = lat[side]
-        eff = "" if x["effective_precision"] == x["precision"] else f" (effective {x['effective_precision']})"
-        label = c[side] if c[side].split("#")[0] != x["precision"] else x["precision"]  # an A/B arm's label
-        print(f"  {label}{eff}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
-              f"n={x['n']}")
+        x = c.latency[side]
+        eff = "" if x.effective_precision == x.precision else f" (effective {x.effective_precision})"
+        label = c.label(side) if c.label(side).split("#")[0] != x.precision else x.precision  # an A/B arm's label
+        print(f"  {label}{eff}: median {x.median_ms:.4g} ms [{x.ci_low_ms:.4g}, {x.ci_high_ms:.4g}], n={x.n}")
     print_accuracy(c)
-    if acc["nonfinite"]:
-        print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
+    if c.nonfinite:
+        print(f"  !!! {c.candidate} OUTPUT HAS {c.nonfinite} NON-FINITE VALUES (inf/NaN): overflow !!!")
     if acc.get("caveat"):
         print(f"  caveat: {acc['caveat']}")
     from ..diagnose.fp16range import predicted_lines
 
     for line in predicted_lines(acc.get("predicted")):
         print(f"  predicted: {line}")
-    for f in c["diagnosis"]:
-        print(f"  why [{f['rule']}]: {f['message']}")
+    for f in c.diagnosis:
+        print(f"  why [{f.rule}]: {f.message}")
 
 
 def ab_mode(args: argparse.Namespace) -> bool:
@@ -199,12 +198,12 @@ def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[i
     return ab.compare_ab(arms, sizes, options, engines_dir=args.engines, hooks=hooks)
 
 
-def print_accuracy(c: dict) -> None:
+def print_accuracy(c: ComparisonResult) -> None:
     """The accuracy verdict (against the budget, on which inputs) and the metrics behind it."""
-    acc = c["accuracy"]
+    acc = c.accuracy or {}
     v = acc.get("verdict") or {}
     if v:
-        print(f"  accuracy vs {c['baseline']}: {v['label']} [{v['budget']}: {v['reason']}]")
+        print(f"  accuracy vs {c.baseline}: {v['label']} [{v['budget']}: {v['reason']}]")
     print(f"    {summary_line(acc)}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
 
 
@@ -300,8 +299,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     if serving is not None and not report.interrupted:
         run_serving(args, precisions, sizes, serving, report)
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
-    for c in data["comparisons"]:
-        print_comparison(c)
+    for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
+        print_comparison(ComparisonResult.from_json(c))
     if data["comparisons"]:
         print_accuracy_legend()
     if data.get("layers"):

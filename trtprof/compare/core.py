@@ -30,6 +30,7 @@ from ..measure.budget import TimeBudget
 from ..model import roofline
 from ..system import preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
+from .result import ArmLatency, ComparisonResult, SpeedupSummary
 from ..backends.base import set_autotune
 from ..measure.bench import effective_precision
 from ..build.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
@@ -153,36 +154,31 @@ class Comparison:
             self.__dict__["_shapes"] = cached
         return cached
 
-    def to_json(self) -> dict[str, Any]:
-        def side(name: str, r: Any) -> dict[str, Any]:
+    def result(self) -> ComparisonResult:
+        """The typed result the CLI prints and the pages show; its ``to_json`` is this entry's JSON."""
+        def side(name: str, r: Any) -> ArmLatency:
             lat = r.stats["latency_ms"]
             low, high = self.median_cis_ms.get(name) or median_ci_exact(r.samples_ms["latency_ms"])
-            return {"precision": r.precision, "effective_precision": r.engine.get("effective_precision", r.precision),
-                    "median_ms": lat.p50, "ci_low_ms": low, "ci_high_ms": high, "n": lat.n, "cv": lat.cv,
-                    "stage_medians_ms": {k: s.p50 for k, s in r.stats.items()},
-                    "engine": r.engine.get("artifact", "")}
+            return ArmLatency(precision=r.precision, effective_precision=r.engine.get("effective_precision", r.precision),
+                              median_ms=lat.p50, ci_low_ms=low, ci_high_ms=high, n=lat.n, cv=lat.cv,
+                              stage_medians_ms={k: s.p50 for k, s in r.stats.items()},
+                              engine=r.engine.get("artifact", ""))
 
-        acc = self.accuracy.to_json() if self.accuracy is not None else None
-        return {
-            "batch_size": self.batch_size,
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "speedup": self.speedup.to_json(),
-            "verdict": self.verdict,
-            **({"validity": self.validity.to_json()} if self.validity is not None else {}),
-            "accuracy": acc,
-            "diagnosis": [f.to_json() for f in self.diagnosis],
-            "verdict_note": self.verdict_note,
-            "shape": {k: v.to_json() for k, v in self.shapes.items()},
-            "latency": {"baseline": side("baseline", self.baseline_result),
-                        "candidate": side("candidate", self.candidate_result)},
-            "loads": self.loads,
-            "rounds": self.rounds,
-            "stop_reason": self.stop_reason,
-            "round_ratios": self.round_ratios,
-            "median_ci_half_width": self.half_widths,
-            "roofline": self.roofline,
-        }
+        return ComparisonResult(
+            batch_size=self.batch_size, baseline=self.baseline, candidate=self.candidate,
+            speedup=SpeedupSummary.from_json(self.speedup.to_json()), verdict=self.verdict,
+            validity=self.validity.to_json() if self.validity is not None else None,
+            accuracy=self.accuracy.to_json() if self.accuracy is not None else None,
+            diagnosis=tuple(self.diagnosis), verdict_note=self.verdict_note,
+            shape={k: v.to_json() for k, v in self.shapes.items()},
+            latency={"baseline": side("baseline", self.baseline_result),
+                     "candidate": side("candidate", self.candidate_result)},
+            loads=self.loads, rounds=self.rounds, stop_reason=self.stop_reason,
+            round_ratios=tuple(self.round_ratios), median_ci_half_width=dict(self.half_widths),
+            roofline=dict(self.roofline))
+
+    def to_json(self) -> dict[str, Any]:
+        return self.result().to_json()
 
 
 @dataclass
