@@ -8,7 +8,7 @@ from typing import Any
 
 from ..compare import core as cmp
 from ..measure import workers
-from ..measure.budget import TimeBudget
+from ..measure.budget import COSTLY_LOAD_S, GROWN_BUDGET_CAP_S, TimeBudget
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..compare.result import ComparisonResult
 from ..errors import BadInput
@@ -29,7 +29,7 @@ from ..measure.interleave import (
 from ..util.clock import CommandClock
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
-from ..stats.speedup import EQUIVALENCE_MARGIN
+from ..stats.speedup import EQUIVALENCE_MARGIN, few_loads_words
 from ..util.wording import plural
 from . import _common, _serving
 from ..system.validity import stamp_lines
@@ -74,11 +74,14 @@ def add_parser(sub) -> None:
     p.add_argument("--margin", type=float, default=EQUIVALENCE_MARGIN,
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
                         f"'faster'/'slower' (default {EQUIVALENCE_MARGIN})")
-    p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
+    p.add_argument("--time-budget-s", type=_common.positive_float, default=None,
                    help=f"the command's wall time per batch size, from its start to its exit: imports, worker "
                         f"start-up, warm-up and the summary included, engine builds left out (default "
-                        f"{DEFAULT_TIME_BUDGET_S:g}); {MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else "
-                        "fewer: only 2 loads × 2 rounds run regardless (docs/method.md)")
+                        f"{DEFAULT_TIME_BUDGET_S:g}, grown to what {MIN_LOADS} loads need where the first load takes "
+                        f"over {COSTLY_LOAD_S:g} s, at most {GROWN_BUDGET_CAP_S:g} s, announced before measuring); "
+                        f"{MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else fewer (a given budget that "
+                        "cannot fit them says how long they need): only 2 loads × 2 rounds run regardless "
+                        "(docs/method.md)")
     p.add_argument("--min-loads", type=_common.positive_int, default=MIN_LOADS, metavar="N",
                    help=f"independent loads before the first look (default {MIN_LOADS}, at most "
                         f"{LOADS_LIMIT}; above {MAX_LOADS} it also lifts the most loads a run opens): a slow "
@@ -123,7 +126,8 @@ def _plan(args: argparse.Namespace) -> RoundPlan:
     _common.check_round_args(args)
     if not 0 < args.margin < 0.5:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
-    plan = RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
+    budget_s = DEFAULT_TIME_BUDGET_S if args.time_budget_s is None else args.time_budget_s
+    plan = RoundPlan(target_ci=args.target_ci, time_budget_s=budget_s,
                      round_iterations=args.round_iterations, margin=args.margin, copies=not args.no_copies,
                      cuda_graph=_common.cuda_graph(args), autotune=args.autotune, min_loads=args.min_loads,
                      max_loads=max(MAX_LOADS, args.min_loads))  # asking for more loads lifts the ceiling
@@ -136,9 +140,10 @@ def print_comparison(c: ComparisonResult) -> None:
     s, acc = c.speedup, c.accuracy or {}
     for line in stamp_lines(c.validity):  # the first line of each verdict: VALID or NOT VALID: why
         print(line)
+    few = few_loads_words(c.loads)  # beside the interval: what 2 loads mean for it
     print(f"batch {c.batch_size}: {c.candidate} vs {c.baseline}  speedup {s.estimate:.3f}× "
           f"[95% CI {s.ci_low:.3f}, {s.ci_high:.3f}]  {c.verdict.upper()}  "
-          f"({plural(c.loads, 'load')}, {plural(c.rounds or 0, 'round')}, stopped: {c.stop_reason})")
+          f"({few or plural(c.loads, 'load')}, {plural(c.rounds or 0, 'round')}, stopped: {c.stop_reason})")
     if c.verdict_note:
         print(f"  note: {c.verdict_note}")
     for side in ("baseline", "candidate"):
@@ -262,9 +267,10 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
 
     def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
         announce()
+        few = few_loads_words(outcome.loads)
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                  f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
+                  f"{s.verdict.upper()} ({few or plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
                   f"{outcome.elapsed_s:.1f} of {round(outcome.budget_s, 1):g} s spent with {outcome.reserve_s:.1f} s "
                   f"kept for the end, stopped: {outcome.stop_reason})", file=sys.stderr)
 
@@ -279,7 +285,12 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         announce()
         print_outcome(outcome)
 
-    time_budget = TimeBudget.for_command(plan.time_budget_s, clock) if clock is not None else None
+    def on_budget(batch: int, line: str) -> None:  # before the batch size's rounds (BatchWindow.fitted)
+        announce()
+        print(f"  batch {batch}: budget: {line}", file=sys.stderr)
+
+    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None)
+                   if clock is not None else None)
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
@@ -287,7 +298,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
             layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget,
         )  # compare_model and the A/B leave the engine builds out of the budget
-        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch)
+        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget)
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):
             if is_ab:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -67,6 +68,7 @@ from ..stats.speedup import (
     LatencyShape,
     Speedup,
     distribution_shape,
+    few_loads_words,
     inconclusive_hint,
     mean_median_note,
     unseen_mode_note,
@@ -127,7 +129,7 @@ class Comparison:
     @property
     def verdict_note(self) -> str:
         """What an inconclusive verdict would need, and what the distributions look like."""
-        notes = []
+        notes = [few_loads_words(self.loads)] if few_loads_words(self.loads) else []
         if self.verdict == INCONCLUSIVE:
             notes.append(inconclusive_hint(self.speedup, self.round_s))
         if self.baseline == self.candidate.split("#")[0]:
@@ -351,6 +353,7 @@ class CompareHooks:
     on_built: Callable[[Any], None] | None = None
     on_progress: Callable[[int, Progress], None] | None = None
     on_batch: Callable[[int, InterleavedOutcome], None] | None = None
+    on_budget: Callable[[int, str], None] | None = None  # before a batch size's rounds: its budget's line
 
 
 @dataclass(frozen=True)
@@ -392,7 +395,8 @@ class Measured:
                 "launch_s": round(self.budget.launch_s or 0.0, 3), "startup_s": round(self.startup_s, 3),
                 "reserve_s": round(self.reserve_s, 3), "reserve_basis": basis, "reserve_basis_s": round(basis_s, 3),
                 "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
-                                       "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun}
+                                       "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun,
+                                       "budget_note": o.budget_note}
                               for b, o in self.outcomes.items()}}
 
     @property
@@ -561,7 +565,8 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
 
                 outcome = run_interleaved(names, open_load, options.plan, on_progress=progress,
                                           window=budget.window(k, time.perf_counter(), len(batch_sizes)),
-                                          load_ready=pool.ready if pool is not None else None)
+                                          load_ready=pool.ready if pool is not None else None,
+                                          on_note=partial(hooks.on_budget, batch) if hooks.on_budget else None)
                 measured.per_batch[batch] = {
                     arm.name: _result_for(records[arm.name], arm, batch, options.plan, outcome, shapes, options.seed,
                                           reference.devices[arm.name], reference.autotune[arm.name],

@@ -8,6 +8,7 @@ that window. Before this type the budget lived in five forms across five files (
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from ..util.clock import CommandClock
@@ -24,6 +25,18 @@ from ..util.clock import CommandClock
 # imports, engine loads and a what-if's checks: 10-21 s on the H200, which reserved 10-41 s for a
 # 1.5-s tail. The loop's slack (interleave.BUDGET_PLAN_SHARE) takes up what the estimate misses.
 TAIL_PER_IMPORTS = 2.0  # per batch size
+
+# Without --time-budget-s a batch size's budget grows to what the minimum loads need, measured from its
+# first load, up to this (issue 33: a default run that answers — on the H200 a torch load cost 10-30 s
+# and the 12-s default gave 2 loads, a t interval with 1 degree of freedom — but within a minute).
+GROWN_BUDGET_CAP_S = 60.0
+# … and only where a load is costly: a first load (opened and warmed up, a worker's start-up it waited for
+# included; with workers the wait shows in the warm-up, so both count) of this or less keeps the default.
+# Measured on the shared 2-core CPU at load 9-11 (the ONNX Runtime demo model, batch 1 and 8, workers and
+# in-process): 1.02-1.08 s, ~1 s of it the first warm-up (FIRST_WARMUP_MS per arm, by design)
+# (benchmarks/first_load_cpu.py, results/first_load_cpu-2026-12-01.txt): CPU runs, CI and the calibration
+# keep their 12 s. A torch load on the H200 took 10-30 s before issue 33 #1.
+COSTLY_LOAD_S = 3.0
 
 
 def tail_reserve_s(imports_s: float, batch_sizes: int) -> float:
@@ -42,6 +55,8 @@ class BatchWindow:
     budget_s: float
     reserve_s: float = 0.0
     per_batch_s: float | None = None  # default: budget_s
+    opened_s: float = 0.0  # seconds from ``started`` when this batch size began (its cap counts from there)
+    grows: bool = False  # the default budget (no --time-budget-s): may grow to fit the loads (``fitted``)
 
     @property
     def deadline_s(self) -> float:
@@ -50,6 +65,26 @@ class BatchWindow:
     @property
     def slack_basis_s(self) -> float:
         return self.budget_s if self.per_batch_s is None else self.per_batch_s
+
+    def fitted(self, needed_s: float, first_load_s: float, loads: int, rounds: int) -> tuple[BatchWindow, str]:
+        """This window for loads that need ``needed_s`` seconds from ``started`` (``loads`` loads ×
+        ``rounds`` rounds, estimated from the first load, which took ``first_load_s``), and the line that
+        says so before measuring ("" when they fit). The default budget grows where a load is costly
+        (``COSTLY_LOAD_S``), up to ``GROWN_BUDGET_CAP_S`` after the batch size began; an explicit one stays
+        and the line says how long the loads would need."""
+        if needed_s <= self.budget_s:
+            return self, ""
+        need = f"the first load took {first_load_s:.1f} s: {loads} loads × {rounds} rounds need about "                f"{needed_s - self.opened_s:.0f} s here"
+        if not self.grows:
+            return self, (f"{need}, more than the {self.budget_s - self.opened_s:.0f} s budget of --time-budget-s: "
+                          f"fewer loads will run (--time-budget-s {math.ceil(needed_s - self.opened_s)} fits them)")
+        if first_load_s <= COSTLY_LOAD_S:
+            return self, ""
+        cap_s = self.opened_s + GROWN_BUDGET_CAP_S
+        grown = replace(self, budget_s=min(needed_s, max(cap_s, self.budget_s)))
+        capped = f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" if needed_s > cap_s else ""
+        return grown, (f"{need}; the budget grows to {grown.budget_s - self.opened_s:.0f} s for them (the default "
+                       f"without --time-budget-s{capped or f', at most {GROWN_BUDGET_CAP_S:.0f} s'})")
 
 
 @dataclass(frozen=True)
@@ -64,12 +99,14 @@ class TimeBudget:
     imports_s: float | None = None
     launch_s: float | None = None
     counts_from: str = "compare start"
+    grows: bool = False  # no --time-budget-s: each batch size's window may grow to fit its loads (BatchWindow.fitted)
 
     @classmethod
-    def for_command(cls, per_batch_s: float, clock: CommandClock) -> TimeBudget:
-        """The CLI's budget: from the command's start, its imports the reserve's basis."""
+    def for_command(cls, per_batch_s: float, clock: CommandClock, *, grows: bool = False) -> TimeBudget:
+        """The CLI's budget: from the command's start, its imports the reserve's basis; ``grows``: the
+        default (no --time-budget-s), which may grow where loads are costly."""
         return cls(per_batch_s, start=clock.started, imports_s=clock.imports_s,
-                   counts_from="command start (engine builds left out)")
+                   counts_from="command start (engine builds left out)", grows=grows)
 
     def leaving_out(self, seconds: float) -> TimeBudget:
         """The same budget with ``seconds`` (engine builds, a one-off) not counted: its start moves later."""
@@ -105,10 +142,10 @@ class TimeBudget:
         """Batch size ``index``'s (0-based) window, asked when it begins at ``now``: done by ``index+1``
         budgets and by one budget after it began (a batch size that stopped early hands nothing on; one
         that ran over is caught up by the next), each keeping its share of the reserve."""
-        budget_s, reserve_s = batch_window(index, self.elapsed_s(now), self.per_batch_s,
-                                           self.reserve_s(batch_sizes), batch_sizes)
+        began_s = self.elapsed_s(now)
+        budget_s, reserve_s = batch_window(index, began_s, self.per_batch_s, self.reserve_s(batch_sizes), batch_sizes)
         return BatchWindow(started=self.started, budget_s=budget_s, reserve_s=reserve_s,
-                           per_batch_s=self.per_batch_s)
+                           per_batch_s=self.per_batch_s, opened_s=began_s if index else 0.0, grows=self.grows)
 
 
 def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: float, batch_sizes: int) -> tuple[float, float]:

@@ -307,6 +307,7 @@ class InterleavedOutcome:
     budget_s: float = float("nan")  # the budget it ran under (elapsed_s counts from the same start)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
     floor_overrun: str = ""  # floor_overrun_line when the floor ended past the deadline
+    budget_note: str = ""  # BatchWindow.fitted's line: the budget grew to fit the loads, or would need more
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -372,7 +373,8 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
                     clock: Callable[[], float] = time.perf_counter,
                     on_progress: Callable[[Progress], None] | None = None,
                     window: BatchWindow | None = None,
-                    load_ready: Callable[[int], bool] | None = None) -> InterleavedOutcome:
+                    load_ready: Callable[[int], bool] | None = None,
+                    on_note: Callable[[str], None] | None = None) -> InterleavedOutcome:
     """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
     candidate's speedup CI after each sweep, and stop as the module docstring says.
 
@@ -380,13 +382,14 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
     ``started`` a ``clock()`` value; default: ``plan.time_budget_s`` from now, nothing reserved), of which
     the loop leaves ``window.reserve_s`` to what its caller does after it. ``load_ready(i)``: would load ``i`` open
     without waiting for a worker to start? When not, opening it is costed like the first load (start-up
-    included) rather than like the last one. Loads are closed on return."""
+    included) rather than like the last one. ``on_note`` hears, before the rounds, what the first load
+    says of the budget (``BatchWindow.fitted``). Loads are closed on return."""
     names = list(names)
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
     loop = _Loop(names, open_load, plan, clock,
                  window if window is not None else BatchWindow(started=clock(), budget_s=plan.time_budget_s))
-    loop.load_ready = load_ready
+    loop.load_ready, loop.on_note = load_ready, on_note
     stop: str | None = None
     try:
         loop.open_minimum()
@@ -446,6 +449,8 @@ class _Loop:
         self.load_open_s = 0.0  # seconds the last load took to open and warm up
         self.first_open_s = 0.0  # from ``started`` until the first load was open and warm (start-up included)
         self.load_ready: Callable[[int], bool] | None = None
+        self.on_note: Callable[[str], None] | None = None
+        self.budget_note = ""
         self.speedups: dict[str, Speedup] = {}
 
     def elapsed(self) -> float:
@@ -504,6 +509,7 @@ class _Loop:
                       for w in warm0.values()]
         wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
         self.round_s = sum((MIN_ROUND_ITERATIONS + ROUND_WARMUP) * m / 1e3 for m in medians_ms)  # the floor's blocks
+        self.fit_window(sum((wanted + ROUND_WARMUP) * m / 1e3 for m in medians_ms))
         while len(self.loads) < plan.min_loads:
             needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
             if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
@@ -528,6 +534,18 @@ class _Loop:
             more = 0
         for i in range(len(self.loads)):
             self.run(i, more)
+
+    def fit_window(self, round_s: float) -> None:
+        """After the first load, before any round: what the minimum loads × rounds need from the budget's
+        start, at this load's cost and rounds of ``round_s``, with the reserve and the slack; the window
+        grows to it or the note says how long it would need (``BatchWindow.fitted``)."""
+        plan = self.plan
+        rest_s = (plan.min_loads - 1) * self.load_open_s + plan.min_loads * plan.min_rounds * round_s
+        needed_s = (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
+        self.window, self.budget_note = self.window.fitted(needed_s, self.load_open_s, plan.min_loads, plan.min_rounds)
+        self.budget_s = self.window.budget_s
+        if self.budget_note and self.on_note is not None:
+            self.on_note(self.budget_note)
 
     def look(self) -> None:
         base = self.arms[self.names[0]].latency_blocks()
@@ -568,4 +586,4 @@ class _Loop:
                                   elapsed_s=self.elapsed(), round_iterations={n: self.iterations for n in self.names},
                                   half_widths=half, loads=len(self.loads), speedups=self.speedups,
                                   round_s=self.round_s, budget_s=self.budget_s, reserve_s=self.reserve_s,
-                                  floor_overrun=self.floor_overrun)
+                                  floor_overrun=self.floor_overrun, budget_note=self.budget_note)
