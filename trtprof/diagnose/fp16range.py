@@ -431,7 +431,8 @@ def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
     keep = _keep_list(spec, spec.backend)
     if data is not None:
         return analyze_safely(onnx_path, sample_batches(data, inputs, batch_size), keep=keep, inputs=data.describe())
-    feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=str(getattr(onnx_path, "path", onnx_path))))
+    where = str(getattr(onnx_path, "path", onnx_path))  # an OnnxModel's file, or the path itself
+    feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=where))
     return analyze_safely(onnx_path, first_samples(feeds, inputs), keep=keep)
 
 

@@ -23,9 +23,9 @@ leave a large t quantile), otherwise round pairs.
 The budget is a ``budget.BatchWindow``: wall time from its ``started`` up to its ``budget_s`` (the CLI
 counts from its process's start, ``clock.process_start``, so that imports, the cache lookup, the accuracy
 pass and the workers' start-up are inside the first batch size's budget; compare gives each batch size
-its window from one ``budget.TimeBudget``, keeping ``reserve_s`` for what runs after measuring): blocks are sized so that the minimum design
-(``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep that would end past it is not
-started, and below the minimum only the floor of two loads × one round pair runs regardless (without
+its window from one ``budget.TimeBudget``, keeping ``reserve_s`` for what runs after measuring): blocks
+are sized so that the minimum design (``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep
+that would end past it is not started, and below the minimum only the floor of two loads × one round pair runs regardless (without
 it there is no interval at all). When the floor ends past the deadline the outcome says so in one
 line (``floor_overrun``).
 
