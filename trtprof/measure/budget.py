@@ -78,8 +78,10 @@ class BatchWindow:
         if not self.grows:
             return self, (f"{need}, more than the {self.budget_s - self.opened_s:.0f} s budget of --time-budget-s: "
                           f"fewer loads will run (--time-budget-s {math.ceil(needed_s - self.opened_s)} fits them)")
-        if first_load_s <= COSTLY_LOAD_S:
-            return self, ""
+        if first_load_s <= COSTLY_LOAD_S:  # the default stays where loads are cheap: say what that costs
+            return self, (f"{need}, more than the {self.budget_s - self.opened_s:.0f} s default budget: fewer loads "
+                          f"will run (it grows only where a load takes over {COSTLY_LOAD_S:g} s; --time-budget-s "
+                          f"{math.ceil(needed_s - self.opened_s)} fits them)")
         cap_s = self.opened_s + GROWN_BUDGET_CAP_S
         grown = replace(self, budget_s=min(needed_s, max(cap_s, self.budget_s)))
         capped = f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" if needed_s > cap_s else ""
