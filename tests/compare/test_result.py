@@ -65,10 +65,10 @@ def test_what_compare_prints_is_what_it_saves(conv_model, tmp_path, capsys):
 
 def test_keys_a_newer_writer_adds_are_kept():
     entry = entries(REAL_FILES[0])[0]
-    newer = {**entry, "validity": {"stamp": "x"}}
+    newer = {**entry, "clock_lock": {"locked": True}}
     newer["latency"] = {**entry["latency"], "baseline": {**entry["latency"]["baseline"], "clock_mhz": 1980}}
     result = ComparisonResult.from_json(newer)
-    assert result.extra == {"validity": {"stamp": "x"}} and result.latency["baseline"].extra == {"clock_mhz": 1980}
+    assert result.extra == {"clock_lock": {"locked": True}} and result.latency["baseline"].extra == {"clock_mhz": 1980}
     assert json.dumps(result.to_json()) == json.dumps(newer)
 
 
