@@ -220,3 +220,13 @@ def test_compare_announces_a_budget_too_small_before_measuring_and_says_when_loa
         assert few in captured.out and few in c["verdict_note"]
     else:
         assert "behind this interval" not in captured.out + c["verdict_note"]
+
+
+@pytest.mark.parametrize("grows", [False, True])
+def test_loads_that_fit_with_the_blocks_shrunk_say_nothing_where_the_budget_stays(grows):
+    """The loop shrinks its blocks to fit the minimum: only when not even the least blocks fit (just
+    outside) does a budget that stays say 'fewer loads will run'; just inside it says nothing."""
+    window = BatchWindow(started=0.0, budget_s=12.0, grows=grows)
+    assert window.fitted(30.0, 1.0, 6, 4, least_s=11.99) == (window, "")
+    fitted, line = window.fitted(30.0, 1.0, 6, 4, least_s=12.01)
+    assert fitted == window and "fewer loads will run" in line and "--time-budget-s 13 fits them" in line

@@ -66,25 +66,32 @@ class BatchWindow:
     def slack_basis_s(self) -> float:
         return self.budget_s if self.per_batch_s is None else self.per_batch_s
 
-    def fitted(self, needed_s: float, first_load_s: float, loads: int, rounds: int) -> tuple[BatchWindow, str]:
+    def fitted(self, needed_s: float, first_load_s: float, loads: int, rounds: int, *,
+               least_s: float | None = None) -> tuple[BatchWindow, str]:
         """This window for loads that need ``needed_s`` seconds from ``started`` (``loads`` loads ×
-        ``rounds`` rounds, estimated from the first load, which took ``first_load_s``), and the line that
-        says so before measuring ("" when they fit). The default budget grows where a load is costly
-        (``COSTLY_LOAD_S``), up to ``GROWN_BUDGET_CAP_S`` after the batch size began; an explicit one stays
-        and the line says how long the loads would need."""
-        if needed_s <= self.budget_s:
+        ``rounds`` rounds of the designed blocks, estimated from the first load, which took
+        ``first_load_s``; ``least_s``: with the blocks shrunk to their least, default ``needed_s``), and
+        the line that says so before measuring ("" when they fit). The default budget grows to
+        ``needed_s`` where a load is costly (``COSTLY_LOAD_S``), up to ``GROWN_BUDGET_CAP_S`` after the
+        batch size began; otherwise it stays, and where not even ``least_s`` fits, the line says how long
+        the loads would need."""
+        least_s = needed_s if least_s is None else least_s
+        costly = self.grows and first_load_s > COSTLY_LOAD_S
+        if needed_s <= self.budget_s or (not costly and least_s <= self.budget_s):
             return self, ""
-        need = f"the first load took {first_load_s:.1f} s: {loads} loads × {rounds} rounds need about "                f"{needed_s - self.opened_s:.0f} s here"
+        target_s = needed_s if costly else least_s
+        need = (f"the first load took {first_load_s:.1f} s: {loads} loads × {rounds} rounds need about "
+                f"{target_s - self.opened_s:.0f} s here")
+        fits = f"--time-budget-s {math.ceil(target_s - self.opened_s)} fits them"
         if not self.grows:
             return self, (f"{need}, more than the {self.budget_s - self.opened_s:.0f} s budget of --time-budget-s: "
-                          f"fewer loads will run (--time-budget-s {math.ceil(needed_s - self.opened_s)} fits them)")
-        if first_load_s <= COSTLY_LOAD_S:  # the default stays where loads are cheap: say what that costs
+                          f"fewer loads will run ({fits})")
+        if not costly:  # the default stays where loads are cheap: say what that costs
             return self, (f"{need}, more than the {self.budget_s - self.opened_s:.0f} s default budget: fewer loads "
-                          f"will run (it grows only where a load takes over {COSTLY_LOAD_S:g} s; --time-budget-s "
-                          f"{math.ceil(needed_s - self.opened_s)} fits them)")
+                          f"will run (it grows only where a load takes over {COSTLY_LOAD_S:g} s; {fits})")
         cap_s = self.opened_s + GROWN_BUDGET_CAP_S
-        grown = replace(self, budget_s=min(needed_s, max(cap_s, self.budget_s)))
-        capped = f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" if needed_s > cap_s else ""
+        grown = replace(self, budget_s=min(target_s, max(cap_s, self.budget_s)))
+        capped = f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" if target_s > cap_s else ""
         return grown, (f"{need}; the budget grows to {grown.budget_s - self.opened_s:.0f} s for them (the default "
                        f"without --time-budget-s{capped or f', at most {GROWN_BUDGET_CAP_S:.0f} s'})")
 

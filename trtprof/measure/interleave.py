@@ -509,7 +509,8 @@ class _Loop:
                       for w in warm0.values()]
         wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
         self.round_s = sum((MIN_ROUND_ITERATIONS + ROUND_WARMUP) * m / 1e3 for m in medians_ms)  # the floor's blocks
-        self.fit_window(sum((wanted + ROUND_WARMUP) * m / 1e3 for m in medians_ms))
+        self.fit_window(sum((wanted + ROUND_WARMUP) * m / 1e3 for m in medians_ms),
+                        sum(w.warmup_s + w.span_s for w in warm0.values()))
         while len(self.loads) < plan.min_loads:
             needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
             if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
@@ -535,14 +536,23 @@ class _Loop:
         for i in range(len(self.loads)):
             self.run(i, more)
 
-    def fit_window(self, round_s: float) -> None:
+    def fit_window(self, round_s: float, first_warm_s: float) -> None:
         """After the first load, before any round: what the minimum loads × rounds need from the budget's
-        start, at this load's cost and rounds of ``round_s``, with the reserve and the slack; the window
-        grows to it or the note says how long it would need (``BatchWindow.fitted``)."""
+        start, each later load costing what this one did less the part of its warm-up a later load skips
+        (``FIRST_WARMUP_MS`` per arm here, ``LOAD_WARMUP_MS`` later; ``first_warm_s``: what the warm-up took,
+        a worker's start-up it waited for included, which is not skipped), rounds ``round_s``, with the
+        reserve and the slack; the window grows to it or the note says how long it would need
+        (``BatchWindow.fitted``)."""
         plan = self.plan
-        rest_s = (plan.min_loads - 1) * self.load_open_s + plan.min_loads * plan.min_rounds * round_s
-        needed_s = (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
-        self.window, self.budget_note = self.window.fitted(needed_s, self.load_open_s, plan.min_loads, plan.min_rounds)
+        by_design_s = min(first_warm_s, len(self.names) * FIRST_WARMUP_MS / 1e3)  # the time-bound warm-up
+        later_s = max(self.load_open_s - by_design_s * (1 - LOAD_WARMUP_MS / FIRST_WARMUP_MS), 0.0)
+        def need(block_round_s: float) -> float:
+            rest_s = (plan.min_loads - 1) * later_s + plan.min_loads * plan.min_rounds * block_round_s
+            return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
+
+        # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
+        self.window, self.budget_note = self.window.fitted(need(round_s), self.load_open_s, plan.min_loads,
+                                                           plan.min_rounds, least_s=need(self.round_s))
         self.budget_s = self.window.budget_s
         if self.budget_note and self.on_note is not None:
             self.on_note(self.budget_note)
