@@ -14,6 +14,7 @@ import pytest
 from trtprof.measure import simulate as cal
 from trtprof.compare import core as cmp
 from trtprof.measure import interleave
+from trtprof.measure.budget import BatchWindow, batch_window, tail_reserve_s
 from trtprof.stats import speedup
 from trtprof.measure.interleave import Arm
 from trtprof.stats.speedup import (
@@ -248,7 +249,8 @@ def test_the_budget_counts_from_started_when_given():
     world.clock.t = 5.0  # five simulated seconds went to starting workers before the loop
     names = ("base", "cand")
     out = interleave.run_interleaved(names, lambda i: world.open_load(i, names, (1.0, 1.0)),
-                                     interleave.RoundPlan(time_budget_s=12.0), clock=world.clock, started=0.0)
+                                     interleave.RoundPlan(time_budget_s=12.0), clock=world.clock,
+                                     window=BatchWindow(started=0.0, budget_s=12.0))
     assert world.clock.t <= 12.0 * 1.1 and out.elapsed_s == pytest.approx(world.clock.t)
 
 
@@ -444,8 +446,9 @@ def fixed_cost_run(start_s: float, *, budget_s: float = 12.0, reserve_s: float =
         return FixedCostLoad(clock, names, block_s, seed=i)
 
     plan = interleave.RoundPlan(time_budget_s=12.0, round_iterations=20)
-    return clock, interleave.run_interleaved(names, open_load, plan, clock=clock, started=0.0, budget_s=budget_s,
-                                             reserve_s=reserve_s)
+    return clock, interleave.run_interleaved(names, open_load, plan, clock=clock,
+                                             window=BatchWindow(started=0.0, budget_s=budget_s, reserve_s=reserve_s,
+                                                                per_batch_s=plan.time_budget_s))
 
 
 def loop_at(elapsed_s: float, *, reserve_s: float, rounds_done=(4, 4), round_s: float = 1.0):
@@ -453,8 +456,8 @@ def loop_at(elapsed_s: float, *, reserve_s: float, rounds_done=(4, 4), round_s: 
     ``rounds_done`` per load, each round costing ``round_s``; budget 12 s per batch size."""
     clock = cal.SimClock()
     clock.t = elapsed_s
-    loop = interleave._Loop(["base", "cand"], lambda i: None, interleave.RoundPlan(time_budget_s=12.0), clock, 0.0,
-                            12.0, reserve_s)
+    loop = interleave._Loop(["base", "cand"], lambda i: None, interleave.RoundPlan(time_budget_s=12.0), clock,
+                            BatchWindow(started=0.0, budget_s=12.0, reserve_s=reserve_s, per_batch_s=12.0))
     loop.done, loop.round_s, loop.speedups = list(rounds_done), round_s, {}
     return loop
 
@@ -503,11 +506,11 @@ def test_with_time_left_the_loop_ends_inside_its_deadline():
 
 def test_each_batch_size_is_done_by_its_share_of_the_budget():
     """batch_window: budget 10 s per batch size, 3 batch sizes, 1.5 s kept for the end (0.5 s each)."""
-    assert cmp.batch_window(0, 99.0, 10.0, 1.5, 3) == (10.0, 0.5)  # the first counts from the start: start-up is its
-    assert cmp.batch_window(1, 4.0, 10.0, 1.5, 3) == (14.0, 0.5)  # the first stopped at 4 s: one budget from there
-    budget, reserve = cmp.batch_window(2, 22.0, 10.0, 1.5, 3)  # the second ran over to 22 s: caught up by the third
+    assert batch_window(0, 99.0, 10.0, 1.5, 3) == (10.0, 0.5)  # the first counts from the start: start-up is its
+    assert batch_window(1, 4.0, 10.0, 1.5, 3) == (14.0, 0.5)  # the first stopped at 4 s: one budget from there
+    budget, reserve = batch_window(2, 22.0, 10.0, 1.5, 3)  # the second ran over to 22 s: caught up by the third
     assert budget == 30.0 and budget - reserve == pytest.approx(30.0 - 1.5)  # its deadline leaves the whole reserve
-    budget, reserve = cmp.batch_window(2, 19.0, 10.0, 1.5, 3)  # 1 s of slack: no more than all three budgets
+    budget, reserve = batch_window(2, 19.0, 10.0, 1.5, 3)  # 1 s of slack: no more than all three budgets
     assert budget == 29.0 and budget - reserve == pytest.approx(28.5)
 
 
@@ -536,4 +539,4 @@ def test_process_start_agrees_with_ps_elapsed_time():
 def test_the_end_reserve_is_twice_the_imports_per_batch_size(imports_s, batch_sizes, expected):
     """On the H200 the tail (closing workers, analysis, the interpreter's exit with its CUDA context) took
     1.5 s after imports of 0.44-0.67 s; the launch to the comparison (10-21 s there) is no longer the basis."""
-    assert cmp.tail_reserve_s(imports_s, batch_sizes) == pytest.approx(expected)
+    assert tail_reserve_s(imports_s, batch_sizes) == pytest.approx(expected)

@@ -72,10 +72,13 @@ def test_the_speedup_plot_is_log_scaled_dodged_and_has_the_1x_line():
     from trtprof.report.compare_page import DODGE_OCTAVES, speedup_axes
     from trtprof.report.kit import pyplot
 
-    def c(cand, batch, est, low, high):
-        return {"batch_size": batch, "baseline": "fp32", "candidate": cand,
-                "speedup": {"estimate": est, "ci_low": low, "ci_high": high},
-                "latency": {"baseline": {"precision": "fp32"}, "candidate": {"precision": cand}}}
+    from trtprof.compare.result import ComparisonResult
+
+    def c(cand, batch, est, low, high):  # the page reads the typed results (compare.result)
+        return ComparisonResult.from_json({
+            "batch_size": batch, "baseline": "fp32", "candidate": cand, "verdict": "inconclusive",
+            "speedup": {"estimate": est, "ci_low": low, "ci_high": high},
+            "latency": {"baseline": {"precision": "fp32"}, "candidate": {"precision": cand}}})
 
     comparisons = [c("fp16", 8, 1.5, 0.003, 141.0), c("int8", 8, 1.2, 1.1, float("inf")), c("fp16", 16, 2.0, 1.9, 2.1)]
     fig, ax = speedup_axes(comparisons)

@@ -16,7 +16,7 @@ from ..util.files import now_iso
 from ..convert.quantize import calibration_feeds, quantization_options
 from ..errors import BadInput, BadModel
 from ..model.inputs import resolve_shapes
-from ..model.onnx_model import inspect_model
+from ..model.onnx_model import OnnxModel
 from ..spec import BuildSpec, CacheKey, Precision, TensorSpec
 
 DEFAULT_BATCH_SIZES = (1,)
@@ -48,6 +48,7 @@ class BuildOutcome:
     record: EngineRecord
     built: bool  # False: cache hit
     seconds: float  # wall time of this call for this engine (lookup or build)
+    source: OnnxModel | None = None  # the ONNX model it was built from, read once (compare hands it on)
 
     @property
     def status(self) -> str:
@@ -144,7 +145,8 @@ def build_engines(
             check_targets(precision, dict(options or {}))
     onnx_path = as_onnx(Path(model), Path(settings.engines_dir), check=settings.check, on_convert=on_convert,
                         **(settings.convert_options or {}))
-    info = inspect_model(onnx_path)
+    source = OnnxModel.load(onnx_path)  # read once: the cache key's hash, the checks, the FP16 range analysis
+    info = source.info
     if settings.data is not None:
         settings.data.check(info.inputs, model_path=str(onnx_path))
     for batch in batch_sizes:
@@ -168,7 +170,8 @@ def build_engines(
                      {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS})
             | quantization_options(precision, batch=min(batch_sizes), data=settings.data),
         )
-        outcome = build_one(impl, cache, environment, spec, Path(model), onnx_path, info, settings)
+        outcome = dataclasses.replace(build_one(impl, cache, environment, spec, Path(model), source, settings),
+                                      source=source)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
@@ -176,9 +179,11 @@ def build_engines(
 
 
 def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: BuildSpec, model: Path,
-              onnx_path: Path, info: Any, settings: BuildSettings) -> BuildOutcome:
+              source: OnnxModel, settings: BuildSettings) -> BuildOutcome:
     """One engine: a cached engine whose batch profile covers ``spec`` (TensorRT), else the cache's
-    entry for the exact key, else a build; an FP16 build records the FP16 range analysis."""
+    entry for the exact key, else a build (the backend reads ``source.path``: its build takes a file);
+    an FP16 build records the FP16 range analysis of ``source``'s graph."""
+    onnx_path, info = source.path, source.info
     key = CacheKey.derive(key_spec(spec), environment)
     started = time.perf_counter()
     covering = (None if settings.rebuild or spec.backend in BATCH_INDEPENDENT_BACKENDS
@@ -193,7 +198,7 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
                      if spec.option("calibration") else {})
         report = impl.build(onnx_path, spec, tmp, **quantized)
         if settings.range_check and spec.precision is Precision.FP16:
-            analysis = fp16range.for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
+            analysis = fp16range.for_build(source, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
                                            data=settings.data)
             report.metadata["fp16_range"] = analysis.to_json()
             report.notes.extend(analysis.lines())

@@ -6,7 +6,9 @@ Every ``TrtprofError`` becomes exit code 2 and one line on stderr (``--debug`` s
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
+import inspect as pyinspect  # the name `inspect` is the subcommand module trtprof.cli.inspect
 import sys
 import time
 from typing import Sequence
@@ -52,7 +54,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     entered = time.perf_counter()
-    from ..util.clock import process_start
+    from ..util.clock import CommandClock, process_start
 
     # The command's clock (compare's --time-budget-s): from this process's start when it is the command
     # (argv from the command line), from here when a caller runs a command in its own process.
@@ -68,8 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version, or a bad option (one line already printed): its code
         return done.code if isinstance(done.code, int) else 2
     args.debug = debug
-    args.started = started
-    args.imported = time.perf_counter()  # the interpreter's start and the commands' imports are behind us
+    # the interpreter's start and the commands' imports are behind us: handed to a command that keeps time
+    clock = CommandClock(started=started, imported=time.perf_counter())
+    command = args.func
+    if "clock" in pyinspect.signature(command).parameters:  # compare: its --time-budget-s counts from here
+        command = functools.partial(command, clock=clock)
     from ..util.scratch import clean_stale
     from ..util.signals import sigterm_as_interrupt
     from ._common import EXIT_INTERRUPTED
@@ -78,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         with sigterm_as_interrupt():  # SIGTERM (a scheduler, `kill`) says what Ctrl-C says, in every command
-            return int(args.func(args) or 0)
+            return int(command(args) or 0)
     except OSError as err:
         if args.debug or err.errno not in WRITE_ERRNOS:
             raise

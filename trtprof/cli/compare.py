@@ -8,7 +8,9 @@ from typing import Any
 
 from ..compare import core as cmp
 from ..measure import workers
+from ..measure.budget import COSTLY_LOAD_S, GROWN_BUDGET_CAP_S, TimeBudget
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
+from ..compare.result import ComparisonResult
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from ..measure.interleave import (
@@ -24,9 +26,10 @@ from ..measure.interleave import (
     Progress,
     RoundPlan,
 )
+from ..util.clock import CommandClock
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
-from ..stats.speedup import EQUIVALENCE_MARGIN
+from ..stats.speedup import EQUIVALENCE_MARGIN, few_loads_words
 from ..util.wording import plural
 from . import _common, _serving
 from ..system.validity import stamp_lines
@@ -71,11 +74,14 @@ def add_parser(sub) -> None:
     p.add_argument("--margin", type=float, default=EQUIVALENCE_MARGIN,
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
                         f"'faster'/'slower' (default {EQUIVALENCE_MARGIN})")
-    p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
+    p.add_argument("--time-budget-s", type=_common.positive_float, default=None,
                    help=f"the command's wall time per batch size, from its start to its exit: imports, worker "
                         f"start-up, warm-up and the summary included, engine builds left out (default "
-                        f"{DEFAULT_TIME_BUDGET_S:g}); {MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else "
-                        "fewer: only 2 loads × 2 rounds run regardless (docs/method.md)")
+                        f"{DEFAULT_TIME_BUDGET_S:g}, grown to what {MIN_LOADS} loads need where the first load takes "
+                        f"over {COSTLY_LOAD_S:g} s, at most {GROWN_BUDGET_CAP_S:g} s, announced before measuring); "
+                        f"{MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else fewer (a given budget that "
+                        "cannot fit them says how long they need): only 2 loads × 2 rounds run regardless "
+                        "(docs/method.md)")
     p.add_argument("--min-loads", type=_common.positive_int, default=MIN_LOADS, metavar="N",
                    help=f"independent loads before the first look (default {MIN_LOADS}, at most "
                         f"{LOADS_LIMIT}; above {MAX_LOADS} it also lifts the most loads a run opens): a slow "
@@ -120,7 +126,8 @@ def _plan(args: argparse.Namespace) -> RoundPlan:
     _common.check_round_args(args)
     if not 0 < args.margin < 0.5:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
-    plan = RoundPlan(target_ci=args.target_ci, time_budget_s=args.time_budget_s,
+    budget_s = DEFAULT_TIME_BUDGET_S if args.time_budget_s is None else args.time_budget_s
+    plan = RoundPlan(target_ci=args.target_ci, time_budget_s=budget_s,
                      round_iterations=args.round_iterations, margin=args.margin, copies=not args.no_copies,
                      cuda_graph=_common.cuda_graph(args), autotune=args.autotune, min_loads=args.min_loads,
                      max_loads=max(MAX_LOADS, args.min_loads))  # asking for more loads lifts the ceiling
@@ -129,33 +136,32 @@ def _plan(args: argparse.Namespace) -> RoundPlan:
     return plan
 
 
-def print_comparison(c: dict) -> None:
-    s, acc = c["speedup"], c["accuracy"]
-    lat = c["latency"]
-    for line in stamp_lines(c.get("validity")):  # the first line of each verdict: VALID or NOT VALID: why
+def print_comparison(c: ComparisonResult) -> None:
+    s, acc = c.speedup, c.accuracy or {}
+    for line in stamp_lines(c.validity):  # the first line of each verdict: VALID or NOT VALID: why
         print(line)
-    print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
-          f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
-          f"({plural(c['loads'], 'load')}, {plural(c['rounds'], 'round')}, stopped: {c['stop_reason']})")
-    if c.get("verdict_note"):
-        print(f"  note: {c['verdict_note']}")
+    few = few_loads_words(c.loads)  # beside the interval: what 2 loads mean for it
+    print(f"batch {c.batch_size}: {c.candidate} vs {c.baseline}  speedup {s.estimate:.3f}× "
+          f"[95% CI {s.ci_low:.3f}, {s.ci_high:.3f}]  {c.verdict.upper()}  "
+          f"({few or plural(c.loads, 'load')}, {plural(c.rounds or 0, 'round')}, stopped: {c.stop_reason})")
+    if c.verdict_note:
+        print(f"  note: {c.verdict_note}")
     for side in ("baseline", "candidate"):
-        x = lat[side]
-        eff = "" if x["effective_precision"] == x["precision"] else f" (effective {x['effective_precision']})"
-        label = c[side] if c[side].split("#")[0] != x["precision"] else x["precision"]  # an A/B arm's label
-        print(f"  {label}{eff}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
-              f"n={x['n']}")
+        x = c.latency[side]
+        eff = "" if x.effective_precision == x.precision else f" (effective {x.effective_precision})"
+        label = c.label(side) if c.label(side).split("#")[0] != x.precision else x.precision  # an A/B arm's label
+        print(f"  {label}{eff}: median {x.median_ms:.4g} ms [{x.ci_low_ms:.4g}, {x.ci_high_ms:.4g}], n={x.n}")
     print_accuracy(c)
-    if acc["nonfinite"]:
-        print(f"  !!! {c['candidate']} OUTPUT HAS {acc['nonfinite']} NON-FINITE VALUES (inf/NaN): overflow !!!")
+    if c.nonfinite:
+        print(f"  !!! {c.candidate} OUTPUT HAS {c.nonfinite} NON-FINITE VALUES (inf/NaN): overflow !!!")
     if acc.get("caveat"):
         print(f"  caveat: {acc['caveat']}")
     from ..diagnose.fp16range import predicted_lines
 
     for line in predicted_lines(acc.get("predicted")):
         print(f"  predicted: {line}")
-    for f in c["diagnosis"]:
-        print(f"  why [{f['rule']}]: {f['message']}")
+    for f in c.diagnosis:
+        print(f"  why [{f.rule}]: {f.message}")
 
 
 def ab_mode(args: argparse.Namespace) -> bool:
@@ -197,12 +203,12 @@ def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[i
     return ab.compare_ab(arms, sizes, options, engines_dir=args.engines, hooks=hooks)
 
 
-def print_accuracy(c: dict) -> None:
+def print_accuracy(c: ComparisonResult) -> None:
     """The accuracy verdict (against the budget, on which inputs) and the metrics behind it."""
-    acc = c["accuracy"]
+    acc = c.accuracy or {}
     v = acc.get("verdict") or {}
     if v:
-        print(f"  accuracy vs {c['baseline']}: {v['label']} [{v['budget']}: {v['reason']}]")
+        print(f"  accuracy vs {c.baseline}: {v['label']} [{v['budget']}: {v['reason']}]")
     print(f"    {summary_line(acc)}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
 
 
@@ -234,7 +240,9 @@ def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tu
     report.serving = sweep.to_json()
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
+    """``clock``: when the command started and its imports ended (``cli.main``): the time budget counts
+    from there; without it (a caller in its own process), from when the comparison begins."""
     from . import compare_imported
 
     if compare_imported.is_results_file(args):  # imported trtexec runs: nothing to build or measure
@@ -259,9 +267,10 @@ def run(args: argparse.Namespace) -> int:
 
     def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
         announce()
+        few = few_loads_words(outcome.loads)
         for name, s in outcome.speedups.items():
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                  f"{s.verdict.upper()} ({plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
+                  f"{s.verdict.upper()} ({few or plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
                   f"{outcome.elapsed_s:.1f} of {round(outcome.budget_s, 1):g} s spent with {outcome.reserve_s:.1f} s "
                   f"kept for the end, stopped: {outcome.stop_reason})", file=sys.stderr)
 
@@ -272,24 +281,24 @@ def run(args: argparse.Namespace) -> int:
             print(launch[0], file=sys.stderr)
             launch[0] = None
 
-    built_s = [0.0]  # engine builds: a one-off, left out of the time budget
-
-    def on_built(outcome: Any) -> None:
+    def on_built(outcome: Any) -> None:  # compare_model and the A/B leave the builds out of the budget
         announce()
-        built_s[0] += outcome.seconds if outcome.built else 0.0
         print_outcome(outcome)
 
-    started = getattr(args, "started", None)
+    def on_budget(batch: int, line: str) -> None:  # before the batch size's rounds (BatchWindow.fitted)
+        announce()
+        print(f"  batch {batch}: budget: {line}", file=sys.stderr)
+
+    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None)
+                   if clock is not None else None)
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-            layers=args.layers, accuracy_budget=budget, data=data,
-            started=(lambda: started + built_s[0]) if started is not None else None,
-            imports_s=getattr(args, "imported", started) - started if started is not None else None,
-        )
-        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch)
+            layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget,
+        )  # compare_model and the A/B leave the engine builds out of the budget
+        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget)
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):
             if is_ab:
@@ -301,8 +310,8 @@ def run(args: argparse.Namespace) -> int:
     if serving is not None and not report.interrupted:
         run_serving(args, precisions, sizes, serving, report)
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
-    for c in data["comparisons"]:
-        print_comparison(c)
+    for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
+        print_comparison(ComparisonResult.from_json(c))
     if data["comparisons"]:
         print_accuracy_legend()
     if data.get("layers"):

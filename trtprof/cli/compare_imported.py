@@ -40,15 +40,16 @@ def run(args: argparse.Namespace) -> int:
     stored = ResultSet.read(path)
     data = compare_imported(stored.results, path, precisions=precisions, margin=args.margin,
                             environment=stored.environment)
-    for c in data["comparisons"]:
-        s = c["speedup"]
-        print(f"batch {c['batch_size']}: {c['candidate']} vs {c['baseline']}  speedup {s['estimate']:.3f}× "
-              f"[95% CI {s['ci_low']:.3f}, {s['ci_high']:.3f}]  {c['verdict'].upper()}  "
-              f"(imported: one load each, {plural(c['rounds'], 'pseudo-round')} not interleaved)")
+    from ..compare.result import ComparisonResult
+
+    for c in map(ComparisonResult.from_json, data["comparisons"]):  # printed from what is saved
+        s = c.speedup
+        print(f"batch {c.batch_size}: {c.candidate} vs {c.baseline}  speedup {s.estimate:.3f}× "
+              f"[95% CI {s.ci_low:.3f}, {s.ci_high:.3f}]  {c.verdict.upper()}  "
+              f"(imported: one load each, {plural(c.rounds or 0, 'pseudo-round')} not interleaved)")
         for side in ("baseline", "candidate"):
-            x = c["latency"][side]
-            print(f"  {x['precision']}: median {x['median_ms']:.4g} ms [{x['ci_low_ms']:.4g}, {x['ci_high_ms']:.4g}], "
-                  f"n={x['n']}")
+            x = c.latency[side]
+            print(f"  {x.precision}: median {x.median_ms:.4g} ms [{x.ci_low_ms:.4g}, {x.ci_high_ms:.4g}], n={x.n}")
     def write(out) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, json.dumps(data, indent=1, allow_nan=True) + "\n")

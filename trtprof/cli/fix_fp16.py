@@ -95,7 +95,7 @@ def print_fix(fix, model: Path) -> None:
         acc = c.accuracy
         from .compare import print_comparison
 
-        print_comparison(c.to_json())
+        print_comparison(c.result())
         relation = {"faster": "faster than", "slower": "slower than", "equivalent": "equivalent to"}.get(
             c.verdict, "(inconclusive) vs")
         print(f"fp16 with {len(s.keep)} node(s) in fp32: {sp.estimate:.3g}× [{sp.ci_low:.3g}, {sp.ci_high:.3g}] "

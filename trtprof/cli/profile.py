@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
     try:
-        records, onnx_path, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+        records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
                                                 backend=args.backend, shapes=shapes)
     except StaticBatch as err:  # this command's option is --batch-size
         raise err.for_option("--batch-size") from err
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput("--warmup must be >= 0")
         kwargs["warmup"] = args.warmup
     try:
-        table = lp.profile_records(records, [args.batch_size], onnx_path=onnx_path, shapes=shapes, seed=args.seed,
+        table = lp.profile_records(records, [args.batch_size], onnx_path=source, shapes=shapes, seed=args.seed,
                                    int_range=_common.int_range(args), autotune=args.autotune, data=data,
                                    **kwargs)[args.batch_size]
     except StaticBatch as err:

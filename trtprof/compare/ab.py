@@ -23,7 +23,7 @@ from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
 from ..build.pipeline import BuildSettings, as_onnx, build_engines
 from ..util.files import atomic_write_text
-from .core import CompareHooks, CompareOptions, compare_records, resolve_records
+from .core import BuildTally, CompareHooks, CompareOptions, compare_records, resolve_records
 from ..errors import BadInput
 from ..model.inputs import make_inputs, resolve_shapes
 from ..model.onnx_model import inspect_model
@@ -80,7 +80,8 @@ def ab_arms(models: Sequence[Path], precision: str, backends: Sequence[str] = ()
 def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines_dir: Path,
                  shapes: Mapping[str, tuple[int, ...]] | None = None,
                  on_built: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], tuple[int, ...], Any]:
-    """Build (or find) each arm's engine: label → record, the batch sizes, the baseline's ONNX path."""
+    """Build (or find) each arm's engine: label → record, the batch sizes, the baseline's ONNX model
+    (``onnx_model.OnnxModel``, read once, or None)."""
     records: dict[str, Any] = {}
     sizes: tuple[int, ...] = tuple(batch_sizes)
     onnx_paths = []
@@ -92,7 +93,7 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
             outcome, = build_engines(arm.model, [Precision.parse(arm.precision)], arm_sizes, settings=settings,
                                      on_done=on_built)
             records[arm.label] = outcome.record
-            onnx_paths.append(as_onnx(arm.model, Path(engines_dir)))
+            onnx_paths.append(outcome.source)
         else:
             found, onnx_path, arm_sizes = resolve_records(arm.model, [Precision.parse(arm.precision)], batch_sizes,
                                                           engines_dir=engines_dir,
@@ -192,8 +193,10 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
     what does not apply to the changed arm."""
     check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds
+    builds = BuildTally(hooks.on_built)
     records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
-                                             on_built=hooks.on_built)
+                                             on_built=builds)
+    options = options.leaving_out(builds.seconds)  # engine builds: a one-off, left out of the time budget
     check_compatible(records)
     base = next(iter(records))
     pairs = {label: found for label, r in records.items()
@@ -201,7 +204,7 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     if pairs:
         options = replace(options, output_pairs=pairs)
     same_model = len({str(a.model) for a in arms}) == 1
-    report = compare_records(records, sizes, options, onnx_path=onnx_path if same_model else analysis_onnx,
+    report = compare_records(records, sizes, options, source=onnx_path if same_model else analysis_onnx,
                              hooks=hooks)
     for label, found in pairs.items():  # one line: what was compared with what
         report.warnings.append(f"outputs paired by position ({label} → {base}): "

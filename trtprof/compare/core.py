@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -26,9 +27,11 @@ import numpy as np
 from . import accuracy
 from ..diagnose import fp16range
 from ..measure import bench, workers
+from ..measure.budget import TimeBudget
 from ..model import roofline
 from ..system import preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
+from .result import ArmLatency, ComparisonResult, SpeedupSummary
 from ..backends.base import set_autotune
 from ..measure.bench import effective_precision
 from ..build.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
@@ -53,7 +56,7 @@ from ..measure.interleave import (
 )
 from ..layers.profile import graph_facts, profile_records
 from ..system.memory import artifact_bytes, outputs_and_memory, rss_bytes
-from ..model.onnx_model import load_onnx
+from ..model.onnx_model import OnnxModel, as_model
 from ..measure.results import BenchResult
 from ..model.roofline import achieved, graph_cost
 from ..schemas import COMPARE as SCHEMA
@@ -65,6 +68,7 @@ from ..stats.speedup import (
     LatencyShape,
     Speedup,
     distribution_shape,
+    few_loads_words,
     inconclusive_hint,
     mean_median_note,
     unseen_mode_note,
@@ -125,7 +129,7 @@ class Comparison:
     @property
     def verdict_note(self) -> str:
         """What an inconclusive verdict would need, and what the distributions look like."""
-        notes = []
+        notes = [few_loads_words(self.loads)] if few_loads_words(self.loads) else []
         if self.verdict == INCONCLUSIVE:
             notes.append(inconclusive_hint(self.speedup, self.round_s))
         if self.baseline == self.candidate.split("#")[0]:
@@ -152,36 +156,31 @@ class Comparison:
             self.__dict__["_shapes"] = cached
         return cached
 
-    def to_json(self) -> dict[str, Any]:
-        def side(name: str, r: Any) -> dict[str, Any]:
+    def result(self) -> ComparisonResult:
+        """The typed result the CLI prints and the pages show; its ``to_json`` is this entry's JSON."""
+        def side(name: str, r: Any) -> ArmLatency:
             lat = r.stats["latency_ms"]
             low, high = self.median_cis_ms.get(name) or median_ci_exact(r.samples_ms["latency_ms"])
-            return {"precision": r.precision, "effective_precision": r.engine.get("effective_precision", r.precision),
-                    "median_ms": lat.p50, "ci_low_ms": low, "ci_high_ms": high, "n": lat.n, "cv": lat.cv,
-                    "stage_medians_ms": {k: s.p50 for k, s in r.stats.items()},
-                    "engine": r.engine.get("artifact", "")}
+            return ArmLatency(precision=r.precision, effective_precision=r.engine.get("effective_precision", r.precision),
+                              median_ms=lat.p50, ci_low_ms=low, ci_high_ms=high, n=lat.n, cv=lat.cv,
+                              stage_medians_ms={k: s.p50 for k, s in r.stats.items()},
+                              engine=r.engine.get("artifact", ""))
 
-        acc = self.accuracy.to_json() if self.accuracy is not None else None
-        return {
-            "batch_size": self.batch_size,
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "speedup": self.speedup.to_json(),
-            "verdict": self.verdict,
-            **({"validity": self.validity.to_json()} if self.validity is not None else {}),
-            "accuracy": acc,
-            "diagnosis": [f.to_json() for f in self.diagnosis],
-            "verdict_note": self.verdict_note,
-            "shape": {k: v.to_json() for k, v in self.shapes.items()},
-            "latency": {"baseline": side("baseline", self.baseline_result),
-                        "candidate": side("candidate", self.candidate_result)},
-            "loads": self.loads,
-            "rounds": self.rounds,
-            "stop_reason": self.stop_reason,
-            "round_ratios": self.round_ratios,
-            "median_ci_half_width": self.half_widths,
-            "roofline": self.roofline,
-        }
+        return ComparisonResult(
+            batch_size=self.batch_size, baseline=self.baseline, candidate=self.candidate,
+            speedup=SpeedupSummary.from_json(self.speedup.to_json()), verdict=self.verdict,
+            validity=self.validity.to_json() if self.validity is not None else None,
+            accuracy=self.accuracy.to_json() if self.accuracy is not None else None,
+            diagnosis=tuple(self.diagnosis), verdict_note=self.verdict_note,
+            shape={k: v.to_json() for k, v in self.shapes.items()},
+            latency={"baseline": side("baseline", self.baseline_result),
+                     "candidate": side("candidate", self.candidate_result)},
+            loads=self.loads, rounds=self.rounds, stop_reason=self.stop_reason,
+            round_ratios=tuple(self.round_ratios), median_ci_half_width=dict(self.half_widths),
+            roofline=dict(self.roofline))
+
+    def to_json(self) -> dict[str, Any]:
+        return self.result().to_json()
 
 
 @dataclass
@@ -201,14 +200,14 @@ class CompareReport:
     pending: list[int] = field(default_factory=list)  # batch sizes not measured because of the interrupt
     serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving.sweep)
     budget: dict[str, Any] = field(default_factory=dict)  # Measured.budget_account: what the time budget covered
-    budget_started: float | None = None  # the time.perf_counter() value the budget counted from
+    time_budget: TimeBudget | None = None  # the budget it ran under (began: its start fixed)
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
         if self.serving is not None:
             extra["serving"] = self.serving
         if self.budget:  # spent when this JSON is made: after measuring and the analysis
-            spent = time.perf_counter() - self.budget_started if self.budget_started is not None else None
+            spent = self.time_budget.elapsed_s(time.perf_counter()) if self.time_budget is not None else None
             extra["budget"] = {**self.budget, "spent_s": None if spent is None else round(spent, 3)}
         return {
             "schema": SCHEMA,
@@ -295,11 +294,10 @@ class CompareOptions:
 
     ``shapes``: input shape overrides (name → shape); ``seed``/``int_range``: the random inputs;
     ``data`` (user_inputs.InputData) replaces them: accuracy runs on all its samples, timing on its
-    first batch; ``started``: asked when measuring begins, the ``time.perf_counter()`` value the time
-    budget counts from (the CLI: its process's start plus the engine builds, which the budget leaves
-    out; default: when ``compare_records`` begins); ``imports_s``: the seconds from that start until the
-    command began (the interpreter's start and trtprof's imports), what the reserve for the end of the
-    budget is a multiple of (``tail_reserve_s``; default: the seconds to ``compare_records``' start); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
+    first batch; ``budget`` (measure.budget.TimeBudget): where the time budget counts from and what
+    its end's reserve is a multiple of (the CLI: its process's start and imports; ``compare_model``
+    leaves the engine builds out; default: ``plan.time_budget_s`` from when ``compare_records`` begins,
+    the reserve a multiple of the launch up to it); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
     candidate its accuracy verdict; ``isolation``: every load a worker process (``device`` sets its
     CUDA_VISIBLE_DEVICES) or fresh in-process runners; ``layers``: also profile every engine layer by
     layer after the timing."""
@@ -314,12 +312,37 @@ class CompareOptions:
     accuracy_budget: Any = None
     output_pairs: Mapping[str, Mapping[str, str]] | None = None  # arm → {its output: baseline's} (A/B by position)
     data: Any = None
-    started: Callable[[], float] | None = None
-    imports_s: float | None = None
+    budget: TimeBudget | None = None
+
+    def __post_init__(self) -> None:
+        if self.budget is not None and self.budget.per_batch_s != self.plan.time_budget_s:
+            raise ValueError(f"budget {self.budget.per_batch_s} s per batch size, plan {self.plan.time_budget_s} s")
 
     @property
     def ints(self) -> tuple[int, int]:
         return self.int_range or DEFAULT_INT_RANGE
+
+    @property
+    def time_budget(self) -> TimeBudget:
+        """The budget given, else ``plan.time_budget_s`` from when the comparison begins."""
+        return self.budget if self.budget is not None else TimeBudget(self.plan.time_budget_s)
+
+    def leaving_out(self, seconds: float) -> CompareOptions:
+        """These options with ``seconds`` (engine builds: a one-off) left out of the time budget."""
+        return replace(self, budget=self.time_budget.leaving_out(seconds))
+
+
+class BuildTally:
+    """An ``on_built`` hook that adds up the seconds of the engines really built (the time budget
+    leaves them out) and passes every outcome on to ``on_built``."""
+
+    def __init__(self, on_built: Callable[[Any], None] | None = None) -> None:
+        self.on_built, self.seconds = on_built, 0.0
+
+    def __call__(self, outcome: Any) -> None:
+        self.seconds += outcome.seconds if outcome.built else 0.0
+        if self.on_built is not None:
+            self.on_built(outcome)
 
 
 @dataclass(frozen=True)
@@ -330,6 +353,7 @@ class CompareHooks:
     on_built: Callable[[Any], None] | None = None
     on_progress: Callable[[int, Progress], None] | None = None
     on_batch: Callable[[int, InterleavedOutcome], None] | None = None
+    on_budget: Callable[[int, str], None] | None = None  # before a batch size's rounds: its budget's line
 
 
 @dataclass(frozen=True)
@@ -359,20 +383,20 @@ class Measured:
     per_batch: dict[int, dict[str, BenchResult]] = field(default_factory=dict)
     interrupted: bool = False
     pending: list[int] = field(default_factory=list)
-    launch_s: float = 0.0  # of the budget, spent before the comparison began (interpreter, imports, cache lookup)
-    startup_s: float = 0.0  # of the budget, spent before measuring began (the above, the accuracy pass, …)
+    budget: TimeBudget = TimeBudget(0.0, start=0.0, launch_s=0.0)  # the budget measured under (began)
+    startup_s: float = 0.0  # of the budget, spent before measuring began (the launch, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
-    tail_basis_s: float = 0.0  # what reserve_s is a multiple of: the command's imports (the CLI) or the launch
-    tail_basis: str = "launch"
 
-    def budget_account(self, plan: RoundPlan, counts_from: str) -> dict[str, Any]:
+    def budget_account(self, plan: RoundPlan) -> dict[str, Any]:
         """What the budget covered, for the JSON (``spent_s``, when the JSON is made: CompareReport)."""
-        return {"time_budget_s": plan.time_budget_s, "counts_from": counts_from,
+        basis, basis_s = self.budget.reserve_basis
+        return {"time_budget_s": plan.time_budget_s, "counts_from": self.budget.counts_from,
                 "batch_sizes": len(self.outcomes) + len(self.pending),
-                "launch_s": round(self.launch_s, 3), "startup_s": round(self.startup_s, 3), "reserve_s": round(self.reserve_s, 3),
-                "reserve_basis": self.tail_basis, "reserve_basis_s": round(self.tail_basis_s, 3),
+                "launch_s": round(self.budget.launch_s or 0.0, 3), "startup_s": round(self.startup_s, 3),
+                "reserve_s": round(self.reserve_s, 3), "reserve_basis": basis, "reserve_basis_s": round(basis_s, 3),
                 "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
-                                       "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun}
+                                       "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun,
+                                       "budget_note": o.budget_note}
                               for b, o in self.outcomes.items()}}
 
     @property
@@ -389,24 +413,25 @@ def compare_records(
     batch_sizes: Sequence[int],
     options: CompareOptions = CompareOptions(),
     *,
-    onnx_path: Any = None,
+    source: OnnxModel | Path | None = None,
     hooks: CompareHooks = CompareHooks(),
 ) -> CompareReport:
     """Measure the engines of ``records`` (arm label → record; the first is the baseline; one record
     may appear under two labels for an A/A run) at each batch size; every candidate gets a speedup,
-    its verdict, an accuracy delta and its diagnosis.
+    its verdict, an accuracy delta and its diagnosis. ``source``: the FP32 model they were built from
+    (an ``OnnxModel``, read once, or a path read here once; None: no range analysis, roofline or graph facts).
 
     Four phases, each a function: load (``load_reference``: the engines once, in-process, for their
     outputs and input shapes, then closed), measure (``measure``: ``plan.min_loads``+ independent loads
     in interleaved rounds), analyse (``analyse``: speedup, accuracy, roofline, diagnosis per candidate)
     and assemble (the ``CompareReport``). Worker processes (``isolation="process"``) are spawned before
     the load phase so that their start-up overlaps it, and reused across batch sizes. The first batch
-    size's budget starts at ``options.started()`` (the CLI: its process's start), else here: imports, the
+    size's budget starts at ``options.budget``'s start (the CLI: its process's start), else here: imports, the
     accuracy pass and the workers' start-up, which overlap, are part of it; so is what runs after
     measuring, for which the measure phase keeps a reserve (issue 27: the budget is the budget)."""
-    started = options.started() if options.started is not None else time.perf_counter()
-    launch_s = time.perf_counter() - started  # the interpreter's start, imports, cache lookup: before all this
+    budget = options.time_budget.began(time.perf_counter())  # launch_s: the interpreter, imports, cache lookup
     host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
+    model = as_model(source)
     pool = None
     try:
         if options.isolation == ISOLATION_PROCESS:
@@ -415,16 +440,14 @@ def compare_records(
             # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
             # tens of seconds for a torch model on a GPU host) overlap the parent's own
             pool.spawn(min(options.plan.min_loads, workers.SPAWN_AHEAD))
-        reference = load_reference(records, batch_sizes, options, onnx_path, pool)
+        reference = load_reference(records, batch_sizes, options, model, pool)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:  # a failure or Ctrl-C before measuring: no worker is left running
         if pool is not None:
             pool.kill()
             pool.close()
         raise
-    basis = ("imports", options.imports_s) if options.imports_s is not None else ("launch", launch_s)
-    measured = measure(records, batch_sizes, options, reference, pool, hooks, started=started, launch_s=launch_s,
-                       tail_basis=basis)
+    measured = measure(records, batch_sizes, options, reference, pool, hooks, budget=budget)
     warnings: list[str] = []
     if measured.interrupted:
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
@@ -432,7 +455,7 @@ def compare_records(
         options = replace(options, layers=False)  # no profiling after an interrupt: the user asked to stop
     warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
                     for b, o in measured.outcomes.items() if o.floor_overrun)
-    comparisons, tables = analyse(records, measured, options, reference, onnx_path, peak, warnings)
+    comparisons, tables = analyse(records, measured, options, reference, model, peak, warnings)
     stamp_all(comparisons, measured.outcomes, options.plan.min_loads, host_before, reference.devices)
     first = next(iter(records.values()))
     env = collect()
@@ -442,13 +465,11 @@ def compare_records(
                          results=measured.results, environment=env, created=now_iso(),
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=options.isolation, layers=tables, interrupted=measured.interrupted,
-                         pending=measured.pending, budget_started=started,
-                         budget=measured.budget_account(options.plan, "command start (engine builds left out)"
-                                                        if options.started is not None else "compare start"))
+                         pending=measured.pending, time_budget=budget, budget=measured.budget_account(options.plan))
 
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
-                   onnx_path: Any, pool: Any) -> Reference:
+                   model: OnnxModel | None, pool: Any) -> Reference:
     """The load phase: every engine loaded once in this process for its outputs at each batch size
     (the accuracy delta) and the input shapes, then closed before the timing (on a failure the caller,
     ``compare_records``, kills the worker pool); after closing, its idle memory is trimmed."""
@@ -480,7 +501,7 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
                 feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=options.seed,
                                     int_range=options.ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
-                    fp16_range = fp16range.for_compare(onnx_path, records, feeds, data=data)
+                    fp16_range = fp16range.for_compare(model, records, feeds, data=data)
                 outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
                     runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
     finally:
@@ -511,24 +532,20 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
 
 
 def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
-            pool: Any, hooks: CompareHooks, *, started: float | None = None, launch_s: float = 0.0,
-            tail_basis: tuple[str, float] = ("launch", 0.0)) -> Measured:
+            pool: Any, hooks: CompareHooks, *, budget: TimeBudget | None = None) -> Measured:
     """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
-    in-process runners) in interleaved rounds until the speedup's CI is decided. The budget counts from
-    ``started`` (a ``time.perf_counter()`` value; default: now): batch size ``k`` (0-based) must be done
-    ``k+1`` budgets after it, and one budget after it began (time a batch size leaves unused is not
-    handed on), less its share of the reserve for what runs after measuring (``tail_reserve_s`` of
-    ``tail_basis``: what it is and its seconds — the interpreter's start and trtprof's imports from the
-    CLI, else the launch; ``launch_s`` is the seconds from ``started`` to the comparison's start, recorded).
+    in-process runners) in interleaved rounds until the speedup's CI is decided, each batch size in its
+    ``budget.window`` (``budget``: began; default: ``options.time_budget`` from now): done ``k+1``
+    budgets after the start and one budget after it began, less its share of the reserve for what runs
+    after measuring (``budget.reserve_s``).
     Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed in every case."""
     names = list(records)
-    measured = Measured(launch_s=launch_s, tail_basis=tail_basis[0], tail_basis_s=tail_basis[1])
-    per_batch_s = options.plan.time_budget_s
-    started = time.perf_counter() if started is None else started
+    budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
+    measured = Measured(budget=budget)
     try:
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
-        measured.startup_s = time.perf_counter() - started
-        measured.reserve_s = tail_reserve_s(measured.tail_basis_s, len(batch_sizes))
+        measured.startup_s = budget.elapsed_s(time.perf_counter())
+        measured.reserve_s = budget.reserve_s(len(batch_sizes))
         if pool is not None:  # the floor's workers, and those started with them (WorkerPool.start says why);
             pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # workers never handed a load are killed at close
         for k, batch in enumerate(batch_sizes):
@@ -546,11 +563,10 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                     if hooks.on_progress is not None:
                         hooks.on_progress(batch, p)
 
-                budget_s, reserve_s = batch_window(k, time.perf_counter() - started, per_batch_s, measured.reserve_s,
-                                                   len(batch_sizes))
-                outcome = run_interleaved(names, open_load, options.plan, on_progress=progress, started=started,
+                outcome = run_interleaved(names, open_load, options.plan, on_progress=progress,
+                                          window=budget.window(k, time.perf_counter(), len(batch_sizes)),
                                           load_ready=pool.ready if pool is not None else None,
-                                          budget_s=budget_s, reserve_s=reserve_s)
+                                          on_note=partial(hooks.on_budget, batch) if hooks.on_budget else None)
                 measured.per_batch[batch] = {
                     arm.name: _result_for(records[arm.name], arm, batch, options.plan, outcome, shapes, options.seed,
                                           reference.devices[arm.name], reference.autotune[arm.name],
@@ -582,42 +598,11 @@ def close_keeping_results(pool: Any, measured: Measured) -> None:
         pool.close()
 
 
-def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: float, batch_sizes: int) -> tuple[float, float]:
-    """(budget, reserve) of batch size ``index`` (0-based), both in seconds from the budget's start:
-    done by ``index+1`` budgets and by one budget after it began at ``began_s`` (a batch size that
-    stopped early hands nothing on; one that ran over is caught up by the next), each keeping its
-    share of ``reserve_s`` (the command's, for what runs after measuring)."""
-    share_s = reserve_s / batch_sizes
-    began_s = began_s if index else 0.0  # the first counts from the start: start-up is its
-    budget_s = min((index + 1) * per_batch_s, began_s + per_batch_s)
-    deadline_s = min((index + 1) * (per_batch_s - share_s), began_s + per_batch_s - share_s)
-    return budget_s, budget_s - deadline_s
-
-
 def preload_analysis() -> None:
     """Import what the analysis after measuring needs (scipy.stats and scipy.signal: 0.75 s on the idle
     2-core machine, 2–3 s loaded) before measuring, while the workers start: the budget's clock then
     counts it and the loop plans around it, instead of it running after the budget is spent."""
     from scipy import signal, stats  # noqa: F401
-
-
-# What runs after measuring (telling the workers to exit, the analysis, printing, writing the JSON, the
-# interpreter's exit) is Python in this process, not the model's work, like the interpreter's start and
-# trtprof's imports before the command began, and it runs on the same machine under the same load: its
-# seconds are estimated as this multiple of those, per batch size, measured in the same run. Measured
-# tails: the shared 2-core machine (load 1-10, benchmarks/budget_cpu.py, budget_cpu-2026-12-01-imports.txt)
-# medians 0.32-1.04 s per setting (max 1.37) against reserves of median 0.41-0.94 s; the H200 (torch backend, benchmarks/compare_timeline.py) 1.5 s
-# (closing the workers 0.4 s, the interpreter's exit with its CUDA context 1.15 s) where the imports took
-# 0.44-0.67 s. The launch up to the comparison's start (the former basis) also holds the backend's
-# imports, engine loads and a what-if's checks: 10-21 s on the H200, which reserved 10-41 s for a
-# 1.5-s tail. The loop's slack (BUDGET_PLAN_SHARE) takes up what the estimate misses.
-TAIL_PER_IMPORTS = 2.0  # per batch size
-
-
-def tail_reserve_s(imports_s: float, batch_sizes: int) -> float:
-    """Seconds of the budget kept for what runs after measuring, from ``imports_s``, the seconds the
-    interpreter's start and trtprof's imports took in this process (``TAIL_PER_IMPORTS`` per batch size)."""
-    return TAIL_PER_IMPORTS * max(imports_s, 0.0) * batch_sizes
 
 
 @dataclass(frozen=True)
@@ -634,7 +619,7 @@ class Evidence:
 
 
 def analyse(records: Mapping[str, EngineRecord], measured: Measured, options: CompareOptions, reference: Reference,
-            onnx_path: Any, peak: Any, warnings: list[str]) -> tuple[list[Comparison], dict[int, Any]]:
+            model: OnnxModel | None, peak: Any, warnings: list[str]) -> tuple[list[Comparison], dict[int, Any]]:
     """The analyse phase: per measured batch size and candidate, the speedup with its verdict, the
     accuracy delta, the roofline and the diagnosis (with layer tables when ``options.layers``).
     Returns the comparisons and the layer tables; what cannot be analysed is added to ``warnings``."""
@@ -642,10 +627,10 @@ def analyse(records: Mapping[str, EngineRecord], measured: Measured, options: Co
     baseline = names[0]
     batch_sizes = measured.batch_sizes
     series = {name: [measured.per_batch[b][name] for b in batch_sizes] for name in names}
-    costs = _graph_costs(onnx_path, reference.shapes, {n: records[n].precision for n in names}, warnings)
-    graphs = ({b: graph_facts(onnx_path, records[baseline], b, options.shapes) for b in batch_sizes}
+    costs = _graph_costs(model, reference.shapes, {n: records[n].precision for n in names}, warnings)
+    graphs = ({b: graph_facts(model, records[baseline], b, options.shapes) for b in batch_sizes}
               if reference.on_gpu else {})
-    tables = profile_records(records, batch_sizes, onnx_path=onnx_path, shapes=options.shapes, seed=options.seed,
+    tables = profile_records(records, batch_sizes, onnx_path=model, shapes=options.shapes, seed=options.seed,
                              int_range=options.int_range, autotune=options.plan.autotune,
                              graphs=graphs, data=options.data) if options.layers else {}
     evidence = Evidence(baseline=baseline, series=series, costs=costs, peak=peak, graphs=graphs, tables=tables)
@@ -720,17 +705,16 @@ def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "int8": 1, "fp8": 1}
 
 
-def _graph_costs(onnx_path: Any, all_shapes: Mapping[int, Mapping[str, tuple[int, ...]]],
+def _graph_costs(model: OnnxModel | None, all_shapes: Mapping[int, Mapping[str, tuple[int, ...]]],
                  precisions: Mapping[str, str], warnings: list[str]) -> dict[tuple[int, str], Any]:
     """Roofline counts per (batch, precision); a model that cannot be counted costs a warning, not the run."""
-    if onnx_path is None:
+    if model is None:
         return {}
     try:
-        model = load_onnx(onnx_path)
         out = {}
         for batch, shapes in all_shapes.items():
             for name, precision in precisions.items():
-                out[(batch, name)] = graph_cost(model, shapes, float_bytes=ELEMENT_BYTES.get(precision, 4))
+                out[(batch, name)] = graph_cost(model.proto, shapes, float_bytes=ELEMENT_BYTES.get(precision, 4))
         return out
     except (TrtprofError, ValueError, KeyError) as err:
         warnings.append(f"roofline skipped: {err}")
@@ -747,8 +731,8 @@ def resolve_records(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     on_built: Callable[[Any], None] | None = None,
     data: Any = None,
-) -> tuple[dict[str, EngineRecord], Any, tuple[int, ...]]:
-    """MODEL or engines dir → (precision → record, source ONNX path or None, batch sizes).
+) -> tuple[dict[str, EngineRecord], OnnxModel | None, tuple[int, ...]]:
+    """MODEL or engines dir → (precision → record, the source ONNX model read once or None, batch sizes).
 
     An engines dir (a folder with engine JSONs, not a TF SavedModel) → its engines of the asked
     precisions; batch sizes default to those every chosen engine was built for; the ONNX source is
@@ -760,13 +744,13 @@ def resolve_records(
         records = select_records(list_engines(path), precisions, backend)
         built = set.intersection(*(set(r.spec.batch_sizes) for r in records.values()))
         sizes = tuple(batch_sizes) or tuple(sorted(built))
-        onnx_path = None
+        loaded = None
         source = Path(next(iter(records.values())).model_path)
         if source.exists():
             try:
-                onnx_path = as_onnx(source, path)
+                loaded = OnnxModel.load(as_onnx(source, path))
             except Exception:  # graph facts and roofline are optional here: a TF source without TF installed
-                onnx_path = None
+                loaded = None
     else:
         sizes = tuple(batch_sizes) or (1,)
         unique = list(dict.fromkeys(precisions))
@@ -775,8 +759,8 @@ def resolve_records(
                                                         data=data),
                                  on_done=on_built)
         records = {o.record.precision: o.record for o in outcomes}
-        onnx_path = as_onnx(path, Path(engines_dir))
-    return records, onnx_path, sizes
+        loaded = outcomes[0].source  # read once by the build (its hash is the engines' key)
+    return records, loaded, sizes
 
 
 def compare_model(
@@ -793,11 +777,13 @@ def compare_model(
     ``compare_records``. A precision named twice (``fp32,fp32``) is an A/A run: one engine, two
     independently loaded arms. An engines dir (or one engine's JSON) → its engines of the asked
     precisions, batch sizes checked."""
-    records, onnx_path, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
-                                                backend=backend, shapes=options.shapes, on_built=hooks.on_built,
+    builds = BuildTally(hooks.on_built)
+    records, source, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
+                                                backend=backend, shapes=options.shapes, on_built=builds,
                                                 data=options.data)
+    options = options.leaving_out(builds.seconds)
     labels = arm_labels(precisions)
     if len(labels) < 2:
         raise BadInput("compare needs a baseline and a candidate (e.g. --precisions fp32,fp16; fp32,fp32 for A/A)")
     arms = {label: records[str(p)] for label, p in zip(labels, precisions)}
-    return compare_records(arms, sizes, options, onnx_path=onnx_path, hooks=hooks)
+    return compare_records(arms, sizes, options, source=source, hooks=hooks)

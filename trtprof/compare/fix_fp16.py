@@ -284,12 +284,12 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     if search.keep is None or not measure:
         return Fix(search, None, analysis)
     return Fix(search, measure_fix(model, base, search, batch_size, budget, data=data, common=common, seed=seed,
-                                   plan=plan, isolation=isolation, onnx_path=as_onnx(Path(model), Path(engines_dir))),
+                                   plan=plan, isolation=isolation, source=as_onnx(Path(model), Path(engines_dir))),
                analysis)
 
 
 def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: Any, *, data: Any,
-                common: Any, seed: int, plan: Any, isolation: str, onnx_path: Any) -> Any:
+                common: Any, seed: int, plan: Any, isolation: str, source: Any) -> Any:
     """Build the keep-list found (with its range analysis) and compare it with FP32: the speed cost
     of the fix, with the same CI and verdicts as ``trtprof compare``."""
     from .core import CompareOptions, compare_records
@@ -301,4 +301,5 @@ def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: 
     [fixed] = build_engines(model, [Precision.FP16], [batch_size], replace(common, options=options, range_check=True))
     compare_options = CompareOptions(plan=plan or RoundPlan(), shapes=common.shapes, seed=seed,
                                      isolation=isolation, accuracy_budget=budget, data=data)
-    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], compare_options, onnx_path=onnx_path)
+    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], compare_options,
+                           source=fixed.source or source)  # the build's model, read once

@@ -350,12 +350,16 @@ def _batch_of(feeds: Mapping[str, np.ndarray]) -> int:
 def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
                    inputs: str = "random inputs") -> RangeAnalysis:
     """``analyze`` for a build or a compare: a model ONNX Runtime cannot run (custom ops, a missing
-    onnxruntime) costs a skipped analysis with its reason, never the build or the measurement."""
+    onnxruntime) costs a skipped analysis with its reason, never the build or the measurement.
+    ``model``: an ``OnnxModel`` (read once by its caller), a parsed graph, or a path (read here)."""
     from ..errors import TrtprofError
-    from ..model.onnx_model import load_onnx
+    from ..model.onnx_model import OnnxModel, load_onnx
 
     try:
-        proto = load_onnx(model) if not hasattr(model, "graph") else model
+        if isinstance(model, OnnxModel):
+            proto = model.proto
+        else:
+            proto = load_onnx(model) if not hasattr(model, "graph") else model
         return check_suggestions(proto, analyze(proto, feeds, keep=keep, inputs=inputs), keep)
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
@@ -427,7 +431,8 @@ def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
     keep = _keep_list(spec, spec.backend)
     if data is not None:
         return analyze_safely(onnx_path, sample_batches(data, inputs, batch_size), keep=keep, inputs=data.describe())
-    feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=str(onnx_path)))
+    where = str(getattr(onnx_path, "path", onnx_path))  # an OnnxModel's file, or the path itself
+    feeds = make_inputs(inputs, resolve_shapes(inputs, batch_size, shapes, model_path=where))
     return analyze_safely(onnx_path, first_samples(feeds, inputs), keep=keep)
 
 
@@ -467,7 +472,8 @@ def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
 def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray],
                 data: Any = None) -> RangeAnalysis | None:
     """The analysis compare puts beside the observed FP16 error: None when no candidate is FP16;
-    on all of the user's samples with ``data``."""
+    on all of the user's samples with ``data``. ``onnx_path``: the FP32 source, an ``OnnxModel``
+    (compare's, read once) or a path."""
     if not any(getattr(r, "precision", None) == "fp16" for r in records.values()):
         return None
     if onnx_path is None:

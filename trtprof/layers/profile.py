@@ -14,7 +14,7 @@ from ..backends.base import set_autotune
 from ..engines.cache import EngineRecord
 from ..errors import BadInput, BackendUnavailable, TrtprofError
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-from ..model.onnx_model import load_onnx
+from ..model.onnx_model import OnnxModel, as_model
 from .graph import node_facts
 from .ort import profile_onnxruntime
 from .table import LayerTable, PrecisionProfile
@@ -64,14 +64,15 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
         runner.close()
 
 
-def graph_facts(onnx_path: Any, record: EngineRecord, batch_size: int,
+def graph_facts(onnx_path: OnnxModel | Path | None, record: EngineRecord, batch_size: int,
                 shapes: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, dict[str, Any]]:
-    """Node facts (shapes, tensor-core eligibility) of the source ONNX at this batch size; {} when the
-    model cannot be read or shape-inferred (the table then has no graph column, nothing is claimed)."""
+    """Node facts (shapes, tensor-core eligibility) of the source ONNX at this batch size (an
+    ``OnnxModel``, read once by the caller, or a path read here); {} when the model cannot be read or
+    shape-inferred (the table then has no graph column, nothing is claimed)."""
     if onnx_path is None:
         return {}
     try:
-        model = load_onnx(Path(onnx_path))
+        model = as_model(onnx_path).proto  # type: ignore[union-attr]
         overrides = {**record.spec.shape_overrides(), **(shapes or {})}
         input_shapes = resolve_shapes(tuple(record.inputs), batch_size, overrides, model_path=record.model_path)
         return node_facts(model, input_shapes)
@@ -79,7 +80,8 @@ def graph_facts(onnx_path: Any, record: EngineRecord, batch_size: int,
         return {}
 
 
-def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], *, onnx_path: Any = None,
+def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], *,
+                    onnx_path: OnnxModel | Path | None = None,
                     iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     int_range: tuple[int, int] | None = None, autotune: bool = True,
@@ -87,7 +89,12 @@ def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[i
                     data: Any = None) -> dict[int, LayerTable]:
     """Every precision of ``records`` (precision → record, baseline first), one engine after the
     other, at every batch size: one LayerTable per batch size. ``graphs``: ``graph_facts`` of the
-    baseline record already computed per batch size (those batch sizes are not computed again)."""
+    baseline record already computed per batch size (those batch sizes are not computed again);
+    ``onnx_path``: the source model, an ``OnnxModel`` or a path (read once here, not per batch size)."""
+    try:
+        onnx_path = as_model(onnx_path)
+    except (TrtprofError, OSError):
+        onnx_path = None  # no graph column, as graph_facts gives for a model it cannot read
     per: dict[str, dict[int, PrecisionProfile]] = {
         name: profile_record(rec, batch_sizes, iterations=iterations, warmup=warmup, shapes=shapes, seed=seed,
                              int_range=int_range, autotune=autotune, data=data)

@@ -20,12 +20,12 @@ components and what each costs (``wants_load``): the next sweep adds a load when
 interval more per second than more rounds would (the load-to-load spread dominates, or few loads
 leave a large t quantile), otherwise round pairs.
 
-The budget is wall time from ``started`` up to ``budget_s`` (the CLI passes its process's start,
-``clock.process_start``, so that imports, the cache lookup, the accuracy pass and the workers' start-up are
-inside the first batch size's budget; compare gives each batch size its deadline and keeps
-``reserve_s`` for what runs after measuring): blocks are sized so that the minimum design
-(``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep that would end past it is not
-started, and below the minimum only the floor of two loads × one round pair runs regardless (without
+The budget is a ``budget.BatchWindow``: wall time from its ``started`` up to its ``budget_s`` (the CLI
+counts from its process's start, ``clock.process_start``, so that imports, the cache lookup, the accuracy
+pass and the workers' start-up are inside the first batch size's budget; compare gives each batch size
+its window from one ``budget.TimeBudget``, keeping ``reserve_s`` for what runs after measuring): blocks
+are sized so that the minimum design (``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep
+that would end past it is not started, and below the minimum only the floor of two loads × one round pair runs regardless (without
 it there is no interval at all). When the floor ends past the deadline the outcome says so in one
 line (``floor_overrun``).
 
@@ -46,6 +46,7 @@ import numpy as np
 
 from . import timing
 from ..system import nvml
+from .budget import BatchWindow
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
 
@@ -306,6 +307,7 @@ class InterleavedOutcome:
     budget_s: float = float("nan")  # the budget it ran under (elapsed_s counts from the same start)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
     floor_overrun: str = ""  # floor_overrun_line when the floor ended past the deadline
+    budget_note: str = ""  # BatchWindow.fitted's line: the budget grew to fit the loads, or would need more
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -370,23 +372,24 @@ def wants_load(speedups: Mapping[str, Speedup], rounds_per_load: float, load_cos
 def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
                     clock: Callable[[], float] = time.perf_counter,
                     on_progress: Callable[[Progress], None] | None = None,
-                    started: float | None = None,
+                    window: BatchWindow | None = None,
                     load_ready: Callable[[int], bool] | None = None,
-                    budget_s: float | None = None, reserve_s: float = 0.0) -> InterleavedOutcome:
+                    on_note: Callable[[str], None] | None = None) -> InterleavedOutcome:
     """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
     candidate's speedup CI after each sweep, and stop as the module docstring says.
 
-    ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget is ``budget_s`` seconds
-    (default ``plan.time_budget_s``) from ``started`` (a ``clock()`` value; default: now), of which the
-    loop leaves ``reserve_s`` to what its caller does after it. ``load_ready(i)``: would load ``i`` open
+    ``names[0]`` is the baseline; ``open_load(i)`` gives load ``i``. The budget is ``window`` (its
+    ``started`` a ``clock()`` value; default: ``plan.time_budget_s`` from now, nothing reserved), of which
+    the loop leaves ``window.reserve_s`` to what its caller does after it. ``load_ready(i)``: would load ``i`` open
     without waiting for a worker to start? When not, opening it is costed like the first load (start-up
-    included) rather than like the last one. Loads are closed on return."""
+    included) rather than like the last one. ``on_note`` hears, before the rounds, what the first load
+    says of the budget (``BatchWindow.fitted``). Loads are closed on return."""
     names = list(names)
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
-    loop = _Loop(names, open_load, plan, clock, clock() if started is None else started,
-                 plan.time_budget_s if budget_s is None else budget_s, reserve_s)
-    loop.load_ready = load_ready
+    loop = _Loop(names, open_load, plan, clock,
+                 window if window is not None else BatchWindow(started=clock(), budget_s=plan.time_budget_s))
+    loop.load_ready, loop.on_note = load_ready, on_note
     stop: str | None = None
     try:
         loop.open_minimum()
@@ -433,9 +436,9 @@ class _Loop:
     """The state of one ``run_interleaved``: loads, rounds done per load, the cost estimates."""
 
     def __init__(self, names: list[str], open_load: Callable[[int], Load], plan: RoundPlan,
-                 clock: Callable[[], float], started: float, budget_s: float, reserve_s: float = 0.0) -> None:
-        self.names, self.open_load, self.plan, self.clock, self.started = names, open_load, plan, clock, started
-        self.budget_s, self.reserve_s = budget_s, reserve_s
+                 clock: Callable[[], float], window: BatchWindow) -> None:
+        self.names, self.open_load, self.plan, self.clock, self.window = names, open_load, plan, clock, window
+        self.started, self.budget_s, self.reserve_s = window.started, window.budget_s, window.reserve_s
         self.floor_overrun = ""
         self.arms = {n: Arm(n) for n in names}
         self.loads: list[Load] = []
@@ -446,6 +449,8 @@ class _Loop:
         self.load_open_s = 0.0  # seconds the last load took to open and warm up
         self.first_open_s = 0.0  # from ``started`` until the first load was open and warm (start-up included)
         self.load_ready: Callable[[int], bool] | None = None
+        self.on_note: Callable[[str], None] | None = None
+        self.budget_note = ""
         self.speedups: dict[str, Speedup] = {}
 
     def elapsed(self) -> float:
@@ -454,7 +459,7 @@ class _Loop:
     def remaining(self) -> float:
         """Seconds the loop may still plan for: to the deadline (the budget less the reserve), less the
         slack of ``BUDGET_PLAN_SHARE`` of one batch size's budget."""
-        slack = (1 - BUDGET_PLAN_SHARE) * self.plan.time_budget_s
+        slack = (1 - BUDGET_PLAN_SHARE) * self.window.slack_basis_s
         return self.budget_s - self.reserve_s - slack - self.elapsed()
 
     def add_load(self) -> dict[str, Samples]:
@@ -504,6 +509,8 @@ class _Loop:
                       for w in warm0.values()]
         wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
         self.round_s = sum((MIN_ROUND_ITERATIONS + ROUND_WARMUP) * m / 1e3 for m in medians_ms)  # the floor's blocks
+        self.fit_window(sum((wanted + ROUND_WARMUP) * m / 1e3 for m in medians_ms),
+                        sum(w.warmup_s + w.span_s for w in warm0.values()))
         while len(self.loads) < plan.min_loads:
             needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
             if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
@@ -528,6 +535,27 @@ class _Loop:
             more = 0
         for i in range(len(self.loads)):
             self.run(i, more)
+
+    def fit_window(self, round_s: float, first_warm_s: float) -> None:
+        """After the first load, before any round: what the minimum loads × rounds need from the budget's
+        start, each later load costing what this one did less the part of its warm-up a later load skips
+        (``FIRST_WARMUP_MS`` per arm here, ``LOAD_WARMUP_MS`` later; ``first_warm_s``: what the warm-up took,
+        a worker's start-up it waited for included, which is not skipped), rounds ``round_s``, with the
+        reserve and the slack; the window grows to it or the note says how long it would need
+        (``BatchWindow.fitted``)."""
+        plan = self.plan
+        by_design_s = min(first_warm_s, len(self.names) * FIRST_WARMUP_MS / 1e3)  # the time-bound warm-up
+        later_s = max(self.load_open_s - by_design_s * (1 - LOAD_WARMUP_MS / FIRST_WARMUP_MS), 0.0)
+        def need(block_round_s: float) -> float:
+            rest_s = (plan.min_loads - 1) * later_s + plan.min_loads * plan.min_rounds * block_round_s
+            return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
+
+        # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
+        self.window, self.budget_note = self.window.fitted(need(round_s), self.load_open_s, plan.min_loads,
+                                                           plan.min_rounds, least_s=need(self.round_s))
+        self.budget_s = self.window.budget_s
+        if self.budget_note and self.on_note is not None:
+            self.on_note(self.budget_note)
 
     def look(self) -> None:
         base = self.arms[self.names[0]].latency_blocks()
@@ -568,4 +596,4 @@ class _Loop:
                                   elapsed_s=self.elapsed(), round_iterations={n: self.iterations for n in self.names},
                                   half_widths=half, loads=len(self.loads), speedups=self.speedups,
                                   round_s=self.round_s, budget_s=self.budget_s, reserve_s=self.reserve_s,
-                                  floor_overrun=self.floor_overrun)
+                                  floor_overrun=self.floor_overrun, budget_note=self.budget_note)

@@ -64,18 +64,23 @@ class ModelInfo:
         return self.path.stem if self.path.is_file() else self.path.name
 
 
-def load_onnx(path: Path) -> "onnx.ModelProto":
-    """Parse ``path`` as ONNX, turning every way it can be wrong into one ``BadModel`` line."""
+def load_onnx(path: Path, content: bytes | None = None) -> "onnx.ModelProto":
+    """Parse ``path`` as ONNX (``content``: its bytes, already read), turning every way it can be wrong
+    into one ``BadModel`` line."""
     path = Path(path)
     if not path.exists():
         raise BadModel("no such file", path=path)
     if path.is_dir():
         raise BadModel("is a directory, not an ONNX file (TensorFlow SavedModel? see `trtprof convert`)", path=path)
-    if path.stat().st_size == 0:
+    if (path.stat().st_size if content is None else len(content)) == 0:
         raise BadModel("file is empty", path=path)
     onnx = _import_onnx()
     try:
-        model = onnx.load(str(path), load_external_data=True)
+        if content is None:
+            model = onnx.load(str(path), load_external_data=True)
+        else:  # what onnx.load does with the file's bytes: parse, then the weights stored beside it
+            model = onnx.load_model_from_string(content)
+            onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
     except Exception as err:  # onnx raises DecodeError, ValueError, OSError... depending on the damage
         raise BadModel(f"not a readable ONNX model ({type(err).__name__}: {first_line(err)})", path=path) from err
     if not model.graph.node and not model.graph.output:
@@ -98,3 +103,40 @@ def inspect_model(path: Path) -> ModelInfo:
     """Load, check and describe an ONNX file."""
     model = load_onnx(Path(path))
     return describe(model, Path(path))
+
+
+@dataclass(frozen=True, eq=False)
+class OnnxModel:
+    """One ONNX model read once: its path, content hash, parsed graph and input/output specs, handed to
+    the build, the accuracy pass, the FP16 range analysis and the per-layer graph facts so that none of
+    them reads the file again (issue 32: compare read it four times, the graph facts once per batch size).
+    Treat ``proto`` as read-only: a consumer that changes a graph copies it first."""
+
+    path: Path
+    sha256: str
+    proto: "onnx.ModelProto"
+    info: ModelInfo
+
+    @classmethod
+    def load(cls, path: Path) -> "OnnxModel":
+        """Read, check, hash and describe ``path`` (one ``BadModel`` line for every way it is wrong)."""
+        path = Path(path)
+        content = path.read_bytes() if path.is_file() else None  # load_onnx names what else it is
+        proto = load_onnx(path, content)
+        info = describe(proto, path, sha256=hashlib.sha256(content or b"").hexdigest())
+        return cls(path=path, sha256=info.sha256, proto=proto, info=info)
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self.info.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self.info.outputs
+
+
+def as_model(model: "OnnxModel | Path | str | None") -> "OnnxModel | None":
+    """``model`` when it is already loaded, else the file at that path read once (None stays None)."""
+    if model is None or isinstance(model, OnnxModel):
+        return model
+    return OnnxModel.load(Path(model))

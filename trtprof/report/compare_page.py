@@ -16,6 +16,7 @@ import numpy as np
 
 from . import plots
 from ..compare.accuracy import summary_line
+from ..compare.result import ComparisonResult
 from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
@@ -30,7 +31,9 @@ from ..util.wording import plural, times
 
 def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON as a dict with ``kind`` "compare" or "bench"; one-line errors for anything else.
-    ``data``: the file's JSON already read with ``read_json`` (it is then not read again)."""
+    ``data``: the file's JSON already read with ``read_json`` (it is then not read again). A compare
+    file's entries are also there typed, ``parsed_comparisons`` (``compare.result.ComparisonResult``):
+    what the page reads."""
     path = Path(path)
     if data is None:
         data = read_json(path)
@@ -45,7 +48,16 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
     if kind == "bench":  # a results file names no single model/backend: title it by what it holds
         data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
                 "backend": data.get("backend") or ", ".join(sorted({r.backend for r in results}))}
-    return {**data, "kind": kind, "parsed_results": results}
+    comparisons = comparisons_of(data, path) if kind == "compare" else []
+    return {**data, "kind": kind, "parsed_results": results, "parsed_comparisons": comparisons}
+
+
+def comparisons_of(data: Mapping[str, Any], path: Path) -> list[ComparisonResult]:
+    """The file's ``comparisons`` typed; an entry missing what every writer wrote is one BadInput line."""
+    try:
+        return [ComparisonResult.from_json(c) for c in data.get("comparisons") or []]
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise BadInput(f"a comparison entry is incomplete ({type(err).__name__}: {err})", path=path) from err
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,21 +70,21 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
 DODGE_OCTAVES = 0.12
 
 
-def comparison_caveats_html(comparisons: Sequence[Mapping[str, Any]], results: Sequence[BenchResult]) -> list[str]:
+def comparison_caveats_html(comparisons: Sequence[ComparisonResult], results: Sequence[BenchResult]) -> list[str]:
     """Per comparison that is not valid or whose results carry warnings: its stamp and each of its two
     results' warnings (clocks moved, CV, effective precision), under the verdict they qualify."""
     by_arm = {(r.batch_size, str(r.config.get("arm") or r.precision)): r for r in results}
     out = []
     for c in comparisons:
-        stamp = c.get("validity") or {}
+        stamp = c.validity or {}
         lines = [] if stamp.get("valid", True) else [str(stamp.get("stamp"))]
         for side in ("baseline", "candidate"):
-            r = by_arm.get((c["batch_size"], c[side]))
-            lines += [f"{c[side]}: {w}" for w in (r.warnings if r is not None else [])]
+            r = by_arm.get((c.batch_size, c.label(side)))
+            lines += [f"{c.label(side)}: {w}" for w in (r.warnings if r is not None else [])]
         if lines:
             items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-            out.append(f'<div class="warn"><b>batch {c["batch_size"]}, {html.escape(c["candidate"])} vs '
-                       f'{html.escape(c["baseline"])}</b><ul>{items}</ul></div>')
+            out.append(f'<div class="warn"><b>batch {c.batch_size}, {html.escape(c.candidate)} vs '
+                       f'{html.escape(c.baseline)}</b><ul>{items}</ul></div>')
     return out
 
 
@@ -82,30 +94,30 @@ def result_caveats(r: BenchResult) -> list[str]:
     return ([stamp] if stamp and not r.validity.get("valid", True) else []) + list(r.warnings)
 
 
-def speedup_axes(comparisons: Sequence[Mapping[str, Any]]) -> tuple[Any, Any]:
+def speedup_axes(comparisons: Sequence[ComparisonResult]) -> tuple[Any, Any]:
     """The speedup plot's figure and axes: a log y axis (a CI of [0.003, 141] and one of [0.98, 1.02]
     both stay readable, and 2× faster sits as far from 1 as 2× slower), each pair dodged around its
     batch size, and the 1× line labelled."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    by_pair: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    by_pair: dict[str, list[ComparisonResult]] = defaultdict(list)
     for c in comparisons:
-        by_pair[f"{arm_text(c, 'candidate')} vs {arm_text(c, 'baseline')}"].append(c)
-    finite = [v for c in comparisons for v in (c["speedup"]["ci_low"], c["speedup"]["ci_high"], c["speedup"]["estimate"])
+        by_pair[f"{c.effective_label('candidate')} vs {c.effective_label('baseline')}"].append(c)
+    finite = [v for c in comparisons for v in (c.speedup.ci_low, c.speedup.ci_high, c.speedup.estimate)
               if np.isfinite(v) and v > 0]
     floor, ceiling = (min(finite) / 2, max(finite) * 2) if finite else (0.5, 2.0)
     for i, (label, group) in enumerate(by_pair.items()):
-        group = sorted(group, key=lambda c: c["batch_size"])
+        group = sorted(group, key=lambda c: c.batch_size)
         shift = 2.0 ** ((i - (len(by_pair) - 1) / 2) * DODGE_OCTAVES)
-        b = [c["batch_size"] * shift for c in group]
-        est = np.clip([c["speedup"]["estimate"] for c in group], floor, ceiling)
-        low = np.clip([c["speedup"]["ci_low"] for c in group], floor, ceiling)
-        high = np.clip([c["speedup"]["ci_high"] for c in group], floor, ceiling)
+        b = [c.batch_size * shift for c in group]
+        est = np.clip([c.speedup.estimate for c in group], floor, ceiling)
+        low = np.clip([c.speedup.ci_low for c in group], floor, ceiling)
+        high = np.clip([c.speedup.ci_high for c in group], floor, ceiling)
         ax.errorbar(b, est, yerr=[np.maximum(est - low, 0), np.maximum(high - est, 0)], marker="o", capsize=4,
                     linestyle="none", label=label)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="1× (no change)")
     ax.set_yscale("log")
-    batches = sorted({c["batch_size"] for c in comparisons})
+    batches = sorted({c.batch_size for c in comparisons})
     ax.set_xscale("log", base=2)
     ax.set_xticks(batches, [str(b) for b in batches])
     if len(batches) == 1:
@@ -118,7 +130,7 @@ def speedup_axes(comparisons: Sequence[Mapping[str, Any]]) -> tuple[Any, Any]:
     return fig, ax
 
 
-def speedup_figure(comparisons: Sequence[Mapping[str, Any]]) -> str:
+def speedup_figure(comparisons: Sequence[ComparisonResult]) -> str:
     """Speedup vs batch size with the bootstrap 95 % CI as error bars (``speedup_axes``), as base64 PNG."""
     fig, _ = speedup_axes(comparisons)
     return png_b64(fig)
@@ -150,28 +162,21 @@ def latency_figure(results: Sequence[BenchResult]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def arm_text(comparison: Mapping[str, Any], side: str) -> str:
-    """``fp16 (effective fp32+casts)`` when the engine did not compute in the asked precision (as the
-    CLI prints it): an ONNX Runtime CPU "fp16" that is slower is a cast-and-FP32 result, not FP16's."""
-    lat = (comparison.get("latency") or {}).get(side) or {}
-    asked = comparison[side]
-    effective = lat.get("effective_precision")
-    if not effective or effective == lat.get("precision", asked):
-        return asked
-    return f"{asked} (effective {effective})"
+def median_ms(c: ComparisonResult, side: str) -> float | None:
+    lat = c.latency.get(side)
+    return lat.median_ms if lat is not None else None
 
 
-def verdict_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+def verdict_rows(comparisons: Sequence[ComparisonResult]) -> list[list[str]]:
     rows = []
     for c in comparisons:
-        s, acc = c["speedup"], c.get("accuracy") or {}
-        lat = c.get("latency", {})
-        nonfinite = acc.get("nonfinite")
+        s, acc = c.speedup, c.accuracy or {}
+        nonfinite = c.nonfinite
         rows.append([
-            str(c["batch_size"]), f"{arm_text(c, 'candidate')} vs {arm_text(c, 'baseline')}",
-            f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
-            f"{c.get('loads', 1)} × {c.get('rounds', '?')}",
-            fmt(lat.get("baseline", {}).get("median_ms")), fmt(lat.get("candidate", {}).get("median_ms")),
+            str(c.batch_size), f"{c.effective_label('candidate')} vs {c.effective_label('baseline')}",
+            f"{s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}]", c.verdict,
+            f"{c.loads} × {'?' if c.rounds is None else c.rounds}",
+            fmt(median_ms(c, "baseline")), fmt(median_ms(c, "candidate")),
             accuracy_cell(acc), fmt(acc.get("cosine"), ".6f"),
             fmt(acc.get("top1"), ".2%") if acc.get("top1") is not None else "–",
             fmt(acc.get("max_err_scaled")),
@@ -204,11 +209,11 @@ def _predicted_cell(acc: Mapping[str, Any]) -> str:
     return (f"{over} overflow ⚠, {under} underflow" if over else f"{under} underflow") + kept
 
 
-def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
+def accuracy_notes(comparison: ComparisonResult) -> list[str]:
     """The verdict, the metrics (scale-aware first, on which inputs), the caveat when the candidate
     did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.diagnose.fp16range``), one
     line each."""
-    acc = comparison.get("accuracy") or {}
+    acc = comparison.accuracy or {}
     if not acc:
         return []
     v = acc.get("verdict") or {}
@@ -220,9 +225,9 @@ def accuracy_notes(comparison: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def accuracy_legend(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+def accuracy_legend(comparisons: Sequence[ComparisonResult]) -> list[str]:
     """One line per accuracy metric, from the JSON's own field docs (what each number means)."""
-    docs = next((c["accuracy"].get("field_docs") for c in comparisons if (c.get("accuracy") or {}).get("field_docs")),
+    docs = next(((c.accuracy or {}).get("field_docs") for c in comparisons if (c.accuracy or {}).get("field_docs")),
                 None)
     return [f"{name}: {doc}" for name, doc in (docs or {}).items()]
 
@@ -242,23 +247,24 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
         lines += [f"**{stamp.stamp}**", *[f"- to fix [{r.code}]: {r.advice}" for r in stamp.reasons], ""]
     if data["kind"] == "compare":
         lines += ["| " + " | ".join(VERDICT_HEADERS) + " |", "|" + "---|" * len(VERDICT_HEADERS)]
-        lines += ["| " + " | ".join(row) + " |" for row in verdict_rows(data["comparisons"])]
+        comparisons: list[ComparisonResult] = data["parsed_comparisons"]
+        lines += ["| " + " | ".join(row) + " |" for row in verdict_rows(comparisons)]
         for w in data.get("warnings", []):
             lines += ["", f"**WARNING:** {w}"]
-        for c in data["comparisons"]:
-            if c.get("verdict_note"):
-                lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: {c['verdict']}** — "
-                              f"{c['verdict_note']}"]
-            if c.get("diagnosis"):
-                lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: why**", ""]
-                lines += [f"- `{f['rule']}`: {f['message']}" for f in c["diagnosis"]]
-        for c in data["comparisons"]:
+        for c in comparisons:
+            if c.verdict_note:
+                lines += ["", f"**Batch {c.batch_size}, {c.candidate} vs {c.baseline}: {c.verdict}** — "
+                              f"{c.verdict_note}"]
+            if c.diagnosis:
+                lines += ["", f"**Batch {c.batch_size}, {c.candidate} vs {c.baseline}: why**", ""]
+                lines += [f"- `{f.rule}`: {f.message}" for f in c.diagnosis]
+        for c in comparisons:
             notes = accuracy_notes(c)
             if notes:
-                lines += ["", f"**Batch {c['batch_size']}, {c['candidate']} vs {c['baseline']}: accuracy, "
+                lines += ["", f"**Batch {c.batch_size}, {c.candidate} vs {c.baseline}: accuracy, "
                               "predicted vs observed**", ""]
                 lines += [f"- {line}" for line in notes]
-        legend = accuracy_legend(data["comparisons"])
+        legend = accuracy_legend(comparisons)
         if legend:
             lines += ["", "**Accuracy metrics**", ""] + [f"- {line}" for line in legend]
     elif data["parsed_results"] or not data.get("serving"):
@@ -277,20 +283,20 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
 def _shape_captions(data: Mapping[str, Any]) -> dict[int, str]:
     """Per batch size: what the latency distributions look like (modes, heavy tails, mean vs median)."""
     out: dict[int, list[str]] = defaultdict(list)
-    for c in data.get("comparisons", []) if data.get("kind") == "compare" else []:
+    for c in data.get("parsed_comparisons", []) if data.get("kind") == "compare" else []:
         for side in ("baseline", "candidate"):
-            shape = (c.get("shape") or {}).get(side) or {}
-            name = c[side]
+            shape = c.shape.get(side) or {}
+            name = c.label(side)
             if shape.get("multimodal"):
                 modes = ", ".join(f"{m:.4g}" for m in shape.get("mode_ms", []))
-                out[c["batch_size"]].append(f"{name}: {shape['modes']} modes ({modes} ms) — the median sits in one")
+                out[c.batch_size].append(f"{name}: {shape['modes']} modes ({modes} ms) — the median sits in one")
             if shape.get("heavy_tail"):
                 ratio = shape.get("p99_over_median")
-                out[c["batch_size"]].append(f"{name}: heavy tail" + (f" (p99 = {times(ratio)} the median)" if ratio else ""))
-        s = c.get("speedup", {})
-        if s.get("mean_ratio") and s.get("median_ratio") and abs(s["mean_ratio"] / s["median_ratio"] - 1) > 0.01:
-            out[c["batch_size"]].append(f"{c['candidate']} vs {c['baseline']}: median ratio {s['median_ratio']:.3f}×, "
-                                        f"mean ratio {s['mean_ratio']:.3f}×")
+                out[c.batch_size].append(f"{name}: heavy tail" + (f" (p99 = {times(ratio)} the median)" if ratio else ""))
+        mean, median = c.speedup.mean_ratio, c.speedup.median_ratio
+        if mean and median and abs(mean / median - 1) > 0.01:
+            out[c.batch_size].append(f"{c.candidate} vs {c.baseline}: median ratio {median:.3f}×, "
+                                     f"mean ratio {mean:.3f}×")
     return {b: "; ".join(dict.fromkeys(v)) for b, v in out.items()}
 
 
@@ -348,7 +354,7 @@ def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def verdict_table_html(comparisons: Sequence[Mapping[str, Any]]) -> str:
+def verdict_table_html(comparisons: Sequence[ComparisonResult]) -> str:
     """The verdict table; the comparison and its interval read as one line each, left-aligned like the
     text they are."""
     return ("<style>.verdict td:nth-child(2),.verdict th:nth-child(2){text-align:left}.verdict td:nth-child(-n+3)"
@@ -371,34 +377,34 @@ def render_html(data: Mapping[str, Any]) -> str:
              f"<p>created {html.escape(str(data.get('created', '')))}</p>",
              validity_html(page_validity(data))]  # the stamp before any number (trtprof.report.stamp)
     if data["kind"] == "compare":
-        comparisons = data["comparisons"]
+        comparisons: list[ComparisonResult] = data["parsed_comparisons"]
         settings = data.get("settings", {})
         parts.append("<h2>Verdict</h2>" + verdict_table_html(comparisons) + method_paragraph(settings))
         parts.extend(comparison_caveats_html(comparisons, results))  # stamp + warnings beside each verdict
         for c in comparisons:
-            if c.get("verdict_note"):
-                parts.append(f"<p><b>batch {c['batch_size']}, {html.escape(arm_text(c, 'candidate'))} vs "
-                             f"{html.escape(c['baseline'])}: {html.escape(c['verdict'])}</b> — "
-                             f"{html.escape(c['verdict_note'])}</p>")
+            if c.verdict_note:
+                parts.append(f"<p><b>batch {c.batch_size}, {html.escape(c.effective_label('candidate'))} vs "
+                             f"{html.escape(c.baseline)}: {html.escape(c.verdict)}</b> — "
+                             f"{html.escape(c.verdict_note)}</p>")
         for w in data.get("warnings", []):
             parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
         if comparisons:
             parts.append("<h2>Speedup vs batch size</h2>" + img(speedup_figure(comparisons), "speedup vs batch size"))
         parts.append("<h2>Why: diagnosis</h2>")
         for c in comparisons:
-            items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"
-                            for f in c.get("diagnosis", [])) or "<li>no rule found evidence</li>"
-            parts.append(f"<h3>batch {c['batch_size']}: {html.escape(arm_text(c, 'candidate'))} vs "
-                         f"{html.escape(c['baseline'])} ({plural(c.get('loads', 1), 'load')} × "
-                         f"{plural(c.get('rounds', 0), 'round')}, stopped: "
-                         f"{html.escape(str(c.get('stop_reason', '?')))})</h3><ul>{items}</ul>")
+            items = "".join(f"<li><b>{html.escape(f.rule)}</b>: {html.escape(f.message)}</li>"
+                            for f in c.diagnosis) or "<li>no rule found evidence</li>"
+            parts.append(f"<h3>batch {c.batch_size}: {html.escape(c.effective_label('candidate'))} vs "
+                         f"{html.escape(c.baseline)} ({plural(c.loads, 'load')} × "
+                         f"{plural(c.rounds or 0, 'round')}, stopped: "
+                         f"{html.escape(c.stop_reason or '?')})</h3><ul>{items}</ul>")
         acc_parts = []
         for c in comparisons:
             notes = accuracy_notes(c)
             if notes:
                 items = "".join(f"<li>{html.escape(line)}</li>" for line in notes)
-                acc_parts.append(f"<h3>batch {c['batch_size']}: {html.escape(arm_text(c, 'candidate'))} vs "
-                                 f"{html.escape(c['baseline'])}</h3><ul>{items}</ul>")
+                acc_parts.append(f"<h3>batch {c.batch_size}: {html.escape(c.effective_label('candidate'))} vs "
+                                 f"{html.escape(c.baseline)}</h3><ul>{items}</ul>")
         if acc_parts:
             legend = "".join(f"<li>{html.escape(line)}</li>" for line in accuracy_legend(comparisons))
             parts.append("<h2>Accuracy: verdict, predicted vs observed</h2>" + "".join(acc_parts)
@@ -408,9 +414,9 @@ def render_html(data: Mapping[str, Any]) -> str:
         roof_rows = []
         for c in comparisons:
             for side in ("baseline", "candidate"):
-                r = (c.get("roofline") or {}).get(side)
+                r = c.roofline.get(side)
                 if r:
-                    roof_rows.append([str(c["batch_size"]), c[side], fmt(r.get("flops")), fmt(r.get("bytes")),
+                    roof_rows.append([str(c.batch_size), c.label(side), fmt(r.get("flops")), fmt(r.get("bytes")),
                                       fmt(r.get("intensity_flop_per_byte")), fmt(r.get("achieved_flops_per_s")),
                                       fmt(r.get("peak_flops_per_s")), fmt(r.get("share_of_peak"), ".1%")
                                       if r.get("share_of_peak") is not None else "–"])

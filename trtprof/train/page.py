@@ -11,6 +11,7 @@ from ..util.files import atomic_write_text
 from ..system.validity import stamp_lines
 from ..report.stamp import page_validity, validity_html
 from ..report.kit import document, fmt, img, table
+from ..compare.result import ComparisonResult
 from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
 
@@ -102,7 +103,8 @@ def render_html(data: Mapping[str, Any]) -> str:
         parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
     measured = [c for c in data["comparisons"] if not c.get("not_measurable")]
     if measured:
-        parts.append("<h2>Speedup vs batch size</h2>" + img(speedup_figure(measured), "speedup"))
+        figure = speedup_figure([ComparisonResult.from_json(c) for c in measured])  # the fields it reads are compare's
+        parts.append("<h2>Speedup vs batch size</h2>" + img(figure, "speedup"))
     parts.append("<h2>Why</h2>")
     for c in data["comparisons"]:
         items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 
@@ -23,3 +24,16 @@ def process_start(clock: Callable[[], float] = time.perf_counter) -> float | Non
     except (OSError, ValueError, IndexError, AttributeError):
         return None
     return clock() - age_s if age_s >= 0 else None
+
+
+@dataclass(frozen=True)
+class CommandClock:
+    """When the command started (a ``time.perf_counter()`` value: the process's start when it is the
+    command, else the moment ``cli.main`` began) and when its imports were done (after the parse)."""
+
+    started: float
+    imported: float
+
+    @property
+    def imports_s(self) -> float:
+        return self.imported - self.started

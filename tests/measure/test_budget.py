@@ -1,0 +1,233 @@
+"""measure.budget.TimeBudget: one value for --time-budget-s (issue 32), on made-up clock values."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trtprof.measure.budget import TAIL_PER_IMPORTS, BatchWindow, TimeBudget, batch_window
+from trtprof.util.clock import CommandClock
+
+
+def test_the_command_s_budget_counts_from_its_start_and_reserves_a_multiple_of_its_imports():
+    budget = TimeBudget.for_command(10.0, CommandClock(started=100.0, imported=100.5)).began(103.0)
+    assert budget.started == 100.0 and budget.launch_s == pytest.approx(3.0)
+    assert budget.reserve_basis == ("imports", pytest.approx(0.5))
+    assert budget.reserve_s(2) == pytest.approx(TAIL_PER_IMPORTS * 0.5 * 2)
+    assert budget.counts_from == "command start (engine builds left out)"
+
+
+def test_a_caller_s_budget_counts_from_when_the_comparison_began_and_reserves_on_the_launch():
+    budget = TimeBudget(10.0).began(50.0)
+    assert budget.started == 50.0 and budget.launch_s == 0.0 and budget.reserve_basis == ("launch", 0.0)
+    assert budget.counts_from == "compare start" and budget.elapsed_s(52.5) == pytest.approx(2.5)
+
+
+def test_engine_builds_are_left_out_by_moving_the_start():
+    budget = TimeBudget.for_command(10.0, CommandClock(started=100.0, imported=100.5))
+    later = budget.leaving_out(40.0).leaving_out(0.0)
+    assert later.start == 140.0 and later.imports_s == budget.imports_s and budget.start == 100.0  # frozen
+    assert TimeBudget(10.0).leaving_out(40.0).start is None  # no start yet: it begins after the builds anyway
+
+
+def test_a_budget_that_never_began_has_no_start_to_count_from():
+    with pytest.raises(ValueError, match="began"):
+        TimeBudget(10.0).elapsed_s(1.0)
+
+
+def test_the_budget_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TimeBudget(10.0).per_batch_s = 5.0  # type: ignore[misc]
+
+
+def test_each_batch_size_s_window_is_batch_window_of_its_start_and_reserve():
+    """Imports 0.25 s, 3 batch sizes: reserve 1.5 s (0.5 s each); the second began 4 s in."""
+    budget = TimeBudget.for_command(10.0, CommandClock(started=0.0, imported=0.25)).began(1.0)
+    first = budget.window(0, 99.0, 3)
+    assert first == BatchWindow(started=0.0, budget_s=10.0, reserve_s=0.5, per_batch_s=10.0)
+    second = budget.window(1, 4.0, 3)
+    assert (second.budget_s, second.reserve_s) == batch_window(1, 4.0, 10.0, 1.5, 3) == (14.0, 0.5)
+    assert second.deadline_s == pytest.approx(13.5) and second.slack_basis_s == 10.0
+
+
+def test_a_window_without_a_per_batch_budget_plans_its_slack_on_its_own_budget():
+    assert BatchWindow(started=0.0, budget_s=12.0).slack_basis_s == 12.0
+
+
+def test_compare_options_refuse_a_budget_that_disagrees_with_the_plan():
+    from trtprof.compare.core import CompareOptions
+    from trtprof.measure.interleave import RoundPlan
+
+    assert CompareOptions(plan=RoundPlan(time_budget_s=4.0), budget=TimeBudget(4.0)).time_budget.per_batch_s == 4.0
+    assert CompareOptions(plan=RoundPlan(time_budget_s=4.0)).time_budget == TimeBudget(4.0)
+    with pytest.raises(ValueError, match="plan"):
+        CompareOptions(plan=RoundPlan(time_budget_s=4.0), budget=TimeBudget(5.0))
+
+
+def test_the_build_tally_leaves_out_only_engines_really_built_and_passes_each_on():
+    """compare_model and the A/B leave engine builds (a one-off) out of the budget; a cache hit's
+    lookup seconds stay in it."""
+    from types import SimpleNamespace
+
+    from trtprof.compare.core import BuildTally, CompareOptions
+    from trtprof.measure.interleave import RoundPlan
+
+    heard: list[object] = []
+    tally = BuildTally(heard.append)
+    built, hit = SimpleNamespace(built=True, seconds=40.0), SimpleNamespace(built=False, seconds=0.2)
+    tally(built)
+    tally(hit)
+    assert tally.seconds == 40.0 and heard == [built, hit]
+    options = CompareOptions(plan=RoundPlan(time_budget_s=10.0),
+                             budget=TimeBudget.for_command(10.0, CommandClock(started=100.0, imported=100.5)))
+    assert options.leaving_out(tally.seconds).time_budget.start == 140.0
+
+
+# -- issue 33 #4: a default run that answers (the budget fitted to the loads, measured from the first) ----
+
+from trtprof.measure.budget import COSTLY_LOAD_S, GROWN_BUDGET_CAP_S  # noqa: E402
+
+
+def test_loads_that_fit_leave_the_window_as_it_is_and_say_nothing():
+    window = BatchWindow(started=0.0, budget_s=12.0, grows=True)
+    assert window.fitted(11.9, 10.0, 6, 4) == (window, "")
+
+
+@pytest.mark.parametrize("first_load_s, grows", [(COSTLY_LOAD_S + 0.01, True), (COSTLY_LOAD_S - 0.01, False)])
+def test_the_default_budget_grows_only_where_the_first_load_is_costly(first_load_s, grows):
+    """Just above COSTLY_LOAD_S the default budget grows to what the loads need (and says so); just below
+    it stays (the CPU's loads: CI and the calibration keep their 12 s) and the line says what that costs."""
+    window = BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0, grows=True)
+    fitted, line = window.fitted(30.0, first_load_s, 6, 4)
+    if grows:
+        assert fitted.budget_s == 30.0 and fitted.per_batch_s == 12.0
+        assert "6 loads × 4 rounds need about 30 s" in line and "grows to 30 s" in line
+        assert f"at most {GROWN_BUDGET_CAP_S:.0f} s" in line
+    else:
+        assert fitted == window and "more than the 12 s default budget: fewer loads will run" in line
+        assert "--time-budget-s 30 fits them" in line
+
+
+def test_the_grown_budget_is_capped_a_minute_after_its_batch_size_began_and_says_so():
+    window = BatchWindow(started=0.0, budget_s=22.0, grows=True, opened_s=10.0)  # the second batch size, from 10 s
+    fitted, line = window.fitted(200.0, 20.0, 6, 4)
+    assert fitted.budget_s == 10.0 + GROWN_BUDGET_CAP_S
+    assert "need about 190 s" in line and f"capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" in line
+
+
+def test_an_explicit_budget_stays_and_says_how_long_the_loads_would_need():
+    window = BatchWindow(started=0.0, budget_s=12.0)
+    fitted, line = window.fitted(30.2, 4.0, 6, 4)
+    assert fitted == window
+    assert "more than the 12 s budget of --time-budget-s" in line and "--time-budget-s 31 fits them" in line
+
+
+class CostlyLoad:
+    """Fake (named so): opening costs ``open_s`` on a fake clock, every block ``block_s``; lognormal
+    latencies with a 30 % spread, so no verdict stops the loop early."""
+
+    def __init__(self, clock, names, block_s: float, seed: int, log: list) -> None:
+        import numpy as np
+
+        self.clock, self.names, self.block_s, self.log = clock, list(names), block_s, log
+        self.rng = np.random.default_rng(seed)
+
+    def block(self, config):
+        import numpy as np
+
+        from trtprof.measure.timing import Samples
+
+        self.clock.t += self.block_s
+        return Samples(stages={"latency_ms": np.exp(0.3 * self.rng.standard_normal(config.iterations))},
+                       span_s=self.block_s, warmup_done=config.warmup, warmup_s=0.0)
+
+    def warm_up(self, config):
+        return {n: self.block(config) for n in self.names}
+
+    def rounds(self, first, count, config, order):
+        from trtprof.measure import interleave
+
+        self.log.append(("rounds", count))
+        return [{n: self.block(config) for n in interleave.round_order(order, j)} for j in range(first, first + count)]
+
+    def close(self) -> None:
+        pass
+
+
+def costly_run(open_s: float, *, grows: bool, budget_s: float = 12.0):
+    from trtprof.measure import interleave
+    from trtprof.measure import simulate as cal
+
+    clock, names, log = cal.SimClock(), ("base", "cand"), []
+
+    def open_load(i: int) -> CostlyLoad:
+        clock.t += open_s
+        return CostlyLoad(clock, names, 0.05, seed=i, log=log)
+
+    plan = interleave.RoundPlan(time_budget_s=budget_s, round_iterations=20)
+    window = BatchWindow(started=0.0, budget_s=budget_s, per_batch_s=budget_s, grows=grows)
+    out = interleave.run_interleaved(names, open_load, plan, clock=clock, window=window,
+                                     on_note=lambda line: log.append(("note", line)))
+    return clock, out, log
+
+
+def test_a_default_run_with_costly_loads_gets_the_minimum_loads_announced_before_any_round():
+    """Loads of 4 s (a torch load on the GPU costs 10-30 s): the 12-s default would give 2 loads; grown,
+    the batch size runs the minimum 6, within what it announced, and the note came before the first round."""
+    from trtprof.measure.interleave import MIN_LOADS
+
+    clock, out, log = costly_run(4.0, grows=True)
+    assert log[0][0] == "note" and "grows to" in log[0][1]
+    assert out.loads >= MIN_LOADS and out.budget_s > 12.0 and out.budget_note == log[0][1]
+    assert clock.t <= out.budget_s * 1.1 and out.budget_s <= GROWN_BUDGET_CAP_S
+
+
+def test_an_explicit_budget_with_costly_loads_keeps_its_budget_and_says_so_first():
+    from trtprof.measure.interleave import MIN_LOADS
+
+    clock, out, log = costly_run(4.0, grows=False)
+    assert log[0][0] == "note" and "--time-budget-s" in log[0][1] and "fits them" in log[0][1]
+    assert out.loads < MIN_LOADS and out.budget_s == 12.0
+
+
+def test_cheap_loads_keep_the_default_budget_and_print_nothing():
+    clock, out, log = costly_run(0.2, grows=True)
+    assert all(kind != "note" for kind, _ in log) and out.budget_s == 12.0 and out.budget_note == ""
+
+
+def test_compare_announces_a_budget_too_small_before_measuring_and_says_when_loads_are_few(conv_model, tmp_path,
+                                                                                          capsys):
+    """Through the CLI (real ONNX Runtime loads, in-process): 20 loads (each opens two ONNX Runtime
+    sessions) do not fit --time-budget-s 0.5, which the first budget line says before the first look;
+    every printed verdict from < 3 loads says so beside its interval; the JSON keeps the line. (1 s and
+    the default 6 loads fitted once in a warm test process: the warm-up shrinks with the budget.)"""
+    import json
+
+    from trtprof.cli import main
+    from trtprof.stats.speedup import few_loads_words
+
+    out = tmp_path / "c.json"
+    assert main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--out", str(out),
+                 "--backend", "onnxruntime", "--in-process", "--time-budget-s", "0.5", "--min-loads", "20"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(out.read_text())
+    note = data["budget"]["per_batch"]["1"]["budget_note"]
+    assert "--time-budget-s" in note and "fits them" in note
+    # announced before the first look's progress line
+    assert captured.err.index(f"  batch 1: budget: {note}") < captured.err.index(" s spent: ")
+    [c] = data["comparisons"]
+    few = few_loads_words(c["loads"])
+    if c["loads"] < 3:
+        assert few in captured.out and few in c["verdict_note"]
+    else:
+        assert "behind this interval" not in captured.out + c["verdict_note"]
+
+
+@pytest.mark.parametrize("grows", [False, True])
+def test_loads_that_fit_with_the_blocks_shrunk_say_nothing_where_the_budget_stays(grows):
+    """The loop shrinks its blocks to fit the minimum: only when not even the least blocks fit (just
+    outside) does a budget that stays say 'fewer loads will run'; just inside it says nothing."""
+    window = BatchWindow(started=0.0, budget_s=12.0, grows=grows)
+    assert window.fitted(30.0, 1.0, 6, 4, least_s=11.99) == (window, "")
+    fitted, line = window.fitted(30.0, 1.0, 6, 4, least_s=12.01)
+    assert fitted == window and "fewer loads will run" in line and "--time-budget-s 13 fits them" in line
