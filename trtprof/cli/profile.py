@@ -91,14 +91,25 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise BadInput("--top must be >= 0")
     precisions = parse_precisions(args.precisions)
+    given_shapes = _common.shapes(args)  # --shape alone: what the build gets, as in compare and bench
     data = data_in = _common.load_inputs(args)
-    shapes = _common.shapes(args)  # after load_inputs: --inputs fixes the dims --shape would
+    # after load_inputs: --inputs fixes the dims --shape would; the profiled runs take them once the
+    # inputs were checked against the engine's inputs (a wrong name is then said as such)
+    shapes = _common.shapes(args)
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
     try:
-        records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
-                                                backend=args.backend, shapes=shapes)
+        try:
+            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+                                                 backend=args.backend, shapes=shapes)
+        except BadInput:
+            if data is None or shapes == given_shapes:
+                raise
+            # the --inputs arrays named an input the model lacks: build with --shape alone; the check of
+            # the inputs against the engine's inputs below then says which names are wrong
+            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+                                                 backend=args.backend, shapes=given_shapes)
     except StaticBatch as err:  # this command's option is --batch-size
         raise err.for_option("--batch-size") from err
     if args.trace_dir is not None:  # before profiling: a trace name taken by a user's file is refused now
