@@ -48,8 +48,7 @@ def trtprof(*argv: str) -> subprocess.CompletedProcess[str]:
 def bench_stages(model: Path, engines: Path, batch: int, graph: bool, out: Path) -> dict[str, dict[str, float]]:
     """Host enqueue and GPU compute medians per precision from ``trtprof bench`` (the timing loop)."""
     args = ["bench", str(engines), "--batch-sizes", str(batch), "--out", str(out), "--duration-s", "1"]
-    if graph:
-        args.append("--cuda-graph")
+    args.append("--cuda-graph" if graph else "--eager")  # CUDA graphs are bench's default on a GPU since issue 33
     proc = trtprof(*args)
     if proc.returncode != 0:
         return {}

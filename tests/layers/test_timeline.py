@@ -48,6 +48,10 @@ def test_fp16_casts_beyond_the_baseline_are_counted_and_timed():
     assert added_casts(base, cand) == (2, pytest.approx(13))  # the two longest of fp16's three casts
     assert added_casts(cand, base) == (0, 0.0)
     assert any(line.startswith("fp16 added 2 casts over fp32, taking 32.5% of its iteration") for line in findings([base, cand]))
+    # layout changes are counted the same way, and the words follow the count
+    one_more = timeline([("k", "conv", "s", 0, 20), ("r", "reformat", "s", 20, 4)], 40, precision="fp16")
+    assert "fp16 added 1 layout change (reformat) over fp32, taking 10.0% of its iteration (4.0 µs)" in findings([base, one_more])
+    assert not any("layout change" in line for line in findings([base, cand]))
 
 
 @pytest.mark.parametrize("name, op, kind", [

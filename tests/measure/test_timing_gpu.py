@@ -7,7 +7,7 @@ import pytest
 
 from trtprof.system import cuda
 from trtprof.spec import TensorSpec
-from trtprof.measure.timing import COMPUTE_CV_WARN, TimingConfig, device_notes, time_device
+from trtprof.measure.timing import EAGER_PROBE_RUNS, COMPUTE_CV_WARN, TimingConfig, device_notes, time_device
 
 needs_gpu = pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
 
@@ -99,8 +99,9 @@ def test_time_device_stages_and_bounds(copies, graph, spin):
     else:
         assert set(st) == {"compute_ms", "latency_ms", "enqueue_ms"}
         np.testing.assert_array_equal(st["latency_ms"], st["compute_ms"])
-    # eager: one enqueue per run (+1 priming for the graph); graph: captured once, then replayed
-    assert runner.enqueues == (2 if graph else 35)
+    # eager: one enqueue per run; graph: a priming run and the capture, then replays — plus, once per
+    # runner and shapes, the eager/graph probe's eager launches (one, then EAGER_PROBE_RUNS timed)
+    assert runner.enqueues == (2 + 1 + EAGER_PROBE_RUNS if graph else 35)
     assert samples.span_s >= 30 * spin_ms / 1e3
     assert samples.device["sync"] == ("spin" if spin else "blocking")
 

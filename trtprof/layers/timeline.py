@@ -160,13 +160,18 @@ class Timeline:
 # Findings: what the timelines say, in words
 # ---------------------------------------------------------------------------------------------------
 
-def added_casts(baseline: Timeline, candidate: Timeline) -> tuple[int, float]:
-    """Casts the candidate runs beyond the baseline's: (count, µs)."""
-    extra = len(candidate.of_kind("cast")) - len(baseline.of_kind("cast"))
+def added_of_kind(baseline: Timeline, candidate: Timeline, kind: str) -> tuple[int, float]:
+    """Spans of ``kind`` the candidate runs beyond the baseline's: (count, µs of its longest that many)."""
+    extra = len(candidate.of_kind(kind)) - len(baseline.of_kind(kind))
     if extra <= 0:
         return 0, 0.0
-    durations = sorted((s.dur_us for s in candidate.of_kind("cast")), reverse=True)
+    durations = sorted((s.dur_us for s in candidate.of_kind(kind)), reverse=True)
     return extra, sum(durations[:extra])
+
+
+def added_casts(baseline: Timeline, candidate: Timeline) -> tuple[int, float]:
+    """Casts the candidate runs beyond the baseline's: (count, µs)."""
+    return added_of_kind(baseline, candidate, "cast")
 
 
 def findings(timelines: Sequence[Timeline]) -> list[str]:
@@ -184,11 +189,12 @@ def findings(timelines: Sequence[Timeline]) -> list[str]:
                        + ("time it with CUDA graphs (the default; --eager turns them off) or a larger batch"
                           if where == "GPU" else "a larger batch amortises the per-node overhead"))
     for t in timelines[1:]:
-        count, us = added_casts(base, t)
-        if count:
-            share = us / t.window_us if t.window_us > 0 else 0.0
-            out.append(f"{t.precision} added {count} cast{'s' if count != 1 else ''} over {base.precision}, taking "
-                       f"{share:.1%} of its iteration ({us:.1f} µs)")
+        for kind, word in (("cast", "cast"), ("reformat", "layout change (reformat)")):
+            count, us = added_of_kind(base, t, kind)
+            if count:
+                share = us / t.window_us if t.window_us > 0 else 0.0
+                out.append(f"{t.precision} added {count} {word}{'s' if count != 1 else ''} over {base.precision}, "
+                           f"taking {share:.1%} of its iteration ({us:.1f} µs)")
     for t in timelines:
         top = ", ".join(f"{name[:60]} {total:.1f} µs" + (f" ×{calls}" if calls > 1 else "")
                         for name, _kind, total, calls in t.top(3))
