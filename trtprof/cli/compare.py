@@ -34,6 +34,7 @@ from ..util.wording import plural
 from . import _common, _serving
 from ..system.validity import stamp_lines
 from .build import print_outcome
+from ..util.outputs import COMPARE_JSON
 
 
 def add_parser(sub) -> None:
@@ -111,6 +112,7 @@ def add_parser(sub) -> None:
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _serving.add_serving_args(p)
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -247,7 +249,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
 
     if compare_imported.is_results_file(args):  # imported trtexec runs: nothing to build or measure
         return compare_imported.run(args)
-    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines], kind=COMPARE_JSON, args=args)  # before any build or measurement (issue 12)
     is_ab = ab_mode(args)
     precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []
     plan = _plan(args)

@@ -13,6 +13,7 @@ from ..errors import BadInput
 from ..measure.interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
 from ..util.signals import sigterm_as_interrupt
 from . import _common
+from ..util.outputs import COMPARE_JSON
 
 
 def add_parser(sub) -> None:
@@ -45,6 +46,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("fix_fp16.json"),
                    help="JSON output: the comparison (readable by trtprof report) and the search (default fix_fp16.json)")
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from ..util.files import atomic_write_text
     from ..compare.fix_fp16 import fix_fp16
 
-    _common.check_output_file(args.out, "--out")
+    _common.check_output_file(args.out, "--out", kind=COMPARE_JSON, args=args)
     budget = AccuracyBudget.parse(args.accuracy)
     data = _common.load_inputs(args)
     if not args.model.exists():

@@ -4,7 +4,7 @@ Why a room of its own: the compare/bench page (``report``), the train-compare pa
 and the sweep matrix (``sweep.matrix``) all need the same few pieces. While they lived in
 ``report.py`` as private helpers, the other pages borrowed them through imports inside functions
 and the modules ended up importing each other. Everything here is public and imports nothing of
-trtprof, so any page can use it; matplotlib is imported only when a figure is drawn.
+trtprof but the generator tag (``util.outputs``), so any page can use it; matplotlib is imported only when a figure is drawn.
 
 Pages are self-contained: every figure is a base64 ``data:`` URI, nothing is loaded from beside the
 file or from the web (a report gets mailed, attached to issues and archived with the engine).
@@ -17,6 +17,8 @@ import io
 import math
 from pathlib import Path
 from typing import Any, Sequence
+
+from ..util.outputs import GENERATOR_META
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
@@ -61,7 +63,7 @@ def img(b64: str, alt: str) -> str:
 
 def document(title: str, parts: Sequence[str], css: str = CSS) -> str:
     """The whole page: doctype, title (escaped), the style sheet and the body's parts (HTML, as given)."""
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{GENERATOR_META}<title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
