@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..util.csvsafe import csv_cell
 from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..util.labels import engine_labels
@@ -266,5 +267,5 @@ def to_csv(results: Sequence[BenchResult]) -> str:
                 row[f"{stage}.{k}"] = f"{getattr(s, k):.6g}" if isinstance(getattr(s, k), float) else getattr(s, k)
         for k in ("warmup", "iterations", "duration_s", "copies", "cuda_graph"):
             row[k] = r.config.get(k, "")
-        writer.writerow(row)
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})  # a model named "=cmd|…" stays text
     return out.getvalue()

@@ -42,16 +42,32 @@ def fmt(value: Any, spec: str = ".3g") -> str:
         return str(value)
 
 
+# the words a verdict cell may start with, each a CSS class (v-<word>); anything else gets no class
+VERDICT_WORDS = frozenset({"faster", "slower", "equivalent", "inconclusive", "difference", "no"})
+
+
+def esc(value: Any) -> str:
+    """Any value as page text: ``str`` of it, HTML-escaped (quotes too, so it is safe in an attribute).
+    The one escaping helper of every page: a result file may come from anyone (issue 36)."""
+    return html.escape("–" if value is None else str(value), quote=True)
+
+
+def verdict_class(cell: Any) -> str:
+    """`` class="v-<first word>"`` for a known verdict word, else '': data never becomes markup."""
+    words = str(cell).split()
+    return f' class="v-{words[0]}"' if words and words[0] in VERDICT_WORDS else ""
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: int | None = None) -> str:
     """An HTML table, every cell escaped; the cells of ``verdict_col`` get the class ``v-<first word>``
     so the CSS colours faster/slower/equivalent/inconclusive."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
     for row in rows:
         cells = []
         for i, cell in enumerate(row):
-            cls = f' class="v-{cell.split()[0]}"' if verdict_col is not None and i == verdict_col else ""
-            cells.append(f"<td{cls}>{html.escape(cell)}</td>")
+            cls = verdict_class(cell) if verdict_col is not None and i == verdict_col else ""
+            cells.append(f"<td{cls}>{esc(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 

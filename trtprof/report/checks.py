@@ -1,0 +1,79 @@
+"""A compare file's fields checked for type before any page or summary renders them.
+
+Why: a compare.json may come from anyone (a colleague, a CI artifact, a fuzzer). The page escapes
+every value (``kit.esc``), but a ``batch_size`` of ``"<script>"`` or a ``verdict`` of ``null`` is not
+a compare result at all: it is refused with one line naming the field (exit 2), not rendered, and not
+a traceback in a format string (issue 36).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import BadInput
+
+TEXT_FIELDS = ("baseline", "candidate", "verdict")  # strings in every comparison
+OPTIONAL_TEXT = ("verdict_note", "stop_reason")
+SPEEDUP_FIELDS = ("estimate", "ci_low", "ci_high")  # numbers (NaN allowed: an arm that could not be timed)
+COUNT_FIELDS = ("loads", "rounds")  # non-negative integers when present
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """int or float (NaN and ±inf included: compare writes them for an arm it could not time)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _bad(path: Path, where: str, value: Any, what: str) -> BadInput:
+    return BadInput(f"{where}: {str(value)[:60]!r} is not {what}", path=path)
+
+
+def check_comparison(c: Any, where: str, path: Path) -> None:
+    if not isinstance(c, Mapping):
+        raise _bad(path, where, c, "an object")
+    if not _is_int(c.get("batch_size")) or c["batch_size"] < 1:
+        raise _bad(path, f"{where}.batch_size", c.get("batch_size"), "an integer >= 1")
+    for key in TEXT_FIELDS:
+        if not isinstance(c.get(key), str):
+            raise _bad(path, f"{where}.{key}", c.get(key), "a string")
+    for key in OPTIONAL_TEXT:
+        if c.get(key) is not None and not isinstance(c[key], str):
+            raise _bad(path, f"{where}.{key}", c[key], "a string")
+    for key in COUNT_FIELDS:
+        if key in c and (not _is_int(c[key]) or c[key] < 0):
+            raise _bad(path, f"{where}.{key}", c[key], "an integer >= 0")
+    speedup = c.get("speedup")
+    if not isinstance(speedup, Mapping):
+        raise _bad(path, f"{where}.speedup", speedup, "an object")
+    for key in SPEEDUP_FIELDS:
+        if not _is_number(speedup.get(key)):
+            raise _bad(path, f"{where}.speedup.{key}", speedup.get(key), "a number")
+    for key in ("accuracy", "latency", "roofline"):
+        if c.get(key) is not None and not isinstance(c[key], Mapping):
+            raise _bad(path, f"{where}.{key}", c[key], "an object")
+    diagnosis = c.get("diagnosis", [])
+    if not isinstance(diagnosis, list):
+        raise _bad(path, f"{where}.diagnosis", diagnosis, "a list")
+    for j, f in enumerate(diagnosis):
+        if not (isinstance(f, Mapping) and isinstance(f.get("rule"), str) and isinstance(f.get("message"), str)):
+            raise _bad(path, f"{where}.diagnosis[{j}]", f, "a finding with a string rule and message")
+
+
+def check_compare(data: Mapping[str, Any], path: Path) -> None:
+    """Refuse (BadInput naming the field) a compare file whose rendered fields have the wrong type."""
+    comparisons = data.get("comparisons")
+    if not isinstance(comparisons, list):
+        raise _bad(path, "comparisons", comparisons, "a list")
+    for i, c in enumerate(comparisons):
+        check_comparison(c, f"comparisons[{i}]", path)
+    warnings = data.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise _bad(path, "warnings", warnings, "a list of strings")
+    for key in ("model", "backend", "created"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise _bad(path, key, data[key], "a string")
+    if data.get("settings") is not None and not isinstance(data["settings"], Mapping):
+        raise _bad(path, "settings", data["settings"], "an object")
