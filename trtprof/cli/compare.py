@@ -309,7 +309,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             else:
                 report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
                                            backend=args.backend, hooks=hooks)
-    if serving is not None and not report.interrupted:
+    if serving is not None and not report.interrupted and not report.lost:
         run_serving(args, precisions, sizes, serving, report)
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
@@ -332,4 +332,10 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         print(f"interrupted: kept {plural(len({c['batch_size'] for c in data['comparisons']}), 'finished batch size')}; "
               f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)
         return _common.EXIT_INTERRUPTED
+    if report.lost:  # a worker died (kill -9, the OOM killer): what finished is in the JSON, the run failed
+        kept = sorted({c["batch_size"] for c in data["comparisons"]})
+        print(f"trtprof compare: error: {report.lost}; kept batch sizes {', '.join(map(str, kept)) or 'none'}"
+              + (f" (partial: {', '.join(map(str, report.partial))})" if report.partial else "")
+              + f" in {args.out}", file=sys.stderr)
+        return 2
     return 0
