@@ -524,7 +524,7 @@ def test_stale_temp_dirs_are_removed_by_the_next_run(tmp_path, capsys):
     live owner's, a fresh one's and any other name are kept."""
     import time
 
-    from trtprof.util.scratch import STALE_AFTER_S, clean_stale
+    from trtprof.util.scratch import MARKER, STALE_AFTER_S, clean_stale, marker_text, process_start_id
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
@@ -534,6 +534,9 @@ def test_stale_temp_dirs_are_removed_by_the_next_run(tmp_path, capsys):
         d = tmp_path / name
         (d / "sub").mkdir(parents=True)
         (d / "sub" / "executed.onnx").write_bytes(b"x" * 100)
+        pid = name.split("-p")[-1].split("-")[0]
+        if pid.isdigit():  # the marker temp_dir writes (issue 36: unmarked dirs are never removed)
+            (d / MARKER).write_text(marker_text(int(pid), process_start_id(int(pid)) or "1"))
         os.utime(d, (now - age_s, now - age_s))
         return d
 
