@@ -149,6 +149,7 @@ def build_engines(
     info = source.info
     if settings.data is not None:
         settings.data.check(info.inputs, model_path=str(onnx_path))
+        preflight.check_data_indices(onnx_path, settings.data)  # ids past an embedding: before any build
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, settings.shapes, model_path=str(onnx_path))
     if settings.range_check and Precision.FP16 in precisions:
