@@ -467,7 +467,7 @@ def test_bench_on_a_full_disk_keeps_the_measurements(fault, engines, tmp_path):
     """Fault: writing the results JSON fails with ENOSPC / EFBIG. Exit 2, one line naming the file and
     the cause; the measurements are on stdout (the fallback summary); an older results file is kept."""
     out = tmp_path / "results.json"
-    old = '{"schema": "trtprof.measure.results/1", "old": true}'  # an earlier run's (a user's file is refused first)
+    old = '{"schema": "trtprof.results/1", "old": true}'  # an earlier run's (a user's file is refused first)
     out.write_text(old)
     proc = run_with_fault(f"{fault}:results.json", "bench", str(engines), *FAST, "--out", str(out))
     cause = "No space left on device" if fault == "enospc" else "File too large"

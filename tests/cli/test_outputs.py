@@ -176,14 +176,14 @@ def test_report_of_a_sweep_keeps_a_users_file_in_the_cells_folder(results_file, 
 # --- the recognisers, just inside and just outside ---------------------------------------------
 
 @pytest.mark.parametrize("kind,content,ours", [
-    ("COMPARE_JSON", {"schema": "trtprof.compare.core/2"}, True),
-    ("COMPARE_JSON", {"schema": "trtprof.compare.core/1"}, True),
+    ("COMPARE_JSON", {"schema": "trtprof.compare/2"}, True),
+    ("COMPARE_JSON", {"schema": "trtprof.compare/1"}, True),
     ("COMPARE_JSON", {"schema": None, "fix_fp16": {}}, True),  # fix-fp16 without a comparison
-    ("COMPARE_JSON", {"schema": "trtprof.measure.results/1"}, False),
-    ("COMPARE_JSON", {"schema": "trtprof.compare.core/3"}, False),
+    ("COMPARE_JSON", {"schema": "trtprof.results/1"}, False),
+    ("COMPARE_JSON", {"schema": "trtprof.compare/3"}, False),
     ("COMPARE_JSON", [1, 2], False),
-    ("RESULTS_JSON", {"schema": "trtprof.measure.results/1"}, True),
-    ("RESULTS_JSON", {"schema": ["trtprof.measure.results/1"]}, False),
+    ("RESULTS_JSON", {"schema": "trtprof.results/1"}, True),
+    ("RESULTS_JSON", {"schema": ["trtprof.results/1"]}, False),
 ])
 def test_json_kinds(kind, content, ours, tmp_path):
     from trtprof.util import outputs
@@ -219,7 +219,7 @@ def test_a_json_larger_than_any_result_is_not_ours(tmp_path, monkeypatch):
     from trtprof.util import outputs
 
     path = tmp_path / "x.json"
-    path.write_text(json.dumps({"schema": "trtprof.measure.results/1"}))
+    path.write_text(json.dumps({"schema": "trtprof.results/1"}))
     monkeypatch.setattr(outputs, "MAX_JSON_BYTES", path.stat().st_size)
     assert outputs.RESULTS_JSON.recognises(path)
     monkeypatch.setattr(outputs, "MAX_JSON_BYTES", path.stat().st_size - 1)
