@@ -137,3 +137,14 @@ def test_bench_csv_of_a_model_named_like_a_formula(tmp_path, capsys):
     for row in csv.reader(io.StringIO(out.read_text())):
         assert not any(cell.startswith(("=", "+", "@", "\t", "\r")) for cell in row), row
         assert not any(cell.startswith("-") and not cell.lstrip("-").replace(".", "").isdigit() for cell in row), row
+
+
+@pytest.mark.parametrize("field,value", [("predicted", float("nan")), ("verdict", "x"), ("predicted", {"findings": 5}),
+                                         ("caveat", 3)])
+def test_mistyped_accuracy_parts_are_one_line(field, value, compare_json, tmp_path, capsys):
+    """Found by tests/report/test_fuzz_results.py: `accuracy.predicted: NaN` was an AttributeError."""
+    data = copy.deepcopy(compare_json)
+    data["comparisons"][0].setdefault("accuracy", {})[field] = value
+    code, page, err = _report(capsys, tmp_path, data)
+    assert_one_line(code, err, f"comparisons[0].accuracy.{field}")
+    assert not page

@@ -54,12 +54,32 @@ def check_comparison(c: Any, where: str, path: Path) -> None:
     for key in ("accuracy", "latency", "roofline"):
         if c.get(key) is not None and not isinstance(c[key], Mapping):
             raise _bad(path, f"{where}.{key}", c[key], "an object")
+    if c.get("accuracy"):
+        check_accuracy(c["accuracy"], f"{where}.accuracy", path)
     diagnosis = c.get("diagnosis", [])
     if not isinstance(diagnosis, list):
         raise _bad(path, f"{where}.diagnosis", diagnosis, "a list")
     for j, f in enumerate(diagnosis):
         if not (isinstance(f, Mapping) and isinstance(f.get("rule"), str) and isinstance(f.get("message"), str)):
             raise _bad(path, f"{where}.diagnosis[{j}]", f, "a finding with a string rule and message")
+
+
+ACCURACY_OBJECTS = ("verdict", "predicted", "field_docs")  # read with .get by the page
+ACCURACY_TEXT = ("caveat", "inputs")
+
+
+def check_accuracy(acc: Mapping[str, Any], where: str, path: Path) -> None:
+    """The accuracy block's parts the page walks into: objects where it reads keys, strings where it
+    prints text, the predicted findings a list of objects (issue 36's fuzz test found ``predicted: NaN``)."""
+    for key in ACCURACY_OBJECTS:
+        if acc.get(key) is not None and not isinstance(acc[key], Mapping):
+            raise _bad(path, f"{where}.{key}", acc[key], "an object")
+    for key in ACCURACY_TEXT:
+        if acc.get(key) is not None and not isinstance(acc[key], str):
+            raise _bad(path, f"{where}.{key}", acc[key], "a string")
+    findings = (acc.get("predicted") or {}).get("findings", [])
+    if not isinstance(findings, list) or not all(isinstance(f, Mapping) for f in findings):
+        raise _bad(path, f"{where}.predicted.findings", findings, "a list of objects")
 
 
 def check_compare(data: Mapping[str, Any], path: Path) -> None:
