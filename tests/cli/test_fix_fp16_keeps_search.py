@@ -37,14 +37,19 @@ def test_a_signal_after_the_search_keeps_the_keep_list(conv_model, tmp_path):
                 proc.send_signal(signal.SIGTERM)  # during the measurement of a 60 s budget
                 sent.append(True)
 
+    errors: list[str] = []
     reader = threading.Thread(target=watch, daemon=True)
+    err_reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
     reader.start()
+    err_reader.start()
     try:
-        _, err = proc.communicate(timeout=240)
+        proc.wait(timeout=240)  # not communicate(): it would read stdout beside the watcher
     except subprocess.TimeoutExpired:
         proc.kill()
         pytest.fail("fix-fp16 did not stop on SIGTERM")
     reader.join(timeout=10)
+    err_reader.join(timeout=10)
+    err = "".join(errors)
     assert sent, f"no reuse: line before the measurement: {''.join(out)} {err}"
     assert proc.returncode == 130, err
     assert "Traceback" not in err
