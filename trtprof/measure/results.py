@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,7 +217,7 @@ def check_entry_fields(item: Mapping[str, Any], where: str) -> None:
             raise BadInput(f"{where}.{key}: expected an object, not {type(item[key]).__name__}")
     for section in ("engine", "memory"):  # byte counts: formatted as sizes on every page
         for key, value in (item.get(section) or {}).items():
-            if key.endswith("_bytes") and value is not None and not _is_number(value):
+            if key.endswith("_bytes") and value is not None and not (_is_number(value) and math.isfinite(value)):
                 raise BadInput(f"{where}.{section}.{key}: {str(value)[:60]!r} is not a number")
 
 

@@ -54,6 +54,11 @@ def check_comparison(c: Any, where: str, path: Path) -> None:
     for key in ("accuracy", "latency", "roofline"):
         if c.get(key) is not None and not isinstance(c[key], Mapping):
             raise _bad(path, f"{where}.{key}", c[key], "an object")
+    for side in ("baseline", "candidate"):  # the per-arm blocks the page reads keys of
+        for key in ("latency", "roofline"):
+            block = (c.get(key) or {}).get(side)
+            if block is not None and not isinstance(block, Mapping):
+                raise _bad(path, f"{where}.{key}.{side}", block, "an object")
     if c.get("accuracy"):
         check_accuracy(c["accuracy"], f"{where}.accuracy", path)
     diagnosis = c.get("diagnosis", [])
@@ -66,6 +71,9 @@ def check_comparison(c: Any, where: str, path: Path) -> None:
 
 ACCURACY_OBJECTS = ("verdict", "predicted", "field_docs")  # read with .get by the page
 ACCURACY_TEXT = ("caveat", "inputs")
+# formatted as numbers by the verdict table and accuracy.summary_line
+ACCURACY_NUMBERS = ("cosine", "top1", "top5", "snr_db", "max_err_scaled", "mean_err_scaled", "max_abs_err",
+                    "max_rel_err", "mismatch_fraction", "rtol", "atol")
 
 
 def check_accuracy(acc: Mapping[str, Any], where: str, path: Path) -> None:
@@ -77,9 +85,46 @@ def check_accuracy(acc: Mapping[str, Any], where: str, path: Path) -> None:
     for key in ACCURACY_TEXT:
         if acc.get(key) is not None and not isinstance(acc[key], str):
             raise _bad(path, f"{where}.{key}", acc[key], "a string")
+    for key in ACCURACY_NUMBERS:
+        if acc.get(key) is not None and not _is_number(acc[key]):
+            raise _bad(path, f"{where}.{key}", acc[key], "a number")
     findings = (acc.get("predicted") or {}).get("findings", [])
     if not isinstance(findings, list) or not all(isinstance(f, Mapping) for f in findings):
         raise _bad(path, f"{where}.predicted.findings", findings, "a list of objects")
+
+
+REASON_TEXT = ("code", "text", "advice")
+
+
+def check_validity(v: Any, where: str, path: Path) -> None:
+    """A validity stamp (``system.validity``) as the page reads it: an object whose reasons are objects
+    with string code/text/advice and whose ``checked`` is a list of strings; absent or null is none."""
+    if v is None:
+        return
+    if not isinstance(v, Mapping):
+        raise _bad(path, where, v, "an object")
+    reasons, checked = v.get("reasons", []), v.get("checked", [])
+    if not isinstance(reasons, list):
+        raise _bad(path, f"{where}.reasons", reasons, "a list")
+    for j, r in enumerate(reasons):
+        if not isinstance(r, Mapping) or not all(isinstance(r.get(k), str) for k in REASON_TEXT):
+            raise _bad(path, f"{where}.reasons[{j}]", r, "a reason with string code, text and advice")
+    if not isinstance(checked, list) or not all(isinstance(c, str) for c in checked):
+        raise _bad(path, f"{where}.checked", checked, "a list of strings")
+
+
+def check_stamps(data: Mapping[str, Any], path: Path) -> None:
+    """Every validity stamp a compare or bench file carries (the file's, each comparison's, each result's,
+    each serving sweep's), checked before the page draws them."""
+    check_validity(data.get("validity"), "validity", path)
+    for key in ("comparisons", "results"):
+        for i, item in enumerate(data.get(key) or []):
+            if isinstance(item, Mapping):
+                check_validity(item.get("validity"), f"{key}[{i}].validity", path)
+    serving = data.get("serving")
+    for i, sweep in enumerate(serving if isinstance(serving, list) else [serving] if serving else []):
+        if isinstance(sweep, Mapping):
+            check_validity(sweep.get("validity"), f"serving[{i}].validity", path)
 
 
 def check_compare(data: Mapping[str, Any], path: Path) -> None:

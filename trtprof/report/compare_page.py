@@ -22,7 +22,7 @@ from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
-from .checks import check_compare
+from .checks import check_compare, check_stamps
 from .stamp import page_validity, validity_html
 from .kit import document, esc, file_b64, fmt, img, png_b64, pyplot, table
 from ..measure.results import BenchResult, read_json, results_from_json
@@ -47,6 +47,7 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
         raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
     if kind == "compare":
         check_compare(data, path)  # types of every rendered field, before any is rendered (issue 36)
+    check_stamps(data, path)
     results = results_from_json(data.get("results", []), path)
     if kind == "bench":  # a results file names no single model/backend: title it by what it holds
         data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
