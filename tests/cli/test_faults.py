@@ -467,12 +467,13 @@ def test_bench_on_a_full_disk_keeps_the_measurements(fault, engines, tmp_path):
     """Fault: writing the results JSON fails with ENOSPC / EFBIG. Exit 2, one line naming the file and
     the cause; the measurements are on stdout (the fallback summary); an older results file is kept."""
     out = tmp_path / "results.json"
-    out.write_text('{"old": true}')
+    old = '{"schema": "trtprof.results/1", "old": true}'  # an earlier run's (a user's file is refused first)
+    out.write_text(old)
     proc = run_with_fault(f"{fault}:results.json", "bench", str(engines), *FAST, "--out", str(out))
     cause = "No space left on device" if fault == "enospc" else "File too large"
     _assert_clean_failure(proc, str(out), "cannot write", cause, "measurements are in the table above")
     assert "fp32" in proc.stdout and "batch" in proc.stdout.lower()  # the table: the measurements themselves
-    assert out.read_text() == '{"old": true}' and not list(tmp_path.glob(".results.json.*"))
+    assert out.read_text() == old and not list(tmp_path.glob(".results.json.*"))
 
 
 @pytest.mark.parametrize("fault", ["enospc:r.html", "efbig:/plots/"])
@@ -523,7 +524,7 @@ def test_stale_temp_dirs_are_removed_by_the_next_run(tmp_path, capsys):
     live owner's, a fresh one's and any other name are kept."""
     import time
 
-    from trtprof.util.scratch import STALE_AFTER_S, clean_stale
+    from trtprof.util.scratch import MARKER, STALE_AFTER_S, clean_stale, marker_text, process_start_id
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
@@ -533,6 +534,9 @@ def test_stale_temp_dirs_are_removed_by_the_next_run(tmp_path, capsys):
         d = tmp_path / name
         (d / "sub").mkdir(parents=True)
         (d / "sub" / "executed.onnx").write_bytes(b"x" * 100)
+        pid = name.split("-p")[-1].split("-")[0]
+        if pid.isdigit():  # the marker temp_dir writes (issue 36: unmarked dirs are never removed)
+            (d / MARKER).write_text(marker_text(int(pid), process_start_id(int(pid)) or "1"))
         os.utime(d, (now - age_s, now - age_s))
         return d
 

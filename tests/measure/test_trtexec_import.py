@@ -100,7 +100,7 @@ def test_a_file_trtprof_did_not_write_is_not_replaced(exports, tmp_path, capsys)
     out.write_text('{"mine": true}\n')
     before = tree_snapshot(tmp_path)
     assert _import(exports, "fp16", out) == 2
-    assert "not a trtprof results file" in capsys.readouterr().err
+    assert "not a trtprof results" in capsys.readouterr().err
     assert tree_snapshot(tmp_path) == before and out.read_text() == '{"mine": true}\n'
 
 

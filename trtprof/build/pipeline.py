@@ -149,6 +149,7 @@ def build_engines(
     info = source.info
     if settings.data is not None:
         settings.data.check(info.inputs, model_path=str(onnx_path))
+        preflight.check_data_indices(onnx_path, settings.data)  # ids past an embedding: before any build
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, settings.shapes, model_path=str(onnx_path))
     if settings.range_check and Precision.FP16 in precisions:
@@ -189,6 +190,7 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
     covering = (None if settings.rebuild or spec.backend in BATCH_INDEPENDENT_BACKENDS
                 else cache.find_covering(spec, environment))
     if covering is not None:
+        covering = range_for_these_inputs(covering, onnx_path, info, spec, settings)
         return BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started)
     stem_name = model.stem if model.is_file() else model.name
 
@@ -200,7 +202,7 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
         if settings.range_check and spec.precision is Precision.FP16:
             analysis = fp16range.for_build(source, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
                                            data=settings.data)
-            report.metadata["fp16_range"] = analysis.to_json()
+            report.metadata.update(range_metadata(analysis, settings.data))
             report.notes.extend(analysis.lines())
         return EngineRecord(
             key=key.hexdigest,
@@ -221,4 +223,32 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
     record, built = cache.get_or_build(
         key, cache.entry_stem(stem_name, spec, key), impl.artifact_suffix, build, rebuild=settings.rebuild
     )
+    if not built:  # the engine is the same, the inputs its analysis ran on may not be
+        record = range_for_these_inputs(record, onnx_path, info, spec, settings)
     return BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started)
+
+
+def range_metadata(analysis: Any, data: Any) -> dict[str, Any]:
+    """The FP16 range analysis as an engine records it, with the key of the inputs it ran on."""
+    return {"fp16_range": analysis.to_json(), "fp16_range_inputs": fp16range.inputs_key(data),
+            "fp16_range_lines": analysis.lines()}
+
+
+def range_for_these_inputs(record: EngineRecord, onnx_path: Path, info: Any, spec: BuildSpec,
+                           settings: BuildSettings) -> EngineRecord:
+    """A cached FP16 engine whose range analysis ran on other inputs (another --inputs, or random ones)
+    gets the analysis rerun on these, in memory (the cache entry keeps its own): its notes and metadata
+    then say what these inputs do, not what earlier ones did."""
+    if not settings.range_check or spec.precision is not Precision.FP16 or "fp16_range" not in record.backend_metadata:
+        return record
+    if record.backend_metadata.get("fp16_range_inputs") == fp16range.inputs_key(settings.data):
+        return record
+    analysis = fp16range.for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
+                                   data=settings.data)
+    old = record.backend_metadata.get("fp16_range_lines")
+    if old is None:  # recorded before the key: its lines are the stored analysis's
+        old = fp16range.predicted_lines(record.backend_metadata["fp16_range"], fp16range.FINDINGS_SHOWN,
+                                        where="fp16_range", advice=False)
+    notes = [n for n in record.notes if n not in old] + analysis.lines()
+    return dataclasses.replace(record, backend_metadata={**record.backend_metadata, **range_metadata(analysis, settings.data)},
+                   notes=notes)

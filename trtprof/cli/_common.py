@@ -13,6 +13,8 @@ from ..engines.cache import ENTRY_NAME
 from ..engines.cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput, write_failure
 from ..model.inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
+from ..util import outputs
+from ..util.outputs import OutputKind
 from ..util.signals import signals_deferred
 from ..spec import Precision
 from ..measure.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
@@ -267,15 +269,54 @@ def check_distinct_outputs(**paths: Path | None) -> None:
         seen[key] = name
 
 
+def add_force_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing output file that trtprof did not write (never one of the "
+                             "command's inputs)")
+
+
+# options that name what a command writes, never what it reads
+OUTPUT_OPTIONS = frozenset({"out", "csv", "html", "output", "dir"})
+
+
+def command_inputs(args: argparse.Namespace) -> list[Path]:
+    """Every path the command reads: each Path-valued option or argument that is not an output, and
+    the file part of ``--inputs loader.py:fn`` / a ``file.py:make`` model."""
+    found: list[Path] = []
+    for name, value in vars(args).items():
+        if name in OUTPUT_OPTIONS:
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, Path):
+                found.append(v)
+            elif isinstance(v, str) and name in ("inputs", "model", "interference", "results", "spec") and v:
+                head, sep, _ = v.rpartition(":")
+                found.append(Path(head if sep and head.endswith(".py") else v))
+    return [p for p in found if p.exists()]
+
+
+def check_replaceable(path: Path, option: str, kind: OutputKind, args: argparse.Namespace) -> None:
+    """Outputs never destroy inputs (util.outputs): not an input, and not a file of someone else's."""
+    outputs.check_replaceable(path, option, kind, command_inputs(args), force=bool(getattr(args, "force", False)))
+
+
+def check_folder_files(folder: Path, option: str, files: Sequence[tuple[str, OutputKind]],
+                       args: argparse.Namespace) -> None:
+    outputs.check_folder_files(folder, option, files, command_inputs(args),
+                               force=bool(getattr(args, "force", False)))
+
+
 def check_output_file(path: Path | None, option: str, suffix: str = ".json",
-                      engines: Sequence[Path | None] = ()) -> None:
+                      engines: Sequence[Path | None] = (), *, kind: OutputKind,
+                      args: argparse.Namespace) -> None:
     """Refuse, before any work, an output file that cannot be written: a directory, a path under a
-    file, a place without write permission (the parent folders are created on write), or a place in an
-    engines dir."""
+    file, a place without write permission (the parent folders are created on write), a place in an
+    engines dir, one of the command's inputs, or an existing file that is not a trtprof ``kind``."""
     if path is None:
         return
     path = Path(path)
     check_not_engines_place(path, option, engines)
+    check_replaceable(path, option, kind, args)
     if path.is_dir():
         raise BadInput(f"{option}: is a directory; give a file name (e.g. {path / ('out' + suffix)})", path=path)
     folder = path.parent if path.parent.exists() else _existing_ancestor(path)

@@ -14,6 +14,7 @@ from ..util.signals import signals_deferred, sigterm_as_interrupt
 from ..util.wording import plural
 from . import _common, _serving
 from ..system.validity import Validity, merge, stamp_lines
+from ..util import outputs
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
 
@@ -33,6 +34,7 @@ def add_parser(sub) -> None:
     add_max_batch_args(p)
     p.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     p.add_argument("--csv", type=Path, default=None, help="also write a CSV, one row per engine × batch")
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -212,8 +214,8 @@ def search_max_batch(args: argparse.Namespace, settings) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     engines = [args.path if args.path.is_dir() else args.path.parent]
-    _common.check_output_file(args.out, "--out", engines=engines)
-    _common.check_output_file(args.csv, "--csv", ".csv", engines=engines)
+    _common.check_output_file(args.out, "--out", engines=engines, kind=outputs.RESULTS_JSON, args=args)
+    _common.check_output_file(args.csv, "--csv", ".csv", engines=engines, kind=outputs.CSV_TABLE, args=args)
     _common.check_distinct_outputs(out=args.out, csv=args.csv)
     config = _common.timing_config(args)
     data = _common.load_inputs(args)

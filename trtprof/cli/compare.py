@@ -34,6 +34,7 @@ from ..util.wording import plural
 from . import _common, _serving
 from ..system.validity import stamp_lines
 from .build import print_outcome
+from ..util.outputs import COMPARE_JSON
 
 
 def add_parser(sub) -> None:
@@ -111,6 +112,7 @@ def add_parser(sub) -> None:
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _serving.add_serving_args(p)
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -247,7 +249,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
 
     if compare_imported.is_results_file(args):  # imported trtexec runs: nothing to build or measure
         return compare_imported.run(args)
-    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or measurement (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines], kind=COMPARE_JSON, args=args)  # before any build or measurement (issue 12)
     is_ab = ab_mode(args)
     precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []
     plan = _plan(args)
@@ -307,7 +309,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             else:
                 report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
                                            backend=args.backend, hooks=hooks)
-    if serving is not None and not report.interrupted:
+    if serving is not None and not report.interrupted and not report.lost:
         run_serving(args, precisions, sizes, serving, report)
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
@@ -330,4 +332,10 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         print(f"interrupted: kept {plural(len({c['batch_size'] for c in data['comparisons']}), 'finished batch size')}; "
               f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)
         return _common.EXIT_INTERRUPTED
+    if report.lost:  # a worker died (kill -9, the OOM killer): what finished is in the JSON, the run failed
+        kept = sorted({c["batch_size"] for c in data["comparisons"]})
+        print(f"trtprof compare: error: {report.lost}; kept batch sizes {', '.join(map(str, kept)) or 'none'}"
+              + (f" (partial: {', '.join(map(str, report.partial))})" if report.partial else "")
+              + f" in {args.out}", file=sys.stderr)
+        return 2
     return 0

@@ -11,6 +11,7 @@ from ..schemas import RESULTS
 from ..spec import Precision
 from ..util.wording import plural
 from . import _common
+from ..util.outputs import COMPARE_JSON
 
 # compare options that need a model, engines or a measurement: refused with an imported results file
 MEASURING_OPTIONS = ("backends", "what_if", "precision", "layers", "accuracy", "inputs", "concurrency", "slo_ms")
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from ..measure.results import ResultSet
 
     path = args.model[0]
-    _common.check_output_file(args.out, "--out")
+    _common.check_output_file(args.out, "--out", kind=COMPARE_JSON, args=args)
     given = [f"--{name.replace('_', '-')}" for name in MEASURING_OPTIONS if getattr(args, name, None)]
     if given:
         raise BadInput(f"{', '.join(given)}: not for imported trtexec runs (nothing is measured or run)", path=path)

@@ -6,7 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import add_common_debug
+from ._common import add_common_debug, add_force_arg
+from ..util.outputs import ONNX_CONVERTED
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -33,6 +34,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"absolute tolerance of the check (default {DEFAULT_ATOL:g})")
     parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"relative tolerance of the check (default {DEFAULT_RTOL:g})")
     add_common_debug(parser)
+    add_force_arg(parser)
     parser.set_defaults(func=run)
 
 
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or default_output(args.model)
     from ._common import check_output_file
 
-    check_output_file(output, "--output", ".onnx")  # before TensorFlow loads and converts for a minute
+    check_output_file(output, "--output", ".onnx", kind=ONNX_CONVERTED, args=args)  # before TensorFlow loads and converts for a minute
     started = time.perf_counter()
     result = convert_tf(
         args.model,

@@ -13,6 +13,7 @@ from ..errors import BadInput
 from ..measure.interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
 from ..util.signals import sigterm_as_interrupt
 from . import _common
+from ..util.outputs import COMPARE_JSON
 
 
 def add_parser(sub) -> None:
@@ -45,14 +46,14 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("fix_fp16.json"),
                    help="JSON output: the comparison (readable by trtprof report) and the search (default fix_fp16.json)")
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..util.files import atomic_write_text
     from ..compare.fix_fp16 import fix_fp16
 
-    _common.check_output_file(args.out, "--out")
+    _common.check_output_file(args.out, "--out", kind=COMPARE_JSON, args=args)
     budget = AccuracyBudget.parse(args.accuracy)
     data = _common.load_inputs(args)
     if not args.model.exists():
@@ -64,28 +65,73 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {t.stage:<7} {len(t.nodes):>4} node(s) in fp32: {t.verdict:<12} {score} {t.reason}".rstrip(),
               file=sys.stderr)
 
-    with sigterm_as_interrupt():
-        fix = fix_fp16(args.model, args.batch_size, budget, data=data, backend=args.backend, engines_dir=args.engines,
-                       shapes=_common.shapes(args), seed=args.seed, max_builds=args.max_builds, plan=plan,
-                       isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
-                       on_trial=on_trial)
-    import json
+    found: list = []  # the search's Fix, once it ended: kept whatever happens to the measurement
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out, json.dumps(fix.to_json(), indent=1, allow_nan=True) + "\n")
-    print_fix(fix, args.model)
+    def on_search_done(searched) -> None:
+        found.append(searched)
+        print_search(searched.search, args.model)
+        sys.stdout.flush()  # the keep-list is on screen before the measurement starts
+
+    try:
+        with sigterm_as_interrupt():
+            fix = fix_fp16(args.model, args.batch_size, budget, data=data, backend=args.backend,
+                           engines_dir=args.engines, shapes=_common.shapes(args), seed=args.seed,
+                           max_builds=args.max_builds, plan=plan,
+                           isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
+                           on_trial=on_trial, on_search_done=on_search_done)
+    except KeyboardInterrupt:
+        if not found:
+            raise
+        write_fix(args.out, found[0].to_json(), interrupted=True)
+        print("trtprof fix-fp16: interrupted after the search; its keep-list is above and in "
+              f"{args.out}, not measured", file=sys.stderr)
+        return _common.EXIT_INTERRUPTED
+    interrupted = fix.report is not None and fix.report.interrupted
+    write_fix(args.out, fix.to_json(), interrupted=interrupted)
+    print_measured(fix)
     print(f"fix-fp16: {args.out}")
+    if interrupted:
+        print("trtprof fix-fp16: interrupted during the measurement; the keep-list is above", file=sys.stderr)
+        return _common.EXIT_INTERRUPTED
     return 0 if fix.search.keep is not None else 1
 
 
-def print_fix(fix, model: Path) -> None:
-    s = fix.search
+def write_fix(out: Path, data: dict, *, interrupted: bool) -> None:
+    """The JSON, with Ctrl-C/SIGTERM deferred; a full disk is one line saying the keep-list is above."""
+    import json
+
+    from ..errors import write_failure
+    from ..util.files import atomic_write_text
+    from ..util.signals import signals_deferred
+
+    if interrupted:
+        data = {**data, "interrupted": True}
+    with signals_deferred():
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(out, json.dumps(data, indent=1, allow_nan=True) + "\n")
+        except OSError as err:
+            raise write_failure(err, out, kept="the keep-list is printed above") from err
+
+
+def print_search(s, model: Path) -> None:
+    """The search's outcome and the option to reuse, printed as soon as the search ends."""
     how = ("FP16 emulated with numpy float16 arithmetic (this backend computes its fp16 graph in FP32)"
            if s.evaluation == "emulated" else "the backend's FP16 engines")
     print(f"search: {len(s.trials)} build(s) of at most {s.max_builds}, {s.nodes} candidate nodes, budget {s.budget}, "
           f"judged on {s.inputs} with {how}" + (f"; {s.stopped}" if s.stopped else ""))
     if s.keep is None:
         print("no keep-list met the budget")
+        return
+    if not s.keep:
+        print("nothing to keep in FP32: plain FP16 meets the budget")
+    print(f"reuse: trtprof build {shlex.quote(str(model))} --fp16 {s.option}".rstrip())
+
+
+def print_measured(fix) -> None:
+    """The measured cost of the keep-list (after ``print_search``)."""
+    s = fix.search
+    if s.keep is None:
         return
     best = s.best
     score = f", cosine {best.cosine:.6g}" + (f", top-1 {best.top1:.2%}" if best.top1 is not None else "") if best else ""
@@ -101,6 +147,3 @@ def print_fix(fix, model: Path) -> None:
         print(f"fp16 with {len(s.keep)} node(s) in fp32: {sp.estimate:.3g}× [{sp.ci_low:.3g}, {sp.ci_high:.3g}] "
               f"{relation} fp32{score} ({'emulated FP16' if s.evaluation == 'emulated' else 'FP16 engine'}); "
               f"the measured engine: accuracy {acc.verdict['label']}, cosine {acc.cosine:.6g} on {acc.inputs}")
-    if not s.keep:
-        print("nothing to keep in FP32: plain FP16 meets the budget")
-    print(f"reuse: trtprof build {shlex.quote(str(model))} --fp16 {s.option}".rstrip())

@@ -9,6 +9,7 @@ from ..errors import BadInput
 from ..spec import Precision
 from ..util.labels import fmt_rate
 from . import _common
+from ..util.outputs import RESULTS_JSON
 
 
 def add_parser(sub) -> None:
@@ -33,6 +34,7 @@ def add_parser(sub) -> None:
     t.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")
     t.add_argument("--append", action="store_true",
                    help="add to --out (an existing trtprof results file) instead of replacing it")
+    _common.add_force_arg(t)
     t.set_defaults(func=run)
 
 
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from ..measure.results import ResultSet
     from ..measure.trtexec import read_run, to_result
 
-    _common.check_output_file(args.out, "--out")
+    _common.check_output_file(args.out, "--out", kind=RESULTS_JSON, args=args)
     existing = ResultSet.read(args.out) if args.out.exists() else None  # refuses a file trtprof did not write
     if args.append and existing is None:
         raise BadInput("--append: no results file to add to", path=args.out)

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..report.compare_page import write_report as write_compare_report
 from ..measure.results import read_json
 from ..schemas import SWEEP, TRAIN_COMPARE
-from ..sweep.matrix import write_sweep_report
+from ..sweep.matrix import cell_result_files, load_sweep, write_sweep_report
 from ..train.page import write_report as write_train_report
 
 
@@ -24,3 +24,12 @@ def write_report(path: Path, out: Path) -> tuple[Path, str]:
     if schema == TRAIN_COMPARE:
         return write_train_report(path, out)
     return write_compare_report(path, out, raw)
+
+
+def cell_pages(path: Path, out: Path) -> list[str]:
+    """The files a sweep's report writes beside ``out`` (``<out stem>_cells/<id>.html``, relative to
+    ``out``'s folder), known before anything is written; none for other result files."""
+    raw = read_json(Path(path))
+    if raw.get("schema") != SWEEP:
+        return []
+    return [f"{Path(out).stem}_cells/{cell_id}.html" for cell_id, _ in cell_result_files(load_sweep(path), Path(path))]

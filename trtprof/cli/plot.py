@@ -5,7 +5,8 @@ import argparse
 from pathlib import Path
 
 from ..errors import BadInput
-from ..report.plots import plot_all
+from ..report.plots import plot_all, plot_names
+from ..util.outputs import IMAGE
 from ..measure.results import ResultSet
 from . import _common
 
@@ -15,6 +16,7 @@ def add_parser(sub) -> None:
     p.add_argument("results", type=Path, help="results JSON written by `trtprof bench`")
     p.add_argument("--out", type=Path, default=Path("plots"), help="output folder (default ./plots)")
     p.add_argument("--format", choices=("png", "svg"), default="png", help="image format (default png)")
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -23,12 +25,19 @@ def run(args: argparse.Namespace) -> int:
     results = ResultSet.read(args.results)
     if not results.results:
         raise BadInput("results file has no entries", path=args.results)
+    names = plot_names(results.results, args.format) + [
+        f"latency_vs_throughput{_serving_suffix(i, results.serving)}.{args.format}" for i in range(len(results.serving or []))]
+    _common.check_folder_files(args.out, "--out", [(name, IMAGE) for name in names], args)  # before any plot is drawn
     for path in plot_all(results.results, args.out, args.format):
         print(path)
     if results.serving:  # bench --concurrency: one latency–throughput curve per model and backend
         from ..report.serving_plots import latency_throughput_figure
 
         for i, sweep in enumerate(results.serving):
-            suffix = f"_{i + 1}" if len(results.serving) > 1 else ""
-            print(latency_throughput_figure(sweep, args.out / f"latency_vs_throughput{suffix}.{args.format}"))
+            print(latency_throughput_figure(
+                sweep, args.out / f"latency_vs_throughput{_serving_suffix(i, results.serving)}.{args.format}"))
     return 0
+
+
+def _serving_suffix(i: int, sweeps) -> str:
+    return f"_{i + 1}" if len(sweeps) > 1 else ""

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import BadInput, StaticBatch
 from ..schemas import LAYERS
 from . import _common
+from ..util.outputs import CALLER_CHECKED, LAYERS_JSON
 
 
 def add_parser(sub) -> None:
@@ -46,6 +47,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -81,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from ..layers.table import format_table
     from .compare import parse_precisions
 
-    _common.check_output_file(args.out, "--out", engines=[args.engines])  # before any build or profiling (issue 12)
+    _common.check_output_file(args.out, "--out", engines=[args.engines], kind=LAYERS_JSON, args=args)  # before any build or profiling (issue 12)
     timeline = args.timeline or args.trace_dir is not None
     if timeline:
         check_timeline_outputs(args)
@@ -170,7 +172,8 @@ def check_timeline_outputs(args: argparse.Namespace) -> None:
     png, page = timeline_paths(args.out)
     ours = page.is_file() and PAGE_MARK in page.read_text(errors="replace")[:4096]
     for path in (png, page):
-        _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines])
+        _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines],
+                                  kind=CALLER_CHECKED, args=args)  # existing files: the page-mark rule below
         if path.exists() and not ours:
             raise BadInput("--timeline: exists and is not a timeline trtprof wrote; move it or choose another --out",
                            path=path)

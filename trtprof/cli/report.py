@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from . import _common
+from ..util.outputs import HTML_PAGE
 
 
 def add_parser(sub) -> None:
@@ -17,13 +18,16 @@ def add_parser(sub) -> None:
                         "the verdict matrix, plus one page per cell in <HTML stem>_cells/)")
     p.add_argument("-o", "--out", type=Path, default=Path("report.html"), help="HTML output (default report.html)")
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from .pages import write_report
+    from .pages import cell_pages, write_report
 
-    _common.check_output_file(args.out, "--out", ".html")
+    _common.check_output_file(args.out, "--out", ".html", kind=HTML_PAGE, args=args)
+    _common.check_folder_files(args.out.parent, "--out", [(name, HTML_PAGE) for name in cell_pages(args.results, args.out)],
+                               args)
     out, summary = write_report(args.results, args.out)  # picks the page by the file's schema
     print(summary, end="")
     print(f"report: {out}")

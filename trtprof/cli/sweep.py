@@ -51,6 +51,7 @@ def add_parser(sub) -> None:
     p.add_argument("--interference", type=Path, default=None,
                    help="benchmarks/sweep_interference.py result: warn with its figures about crowded cells")
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -80,11 +81,26 @@ def _line(rec: dict[str, Any], done: int, total: int) -> str:
     return head + ("  " + "; ".join(bits) if bits else "")
 
 
+def check_sweep_folder(args: argparse.Namespace) -> None:
+    """The files a sweep writes into --out are trtprof's or absent (util.outputs): sweep.json/csv, the
+    two logs, and cells/ (a user's files there count unless the folder's cells.jsonl is a sweep's)."""
+    from ..sweep.store import CSV, LOG, MERGED, RUNS
+    from ..util import outputs
+
+    files = [(MERGED, outputs.SWEEP_JSON), (CSV, outputs.CSV_TABLE), (LOG, outputs.JSON_LINES), (RUNS, outputs.JSON_LINES)]
+    log = args.out / LOG
+    if not (log.is_file() and outputs.JSON_LINES.recognises(log)) and (args.out / "cells").is_dir():
+        files += [(f"cells/{p.name}", outputs.ANY_RESULT_JSON if p.suffix == ".json" else outputs.CELL_LOG)
+                  for p in sorted((args.out / "cells").iterdir())]
+    _common.check_folder_files(args.out, "--out", files, args)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..sweep.runner import read_interference, run_sweep
     from ..sweep.spec import load_spec
 
     _common.check_output_dir(args.out, "--out", engines=[args.engines])  # before any cell runs (issue 12)
+    check_sweep_folder(args)
     if args.resume and not (args.out / "cells.jsonl").exists():
         raise BadInput("--resume: no sweep to resume here (no cells.jsonl)", path=args.out)
     spec = load_spec(args.spec, _overrides(args))

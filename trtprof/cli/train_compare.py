@@ -8,6 +8,7 @@ from pathlib import Path
 from ..model.inputs import parse_batch_sizes
 from ..measure.interleave import DEFAULT_TARGET_CI, MIN_ROUNDS, InterleavedOutcome, RoundPlan
 from . import _common
+from ..util.outputs import HTML_PAGE, TRAIN_JSON
 
 DEFAULT_TRAIN_BUDGET_S = 10.0
 
@@ -60,6 +61,7 @@ def add_parser(sub) -> None:
     p.add_argument("--html", type=Path, default=None, help="also write an HTML report here")
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")
     _common.add_common_debug(p)
+    _common.add_force_arg(p)
     p.set_defaults(func=run)
 
 
@@ -80,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from ..train.api import train_compare
     from ..train.run import TrainOptions, write_json
 
-    _common.check_output_file(args.out, "--out")  # before any training step (issue 12)
-    _common.check_output_file(args.html, "--html", ".html")
+    _common.check_output_file(args.out, "--out", kind=TRAIN_JSON, args=args)  # before any training step (issue 12)
+    _common.check_output_file(args.html, "--html", ".html", kind=HTML_PAGE, args=args)
     _common.check_distinct_outputs(out=args.out, html=args.html)
     plan = _plan(args)
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes is not None else None

@@ -201,6 +201,8 @@ class CompareReport:
     serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving.sweep)
     budget: dict[str, Any] = field(default_factory=dict)  # Measured.budget_account: what the time budget covered
     time_budget: TimeBudget | None = None  # the budget it ran under (began: its start fixed)
+    lost: str = ""  # a measurement worker died: which load and how (the CLI exits 2 with it)
+    partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that death
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
@@ -219,13 +221,15 @@ class CompareReport:
                          "method": {"speedup": METHOD, "median_ci": ENGINE_METHOD}},
             **({"validity": merge_validity([c.validity for c in self.comparisons]).to_json()}
                if any(c.validity is not None for c in self.comparisons) else {}),
-            "comparisons": [c.to_json() for c in self.comparisons],
+            "comparisons": [{**c.to_json(), **({"partial": True} if c.batch_size in self.partial else {})}
+                            for c in self.comparisons],
             "warnings": self.warnings,
             "device_peak": self.device_peak,
             "environment": self.environment,
             "results": [r.to_json() for r in self.results],
             "interrupted": self.interrupted,
             "pending_batch_sizes": self.pending,
+            "worker_lost": self.lost or None,
             **extra,
         }
 
@@ -384,6 +388,8 @@ class Measured:
     interrupted: bool = False
     pending: list[int] = field(default_factory=list)
     budget: TimeBudget = TimeBudget(0.0, start=0.0, launch_s=0.0)  # the budget measured under (began)
+    lost: str = ""  # a worker died: which load, how, during which batch size (issue 36)
+    partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that
     startup_s: float = 0.0  # of the budget, spent before measuring began (the launch, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
 
@@ -449,6 +455,11 @@ def compare_records(
         raise
     measured = measure(records, batch_sizes, options, reference, pool, hooks, budget=budget)
     warnings: list[str] = []
+    if measured.lost:
+        warnings.append(f"{measured.lost}: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}"
+                        + (f" (partial: {', '.join(map(str, measured.partial))})" if measured.partial else "")
+                        + f"; not measured: {', '.join(map(str, measured.pending)) or 'nothing'}")
+        options = replace(options, layers=False)
     if measured.interrupted:
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
                         f"not measured: {', '.join(map(str, measured.pending)) or 'nothing'}")
@@ -465,7 +476,8 @@ def compare_records(
                          results=measured.results, environment=env, created=now_iso(),
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=options.isolation, layers=tables, interrupted=measured.interrupted,
-                         pending=measured.pending, time_budget=budget, budget=measured.budget_account(options.plan))
+                         pending=measured.pending, time_budget=budget, budget=measured.budget_account(options.plan),
+                         lost=measured.lost, partial=measured.partial)
 
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
@@ -488,6 +500,8 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
         data = options.data
         if data is not None:  # the user's inputs: refused (exit 2) before any measurement
             data.check(runners[baseline].inputs, model_path=first.model_path)
+        preflight.check_integer_feeds(model.path if model is not None else bench.onnx_of(first), runners[baseline].inputs,
+                                      options.ints, data)
         overrides = {**first.spec.shape_overrides(), **(options.shapes or {}), **(data.shape_overrides() if data else {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
                       for b in batch_sizes}  # every shape checked before the first measurement
@@ -580,11 +594,33 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                 if pool is not None:
                     pool.kill()
                 break
+            except workers.WorkerDied as err:  # kill -9 / OOM killer: keep what was decided (issue 36)
+                keep_lost_batch(measured, batch, err, records, options, reference, shapes)
+                if pool is not None:
+                    pool.kill()
+                break
     finally:
         if pool is not None:
             close_keeping_results(pool, measured)
     measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
     return measured
+
+
+def keep_lost_batch(measured: Measured, batch: int, err: Any, records: Mapping[str, EngineRecord],
+                    options: CompareOptions, reference: Reference, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """A worker died during ``batch``: say which and how (``measured.lost``); the rounds every load
+    finished before it are kept as that batch size's outcome, marked partial (``measured.partial``)."""
+    measured.lost = f"{err.message} during batch size {batch}"
+    outcome = err.partial
+    if outcome is None:
+        return
+    measured.per_batch[batch] = {
+        arm.name: _result_for(records[arm.name], arm, batch, options.plan, outcome, shapes, options.seed,
+                              reference.devices[arm.name], reference.autotune[arm.name],
+                              memory=reference.memory[batch][arm.name])
+        for arm in outcome.arms}
+    measured.outcomes[batch] = outcome
+    measured.partial.append(batch)
 
 
 def close_keeping_results(pool: Any, measured: Measured) -> None:

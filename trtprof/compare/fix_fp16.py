@@ -242,9 +242,12 @@ def keep_option(nodes: Sequence[str]) -> str | None:
 def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, backend: str = "auto",
              engines_dir: Any = "engines", shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
              max_builds: int = DEFAULT_MAX_BUILDS, plan: Any = None, isolation: str = "process",
-             on_trial: Callable[[Trial], None] | None = None, measure: bool = True) -> Fix:
+             on_trial: Callable[[Trial], None] | None = None, measure: bool = True,
+             on_search_done: Callable[["Fix"], None] | None = None) -> Fix:
     """Search a keep-list meeting ``budget`` (accuracy.AccuracyBudget) on the user's inputs, build it,
-    and compare it with FP32 (``compare.compare_records``: speedup, CI, verdicts)."""
+    and compare it with FP32 (``compare.compare_records``: speedup, CI, verdicts). ``on_search_done``
+    gets the search's ``Fix`` (no comparison yet) as soon as the search ends, before the measurement:
+    a keep-list found in minutes is shown, and kept, whatever happens to the measurement (issue 36)."""
     from pathlib import Path
 
     from ..diagnose import fp16range
@@ -281,6 +284,8 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     search = Search(budget=budget.text, evaluation=evaluation, inputs=ref.inputs, nodes=len(nodes),
                     max_builds=max_builds)
     search_keep_list(evaluate, nodes, seed_nodes, search, on_trial)
+    if on_search_done is not None:
+        on_search_done(Fix(search, None, analysis))
     if search.keep is None or not measure:
         return Fix(search, None, analysis)
     return Fix(search, measure_fix(model, base, search, batch_size, budget, data=data, common=common, seed=seed,

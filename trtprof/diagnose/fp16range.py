@@ -421,6 +421,25 @@ def check_suggestions(model: "onnx.ModelProto", analysis: RangeAnalysis, keep: "
 # ---------------------------------------------------------------------------------------------
 
 
+def inputs_key(data: Any) -> str:
+    """What the analysis ran on, as a key: ``random`` (the bench's default inputs, seed 0: the same for
+    one engine spec) or a digest of the user's arrays (names, dtypes, shapes, bytes). A cached engine's
+    analysis is reused only for the same key (issue 36: one of another --inputs was kept)."""
+    import hashlib
+
+    if data is None:
+        return "random"
+    arrays = getattr(data, "arrays", None)
+    if not isinstance(arrays, Mapping):
+        return f"unkeyed-{id(data)}"  # never equal to a recorded key: rerun
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        digest.update(a.reshape(-1).view(np.uint8).data if a.dtype.hasobject is False else a.tobytes())
+    return "sha256:" + digest.hexdigest()
+
+
 def for_build(onnx_path: Any, inputs: Sequence[Any], batch_size: int,
               shapes: Mapping[str, tuple[int, ...]] | None, spec: Any, data: Any = None) -> RangeAnalysis:
     """The analysis ``trtprof build --fp16`` records: the bench's default inputs (seed 0) at the

@@ -15,6 +15,7 @@ from ..engines.cache import EngineRecord
 from ..errors import BadInput, BackendUnavailable, TrtprofError
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..model.onnx_model import OnnxModel, as_model
+from ..system.preflight import check_integer_feeds
 from .graph import node_facts
 from .ort import profile_onnxruntime
 from .table import LayerTable, PrecisionProfile
@@ -41,6 +42,7 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
         set_autotune(runner, autotune)
         if data is not None:
             data.check(runner.inputs, model_path=record.model_path)
+        check_integer_feeds(bench.onnx_of(record), runner.inputs, int_range or DEFAULT_INT_RANGE, data)
         overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
         onnx_model = None
         if record.backend == "torch":

@@ -202,7 +202,7 @@ def bench_records(
             runners[record.key] = load_runner(record, threads)
             load_rss[record.key] = (before, memory.rss_bytes())
             set_autotune(runners[record.key], autotune)
-            preflight.check_int_range(onnx_of(record), runners[record.key].inputs, int_range)
+            preflight.check_integer_feeds(onnx_of(record), runners[record.key].inputs, int_range, data)
             if data is not None:
                 data.check(runners[record.key].inputs, model_path=record.model_path)
         for item in items:

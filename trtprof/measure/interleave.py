@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from . import timing
+from ..errors import TrtprofError
 from ..system import nvml
 from .budget import BatchWindow
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
@@ -91,6 +92,14 @@ def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0)
 STOP_DECISIVE = "decisive"
 STOP_TARGET = "target"
 STOP_BUDGET = "time_budget"
+STOP_LOAD_LOST = "load_lost"  # a load's process died: the outcome holds the rounds finished before (partial)
+
+
+class LoadLost(TrtprofError):
+    """A load is gone mid-run (its worker process died). ``partial``: the outcome of the rounds every
+    load finished before, set by ``run_interleaved`` (None when there were none)."""
+
+    partial: "InterleavedOutcome | None" = None
 
 
 def measure_block(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig) -> Samples:
@@ -409,6 +418,9 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
             if adding:
                 loop.add_load()
                 loop.run(len(loop.loads) - 1, min(plan.min_rounds, loop.max_pairs_fitting(1)))
+    except LoadLost as err:  # the rounds finished before it stand: the caller keeps them, marked partial
+        err.partial = loop.partial_outcome()
+        raise
     finally:
         for load in loop.loads:
             load.close()
@@ -585,6 +597,18 @@ class _Loop:
                 chosen = set(sorted(range(len(self.done)), key=lambda i: self.done[i])[:fit])
                 return [2 if i in chosen else 0 for i in range(len(self.done))], False
             step = max(2, step // 4 * 2)
+
+    def partial_outcome(self) -> InterleavedOutcome | None:
+        """The outcome of the rounds finished so far (a load was lost), or None with none to show."""
+        if sum(self.done) == 0:
+            return None
+        try:
+            self.look()
+            out = self.outcome(STOP_LOAD_LOST)
+            out.loads = sum(1 for d in self.done if d)  # the lost load counts only with rounds of its own
+            return out
+        except (ValueError, ZeroDivisionError, IndexError):  # too little to summarise: nothing kept
+            return None
 
     def outcome(self, stop: str) -> InterleavedOutcome:
         half = {}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..util.csvsafe import csv_cell
 from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..util.labels import engine_labels
@@ -191,6 +193,34 @@ class ResultSet:
                    serving=list(data.get("serving", [])), max_batch=list(data.get("max_batch", [])))
 
 
+ENTRY_TEXT = ("model", "precision", "backend")
+ENTRY_OBJECTS = ("engine", "config", "device", "throughput", "memory", "energy", "stats")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_entry_fields(item: Mapping[str, Any], where: str) -> None:
+    """The fields pages and plots format, typed before they are (issue 36: ``artifact_bytes: []`` was a
+    traceback in ``report``): names are strings, the batch an integer >= 1, sizes numbers."""
+    for key in ENTRY_TEXT:
+        if not isinstance(item.get(key), str):
+            raise BadInput(f"{where}.{key}: {str(item.get(key))[:60]!r} is not a string")
+    batch = item.get("batch_size")
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise BadInput(f"{where}.batch_size: {str(batch)[:60]!r} is not an integer >= 1")
+    if not _is_number(item.get("throughput_per_s")):
+        raise BadInput(f"{where}.throughput_per_s: {str(item.get('throughput_per_s'))[:60]!r} is not a number")
+    for key in ENTRY_OBJECTS:
+        if key in item and not isinstance(item[key], dict):
+            raise BadInput(f"{where}.{key}: expected an object, not {type(item[key]).__name__}")
+    for section in ("engine", "memory"):  # byte counts: formatted as sizes on every page
+        for key, value in (item.get(section) or {}).items():
+            if key.endswith("_bytes") and value is not None and not (_is_number(value) and math.isfinite(value)):
+                raise BadInput(f"{where}.{section}.{key}: {str(value)[:60]!r} is not a number")
+
+
 def results_from_json(items: Any, path: Path) -> list[BenchResult]:
     """Each entry of a file's ``results`` list, checked: an object whose samples are a non-empty list
     of finite numbers (a NaN or an empty list would crash a plot or a percentile); BadInput names
@@ -211,6 +241,7 @@ def results_from_json(items: Any, path: Path) -> list[BenchResult]:
                 raise BadInput(f"{where}.stage_samples_ms: expected an object")
             for name, values in stages.items():
                 finite_samples(values, f"{where}.stage_samples_ms.{name}")
+            check_entry_fields(item, where)
             out.append(BenchResult.from_json(item))
         except BadInput as err:
             raise BadInput(err.message, path=path) from err
@@ -266,5 +297,5 @@ def to_csv(results: Sequence[BenchResult]) -> str:
                 row[f"{stage}.{k}"] = f"{getattr(s, k):.6g}" if isinstance(getattr(s, k), float) else getattr(s, k)
         for k in ("warmup", "iterations", "duration_s", "copies", "cuda_graph"):
             row[k] = r.config.get(k, "")
-        writer.writerow(row)
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})  # a model named "=cmd|…" stays text
     return out.getvalue()

@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 from ..errors import TrtprofError
+from .interleave import LoadLost
 from .timing import Samples, TimingConfig
 
 STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
 # Worker processes starting at once, ahead of the load being measured: the default run's 6 loads all start
 # with the command; --min-loads 29 does not start 29 torch processes (each with a CUDA context) at once.
 SPAWN_AHEAD = 8
+DEATH_WAIT_S = 5.0  # for a worker whose pipe closed to be reaped, so the message can name its signal
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this trtprof (trtprof/measure/workers.py)
 
 
@@ -43,6 +45,11 @@ def prepend_package_root(env: dict[str, str]) -> None:
 
 class WorkerFailed(TrtprofError):
     """A measurement worker process failed or died."""
+
+
+class WorkerDied(WorkerFailed, LoadLost):
+    """The worker process is gone (killed by a signal, the OOM killer's SIGKILL included, or exited):
+    its load is lost, the rounds it finished before are not (``LoadLost.partial``)."""
 
 
 class Worker:
@@ -93,12 +100,15 @@ class Worker:
             raise _error_class(cls_name)(f"load {self.index} (worker process): {message}")
         return payload
 
-    def _died(self) -> WorkerFailed:
-        self.proc.poll()
+    def _died(self) -> WorkerDied:
+        try:  # its pipe closed: it is exiting or gone; reap it to learn how (a few seconds at most)
+            self.proc.wait(timeout=DEATH_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
         self.stderr.seek(0)
         tail = self.stderr.read().decode("utf-8", "replace")[-STDERR_TAIL_CHARS:].strip().replace("\n", " | ")
-        return WorkerFailed(f"measurement worker {self.index} exited (code {self.proc.returncode})"
-                            + (f": {tail}" if tail else ""))
+        return WorkerDied(f"load {self.index} (measurement worker, pid {self.proc.pid}) {how_it_ended(self.proc.returncode)}"
+                          + (f": {tail}" if tail else ""))
 
     def wait_ready(self) -> None:
         if not self._ready:
@@ -140,8 +150,23 @@ class Worker:
         finally:
             for stream in (self.proc.stdin, self.proc.stdout):
                 if stream is not None:
-                    stream.close()
+                    try:
+                        stream.close()
+                    except OSError:  # BrokenPipeError flushing to a worker that died: nothing to tell it
+                        pass
             self.stderr.close()
+
+
+def how_it_ended(returncode: int | None) -> str:
+    """``was killed by SIGKILL`` / ``exited with code 3`` / ``closed its pipe``: the one line names the signal."""
+    if returncode is None:
+        return "closed its pipe (still running)"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
 
 
 def _error_class(name: str) -> type[TrtprofError]:

@@ -25,6 +25,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import BadInput
+from .npyfiles import load_npy, load_npz
 
 RANDOM_INPUTS = "random inputs"
 
@@ -41,14 +42,11 @@ class InputData:
         """``.npz`` file, directory of ``.npy`` files, or ``file.py:function``."""
         text = str(text)
         path = Path(text)
-        if path.is_dir():
-            return cls(text, _arrays(text, {p.stem: _load_npy(p, text) for p in sorted(path.glob("*.npy"))}))
-        if path.is_file() and path.suffix == ".npz":
-            try:
-                with np.load(path, allow_pickle=False) as npz:
-                    return cls(text, _arrays(text, {k: npz[k] for k in npz.files}))
-            except (OSError, ValueError) as err:
-                raise BadInput(f"--inputs {text}: not a readable .npz ({err})") from err
+        if path.is_dir():  # regular files inside the folder only: a FIFO named x.npy would block forever
+            return cls(text, _arrays(text, {p.stem: load_npy(p, f"--inputs {text}: {p.name}", folder=path)
+                                            for p in sorted(path.glob("*.npy"))}))
+        if path.suffix == ".npz" and path.exists():
+            return cls(text, _arrays(text, load_npz(path, f"--inputs {text}")))
         file, sep, fn = text.rpartition(":")
         if sep and file.endswith(".py"):
             return cls(text, _arrays(text, _from_loader(Path(file), fn, text)))
@@ -103,13 +101,6 @@ class InputData:
             yield self.batch(batch_size, index, dtypes)
 
 
-def _load_npy(path: Path, source: str) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise BadInput(f"--inputs {source}: {path.name} is not a readable .npy ({err})") from err
-
-
 def _arrays(source: str, arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Check what was read: at least one array, each with a leading sample dim, all the same count."""
     if not arrays:
@@ -144,6 +135,9 @@ def _from_loader(file: Path, fn: str, source: str) -> dict[str, np.ndarray]:
         feeds = [produced] if isinstance(produced, Mapping) else list(produced)
     except BadInput:
         raise
+    except SystemExit as err:  # sys.exit(0) in a loader must not end trtprof with 0 and nothing done
+        raise BadInput(f"--inputs {source}: the data loader called sys.exit({err.code!r}) instead of returning "
+                       "feed dicts") from err
     except Exception as err:  # noqa: BLE001 - the user's code: any error is theirs, reported in one line
         raise BadInput(f"--inputs {source}: the data loader failed: {type(err).__name__}: {err}") from err
     if not feeds or not all(isinstance(f, Mapping) for f in feeds):

@@ -22,8 +22,9 @@ from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
+from .checks import check_compare, check_stamps
 from .stamp import page_validity, validity_html
-from .kit import document, file_b64, fmt, img, png_b64, pyplot, table
+from .kit import document, esc, file_b64, fmt, img, png_b64, pyplot, table
 from ..measure.results import BenchResult, read_json, results_from_json
 from ..schemas import COMPARE_READABLE, RESULTS
 from ..util.wording import plural, times
@@ -44,6 +45,9 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
         kind = "bench"
     else:
         raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
+    if kind == "compare":
+        check_compare(data, path)  # types of every rendered field, before any is rendered (issue 36)
+    check_stamps(data, path)
     results = results_from_json(data.get("results", []), path)
     if kind == "bench":  # a results file names no single model/backend: title it by what it holds
         data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
@@ -383,7 +387,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         parts.extend(comparison_caveats_html(comparisons, results))  # stamp + warnings beside each verdict
         for c in comparisons:
             if c.verdict_note:
-                parts.append(f"<p><b>batch {c.batch_size}, {html.escape(c.effective_label('candidate'))} vs "
+                parts.append(f"<p><b>batch {esc(c.batch_size)}, {html.escape(c.effective_label('candidate'))} vs "
                              f"{html.escape(c.baseline)}: {html.escape(c.verdict)}</b> — "
                              f"{html.escape(c.verdict_note)}</p>")
         for w in data.get("warnings", []):
@@ -394,16 +398,16 @@ def render_html(data: Mapping[str, Any]) -> str:
         for c in comparisons:
             items = "".join(f"<li><b>{html.escape(f.rule)}</b>: {html.escape(f.message)}</li>"
                             for f in c.diagnosis) or "<li>no rule found evidence</li>"
-            parts.append(f"<h3>batch {c.batch_size}: {html.escape(c.effective_label('candidate'))} vs "
-                         f"{html.escape(c.baseline)} ({plural(c.loads, 'load')} × "
-                         f"{plural(c.rounds or 0, 'round')}, stopped: "
+            parts.append(f"<h3>batch {esc(c.batch_size)}: {html.escape(c.effective_label('candidate'))} vs "
+                         f"{html.escape(c.baseline)} ({esc(plural(c.loads, 'load'))} × "
+                         f"{esc(plural(c.rounds or 0, 'round'))}, stopped: "
                          f"{html.escape(c.stop_reason or '?')})</h3><ul>{items}</ul>")
         acc_parts = []
         for c in comparisons:
             notes = accuracy_notes(c)
             if notes:
                 items = "".join(f"<li>{html.escape(line)}</li>" for line in notes)
-                acc_parts.append(f"<h3>batch {c.batch_size}: {html.escape(c.effective_label('candidate'))} vs "
+                acc_parts.append(f"<h3>batch {esc(c.batch_size)}: {html.escape(c.effective_label('candidate'))} vs "
                                  f"{html.escape(c.baseline)}</h3><ul>{items}</ul>")
         if acc_parts:
             legend = "".join(f"<li>{html.escape(line)}</li>" for line in accuracy_legend(comparisons))
@@ -442,7 +446,7 @@ def render_html(data: Mapping[str, Any]) -> str:
             by_batch[r.batch_size].append(r)
         shapes = _shape_captions(data)
         for batch, group in sorted(by_batch.items()):
-            parts.append(f"<h3>batch {batch}</h3>")
+            parts.append(f"<h3>batch {esc(batch)}</h3>")
             if shapes.get(batch):
                 parts.append(f"<p>{html.escape(shapes[batch])}</p>")
             if batch in hists:

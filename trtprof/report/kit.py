@@ -4,7 +4,7 @@ Why a room of its own: the compare/bench page (``report``), the train-compare pa
 and the sweep matrix (``sweep.matrix``) all need the same few pieces. While they lived in
 ``report.py`` as private helpers, the other pages borrowed them through imports inside functions
 and the modules ended up importing each other. Everything here is public and imports nothing of
-trtprof, so any page can use it; matplotlib is imported only when a figure is drawn.
+trtprof but the generator tag (``util.outputs``), so any page can use it; matplotlib is imported only when a figure is drawn.
 
 Pages are self-contained: every figure is a base64 ``data:`` URI, nothing is loaded from beside the
 file or from the web (a report gets mailed, attached to issues and archived with the engine).
@@ -17,6 +17,8 @@ import io
 import math
 from pathlib import Path
 from typing import Any, Sequence
+
+from ..util.outputs import GENERATOR_META
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
@@ -40,16 +42,32 @@ def fmt(value: Any, spec: str = ".3g") -> str:
         return str(value)
 
 
+# the words a verdict cell may start with, each a CSS class (v-<word>); anything else gets no class
+VERDICT_WORDS = frozenset({"faster", "slower", "equivalent", "inconclusive", "difference", "no"})
+
+
+def esc(value: Any) -> str:
+    """Any value as page text: ``str`` of it, HTML-escaped (quotes too, so it is safe in an attribute).
+    The one escaping helper of every page: a result file may come from anyone (issue 36)."""
+    return html.escape("–" if value is None else str(value), quote=True)
+
+
+def verdict_class(cell: Any) -> str:
+    """`` class="v-<first word>"`` for a known verdict word, else '': data never becomes markup."""
+    words = str(cell).split()
+    return f' class="v-{words[0]}"' if words and words[0] in VERDICT_WORDS else ""
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: int | None = None) -> str:
     """An HTML table, every cell escaped; the cells of ``verdict_col`` get the class ``v-<first word>``
     so the CSS colours faster/slower/equivalent/inconclusive."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
     for row in rows:
         cells = []
         for i, cell in enumerate(row):
-            cls = f' class="v-{cell.split()[0]}"' if verdict_col is not None and i == verdict_col else ""
-            cells.append(f"<td{cls}>{html.escape(cell)}</td>")
+            cls = verdict_class(cell) if verdict_col is not None and i == verdict_col else ""
+            cells.append(f"<td{cls}>{esc(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -61,7 +79,7 @@ def img(b64: str, alt: str) -> str:
 
 def document(title: str, parts: Sequence[str], css: str = CSS) -> str:
     """The whole page: doctype, title (escaped), the style sheet and the body's parts (HTML, as given)."""
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{GENERATOR_META}<title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{''.join(parts)}</body></html>\n")
 
 

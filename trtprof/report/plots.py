@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..util.files import atomic_write_bytes
+from ..util.outputs import IMAGE_SOFTWARE
 from ..util.labels import engine_labels, fmt_ms
 from .kit import pyplot
 from ..measure.results import BenchResult
@@ -48,7 +49,10 @@ def save_figure(fig, path: Path, dpi: int = 100) -> None:
     """Render to memory, then write atomically: a full disk or ``ulimit -f`` leaves the old image
     or none, never a truncated PNG that looks like a result."""
     buf = io.BytesIO()
-    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
+    fmt = Path(path).suffix.lstrip(".") or "png"
+    # the tag that lets a later run recognise the file as its own plot (util.outputs.IMAGE)
+    tag = {"png": {"Software": IMAGE_SOFTWARE}, "svg": {"Creator": IMAGE_SOFTWARE}}.get(fmt)
+    fig.savefig(buf, format=fmt, dpi=dpi, metadata=tag)
     atomic_write_bytes(path, buf.getvalue())
 
 
@@ -276,6 +280,13 @@ def throughput_vs_batch(results: Sequence[BenchResult], out_dir: Path, fmt: str 
     finish_batch_axes(fig, ax, [r.batch_size for r in results], "throughput (samples/s)",
                       "Throughput vs batch size", [r.throughput_per_s for r in results])
     return _save(fig, Path(out_dir) / f"throughput_vs_batch.{fmt}")
+
+
+def plot_names(results: Sequence[BenchResult], fmt: str = "png") -> list[str]:
+    """The files ``plot_all`` writes, known before anything is drawn (so none of them is a user's)."""
+    batches = list(_by_batch(results))
+    return [*(f"hist_batch{b}.{fmt}" for b in batches), *(f"ecdf_batch{b}.{fmt}" for b in batches),
+            f"latency_vs_batch.{fmt}", f"throughput_vs_batch.{fmt}"]
 
 
 def plot_all(results: Sequence[BenchResult], out_dir: Path, fmt: str = "png") -> list[Path]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
+from .kit import esc
 from .stamp import validity_html
 from ..util.labels import fmt_ms, fmt_rate
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -112,7 +113,7 @@ def serving_section(sweep: Mapping[str, Any]) -> str:
     settings = sweep.get("settings", {})
     parts = ["<h2>Throughput under concurrency</h2>", validity_html(sweep.get("validity"), "serving"),
              f"<p>Closed loop: N requests in flight (N threads; on a GPU each with its own stream and execution "
-             f"context), {settings.get('rounds')} rounds of {settings.get('window_s')} s windows per point, "
+             f"context), {esc(settings.get('rounds'))} rounds of {esc(settings.get('window_s'))} s windows per point, "
              f"interleaved across precisions. Throughput: median over rounds; latency: per request, "
              f"pooled.</p>",
              f'<img alt="latency vs throughput" src="data:image/png;base64,{_figure_b64(sweep)}">',
@@ -120,7 +121,7 @@ def serving_section(sweep: Mapping[str, Any]) -> str:
                      "memory in use", "energy per inference"), point_rows(sweep["points"]))]
     fits = sweep.get("fits") or {}
     if any(f["did_not_fit"] for f in fits.values()):
-        items = "".join(f"<li>{html.escape(arm)}: largest batch measured {f['largest_batch_measured']}; did not fit: "
+        items = "".join(f"<li>{html.escape(arm)}: largest batch measured {esc(f['largest_batch_measured'])}; did not fit: "
                         + html.escape(", ".join(f"batch {d['batch_size']} ×{d['concurrency']}" for d in f["did_not_fit"])
                                       or "none") + "</li>" for arm, f in fits.items())
         parts.append(f"<h3>What fits in memory</h3><ul>{items}</ul>")

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 from ..util.files import atomic_write_text
 from ..util.datafile import safe_name
 from ..errors import BadInput
-from ..report.kit import document
+from ..report.kit import document, esc, verdict_class
 from ..report.compare_page import load, render_html
 from ..measure.results import read_json
 from ..schemas import SWEEP
@@ -97,10 +97,17 @@ def markdown(merged: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+COUNTS = ("cells_ok", "cells_failed", "cells_missing", "cells_total")
+
+
 def load_sweep(path: Path) -> dict[str, Any]:
     data = read_json(Path(path))
     if data.get("schema") != SWEEP:
         raise BadInput(f"not a trtprof sweep file (schema {data.get('schema')!r})", path=path)
+    for key in COUNTS:  # numbers on the page: checked as numbers, not rendered as given (issue 36)
+        value = data.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise BadInput(f"{key}: {str(value)[:60]!r} is not an integer >= 0", path=path)
     entries(data, path)
     return data
 
@@ -138,10 +145,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], links: Mapping
     for i, row in enumerate(rows):
         tds = []
         for j, cell in enumerate(row):
-            word = cell.split()[-1] if cell else ""
-            cls = f' class="v-{html.escape(word)}"' if word in ("faster", "slower", "equivalent", "inconclusive",
-                                                                 "difference") else ""
-            text = html.escape(cell)
+            cls = verdict_class(cell.split()[-1] if cell else "")
+            text = esc(cell)
             if links and (i, j) in links:
                 text = f'<a href="{html.escape(links[(i, j)])}">{text}</a>'
             tds.append(f"<td{cls}>{text}</td>")
@@ -170,9 +175,9 @@ def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
         atomic_write_text(page_path, render_html(load(cell_json)))
         pages[cell_id] = f"{pages_dir.name}/{page_path.name}"
     headers, rows = matrix(merged)
-    parts = [f"<h1>trtprof sweep</h1><p>{merged.get('cells_ok')} ok, {merged.get('cells_failed')} failed, "
-             f"{merged.get('cells_missing')} missing of {merged.get('cells_total')} cells; created "
-             f"{html.escape(str(merged.get('created')))}</p>"]
+    parts = [f"<h1>trtprof sweep</h1><p>{esc(merged.get('cells_ok'))} ok, {esc(merged.get('cells_failed'))} failed, "
+             f"{esc(merged.get('cells_missing'))} missing of {esc(merged.get('cells_total'))} cells; created "
+             f"{esc(merged.get('created'))}</p>"]
     for w in merged.get("warnings", []):
         parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
     if rows:

@@ -7,6 +7,8 @@ import csv
 import io
 from typing import Any, Mapping
 
+from ..util.csvsafe import csv_cell
+
 CSV_COLUMNS = ("model", "kind", "batch_size", "device_type", "gpu_uuid", "host", "driver", "backend", "baseline",
                "candidate", "precision", "speedup", "ci_low", "ci_high", "verdict", "baseline_median_ms",
                "candidate_median_ms", "median_ms", "p99_ms", "throughput_per_s", "status", "error", "beside",
@@ -45,5 +47,5 @@ def to_csv(merged: Mapping[str, Any]) -> str:
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     for row in csv_rows(merged):
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        writer.writerow({k: ("" if v is None else csv_cell(v)) for k, v in row.items()})  # "=cmd|…" stays text
     return buf.getvalue()

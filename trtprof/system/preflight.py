@@ -71,6 +71,34 @@ def check_int_range(onnx_path: Path | None, inputs: Sequence[TensorSpec], int_ra
                            f"[0, {rows}): use --int-range 0,{rows}", path=onnx_path)
 
 
+def check_integer_feeds(onnx_path: Path | None, inputs: Sequence[TensorSpec], int_range: tuple[int, int],
+                        data: Any = None) -> None:
+    """What a command will feed stays inside every embedding: the user's ``--inputs`` when given, else
+    the random integers of ``--int-range`` (every command that runs a model calls this first)."""
+    if data is not None:
+        check_data_indices(onnx_path, data)
+    else:
+        check_int_range(onnx_path, inputs, int_range)
+
+
+def check_data_indices(onnx_path: Path | None, data: Any) -> None:
+    """Refuse the user's ``--inputs`` whose integer values index past an embedding's rows (ONNX Runtime
+    fails mid-run with an index error, TensorRT reads out of bounds), naming the file and the input.
+    Valid Gather indices lie in [-rows, rows); any integer dtype (uint64 beyond 2**63 too)."""
+    if onnx_path is None or data is None or not Path(onnx_path).is_file():
+        return
+    arrays = getattr(data, "arrays", {})
+    for name, (rows, what) in sorted(embedding_limits(Path(onnx_path)).items()):
+        values = arrays.get(name)
+        if values is None or np.asarray(values).dtype.kind not in "iu" or np.asarray(values).size == 0:
+            continue
+        low, high = int(np.min(values)), int(np.max(values))  # Python ints: no uint64 → int64 wrap
+        if high >= rows or low < -rows:
+            bad = high if high >= rows else low
+            raise BadInput(f"--inputs {getattr(data, 'source', '?')}: input {name!r} holds {bad}, which indexes past "
+                           f"{what}; its values must lie in [-{rows}, {rows})", path=onnx_path)
+
+
 def input_bytes(inputs: Sequence[TensorSpec], shapes: Mapping[str, tuple[int, ...]]) -> int:
     total = 0
     for spec in inputs:

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from ..util.files import atomic_write_text
 from ..system.validity import stamp_lines
 from ..report.stamp import page_validity, validity_html
-from ..report.kit import document, fmt, img, table
+from ..report.kit import document, esc, fmt, img, table
 from ..compare.result import ComparisonResult
 from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
@@ -109,7 +109,7 @@ def render_html(data: Mapping[str, Any]) -> str:
     for c in data["comparisons"]:
         items = "".join(f"<li><b>{html.escape(f['rule'])}</b>: {html.escape(f['message'])}</li>"
                         for f in c.get("diagnosis", [])) or "<li>no rule found evidence</li>"
-        parts.append(f"<h3>batch {c['batch_size']}: {html.escape(c['candidate'])} vs {html.escape(c['baseline'])}</h3>"
+        parts.append(f"<h3>batch {esc(c['batch_size'])}: {html.escape(c['candidate'])} vs {html.escape(c['baseline'])}</h3>"
                      f"<ul>{items}</ul>")
     parts.append("<h2>Per arm (solo pass)</h2><pre>" + html.escape(json.dumps(
         [{"batch_size": b["batch_size"], "median_step_ms": b["median_step_ms"],
