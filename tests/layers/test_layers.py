@@ -262,10 +262,10 @@ def test_layer_rules_fire_on_their_evidence_only():
     assert "tensor_core_ineligible" not in {f.rule for f in rules.layer_findings(cpu, graph, "fp16")}
 
 
-def test_tensorrt_profile_maps_to_the_table_fake_engine():
-    """Contract with TensorRT's per-layer profile and inspector types (fake values, real classes)."""
+def fake_tensorrt_profile():
+    """A TensorRT per-layer profile and inspection of a fused conv and its input reformat: fake values in
+    the real classes of ``backends.tensorrt.inspect`` (also used by tests/layers/test_timeline.py)."""
     from trtprof.backends.tensorrt.inspect import EngineInspection, LayerInfo, LayerProfile, LayerTime
-    from trtprof.layers.tensorrt import from_tensorrt
 
     inspection = EngineInspection(layers=(
         LayerInfo("conv1 + relu1", "CaskConvolution", "fp16", "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32"),
@@ -274,6 +274,14 @@ def test_tensorrt_profile_maps_to_the_table_fake_engine():
     prof = LayerProfile(batch_size=8, iterations=10, layers=(
         LayerTime("Reformatting CopyNode for Input Tensor 0 to conv1", 0.05, 0.05, 10),
         LayerTime("conv1 + relu1", 0.5, 0.52, 10)))
+    return prof, inspection
+
+
+def test_tensorrt_profile_maps_to_the_table_fake_engine():
+    """Contract with TensorRT's per-layer profile and inspector types (fake values, real classes)."""
+    from trtprof.layers.tensorrt import from_tensorrt
+
+    prof, inspection = fake_tensorrt_profile()
     out = from_tensorrt(prof, inspection, "fp16")
     by = {layer.name: layer for layer in out.layers}
     assert by["conv1 + relu1"].kernels[0].tensor_core is True and by["conv1 + relu1"].kind == "compute"

@@ -185,17 +185,12 @@ def test_profile_timeline_never_overwrites_a_users_file(tmp_path, capsys, victim
 def test_tensorrt_layer_profile_becomes_a_sequence_fake_engine():
     """Contract with TensorRT's per-layer profile and inspector types (fake values, real classes), as
     in test_layers: never run on TensorRT here. The layers lie end to end in the profiler's order."""
-    from trtprof.backends.tensorrt.inspect import EngineInspection, LayerInfo, LayerProfile, LayerTime
     from trtprof.layers.tensorrt import from_tensorrt
     from trtprof.layers.timeline import from_precision_profile
 
-    inspection = EngineInspection(layers=(
-        LayerInfo("conv1 + relu1", "CaskConvolution", "fp16", "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32"),
-        LayerInfo("Reformatting CopyNode for Input Tensor 0 to conv1", "Reformat", "fp16", "copy"),
-    ), io_tensors=("input", "output"))
-    prof = LayerProfile(batch_size=8, iterations=10, layers=(
-        LayerTime("Reformatting CopyNode for Input Tensor 0 to conv1", 0.05, 0.05, 10),
-        LayerTime("conv1 + relu1", 0.5, 0.52, 10)))
+    from .test_layers import fake_tensorrt_profile
+
+    prof, inspection = fake_tensorrt_profile()
     t = from_precision_profile(from_tensorrt(prof, inspection, "fp16"))
     assert [(s.name, s.kind, s.start_us, s.dur_us) for s in t.spans] == [
         ("Reformatting CopyNode for Input Tensor 0 to conv1", "reformat", 0, 50), ("conv1 + relu1", "conv", 50, 500)]

@@ -581,12 +581,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                                           window=budget.window(k, time.perf_counter(), len(batch_sizes)),
                                           load_ready=pool.ready if pool is not None else None,
                                           on_note=partial(hooks.on_budget, batch) if hooks.on_budget else None)
-                measured.per_batch[batch] = {
-                    arm.name: _result_for(records[arm.name], arm, batch, options.plan, outcome, shapes, options.seed,
-                                          reference.devices[arm.name], reference.autotune[arm.name],
-                                          memory=reference.memory[batch][arm.name])
-                    for arm in outcome.arms}
-                measured.outcomes[batch] = outcome
+                keep_outcome(measured, batch, outcome, records, options, reference, shapes)
                 if hooks.on_batch is not None:
                     hooks.on_batch(batch, outcome)
             except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)
@@ -611,16 +606,21 @@ def keep_lost_batch(measured: Measured, batch: int, err: Any, records: Mapping[s
     """A worker died during ``batch``: say which and how (``measured.lost``); the rounds every load
     finished before it are kept as that batch size's outcome, marked partial (``measured.partial``)."""
     measured.lost = f"{err.message} during batch size {batch}"
-    outcome = err.partial
-    if outcome is None:
+    if err.partial is None:
         return
+    keep_outcome(measured, batch, err.partial, records, options, reference, shapes)
+    measured.partial.append(batch)
+
+
+def keep_outcome(measured: Measured, batch: int, outcome: Any, records: Mapping[str, EngineRecord],
+                 options: CompareOptions, reference: Reference, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """A batch size's interleaved outcome and each arm's result from it, into ``measured``."""
     measured.per_batch[batch] = {
         arm.name: _result_for(records[arm.name], arm, batch, options.plan, outcome, shapes, options.seed,
                               reference.devices[arm.name], reference.autotune[arm.name],
                               memory=reference.memory[batch][arm.name])
         for arm in outcome.arms}
     measured.outcomes[batch] = outcome
-    measured.partial.append(batch)
 
 
 def close_keeping_results(pool: Any, measured: Measured) -> None:
