@@ -501,7 +501,7 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
         if data is not None:  # the user's inputs: refused (exit 2) before any measurement
             data.check(runners[baseline].inputs, model_path=first.model_path)
         preflight.check_integer_feeds(model.path if model is not None else bench.onnx_of(first), runners[baseline].inputs,
-                                      options.ints, data)
+                                      options.ints, data, proto=model.proto if model is not None else None)
         overrides = {**first.spec.shape_overrides(), **(options.shapes or {}), **(data.shape_overrides() if data else {})}
         all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
                       for b in batch_sizes}  # every shape checked before the first measurement

@@ -21,17 +21,21 @@ from .memory import fmt_size, proc_kib_field
 from ..spec import TensorSpec
 
 
-def embedding_limits(onnx_path: Path) -> dict[str, tuple[int, str]]:
+def embedding_limits(onnx_path: Path | None, proto: Any = None) -> dict[str, tuple[int, str]]:
     """{graph input name: (rows, description)} for every graph input that is used directly as the
     indices of a ``Gather`` whose data is a weight (initializer or Constant) — an embedding lookup.
-    The number of rows is the size of the data along the gather axis. Weights are not loaded."""
-    import onnx
+    The number of rows is the size of the data along the gather axis. Weights are not loaded. With
+    ``proto`` (the model already read, ``OnnxModel.proto``) the file is not read again."""
+    if proto is None:
+        import onnx
 
-    try:
-        model = onnx.load(str(onnx_path), load_external_data=False)
-    except Exception:  # the artifact was verified already; a model we cannot parse here is not our check
-        return {}
-    graph = model.graph
+        if onnx_path is None or not Path(onnx_path).is_file():
+            return {}
+        try:
+            proto = onnx.load(str(onnx_path), load_external_data=False)
+        except Exception:  # the artifact was verified already; a model we cannot parse here is not our check
+            return {}
+    graph = proto.graph
     weights: dict[str, tuple[int, ...]] = {t.name: tuple(t.dims) for t in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant":
@@ -56,14 +60,13 @@ def embedding_limits(onnx_path: Path) -> dict[str, tuple[int, str]]:
     return limits
 
 
-def check_int_range(onnx_path: Path | None, inputs: Sequence[TensorSpec], int_range: tuple[int, int]) -> None:
+def check_int_range(onnx_path: Path | None, inputs: Sequence[TensorSpec], int_range: tuple[int, int],
+                    proto: Any = None) -> None:
     """Refuse an ``--int-range`` that would index past an embedding's rows (ONNX Runtime fails with
     an index error mid-run, TensorRT reads out of bounds)."""
-    if onnx_path is None or not Path(onnx_path).is_file():
-        return
     integer_inputs = {t.name for t in inputs if np.dtype(t.dtype).kind in "iu"} if inputs else set()
     low, high = int_range
-    for name, (rows, what) in sorted(embedding_limits(Path(onnx_path)).items()):
+    for name, (rows, what) in sorted(embedding_limits(onnx_path, proto).items()):
         if name not in integer_inputs:
             continue
         if high > rows or low < -rows:
@@ -72,23 +75,24 @@ def check_int_range(onnx_path: Path | None, inputs: Sequence[TensorSpec], int_ra
 
 
 def check_integer_feeds(onnx_path: Path | None, inputs: Sequence[TensorSpec], int_range: tuple[int, int],
-                        data: Any = None) -> None:
+                        data: Any = None, proto: Any = None) -> None:
     """What a command will feed stays inside every embedding: the user's ``--inputs`` when given, else
-    the random integers of ``--int-range`` (every command that runs a model calls this first)."""
+    the random integers of ``--int-range`` (every command that runs a model calls this first). ``proto``:
+    the model already read (then the file is not read again)."""
     if data is not None:
-        check_data_indices(onnx_path, data)
+        check_data_indices(onnx_path, data, proto)
     else:
-        check_int_range(onnx_path, inputs, int_range)
+        check_int_range(onnx_path, inputs, int_range, proto)
 
 
-def check_data_indices(onnx_path: Path | None, data: Any) -> None:
+def check_data_indices(onnx_path: Path | None, data: Any, proto: Any = None) -> None:
     """Refuse the user's ``--inputs`` whose integer values index past an embedding's rows (ONNX Runtime
     fails mid-run with an index error, TensorRT reads out of bounds), naming the file and the input.
     Valid Gather indices lie in [-rows, rows); any integer dtype (uint64 beyond 2**63 too)."""
-    if onnx_path is None or data is None or not Path(onnx_path).is_file():
+    if data is None:
         return
     arrays = getattr(data, "arrays", {})
-    for name, (rows, what) in sorted(embedding_limits(Path(onnx_path)).items()):
+    for name, (rows, what) in sorted(embedding_limits(onnx_path, proto).items()):
         values = arrays.get(name)
         if values is None or np.asarray(values).dtype.kind not in "iu" or np.asarray(values).size == 0:
             continue
