@@ -453,7 +453,7 @@ def test_torch_fp16_with_a_keep_list_builds_from_the_fp16_graph(tmp_path):
     if importlib.util.find_spec("onnx2torch") is None or importlib.util.find_spec("torch") is None:
         pytest.skip("needs torch and onnx2torch")
     import torch
-    from trtprof.backends.torch import TorchBackend, to_torch_module
+    from trtprof.backends.torch import TorchBackend, engine_onnx, to_torch_module
     from trtprof.spec import BuildSpec
 
     model = overflow_model(tmp_path / "o.onnx")
@@ -462,9 +462,9 @@ def test_torch_fp16_with_a_keep_list_builds_from_the_fp16_graph(tmp_path):
     for keep in (None, "mul2:fp32,div1:fp32"):
         spec = BuildSpec.make(model_sha256="0", backend="torch", precision=Precision.FP16, batch_sizes=[4],
                               options={"layer_precisions": keep})
-        artifact = tmp_path / f"{bool(keep)}.torch.onnx"
+        artifact = tmp_path / f"{bool(keep)}.torch.zip"
         report = TorchBackend().build(model, spec, artifact)
-        module = to_torch_module(onnx.load(str(artifact))).eval()
+        module = to_torch_module(engine_onnx(artifact)).eval()
         if keep is None:
             assert "fp16_graph" not in report.metadata
             module = module.half()

@@ -4,12 +4,14 @@ Why it exists: "how much faster is my engine than plain PyTorch?" is the questio
 and their own timing loops are the usual reason their numbers disagree with trtexec. Here PyTorch is
 timed by the same loop as every other GPU backend (``trtprof.measure.timing.time_device``).
 
-The artifact is the ONNX file itself (after a small pre-pass, below), so loading it never unpickles
-anything: the module is rebuilt from the protobuf with onnx2torch at load time. Precision is applied
-at load: fp32 runs with TF32 switched off (PyTorch's cuDNN default is TF32 on, which is not FP32),
-tf32 with it on, fp16 with every float tensor of the module in half (``follow_precision``: weights, constants
-and Cast targets) and the float IO cast on the device inside ``enqueue``. The build runs the converted module
-once (``check_runs``), so a module that converts but cannot run fails there, in one line.
+The artifact (``torch_artifact``) holds the module converted once at build (onnx2torch, then the
+engine's precision: fp16 with every float tensor of the module in half, ``follow_precision``: weights,
+constants and Cast targets) and captured with ``torch.export``, plus the pre-passed ONNX graph it came
+from; a load reads the program without converting (or converts the graph when export was not
+possible, said at build). fp32 runs with TF32 switched off (PyTorch's cuDNN default is TF32 on, which
+is not FP32), tf32 with it on; fp16's float IO is cast on the device inside ``enqueue``. The build runs
+the converted module once (``check_runs``), so a module that converts but cannot run fails there, in
+one line.
 
 cuDNN autotuning (``torch.backends.cudnn.benchmark``) is on by default while the runner runs
 (``TorchRunner.autotune``; ``--no-autotune`` switches it off): with it off cuDNN picks convolution
@@ -51,6 +53,8 @@ from ..errors import BadModel, BuildFailed, MissingDependency, TrtprofError, Uns
 from ..spec import BuildSpec, Precision, TensorSpec
 from ..system.preflight import is_out_of_memory
 from .base import Availability, BuildReport
+from . import torch_artifact
+from .torch_artifact import first_line
 
 if TYPE_CHECKING:
     import onnx
@@ -66,7 +70,6 @@ CONTIGUOUS = "contiguous"  # torch's default, NCHW for 4-D tensors
 CHANNELS_LAST = "channels_last"  # NHWC in memory, the logical shape unchanged
 MEMORY_FORMATS = (CONTIGUOUS, CHANNELS_LAST)
 # A failure's message is cut to this many characters: one line on stderr, not torch's C++ context.
-MESSAGE_CHARS = 300
 
 
 def import_torch():
@@ -193,11 +196,6 @@ def to_torch_module(model: "onnx.ModelProto") -> Any:
         raise BuildFailed(f"onnx2torch cannot convert this model (missing tensor {err})") from err
     except Exception as err:  # noqa: BLE001 - a converter failure is the model's, said in one line
         raise BuildFailed(f"onnx2torch cannot convert this model: {type(err).__name__}: {first_line(err)}") from err
-
-
-def first_line(err: BaseException) -> str:
-    """An exception's message cut to one line (torch's carry multi-line C++ context)."""
-    return (str(err).strip().splitlines() or [""])[0][:MESSAGE_CHARS]
 
 
 def follow_precision(torch: Any, module: Any, dtype: Any) -> dict[str, int]:
@@ -334,6 +332,21 @@ class TorchRunner:
         self._output_shapes: dict[str, tuple[int, ...]] = {}
         self._bound: tuple[tuple[int, ...], list[Any], list[Any]] | None = None
         self._streams: dict[int, Any] = {}
+        # How the module was loaded (torch_artifact): the saved torch.export program, or onnx2torch's
+        # conversion; ``reconvert`` (exported loads only) makes the converted module, for what needs one
+        # submodule per ONNX node (per-layer profiling) or shapes the exported program refuses.
+        self.loaded_by = torch_artifact.LOADED_CONVERTED
+        self.reconvert: Any = None
+
+    def use_converted_module(self, why: str) -> bool:
+        """Swap a saved program's module for onnx2torch's conversion of the same graph (same
+        precision and memory format); False when the module already is the conversion."""
+        if self.reconvert is None:
+            return False
+        self.module, self.reconvert = self.reconvert(), None
+        self.loaded_by = f"{torch_artifact.LOADED_CONVERTED} ({why})"
+        self._bound = None
+        return True
 
     # -- shapes ---------------------------------------------------------------------------------
     def cast_in(self, tensor: Any, name: str) -> Any:
@@ -385,7 +398,12 @@ class TorchRunner:
                    for t in self.inputs]
         self.check_layout(tensors)
         with torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
-            outs = self._run(tensors)
+            try:
+                outs = self._run(tensors)
+            except BadModel as err:  # an exported program guards the shapes it was exported for
+                if not self.use_converted_module(f"the saved program refused these shapes: {err.message[:120]}"):
+                    raise
+                outs = self._run(tensors)
         if self.device == "cuda":
             torch.cuda.synchronize()
         if len(outs) != len(self.outputs):
@@ -487,7 +505,7 @@ class TorchRunner:
 
 class TorchBackend:
     name = "torch"
-    artifact_suffix = ".torch.onnx"
+    artifact_suffix = ".torch.zip"  # torch_artifact: the exported program and the ONNX graph it came from
 
     def available(self) -> Availability:
         from ..system import cuda
@@ -501,10 +519,12 @@ class TorchBackend:
 
     def preload(self) -> None:
         """What a measurement worker can do before it knows its engines (``workers.spares``): import
-        torch, onnx2torch (with torchvision) and onnx — most of a torch worker's start-up on the H200.
-        No CUDA context: an idle spare would hold device memory while the engines build."""
+        torch, torch.export's loader and onnx — most of a torch worker's start-up on the H200. Not
+        onnx2torch (5 s there): an engine with a saved program loads without it (``torch_artifact``);
+        one without imports it at load. No CUDA context: an idle spare would hold device memory while
+        the engines build."""
         import_torch()
-        import_onnx2torch()
+        import torch._export.serde.serialize  # noqa: F401 - torch.export.load's deserializer
         import onnx  # noqa: F401
 
     def check_precision(self, precision: Precision) -> None:
@@ -527,6 +547,7 @@ class TorchBackend:
             "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(),
             "onnx2torch": _version("onnx2torch"),
+            "artifact": torch_artifact.FORMAT,  # engines of another format are other engines (rebuilt)
             "gpu": torch.cuda.get_device_name(0),
             "compute_capability": f"{major}.{minor}",
         }
@@ -578,7 +599,14 @@ class TorchBackend:
                          + (", ".join(nhwc) + " (inside the timed compute)" if nhwc else
                             "none (no 4-D input feeds a Conv directly)")
                          + "; the output copy back is timed too")
-        Path(out).write_bytes(proto.SerializeToString())
+        if spec.precision is Precision.FP8:
+            exported, export_note = None, "fp8: loads rebuild the _scaled_mm chain from the ONNX graph (no torch.export)"
+        else:
+            exported, export_note = export_for_loads(module, spec, Path(model), converted=bool(keep))
+        notes.append(export_note)
+        loaded_by = torch_artifact.LOADED_EXPORTED if exported is not None else torch_artifact.LOADED_CONVERTED
+        torch_artifact.write_artifact(Path(out), proto.SerializeToString(), exported,
+                                      {"loaded_by": loaded_by, "torch": import_torch().__version__, "note": export_note})
         n_params = sum(int(p.numel()) for p in module.parameters())
         report = BuildReport(
             metadata={
@@ -587,6 +615,7 @@ class TorchBackend:
                 "memory_format": memory_format,
                 **({"channels_last_inputs": list(nhwc)} if memory_format == CHANNELS_LAST else {}),
                 "identity_initializers_folded": folded,
+                "module_loaded_by": loaded_by,
                 "parameters": n_params,
                 "onnx_opset": max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None),
                 "onnx_ir_version": proto.ir_version,
@@ -613,15 +642,87 @@ class TorchBackend:
         return fp8_module(steps, torch)
 
     def load(self, artifact: Path, record: "EngineRecord") -> TorchRunner:
-        import onnx
+        return runner_from_artifact(Path(artifact), record)
 
-        try:
-            proto = onnx.load(str(artifact))
-        except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError and friends
-            raise BadModel(f"cannot read the torch artifact: {err}", path=artifact) from err
-        return runner_from_proto(proto, Precision(record.precision), tuple(record.inputs), tuple(record.outputs),
-                                 converted=record.backend_metadata.get("fp16_graph") == "converted",
-                                 memory_format=record.spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS))
+
+def runner_from_artifact(artifact: Path, record: "EngineRecord", device: str = "cuda") -> TorchRunner:
+    """The saved ``torch.export`` program when the engine has one (no conversion), else the ONNX
+    graph converted by onnx2torch (``torch_artifact``), on ``device``."""
+    saved = torch_artifact.read_artifact(artifact)
+    precision = Precision(record.precision)
+    converted = record.backend_metadata.get("fp16_graph") == "converted"
+    memory_format = record.spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS)
+
+    def from_onnx() -> TorchRunner:
+        return runner_from_proto(onnx_proto(saved.onnx_bytes, artifact), precision, tuple(record.inputs),
+                                 tuple(record.outputs), converted=converted, memory_format=memory_format, device=device)
+
+    if saved.exported is None or precision is Precision.FP8:
+        return from_onnx()
+    torch = import_torch()
+    try:
+        module = torch_artifact.exported_module(torch, saved.exported, artifact).to(device)
+    except BadModel:
+        raise
+    except Exception as err:  # noqa: BLE001 - a program this torch cannot read: convert instead, said
+        runner = from_onnx()
+        runner.loaded_by = f"{torch_artifact.LOADED_CONVERTED} (the saved program did not load: {first_line(err)})"
+        return runner
+    nhwc: frozenset[str] = frozenset()
+    if memory_format == CHANNELS_LAST:
+        module = module.to(memory_format=torch.channels_last)
+        nhwc = frozenset(conv_fed_inputs(onnx_proto(saved.onnx_bytes, artifact)))
+    if device == "cuda":
+        torch.cuda.synchronize()
+    runner = TorchRunner(module, precision, tuple(record.inputs), tuple(record.outputs), cast_io=not converted,
+                         memory_format=memory_format, device=device, nhwc_inputs=nhwc)
+    runner.loaded_by = torch_artifact.LOADED_EXPORTED
+    runner.reconvert = lambda: from_onnx().module
+    return runner
+
+
+def onnx_proto(data: bytes, path: Path) -> Any:
+    """The ONNX graph an engine file holds (``torch_artifact``), parsed."""
+    import onnx
+
+    try:
+        return onnx.load_from_string(data)
+    except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError and friends
+        raise BadModel(f"cannot read the torch engine's ONNX graph: {err}", path=path) from err
+
+
+def engine_onnx(path: Path) -> Any:
+    """The ONNX graph of a torch engine file (per-layer profiling and node labels read it)."""
+    return onnx_proto(torch_artifact.read_artifact(Path(path)).onnx_bytes, Path(path))
+
+
+def export_for_loads(module: Any, spec: BuildSpec, model: Path, *, converted: bool) -> tuple[bytes | None, str]:
+    """``torch.export`` the converted module (in the engine's precision) on the device it runs on, at a
+    batch of at least 2 (export fixes a dim it sees as 1) with dim 0 dynamic for inputs whose batch
+    is symbolic in the model; checked against the converted module's outputs (``torch_artifact``)."""
+    from ..model.inputs import make_inputs, resolve_shapes
+    from ..model.onnx_model import inspect_model
+
+    torch = import_torch()
+    info = inspect_model(model)
+    dynamic = [not (isinstance(t.shape[0], int) and t.shape[0] > 0) if t.shape else False for t in info.inputs]
+    batch = max(2, spec.min_batch) if any(dynamic) else spec.min_batch
+    feeds = make_inputs(info.inputs, resolve_shapes(info.inputs, batch, spec.shape_overrides(), model_path=str(model)))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    runner = TorchRunner(module.eval().to(device), spec.precision, tuple(info.inputs), tuple(info.outputs),
+                         device=device, cast_io=not converted)
+    try:
+        example = [runner.cast_in(torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to(device), t.name)
+                   for t in info.inputs]
+        with torch.no_grad():
+            reference = runner._run(example)
+        low = LOW_DTYPES.get(spec.precision, "float32") if not converted else "float16"
+        return torch_artifact.export_module(torch, runner.module, example, dynamic, reference, low)
+    except (BadModel, RuntimeError) as err:
+        return None, f"torch.export not tried: the module failed at batch {batch} ({first_line(err)})"
+    finally:
+        module.to("cpu")
+        runner.close()
 
 
 def check_runs(module: Any, spec: BuildSpec, model: Path, *, converted: bool = False) -> None:

@@ -46,9 +46,9 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
         overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
         onnx_model = None
         if record.backend == "torch":
-            import onnx  # lazy: onnx takes ~0.3 s to import; only the torch profiler needs the graph
+            from ..backends.torch import engine_onnx  # lazy: onnx takes ~0.3 s to import; only torch needs it
 
-            onnx_model = onnx.load(str(record.artifact_path))
+            onnx_model = engine_onnx(record.artifact_path)
         for batch_size in batch_sizes:
             input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
             feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE,

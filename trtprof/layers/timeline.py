@@ -434,11 +434,10 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
     the sum of kernel times is checked against them (issue 35)."""
     from contextlib import ExitStack
 
-    import onnx
-
+    from ..backends.torch import engine_onnx
     from ..measure import timing
     from ..system import cuda
-    from .torch_profile import PREFIX, install_layer_ranges, onnx_node_labels
+    from .torch_profile import PREFIX, install_layer_ranges, onnx_node_labels, per_node_module
 
     measured: list[float] = []
     base_settings = {"cuda_graph": cuda_graph, "copies": copies, "autotune": getattr(runner, "autotune", None),
@@ -466,8 +465,8 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
             # submodule: the ranges cost host time (on ResNet-50 batch 1 they made the eager iteration
             # 3-4x longer on the H200), so the timeline itself is the iteration without them; the labels
             # move over when both iterations ran the same kernels in the same order.
-            label_of, _ops, _order = onnx_node_labels(onnx.load(str(record.artifact_path)))
-            handles = install_layer_ranges(runner.module, label_of)
+            label_of, _ops, _order = onnx_node_labels(engine_onnx(record.artifact_path))
+            handles = install_layer_ranges(per_node_module(runner), label_of)
             try:
                 labelled = timeline_torch(one, record.precision, batch_size, warmup=1, node_prefix=PREFIX)
             finally:

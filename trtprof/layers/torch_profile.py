@@ -220,7 +220,7 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
     from torch.profiler import record_function
 
     label_of, op_types, order = onnx_node_labels(onnx_model)
-    handles = install_layer_ranges(runner.module, label_of)
+    handles = install_layer_ranges(per_node_module(runner), label_of)
     input_shapes = {name: tuple(int(d) for d in arr.shape) for name, arr in feeds.items()}
     runner.prepare(input_shapes)
     xs = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to("cuda") for t in runner.inputs]
@@ -275,6 +275,15 @@ def onnx_node_labels(onnx_model: Any) -> tuple[dict[str, str], dict[str, str], l
             op_types[key] = onode.proto.op_type
             order.append(key)
     return label_of, op_types, order
+
+
+def per_node_module(runner: Any) -> Any:
+    """The runner's module as onnx2torch converts it, one submodule per ONNX node: a runner loaded from
+    a saved ``torch.export`` program (one flat graph of ATen ops) swaps to the conversion first."""
+    swap = getattr(runner, "use_converted_module", None)
+    if swap is not None:
+        swap("per-layer ranges need one submodule per ONNX node")
+    return runner.module
 
 
 def install_layer_ranges(module: Any, label_of: Mapping[str, str]) -> list[Any]:
