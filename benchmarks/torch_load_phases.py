@@ -1,7 +1,8 @@
 """Where one torch-backend load's time goes (issue 33, deliverable 1): in a fresh process, seconds for
-importing torch and onnx2torch, the first CUDA call (context), reading the artifact, onnx2torch's
-conversion, moving the module to the GPU in its precision, and the first run per batch size (cuDNN
-autotuning), then a second load of the same engine in the same process (what a warm worker pays).
+importing torch and trtprof's backend, the first CUDA call (context), ``backend.load`` of each engine
+(the saved torch.export program: no conversion, ``backends/torch_artifact``), the first run per batch
+size (cuDNN autotuning), then a second load in the same process; after them, side by side, the old
+path: importing onnx2torch and converting each engine's ONNX graph at load (``runner_from_proto``).
 
     python3 benchmarks/torch_load_phases.py ENGINES_DIR --batch-sizes 1,32,256
 """
@@ -33,35 +34,41 @@ def main() -> None:
     t = time.perf_counter()
     import torch
     t = mark("import torch", t)
-    from trtprof.backends.torch import TorchBackend, import_onnx2torch, to_torch_module
-    import_onnx2torch()
-    t = mark("import onnx2torch (+trtprof)", t)
+    from trtprof.backends.torch import TorchBackend, engine_onnx, import_onnx2torch, runner_from_proto
+    t = mark("import trtprof's torch backend (no onnx2torch)", t)
     torch.zeros(1, device="cuda")
     torch.cuda.synchronize()
     t = mark("first CUDA call (context)", t)
     from trtprof.engines.cache import list_engines
-    import onnx
+    from trtprof.spec import Precision
     backend = TorchBackend()
+    records = [r for r in list_engines(Path(args.engines)) if r.backend == "torch"]
+    batches = [int(x) for x in args.batch_sizes.split(",")]
+
+    def first_runs(runner, label):
+        t = time.perf_counter()
+        for b in batches:
+            runner.prepare({s.name: (b, *[d for d in s.shape[1:]]) for s in runner.inputs})
+            t = mark(f"{label}: prepare batch {b} (first run, autotune)", t)
+        runner.close()
+        torch.cuda.empty_cache()
+
     for round_ in ("first", "second"):
-        for record in list_engines(Path(args.engines)):
-            if record.backend != "torch":
-                continue
-            p = record.precision
+        for record in records:
             t = time.perf_counter()
-            proto = onnx.load(str(record.artifact_path))
-            t = mark(f"{round_} {p}: onnx.load", t)
-            to_torch_module(proto)
-            t = mark(f"{round_} {p}: onnx2torch.convert alone", t)
             runner = backend.load(record.artifact_path, record)
-            t = mark(f"{round_} {p}: backend.load (read+convert+to GPU)", t)
-            name = runner.inputs[0].name
-            for b in [int(x) for x in args.batch_sizes.split(",")]:
-                shapes = {s.name: (b, *[d for d in s.shape[1:]]) for s in runner.inputs}
-                runner.prepare(shapes)
-                t = mark(f"{round_} {p}: prepare batch {b} (first run, autotune)", t)
-            runner.close()
-            del runner
-            torch.cuda.empty_cache()
+            mark(f"{round_} {record.precision}: backend.load ({runner.loaded_by})", t)
+            first_runs(runner, f"{round_} {record.precision}")
+    t = time.perf_counter()
+    import_onnx2torch()
+    t = mark("import onnx2torch (the conversion path only)", t)
+    for record in records:
+        t = time.perf_counter()
+        runner = runner_from_proto(engine_onnx(record.artifact_path), Precision(record.precision), tuple(record.inputs),
+                                   tuple(record.outputs),
+                                   converted=record.backend_metadata.get("fp16_graph") == "converted")
+        mark(f"converting {record.precision}: onnx2torch + precision + to GPU", t)
+        runner.close()
     for name, s in phases:
         print(f"{s:8.3f} s  {name}")
     print(f"{time.perf_counter() - T0:8.3f} s  total")

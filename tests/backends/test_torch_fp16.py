@@ -211,3 +211,23 @@ def test_greater_or_equal_of_opset_16_converts_as_bert_needs(tmp_path):
         got = _runner(path, precision).infer({"x": x, "y": y})["out"]
         np.testing.assert_array_equal(got, (x >= y).astype(np.float32) - (x <= y).astype(np.float32))
     assert torch_backend.register_type_widened_versions() == []  # registered once, at import
+
+
+@pytest.mark.parametrize("axis,shape", [(0, (2, 3, 4)), (1, (2, 3, 4)), (2, (2, 3, 4)), (3, (2, 3, 4)), (-1, (2, 3, 4)),
+                                        (0, (5,))])
+def test_flatten_follows_onnx_at_every_axis_as_bert_needs(tmp_path, axis, shape):
+    """onnx2torch 1.5 fails ONNX Flatten(axis=0) (transformers' BERT-base on the H200: "IndexError:
+    Dimension out of range ... got 1"); the converted module now matches ONNX Runtime at every axis."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    at = axis + len(shape) if axis < 0 else axis
+    out = (int(np.prod(shape[:at])), int(np.prod(shape[at:])))
+    path = _save(tmp_path / f"flatten{axis}.onnx", [helper.make_node("Flatten", ["x"], ["y"], axis=axis)],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out))])
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = _runner(path, Precision.FP32).infer({"x": x})["y"]
+    assert got.shape == want.shape == out
+    np.testing.assert_array_equal(got, want)

@@ -155,6 +155,31 @@ def _torchvision_placeholder() -> Iterator[None]:
                 del sys.modules[name]
 
 
+def flatten_like_onnx(x: Any, axis: int) -> Any:
+    """ONNX Flatten: a 2-D tensor of (the product of the dims before ``axis``, the product of the rest),
+    for every axis in [-rank, rank] — onnx2torch 1.5's OnnxFlatten flattens everything for axis 0 and
+    then asks for dim 1 of a 1-D tensor (transformers' BERT-base, opset 17: "IndexError: Dimension out
+    of range (expected to be in range of [-1, 0], but got 1)")."""
+    import torch
+
+    axis = axis + x.dim() if axis < 0 else axis
+    if axis == 0:
+        return x.reshape(1, -1)
+    if axis == x.dim():
+        return x.reshape(-1, 1)
+    return torch.flatten(torch.flatten(x, start_dim=axis), end_dim=axis - 1)
+
+
+def mend_flatten(module: Any) -> int:
+    """Give onnx2torch's OnnxFlatten submodules ONNX's semantics (``flatten_like_onnx``); how many."""
+    mended = 0
+    for sub in module.modules():
+        if type(sub).__name__ == "OnnxFlatten" and hasattr(sub, "axis"):
+            sub.forward = lambda x, axis=sub.axis: flatten_like_onnx(x, axis)
+            mended += 1
+    return mended
+
+
 def fold_identity_initializers(model: "onnx.ModelProto") -> int:
     """Replace ``Identity(initializer)`` nodes by initializers of the output name; return how many.
 
@@ -187,7 +212,9 @@ def to_torch_module(model: "onnx.ModelProto") -> Any:
     model it cannot convert, said in one line."""
     onnx2torch = import_onnx2torch()
     try:
-        return onnx2torch.convert(model)
+        module = onnx2torch.convert(model)
+        mend_flatten(module)
+        return module
     except TrtprofError:
         raise
     except NotImplementedError as err:

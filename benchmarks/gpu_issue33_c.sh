@@ -1,0 +1,29 @@
+#!/bin/bash
+# Issue 33, second day on the H200 (run from the repository root on the device machine, wheels in .whl).
+# Part C: the torch.export artifact (build time, load phases: saved program vs conversion), the ResNet-50
+# compare with DEFAULTS (no --time-budget-s: the default budget policy) under compare_timeline, ViT-B/16
+# and BERT-base with defaults, BERT's build failure with --debug (the traceback names the op), and the
+# in-process eager/graph load agreement at batch 32 (deliverable 2). Part D: A/A runs, timm models, GPU tests.
+# Results under $OUT/r (tarred by the caller).
+set -u
+PART=${1:-C}
+R=${OUT:-/tmp/out}/r; mkdir -p "$R"; M=/tmp/m; E=/tmp/e
+export PYTHONUNBUFFERED=1
+tp() { local name=$1; shift; local t0=$SECONDS; timeout ${TO:-200} python3 -m trtprof "$@" >"$R/$name.txt" 2>&1; local rc=$?;
+       echo "$name rc=$rc wall=$((SECONDS - t0)) s" | tee -a "$R/summary.txt"; grep -E "^batch|VALID|rc=|Error|error:|budget|loads" "$R/$name.txt" | head -24; }
+tl() { local name=$1; shift; local t0=$SECONDS; timeout ${TO:-200} python3 benchmarks/compare_timeline.py "$@" >"$R/$name.txt" 2>&1; local rc=$?;
+       echo "$name rc=$rc wall=$((SECONDS - t0)) s" | tee -a "$R/summary.txt"; grep -E "^batch|VALID|budget" "$R/$name.txt" | head -24; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$R/nvidia-smi-$PART.txt"
+date -u >>"$R/summary.txt"
+if [ "$PART" = C ]; then
+  python3 benchmarks/issue33_models.py $M resnet50 vit_b16 bert_base 2>&1 | grep exported
+  TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
+  timeout 120 python3 benchmarks/torch_load_phases.py $E/r50 --out "$R/load_phases.json" >"$R/load_phases.txt" 2>&1; cat "$R/load_phases.txt"
+  TO=150 tl r50_defaults compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/r50_defaults.json"
+  TO=100 tp bert_debug --debug build --backend torch --fp32 $M/bert_base.onnx --engines $E/bert --batch-sizes 1,64
+  tail -40 "$R/bert_debug.txt"
+  TO=150 tp vit_b16 compare $M/vit_b16.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/vit --out "$R/vit_b16.json"
+  TO=60 tp r50_inproc_graph compare $M/resnet50.onnx --backend torch --precisions fp32,tf32 --batch-sizes 32 --in-process --time-budget-s 15 --engines $E/r50 --out "$R/r50_inproc_graph.json"
+  TO=60 tp r50_inproc_eager compare $M/resnet50.onnx --backend torch --precisions fp32,tf32 --batch-sizes 32 --in-process --eager --time-budget-s 15 --engines $E/r50 --out "$R/r50_inproc_eager.json"
+fi
+date -u >>"$R/summary.txt"
