@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -120,6 +121,22 @@ def test_an_explicit_budget_stays_and_says_how_long_the_loads_would_need():
     fitted, line = window.fitted(30.2, 4.0, 6, 4)
     assert fitted == window
     assert "more than the 12 s budget of --time-budget-s" in line and "--time-budget-s 31 fits them" in line
+
+
+@pytest.mark.parametrize("opened_s", [23.5, 24.0, 30.0])
+def test_a_budget_the_earlier_batch_sizes_spent_says_nothing_is_left_never_a_negative_budget(opened_s):
+    """The H200's ViT-B/16 run (2026-12-02) said "more than the -6 s default budget": batch 1 overran,
+    and batch 64's share (24 s from the command's start) was gone before it began."""
+    window = BatchWindow(started=0.0, budget_s=24.0, per_batch_s=12.0, grows=True, opened_s=opened_s)
+    _fitted, line = window.fitted(opened_s + 40.0, 2.0, 6, 4)
+    if opened_s < 24.0:
+        assert "more than the 0.5 s left of the default budget: fewer loads" in line
+    elif opened_s == 24.0:
+        assert "more than what is left of the default budget: nothing (the batch sizes before this one used all of it)" in line
+    else:
+        assert ("more than what is left of the default budget: nothing (the batch sizes before this one used "
+                "6 s more than theirs)") in line
+    assert not re.search(r" -\d", line)  # no negative number of seconds
 
 
 class CostlyLoad:

@@ -66,6 +66,16 @@ class BatchWindow:
     def slack_basis_s(self) -> float:
         return self.budget_s if self.per_batch_s is None else self.per_batch_s
 
+    def left_text(self, kind: str) -> str:
+        """What is left of the budget for this batch size, in words: "the 12 s default budget", or, where
+        the batch sizes before it overran the budget (it counts from the command's start), "what is left
+        of the default budget: nothing (the batch sizes before this one used 6 s more than theirs)"."""
+        left = self.budget_s - self.opened_s
+        if left > 0:
+            return f"the {left:.0f} s {kind}" if left >= 1 else f"the {left:.1f} s left of the {kind}"
+        over = f"{-left:.0f} s more than theirs" if -left >= 1 else "all of it"
+        return f"what is left of the {kind}: nothing (the batch sizes before this one used {over})"
+
     def fitted(self, needed_s: float, first_load_s: float, loads: int, rounds: int, *,
                least_s: float | None = None) -> tuple[BatchWindow, str]:
         """This window for loads that need ``needed_s`` seconds from ``started`` (``loads`` loads ×
@@ -84,10 +94,10 @@ class BatchWindow:
                 f"{target_s - self.opened_s:.0f} s here")
         fits = f"--time-budget-s {math.ceil(target_s - self.opened_s)} fits them"
         if not self.grows:
-            return self, (f"{need}, more than the {self.budget_s - self.opened_s:.0f} s budget of --time-budget-s: "
+            return self, (f"{need}, more than {self.left_text('budget of --time-budget-s')}: "
                           f"fewer loads will run ({fits})")
         if not costly:  # the default stays where loads are cheap: say what that costs
-            return self, (f"{need}, more than the {self.budget_s - self.opened_s:.0f} s default budget: fewer loads "
+            return self, (f"{need}, more than {self.left_text('default budget')}: fewer loads "
                           f"will run (it grows only where a load takes over {COSTLY_LOAD_S:g} s; {fits})")
         cap_s = self.opened_s + GROWN_BUDGET_CAP_S
         grown = replace(self, budget_s=min(target_s, max(cap_s, self.budget_s)))
