@@ -25,5 +25,33 @@ if [ "$PART" = C ]; then
   TO=150 tp vit_b16 compare $M/vit_b16.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/vit --out "$R/vit_b16.json"
   TO=60 tp r50_inproc_graph compare $M/resnet50.onnx --backend torch --precisions fp32,tf32 --batch-sizes 32 --in-process --time-budget-s 15 --engines $E/r50 --out "$R/r50_inproc_graph.json"
   TO=60 tp r50_inproc_eager compare $M/resnet50.onnx --backend torch --precisions fp32,tf32 --batch-sizes 32 --in-process --eager --time-budget-s 15 --engines $E/r50 --out "$R/r50_inproc_eager.json"
+elif [ "$PART" = D ]; then
+  # the default ResNet-50 run (accuracy from the workers), GPU A/A x6, the report's net, a NOT VALID run
+  python3 benchmarks/issue33_models.py $M resnet50 2>&1 | grep exported
+  python3 -c "import sys; sys.path.insert(0, 'models'); import conv_elu; conv_elu.make_onnx('report_conv_elu_k32_256', '$M/report.onnx')"
+  TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
+  TO=240 tl r50_defaults compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/r50_defaults.json"
+  for i in 1 2 3 4 5 6; do
+    TO=60 tp r50_aa_$i compare $M/resnet50.onnx --backend torch --precisions fp16,fp16 --batch-sizes 1,32,256 --time-budget-s ${AA_BUDGET:-6} --engines $E/r50 --out "$R/r50_aa_$i.json"
+  done
+  TO=120 tp report_net compare $M/report.onnx --backend torch --precisions fp32,fp16 --batch-sizes 10,256 --no-copies --engines $E/report --out "$R/report_net.json"
+  # NOT VALID on purpose: a second process keeps the GPU busy (a matmul loop) during a compare
+  python3 -c "
+import torch, time
+a = torch.randn(8192, 8192, device='cuda'); t = time.time()
+while time.time() - t < 40: a = (a @ a).clamp_(-1, 1)
+" & BUSY=$!
+  sleep 4
+  TO=60 tp r50_busy compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 32 --time-budget-s 12 --engines $E/r50 --out "$R/r50_busy.json"
+  kill $BUSY 2>/dev/null; wait $BUSY 2>/dev/null
+  [ -n "${TIMELINE:-}" ] && TO=90 tp r50_timeline compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1 --time-budget-s 8 --timeline --trace-dir "$R/traces" --engines $E/r50 --out "$R/r50_timeline.json"
+elif [ "$PART" = E ]; then
+  # architectures nobody here wrote, with defaults; then the gpu-marked tests
+  python3 benchmarks/issue33_models.py $M bert_base vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
+  TO=150 tp bert_base compare $M/bert_base.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/bert --out "$R/bert_base.json"
+  for m in vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large; do
+    TO=120 tp $m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/$m.json"
+  done
+  timeout ${TESTS_TO:-200} python3 -m pytest -m gpu tests/ -q -x -p no:cacheprovider >"$R/gpu_tests.txt" 2>&1; echo "gpu tests rc=$?" | tee -a "$R/summary.txt"; tail -15 "$R/gpu_tests.txt"
 fi
 date -u >>"$R/summary.txt"
