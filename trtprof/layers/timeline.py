@@ -396,21 +396,16 @@ def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, 
 def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     int_range: tuple[int, int] | None = None, data: Any = None, cuda_graph: bool = False,
-                    copies: bool = True) -> Timeline:
+                    copies: bool = True, autotune: bool | None = None) -> Timeline:
     """One engine's timeline at ``batch_size`` with its backend's profiler, on the same seeded inputs (or
-    the first batch of the user's) that the latency and per-layer runs use. A torch engine runs the
-    timing loop's own iteration (its buffers, stream, copies and, with ``cuda_graph``, graph replay)."""
-    from ..measure import bench
-    from ..errors import BackendUnavailable
-    from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+    the first batch of the user's) that the latency and per-layer runs use (``layers.profile``'s
+    ``engine_feeds``). A torch engine runs the timing loop's own iteration (its buffers, stream, copies
+    and, with ``cuda_graph``, graph replay), with ``autotune`` as the timing ran it."""
+    from .profile import engine_feeds, loaded_engine
 
-    if record.backend not in ("onnxruntime", "torch", "tensorrt"):
-        raise BackendUnavailable(f"no timeline for the {record.backend} backend (onnxruntime, torch and tensorrt have one)")
-    runner = bench.load_runner(record)
-    try:
-        overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
-        input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
-        feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE, data=data)
+    with loaded_engine(record, "timeline", autotune) as runner:
+        input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed, int_range=int_range,
+                                           data=data)
         if record.backend == "tensorrt":  # per-layer times only: a sequence (see from_precision_profile)
             from .tensorrt import profile_tensorrt
 
@@ -421,8 +416,6 @@ def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
                                         batch_size=batch_size)
         return timeline_torch_runner(runner, record, feeds, batch_size, warmup=warmup, cuda_graph=cuda_graph,
                                      copies=copies)
-    finally:
-        runner.close()
 
 
 def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], batch_size: int, *, warmup: int,
