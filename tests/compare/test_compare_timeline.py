@@ -197,3 +197,30 @@ def test_a_report_of_a_broken_timeline_block_is_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "timeline" in err[0] and str(out) in err[0]
         assert not (tmp_path / "p.html").exists()
+
+
+def test_an_aa_run_keeps_its_two_arms_apart(tmp_path):
+    out, traces = tmp_path / "compare.json", tmp_path / "traces"
+    assert main(["compare", str(ZOO), "--engines", str(tmp_path / "engines"), "--out", str(out), "--precisions",
+                 "fp32,fp32", "--trace-dir", str(traces), *FAST]) == 0
+    block = json.loads(out.read_text())["timeline"]
+    assert [t["precision"] for t in block["timelines"]] == ["fp32", "fp32#2"]
+    assert sorted(p.name for p in traces.iterdir()) == ["light_squeezenet.fp32.b1.trace.json",
+                                                        "light_squeezenet.fp32_2.b1.trace.json"]
+
+
+def test_a_timeline_that_fails_costs_a_warning_not_the_verdicts(tmp_path, capsys, monkeypatch):
+    from trtprof.compare import timeline as tl
+
+    def broken(*_a, **_k):
+        raise ValueError("no GPU activity launched inside 'trtprof.timeline.iteration'")
+
+    monkeypatch.setattr(tl, "record_timeline", broken)
+    out = tmp_path / "compare.json"
+    assert main(["compare", str(ZOO), "--engines", str(tmp_path / "engines"), "--out", str(out), "--timeline",
+                 *FAST]) == 0
+    data = json.loads(out.read_text())
+    assert "timeline" not in data and data["comparisons"]
+    assert any(w.startswith("timeline not recorded: ValueError: no GPU activity") for w in data["warnings"])
+    assert not (tmp_path / "compare.timeline.png").exists()
+    assert "WARNING: timeline not recorded" in capsys.readouterr().out
