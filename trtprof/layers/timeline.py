@@ -475,7 +475,9 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
 
     measured: list[float] = []
     base_settings = {"cuda_graph": cuda_graph, "copies": copies, "autotune": getattr(runner, "autotune", None),
-                     "tf32": getattr(runner, "tf32", None)}
+                     "tf32": getattr(runner, "tf32", None),
+                     # the module the recorded iteration ran (torch.export's program or onnx2torch's conversion)
+                     "module": getattr(runner, "loaded_by", None)}
     with ExitStack() as stack:
         output_shapes = runner.prepare({n: tuple(int(d) for d in a.shape) for n, a in feeds.items()})
         stream = stack.enter_context(cuda.Stream())
