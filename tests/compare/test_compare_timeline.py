@@ -224,3 +224,17 @@ def test_a_timeline_that_fails_costs_a_warning_not_the_verdicts(tmp_path, capsys
     assert any(w.startswith("timeline not recorded: ValueError: no GPU activity") for w in data["warnings"])
     assert not (tmp_path / "compare.timeline.png").exists()
     assert "WARNING: timeline not recorded" in capsys.readouterr().out
+
+
+def test_trace_names_checked_before_the_model_is_known(tmp_path):
+    from trtprof.cli._timeline import check_trace_names
+
+    (tmp_path / "mine.fp16.b7.trace.json").write_text("the user's own notes\n")
+    (tmp_path / "mine.fp16.b7.trace.json.bak").write_text("not a name a trace gets\n")
+    (tmp_path / "theirs.int8.b7.trace.json").write_text("another arm's name\n")
+    (tmp_path / "ours.fp32.b7.trace.json").write_text(json.dumps({"traceEvents": [], "otherData": {"producer": "trtprof"}}))
+    check_trace_names(tmp_path, ["fp32", "fp16"], [1, 8])  # batch 7 is not among those to be written
+    check_trace_names(tmp_path, ["fp32"], None)  # trtprof's own trace may be replaced
+    for batches in ([7], None):  # the batch size asked, or any (an engines dir's built sizes, not known yet)
+        with pytest.raises(BadInput, match="not a trace trtprof wrote"):
+            check_trace_names(tmp_path, ["fp32", "fp16"], batches)

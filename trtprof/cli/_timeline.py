@@ -47,7 +47,7 @@ def check_timeline_outputs(args: argparse.Namespace, page: bool = True) -> None:
     timeline of trtprof's (the page's PAGE_MARK, the PNG's producer chunk); the trace dir must be a
     folder that can be written."""
     png, html_page = timeline_paths(args.out)
-    page_ours = html_page.is_file() and PAGE_MARK in html_page.read_text(errors="replace")[:4096]
+    page_ours = page and html_page.is_file() and PAGE_MARK in html_page.read_text(errors="replace")[:4096]
     for path in (png, html_page) if page else (png,):
         _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines],
                                   kind=CALLER_CHECKED, args=args)  # existing files: the rule below
@@ -71,16 +71,20 @@ def check_trace_path(path: Path) -> None:
         raise BadInput("--trace-dir: a file of that name exists and is not a trace trtprof wrote", path=path)
 
 
-def check_trace_names(folder: Path, arms: Sequence[str], batch_sizes: Sequence[int]) -> None:
+def check_trace_names(folder: Path, arms: Sequence[str], batch_sizes: Sequence[int] | None) -> None:
     """Before the model's name is known (compare resolves it with the engines): every file in ``folder``
-    that a trace of these arms and batch sizes could be named (any model) must be trtprof's."""
+    that a trace of these arms and batch sizes could be named (any model; any batch size when
+    ``batch_sizes`` is None, as for an engines dir's built sizes) must be trtprof's."""
+    import re
+
     from ..util.files import safe_stem
 
     if not folder.is_dir():
         return
-    ends = {f".{safe_stem(a)}.b{b}{TRACE_SUFFIX}" for a in arms for b in batch_sizes}
+    batches = "|".join(str(b) for b in batch_sizes) if batch_sizes is not None else r"\d+"
+    name = re.compile(rf".+\.({'|'.join(re.escape(safe_stem(a)) for a in arms)})\.b({batches}){re.escape(TRACE_SUFFIX)}")
     for path in sorted(folder.iterdir()):
-        if any(path.name.endswith(end) for end in ends):
+        if name.fullmatch(path.name):
             check_trace_path(path)
 
 
@@ -133,7 +137,7 @@ def compare_request(args: argparse.Namespace, sizes: Sequence[int], arms: Sequen
         request.pick(sizes)  # a --timeline-batch outside --batch-sizes
     check_timeline_outputs(args, page=False)
     if args.trace_dir is not None:
-        batches = [request.batch_size] if request.batch_size else (list(sizes) or [1])
+        batches = [request.batch_size] if request.batch_size else (list(sizes) or None)  # None: not known yet
         check_trace_names(args.trace_dir, arms, batches)
     return request
 
