@@ -101,3 +101,25 @@ def tree_snapshot(root: Path) -> dict[str, tuple[int, int]]:
         str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
         for p in sorted(root.rglob("*")) if p.is_file() and ".locks" not in p.parts
     }
+
+
+def torch_gpu_marks() -> list:
+    """The marks of a test module that needs a CUDA device and onnx2torch (the torch backend on a GPU)."""
+    import importlib.util
+
+    from trtprof.system import cuda
+
+    return [pytest.mark.gpu,
+            pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device"),
+            pytest.mark.skipif(importlib.util.find_spec("onnx2torch") is None, reason="onnx2torch missing")]
+
+
+def report_model(tmp_path: Path) -> Path:
+    """The report's literal network (models/conv_elu.py: report_conv_elu_k32_256) as ONNX in tmp_path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trtprof_conv_elu", Path(__file__).resolve().parents[1] / "models"
+                                                  / "conv_elu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_onnx("report_conv_elu_k32_256", tmp_path / "report.onnx")

@@ -4,35 +4,21 @@ Structure only (no timing thresholds): every Conv node of the report's network g
 kernels behind it, the FP16 run has its casts as rows, and the autotune setting is recorded."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-from trtprof.system import cuda
 from trtprof.cli import main
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device"),
-    pytest.mark.skipif(importlib.util.find_spec("onnx2torch") is None, reason="onnx2torch missing"),
-]
+from ..conftest import report_model, torch_gpu_marks
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _report_model(tmp_path: Path) -> Path:
-    spec = importlib.util.spec_from_file_location("trtprof_conv_elu", ROOT / "models" / "conv_elu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.make_onnx("report_conv_elu_k32_256", tmp_path / "report.onnx")
+pytestmark = torch_gpu_marks()
 
 
 @pytest.mark.parametrize("autotune", [True, False])
 def test_torch_profile_attributes_kernels_to_every_conv(tmp_path, capsys, autotune):
     out = tmp_path / "layers.json"
-    args = ["profile", str(_report_model(tmp_path)), "--backend", "torch", "--precisions", "fp32,fp16",
+    args = ["profile", str(report_model(tmp_path)), "--backend", "torch", "--precisions", "fp32,fp16",
             "--batch-size", "2", "--iterations", "5", "--engines", str(tmp_path / "e"), "--out", str(out)]
     assert main(args + ([] if autotune else ["--no-autotune"])) == 0
     data = json.loads(out.read_text())
@@ -54,7 +40,7 @@ def test_torch_profile_attributes_kernels_to_every_conv(tmp_path, capsys, autotu
 
 def test_compare_records_autotune_in_config(tmp_path):
     out = tmp_path / "c.json"
-    assert main(["compare", str(_report_model(tmp_path)), "--backend", "torch", "--precisions", "fp32,fp16",
+    assert main(["compare", str(report_model(tmp_path)), "--backend", "torch", "--precisions", "fp32,fp16",
                  "--batch-sizes", "1", "--time-budget-s", "0.2", "--round-iterations", "5", "--no-autotune",
                  "--engines", str(tmp_path / "e"), "--out", str(out)]) == 0
     data = json.loads(out.read_text())

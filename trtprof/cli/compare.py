@@ -31,7 +31,7 @@ from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
 from ..stats.speedup import EQUIVALENCE_MARGIN, few_loads_words
 from ..util.wording import plural
-from . import _common, _serving
+from . import _common, _serving, _timeline
 from ..system.validity import stamp_lines
 from .build import print_outcome
 from ..util.outputs import COMPARE_JSON
@@ -103,6 +103,7 @@ def add_parser(sub) -> None:
     p.add_argument("--layers", action="store_true",
                    help="also profile every precision layer by layer (a separate run after the timing; "
                         "as `trtprof profile`) and diagnose from the per-layer table")
+    _timeline.add_compare_args(p)
     p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
                    help="accuracy budget for the OK / DEGRADED / BROKEN verdict (default "
                         f"{DEFAULT_BUDGET}; metrics: {', '.join(BUDGET_METRICS)}; see docs/accuracy.md)")
@@ -259,6 +260,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     if serving is not None and is_ab:  # refused before any build or measurement
         raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
+    timeline = _timeline.compare_request(args, sizes, cmp.arm_labels(precisions), is_ab)  # files checked now
 
     def on_progress(batch: int, p: Progress) -> None:
         announce()
@@ -298,7 +300,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         options = cmp.CompareOptions(
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-            layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget,
+            layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
         )  # compare_model and the A/B leave the engine builds out of the budget
         hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget)
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
@@ -328,6 +330,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         _serving.print_sweep(report.serving)
     _common.write_compare_outputs(args.out, (ab_outcome if ab_outcome is not None else report).write_json,
                                   data["warnings"], args.md)
+    _timeline.write_compare_files(args, data.get("timeline"), str(data.get("model", "")))
     if report.interrupted:
         print(f"interrupted: kept {plural(len({c['batch_size'] for c in data['comparisons']}), 'finished batch size')}; "
               f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..errors import BadInput, StaticBatch
 from ..schemas import LAYERS
-from . import _common
-from ..util.outputs import CALLER_CHECKED, LAYERS_JSON
+from . import _common, _timeline
+from ..util.outputs import LAYERS_JSON
 
 
 def add_parser(sub) -> None:
@@ -36,9 +36,7 @@ def add_parser(sub) -> None:
                    help="also record one steady-state iteration per precision (after the profiled runs): kernels/"
                         "nodes per stream or thread on one time axis, idle gaps, casts; written into the JSON, "
                         "as OUT.timeline.png and as the page OUT.timeline.html")
-    p.add_argument("--trace-dir", type=Path, default=None, metavar="DIR",
-                   help="write each precision's timeline as a Chrome trace-event file (MODEL.PRECISION.bBATCH."
-                        "trace.json) that ui.perfetto.dev and chrome://tracing open; implies --timeline")
+    _timeline.add_trace_args(p, "precision")
     p.add_argument("--cuda-graph", action="store_true",
                    help="the timeline replays a CUDA graph of the engine, as the timing loop does with --cuda-graph "
                         "(torch backend; kernels then carry no ONNX node: a replay runs no Python)")
@@ -86,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     _common.check_output_file(args.out, "--out", engines=[args.engines], kind=LAYERS_JSON, args=args)  # before any build or profiling (issue 12)
     timeline = args.timeline or args.trace_dir is not None
     if timeline:
-        check_timeline_outputs(args)
+        _timeline.check_timeline_outputs(args)
 
     if args.batch_size < 1:
         raise BadInput(f"--batch-size must be >= 1, got {args.batch_size}")
@@ -119,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
         model = next(iter(records.values())).model
         for name in records:
-            check_trace_path(args.trace_dir / trace_name(model, name, args.batch_size))
+            _timeline.check_trace_path(args.trace_dir / trace_name(model, name, args.batch_size))
     kwargs = {}
     if args.iterations is not None:
         kwargs["iterations"] = args.iterations
@@ -158,59 +156,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def timeline_paths(out: Path) -> tuple[Path, Path]:
-    """The PNG and the page that ``--timeline`` writes beside ``--out``."""
-    return out.with_suffix(".timeline.png"), out.with_suffix(".timeline.html")
-
-
-PAGE_MARK = "<title>trtprof timeline:"
-
-
-def check_timeline_outputs(args: argparse.Namespace) -> None:
-    """Before any work: the PNG and page beside --out may replace only an earlier timeline of trtprof's
-    (its page carries PAGE_MARK); the trace dir must be a folder that can be written."""
-    png, page = timeline_paths(args.out)
-    ours = page.is_file() and PAGE_MARK in page.read_text(errors="replace")[:4096]
-    for path in (png, page):
-        _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines],
-                                  kind=CALLER_CHECKED, args=args)  # existing files: the page-mark rule below
-        if path.exists() and not ours:
-            raise BadInput("--timeline: exists and is not a timeline trtprof wrote; move it or choose another --out",
-                           path=path)
-    if args.trace_dir is not None:
-        _common.check_output_dir(args.trace_dir, "--trace-dir", engines=[args.engines])
-
-
-def check_trace_path(path: Path) -> None:
-    """A trace file may replace only a trace trtprof wrote (``otherData.producer``)."""
-    if not path.exists():
-        return
-    try:
-        ours = json.loads(path.read_text()).get("otherData", {}).get("producer") == "trtprof"
-    except (OSError, ValueError, AttributeError):
-        ours = False
-    if not ours:
-        raise BadInput("--trace-dir: a file of that name exists and is not a trace trtprof wrote", path=path)
-
-
 def write_timelines(args: argparse.Namespace, records, shapes, data) -> list[dict]:
     """Record every precision's timeline (one engine after the other), print what they say, write the
     PNG, the page and the trace files; their JSON for the result file."""
-    from ..layers.timeline import findings, plot_timelines, record_timeline, write_traces
-    from ..report.timeline_page import timeline_page
-    from ..util.files import atomic_write_text
+    from ..layers.timeline import record_timeline
 
     timelines = [record_timeline(rec, args.batch_size, shapes=shapes, seed=args.seed, int_range=_common.int_range(args),
-                                 data=data, cuda_graph=args.cuda_graph, copies=args.copies) for rec in records.values()]
+                                 data=data, cuda_graph=args.cuda_graph, copies=args.copies, autotune=args.autotune)
+                 for rec in records.values()]
     model = next(iter(records.values())).model
-    for line in findings(timelines):
-        print(f"timeline: {line}")
-    png, page = timeline_paths(args.out)
-    plot_timelines(timelines, png, title=f"{model}, batch {args.batch_size}")
-    as_json = [t.to_json() for t in timelines]
-    atomic_write_text(page, timeline_page(as_json, model))
-    print(f"timeline: {png}, {page}")
-    if args.trace_dir is not None:
-        for path in write_traces(timelines, model, args.trace_dir, check=check_trace_path):
-            print(f"trace: {path}")
-    return as_json
+    _timeline.write_timeline_files(timelines, model, args.out, args.trace_dir, args.batch_size)
+    return [t.to_json() for t in timelines]

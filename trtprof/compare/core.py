@@ -203,9 +203,12 @@ class CompareReport:
     time_budget: TimeBudget | None = None  # the budget it ran under (began: its start fixed)
     lost: str = ""  # a measurement worker died: which load and how (the CLI exits 2 with it)
     partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that death
+    timeline: dict[str, Any] | None = None  # compare --timeline: compare.timeline.record_timelines's block
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
+        if self.timeline is not None:
+            extra["timeline"] = self.timeline
         if self.serving is not None:
             extra["serving"] = self.serving
         if self.budget:  # spent when this JSON is made: after measuring and the analysis
@@ -317,6 +320,7 @@ class CompareOptions:
     output_pairs: Mapping[str, Mapping[str, str]] | None = None  # arm → {its output: baseline's} (A/B by position)
     data: Any = None
     budget: TimeBudget | None = None
+    timeline: Any = None  # compare.timeline.TimelineRequest: one batch size's timelines after the timing
 
     def __post_init__(self) -> None:
         if self.budget is not None and self.budget.per_batch_s != self.plan.time_budget_s:
@@ -436,6 +440,8 @@ def compare_records(
     accuracy pass and the workers' start-up, which overlap, are part of it; so is what runs after
     measuring, for which the measure phase keeps a reserve (issue 27: the budget is the budget)."""
     budget = options.time_budget.began(time.perf_counter())  # launch_s: the interpreter, imports, cache lookup
+    if options.timeline is not None:  # a --timeline-batch not compared: refused before measuring
+        options.timeline.pick(batch_sizes)
     host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
     model = as_model(source)
     pool = None
@@ -459,14 +465,15 @@ def compare_records(
         warnings.append(f"{measured.lost}: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}"
                         + (f" (partial: {', '.join(map(str, measured.partial))})" if measured.partial else "")
                         + f"; not measured: {', '.join(map(str, measured.pending)) or 'nothing'}")
-        options = replace(options, layers=False)
+        options = replace(options, layers=False, timeline=None)
     if measured.interrupted:
         warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
                         f"not measured: {', '.join(map(str, measured.pending)) or 'nothing'}")
-        options = replace(options, layers=False)  # no profiling after an interrupt: the user asked to stop
+        options = replace(options, layers=False, timeline=None)  # no profiling after an interrupt: the user asked to stop
     warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
                     for b, o in measured.outcomes.items() if o.floor_overrun)
     comparisons, tables = analyse(records, measured, options, reference, model, peak, warnings)
+    timeline = compare_timeline(records, measured, options, comparisons, warnings)
     stamp_all(comparisons, measured.outcomes, options.plan.min_loads, host_before, reference.devices)
     first = next(iter(records.values()))
     env = collect()
@@ -477,7 +484,24 @@ def compare_records(
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=options.isolation, layers=tables, interrupted=measured.interrupted,
                          pending=measured.pending, time_budget=budget, budget=measured.budget_account(options.plan),
-                         lost=measured.lost, partial=measured.partial)
+                         lost=measured.lost, partial=measured.partial, timeline=timeline)
+
+
+def compare_timeline(records: Mapping[str, EngineRecord], measured: Measured, options: CompareOptions,
+                     comparisons: Sequence[Comparison], warnings: list[str]) -> dict[str, Any] | None:
+    """``--timeline``: the timelines after the timing (``compare.timeline``), their findings put into
+    the comparisons at that batch size; one that cannot be recorded costs a warning, not the verdicts."""
+    from . import timeline as tl
+
+    if options.timeline is None or not measured.batch_sizes:
+        return None
+    try:
+        block = tl.record_timelines(records, measured.batch_sizes, options)
+    except (TrtprofError, ValueError, RuntimeError, OSError) as err:
+        warnings.append(f"timeline not recorded: {type(err).__name__}: {err}")
+        return None
+    tl.point_findings(comparisons, block)
+    return block
 
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,

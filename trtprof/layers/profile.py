@@ -6,8 +6,9 @@ latency run uses, and the torch runner keeps its autotune setting, so the kernel
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..measure import bench  # bench.load_runner as a module attribute: tests replace it with a fake
 from ..backends.base import set_autotune
@@ -26,6 +27,36 @@ DEFAULT_ITERATIONS = 20  # medians over 20 profiled iterations: a layer's time t
 DEFAULT_WARMUP = 5  # covers cuDNN autotuning (first call per shape) and lazy initialisation
 
 
+# The backends with a profiler here (ORT session profiling, torch.profiler/CUPTI, TensorRT IProfiler).
+PROFILED_BACKENDS = ("onnxruntime", "torch", "tensorrt")
+
+
+@contextmanager
+def loaded_engine(record: EngineRecord, what: str, autotune: bool | None = None) -> Iterator[Any]:
+    """The engine's runner for a profiled run (autotune set as the timing ran it, unless None), closed
+    after; a backend without a profiler here is refused before anything loads."""
+    if record.backend not in PROFILED_BACKENDS:
+        raise BackendUnavailable(f"no {what} for the {record.backend} backend ({', '.join(PROFILED_BACKENDS)} have one)")
+    runner = bench.load_runner(record)
+    try:
+        if autotune is not None:
+            set_autotune(runner, autotune)
+        yield runner
+    finally:
+        runner.close()
+
+
+def engine_feeds(record: EngineRecord, runner: Any, batch_size: int, *,
+                 shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
+                 int_range: tuple[int, int] | None = None, data: Any = None) -> tuple[dict[str, tuple[int, ...]], Any]:
+    """(input shapes, feeds) at ``batch_size``: the same seeded inputs, or the first batch of the user's
+    (``data``), that the latency run measures, so that a profiled run runs the same kernels."""
+    overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
+    input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
+    feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE, data=data)
+    return input_shapes, feeds
+
+
 def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
                    warmup: int = DEFAULT_WARMUP, shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                    int_range: tuple[int, int] | None = None, autotune: bool = True,
@@ -34,25 +65,19 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
     built it (the engine is loaded once); on the first batch of the user's inputs (``data``) if given."""
     if iterations < 1:
         raise BadInput(f"--iterations must be at least 1, got {iterations}")
-    if record.backend not in ("onnxruntime", "torch", "tensorrt"):
-        raise BackendUnavailable(f"no per-layer profiler for the {record.backend} backend")
-    runner = bench.load_runner(record)
     out: dict[int, PrecisionProfile] = {}
-    try:
-        set_autotune(runner, autotune)
+    with loaded_engine(record, "per-layer profiler", autotune) as runner:
         if data is not None:
             data.check(runner.inputs, model_path=record.model_path)
         check_integer_feeds(bench.onnx_of(record), runner.inputs, int_range or DEFAULT_INT_RANGE, data)
-        overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
         onnx_model = None
         if record.backend == "torch":
             from ..backends.torch import engine_onnx  # lazy: onnx takes ~0.3 s to import; only torch needs it
 
             onnx_model = engine_onnx(record.artifact_path)
         for batch_size in batch_sizes:
-            input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
-            feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE,
-                                data=data)
+            input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed,
+                                               int_range=int_range, data=data)
             if record.backend == "onnxruntime":
                 out[batch_size] = profile_onnxruntime(Path(record.artifact_path), record.precision, feeds,
                                                       iterations=iterations, warmup=warmup, batch_size=batch_size)
@@ -61,9 +86,7 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
                                                 batch_size=batch_size, onnx_model=onnx_model)
             else:
                 out[batch_size] = profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations)
-        return out
-    finally:
-        runner.close()
+    return out
 
 
 def graph_facts(onnx_path: OnnxModel | Path | None, record: EngineRecord, batch_size: int,

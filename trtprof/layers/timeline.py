@@ -31,7 +31,9 @@ COLOURS = {"conv": "#4c72b0", "gemm": "#8172b2", "elementwise": "#55a868", "refo
 # third of the time nothing runs, so a faster kernel (FP16) cannot shorten the iteration by much.
 HOST_BOUND_IDLE_SHARE = 0.30
 TOP_KERNELS = 5
+PNG_PRODUCER = "trtprof timeline"  # the PNG's Software text chunk: a later run replaces only its own
 TRACE_SCHEMA_PHASES = {"X", "M", "i", "B", "E"}  # the trace-event phases this module writes or accepts
+TRACE_METADATA_NAMES = {"process_name", "thread_name"}  # the metadata ("M") events it writes
 
 _KIND_PATTERNS = (  # by ONNX op or kernel name (cuDNN/cuBLAS/CUTLASS/ATen/ORT names), first match wins
     # "cast" as a word start: not "nocast" (ATen's gpu_kernel_impl_nocast) nor "broadcast"
@@ -74,8 +76,9 @@ class Span:
         return self.start_us + self.dur_us
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "lane": self.lane, "start_us": self.start_us,
-                "dur_us": self.dur_us, "node": self.node}
+        # to the ns: the profilers' own resolution (torch's trace is in µs with 3 decimals), no longer digits
+        return {"name": self.name, "kind": self.kind, "lane": self.lane, "start_us": round(self.start_us, 3),
+                "dur_us": round(self.dur_us, 3), "node": self.node}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Span":
@@ -147,7 +150,15 @@ class Timeline:
         return {"precision": self.precision, "batch_size": self.batch_size, "backend": self.backend,
                 "source": self.source, "window_us": self.window_us, "idle_share": self.idle_share,
                 "busy_us": self.busy_us(), "kernel_us": self.kernel_us, "settings": dict(self.settings),
-                "spans": [s.to_json() for s in self.spans]}
+                "summary": self.summary(), "spans": [s.to_json() for s in self.spans]}
+
+    def summary(self) -> dict[str, Any]:
+        """Per kind the spans and their µs, and the top kernels: what a reader of the JSON wants first."""
+        by_kind = {k: {"count": len(self.of_kind(k)), "us": round(sum(s.dur_us for s in self.of_kind(k)), 3)}
+                   for k in KINDS if self.of_kind(k)}
+        return {"spans": len(self.spans), "by_kind": by_kind,
+                "top": [{"name": name, "kind": kind, "us": round(total, 3), "calls": calls}
+                        for name, kind, total, calls in self.top()]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Timeline":
@@ -174,32 +185,57 @@ def added_casts(baseline: Timeline, candidate: Timeline) -> tuple[int, float]:
     return added_of_kind(baseline, candidate, "cast")
 
 
-def findings(timelines: Sequence[Timeline]) -> list[str]:
-    """The host-bound warning, FP16's added casts and the top kernels per precision, as sentences."""
-    out: list[str] = []
+@dataclass(frozen=True)
+class TimelineFinding:
+    """One thing the timelines say: ``rule`` names it, ``precision`` is the timeline it is about."""
+
+    rule: str
+    precision: str
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+def finding_items(timelines: Sequence[Timeline]) -> list[TimelineFinding]:
+    """The host-bound warning, FP16's added casts and layout changes, and the top kernels per
+    precision (the first timeline is the baseline)."""
+    out: list[TimelineFinding] = []
     if not timelines:
         return out
     base = timelines[0]
     for t in timelines:
         where = "GPU" if t.backend != "onnxruntime" else "CPU"
         if t.idle_share >= HOST_BOUND_IDLE_SHARE:
-            out.append(f"{t.precision}: the {where} is idle {t.idle_share:.0%} of the iteration "
-                       f"({t.window_us / 1e3:.3g} ms, of which {t.busy_us() / 1e3:.3g} ms busy): launch- or host-bound "
-                       f"(at least {HOST_BOUND_IDLE_SHARE:.0%}); faster kernels cannot shorten it much — "
-                       + ("time it with CUDA graphs (the default; --eager turns them off) or a larger batch"
-                          if where == "GPU" else "a larger batch amortises the per-node overhead"))
+            out.append(TimelineFinding(
+                "timeline_host_bound", t.precision,
+                f"{t.precision}: the {where} is idle {t.idle_share:.0%} of the iteration "
+                f"({t.window_us / 1e3:.3g} ms, of which {t.busy_us() / 1e3:.3g} ms busy): launch- or host-bound "
+                f"(at least {HOST_BOUND_IDLE_SHARE:.0%}); faster kernels cannot shorten it much — "
+                + ("time it with CUDA graphs (the default; --eager turns them off) or a larger batch"
+                   if where == "GPU" else "a larger batch amortises the per-node overhead"),
+                {"idle_share": round(t.idle_share, 4), "window_us": round(t.window_us, 3), "threshold": HOST_BOUND_IDLE_SHARE}))
     for t in timelines[1:]:
-        for kind, word in (("cast", "cast"), ("reformat", "layout change (reformat)")):
+        for kind, one, many in (("cast", "cast", "casts"), ("reformat", "layout change (reformat)",
+                                                         "layout changes (reformats)")):
             count, us = added_of_kind(base, t, kind)
             if count:
                 share = us / t.window_us if t.window_us > 0 else 0.0
-                out.append(f"{t.precision} added {count} {word}{'s' if count != 1 else ''} over {base.precision}, "
-                           f"taking {share:.1%} of its iteration ({us:.1f} µs)")
+                out.append(TimelineFinding(
+                    f"timeline_added_{kind}", t.precision,
+                    f"{t.precision} added {count} {one if count == 1 else many} over {base.precision}, "
+                    f"taking {share:.1%} of its iteration ({us:.1f} µs)",
+                    {"count": count, "us": round(us, 3), "share": round(share, 4), "over": base.precision}))
     for t in timelines:
-        top = ", ".join(f"{name[:60]} {total:.1f} µs" + (f" ×{calls}" if calls > 1 else "")
-                        for name, _kind, total, calls in t.top(3))
-        out.append(f"{t.precision}: top kernels by time: {top}")
+        top = t.top(3)
+        text = ", ".join(f"{name[:60]} {total:.1f} µs" + (f" ×{calls}" if calls > 1 else "")
+                         for name, _kind, total, calls in top)
+        out.append(TimelineFinding("timeline_top_kernels", t.precision, f"{t.precision}: top kernels by time: {text}",
+                                   {"top": [[name, kind, round(total, 3), calls] for name, kind, total, calls in top]}))
     return out
+
+
+def findings(timelines: Sequence[Timeline]) -> list[str]:
+    """The host-bound warning, FP16's added casts and the top kernels per precision, as sentences."""
+    return [f.message for f in finding_items(timelines)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -210,10 +246,12 @@ def trace_document(timeline: Timeline, model: str) -> dict[str, Any]:
     """One timeline as a Chrome trace-event JSON object: one process, a named thread per lane,
     one complete ("X") event per span, times in µs."""
     lanes = {lane: i + 1 for i, lane in enumerate(timeline.lanes)}
+    # metadata events carry ts 0 too: the format lets them omit it, but every event with ph/ts/pid/tid/name
+    # is what the strictest readers (and the schema test) expect
     events: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
+        {"name": "process_name", "ph": "M", "ts": 0, "pid": 1, "tid": 0,
          "args": {"name": f"{model} {timeline.precision} batch {timeline.batch_size} ({timeline.backend})"}}]
-    events += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": lane}}
+    events += [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": tid, "args": {"name": lane}}
                for lane, tid in lanes.items()]
     for s in timeline.spans:
         events.append({"name": s.name, "cat": s.kind, "ph": "X", "ts": round(s.start_us, 3),
@@ -227,7 +265,8 @@ def trace_document(timeline: Timeline, model: str) -> dict[str, Any]:
 def check_trace(doc: Any) -> None:
     """Raise ValueError unless ``doc`` follows the trace-event format (JSON object form) as far as the
     viewers need: a ``traceEvents`` list whose events have a string name, a known phase, integer
-    pid/tid, and for complete events a non-negative numeric ts and dur."""
+    pid/tid and a non-negative numeric ts; complete events a non-negative dur; metadata events a
+    process or thread name."""
     if not isinstance(doc, Mapping) or not isinstance(doc.get("traceEvents"), list):
         raise ValueError("not a trace: no traceEvents list")
     for i, e in enumerate(doc["traceEvents"]):
@@ -237,11 +276,13 @@ def check_trace(doc: Any) -> None:
             raise ValueError(f"event {i}: needs a string name and a phase in {sorted(TRACE_SCHEMA_PHASES)}")
         if not all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool) for k in ("pid", "tid")):
             raise ValueError(f"event {i}: pid and tid must be integers")
-        if e["ph"] == "X":
-            for k in ("ts", "dur"):
-                v = e.get(k)
-                if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0:
-                    raise ValueError(f"event {i}: {k} must be a number >= 0, got {v!r}")
+        for k in ("ts", "dur") if e["ph"] == "X" else ("ts",):
+            v = e.get(k)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0:
+                raise ValueError(f"event {i}: {k} must be a number >= 0, got {v!r}")
+        if e["ph"] == "M" and (e["name"] not in TRACE_METADATA_NAMES or not isinstance((e.get("args") or {}).get("name"), str)):
+            raise ValueError(f"event {i}: a metadata event names a process or thread ({sorted(TRACE_METADATA_NAMES)}) "
+                             "with a string args.name")
     unit = doc.get("displayTimeUnit", "ms")
     if unit not in ("ms", "ns"):
         raise ValueError(f"displayTimeUnit must be 'ms' or 'ns', got {unit!r}")
@@ -396,21 +437,16 @@ def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, 
 def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
                     shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                     int_range: tuple[int, int] | None = None, data: Any = None, cuda_graph: bool = False,
-                    copies: bool = True) -> Timeline:
+                    copies: bool = True, autotune: bool | None = None) -> Timeline:
     """One engine's timeline at ``batch_size`` with its backend's profiler, on the same seeded inputs (or
-    the first batch of the user's) that the latency and per-layer runs use. A torch engine runs the
-    timing loop's own iteration (its buffers, stream, copies and, with ``cuda_graph``, graph replay)."""
-    from ..measure import bench
-    from ..errors import BackendUnavailable
-    from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+    the first batch of the user's) that the latency and per-layer runs use (``layers.profile``'s
+    ``engine_feeds``). A torch engine runs the timing loop's own iteration (its buffers, stream, copies
+    and, with ``cuda_graph``, graph replay), with ``autotune`` as the timing ran it."""
+    from .profile import engine_feeds, loaded_engine
 
-    if record.backend not in ("onnxruntime", "torch", "tensorrt"):
-        raise BackendUnavailable(f"no timeline for the {record.backend} backend (onnxruntime, torch and tensorrt have one)")
-    runner = bench.load_runner(record)
-    try:
-        overrides = {**record.spec.shape_overrides(), **(shapes or {}), **(data.shape_overrides() if data else {})}
-        input_shapes = resolve_shapes(runner.inputs, batch_size, overrides, model_path=record.model_path)
-        feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range or DEFAULT_INT_RANGE, data=data)
+    with loaded_engine(record, "timeline", autotune) as runner:
+        input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed, int_range=int_range,
+                                           data=data)
         if record.backend == "tensorrt":  # per-layer times only: a sequence (see from_precision_profile)
             from .tensorrt import profile_tensorrt
 
@@ -421,8 +457,6 @@ def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
                                         batch_size=batch_size)
         return timeline_torch_runner(runner, record, feeds, batch_size, warmup=warmup, cuda_graph=cuda_graph,
                                      copies=copies)
-    finally:
-        runner.close()
 
 
 def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], batch_size: int, *, warmup: int,
@@ -441,7 +475,9 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
 
     measured: list[float] = []
     base_settings = {"cuda_graph": cuda_graph, "copies": copies, "autotune": getattr(runner, "autotune", None),
-                     "tf32": getattr(runner, "tf32", None)}
+                     "tf32": getattr(runner, "tf32", None),
+                     # the module the recorded iteration ran (torch.export's program or onnx2torch's conversion)
+                     "module": getattr(runner, "loaded_by", None)}
     with ExitStack() as stack:
         output_shapes = runner.prepare({n: tuple(int(d) for d in a.shape) for n, a in feeds.items()})
         stream = stack.enter_context(cuda.Stream())
@@ -581,7 +617,7 @@ def plot_timelines(timelines: Sequence[Timeline], path: Path, title: str = "") -
         fig.suptitle(title + " — grey: idle; outlined: casts", fontsize=10)
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": PNG_PRODUCER})  # how a later run knows it
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())
     return path

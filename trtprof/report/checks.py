@@ -142,3 +142,23 @@ def check_compare(data: Mapping[str, Any], path: Path) -> None:
             raise _bad(path, key, data[key], "a string")
     if data.get("settings") is not None and not isinstance(data["settings"], Mapping):
         raise _bad(path, "settings", data["settings"], "an object")
+    check_timeline(data.get("timeline"), path)
+
+
+def check_timeline(block: Any, path: Path) -> None:
+    """``compare --timeline``'s block: a batch size, timelines that parse, findings with messages."""
+    if block is None:
+        return
+    if not isinstance(block, Mapping) or not _is_int(block.get("batch_size")) \
+            or not isinstance(block.get("timelines"), list) or not isinstance(block.get("findings", []), list):
+        raise _bad(path, "timeline", block, "a timeline block (batch_size, timelines, findings)")
+    for key in ("chosen_by", "recorded_after"):
+        if block.get(key) is not None and not isinstance(block[key], str):
+            raise _bad(path, f"timeline.{key}", block[key], "a string")
+    from ..layers.timeline import Timeline
+
+    for i, t in enumerate(block["timelines"]):
+        try:
+            Timeline.from_json(t)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise BadInput(f"timeline.timelines[{i}]: not a timeline ({type(err).__name__}: {err})", path=path) from err

@@ -22,6 +22,7 @@ from ..errors import BadInput
 from ..diagnose.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
+from .timeline_page import compare_section
 from .checks import check_compare, check_stamps
 from .stamp import page_validity, validity_html
 from .kit import document, esc, file_b64, fmt, img, png_b64, pyplot, table
@@ -415,6 +416,7 @@ def render_html(data: Mapping[str, Any]) -> str:
                          + (f"<h3>What the metrics mean</h3><ul>{legend}</ul>" if legend else ""))
         if data.get("layers"):
             parts.append(layers_section(data["layers"]))
+        parts.append(compare_section(data))  # compare --timeline ('' without one)
         roof_rows = []
         for c in comparisons:
             for side in ("baseline", "candidate"):

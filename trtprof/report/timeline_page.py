@@ -13,8 +13,9 @@ from ..layers.timeline import HOST_BOUND_IDLE_SHARE, Timeline, findings, timelin
 from .kit import document, table
 
 
-def timeline_section(timelines: Sequence[Mapping[str, Any]], model: str = "") -> str:
-    """HTML for timelines given as their JSON ({precision, spans, …}); '' when there are none."""
+def timeline_section(timelines: Sequence[Mapping[str, Any]], model: str = "", note: str = "") -> str:
+    """HTML for timelines given as their JSON ({precision, spans, …}); '' when there are none.
+    ``note``: a paragraph after the heading (compare: which batch size and why, when it was recorded)."""
     if not timelines:
         return ""
     parsed = [Timeline.from_json(t) for t in timelines]
@@ -31,9 +32,24 @@ def timeline_section(timelines: Sequence[Mapping[str, Any]], model: str = "") ->
                    rows),
              f"<p>Idle at or above {HOST_BOUND_IDLE_SHARE:.0%} of the iteration is called launch- or host-bound.</p>",
              "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in findings(parsed)) + "</ul>"]
+    if note:
+        parts.insert(1, f"<p>{html.escape(note)}</p>")
     if model:
         parts.insert(1, f"<p>Model: {html.escape(model)}</p>")
     return "".join(parts)
+
+
+def compare_section(data: Mapping[str, Any]) -> str:
+    """The compare page's Timeline section (``compare --timeline``); '' when the file has none. The
+    block's types were checked when the file was read (``report.checks.check_timeline``)."""
+    block = data.get("timeline")
+    if not block:
+        return ""
+    note = (f"Batch {block['batch_size']}: {block.get('chosen_by') or 'chosen by the run'}. Recorded after "
+            f"{block.get('recorded_after') or 'the timing'}, as the timing ran it: the verdicts above are not "
+            "from these iterations, which ran under a profiler; the findings in the diagnosis that start with "
+            "'timeline' come from here.")
+    return timeline_section(block["timelines"], note=note)
 
 
 def timeline_page(timelines: Sequence[Mapping[str, Any]], model: str) -> str:
