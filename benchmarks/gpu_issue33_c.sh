@@ -44,7 +44,14 @@ while time.time() - t < 40: a = (a @ a).clamp_(-1, 1)
   sleep 4
   TO=60 tp r50_busy compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 32 --time-budget-s 12 --engines $E/r50 --out "$R/r50_busy.json"
   kill $BUSY 2>/dev/null; wait $BUSY 2>/dev/null
-  [ -n "${TIMELINE:-}" ] && TO=90 tp r50_timeline compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1 --time-budget-s 8 --timeline --trace-dir "$R/traces" --engines $E/r50 --out "$R/r50_timeline.json"
+  # issue 35: compare --timeline at batch 1, graph replay (the default) and --eager, and their pages
+  for mode in graph eager; do
+    flag=; [ $mode = eager ] && flag=--eager
+    mkdir -p "$R/r50-b1-$mode"
+    TO=90 tp r50_timeline_$mode compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1 --time-budget-s 8 $flag --timeline --trace-dir "$R/r50-b1-$mode/traces" --engines $E/r50 --out "$R/r50-b1-$mode/compare.json"
+    grep -E "^timeline|^trace" "$R/r50_timeline_$mode.txt" | head -5
+    TO=60 tp r50_timeline_report_$mode report "$R/r50-b1-$mode/compare.json" -o "$R/r50-b1-$mode/report.html"
+  done
 elif [ "$PART" = E ]; then
   # architectures nobody here wrote, with defaults; then the gpu-marked tests
   python3 benchmarks/issue33_models.py $M bert_base vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
