@@ -144,3 +144,20 @@ def test_a_schema_1_compare_file_still_renders(tmp_path):
     path.write_text(json.dumps(data))
     page = render_html(load(path))
     assert "no measurable difference" in page and 'class="v-no"' in page
+
+
+def test_verdict_is_two_tables_that_keep_every_column(tmp_path):
+    """The 13-column verdict table was wider than a 1280 px window (issue 34): the page splits it into a
+    speed and an accuracy table, each led by batch and comparison, and loses no column; the Markdown
+    summary keeps the one wide row."""
+    from trtprof.report.compare_page import ACCURACY_HEADERS, SPEED_HEADERS, VERDICT_HEADERS
+
+    page = render_html(load(synthetic_compare_json(tmp_path)))
+    tables = re.findall(r"<table>.*?</table>", page.split("<h2>Verdict</h2>", 1)[1].split("<h2>", 1)[0], re.S)
+    assert len(tables) == 2
+    heads = [re.findall(r"<th>(.*?)</th>", t) for t in tables]
+    assert heads == [list(SPEED_HEADERS), list(ACCURACY_HEADERS)]
+    assert set(SPEED_HEADERS) | set(ACCURACY_HEADERS) == set(VERDICT_HEADERS)
+    for t in tables:  # each comparison once in each table
+        assert t.count("<td>fp16 vs fp32</td>") == 2
+    assert "faster" in tables[0] and "faster" not in tables[1] and "1.000000" in tables[1]  # cosine

@@ -11,9 +11,11 @@ from ..util.wording import plural
 from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, fmt_layer_ms, rows_by_time
 
 TOP_ROWS = 15
-# names (layer, op, kind) left-aligned like text; the numbers stay right-aligned
+# names (layer, op, kind) left-aligned like text; the numbers stay right-aligned; a layer's name (a long path
+# without spaces, "/layer1/layer1.0/conv1/Conv") may wrap anywhere so the table fits a 1280 px window (issue 34)
 CSS = (".l-slower{background:#f8d4d4}.l-cast{background:#fff0c2}"
-       ".layers td:nth-child(-n+3),.layers th:nth-child(-n+3){text-align:left}")
+       ".layers td:nth-child(-n+3),.layers th:nth-child(-n+3){text-align:left}"
+       ".layers td:first-child{overflow-wrap:anywhere;min-width:8em}")
 
 
 def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS) -> str:
