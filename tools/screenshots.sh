@@ -5,7 +5,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$(mktemp -d)}
-py=${PYTHON:-/work/venv/bin/python}
+py=${PYTHON:-$repo/.venv/bin/python}
+[ -x "$py" ] || py=/work/main/.venv/bin/python
 export PYTHONPATH=$repo
 cd "$work"
 shot() {  # shot PAGE.html OUT.png [W,H]
@@ -20,10 +21,18 @@ shot() {  # shot PAGE.html OUT.png [W,H]
 "$py" -m trtprof report demo/results.json --out report-bench.html >/dev/null
 "$py" -m trtprof report "$repo/benchmarks/results/gpu_why-2026-11-30/run3/compare-resnet50-eager.json" \
   --out report-h200.html >/dev/null
+"$py" -m trtprof report "$repo/benchmarks/results/gpu_serving-2026-12-01/serving-resnet50.json" \
+  --out report-serving.html >/dev/null
+"$py" -m trtprof report "$repo/benchmarks/results/gpu_train-2026-11-30/train-resnet50.json" \
+  --out report-train.html >/dev/null
 "$py" -m trtprof plot demo/results.json --out plots >/dev/null
+# no page may scroll sideways in a 1280 px window (issue 34): the script stops here if one does
+"$py" "$repo/tools/page_width.py" report-cmp.html report-bench.html report-h200.html report-serving.html report-train.html
 shot report-cmp.html cmp.png
 shot report-bench.html bench.png
 shot report-h200.html h200.png 1280,8400
+shot report-serving.html serving.png 1280,2000
+shot report-train.html train.png 1280,1400
 "$py" - "$repo/docs/img" <<'PY'
 import sys
 from PIL import Image
@@ -36,6 +45,8 @@ def save(im, name):  # 128 flat colours: the pages and plots have few, and the f
 
 save(Image.open("cmp.png"), "report-compare-cpu.png")
 save(Image.open("bench.png"), "report-bench.png")
+save(Image.open("serving.png"), "report-serving-h200.png")
+save(Image.open("train.png"), "report-train-compare-h200.png")
 save(Image.open("h200.png").crop((0, 6840, 1280, 8040)), "report-distributions-h200.png")  # its batch-1 plots
 for src, dst in [("hist_batch1", "plot-hist-linear"), ("hist_batch8", "plot-hist-log"), ("ecdf_batch1", "plot-ecdf"),
                  ("latency_vs_batch", "plot-latency_vs_batch"), ("throughput_vs_batch", "plot-throughput_vs_batch")]:

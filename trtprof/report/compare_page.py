@@ -391,7 +391,7 @@ def render_html(data: Mapping[str, Any]) -> str:
     """The page: verdict table, warnings, speedup plot, per-batch histograms and ECDFs, diagnosis,
     roofline, environment. Every image is a data: URI; no external resource is referenced."""
     results: list[BenchResult] = data["parsed_results"]
-    title = f"trtprof report: {data.get('model', '')} [{data.get('backend', '')}]"
+    title = f"trtprof report: {data.get('model', '')}" + (f" [{data['backend']}]" if data.get("backend") else "")
     parts = [f"<h1>{html.escape(title)}</h1>",
              f"<p>created {html.escape(str(data.get('created', '')))}</p>",
              validity_html(page_validity(data))]  # the stamp before any number (trtprof.report.stamp)
@@ -450,8 +450,10 @@ def render_html(data: Mapping[str, Any]) -> str:
         rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n),
                  fmt_rate(r.throughput_per_s), "; ".join(result_caveats(r)) or "–"]
                 for r, label in zip(results, engine_labels(results))]
-        parts.append("<h2>Results</h2>" + table(("engine", "batch", "median ms", "p99 ms", "n", "samples/s",
-                                                 "validity and warnings"), rows))
+        if rows:  # a serving-only file has no bench results: no empty table (its sections follow)
+            parts.append("<h2>Results</h2><style>.bench td:last-child{text-align:left}</style><div class=\"bench\">"
+                         + table(("engine", "batch", "median ms", "p99 ms", "n", "samples/s", "validity and warnings"),
+                                 rows) + "</div>")
         if len({r.batch_size for r in results}) > 1:
             parts.append("<h2>Latency vs batch size</h2>" + img(latency_figure(results), "latency vs batch"))
     if results:

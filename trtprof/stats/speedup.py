@@ -368,8 +368,8 @@ def load_mixture(load_values: Values, within: float, pairs_per_load: float, marg
             if gap > math.log1p(margin) and (spread == 0.0 or edge > MIXTURE_SEPARATION * spread):
                 side = "slower" if float(minority.mean()) < center else "faster"
                 return (f"{k} of {n} loads measured the candidate {math.expm1(gap):.1%} {side} than the other "
-                        f"{n - k} did (> {MIXTURE_SEPARATION:g}× the spread of one load): the loads form a mixture, "
-                        f"so how often the slow mode occurs is not known from {n} loads")
+                        f"{n - k} did, far outside the usual spread of one load ({MIXTURE_SEPARATION:g} times it): the "
+                        f"loads form two groups, so how often the slow one occurs is not known from {n} loads")
     return ""
 
 

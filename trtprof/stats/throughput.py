@@ -26,6 +26,8 @@ from ..util.labels import fmt_rate
 
 METHOD_BLOCKS = "median over blocks of batch × iterations / block wall time"
 METHOD_MEDIAN = "batch / median latency (one request in flight)"
+# the methods in words, for the note a person reads (the formula follows it as "Exactly:")
+METHOD_WORDS = {METHOD_BLOCKS: "the typical timed block's rate", METHOD_MEDIAN: "from the median latency"}
 # Relative gap between the robust throughput and the mean over the whole span above which a result
 # carries a note: a few per cent is ordinary jitter; beyond 10 % stalls are setting the mean.
 WALL_DISAGREE = 0.10
@@ -46,8 +48,9 @@ class Throughput:
         gap = self.wall_per_s / self.per_s - 1.0
         if abs(gap) <= WALL_DISAGREE:
             return None
-        return (f"throughput {fmt_rate(self.per_s)}/s ({self.method}) but {fmt_rate(self.wall_per_s)}/s over the whole wall "
-                f"time ({gap:+.0%}): stalls or slow blocks, not the engine, move the mean rate")
+        return (f"throughput {fmt_rate(self.per_s)}/s ({METHOD_WORDS.get(self.method, self.method)}) but "
+                f"{fmt_rate(self.wall_per_s)}/s over the whole run ({gap:+.0%}): stalls or slow blocks, not the engine, "
+                f"move the average rate. Exactly: {self.method}")
 
     def to_json(self) -> dict[str, Any]:
         return {"per_s": self.per_s, "method": self.method, "wall_per_s": self.wall_per_s, "blocks": self.blocks}
