@@ -165,6 +165,21 @@ def test_what_if_pad_channels_runs_against_the_original_and_says_what_suggested_
     assert data["comparisons"][0]["roofline"]["candidate"]["flops"] > 0
     assert "candidate" not in data["comparisons"][1]["roofline"] and any("roofline of the changed" in x
                                                                           for x in data["warnings"])
+    # the padded copy and its engine live in the what-if area, apart from the user's engines (issue 34)
+    engines, area = tmp_path / "e", whatif.whatif_dir(tmp_path / "e")
+    assert Path(w["changed_model"]) == area / "net.pad-channels.onnx" and Path(w["changed_model"]).is_file()
+    assert data["ab"]["arms"][2]["engines_dir"] == str(area) and "engines_dir" not in data["ab"]["arms"][0]
+    from trtprof.engines.cache import list_engines
+
+    assert {(r.model, r.precision) for r in list_engines(engines)} == {("net", "fp32"), ("net", "fp16")}
+    assert {(r.model, r.precision) for r in list_engines(area)} == {("net.pad-channels", "fp16")}
+    capsys.readouterr()
+    assert main(["bench", str(engines), "--batch-sizes", "1", "--iterations", "3",
+                 "--warmup", "1", "--out", str(tmp_path / "b.json")]) == 0
+    printed = capsys.readouterr().out
+    assert f"note: 1 what-if engine in {area} not listed" in printed
+    benched = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert {r["model"] for r in benched} == {"net"}  # bench ENGINES/ measures the user's engines only
 
 
 def test_what_if_on_a_model_with_nothing_to_pad_is_refused(tmp_path, capsys):

@@ -212,6 +212,18 @@ def search_max_batch(args: argparse.Namespace, settings) -> list[dict]:
     return search(list_engines(args.path), settings)
 
 
+def print_whatif_area(engines_dir: Path) -> None:
+    """One line when the dir holds a what-if area: its engines are experiments, kept apart and not benched."""
+    from ..compare.whatif import whatif_dir
+    from ..engines.cache import ENTRY_NAME, META_SUFFIX
+
+    area = whatif_dir(engines_dir)
+    count = sum(1 for p in area.glob(f"*{META_SUFFIX}") if ENTRY_NAME.fullmatch(p.name)) if area.is_dir() else 0
+    if count:
+        print(f"note: {plural(count, 'what-if engine')} in {area} not listed (experiments of `compare --what-if`; "
+              f"`trtprof bench {area}` measures them)")
+
+
 def run(args: argparse.Namespace) -> int:
     engines = [args.path if args.path.is_dir() else args.path.parent]
     _common.check_output_file(args.out, "--out", engines=engines, kind=outputs.RESULTS_JSON, args=args)
@@ -224,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
     if args.path.is_dir():
         for problem in scan_dir(args.path).problems():
             print(f"warning: {problem}", file=sys.stderr)
+        print_whatif_area(args.path)
     found = search_max_batch(args, fit_settings) if fit_settings is not None else []
     on_plan, on_start, on_result, close = progress()
     try:

@@ -40,6 +40,7 @@ class ArmSpec:
     backend: str
     precision: str
     options: tuple[tuple[str, Any], ...] = ()
+    engines_dir: Path | None = None  # where this arm's engine is built (a what-if's: the what-if area); None: the run's
 
 
 @dataclass
@@ -53,7 +54,8 @@ class AbOutcome:
     def to_json(self) -> dict[str, Any]:
         data = self.report.to_json()
         data["ab"] = {"arms": [{"label": a.label, "model": str(a.model), "backend": a.backend, "precision": a.precision,
-                                **({"options": dict(a.options)} if a.options else {})}
+                                **({"options": dict(a.options)} if a.options else {}),
+                                **({"engines_dir": str(a.engines_dir)} if a.engines_dir is not None else {})}
                                for a in self.arms], **({"what_if": self.what_if} if self.what_if else {})}
         return data
 
@@ -85,7 +87,9 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
     records: dict[str, Any] = {}
     sizes: tuple[int, ...] = tuple(batch_sizes)
     onnx_paths = []
+    run_dir = engines_dir
     for arm in arms:
+        engines_dir = Path(arm.engines_dir) if arm.engines_dir is not None else run_dir
         if arm.options:  # a model file built with options (a what-if's changed arm): no engines dir to search
             arm_sizes = tuple(batch_sizes) or (1,)
             settings = BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=arm.backend,
@@ -230,7 +234,8 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
         return compare_channels_last(model, precision, batch_sizes, options, engines_dir=engines_dir,
                                      backend=backend, hooks=hooks)
     source = as_onnx(Path(model), Path(engines_dir))
-    padded = Path(engines_dir) / "what-if" / f"{source.stem}.{what_if}.onnx"
+    area = whatif.whatif_dir(Path(engines_dir))
+    padded = area / f"{source.stem}.{what_if}.onnx"
     change = whatif.pad_channels(source, padded)
     if not change.padded:
         raise BadInput(f"{model}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
@@ -238,7 +243,7 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
     identical = whatif.check_identical(source, padded, what_if_feeds(source, batch_sizes, options))
     label = f"{precision}+{what_if}"
     arms = original_arms(source, backend, precision)
-    arms.append(ArmSpec(label, padded, backend, precision))
+    arms.append(ArmSpec(label, padded, backend, precision, engines_dir=area))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
     outcome.report.model = source.stem
     for c in outcome.report.comparisons:  # the original's FLOPs are not the padded copy's
@@ -285,7 +290,8 @@ def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int
     identical = whatif.check_channels_last(source, what_if_feeds(source, batch_sizes, options))
     label = f"{precision}+{what_if}"
     arms = original_arms(source, "torch", precision)
-    arms.append(ArmSpec(label, source, "torch", precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),)))
+    arms.append(ArmSpec(label, source, "torch", precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),),
+                        engines_dir=whatif.whatif_dir(Path(engines_dir))))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
     outcome.report.model = source.stem
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],

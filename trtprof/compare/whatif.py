@@ -37,6 +37,15 @@ WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST)
 # on torch cuDNN's NCHW↔NHWC transposes run inside each Conv's row of the layer table (kernels
 # ``nchwToNhwc…``), so neither cast_reformat (rows of kind reformat) nor any other rule measures them.
 SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None}
+# the what-if area inside an engines dir: the changed model copies and the engines built from them live
+# here, apart from the user's own engines, so `trtprof bench ENGINES/` does not list an experiment as one
+# of the user's engines (issue 34); a dot dir, so a glob of the engines dir and `ls` pass it by
+WHATIF_DIR = ".whatif"
+
+
+def whatif_dir(engines_dir: Path) -> Path:
+    """Where a what-if's changed copies and engines go: ``<engines_dir>/.whatif``."""
+    return Path(engines_dir) / WHATIF_DIR
 # "Identical": the padded model adds zero products, which only changes summation order inside a
 # kernel. Relative to the output's scale, FP32 reordering stays far below this.
 IDENTICAL_RTOL = 1e-5
