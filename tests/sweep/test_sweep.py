@@ -38,8 +38,19 @@ def two_models(tmp_path: Path) -> tuple[Path, Path]:
 
 @pytest.fixture
 def broken_model(tmp_path: Path) -> Path:
+    """A readable ONNX model whose build fails (an op no runtime has): the sweep takes it, its cells fail.
+    (A file that is not ONNX at all is refused before any cell: tests/cli/test_bad_model_files.py.)"""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    node = helper.make_node("NoSuchOp", ["input"], ["y"], domain="com.example.broken")
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("com.example.broken", 1)])
+    model.ir_version = 9
     path = tmp_path / "broken.onnx"
-    path.write_bytes(b"this is not an onnx model")
+    onnx.save(model, str(path))
     return path
 
 
@@ -224,6 +235,8 @@ def test_local_sweep_two_workers_two_models_and_a_failing_cell(tmp_path, two_mod
         cell = json.loads((out / e["result_file"]).read_text())
         assert [c["batch_size"] for c in cell["comparisons"]] == [e["batch_size"]]
         assert e["slot"]["cpus"] and len(e["slot"]["cpus"]) == 1  # 2 workers on 2 cores: one core each
+    # the failed build left no empty engines dir behind (issue 34); the others keep theirs
+    assert not list((tmp_path / "engines").glob("broken-*"))
     # engines built once per model × precision, shared by both batch-size cells
     for stem in ("small", "wide"):
         (folder,) = (tmp_path / "engines").glob(f"{stem}-onnxruntime-*")
@@ -461,3 +474,41 @@ def test_ray_task_whose_worker_dies_is_retried(tmp_path, two_models, local_ray, 
 def test_slot_without_pinning_leaves_threads_alone():
     env = Slot(name="ray").env({"OMP_NUM_THREADS": "3"})
     assert env["OMP_NUM_THREADS"] == "3" and "CUDA_VISIBLE_DEVICES" not in env
+
+
+def test_dirs_made_for_a_build_are_removed_only_when_still_empty(tmp_path):
+    """``dirs_kept_only_if_used``: the dirs it made and that stayed empty go (innermost first); a dir that
+    existed before, or that got a file, stays — nothing trtprof did not write is removed (issue 34)."""
+    from trtprof.util.files import dirs_kept_only_if_used
+
+    (tmp_path / "root").mkdir()
+    with dirs_kept_only_if_used(tmp_path / "root" / "engines" / "m-auto-1234") as made:
+        assert made.is_dir()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["root"]  # both made dirs gone, the old one kept
+    with dirs_kept_only_if_used(tmp_path / "root" / "engines" / "m-auto-1234") as made:
+        (made / "net.fp32.onnxruntime.0123456789ab.json").write_text("{}")
+    assert (tmp_path / "root" / "engines" / "m-auto-1234" / "net.fp32.onnxruntime.0123456789ab.json").is_file()
+    with pytest.raises(RuntimeError), dirs_kept_only_if_used(tmp_path / "root" / "other"):
+        raise RuntimeError("the build failed")
+    assert not (tmp_path / "root" / "other").exists()  # a failure cleans up too
+
+
+def test_a_failed_builds_lock_files_go_with_its_dir_unless_held(tmp_path):
+    """A build that failed leaves ``.locks/<key>.lock`` in the dir made for it: removed with the dir; a
+    lock another process holds is kept, and so is the dir."""
+    from trtprof.engines.cache_admin import remove_unheld_locks
+    from trtprof.util.files import dirs_kept_only_if_used, file_lock
+
+    name = "ab" * 32 + ".lock"
+    with dirs_kept_only_if_used(tmp_path / "e" / "m-auto-1", remove_unheld_locks) as made:
+        (made / ".locks").mkdir()
+        (made / ".locks" / name).write_text("")
+    assert not (tmp_path / "e").exists()
+    with dirs_kept_only_if_used(tmp_path / "e" / "m-auto-2", remove_unheld_locks) as made:
+        (made / ".locks").mkdir()
+        held = file_lock(made / ".locks" / name, 0)
+        held.acquire()
+    try:
+        assert (tmp_path / "e" / "m-auto-2" / ".locks" / name).exists()  # held by someone: kept, dir too
+    finally:
+        held.release()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import BadModel, BuildFailed, MissingDependency, OutputNotWritten, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
+from ..util.thirdparty import third_party_warnings
 from .base import Availability, BuildReport
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 CUDA_EP = "CUDAExecutionProvider"
 CPU_EP = "CPUExecutionProvider"
+# ORT log severity "warning": the build's one session logs its warnings about the model (captured, not shown)
+ORT_WARNING = 2
 
 
 def import_ort():
@@ -71,10 +74,14 @@ def ort_cause(text: str) -> str:
 
 
 def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
-             threads: int | None = None, profile_prefix: str | None = None, keep_optimizations: bool = False):
+             threads: int | None = None, profile_prefix: str | None = None, keep_optimizations: bool = False,
+             log_severity: int = 4):
+    """``log_severity`` 4, fatal only: ORT's warnings would flood the output, and its errors come back as
+    exceptions that trtprof turns into one line; the build's session logs warnings (2) inside
+    ``util.thirdparty.third_party_warnings``, which keeps them for the engine's metadata."""
     ort = import_ort()
     options = ort.SessionOptions()
-    options.log_severity_level = 4  # fatal only: ORT warnings would flood the output, and its errors come back as exceptions that trtprof turns into one line
+    options.log_severity_level = log_severity
     if threads is not None:
         # intra-op: the threads one operator uses; inter-op 1 runs nodes one after another, so the
         # total is what the user asked for (ORT's default is one thread per core, often noisy).
@@ -102,7 +109,8 @@ def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_ou
         raise _session_error(err, path) from err
 
 
-def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> dict[str, dict[str, int]]:
+def precision_census(model_bytes: bytes, precision: Precision, path: Path,
+                     log_severity: int = 4) -> dict[str, dict[str, int]]:
     """Per op type, nodes that run in FP16 vs FP32 (int8: integer kernels vs FP32 vs Q/DQ
     conversions) in the graph ORT actually executes."""
     import onnx
@@ -114,7 +122,7 @@ def precision_census(model_bytes: bytes, precision: Precision, path: Path) -> di
     with temp_dir("ort") as tmp:
         out = tmp / "executed.onnx"
         try:
-            ort_session(model_bytes, precision, optimized_out=out, path=path)
+            ort_session(model_bytes, precision, optimized_out=out, path=path, log_severity=log_severity)
         except BadModel as err:
             if not _loads_without_writing(model_bytes, precision, path):
                 raise
@@ -289,7 +297,8 @@ class OnnxRuntimeBackend:
         else:
             data = proto.SerializeToString()
         try:
-            census = precision_census(data, spec.precision, model)
+            with third_party_warnings() as caught:  # ORT's warnings about this model, for the metadata (issue 34)
+                census = precision_census(data, spec.precision, model, log_severity=ORT_WARNING)
         except BadModel as err:
             if conversion is not None:
                 _blame_conversion(conversion, err, proto, model)
@@ -320,6 +329,8 @@ class OnnxRuntimeBackend:
                 ))
         if spec.precision is Precision.INT8:
             notes[:0] = int8_census_notes(census, eff, metadata["provider"])
+        if caught:
+            metadata["warnings"] = list(caught)
         out.write_bytes(data)
         return BuildReport(metadata=metadata, notes=notes)
 

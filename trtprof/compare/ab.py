@@ -148,19 +148,15 @@ def outputs_by_position(a: Any, b: Any) -> dict[str, str]:
 
 
 def model_io(path: Path) -> Any:
-    """The inputs and outputs an ONNX file declares, read without its weights; None when it is not a
-    readable ONNX file here (a SavedModel, a damaged file: the build says why, in its own words)."""
+    """The inputs and outputs an ONNX file declares, read without its weights; None when it is not an ONNX
+    file (a SavedModel: converted by the build). An empty, truncated or non-ONNX ``.onnx`` file is refused
+    here, naming it (``BadModel``), before the other arm is built (issue 34)."""
     path = Path(path)
     if path.suffix.lower() != ".onnx" or not path.is_file():
         return None
-    try:
-        import onnx
+    from ..model.onnx_model import describe, load_onnx
 
-        from ..model.onnx_model import describe
-
-        return describe(onnx.load(str(path), load_external_data=False), path, sha256="-")
-    except Exception:  # noqa: BLE001 - not ours to judge here; resolve_arms reports it
-        return None
+    return describe(load_onnx(path, weights=False), path, sha256="-")
 
 
 def check_models_compatible(arms: Sequence[ArmSpec]) -> None:
@@ -240,7 +236,8 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
     if not change.padded:
         raise BadInput(f"{model}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
                        f"{whatif.PAD_MULTIPLE} (or none can be padded: {change.skipped}); nothing to measure")
-    identical = whatif.check_identical(source, padded, what_if_feeds(source, batch_sizes, options))
+    caught: list[str] = []  # ONNX Runtime's warnings while checking the copy: for the JSON, not the terminal
+    identical = whatif.check_identical(source, padded, what_if_feeds(source, batch_sizes, options), caught)
     label = f"{precision}+{what_if}"
     arms = original_arms(source, backend, precision)
     arms.append(ArmSpec(label, padded, backend, precision, engines_dir=area))
@@ -254,7 +251,7 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
                        "changed_model": str(padded), "change": change.to_json(),
                        "outputs_max_rel_diff": identical, "identical_rtol": whatif.IDENTICAL_RTOL,
-                       "lines": what_if_lines(outcome.report, what_if, arms)}
+                       "lines": what_if_lines(outcome.report, what_if, arms), "warnings": caught}
     return outcome
 
 

@@ -28,6 +28,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import BadInput, TrtprofError
+from ..model.onnx_model import load_onnx
+from ..util.thirdparty import third_party_warnings
 
 PAD_MULTIPLE = 8  # FP16 tensor cores want channel counts in multiples of 8 (cuDNN, TensorRT docs)
 PAD_CHANNELS = "pad-channels"
@@ -78,7 +80,7 @@ def pad_channels(source: Path, out: Path) -> PadReport:
     import onnx
     from onnx import numpy_helper
 
-    model = onnx.load(str(source))
+    model = load_onnx(Path(source))  # an empty, truncated or non-ONNX file: one line naming it (issue 34)
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     if opset < MIN_OPSET:
         raise BadInput(f"{source}: --what-if {PAD_CHANNELS} needs ONNX opset ≥ {MIN_OPSET} (the model has {opset})")
@@ -243,19 +245,24 @@ def refuse_if_different(worst: float, rtol: float, experiment: str, original: An
     return worst
 
 
-def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarray]) -> float:
+def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarray],
+                    warnings_out: list[str] | None = None) -> float:
     """Run both models (ONNX Runtime, FP32, CPU) on ``feeds``; return the largest difference relative
-    to the output's scale. Raises when it is beyond ``IDENTICAL_RTOL``."""
+    to the output's scale. Raises when it is beyond ``IDENTICAL_RTOL``. ORT's warnings about the two
+    models go to ``warnings_out`` (the what-if's JSON), not raw to the terminal."""
     try:
         import onnxruntime as ort
     except ImportError as err:  # pragma: no cover - onnxruntime is a base dependency
         raise TrtprofError("checking a what-if's outputs needs onnxruntime (pip install onnxruntime)") from err
 
     outs = []
-    for path in (original, changed):
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        names = [o.name for o in session.get_outputs()]
-        outs.append(dict(zip(names, session.run(names, dict(feeds)))))
+    with third_party_warnings() as caught:
+        for path in (original, changed):
+            session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            names = [o.name for o in session.get_outputs()]
+            outs.append(dict(zip(names, session.run(names, dict(feeds)))))
+    if warnings_out is not None:
+        warnings_out.extend(w for w in caught if w not in warnings_out)
     return refuse_if_different(max_relative_difference(outs[0], outs[1]), IDENTICAL_RTOL, f"{PAD_CHANNELS} copy's",
                                original, changed)
 
@@ -268,12 +275,11 @@ def channels_last_targets(source: Path) -> dict[str, list[str]]:
     the torch runner finds them: initializers, after its Identity pre-pass (onnx2torch loads Conv
     weights from initializers only, so a Conv whose weights a node computes — ConstantOfShape,
     Constant — is refused here, by what it is, rather than failing the build)."""
-    import onnx
 
     from ..backends.torch import conv_fed_inputs, fold_identity_initializers
     from ..model.onnx_model import inspect_model
 
-    model = onnx.load(str(source))
+    model = load_onnx(Path(source))  # a damaged file: one line naming it, before torch is asked anything
     fold_identity_initializers(model)
     inits = {i.name: i for i in model.graph.initializer}
     conv_nodes = [(k, n) for k, n in enumerate(model.graph.node) if n.op_type == "Conv" and len(n.input) > 1]

@@ -246,3 +246,29 @@ def remove(root: Path, item: CacheItem) -> bool:
     finally:
         for lock in held:
             lock.release()
+
+
+def remove_unheld_locks(root: Path) -> None:
+    """In an engines dir that holds nothing but its ``.locks/`` (a build that failed there), remove the lock
+    files no process holds, then ``.locks/`` when empty: so the dir itself can go (issue 34). A lock another
+    process holds is left as it is; a dir with anything else in it is not touched."""
+    root = Path(root)
+    lock_dir = root / LOCK_DIR
+    if [p.name for p in root.iterdir()] != [LOCK_DIR] or not lock_dir.is_dir():
+        return
+    for path in lock_dir.iterdir():
+        if not re.fullmatch(r"[0-9a-f]{64}\.lock", path.name):
+            continue
+        lock = file_lock(path, 0)
+        try:
+            lock.acquire()
+        except Exception:  # noqa: BLE001 - held by another process (filelock.Timeout), or unreadable: keep it
+            continue
+        try:
+            path.unlink()
+        finally:
+            lock.release()
+    try:
+        lock_dir.rmdir()
+    except OSError:
+        pass

@@ -64,9 +64,10 @@ class ModelInfo:
         return self.path.stem if self.path.is_file() else self.path.name
 
 
-def load_onnx(path: Path, content: bytes | None = None) -> "onnx.ModelProto":
+def load_onnx(path: Path, content: bytes | None = None, *, weights: bool = True) -> "onnx.ModelProto":
     """Parse ``path`` as ONNX (``content``: its bytes, already read), turning every way it can be wrong
-    into one ``BadModel`` line."""
+    into one ``BadModel`` line. ``weights=False``: the graph only, not the external-data files beside it
+    (a sweep checks every model before its first cell without holding their weights)."""
     path = Path(path)
     if not path.exists():
         raise BadModel("no such file", path=path)
@@ -77,12 +78,14 @@ def load_onnx(path: Path, content: bytes | None = None) -> "onnx.ModelProto":
     onnx = _import_onnx()
     try:
         if content is None:
-            model = onnx.load(str(path), load_external_data=True)
+            model = onnx.load(str(path), load_external_data=weights)
         else:  # what onnx.load does with the file's bytes: parse, then the weights stored beside it
             model = onnx.load_model_from_string(content)
-            onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
+            if weights:
+                onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
     except Exception as err:  # onnx raises DecodeError, ValueError, OSError... depending on the damage
-        raise BadModel(f"not a readable ONNX model ({type(err).__name__}: {first_line(err)})", path=path) from err
+        raise BadModel(f"not a readable ONNX model: truncated, damaged or another format ({type(err).__name__}: "
+                       f"{first_line(err)})", path=path) from err
     if not model.graph.node and not model.graph.output:
         raise BadModel("not an ONNX model (no graph: empty, truncated or another format)", path=path)
     try:

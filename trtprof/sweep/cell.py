@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ..engines.cache_admin import remove_unheld_locks
+from ..util.files import dirs_kept_only_if_used
 from ..util.scratch import temp_dir
 from .spec import Cell
 
@@ -175,8 +177,7 @@ def build_model(cell: Cell, slot: Slot, *, processes: Processes | None = None,
     """The sweep's pre-build step for one model: ``trtprof build`` with every precision and batch size
     of the sweep, so the cells after it only load engines. Returns ``ok``, ``error``, ``attempts``, ``log``."""
     child_env = slot.env(os.environ)
-    Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
-    with temp_dir("build") as tmp:
+    with dirs_kept_only_if_used(Path(cell.engines_dir), remove_unheld_locks), temp_dir("build") as tmp:
         log_path = Path(tmp) / "build.log"
         log_path.touch()
         attempts = _attempts([("build", cell.build_argv())], slot, child_env, log_path, processes, timeout_s)
@@ -196,11 +197,10 @@ def run_cell(cell: Cell, slot: Slot, *, processes: Processes | None = None, time
     child_env = slot.env(os.environ)
     started_epoch = time.time()
     result: dict[str, Any] | None = None
-    with temp_dir(f"cell-{cell.id}") as tmp:
+    with dirs_kept_only_if_used(Path(cell.engines_dir), remove_unheld_locks), temp_dir(f"cell-{cell.id}") as tmp:
         out = tmp / "result.json"
         log_path = tmp / "cell.log"
         log_path.touch()
-        Path(cell.engines_dir).mkdir(parents=True, exist_ok=True)
         stages = ([("build", cell.build_argv())] if build else []) + [(cell.kind, cell.run_argv(str(out)))]
 
         def check() -> str | None:

@@ -257,6 +257,10 @@ def _model_plan(entry: Mapping[str, Any], defaults: Mapping[str, Any], base: Pat
     path = path if path.is_absolute() else base / path
     if not path.exists():
         raise BadInput(f"{where}: model not found", path=path)
+    if path.is_file() and path.suffix.lower() == ".onnx":  # empty, truncated, not ONNX: one line before any cell
+        from ..model.onnx_model import load_onnx
+
+        load_onnx(path, weights=False)
     precisions = tuple(dict.fromkeys(Precision.parse(p).value for p in _strings(merged.get("precisions", "fp32,fp16"),
                                                                                  "precisions", where)))
     shape = _strings(merged.get("shape", []), "shape", where)

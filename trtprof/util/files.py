@@ -5,10 +5,12 @@ and none of them should need the engine store to do it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 from ..errors import MissingDependency
 
@@ -62,3 +64,29 @@ def safe_stem(text: str) -> str:
 
 def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@contextlib.contextmanager
+def dirs_kept_only_if_used(path: Path, tidy: Callable[[Path], None] | None = None) -> Iterator[Path]:
+    """Make ``path`` (and missing parents) for the block; afterwards remove again, innermost first, each dir
+    this call made that is still empty: a failed build leaves no empty ``<model>-<backend>-<hash>/`` behind
+    (issue 34). A dir that existed before, or that holds anything, is never touched (``os.rmdir`` removes
+    empty dirs only). ``tidy(dir)`` runs first on each made dir: it may remove what the block itself left
+    there and no one needs (a failed build's lock files)."""
+    path = Path(path)
+    made = []
+    for d in [path, *path.parents]:
+        if d.exists():
+            break
+        made.append(d)
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        yield path
+    finally:
+        for d in made:  # innermost first
+            try:
+                if tidy is not None and d.is_dir():
+                    tidy(d)
+                d.rmdir()
+            except OSError:  # not empty (the build wrote its engines: kept), or already gone
+                break
