@@ -61,8 +61,10 @@ def test_build_keeps_ort_warnings_in_the_engine_metadata_not_on_the_terminal(tmp
     model = with_unused_initializer(tmp_path)
     assert main(["build", str(model), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime",
                  "--batch-sizes", "1", "--fp32"]) == 0
-    err = capfd.readouterr().err
+    captured = capfd.readouterr()
+    err = captured.err
     assert "W:onnxruntime" not in err and "\x1b[" not in err
+    assert "note: onnxruntime warned 1 time about this model (kept in the engine's metadata JSON" in captured.out
     meta = next(p for p in (tmp_path / "e").glob("warns.fp32.*.json"))
     kept = json.loads(meta.read_text())["backend_metadata"]["warnings"]
     assert any("Removing initializer 'unused_weight'" in w for w in kept)

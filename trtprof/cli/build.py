@@ -7,6 +7,7 @@ from pathlib import Path
 from ..build.pipeline import BuildOutcome, BuildSettings, build_engines
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
+from ..util.wording import plural
 from . import _common
 
 
@@ -77,6 +78,10 @@ def print_outcome(outcome: BuildOutcome) -> None:
     print(outcome_line(outcome))
     for note in outcome.record.notes:
         print(f"    note: {note}")
+    caught = outcome.record.backend_metadata.get("warnings") or []
+    if caught and outcome.status != "cache hit":  # the library's own lines are in the JSON; one line here
+        print(f"    note: {outcome.record.backend} warned {plural(len(caught), 'time')} about this model "
+              "(kept in the engine's metadata JSON: backend_metadata.warnings)")
 
 
 def _print_conversion(result) -> None:
