@@ -173,8 +173,10 @@ def test_the_sweep_spec_shown_in_the_docs_loads(tmp_path):
     toml = re.search(r"```toml\n(.*?)```", (DOCS / "sweep.md").read_text(), flags=re.S).group(1)
     spec_path = tmp_path / "sweep.toml"
     spec_path.write_text(toml)
-    for name in ("resnet50.onnx", "conv_elu.onnx"):
-        (tmp_path / name).write_bytes(b"")
+    from trtprof.model.demo import make_demo_model
+
+    for name in ("resnet50.onnx", "conv_elu.onnx"):  # readable models: the spec checks each before any cell
+        make_demo_model(tmp_path / name, channels=4, image=8, classes=3)
     spec = load_spec(spec_path)
     assert [Path(m.path).name for m in spec.models] == ["resnet50.onnx", "conv_elu.onnx"]
     assert spec.models[1].batch_sizes == (1, 256) and spec.models[0].precisions == ("fp32", "tf32", "fp16")
