@@ -451,7 +451,7 @@ def render_html(data: Mapping[str, Any]) -> str:
                  fmt_rate(r.throughput_per_s), "; ".join(result_caveats(r)) or "–"]
                 for r, label in zip(results, engine_labels(results))]
         if rows:  # a serving-only file has no bench results: no empty table (its sections follow)
-            parts.append("<h2>Results</h2><style>.bench td:last-child{text-align:left}</style><div class=\"bench\">"
+            parts.append("<h2>Results</h2><style>.bench td:last-child,.bench th:last-child{text-align:left}</style><div class=\"bench\">"
                          + table(("engine", "batch", "median ms", "p99 ms", "n", "samples/s", "validity and warnings"),
                                  rows) + "</div>")
         if len({r.batch_size for r in results}) > 1:

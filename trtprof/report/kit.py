@@ -23,7 +23,7 @@ from ..util.outputs import GENERATOR_META
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
-th{background:#f3f3f3}td:first-child{text-align:left}.v-faster{background:#d8f5d0}.v-slower{background:#f8d4d4}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.v-faster{background:#d8f5d0}.v-slower{background:#f8d4d4}
 .v-no{background:#eee}.v-equivalent{background:#e3ecf7}.v-inconclusive{background:#eee}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
 img{max-width:100%;display:block;margin:.5em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
 li{margin:.3em 0}
