@@ -91,6 +91,11 @@ if out is not None and Path(out).exists():  # what ran beside the timed rounds (
         for row in record["work"]:
             print(f"  {row['what']}: {row['start_s']} → {row['end_s']} s, {row['overlap_s']} s inside timed rounds",
                   file=sys.stderr)
+import resource  # noqa: E402
+
+own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"CPU seconds: this process {own.ru_utime + own.ru_stime:.2f} (max RSS {own.ru_maxrss / 1024:.0f} MiB), "
+      f"its reaped children (the workers) {children.ru_utime + children.ru_stime:.2f}", file=sys.stderr)
 with open("/proc/loadavg", encoding="ascii") as f:
     print(f"load average: {f.read().strip()}", file=sys.stderr)
 sys.exit(rc)

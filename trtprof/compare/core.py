@@ -1,6 +1,7 @@
 """FP16 vs FP32 (or any precisions): engine records → interleaved loads and rounds → comparisons.
 
-This module is the assembly: it loads the engines once for their outputs (the accuracy delta),
+This module is the assembly: it takes every engine's outputs once (the accuracy delta: from load 0's
+worker, ``reference_pass``, or loaded here in-process),
 measures through ``interleave.run_interleaved`` (loads × interleaved rounds × iterations, stopped
 on the speedup's own CI; loads are worker processes, ``workers``), takes the speedup, its verdict
 and the per-engine median CIs from ``speedup`` (hierarchical: loads, then rounds), adds the
@@ -368,9 +369,9 @@ class CompareHooks:
 
 @dataclass(frozen=True)
 class Reference:
-    """What one in-process load of every engine tells before any timing: the input shapes per batch
-    size (all checked up front), each arm's device and autotune setting, the outputs (accuracy), and
-    the FP16 range prediction."""
+    """What one load of every engine tells before any timing (load 0's worker, or in-process): the
+    input shapes per batch size (all checked up front), each arm's device and autotune setting, the
+    outputs (accuracy), and the FP16 range prediction."""
 
     shapes: dict[int, dict[str, tuple[int, ...]]]
     devices: dict[str, str]
@@ -434,8 +435,8 @@ def compare_records(
     its verdict, an accuracy delta and its diagnosis. ``source``: the FP32 model they were built from
     (an ``OnnxModel``, read once, or a path read here once; None: no range analysis, roofline or graph facts).
 
-    Four phases, each a function: load (``load_reference``: the engines once, in-process, for their
-    outputs and input shapes, then closed), measure (``measure``: ``plan.min_loads``+ independent loads
+    Four phases, each a function: load (``load_reference``: every engine's outputs and input shapes, from
+    load 0's worker, or with the engines loaded here once, then closed), measure (``measure``: ``plan.min_loads``+ independent loads
     in interleaved rounds), analyse (``analyse``: speedup, accuracy, roofline, diagnosis per candidate)
     and assemble (the ``CompareReport``). Worker processes (``isolation="process"``) are spawned before
     the load phase so that their start-up overlaps it, and reused across batch sizes. The first batch

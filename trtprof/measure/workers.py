@@ -136,9 +136,10 @@ class Worker:
         return WorkerDied(f"load {self.index} (measurement worker, pid {self.proc.pid}) {how_it_ended(self.proc.returncode)}"
                           + (f": {tail}" if tail else ""))
 
-    def wait_ready(self) -> None:
+    def wait_ready(self, who: str | None = None) -> None:
+        """Wait for ``ready`` (the engines loaded); a failure to load raised as ``_receive`` does."""
         if not self._ready:
-            payload = self._receive()
+            payload = self._receive(who)
             if isinstance(payload, dict):  # a worker of this trtprof: its arms' facts and when it was ready
                 self.facts = {label: ArmFacts(**f) for label, f in payload.get("facts", {}).items()}
                 self.ready_at = payload.get("ready_at")
@@ -299,7 +300,7 @@ class WorkerPool:
     def facts(self) -> dict[str, ArmFacts]:
         """Each arm's ``ArmFacts`` as load 0's worker found them (waiting for it to load its engines)."""
         self.spawn(1)
-        self.workers[0].wait_ready()
+        self.workers[0].wait_ready(who="")  # an engine that cannot load: the line the parent's own load gave
         return dict(self.workers[0].facts)
 
     def ask_outputs(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
@@ -314,11 +315,15 @@ class WorkerPool:
 
     def take_outputs(self) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
         """Batch size → (arm → outputs, arm → memory in use around its inference), from ``ask_outputs``."""
+        done_at = None
         try:
-            return self.workers[0].answer(who="")  # its errors read as the parent's would (OutOfMemory: the batch)
+            payload = self.workers[0].answer(who="")  # its errors read as the parent's would (OutOfMemory: the batch)
+            done_at = payload["done_at"]  # by the worker's clock: the parent may have been busy until later
+            return payload["outputs"]
         finally:
             if self._asked_at is not None:
-                self.busy.append(Span("the accuracy pass (load 0's worker)", self._asked_at, time.monotonic()))
+                self.busy.append(Span("the accuracy pass (load 0's worker)", self._asked_at,
+                                      done_at if done_at is not None else time.monotonic()))
                 self._asked_at = None
 
     def ready(self, index: int) -> bool:
@@ -516,7 +521,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
                     reply("ready", {"facts": facts, "ready_at": time.monotonic()})
                 elif command == "outputs":
                     batches, seed, int_range = args
-                    reply("ok", accuracy_outputs(runners, load_rss, batches, seed, int_range))
+                    done = accuracy_outputs(runners, load_rss, batches, seed, int_range)
+                    reply("ok", {"outputs": done, "done_at": time.monotonic()})
                 elif command == "feeds":
                     shapes, seed, int_range, fixed = args
                     first = next(iter(runners.values()))
