@@ -58,7 +58,7 @@ for owner, name in [(cmp, "resolve_records"), (ab, "resolve_records"), (cmp, "co
                     (cmp, "collect"), (_common, "write_compare_outputs"), (cli_compare, "print_comparison"),
                     (workers.WorkerPool, "spawn"), (workers.WorkerPool, "start"), (workers.WorkerPool, "close"),
                     # the accuracy pass by load 0's worker (issue 33; absent before it: skipped)
-                    (workers.WorkerPool, "facts"), (workers.WorkerPool, "ask_outputs"), (workers.WorkerPool, "take_outputs")]:
+                    (workers.WorkerPool, "facts"), (workers.WorkerPool, "outputs")]:
     if hasattr(owner, name):
         wrap(owner, name)
 open_load = interleave._Loop.add_load

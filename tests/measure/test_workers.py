@@ -141,9 +141,9 @@ def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_i
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-        def ask_outputs(self, batches, seed, int_range):
+        def outputs(self, batches, seed, int_range):
             seen.append(len(self.workers))  # spawned already, when the pass is asked for
-            super().ask_outputs([(b, {"input": (1, 3, 16, 16, 2)}, n) for b, _, n in batches], seed, int_range)
+            return super().outputs([(b, {"input": (1, 3, 16, 16, 2)}, n) for b, _, n in batches], seed, int_range)
 
     plan = interleave.RoundPlan(time_budget_s=0.0, round_iterations=5, min_loads=3, min_rounds=2)
     original = workers.WorkerPool
@@ -169,8 +169,7 @@ def test_a_worker_reports_its_arms_and_runs_the_accuracy_pass(fp32_record):
         facts = pool.facts()
         assert set(facts) == {"fp32", "fp32#2"} and facts["fp32"].device == "cpu"
         shapes = {"input": (2, 3, 16, 16)}
-        pool.ask_outputs([(2, shapes, 0)], 7, (0, 100))
-        (outputs, memory), = pool.take_outputs().values()
+        (outputs, memory), = pool.outputs([(2, shapes, 0)], 7, (0, 100)).values()
     finally:
         pool.close()
     runner = bench.load_runner(fp32_record)

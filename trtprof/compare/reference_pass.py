@@ -5,9 +5,9 @@ accuracy pass and the input specs. On the H200 that pass (``load_reference``: to
 engine converted, each shape autotuned once) took 24 s of a 104 s ResNet-50 compare
 (benchmarks/results/gpu_issue33-H200-2026-12-01) while the workers were doing the same work. Load 0's
 worker has every arm loaded anyway: it reports each arm's specs, device and autotune setting in its
-``ready`` reply (``workers.ArmFacts``) and runs the accuracy pass (``WorkerPool.ask_outputs``) on the same
-seeded inputs, before any timing. Meanwhile this process runs the FP16 range analysis (ONNX Runtime on
-the FP32 model: no engine). Same feeds, same reference arm, same metrics: the same verdict as before
+``ready`` reply (``workers.ArmFacts``) and runs the accuracy pass (``WorkerPool.outputs``) on the same
+seeded inputs, before any timing. This process runs the FP16 range analysis (ONNX Runtime on the FP32
+model: no engine) while the other workers start. Same feeds, same reference arm, same metrics: the same verdict as before
 (tests/compare/test_reference_pass.py compares the two paths).
 
 With the user's ``--inputs`` the accuracy pass runs on all of their samples, which would travel to the
@@ -46,15 +46,15 @@ def checked_shapes(first: Any, baseline: Any, batch_sizes: Sequence[int], option
 
 def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options: Any, model: Any,
                 pool: Any) -> dict[str, Any]:
-    """The fields of ``core.Reference`` from load 0's worker (``pool``): its arms' facts, then the
-    accuracy pass it runs while this process runs the FP16 range analysis (when a candidate is fp16)
-    on the smallest batch size's inputs, made here from the same seed. No engine is loaded here."""
+    """The fields of ``core.Reference`` from load 0's worker (``pool``): its arms' facts; the FP16 range
+    analysis (when a candidate is fp16) here, on the smallest batch size's inputs made from the same
+    seed, while the other workers are still starting; then the accuracy pass, alone once they have
+    all loaded their engines (``WorkerPool.outputs`` says why). No engine is loaded here."""
     names = list(records)
     first = records[names[0]]
     facts = pool.facts()
     baseline = facts[names[0]]
     all_shapes, needed = checked_shapes(first, baseline, batch_sizes, options, model)
-    pool.ask_outputs([(b, all_shapes[b], needed[b]) for b in batch_sizes], options.seed, options.ints)
     smallest = min(batch_sizes)
     started = time.monotonic()
     with preflight.allocation_guard(smallest, needed[smallest]):  # FP16 range risks from the FP32 model (issue 10)
@@ -63,8 +63,7 @@ def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options:
     del feeds
     if fp16_range is not None:
         pool.busy.append(Span("the FP16 range analysis (this process)", started, time.monotonic()))
-    answers = pool.take_outputs()
+    answers = pool.outputs([(b, all_shapes[b], needed[b]) for b in batch_sizes], options.seed, options.ints)
     return {"shapes": all_shapes, "devices": {n: facts[n].device for n in names},
             "autotune": {n: facts[n].autotune for n in names}, "fp16_range": fp16_range,
             "outputs": {b: answers[b][0] for b in batch_sizes}, "memory": {b: answers[b][1] for b in batch_sizes}}
-

@@ -262,7 +262,6 @@ class WorkerPool:
         self.timed: list[Span] = []  # every call of timed rounds (WorkerLoad.rounds)
         self.busy: list[Span] = []  # other work of this run, beside the workers' start-ups (the accuracy pass)
         self.concurrent: dict[str, Any] = {}  # set by close: concurrent.record of all of it
-        self._asked_at: float | None = None
 
     def spawn(self, n: int) -> None:
         """Start up to ``n`` workers at once and return: their imports and engine loads run in the
@@ -303,28 +302,27 @@ class WorkerPool:
         self.workers[0].wait_ready(who="")  # an engine that cannot load: the line the parent's own load gave
         return dict(self.workers[0].facts)
 
-    def ask_outputs(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
-                    int_range: tuple[int, int]) -> None:
-        """Have load 0's worker run compare's accuracy pass: every arm once on the seeded random inputs
-        of each ``(batch size, shapes, input bytes)``; ``take_outputs`` collects it. Only those outputs
-        come back through the pipe (one batch per batch size: for ResNet-50 at batch 256, 1 MB per arm),
-        never the inputs (150 MB there): the worker makes the same ones from the seed."""
+    def outputs(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
+                int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+        """compare's accuracy pass by load 0's worker: every arm once on the seeded random inputs of each
+        ``(batch size, shapes, input bytes)``; batch size → (arm → outputs, arm → memory in use around
+        its inference). It runs once every started worker has loaded its engines (``settle``), alone:
+        a torch worker's first run at a shape is where cuDNN picks its kernels by timing them, and
+        those picks stay with load 0 for its timed rounds, so they are made on a quiet machine, as in
+        any load's warm-up. Only the outputs come back through the pipe (one batch per batch size: for
+        ResNet-50 at batch 256, 1 MB per arm), never the inputs (150 MB there): the worker makes the
+        same ones from the seed."""
         self.spawn(1)
-        self._asked_at = time.monotonic()
-        self.workers[0].ask("outputs", [(b, dict(s), n) for b, s, n in batches], seed, int_range)
-
-    def take_outputs(self) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
-        """Batch size → (arm → outputs, arm → memory in use around its inference), from ``ask_outputs``."""
-        done_at = None
+        self.settle()
+        asked, done_at = time.monotonic(), None
         try:
+            self.workers[0].ask("outputs", [(b, dict(s), n) for b, s, n in batches], seed, int_range)
             payload = self.workers[0].answer(who="")  # its errors read as the parent's would (OutOfMemory: the batch)
-            done_at = payload["done_at"]  # by the worker's clock: the parent may have been busy until later
+            done_at = payload["done_at"]  # by the worker's clock
             return payload["outputs"]
         finally:
-            if self._asked_at is not None:
-                self.busy.append(Span("the accuracy pass (load 0's worker)", self._asked_at,
-                                      done_at if done_at is not None else time.monotonic()))
-                self._asked_at = None
+            self.busy.append(Span("the accuracy pass (load 0's worker)", asked,
+                                  done_at if done_at is not None else time.monotonic()))
 
     def ready(self, index: int) -> bool:
         """Would load ``index`` open without waiting for a worker to start?"""
@@ -521,8 +519,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
                     reply("ready", {"facts": facts, "ready_at": time.monotonic()})
                 elif command == "outputs":
                     batches, seed, int_range = args
-                    done = accuracy_outputs(runners, load_rss, batches, seed, int_range)
-                    reply("ok", {"outputs": done, "done_at": time.monotonic()})
+                    passed = accuracy_outputs(runners, load_rss, batches, seed, int_range)
+                    reply("ok", {"outputs": passed, "done_at": time.monotonic()})
                 elif command == "feeds":
                     shapes, seed, int_range, fixed = args
                     first = next(iter(runners.values()))
