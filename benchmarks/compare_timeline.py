@@ -56,8 +56,11 @@ def wrap(owner, name: str) -> None:
 for owner, name in [(cmp, "resolve_records"), (ab, "resolve_records"), (cmp, "compare_records"), (cmp, "load_reference"),
                     (cmp, "preload_analysis"), (cmp, "measure"), (cmp, "run_interleaved"), (cmp, "analyse"),
                     (cmp, "collect"), (_common, "write_compare_outputs"), (cli_compare, "print_comparison"),
-                    (workers.WorkerPool, "spawn"), (workers.WorkerPool, "start"), (workers.WorkerPool, "close")]:
-    wrap(owner, name)
+                    (workers.WorkerPool, "spawn"), (workers.WorkerPool, "start"), (workers.WorkerPool, "close"),
+                    # the accuracy pass by load 0's worker (issue 33; absent before it: skipped)
+                    (workers.WorkerPool, "facts"), (workers.WorkerPool, "outputs")]:
+    if hasattr(owner, name):
+        wrap(owner, name)
 open_load = interleave._Loop.add_load
 
 
@@ -77,6 +80,22 @@ previous = 0.0
 for t, name in events:
     print(f"{t:7.2f} (+{t - previous:5.2f}) {name}", file=sys.stderr)
     previous = t
+out = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--out"), None)
+if out is not None and Path(out).exists():  # what ran beside the timed rounds (the compare JSON, issue 33)
+    import json
+
+    record = json.loads(Path(out).read_text()).get("concurrent_with_timing")
+    if record:
+        print(f"first timed round at {record['first_timed_s']} s of the pool; beside the timing: "
+              f"{', '.join(record['overlapping']) or 'nothing'}", file=sys.stderr)
+        for row in record["work"]:
+            print(f"  {row['what']}: {row['start_s']} → {row['end_s']} s, {row['overlap_s']} s inside timed rounds",
+                  file=sys.stderr)
+import resource  # noqa: E402
+
+own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"CPU seconds: this process {own.ru_utime + own.ru_stime:.2f} (max RSS {own.ru_maxrss / 1024:.0f} MiB), "
+      f"its reaped children (the workers) {children.ru_utime + children.ru_stime:.2f}", file=sys.stderr)
 with open("/proc/loadavg", encoding="ascii") as f:
     print(f"load average: {f.read().strip()}", file=sys.stderr)
 sys.exit(rc)

@@ -128,33 +128,60 @@ def test_worker_trims_device_memory_before_going_idle(monkeypatch):
     assert log == ["block"] * 2 + ["trim"] * 2 + ["block"] * 4 + ["trim"] * 2 + ["close"] * 2
 
 
-def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_it_fails(fp32_record, monkeypatch):
-    """The worker processes load their engines while the parent runs its own accuracy pass (on a GPU
-    host both take seconds); if that pass fails, no worker is left running."""
-    from trtprof.compare import accuracy
+def test_compare_starts_its_workers_before_the_accuracy_pass_and_stops_them_if_it_fails(fp32_record):
+    """The worker processes load their engines while load 0's worker runs the accuracy pass (on a GPU
+    host both take seconds); if that pass fails, no worker is left running. The failure is real: the
+    worker's ORT session refuses the shapes the recording pool swaps in."""
     from trtprof.compare.core import CompareOptions, compare_records
-    from trtprof.errors import BadModel
 
-    pools = []
+    pools, seen = [], []
 
     class RecordingPool(workers.WorkerPool):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    seen = []
+        def outputs(self, batches, seed, int_range):
+            seen.append(len(self.workers))  # spawned already, when the pass is asked for
+            return super().outputs([(b, {"input": (1, 3, 16, 16, 2)}, n) for b, _, n in batches], seed, int_range)
 
-    def failing_outputs(runner, feeds):
-        seen.append(len(pools[0].workers))  # spawned already, while the parent is here
-        raise BadModel("outputs could not be computed")
-
-    monkeypatch.setattr(workers, "WorkerPool", RecordingPool)
-    monkeypatch.setattr(accuracy, "run_outputs", failing_outputs)
     plan = interleave.RoundPlan(time_budget_s=0.0, round_iterations=5, min_loads=3, min_rounds=2)
-    with pytest.raises(BadModel):
-        compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], CompareOptions(plan=plan))
+    original = workers.WorkerPool
+    workers.WorkerPool = RecordingPool
+    try:
+        with pytest.raises(TrtprofError) as caught:
+            compare_records({"fp32": fp32_record, "fp32#2": fp32_record}, [1], CompareOptions(plan=plan))
+    finally:
+        workers.WorkerPool = original
     assert seen == [3]
+    assert "load 0" not in str(caught.value)  # the pass's error reads as the parent's own would
     assert all(w.proc.poll() is not None for w in pools[0].workers)
+
+
+def test_a_worker_reports_its_arms_and_runs_the_accuracy_pass(fp32_record):
+    """``ready`` carries each arm's specs and device; ``outputs`` runs every arm once on the seeded
+    inputs the parent would make (the same arrays: ``make_inputs`` of the same specs and seed)."""
+    from trtprof.measure import bench
+    from trtprof.model.inputs import make_inputs
+
+    pool = workers.WorkerPool({"fp32": fp32_record, "fp32#2": fp32_record})
+    try:
+        facts = pool.facts()
+        assert set(facts) == {"fp32", "fp32#2"} and facts["fp32"].device == "cpu"
+        shapes = {"input": (2, 3, 16, 16)}
+        (outputs, memory), = pool.outputs([(2, shapes, 0)], 7, (0, 100)).values()
+    finally:
+        pool.close()
+    runner = bench.load_runner(fp32_record)
+    try:
+        here = {k: np.asarray(v) for k, v in runner.infer(make_inputs(runner.inputs, shapes, seed=7)).items()}
+        assert tuple(facts["fp32"].inputs) == tuple(runner.inputs)
+    finally:
+        runner.close()
+    assert set(outputs) == {"fp32", "fp32#2"} and set(memory) == {"fp32", "fp32#2"}
+    for name, value in here.items():
+        np.testing.assert_array_equal(outputs["fp32"][name], value)
+    assert [r["what"] for r in pool.concurrent["work"]][-1] == "the accuracy pass (load 0's worker)"
 
 
 # -- spares: workers started before the engines are known (issue 27: the GPU's worker start-up) ----------

@@ -1,6 +1,7 @@
 """FP16 vs FP32 (or any precisions): engine records → interleaved loads and rounds → comparisons.
 
-This module is the assembly: it loads the engines once for their outputs (the accuracy delta),
+This module is the assembly: it takes every engine's outputs once (the accuracy delta: from load 0's
+worker, ``reference_pass``, or loaded here in-process),
 measures through ``interleave.run_interleaved`` (loads × interleaved rounds × iterations, stopped
 on the speedup's own CI; loads are worker processes, ``workers``), takes the speedup, its verdict
 and the per-engine median CIs from ``speedup`` (hierarchical: loads, then rounds), adds the
@@ -24,7 +25,7 @@ import numpy as np
 
 # accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
 # attributes with fakes, which a name bound here at import time would not see.
-from . import accuracy
+from . import accuracy, reference_pass
 from ..diagnose import fp16range
 from ..measure import bench, workers
 from ..measure.budget import TimeBudget
@@ -41,7 +42,7 @@ from ..diagnose.rules import diagnose
 from ..system.environment import collect
 from ..errors import BadInput, TrtprofError
 from ..diagnose.findings import Finding
-from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..model.inputs import DEFAULT_INT_RANGE, make_inputs
 from ..measure.interleave import (
     FLOOR_LOADS,
     LOADS_LIMIT,
@@ -204,6 +205,7 @@ class CompareReport:
     lost: str = ""  # a measurement worker died: which load and how (the CLI exits 2 with it)
     partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that death
     timeline: dict[str, Any] | None = None  # compare --timeline: compare.timeline.record_timelines's block
+    concurrent: dict[str, Any] = field(default_factory=dict)  # measure.concurrent.record: what ran beside the timing
 
     def to_json(self) -> dict[str, Any]:
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
@@ -233,6 +235,7 @@ class CompareReport:
             "interrupted": self.interrupted,
             "pending_batch_sizes": self.pending,
             "worker_lost": self.lost or None,
+            "concurrent_with_timing": self.concurrent or None,
             **extra,
         }
 
@@ -366,9 +369,9 @@ class CompareHooks:
 
 @dataclass(frozen=True)
 class Reference:
-    """What one in-process load of every engine tells before any timing: the input shapes per batch
-    size (all checked up front), each arm's device and autotune setting, the outputs (accuracy), and
-    the FP16 range prediction."""
+    """What one load of every engine tells before any timing (load 0's worker, or in-process): the
+    input shapes per batch size (all checked up front), each arm's device and autotune setting, the
+    outputs (accuracy), and the FP16 range prediction."""
 
     shapes: dict[int, dict[str, tuple[int, ...]]]
     devices: dict[str, str]
@@ -394,6 +397,7 @@ class Measured:
     budget: TimeBudget = TimeBudget(0.0, start=0.0, launch_s=0.0)  # the budget measured under (began)
     lost: str = ""  # a worker died: which load, how, during which batch size (issue 36)
     partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that
+    concurrent: dict[str, Any] = field(default_factory=dict)  # WorkerPool.concurrent: what ran beside the timing
     startup_s: float = 0.0  # of the budget, spent before measuring began (the launch, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
 
@@ -431,8 +435,8 @@ def compare_records(
     its verdict, an accuracy delta and its diagnosis. ``source``: the FP32 model they were built from
     (an ``OnnxModel``, read once, or a path read here once; None: no range analysis, roofline or graph facts).
 
-    Four phases, each a function: load (``load_reference``: the engines once, in-process, for their
-    outputs and input shapes, then closed), measure (``measure``: ``plan.min_loads``+ independent loads
+    Four phases, each a function: load (``load_reference``: every engine's outputs and input shapes, from
+    load 0's worker, or with the engines loaded here once, then closed), measure (``measure``: ``plan.min_loads``+ independent loads
     in interleaved rounds), analyse (``analyse``: speedup, accuracy, roofline, diagnosis per candidate)
     and assemble (the ``CompareReport``). Worker processes (``isolation="process"``) are spawned before
     the load phase so that their start-up overlaps it, and reused across batch sizes. The first batch
@@ -484,7 +488,8 @@ def compare_records(
                          device_peak=peak.to_json() if peak is not None else None, warnings=warnings,
                          isolation=options.isolation, layers=tables, interrupted=measured.interrupted,
                          pending=measured.pending, time_budget=budget, budget=measured.budget_account(options.plan),
-                         lost=measured.lost, partial=measured.partial, timeline=timeline)
+                         lost=measured.lost, partial=measured.partial, timeline=timeline,
+                         concurrent=measured.concurrent)
 
 
 def compare_timeline(records: Mapping[str, EngineRecord], measured: Measured, options: CompareOptions,
@@ -506,9 +511,13 @@ def compare_timeline(records: Mapping[str, EngineRecord], measured: Measured, op
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
                    model: OnnxModel | None, pool: Any) -> Reference:
-    """The load phase: every engine loaded once in this process for its outputs at each batch size
-    (the accuracy delta) and the input shapes, then closed before the timing (on a failure the caller,
-    ``compare_records``, kills the worker pool); after closing, its idle memory is trimmed."""
+    """The load phase: the outputs of every engine at each batch size (the accuracy delta) and the input
+    shapes, before the timing. With worker processes (``pool``) load 0's worker computes them
+    (``reference_pass.from_worker``); in-process, or on the user's ``--inputs``, every engine is loaded once
+    in this process, then closed (on a failure the caller, ``compare_records``, kills the worker pool);
+    after closing, its idle memory is trimmed."""
+    if pool is not None and options.data is None:  # load 0's worker computes it: no engine loaded here (issue 33)
+        return Reference(**reference_pass.from_worker(records, batch_sizes, options, model, pool))
     names = list(records)
     baseline = names[0]
     first = records[baseline]
@@ -522,15 +531,7 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
             load_rss[name] = (rss_before, rss_bytes())
         autotune = {name: set_autotune(runners[name], options.plan.autotune) for name in names}
         data = options.data
-        if data is not None:  # the user's inputs: refused (exit 2) before any measurement
-            data.check(runners[baseline].inputs, model_path=first.model_path)
-        preflight.check_integer_feeds(model.path if model is not None else bench.onnx_of(first), runners[baseline].inputs,
-                                      options.ints, data, proto=model.proto if model is not None else None)
-        overrides = {**first.spec.shape_overrides(), **(options.shapes or {}), **(data.shape_overrides() if data else {})}
-        all_shapes = {b: resolve_shapes(runners[baseline].inputs, b, overrides, model_path=first.model_path)
-                      for b in batch_sizes}  # every shape checked before the first measurement
-        needed = {b: preflight.check_batch_memory(runners[baseline], b, all_shapes[b])  # as bench does
-                  for b in batch_sizes}
+        all_shapes, needed = reference_pass.checked_shapes(first, runners[baseline], batch_sizes, options, model)
         devices = {name: runners[name].device for name in names}
         outputs = {}
         fp16_range = None
@@ -621,6 +622,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
     finally:
         if pool is not None:
             close_keeping_results(pool, measured)
+            measured.concurrent = pool.concurrent
     measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
     return measured
 

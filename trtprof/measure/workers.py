@@ -8,7 +8,9 @@ is started once per compare and serves every batch size, so the cost is a few pr
 
 Protocol: ``python -m trtprof.measure.workers`` reads pickled commands on stdin and answers on the original
 stdout (the worker moves fd 1 to stderr so a library's prints cannot corrupt the channel):
-``init`` (records, labels) → ``ready``; ``feeds`` (shapes, seed, int range, fixed feeds or None) → ``ok``;
+``init`` (records, labels) → ``ready`` with each arm's ``ArmFacts``; ``outputs`` (batch sizes with their shapes,
+seed, int range) → each arm's outputs and memory per batch size (compare's accuracy pass, run by load 0
+before any timing: the parent then loads no engine of its own); ``feeds`` (shapes, seed, int range, fixed feeds or None) → ``ok``;
 ``warm`` (TimingConfig) / ``rounds`` (first, count, TimingConfig, arm order) → Samples per arm; ``close``.
 A failure answers
 ``error`` with the exception's class and message; the parent re-raises it as a TrtprofError.
@@ -21,11 +23,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 from ..errors import TrtprofError
+from .concurrent import Span, record
 from .interleave import LoadLost
 from .timing import Samples, TimingConfig
 
@@ -33,6 +38,9 @@ STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
 # Worker processes starting at once, ahead of the load being measured: the default run's 6 loads all start
 # with the command; --min-loads 29 does not start 29 torch processes (each with a CUDA context) at once.
 SPAWN_AHEAD = 8
+# The memory of compare's accuracy pass (system.memory.outputs_and_memory) when load 0's worker runs it.
+WORKER_MEMORY_NOTE = ("measured in the accuracy pass (one inference per arm in load 0's worker process, before its "
+                      "timing; every arm loaded in that process)")
 DEATH_WAIT_S = 5.0  # for a worker whose pipe closed to be reaped, so the message can name its signal
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this trtprof (trtprof/measure/workers.py)
 
@@ -41,6 +49,18 @@ def prepend_package_root(env: dict[str, str]) -> None:
     """Put the folder holding this trtprof first on ``env``'s PYTHONPATH, so a child process started
     with ``-m trtprof…`` runs the same trtprof as its parent (not another one installed)."""
     env["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT, *filter(None, [env.get("PYTHONPATH")])])
+
+
+@dataclass(frozen=True)
+class ArmFacts:
+    """What the parent needs of one loaded arm without loading it itself: its input and output specs,
+    its device (``cpu``/``cuda``) and what ``set_autotune`` made of the plan's setting. Sent by a
+    worker in its ``ready`` reply."""
+
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+    device: str
+    autotune: bool | None
 
 
 class WorkerFailed(TrtprofError):
@@ -69,6 +89,9 @@ class Worker:
         self.stderr = tempfile.TemporaryFile()
         argv = [sys.executable, "-m", "trtprof.measure.workers", *(["--preload", ",".join(preload)] if preload else [])]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
+        self.spawned_at = time.monotonic()
+        self.ready_at: float | None = None  # the worker's own clock when its engines were loaded
+        self.facts: dict[str, ArmFacts] = {}
         self._ready = False
         self._initialised = False
         self._asked_to_close = False
@@ -89,7 +112,9 @@ class Worker:
         except (BrokenPipeError, OSError) as err:
             raise self._died() from err
 
-    def _receive(self) -> Any:
+    def _receive(self, who: str | None = None) -> Any:
+        """The next reply; an ``error`` reply raised as its class, its message after ``who`` (default:
+        which load and that it ran in a worker process)."""
         assert self.proc.stdout is not None
         try:
             kind, payload = pickle.load(self.proc.stdout)
@@ -97,7 +122,8 @@ class Worker:
             raise self._died() from err
         if kind == "error":
             cls_name, message = payload
-            raise _error_class(cls_name)(f"load {self.index} (worker process): {message}")
+            prefix = f"load {self.index} (worker process): " if who is None else who
+            raise _error_class(cls_name)(f"{prefix}{message}")
         return payload
 
     def _died(self) -> WorkerDied:
@@ -110,9 +136,13 @@ class Worker:
         return WorkerDied(f"load {self.index} (measurement worker, pid {self.proc.pid}) {how_it_ended(self.proc.returncode)}"
                           + (f": {tail}" if tail else ""))
 
-    def wait_ready(self) -> None:
+    def wait_ready(self, who: str | None = None) -> None:
+        """Wait for ``ready`` (the engines loaded); a failure to load raised as ``_receive`` does."""
         if not self._ready:
-            self._receive()
+            payload = self._receive(who)
+            if isinstance(payload, dict):  # a worker of this trtprof: its arms' facts and when it was ready
+                self.facts = {label: ArmFacts(**f) for label, f in payload.get("facts", {}).items()}
+                self.ready_at = payload.get("ready_at")
             self._ready = True
 
     def is_ready(self) -> bool:
@@ -127,6 +157,14 @@ class Worker:
         self.wait_ready()
         self._send(message)
         return self._receive()
+
+    def ask(self, *message: Any) -> None:
+        """Send a command without waiting for its answer (``answer`` reads it): the parent works meanwhile."""
+        self.wait_ready()
+        self._send(message)
+
+    def answer(self, who: str | None = None) -> Any:
+        return self._receive(who)
 
     def ask_to_close(self) -> None:
         """Tell the worker to exit, without waiting for it (``close`` waits)."""
@@ -177,18 +215,31 @@ def _error_class(name: str) -> type[TrtprofError]:
 
 
 class WorkerLoad:
-    """One worker seen as a ``interleave.Load`` for one batch size (the pool closes the process)."""
+    """One worker seen as a ``interleave.Load`` for one batch size (the pool closes the process).
+    With its ``pool``: every worker started so far has loaded its engines before this one's warm-up
+    or rounds begin (``WorkerPool.settle``), and each call of rounds is recorded as timed."""
 
-    def __init__(self, worker: Worker, feeds_spec: tuple[Any, ...]) -> None:
+    def __init__(self, worker: Worker, feeds_spec: tuple[Any, ...], pool: "WorkerPool | None" = None) -> None:
         self.worker = worker
         self.feeds_spec = feeds_spec
+        self.pool = pool
 
     def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
+        if self.pool is not None:  # the warm-up sizes the blocks: a worker starting beside it would skew them
+            self.pool.settle()
         self.worker.call("feeds", *self.feeds_spec)
         return self.worker.call("warm", config)
 
     def rounds(self, first: int, count: int, config: TimingConfig, order: Sequence[str]) -> list[dict[str, Samples]]:
-        return self.worker.call("rounds", first, count, config, list(order))
+        if self.pool is None:
+            return self.worker.call("rounds", first, count, config, list(order))
+        self.pool.settle()
+        started = time.monotonic()
+        try:
+            return self.worker.call("rounds", first, count, config, list(order))
+        finally:
+            self.pool.timed.append(Span(f"load {self.worker.index}: rounds {first}-{first + count - 1}",
+                                        started, time.monotonic()))
 
     def close(self) -> None:
         return None
@@ -207,6 +258,10 @@ class WorkerPool:
         self.planned = planned
         self.workers: list[Worker] = []
         self.used = 0  # workers handed out as loads (the first ``used``); the others never measured
+        self.created_at = time.monotonic()
+        self.timed: list[Span] = []  # every call of timed rounds (WorkerLoad.rounds)
+        self.busy: list[Span] = []  # other work of this run, beside the workers' start-ups (the accuracy pass)
+        self.concurrent: dict[str, Any] = {}  # set by close: concurrent.record of all of it
 
     def spawn(self, n: int) -> None:
         """Start up to ``n`` workers at once and return: their imports and engine loads run in the
@@ -233,6 +288,42 @@ class WorkerPool:
         for w in self.workers:
             w.wait_ready()
 
+    def settle(self) -> None:
+        """Wait until every worker started so far has loaded its engines (issue 33: nothing trtprof
+        starts runs beside a timed round). Workers are spawned ahead of the loads that use them
+        (``load``: ``SPAWN_AHEAD``), and with more planned loads than that, or a budget that stops
+        opening loads early, some were still starting when the first rounds ran."""
+        for w in self.workers:
+            w.wait_ready()
+
+    def facts(self) -> dict[str, ArmFacts]:
+        """Each arm's ``ArmFacts`` as load 0's worker found them (waiting for it to load its engines)."""
+        self.spawn(1)
+        self.workers[0].wait_ready(who="")  # an engine that cannot load: the line the parent's own load gave
+        return dict(self.workers[0].facts)
+
+    def outputs(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
+                int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+        """compare's accuracy pass by load 0's worker: every arm once on the seeded random inputs of each
+        ``(batch size, shapes, input bytes)``; batch size → (arm → outputs, arm → memory in use around
+        its inference). It runs once every started worker has loaded its engines (``settle``), alone:
+        a torch worker's first run at a shape is where cuDNN picks its kernels by timing them, and
+        those picks stay with load 0 for its timed rounds, so they are made on a quiet machine, as in
+        any load's warm-up. Only the outputs come back through the pipe (one batch per batch size: for
+        ResNet-50 at batch 256, 1 MB per arm), never the inputs (150 MB there): the worker makes the
+        same ones from the seed."""
+        self.spawn(1)
+        self.settle()
+        asked, done_at = time.monotonic(), None
+        try:
+            self.workers[0].ask("outputs", [(b, dict(s), n) for b, s, n in batches], seed, int_range)
+            payload = self.workers[0].answer(who="")  # its errors read as the parent's would (OutOfMemory: the batch)
+            done_at = payload["done_at"]  # by the worker's clock
+            return payload["outputs"]
+        finally:
+            self.busy.append(Span("the accuracy pass (load 0's worker)", asked,
+                                  done_at if done_at is not None else time.monotonic()))
+
     def ready(self, index: int) -> bool:
         """Would load ``index`` open without waiting for a worker to start?"""
         return index < len(self.workers) and self.workers[index].is_ready()
@@ -245,7 +336,20 @@ class WorkerPool:
             self.start(index + 1)
         self.spawn(min(self.planned, index + 1 + SPAWN_AHEAD))  # the planned loads after it start meanwhile
         self.used = max(self.used, index + 1)
-        return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range, fixed))
+        return WorkerLoad(self.workers[index], (dict(shapes), seed, int_range, fixed), pool=self)
+
+    def concurrency(self) -> dict[str, Any]:
+        """``concurrent.record`` of this pool so far: each worker's start-up (from its spawn, a spare's
+        included, until it had loaded its engines by its own clock; open when it never said so), the
+        accuracy pass, against the timed rounds."""
+        now = time.monotonic()
+        starts = []
+        for w in self.workers:
+            if w.ready_at is None and w.proc.poll() is None:
+                w.is_ready()  # has it finished meanwhile? (no wait)
+            starts.append(Span(f"worker {w.index} start-up", w.spawned_at, w.ready_at))
+        spares = [Span("a spare worker not taken, starting", w.spawned_at, None) for w in _SPARES]
+        return record([*starts, *spares, *self.busy], self.timed, self.created_at, now)
 
     def kill(self) -> None:
         """Stop every worker now (an interrupt: their unfinished rounds are not wanted)."""
@@ -259,6 +363,8 @@ class WorkerPool:
         7 workers took 0.45 s on the 2-core machine at load 2, after the budget). Workers never handed
         a load (started ahead, then the budget ended the run) are killed: one still starting would be
         waited for (a torch worker takes ~9 s on the H200), after the budget."""
+        if self.workers:  # (a second close, after an interrupt's kill, keeps the first one's record)
+            self.concurrent = self.concurrency()
         for w in self.workers[self.used:]:
             if w.proc.poll() is None:
                 w.proc.kill()
@@ -346,12 +452,46 @@ def trim(runners: Mapping[str, Any]) -> None:
             release()
 
 
+def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
+    """``ArmFacts``'s fields as a dict: the worker runs as ``__main__``, whose classes the parent cannot unpickle."""
+    return {"inputs": tuple(getattr(runner, "inputs", ())), "outputs": tuple(getattr(runner, "outputs", ())),
+            "device": str(getattr(runner, "device", "cpu")), "autotune": autotune}
+
+
+def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[int | None, int | None]],
+                     batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
+                     int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+    """compare's accuracy pass in this worker, as the parent ran it before (``compare.core.load_reference``
+    without a pool): per batch size the seeded random inputs of the baseline's specs (``make_inputs``:
+    the very arrays the parent would make), every arm once through ``Runner.infer`` (host in, host out),
+    the memory in use read around each inference (``outputs_and_memory``); an allocation failure is
+    ``OutOfMemory`` naming the batch. Idle memory is given back after (``trim``)."""
+    import numpy as np
+
+    from ..model.inputs import make_inputs
+    from ..system import preflight
+    from ..system.memory import outputs_and_memory
+
+    baseline = next(iter(runners.values()))
+    out = {}
+    for batch, shapes, needed in batches:
+        with preflight.allocation_guard(batch, needed):
+            feeds = make_inputs(baseline.inputs, shapes, seed=seed, int_range=int_range)
+            outputs, memory = outputs_and_memory(dict(runners), dict(load_rss), lambda r, f=feeds: {
+                name: np.asarray(value) for name, value in r.infer(f).items()})
+        out[batch] = (outputs, {arm: {**m, "measured_during": WORKER_MEMORY_NOTE} for arm, m in memory.items()})
+        del feeds
+    trim(runners)
+    return out
+
+
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     """The worker loop: load every arm once, then answer commands until ``close``."""
     from ..backends.base import set_autotune
     from .bench import load_runner
     from ..model.inputs import make_inputs
     from .interleave import measure_block, round_order
+    from ..system.memory import rss_bytes
 
     def reply(kind: str, payload: Any) -> None:
         pickle.dump((kind, payload), out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -359,6 +499,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
     runners: dict[str, Any] = {}
     feeds: dict[str, Any] = {}
+    load_rss: dict[str, tuple[int | None, int | None]] = {}
     try:
         while True:
             try:
@@ -369,10 +510,17 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             try:
                 if command == "init":
                     records, autotune = args
+                    facts = {}
                     for label, record in records.items():
+                        before = rss_bytes()
                         runners[label] = load_runner(record)
-                        set_autotune(runners[label], autotune)
-                    reply("ready", None)
+                        load_rss[label] = (before, rss_bytes())
+                        facts[label] = arm_facts(runners[label], set_autotune(runners[label], autotune))
+                    reply("ready", {"facts": facts, "ready_at": time.monotonic()})
+                elif command == "outputs":
+                    batches, seed, int_range = args
+                    passed = accuracy_outputs(runners, load_rss, batches, seed, int_range)
+                    reply("ok", {"outputs": passed, "done_at": time.monotonic()})
                 elif command == "feeds":
                     shapes, seed, int_range, fixed = args
                     first = next(iter(runners.values()))

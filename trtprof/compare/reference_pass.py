@@ -1,0 +1,69 @@
+"""compare's load phase without loading an engine in this process: load 0's worker computes it.
+
+Why: the parent used to load every engine once more beside the workers, for the outputs of the
+accuracy pass and the input specs. On the H200 that pass (``load_reference``: torch imported, every
+engine converted, each shape autotuned once) took 24 s of a 104 s ResNet-50 compare
+(benchmarks/results/gpu_issue33-H200-2026-12-01) while the workers were doing the same work. Load 0's
+worker has every arm loaded anyway: it reports each arm's specs, device and autotune setting in its
+``ready`` reply (``workers.ArmFacts``) and runs the accuracy pass (``WorkerPool.outputs``) on the same
+seeded inputs, before any timing. This process runs the FP16 range analysis (ONNX Runtime on the FP32
+model: no engine) while the other workers start. Same feeds, same reference arm, same metrics: the same verdict as before
+(tests/compare/test_reference_pass.py compares the two paths).
+
+With the user's ``--inputs`` the accuracy pass runs on all of their samples, which would travel to the
+worker and their outputs back through the pipe: that case stays in the parent (``load_reference``).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+from ..diagnose import fp16range
+from ..measure import bench
+from ..measure.concurrent import Span
+from ..model.inputs import make_inputs, resolve_shapes
+from ..system import preflight
+
+
+def checked_shapes(first: Any, baseline: Any, batch_sizes: Sequence[int], options: Any,
+                   model: Any) -> tuple[dict[int, dict[str, tuple[int, ...]]], dict[int, int]]:
+    """The checks before any measurement, on the baseline arm (a runner or its ``ArmFacts``: ``inputs``,
+    ``device``) of ``first``, its record: the user's inputs (refused, exit 2), the integer feeds, every batch
+    size's input shapes and whether its inputs fit in memory. Returns the shapes and the inputs' bytes
+    per batch size (for ``preflight.allocation_guard``)."""
+    data = options.data
+    if data is not None:  # the user's inputs: refused (exit 2) before any measurement
+        data.check(baseline.inputs, model_path=first.model_path)
+    preflight.check_integer_feeds(model.path if model is not None else bench.onnx_of(first), baseline.inputs,
+                                  options.ints, data, proto=model.proto if model is not None else None)
+    overrides = {**first.spec.shape_overrides(), **(options.shapes or {}), **(data.shape_overrides() if data else {})}
+    all_shapes = {b: resolve_shapes(baseline.inputs, b, overrides, model_path=first.model_path)
+                  for b in batch_sizes}  # every shape checked before the first measurement
+    needed = {b: preflight.check_batch_memory(baseline, b, all_shapes[b])  # as bench does
+              for b in batch_sizes}
+    return all_shapes, needed
+
+
+def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options: Any, model: Any,
+                pool: Any) -> dict[str, Any]:
+    """The fields of ``core.Reference`` from load 0's worker (``pool``): its arms' facts; the FP16 range
+    analysis (when a candidate is fp16) here, on the smallest batch size's inputs made from the same
+    seed, while the other workers are still starting; then the accuracy pass, alone once they have
+    all loaded their engines (``WorkerPool.outputs`` says why). No engine is loaded here."""
+    names = list(records)
+    first = records[names[0]]
+    facts = pool.facts()
+    baseline = facts[names[0]]
+    all_shapes, needed = checked_shapes(first, baseline, batch_sizes, options, model)
+    smallest = min(batch_sizes)
+    started = time.monotonic()
+    with preflight.allocation_guard(smallest, needed[smallest]):  # FP16 range risks from the FP32 model (issue 10)
+        feeds = make_inputs(baseline.inputs, all_shapes[smallest], seed=options.seed, int_range=options.ints)
+        fp16_range = fp16range.for_compare(model, records, feeds)
+    del feeds
+    if fp16_range is not None:
+        pool.busy.append(Span("the FP16 range analysis (this process)", started, time.monotonic()))
+    answers = pool.outputs([(b, all_shapes[b], needed[b]) for b in batch_sizes], options.seed, options.ints)
+    return {"shapes": all_shapes, "devices": {n: facts[n].device for n in names},
+            "autotune": {n: facts[n].autotune for n in names}, "fp16_range": fp16_range,
+            "outputs": {b: answers[b][0] for b in batch_sizes}, "memory": {b: answers[b][1] for b in batch_sizes}}
