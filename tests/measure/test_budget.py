@@ -123,6 +123,26 @@ def test_an_explicit_budget_stays_and_says_how_long_the_loads_would_need():
     assert "more than the 12 s budget of --time-budget-s" in line and "--time-budget-s 31 fits them" in line
 
 
+@pytest.mark.parametrize("began_s, grows", [(6.0 - 0.01, False), (6.0 + 0.01, True)])
+def test_the_default_budget_grows_where_its_window_was_spent_before_the_first_load(began_s, grows):
+    """LEFT_AT_FIRST_LOAD_SHARE (0.5) of the 12-s default: a cheap first load (1.9 s, as ResNet-50's on the
+    H200 once the workers and the accuracy pass had taken 36 s) that began with just under half the window
+    left grows it to what the loads need; with just over half left it stays (the CPU's launch, 1-3 s)."""
+    from trtprof.measure.budget import LEFT_AT_FIRST_LOAD_SHARE
+
+    assert LEFT_AT_FIRST_LOAD_SHARE == 0.5
+    window = BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0, grows=True)
+    fitted, line = window.fitted(30.0, 1.9, 6, 4, first_load_began_s=began_s)
+    if grows:
+        assert fitted.budget_s == 30.0
+        assert "less than 50% of the default budget was left when the first load began" in line
+        assert "the budget grows to 30 s" in line
+    else:
+        assert fitted == window and "more than the 12 s default budget: fewer loads will run" in line
+    explicit = BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0)  # --time-budget-s never grows
+    assert explicit.fitted(30.0, 1.9, 6, 4, first_load_began_s=11.0)[0] == explicit
+
+
 @pytest.mark.parametrize("opened_s", [23.5, 24.0, 30.0])
 def test_a_budget_the_earlier_batch_sizes_spent_says_nothing_is_left_never_a_negative_budget(opened_s):
     """The H200's ViT-B/16 run (2026-12-02) said "more than the -6 s default budget": batch 1 overran,

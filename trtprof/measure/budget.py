@@ -37,6 +37,12 @@ GROWN_BUDGET_CAP_S = 60.0
 # (benchmarks/first_load_cpu.py, results/first_load_cpu-2026-12-01.txt): CPU runs, CI and the calibration
 # keep their 12 s. A torch load on the H200 took 10-30 s before issue 33 #1.
 COSTLY_LOAD_S = 3.0
+# … or where less than this share of one batch size's budget was left when its first load began: the
+# window went to one-offs before any load (on the H200, torch, 2026-12-02: six workers starting 14 s and
+# load 0's accuracy pass 16 s, 36 s into a 12-s default, with first loads of 1.9-2.3 s, so the default
+# never grew and batch 1 and 32 got 2 loads each) or to the batch sizes before it. On the CPU the launch
+# before the first load takes 1-3 s of the 12 s (the demo model, benchmarks/first_load_cpu.py): unchanged.
+LEFT_AT_FIRST_LOAD_SHARE = 0.5
 
 
 def tail_reserve_s(imports_s: float, batch_sizes: int) -> float:
@@ -66,6 +72,13 @@ class BatchWindow:
     def slack_basis_s(self) -> float:
         return self.budget_s if self.per_batch_s is None else self.per_batch_s
 
+    def spent_before_loads(self, first_load_began_s: float | None) -> bool:
+        """Was less than ``LEFT_AT_FIRST_LOAD_SHARE`` of one batch size's budget left when its first load
+        began (one-offs before measuring, or the batch sizes before it, took the window)?"""
+        if first_load_began_s is None:
+            return False
+        return self.budget_s - first_load_began_s < LEFT_AT_FIRST_LOAD_SHARE * self.slack_basis_s
+
     def left_text(self, kind: str) -> str:
         """What is left of the budget for this batch size, in words: "the 12 s default budget", or, where
         the batch sizes before it overran the budget (it counts from the command's start), "what is left
@@ -77,16 +90,17 @@ class BatchWindow:
         return f"what is left of the {kind}: nothing (the batch sizes before this one used {over})"
 
     def fitted(self, needed_s: float, first_load_s: float, loads: int, rounds: int, *,
-               least_s: float | None = None) -> tuple[BatchWindow, str]:
+               least_s: float | None = None, first_load_began_s: float | None = None) -> tuple[BatchWindow, str]:
         """This window for loads that need ``needed_s`` seconds from ``started`` (``loads`` loads ×
         ``rounds`` rounds of the designed blocks, estimated from the first load, which took
         ``first_load_s``; ``least_s``: with the blocks shrunk to their least, default ``needed_s``), and
         the line that says so before measuring ("" when they fit). The default budget grows to
         ``needed_s`` where a load is costly (``COSTLY_LOAD_S``), up to ``GROWN_BUDGET_CAP_S`` after the
         batch size began; otherwise it stays, and where not even ``least_s`` fits, the line says how long
-        the loads would need."""
+        the loads would need. It grows too where less than ``LEFT_AT_FIRST_LOAD_SHARE`` of one batch
+        size's budget was left when the first load began (``first_load_began_s``, from ``started``)."""
         least_s = needed_s if least_s is None else least_s
-        costly = self.grows and first_load_s > COSTLY_LOAD_S
+        costly = self.grows and (first_load_s > COSTLY_LOAD_S or self.spent_before_loads(first_load_began_s))
         if needed_s <= self.budget_s or (not costly and least_s <= self.budget_s):
             return self, ""
         target_s = needed_s if costly else least_s
@@ -102,8 +116,11 @@ class BatchWindow:
         cap_s = self.opened_s + GROWN_BUDGET_CAP_S
         grown = replace(self, budget_s=min(target_s, max(cap_s, self.budget_s)))
         capped = f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" if target_s > cap_s else ""
-        return grown, (f"{need}; the budget grows to {grown.budget_s - self.opened_s:.0f} s for them (the default "
-                       f"without --time-budget-s{capped or f', at most {GROWN_BUDGET_CAP_S:.0f} s'})")
+        why = ("" if first_load_s > COSTLY_LOAD_S else
+               f"; less than {LEFT_AT_FIRST_LOAD_SHARE:.0%} of the default budget was left when the first load began "
+               "(start-up, the accuracy pass or the batch sizes before this one took it)")
+        return grown, (f"{need}{why}; the budget grows to {grown.budget_s - self.opened_s:.0f} s for them (the "
+                       f"default without --time-budget-s{capped or f', at most {GROWN_BUDGET_CAP_S:.0f} s'})")
 
 
 @dataclass(frozen=True)

@@ -564,7 +564,8 @@ class _Loop:
 
         # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
         self.window, self.budget_note = self.window.fitted(need(round_s), self.load_open_s, plan.min_loads,
-                                                           plan.min_rounds, least_s=need(self.round_s))
+                                                           plan.min_rounds, least_s=need(self.round_s),
+                                                           first_load_began_s=self.elapsed() - self.load_open_s)
         self.budget_s = self.window.budget_s
         if self.budget_note and self.on_note is not None:
             self.on_note(self.budget_note)
