@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
     p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
                    help=f"wall time of the speed measurement (default {DEFAULT_TIME_BUDGET_S:g})")
-    p.add_argument("--round-iterations", type=_common.positive_int, default=None,
+    p.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help="iterations per precision per round of the measurement (default: about "
                         f"{DEFAULT_ROUND_S:g} s worth)")
     p.add_argument("--in-process", action="store_true", help="measure in this process (as compare --in-process)")

@@ -169,9 +169,13 @@ def _count(value: Any, path: Path) -> int:
     return int(value)
 
 
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def layer_precision(layer: Mapping[str, Any]) -> str | None:
     """"fp16", "fp32", "int8", … of a layer's first output's ``Format/Datatype`` string."""
-    ios = [v for key in ("Outputs", "Inputs") for v in (layer.get(key) if isinstance(layer.get(key), list) else [])]
+    ios = [v for key in ("Outputs", "Inputs") for v in _as_list(layer.get(key))]
     for io in ios:
         match = _DTYPE.search(str(io.get("Format/Datatype", "") if isinstance(io, dict) else io))
         if match:
