@@ -46,7 +46,8 @@ def add_inputs_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
     parser.add_argument(
         "--inputs", default=None, metavar="PATH",
         help=f"your inputs instead of random ones: an .npz (arrays by input name, samples first), a directory "
-             f"of NAME.npy, or loader.py:fn returning/yielding feed dicts; {what}")
+             f"of NAME.npy, or loader.py:fn returning/yielding feed dicts (loader.py is imported and run as "
+             f"Python code, with your permissions: only name files you trust); {what}")
 
 
 def load_inputs(args: argparse.Namespace):

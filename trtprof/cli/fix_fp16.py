@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..compare import core as cmp
 from ..compare.accuracy import DEFAULT_BUDGET, AccuracyBudget
-from ..errors import BadInput
+from ..errors import BadInput, StaticBatch
 from ..measure.interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
 from ..util.signals import sigterm_as_interrupt
 from . import _common
@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
                            max_builds=args.max_builds, plan=plan,
                            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
                            on_trial=on_trial, on_search_done=on_search_done)
+    except StaticBatch as err:  # its advice names fix-fp16's option, not compare's --batch-sizes
+        raise err.for_option("--batch-size") from err
     except KeyboardInterrupt:
         if not found:
             raise
