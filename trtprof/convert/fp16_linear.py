@@ -155,7 +155,7 @@ def remove_unnecessary_cast_node(graph: Any) -> None:
         before, after = upstream.get(first.name), downstream.get(second.name)
         if before is not None and after is None:
             raise ValueError("The downstream node of the second cast node should be graph output")
-        if before is None and after is None:
+        if after is None:  # neither an upstream nor a downstream node: nothing to rewire
             continue
         source = first.input[0] if before is None else next((o for o in before.output if o == first.input[0]), None)
         for i, name in enumerate(after.input):
