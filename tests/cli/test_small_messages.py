@@ -37,7 +37,7 @@ def test_bench_of_a_folder_that_does_not_exist_says_so(tmp_path, capsys, monkeyp
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "typo_dir"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "typo_dir" in err[0] and "no such engines dir" in err[0]
+    assert len(err) == 1 and "typo_dir" in err[0] and "no such file or directory" in err[0]
     assert "inside the engines dir" not in err[0]
 
 

@@ -226,7 +226,7 @@ def print_whatif_area(engines_dir: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not args.path.exists():  # before the output checks: a typo is not "--out is inside the engines dir"
-        raise BadInput("no such engines dir or engine file", path=args.path)
+        raise BadInput("no such file or directory (give an engines dir or one engine)", path=args.path)
     engines = [args.path if args.path.is_dir() else args.path.parent]
     _common.check_output_file(args.out, "--out", engines=engines, kind=outputs.RESULTS_JSON, args=args)
     _common.check_output_file(args.csv, "--csv", ".csv", engines=engines, kind=outputs.CSV_TABLE, args=args)
