@@ -204,6 +204,35 @@ def test_bad_budgets_are_refused(text, cause):
         AccuracyBudget.parse(text)
 
 
+@pytest.mark.parametrize("text", ["top1>=2", "top1>=1.0001", "top5>=1.5", "cosine>=1.01", "mismatch_fraction<=-0.1",
+                                  "max_err_scaled<=-1e-9", "mean_err_scaled<=-1"])
+def test_a_budget_that_can_never_pass_is_refused(text):
+    """Issue 36 item 9: ``--accuracy top1>=2`` failed every candidate instead of being refused."""
+    from trtprof.compare.accuracy import AccuracyBudget
+    from trtprof.errors import BadInput
+
+    with pytest.raises(BadInput, match="can never pass"):
+        AccuracyBudget.parse(text)
+
+
+@pytest.mark.parametrize("text", ["top1>=1", "top5>=1.0", "cosine>=1", "cosine>=-1", "mismatch_fraction<=0",
+                                  "max_err_scaled<=0", "snr_db>=1000"])
+def test_a_budget_at_the_edge_of_what_a_metric_can_be_is_kept(text):
+    from trtprof.compare.accuracy import AccuracyBudget
+
+    assert AccuracyBudget.parse(text).text
+
+
+def test_compare_refuses_an_impossible_budget_before_any_build(conv_model, tmp_path, capsys):
+    from trtprof.cli import main
+
+    code = main(["compare", str(conv_model), "--backend", "onnxruntime", "--in-process", "--engines",
+                 str(tmp_path / "e"), "--accuracy", "top1>=2", "--out", str(tmp_path / "c.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "top1>=2" in err[0] and "never pass" in err[0]
+    assert not (tmp_path / "e").exists() and not (tmp_path / "c.json").exists()
+
+
 def test_summary_of_a_file_written_before_the_new_metrics_claims_none_of_them():
     from trtprof.compare.accuracy import summary_line
 

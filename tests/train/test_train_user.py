@@ -182,18 +182,27 @@ def test_factory_model_only_needs_shape(tiny, tmp_path, capsys):
     ("{tiny}:make_raises", "make_raises() failed: RuntimeError: weights file missing"),
     ("{tiny}:make_not_module", "returned a str as the model"),
     ("{broken}:make", "importing it failed: ZeroDivisionError"),
+    ("{exits}:make", "make() called sys.exit(0) instead of returning a model"),
+    ("{exits_at_import}:make", "importing it called sys.exit(0)"),
     ("no_such_pkg_xyz.models:make", "no module named 'no_such_pkg_xyz'"),
 ])
 @needs_torch
 def test_bad_factory_is_one_line_exit_2(tiny, tmp_path, capsys, target, fragment):
     broken = tmp_path / "broken.py"
     broken.write_text("x = 1 / 0\n")
-    rc = _cli([target.format(tiny=tiny, broken=broken), "--precisions", "fp32,amp-bf16"], tmp_path)
+    exits = tmp_path / "exits.py"
+    exits.write_text("import sys\ndef make():\n    sys.exit(0)\n")
+    exits_at_import = tmp_path / "exits_at_import.py"
+    exits_at_import.write_text("import sys\nsys.exit(0)\ndef make():\n    pass\n")
+    rc = _cli([target.format(tiny=tiny, broken=broken, exits=exits, exits_at_import=exits_at_import),
+               "--precisions", "fp32,amp-bf16"], tmp_path)
     err = capsys.readouterr().err
     assert rc == 2, err
     assert fragment in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     where = "missing.py" if target.startswith("missing") else ("no_such_pkg_xyz" if "xyz" in target else
-                                                                (str(broken) if "broken" in target else str(tiny)))
+                                                                (str(broken) if "broken" in target else
+                                                                 str(exits_at_import) if "import" in target else
+                                                                 str(exits) if "exits" in target else str(tiny)))
     assert where in err
     assert not (tmp_path / "t.json").exists()
 

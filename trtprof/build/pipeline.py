@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .. import backends
 from ..diagnose import fp16range
-from ..system import preflight
+from ..system import model_memory, preflight
 from ..backends.torch import MEMORY_FORMAT_OPTION
 from ..engines.cache import EngineCache, EngineRecord
 from ..util.files import now_iso
@@ -196,6 +196,8 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
 
     def build(tmp: Path) -> EngineRecord:
         t0 = time.perf_counter()
+        model_memory.check_build(model_memory.weight_bytes(source.proto, onnx_path.parent),
+                                 preflight.available_memory_bytes(), onnx_path.name)  # issue 36: before the build
         quantized = ({"calibration": calibration_feeds(info.inputs, spec, settings.data)}
                      if spec.option("calibration") else {})
         report = impl.build(onnx_path, spec, tmp, **quantized)

@@ -80,10 +80,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ._common import EXIT_INTERRUPTED
 
     clean_stale()  # temp dirs of runs killed by SIGKILL (a day old, owner gone): nothing else removes them
+    from ..system.address_space import check_address_space, is_mapping_failure
 
     try:
+        check_address_space(args.command)  # ulimit -v too small for the libraries: one line, before any work
         with sigterm_as_interrupt():  # SIGTERM (a scheduler, `kill`) says what Ctrl-C says, in every command
             return int(command(args) or 0)
+    except ImportError as err:  # a library that could not be mapped: the address space ran out mid-command
+        if args.debug or not is_mapping_failure(err):
+            raise
+        print(f"trtprof {args.command}: error: a library could not be loaded ({str(err).rsplit(': ', 1)[-1]}): "
+              "the virtual memory limit (ulimit -v) is too small; raise it", file=sys.stderr)
+        return 2
     except OSError as err:
         if args.debug or err.errno not in WRITE_ERRNOS:
             raise

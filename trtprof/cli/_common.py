@@ -17,7 +17,7 @@ from ..util import outputs
 from ..util.outputs import OutputKind
 from ..util.signals import signals_deferred
 from ..spec import Precision
-from ..measure.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, TimingConfig
+from ..measure.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, MAX_ITERATIONS, TimingConfig
 
 
 def add_common_debug(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +46,8 @@ def add_inputs_arg(parser: argparse.ArgumentParser, *, what: str) -> None:
     parser.add_argument(
         "--inputs", default=None, metavar="PATH",
         help=f"your inputs instead of random ones: an .npz (arrays by input name, samples first), a directory "
-             f"of NAME.npy, or loader.py:fn returning/yielding feed dicts; {what}")
+             f"of NAME.npy, or loader.py:fn returning/yielding feed dicts (loader.py is imported and run as "
+             f"Python code, with your permissions: only name files you trust); {what}")
 
 
 def load_inputs(args: argparse.Namespace):
@@ -65,7 +66,7 @@ def add_timing_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("timing")
     g.add_argument("--warmup", type=nonnegative_int, default=DEFAULT_WARMUP, help=f"warmup runs (default {DEFAULT_WARMUP})")
     g.add_argument("--warmup-ms", type=nonnegative_float, default=None, help="also warm up for at least this many ms")
-    g.add_argument("--iterations", type=positive_int, default=DEFAULT_ITERATIONS,
+    g.add_argument("--iterations", type=iteration_count, default=DEFAULT_ITERATIONS,
                    help=f"timed runs per engine and batch size (default {DEFAULT_ITERATIONS})")
     g.add_argument("--duration-s", type=positive_float, default=None,
                    help="also keep measuring until this many seconds have passed")
@@ -74,9 +75,9 @@ def add_timing_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--spin-wait", action="store_true", help="GPU: busy-wait for completion instead of blocking sync")
     g.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     g.add_argument("--seed", type=seed_value, default=0, help="seed of the random inputs (0 … 2**32-1)")
-    g.add_argument("--threads", type=positive_int, default=None, metavar="N",
+    g.add_argument("--threads", type=thread_count, default=None, metavar="N",
                    help="CPU (onnxruntime): intra-op threads, inter-op 1 (default: onnxruntime's, all cores); "
-                        "recorded in the results")
+                        f"at most {MAX_THREADS_PER_CORE} per usable core; recorded in the results")
 
 
 def add_launch_args(parser: Any) -> None:
@@ -125,6 +126,9 @@ def check_round_args(args: argparse.Namespace) -> None:
         raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
     if args.round_iterations is not None and args.round_iterations <= 0:
         raise BadInput("--round-iterations must be > 0")
+    if args.round_iterations is not None and args.round_iterations > MAX_ITERATIONS:
+        raise BadInput(f"--round-iterations {args.round_iterations}: at most {MAX_ITERATIONS:,} (the timing loop's "
+                       "safety stop per block)")
 
 
 def timing_config(args: argparse.Namespace) -> TimingConfig:
@@ -206,6 +210,32 @@ def nonnegative_float(text: str) -> float:
     value = _number(text, float)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+# More intra-op threads than this per usable core only adds contention (each thread spins for work
+# between ops), and 100000 threads made the machine stop answering: refused before anything starts.
+MAX_THREADS_PER_CORE = 4
+
+
+def thread_count(text: str) -> int:
+    """``--threads``: a positive integer, at most ``MAX_THREADS_PER_CORE`` × the cores this process may use."""
+    from ..serving.driver import usable_cores
+
+    value = positive_int(text)
+    cores = usable_cores()
+    if value > MAX_THREADS_PER_CORE * cores:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_THREADS_PER_CORE * cores} "
+                                         f"({MAX_THREADS_PER_CORE} per usable core, {cores} here)")
+    return value
+
+
+def iteration_count(text: str) -> int:
+    """``--iterations`` / ``--round-iterations``: > 0 and at most the timing loop's safety stop, which
+    would otherwise cut a larger count without a word."""
+    value = positive_int(text)
+    if value > MAX_ITERATIONS:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_ITERATIONS:,} (the timing loop's safety stop)")
     return value
 
 

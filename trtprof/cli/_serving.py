@@ -11,6 +11,7 @@ from ..serving.driver import (
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_S,
     DEFAULT_WINDOW_S,
+    MAX_WINDOW_S,
     ServingConfig,
 )
 from . import _common
@@ -35,6 +36,14 @@ def concurrency_levels(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(levels)))
 
 
+def window_seconds(text: str) -> float:
+    """``--window-s``: > 0 and at most ``MAX_WINDOW_S`` (1e12 would sleep past every clock's range)."""
+    value = _common.positive_float(text)
+    if value > MAX_WINDOW_S:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_WINDOW_S:g} s per window")
+    return value
+
+
 def add_serving_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("serving (throughput under concurrency; see docs/serving.md)")
     g.add_argument("--concurrency", type=concurrency_levels, default=None, metavar="N1,N2,…",
@@ -43,8 +52,8 @@ def add_serving_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--slo-ms", type=_common.positive_float, default=None, metavar="P99_MS",
                    help="with --concurrency: per precision the highest throughput whose p99 meets this target, "
                         "and the candidate-vs-baseline verdict on it")
-    g.add_argument("--window-s", type=_common.positive_float, default=DEFAULT_WINDOW_S, metavar="S",
-                   help=f"measured window per point and round (default {DEFAULT_WINDOW_S:g})")
+    g.add_argument("--window-s", type=window_seconds, default=DEFAULT_WINDOW_S, metavar="S",
+                   help=f"measured window per point and round (default {DEFAULT_WINDOW_S:g}, at most {MAX_WINDOW_S:g})")
     g.add_argument("--serving-rounds", type=_common.positive_int, default=DEFAULT_ROUNDS, metavar="R",
                    help=f"windows per point, interleaved across precisions; the verdict's CI needs >= 2 "
                         f"(default {DEFAULT_ROUNDS})")

@@ -162,14 +162,14 @@ def write_outputs(results: ResultSet, out: Path, csv: Path | None) -> None:
     measurements are in the table printed above (the fallback summary), never a traceback."""
     kept = "the measurements are in the table above" if results.results else ""
     with signals_deferred():
-        try:
-            results.write_json(out)
-            print(f"results: {out}")
-            if csv:
-                results.write_csv(csv)
-                print(f"csv: {csv}")
-        except OSError as err:
-            raise write_failure(err, out, kept=kept) from err
+        for path, write, label in ((out, results.write_json, "results"), (csv, results.write_csv, "csv")):
+            if path is None:
+                continue
+            try:  # each file blamed for its own failure (a --csv failure named the --out JSON)
+                write(path)
+            except OSError as err:
+                raise write_failure(err, path, kept=kept) from err
+            print(f"{label}: {path}")
 
 
 def report_interruption(results: ResultSet) -> None:
@@ -225,6 +225,8 @@ def print_whatif_area(engines_dir: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.path.exists():  # before the output checks: a typo is not "--out is inside the engines dir"
+        raise BadInput("no such file or directory (give an engines dir or one engine)", path=args.path)
     engines = [args.path if args.path.is_dir() else args.path.parent]
     _common.check_output_file(args.out, "--out", engines=engines, kind=outputs.RESULTS_JSON, args=args)
     _common.check_output_file(args.csv, "--csv", ".csv", engines=engines, kind=outputs.CSV_TABLE, args=args)

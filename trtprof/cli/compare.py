@@ -302,7 +302,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
             layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
         )  # compare_model and the A/B leave the engine builds out of the budget
-        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget)
+        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget,
+                                 on_note=lambda line: print(line, file=sys.stderr))
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):
             if is_ab:

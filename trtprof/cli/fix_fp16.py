@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..compare import core as cmp
 from ..compare.accuracy import DEFAULT_BUDGET, AccuracyBudget
-from ..errors import BadInput
+from ..errors import BadInput, StaticBatch
 from ..measure.interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPlan
 from ..util.signals import sigterm_as_interrupt
 from . import _common
@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
     p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
                    help=f"wall time of the speed measurement (default {DEFAULT_TIME_BUDGET_S:g})")
-    p.add_argument("--round-iterations", type=_common.positive_int, default=None,
+    p.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help="iterations per precision per round of the measurement (default: about "
                         f"{DEFAULT_ROUND_S:g} s worth)")
     p.add_argument("--in-process", action="store_true", help="measure in this process (as compare --in-process)")
@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
                            max_builds=args.max_builds, plan=plan,
                            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
                            on_trial=on_trial, on_search_done=on_search_done)
+    except StaticBatch as err:  # its advice names fix-fp16's option, not compare's --batch-sizes
+        raise err.for_option("--batch-size") from err
     except KeyboardInterrupt:
         if not found:
             raise

@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
     g.add_argument("--backend", default=None, help="auto|onnxruntime|tensorrt|torch (default auto)")
     g.add_argument("--time-budget-s", type=_common.positive_float, default=None,
                    help="compare: measuring time per cell")
-    g.add_argument("--round-iterations", type=_common.positive_int, default=None,
+    g.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help="compare: iterations per precision per round")
     g.add_argument("--iterations", type=_common.positive_int, default=None, help="bench: timed runs per engine")
     g.add_argument("--engines", type=Path, default=None, help="engine cache root (default ./engines, or the spec's)")

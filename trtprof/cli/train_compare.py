@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
                     ".keras/.h5 model. cuDNN autotuning is on (tuned before timing; --no-autotune). Loss default: "
                     "mean(|y - 1|) (needs no labels). Each arm also runs alone from the same initial weights and "
                     "data for --steps steps (loss, skipped steps, peak memory, profile for the reasons).")
-    p.add_argument("model", help="module factory FILE.py:FUNCTION or package.module:FUNCTION (PyTorch), "
+    p.add_argument("model", help="module factory FILE.py:FUNCTION or package.module:FUNCTION (PyTorch; imported "
+                                 "and run as Python code, with your permissions: only name files you trust), "
                                  "ONNX file (PyTorch via onnx2torch) or Keras .keras/.h5 (TensorFlow)")
     p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
                    help="from fp32, tf32, amp-fp16, amp-bf16, and on a GPU NAME+graphed (the whole step in a CUDA "

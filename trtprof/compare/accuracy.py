@@ -243,6 +243,10 @@ BUDGET_METRICS = {"cosine": ">=", "snr_db": ">=", "top1": ">=", "top5": ">=", "m
 # prediction in a hundred change — the scale at which published FP16/INT8 deployment checks
 # (e.g. MLPerf's 99 % of FP32 accuracy) draw the line.
 DEFAULT_BUDGET = "cosine>=0.999,top1>=0.99"
+# The values each metric can take: a bound outside them can never pass (top1>=2, cosine>=1.5,
+# mismatch_fraction<=-0.1), so it is refused when parsed rather than failing every candidate.
+METRIC_RANGES = {"cosine": (-1.0, 1.0), "top1": (0.0, 1.0), "top5": (0.0, 1.0), "mismatch_fraction": (0.0, 1.0),
+                 "max_err_scaled": (0.0, math.inf), "mean_err_scaled": (0.0, math.inf)}
 # Below this cosine the candidate does not agree with the reference at all, whatever the budget: for
 # outputs of equal norm ‖cand − ref‖² = 2·(1 − cos)·‖ref‖², so at 0.5 the error is as large as the
 # output itself (0 is an unrelated, orthogonal output). That is BROKEN, not a degree of DEGRADED.
@@ -292,6 +296,10 @@ class AccuracyBudget:
                 raise BadInput(f"--accuracy {part!r}: {value.strip()!r} is not a number") from err
             if not math.isfinite(bound):
                 raise BadInput(f"--accuracy {part!r}: the bound must be finite")
+            low, high = METRIC_RANGES.get(metric, (-math.inf, math.inf))
+            if (op == ">=" and bound > high) or (op == "<=" and bound < low):
+                raise BadInput(f"--accuracy {part!r}: {metric} is {'at most' if op == '>=' else 'at least'} "
+                               f"{high if op == '>=' else low:g}, so this can never pass")
             items.append(Threshold(metric, op, bound))
         return cls(tuple(items))
 

@@ -30,7 +30,7 @@ from ..diagnose import fp16range
 from ..measure import bench, workers
 from ..measure.budget import TimeBudget
 from ..model import roofline
-from ..system import preflight
+from ..system import model_memory, preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .result import ArmLatency, ComparisonResult, SpeedupSummary
 from ..backends.base import set_autotune
@@ -365,6 +365,7 @@ class CompareHooks:
     on_progress: Callable[[int, Progress], None] | None = None
     on_batch: Callable[[int, InterleavedOutcome], None] | None = None
     on_budget: Callable[[int, str], None] | None = None  # before a batch size's rounds: its budget's line
+    on_note: Callable[[str], None] | None = None  # a one-off line before the rounds (loads lowered to fit memory)
 
 
 @dataclass(frozen=True)
@@ -844,6 +845,12 @@ def compare_model(
                                                 backend=backend, shapes=options.shapes, on_built=builds,
                                                 data=options.data)
     options = options.leaving_out(builds.seconds)
+    if source is not None and options.isolation == ISOLATION_PROCESS:  # every load a process: memory × loads
+        plan, line = model_memory.fit_plan_loads(options.plan, source.proto, source.path.parent, source.path.name,
+                                                 preflight.available_memory_bytes())
+        options = replace(options, plan=plan)
+        if line is not None and hooks.on_note is not None:
+            hooks.on_note(line)
     labels = arm_labels(precisions)
     if len(labels) < 2:
         raise BadInput("compare needs a baseline and a candidate (e.g. --precisions fp32,fp16; fp32,fp32 for A/A)")

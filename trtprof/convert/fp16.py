@@ -18,6 +18,7 @@ from ..errors import BuildFailed, MissingDependency
 from ..util.wording import plural
 from . import fp16_fixes
 from .fp16_weights import FP16_MAX, FP16_MIN_SUBNORMAL, WeightReport, weight_report
+from .fp16_linear import linear_conversion
 
 if TYPE_CHECKING:
     import onnx
@@ -100,7 +101,7 @@ def convert_fp16(
     if split:
         fixes.append(f"{len(split)} weight(s) shared by nodes kept in FP32 and FP16 nodes given an FP32 copy for the "
                      f"kept ones: {', '.join(split[:5])}" + (" …" if len(split) > 5 else ""))
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, linear_conversion():
         warnings.simplefilter("always")
         try:
             converted = float16.convert_float_to_float16(

@@ -42,6 +42,9 @@ class TimingConfig:
             raise BadInput("--warmup must be >= 0")
         if self.iterations <= 0:
             raise BadInput("--iterations must be > 0")
+        if self.iterations > MAX_ITERATIONS:  # the loop stops there: a larger count would be cut silently
+            raise BadInput(f"--iterations {self.iterations} is above the loop's safety stop of {MAX_ITERATIONS:,} "
+                           "iterations per measurement")
         if self.warmup_ms is not None and self.warmup_ms < 0:
             raise BadInput("--warmup-ms must be >= 0")
         if self.duration_s is not None and self.duration_s < 0:
@@ -73,6 +76,15 @@ class Samples:
     @property
     def n(self) -> int:
         return int(self.latency_ms.size)
+
+
+def cap_notes(n: int, span_s: float, config: TimingConfig) -> list[str]:
+    """The note a result carries when the safety stop, not ``--duration-s``, ended its measurement:
+    the duration asked for was not met, and the result says so instead of looking complete."""
+    if n < MAX_ITERATIONS or config.duration_s is None or span_s >= config.duration_s:
+        return []
+    return [f"--duration-s {config.duration_s:g} not reached: measuring stopped at the safety stop of "
+            f"{MAX_ITERATIONS:,} iterations after {span_s:.3g} s"]
 
 
 def _keep_going(done: int, started_ns: int, count: int, seconds: float | None) -> bool:
@@ -132,7 +144,8 @@ def time_host(
         t1 = clock()
         samples.add((t1 - t0) / 1e6)
     span_s = (clock() - first) / 1e9
-    return Samples(stages=samples.columns(), span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s)
+    return Samples(stages=samples.columns(), span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s,
+                   notes=cap_notes(samples.n, span_s, config))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -249,7 +262,8 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     stages = cols.columns()
     if not config.copies:
         del stages["h2d_ms"], stages["d2h_ms"]
-    notes = device_notes(stages, before, after, config) + launch_notes(launch_info)
+    notes = (device_notes(stages, before, after, config) + launch_notes(launch_info)
+             + cap_notes(int(stages["latency_ms"].size), span_s, config))
     device = {
         "launch": launch_info,
         "cuda_device": device_index,

@@ -19,6 +19,7 @@ Formats (trtexec 8.x–10.x, checked against the TensorRT repository's trt-engin
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,50 +58,126 @@ def _load(path: Path, what: str) -> Any:
     return load_json(path, f"trtexec {what} file")
 
 
+# An iteration longer than an hour is not a measurement trtexec makes (its default run is ~3 s of
+# iterations); a value above it is a damaged or hand-edited file, and 1e308 would overflow every sum.
+MAX_PLAUSIBLE_MS = 3_600_000.0
+# The run's span must hold its longest iteration; this slack absorbs the rounding of trtexec's
+# millisecond timestamps (printed with a few decimals).
+SPAN_SLACK_MS = 1e-3
+
+
+def _ms(value: Any, field: str, path: Path) -> float:
+    """A finite, non-negative, plausible number of milliseconds; BadInput naming the field otherwise
+    (a string, null, a bool, a 400-digit integer, inf/NaN, a negative time, 1e308)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"{field}: {str(value)[:40]!r} is not a number", path=path)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise BadInput(f"{field}: {str(value)[:20]}… is too large to be a time", path=path) from None
+    if not math.isfinite(number) or number < 0:
+        raise BadInput(f"{field}: {number!r} is not a finite time >= 0", path=path)
+    if number > MAX_PLAUSIBLE_MS:
+        raise BadInput(f"{field}: {number:.4g} ms is not a plausible trtexec time (> {MAX_PLAUSIBLE_MS:.0f} ms)",
+                       path=path)
+    return number
+
+
+def _stamp(value: Any, field: str, path: Path) -> float:
+    """A timestamp (ms since trtexec's start): a finite number within 31 years of the start."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"{field}: {str(value)[:40]!r} is not a number", path=path)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise BadInput(f"{field}: {str(value)[:20]}… is too large to be a time", path=path) from None
+    if not math.isfinite(number) or abs(number) > 1e12:  # 1e12 ms = 31 years since the run started
+        raise BadInput(f"{field}: {number!r} is not a plausible timestamp", path=path)
+    return number
+
+
 def parse_times(data: Any, path: Path) -> tuple[dict[str, np.ndarray], float]:
-    """Per-stage samples (ms) and the span (s) from trtexec's ``--exportTimes`` list."""
+    """Per-stage samples (ms) and the span (s) from trtexec's ``--exportTimes`` list, every value checked
+    as a number before use (exit 2 naming the iteration and field), and the whole refused when it cannot
+    be a measurement: all latencies zero, or a span that is not positive or shorter than one iteration."""
     if not isinstance(data, list) or not data or not all(isinstance(x, dict) for x in data):
         raise BadInput("--times: expected trtexec's --exportTimes output (a non-empty list of per-iteration "
                        "objects)", path=path)
     missing = [key for key in ("latencyMs", "computeMs", "startEnqMs", "endEnqMs") if key not in data[0]]
     if missing:
         raise BadInput(f"--times: not trtexec's --exportTimes output (no {', '.join(missing)})", path=path)
-    try:
-        stages = {name: np.array([float(x[key]) for x in data]) for name, key in _STAGES.items() if key in data[0]}
-        stages["enqueue_ms"] = np.array([float(x["endEnqMs"]) - float(x["startEnqMs"]) for x in data])
-        starts = [float(x.get("startH2dMs", x.get("startComputeMs", x["startEnqMs"]))) for x in data]
-        ends = [float(x.get("endD2hMs", x.get("endComputeMs", x["endEnqMs"]))) for x in data]
-    except (KeyError, TypeError, ValueError) as err:
-        raise BadInput(f"--times: damaged iteration entry ({type(err).__name__}: {err})", path=path) from err
-    for name, values in stages.items():
-        if not np.all(np.isfinite(values)) or np.any(values < 0):
-            raise BadInput(f"--times: {name} has negative or non-finite values", path=path)
-    return stages, max(ends) / 1000.0 - min(starts) / 1000.0
+    columns: dict[str, list[float]] = {name: [] for name, key in _STAGES.items() if key in data[0]}
+    enqueue, starts, ends = [], [], []
+    for i, x in enumerate(data):
+        def field(key: str, i: int = i) -> str:
+            return f"--times: iteration {i} {key}"
+        try:
+            for name in columns:
+                columns[name].append(_ms(x[_STAGES[name]], field(_STAGES[name]), path))
+            start_enq, end_enq = (_stamp(x[k], field(k), path) for k in ("startEnqMs", "endEnqMs"))
+            start_key = next(k for k in ("startH2dMs", "startComputeMs", "startEnqMs") if k in x)
+            end_key = next(k for k in ("endD2hMs", "endComputeMs", "endEnqMs") if k in x)
+        except KeyError as err:
+            raise BadInput(f"--times: iteration {i} has no {err}", path=path) from None
+        if end_enq < start_enq:
+            raise BadInput(f"--times: iteration {i} endEnqMs is before its startEnqMs", path=path)
+        enqueue.append(end_enq - start_enq)
+        starts.append(_stamp(x[start_key], field(start_key), path))
+        ends.append(_stamp(x[end_key], field(end_key), path))
+        if ends[-1] < starts[-1]:
+            raise BadInput(f"--times: iteration {i} {end_key} is before its {start_key} (a negative span)", path=path)
+    stages = {name: np.array(values) for name, values in columns.items()}
+    stages["enqueue_ms"] = np.array(enqueue)
+    if not np.any(stages["latency_ms"] > 0):
+        raise BadInput("--times: every latencyMs is 0; not a measurement", path=path)
+    span_ms = max(ends) - min(starts)
+    if not span_ms > 0 or span_ms + SPAN_SLACK_MS < float(np.max(stages["latency_ms"])):
+        raise BadInput(f"--times: the run's span ({span_ms:.4g} ms, first start to last end) is not positive or "
+                       f"shorter than its longest iteration ({float(np.max(stages['latency_ms'])):.4g} ms)",
+                       path=path)
+    return stages, span_ms / 1000.0
 
 
 def parse_profile(data: Any, path: Path) -> tuple[tuple[dict[str, Any], ...], int | None]:
     """Per-layer times from ``--exportProfile`` (median and average ms, share of the total)."""
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         raise BadInput("--profile: expected trtexec's --exportProfile output (a list of objects)", path=path)
-    runs = next((int(x["count"]) for x in data if "count" in x), None)
+    runs = next((_count(x["count"], path) for x in data if "count" in x), None)
     layers = []
     for x in data:
         if "name" not in x:
             continue
-        try:
-            layers.append({"name": str(x["name"]), "median_ms": float(x.get("medianMs", x["averageMs"])),
-                           "average_ms": float(x["averageMs"]), "percentage": float(x.get("percentage", 0.0))})
-        except (KeyError, TypeError, ValueError) as err:
-            raise BadInput(f"--profile: damaged layer entry {x.get('name')!r} ({err})", path=path) from err
+        where = f"--profile: layer {str(x['name'])[:60]!r}"
+        if "averageMs" not in x:
+            raise BadInput(f"{where} has no averageMs", path=path)
+        average = _ms(x["averageMs"], f"{where} averageMs", path)
+        share = x.get("percentage", 0.0)
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= float(share) <= 100.0 + 1e-6:
+            raise BadInput(f"{where} percentage: {str(share)[:40]!r} is not a share between 0 and 100", path=path)
+        layers.append({"name": str(x["name"]), "median_ms": _ms(x.get("medianMs", average), f"{where} medianMs", path),
+                       "average_ms": average, "percentage": float(share)})
     if not layers:
         raise BadInput("--profile: no layer entries (expected objects with name/averageMs)", path=path)
     return tuple(layers), runs
 
 
+def _count(value: Any, path: Path) -> int:
+    """The profile's run count: a positive whole number ("abc", null, Infinity, 2.5, true refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value) or not 0 < value < 2**53:
+        raise BadInput(f"--profile: count: {str(value)[:40]!r} is not a positive whole number", path=path)
+    return int(value)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def layer_precision(layer: Mapping[str, Any]) -> str | None:
     """"fp16", "fp32", "int8", … of a layer's first output's ``Format/Datatype`` string."""
-    for io in (*layer.get("Outputs", []), *layer.get("Inputs", [])):
-        match = _DTYPE.search(str(io.get("Format/Datatype", "")))
+    ios = [v for key in ("Outputs", "Inputs") for v in _as_list(layer.get(key))]
+    for io in ios:
+        match = _DTYPE.search(str(io.get("Format/Datatype", "") if isinstance(io, dict) else io))
         if match:
             return match.group(1).lower()
     return None
@@ -116,7 +193,10 @@ def parse_layer_info(data: Any, path: Path) -> tuple[dict[str, int] | None, int 
         return None, None  # names only: built without --profilingVerbosity=detailed
     counts: dict[str, int] = {}
     reformats = 0
-    for layer in layers:
+    for i, layer in enumerate(layers):
+        for key in ("Inputs", "Outputs"):
+            if key in layer and not isinstance(layer[key], list):
+                raise BadInput(f"--layer-info: layer {i} {key}: {str(layer[key])[:40]!r} is not a list", path=path)
         if layer.get("LayerType") == "Reformat" or layer.get("Origin") == "REFORMAT":
             reformats += 1
             continue

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +43,11 @@ SPAWN_AHEAD = 8
 WORKER_MEMORY_NOTE = ("measured in the accuracy pass (one inference per arm in load 0's worker process, before its "
                       "timing; every arm loaded in that process)")
 DEATH_WAIT_S = 5.0  # for a worker whose pipe closed to be reaped, so the message can name its signal
+# The parent's pid, given to a worker started from the parent's main thread: the worker asks Linux to
+# SIGKILL it when that parent dies (PR_SET_PDEATHSIG), and checks between rounds elsewhere. Only from the
+# main thread: Linux sends the signal when the *thread* that forked the worker ends, not the process.
+PARENT_ENV = "TRTPROF_WORKER_PARENT"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this trtprof (trtprof/measure/workers.py)
 
 
@@ -86,6 +92,10 @@ class Worker:
         prepend_package_root(env)
         if device is not None:  # each worker makes its own CUDA context on the device it is told
             env["CUDA_VISIBLE_DEVICES"] = str(device)
+        if threading.current_thread() is threading.main_thread():
+            env[PARENT_ENV] = str(os.getpid())
+        else:
+            env.pop(PARENT_ENV, None)
         self.stderr = tempfile.TemporaryFile()
         argv = [sys.executable, "-m", "trtprof.measure.workers", *(["--preload", ",".join(preload)] if preload else [])]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
@@ -485,8 +495,35 @@ def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[in
     return out
 
 
-def serve(inp: BinaryIO, out: BinaryIO) -> None:
-    """The worker loop: load every arm once, then answer commands until ``close``."""
+def die_with_parent() -> int | None:
+    """Make this worker end with the process that started it, even in the middle of a block of a million
+    iterations (a worker that outlives a kill -9 of its compare holds a core and its memory for minutes).
+    Linux: PR_SET_PDEATHSIG with SIGKILL, then a check that the parent did not die before it was set.
+    Returns the parent's pid (None when not started from a parent's main thread), for ``parent_gone``."""
+    text = os.environ.get(PARENT_ENV, "")
+    if not text.isdigit():
+        return None
+    parent = int(text)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):  # no prctl in this libc: the check between rounds remains
+            pass
+    if parent_gone(parent):
+        os._exit(1)
+    return parent
+
+
+def parent_gone(parent: int | None) -> bool:
+    """The worker was re-parented (to init or a subreaper): the process that started it is gone."""
+    return parent is not None and os.getppid() != parent
+
+
+def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
+    """The worker loop: load every arm once, then answer commands until ``close`` (or until the parent
+    is gone, checked between rounds where PR_SET_PDEATHSIG is not there)."""
     from ..backends.base import set_autotune
     from .bench import load_runner
     from ..model.inputs import make_inputs
@@ -534,8 +571,11 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
                     reply("ok", warm)
                 elif command == "rounds":
                     start, count, config, order = args
-                    done = [{n: measure_block(runners[n], feeds, config) for n in round_order(order, j)}
-                            for j in range(start, start + count)]
+                    done = []
+                    for j in range(start, start + count):
+                        if parent_gone(parent):
+                            return
+                        done.append({n: measure_block(runners[n], feeds, config) for n in round_order(order, j)})
                     trim(runners)
                     reply("ok", done)
                 elif command == "close":
@@ -566,6 +606,7 @@ def preload(names: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    parent = die_with_parent()
     # Ctrl-C in a terminal reaches the whole process group: the parent decides what to keep and stops
     # its workers itself (WorkerPool.kill), so a worker must not die first and look like a failure.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -574,7 +615,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.stdout = sys.stderr
     if args[:1] == ["--preload"] and len(args) > 1:
         preload([n for n in args[1].split(",") if n])
-    serve(sys.stdin.buffer, out)
+    serve(sys.stdin.buffer, out, parent)
     # Nothing is left to clean up once serve has closed the runners: skip the interpreter's teardown of
     # numpy, onnxruntime, torch (0.4 s for 6 workers on the loaded 2-core machine, after the time budget).
     sys.stderr.flush()

@@ -53,6 +53,8 @@ from ..errors import BadInput
 DEFAULT_WINDOW_S = 1.0  # one measured window per point and round
 DEFAULT_WARMUP_S = 0.2  # all N workers busy before the window opens (GPU clocks, allocator, arenas)
 DEFAULT_MIN_REQUESTS = 20  # a p99 needs some requests; the window grows until this many completed …
+# A window is repeated points × rounds times: an hour each is already a day-long sweep; more is a typo.
+MAX_WINDOW_S = 3600.0
 MAX_WINDOW_FACTOR = 10  # … but never beyond 10 windows' time: a very slow point is reported as it is
 DEFAULT_ROUNDS = 3  # windows per point, interleaved across precisions: the SLO verdict's CI needs rounds
 POLL_S = 0.005  # how often the main thread looks at the completed count once the window's time is up
@@ -77,8 +79,8 @@ class ServingConfig:
     def __post_init__(self) -> None:
         if not self.concurrency or any(int(n) < 1 for n in self.concurrency):
             raise BadInput("--concurrency: give positive integers, e.g. 1,2,4,8")
-        if self.window_s <= 0 or self.warmup_s < 0:
-            raise BadInput("--window-s must be > 0")
+        if not 0 < self.window_s <= MAX_WINDOW_S or self.warmup_s < 0:
+            raise BadInput(f"--window-s must be > 0 and at most {MAX_WINDOW_S:g}")
         if self.min_requests < 1 or self.rounds < 1:
             raise BadInput("--serving-rounds must be >= 1")
         if self.slo_ms is not None and not self.slo_ms > 0:

@@ -132,11 +132,19 @@ def check_memory(batch_size: int, needed_bytes: int, *, available: int | None = 
     available = available_memory_bytes() if available is None else available
     if available is None or needed_bytes <= available:
         return
+    smaller = largest_fitting_batch(batch_size, needed_bytes, available)
     raise OutOfMemory(
         f"batch size {batch_size} needs {fmt_size(needed_bytes)} for its inputs alone, "
-        f"{fmt_size(available)} of memory is available: try --batch-sizes "
-        f"{largest_fitting_batch(batch_size, needed_bytes, available)} or smaller"
+        f"{fmt_size(available)} of memory is available: {smaller_hint(batch_size, smaller)}"
     )
+
+
+def smaller_hint(batch_size: int, smaller: int) -> str:
+    """What to try instead: a smaller batch, or — at batch 1, where no smaller batch exists — less data
+    per sample or more free memory (\"try --batch-sizes 1 or smaller\" at batch 1 was no advice)."""
+    if batch_size <= 1 or smaller >= batch_size:
+        return "even one sample does not fit; free memory, or give smaller input shapes (--shape)"
+    return f"try --batch-sizes {smaller} or smaller"
 
 
 def check_batch_memory(runner: Any, batch_size: int, shapes: Mapping[str, tuple[int, ...]]) -> int:
@@ -187,4 +195,4 @@ def out_of_memory(err: BaseException, batch_size: int, needed_bytes: int) -> Out
     if available:
         smaller = min(smaller, largest_fitting_batch(batch_size, needed_bytes, available))
     return OutOfMemory(f"out of memory at batch size {batch_size} ({what}; its inputs alone take "
-                       f"{fmt_size(needed_bytes)}): try --batch-sizes {smaller} or smaller")
+                       f"{fmt_size(needed_bytes)}): {smaller_hint(batch_size, smaller)}")

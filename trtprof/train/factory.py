@@ -88,6 +88,10 @@ def _import(spec: FactorySpec) -> Any:
         sys.path.insert(0, str(path.resolve().parent))  # the file's own sibling imports work
         try:
             mod_spec.loader.exec_module(module)
+        except SystemExit as err:  # sys.exit() at import must not end trtprof with its code and nothing done
+            sys.modules.pop(name, None)
+            raise BadModel(f"importing it called sys.exit({err.code!r}); a factory file must define functions",
+                           path=path) from err
         except Exception as err:  # noqa: BLE001 - the user's code: any error is reported in one line
             sys.modules.pop(name, None)
             raise BadModel(f"importing it failed: {type(err).__name__}: {_first_line(err)}", path=path) from err
@@ -121,6 +125,9 @@ def load_factory(spec: FactorySpec, shapes: dict[str, tuple[int, ...]] | None = 
         raise BadModel(f"{spec.function} is a {type(fn).__name__}, not a function", path=spec.module)
     try:
         made = fn()
+    except SystemExit as err:  # sys.exit(0) must not make train-compare exit 0 with nothing measured
+        raise BadModel(f"{spec.function}() called sys.exit({err.code!r}) instead of returning a model",
+                       path=spec.module) from err
     except Exception as err:  # noqa: BLE001 - the user's code
         raise BadModel(f"{spec.function}() failed: {type(err).__name__}: {_first_line(err)}", path=spec.module) from err
     return normalise(made, spec, torch, shapes or {})

@@ -41,6 +41,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as err:
+        unlink_quietly(Path(tmp))
+        if err.filename is None:  # write()/fsync() of a full disk name no file: the message must (safety.md)
+            err.filename = str(path)
+        raise
     except BaseException:
         unlink_quietly(Path(tmp))
         raise

@@ -1,0 +1,104 @@
+"""Peak memory of `trtprof build` (fp32+fp16) and `trtprof compare` (2 loads) against a model's weight
+bytes, ONNX Runtime on the CPU (issue 36 item 8): the factors behind trtprof.system.model_memory.
+
+The model is a chain of MatMuls with SIZE×SIZE float32 weights (onnx helpers, seeded). The peak is the
+largest sum of RSS over the command's process tree (the compare's workers included), sampled every
+50 ms from /proc. Run: ``python benchmarks/model_memory_cpu.py 200`` (MB of weights). Results:
+benchmarks/results/model_memory_cpu-*.txt.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def make_chain(path: Path, megabytes: float, size: int = 2048) -> int:
+    """A MatMul chain holding about ``megabytes`` MB of float32 weights; returns the weight bytes."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    count = max(1, round(megabytes * 1e6 / (size * size * 4)))
+    rng = np.random.default_rng(0)
+    nodes, inits, prev = [], [], "x"
+    for i in range(count):
+        w = (rng.standard_normal((size, size), dtype=np.float32) / np.sqrt(size)).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"y{i}"], name=f"matmul_{i}"))
+        prev = f"y{i}"
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", size])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["N", size])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path), save_as_external_data=count * size * size * 4 > 1.8e9)
+    return count * size * size * 4
+
+
+def tree_rss(root: int) -> int:
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        rss[int(entry.name)] = int(fields[21]) * PAGE
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += [p for p, parent in parents.items() if parent == pid]
+    return total
+
+
+def peak_of(argv: list[str]) -> tuple[int, int, float]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "trtprof", *argv], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(proc.pid))
+        time.sleep(0.05)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode:
+        print(f"  rc {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+    return peak, proc.returncode, time.monotonic() - started
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("megabytes", type=float, nargs="+")
+    p.add_argument("--loads", default="2", help="compare's --min-loads values to measure, comma-separated")
+    args = p.parse_args()
+    for mb in args.megabytes:
+        with tempfile.TemporaryDirectory() as tmp:
+            model = Path(tmp) / "chain.onnx"
+            weights = make_chain(model, mb)
+            engines = Path(tmp) / "engines"
+            build, rc, s = peak_of(["build", str(model), "--fp32", "--fp16", "--backend", "onnxruntime",
+                                    "--batch-sizes", "1", "--engines", str(engines)])
+            print(f"{weights / 1e6:.0f} MB weights: build fp32+fp16 peak {build / 1e9:.2f} GB "
+                  f"({build / weights:.1f}x weights, rc {rc}, {s:.0f} s)", flush=True)
+            for loads in args.loads.split(","):
+                compare, rc, s = peak_of(["compare", str(model), "--backend", "onnxruntime", "--batch-sizes", "1",
+                                          "--engines", str(engines), "--min-loads", loads, "--time-budget-s", "20",
+                                          "--out", str(Path(tmp) / "c.json")])
+                print(f"{weights / 1e6:.0f} MB weights: compare (engines cached, --min-loads {loads}) peak "
+                      f"{compare / 1e9:.2f} GB ({compare / weights:.1f}x weights, rc {rc}, {s:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Issue 36 item 8: memory that grows with the model is predicted from its weight bytes before a build or
+the loads of a compare; too little memory is one line (exit 2) or fewer loads, said in one line. Test
+models stay small: the memory available is monkeypatched, each threshold just inside and just outside."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trtprof.cli import main
+from trtprof.errors import OutOfMemory
+from trtprof.system import model_memory as mm
+
+
+def _weights(conv_model) -> int:
+    import onnx
+
+    return mm.weight_bytes(onnx.load(str(conv_model)))
+
+
+def test_weight_bytes_counts_initializers_from_dims(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.zeros((64, 32), np.float32), "w")
+    h = numpy_helper.from_array(np.zeros((10,), np.float16), "h")
+    const = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.zeros((5, 5), np.int64)))
+    graph = helper.make_graph([const, helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])], [w, h])
+    assert mm.weight_bytes(helper.make_model(graph)) == 64 * 32 * 4 + 10 * 2 + 25 * 8
+
+
+def test_fit_loads_just_inside_and_outside():
+    weights = 10**8
+    for loads in (2, 3, 6):
+        need = mm.compare_bytes(weights, loads)
+        assert mm.fit_loads(weights, need, 2, loads, "m.onnx") == (loads, None)  # exactly fits
+        ceiling, line = mm.fit_loads(weights, need - 1, 2, loads, "m.onnx") if loads > 2 else (None, None)
+        if loads > 2:
+            assert ceiling == loads - 1 and "at most" in line
+    with pytest.raises(OutOfMemory, match="not even 2 loads fit"):
+        mm.fit_loads(weights, mm.compare_bytes(weights, 2) - 1, 2, 6, "m.onnx")
+    with pytest.raises(OutOfMemory, match="try --min-loads 3"):
+        mm.fit_loads(weights, mm.compare_bytes(weights, 3), 4, 6, "m.onnx")
+
+
+def test_build_check_just_inside_and_outside():
+    mm.check_build(10**8, mm.build_bytes(10**8), "m.onnx")
+    with pytest.raises(OutOfMemory, match="building it takes about"):
+        mm.check_build(10**8, mm.build_bytes(10**8) - 1, "m.onnx")
+    mm.check_build(10**8, None, "m.onnx")  # unknown: no refusal
+
+
+def test_build_is_refused_in_one_line_before_anything_is_written(conv_model, tmp_path, monkeypatch, capsys):
+    need = mm.build_bytes(_weights(conv_model))
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes", lambda: need - 1)
+    engines = tmp_path / "e"
+    code = main(["build", str(conv_model), "--fp32", "--backend", "onnxruntime", "--engines", str(engines)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "building it takes about" in err[0] and "convnet.onnx" in err[0]
+    assert not list(engines.glob("*.onnx")) and not list(engines.glob("*.json"))
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes", lambda: need)
+    assert main(["build", str(conv_model), "--fp32", "--backend", "onnxruntime", "--engines", str(engines)]) == 0
+
+
+def test_compare_lowers_its_loads_to_what_fits_and_says_so(conv_model, tmp_path, monkeypatch, capsys):
+    weights = _weights(conv_model)
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes",
+                        lambda: max(mm.compare_bytes(weights, 3), mm.build_bytes(weights)))
+    out = tmp_path / "c.json"
+    code = main(["compare", str(conv_model), "--backend", "onnxruntime", "--engines", str(tmp_path / "e"),
+                 "--min-loads", "2", "--time-budget-s", "3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0 and "memory: at most 3 loads" in err, err
+    assert '"max_loads": 3' in out.read_text()
+
+
+def test_compare_refuses_when_two_loads_do_not_fit(conv_model, tmp_path, monkeypatch, capsys):
+    weights = _weights(conv_model)
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes",
+                        lambda: max(mm.build_bytes(weights), mm.compare_bytes(weights, 2) - 1))
+    out = tmp_path / "c.json"
+    code = main(["compare", str(conv_model), "--backend", "onnxruntime", "--engines", str(tmp_path / "e"),
+                 "--min-loads", "2", "--time-budget-s", "3", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "not even 2 loads fit" in err[-1] and not out.exists()
