@@ -52,6 +52,17 @@ while time.time() - t < 40: a = (a @ a).clamp_(-1, 1)
     grep -E "^timeline|^trace" "$R/r50_timeline_$mode.txt" | head -5
     TO=60 tp r50_timeline_report_$mode report "$R/r50-b1-$mode/compare.json" -o "$R/r50-b1-$mode/report.html"
   done
+elif [ "$PART" = F ]; then
+  # final head: BERT-base (the Flatten fix), the ResNet-50 default run (the budget that grows where the
+  # start-up took the window), the gpu-marked tests, then three timm models with defaults
+  python3 benchmarks/issue33_models.py $M bert_base resnet50 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
+  TO=130 tp bert_base compare $M/bert_base.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/bert --out "$R/bert_base.json"
+  TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
+  TO=200 tl r50_defaults compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/r50_defaults.json"
+  timeout ${TESTS_TO:-150} python3 -m pytest -m gpu tests/ -q -p no:cacheprovider >"$R/gpu_tests.txt" 2>&1; echo "gpu tests rc=$?" | tee -a "$R/summary.txt"; tail -15 "$R/gpu_tests.txt"
+  for m in efficientnet_b0 convnext_tiny mobilenetv3_large; do
+    TO=80 tp $m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/$m.json"
+  done
 elif [ "$PART" = E ]; then
   # architectures nobody here wrote, with defaults; then the gpu-marked tests
   python3 benchmarks/issue33_models.py $M bert_base vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
