@@ -66,15 +66,21 @@ MAX_PLAUSIBLE_MS = 3_600_000.0
 SPAN_SLACK_MS = 1e-3
 
 
-def _ms(value: Any, field: str, path: Path) -> float:
-    """A finite, non-negative, plausible number of milliseconds; BadInput naming the field otherwise
-    (a string, null, a bool, a 400-digit integer, inf/NaN, a negative time, 1e308)."""
+def _float(value: Any, field: str, path: Path) -> float:
+    """A JSON number as a float; BadInput naming the field for a string, null, a bool or an integer too
+    large for a float (a 400-digit one)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadInput(f"{field}: {str(value)[:40]!r} is not a number", path=path)
     try:
-        number = float(value)
+        return float(value)
     except OverflowError:
         raise BadInput(f"{field}: {str(value)[:20]}… is too large to be a time", path=path) from None
+
+
+def _ms(value: Any, field: str, path: Path) -> float:
+    """A finite, non-negative, plausible number of milliseconds; BadInput naming the field otherwise
+    (a string, null, a bool, a 400-digit integer, inf/NaN, a negative time, 1e308)."""
+    number = _float(value, field, path)
     if not math.isfinite(number) or number < 0:
         raise BadInput(f"{field}: {number!r} is not a finite time >= 0", path=path)
     if number > MAX_PLAUSIBLE_MS:
@@ -85,12 +91,7 @@ def _ms(value: Any, field: str, path: Path) -> float:
 
 def _stamp(value: Any, field: str, path: Path) -> float:
     """A timestamp (ms since trtexec's start): a finite number within 31 years of the start."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadInput(f"{field}: {str(value)[:40]!r} is not a number", path=path)
-    try:
-        number = float(value)
-    except OverflowError:
-        raise BadInput(f"{field}: {str(value)[:20]}… is too large to be a time", path=path) from None
+    number = _float(value, field, path)
     if not math.isfinite(number) or abs(number) > 1e12:  # 1e12 ms = 31 years since the run started
         raise BadInput(f"{field}: {number!r} is not a plausible timestamp", path=path)
     return number
