@@ -279,3 +279,72 @@ def test_loads_that_fit_with_the_blocks_shrunk_say_nothing_where_the_budget_stay
     assert window.fitted(30.0, 1.0, 6, 4, least_s=11.99) == (window, "")
     fitted, line = window.fitted(30.0, 1.0, 6, 4, least_s=12.01)
     assert fitted == window and "fewer loads will run" in line and "--time-budget-s 13 fits them" in line
+
+
+def pre_warmed_run(later_open_s: float, *, launch_s: float = 8.0):
+    """The H200's default ResNet-50 run (2026-12-02), faked (named so): start-up took ``launch_s`` of the
+    12-s default before load 0, which opened in 0.3 s (its first runs done by the accuracy pass); every
+    later load takes ``later_open_s``."""
+    from trtprof.measure import interleave
+    from trtprof.measure import simulate as cal
+
+    clock, names, log = cal.SimClock(), ("base", "cand"), []
+    clock.t = launch_s
+
+    def open_load(i: int) -> CostlyLoad:
+        clock.t += 0.3 if i == 0 else later_open_s
+        return CostlyLoad(clock, names, 0.05, seed=i, log=log)
+
+    plan = interleave.RoundPlan(time_budget_s=12.0, round_iterations=20)
+    window = BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0, grows=True)
+    out = interleave.run_interleaved(names, open_load, plan, clock=clock, window=window,
+                                     on_note=lambda line: log.append(("note", line)))
+    return clock, out, log
+
+
+def test_a_window_fitted_to_a_pre_warmed_first_load_is_fitted_again_after_the_second():
+    """Load 0 cheap (0.3 s), later loads 4 s: the window grown on the first load's cost is fitted again
+    after the second, so the minimum loads run; a second line says so before the rounds."""
+    from trtprof.measure.interleave import MIN_LOADS
+
+    clock, out, log = pre_warmed_run(4.0)
+    notes = [text for kind, text in log if kind == "note"]
+    assert len(notes) == 2 and notes[1].startswith("the second load took 4.1 s") and "grows to" in notes[1]
+    assert log.index(("note", notes[1])) < next(i for i, (kind, _) in enumerate(log) if kind == "rounds")
+    assert out.loads >= MIN_LOADS and out.budget_note == f"{notes[0]}; {notes[1]}"
+    assert clock.t <= out.budget_s * 1.1 and out.budget_s <= GROWN_BUDGET_CAP_S
+
+
+def test_a_second_load_no_dearer_than_the_first_changes_nothing():
+    clock, out, log = pre_warmed_run(0.3)
+    notes = [text for kind, text in log if kind == "note"]
+    assert len(notes) == 1 and not any("second load" in n for n in notes)
+
+
+def test_without_the_refit_the_pre_warmed_run_gets_fewer_loads(monkeypatch):
+    """The refit is what makes the minimum fit: switched off, the same run opens fewer loads."""
+    from trtprof.measure import interleave
+    from trtprof.measure.interleave import MIN_LOADS
+
+    monkeypatch.setattr(interleave._Loop, "refit_window", lambda self, round_s: None)
+    _clock, out, _log = pre_warmed_run(4.0)
+    assert out.loads < MIN_LOADS
+
+
+@pytest.mark.parametrize("later_open_s, refits", [(0.39, False), (0.41, True)])
+def test_the_refit_needs_a_second_load_dearer_than_the_ratio(later_open_s, refits, monkeypatch):
+    """REFIT_LOAD_RATIO (1.25): the first load costs 0.4 s here (0.3 s + its warm-up blocks), so a second
+    load of 0.49 s (1.225×) is not fitted again and one of 0.51 s (1.275×) is."""
+    from trtprof.measure import interleave
+
+    assert interleave.REFIT_LOAD_RATIO == 1.25
+    asked = []
+    real = BatchWindow.fitted
+
+    def spy(self, *args, **kwargs):
+        asked.append(kwargs.get("which", "first"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(BatchWindow, "fitted", spy)
+    pre_warmed_run(later_open_s)
+    assert asked == (["first", "second"] if refits else ["first"])

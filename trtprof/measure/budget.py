@@ -90,7 +90,8 @@ class BatchWindow:
         return f"what is left of the {kind}: nothing (the batch sizes before this one used {over})"
 
     def fitted(self, needed_s: float, first_load_s: float, loads: int, rounds: int, *,
-               least_s: float | None = None, first_load_began_s: float | None = None) -> tuple[BatchWindow, str]:
+               least_s: float | None = None, first_load_began_s: float | None = None,
+               which: str = "first", grown_before: bool = False) -> tuple[BatchWindow, str]:
         """This window for loads that need ``needed_s`` seconds from ``started`` (``loads`` loads ×
         ``rounds`` rounds of the designed blocks, estimated from the first load, which took
         ``first_load_s``; ``least_s``: with the blocks shrunk to their least, default ``needed_s``), and
@@ -98,13 +99,15 @@ class BatchWindow:
         ``needed_s`` where a load is costly (``COSTLY_LOAD_S``), up to ``GROWN_BUDGET_CAP_S`` after the
         batch size began; otherwise it stays, and where not even ``least_s`` fits, the line says how long
         the loads would need. It grows too where less than ``LEFT_AT_FIRST_LOAD_SHARE`` of one batch
-        size's budget was left when the first load began (``first_load_began_s``, from ``started``)."""
+        size's budget was left when the first load began (``first_load_began_s``, from ``started``), and
+        again after the second load (``which``) where the first fit grew it (``grown_before``)."""
         least_s = needed_s if least_s is None else least_s
-        costly = self.grows and (first_load_s > COSTLY_LOAD_S or self.spent_before_loads(first_load_began_s))
+        costly = self.grows and (grown_before or first_load_s > COSTLY_LOAD_S
+                                 or self.spent_before_loads(first_load_began_s))
         if needed_s <= self.budget_s or (not costly and least_s <= self.budget_s):
             return self, ""
         target_s = needed_s if costly else least_s
-        need = (f"the first load took {first_load_s:.1f} s: {loads} loads × {rounds} rounds need about "
+        need = (f"the {which} load took {first_load_s:.1f} s: {loads} loads × {rounds} rounds need about "
                 f"{target_s - self.opened_s:.0f} s here")
         fits = f"--time-budget-s {math.ceil(target_s - self.opened_s)} fits them"
         if not self.grows:
@@ -116,7 +119,7 @@ class BatchWindow:
         cap_s = self.opened_s + GROWN_BUDGET_CAP_S
         grown = replace(self, budget_s=min(target_s, max(cap_s, self.budget_s)))
         capped = f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" if target_s > cap_s else ""
-        why = ("" if first_load_s > COSTLY_LOAD_S else
+        why = ("" if first_load_s > COSTLY_LOAD_S or grown_before else
                f"; less than {LEFT_AT_FIRST_LOAD_SHARE:.0%} of the default budget was left when the first load began "
                "(start-up, the accuracy pass or the batch sizes before this one took it)")
         return grown, (f"{need}{why}; the budget grows to {grown.budget_s - self.opened_s:.0f} s for them (the "

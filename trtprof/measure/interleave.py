@@ -69,6 +69,10 @@ MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of
 MAX_ROUND_ITERATIONS = 2000  # a block of a very fast model stays short in samples
 ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches; not steady state
 FIRST_WARMUP = 10  # before a load's first round, per arm: at least this many calls …
+# A grown default window is fitted again after the second load when that load cost more than this times the
+# first (``_Loop.refit_window``): on the H200 a pre-warmed load 0 took 1.8 s and the later ones ~4 s (2.2×);
+# loads of one kind differ by a few per cent, and a later load's warm-up is shorter by design.
+REFIT_LOAD_RATIO = 1.25
 FIRST_WARMUP_MS = 500.0  # … and this long in a batch size's first load (GPU clocks ramp from idle: FACTS.md)
 LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has already warmed
 
@@ -460,6 +464,9 @@ class _Loop:
         self.round_s = 0.0  # seconds per round (all arms), measured on the last rounds
         self.load_open_s = 0.0  # seconds the last load took to open and warm up
         self.first_open_s = 0.0  # from ``started`` until the first load was open and warm (start-up included)
+        self.first_load_s = 0.0  # what the first load took to open and warm up (fit_window)
+        self.first_load_began_s: float | None = None  # … and when it began, from ``started``
+        self.grown_from_s: float | None = None  # the window's budget before fit_window grew it (None: not grown)
         self.load_ready: Callable[[int], bool] | None = None
         self.on_note: Callable[[str], None] | None = None
         self.budget_note = ""
@@ -521,13 +528,15 @@ class _Loop:
                       for w in warm0.values()]
         wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
         self.round_s = sum((MIN_ROUND_ITERATIONS + ROUND_WARMUP) * m / 1e3 for m in medians_ms)  # the floor's blocks
-        self.fit_window(sum((wanted + ROUND_WARMUP) * m / 1e3 for m in medians_ms),
-                        sum(w.warmup_s + w.span_s for w in warm0.values()))
+        design_round_s = sum((wanted + ROUND_WARMUP) * m / 1e3 for m in medians_ms)
+        self.fit_window(design_round_s, sum(w.warmup_s + w.span_s for w in warm0.values()))
         while len(self.loads) < plan.min_loads:
             needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
             if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
                 break
             self.add_load()
+            if len(self.loads) == 2:
+                self.refit_window(design_round_s)
         if plan.round_iterations is None:  # shrink the blocks until the minimum rounds fit the budget
             per_iteration_s = len(self.loads) * plan.min_rounds * sum(medians_ms) / 1e3
             affordable = int(MIN_DESIGN_SHARE * self.remaining() / per_iteration_s) - ROUND_WARMUP \
@@ -563,12 +572,38 @@ class _Loop:
             return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
 
         # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
+        self.first_load_s, self.first_load_began_s = self.load_open_s, self.elapsed() - self.load_open_s
+        before_s = self.window.budget_s
         self.window, self.budget_note = self.window.fitted(need(round_s), self.load_open_s, plan.min_loads,
                                                            plan.min_rounds, least_s=need(self.round_s),
-                                                           first_load_began_s=self.elapsed() - self.load_open_s)
+                                                           first_load_began_s=self.first_load_began_s)
+        self.grown_from_s = before_s if self.window.budget_s > before_s else None
         self.budget_s = self.window.budget_s
         if self.budget_note and self.on_note is not None:
             self.on_note(self.budget_note)
+
+    def refit_window(self, round_s: float) -> None:
+        """After the second load opened, where the first fit grew the default window: fit it again with
+        what that load cost, which is what the later ones cost. The first load can be cheaper than the
+        rest: on the H200 load 0's worker had run the accuracy pass, so cuDNN's first runs per shape
+        were done before its warm-up, and the window fitted to its 1.8 s left room for 3 of the 6 loads
+        where later ones took ~4 s (2026-12-02). Only a grown window is refitted, and it grows further
+        only (``BatchWindow.fitted``, up to its cap); one line says so."""
+        if not self.window.grows or self.grown_from_s is None or self.load_open_s <= REFIT_LOAD_RATIO * self.first_load_s:
+            return
+        plan = self.plan
+
+        def need(block_round_s: float) -> float:
+            rest_s = (plan.min_loads - len(self.loads)) * self.load_open_s + plan.min_loads * plan.min_rounds * block_round_s
+            return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
+
+        window, note = self.window.fitted(need(round_s), self.load_open_s, plan.min_loads, plan.min_rounds,
+                                          least_s=need(self.round_s), which="second", grown_before=True)
+        if window.budget_s > self.window.budget_s:
+            self.window, self.budget_s = window, window.budget_s
+            self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
+            if self.on_note is not None:
+                self.on_note(note)
 
     def look(self) -> None:
         base = self.arms[self.names[0]].latency_blocks()
