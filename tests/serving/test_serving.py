@@ -18,6 +18,7 @@ from trtprof.errors import BadInput
 from trtprof.serving.driver import ServingConfig, Window, cpu_sessions, run_window
 
 MS = 1_000_000
+LOOK_WAIT_S = 0.2  # the longest a fake request waits for the driver to look at the clock
 
 
 class FakeTime:
@@ -28,6 +29,7 @@ class FakeTime:
         self.now = 0
         self.step = step_ns
         self.lock = threading.Lock()
+        self.looked = threading.Event()  # set by ``sleep`` each time the sleeping driver read the clock
 
     def clock(self) -> int:
         return self.now
@@ -35,15 +37,21 @@ class FakeTime:
     def request(self) -> None:
         with self.lock:
             self.now += self.step
-        # a request takes real time too (0.5 ms, > the fake sleep's 0.2 ms poll): with time.sleep(0) a
-        # worker could run several requests before the sleeping driver looked again, and the cap test
-        # saw 17 requests against its bound of 16 in CI (scheduling, not the driver)
-        time.sleep(0.0005)
+            self.looked.clear()
+        # Lockstep with the driver: a request returns once the sleeping driver has seen the clock it moved
+        # (or after LOOK_WAIT_S, where the driver is not sleeping). A fixed real-time pause (0.5 ms) still
+        # let a worker run several requests while the driver thread was descheduled, and the cap test saw
+        # 17 requests against its bound of 16 under load (scheduling, not the driver).
+        self.looked.wait(LOOK_WAIT_S)
 
     def sleep(self, seconds: float) -> None:
         target = self.now + seconds * 1e9
         deadline = time.monotonic() + 30  # a safety stop for a broken driver, not an expectation
-        while self.now < target and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            now = self.now
+            self.looked.set()
+            if now >= target:
+                break
             time.sleep(0.0002)
 
 
