@@ -10,7 +10,7 @@ constants and Cast targets) and captured with ``torch.export``, plus the pre-pas
 from; a load reads the program without converting (or converts the graph when export was not
 possible, said at build). fp32 runs with TF32 switched off (PyTorch's cuDNN default is TF32 on, which
 is not FP32), tf32 with it on; fp16's float IO is cast on the device inside ``enqueue``. The build runs
-the converted module once (``check_runs``), so a module that converts but cannot run fails there, in
+the converted module once (``check_and_export``), so a module that converts but cannot run fails there, in
 one line.
 
 cuDNN autotuning (``torch.backends.cudnn.benchmark``) is on by default while the runner runs
@@ -69,7 +69,6 @@ MEMORY_FORMAT_OPTION = "memory_format"
 CONTIGUOUS = "contiguous"  # torch's default, NCHW for 4-D tensors
 CHANNELS_LAST = "channels_last"  # NHWC in memory, the logical shape unchanged
 MEMORY_FORMATS = (CONTIGUOUS, CHANNELS_LAST)
-# A failure's message is cut to this many characters: one line on stderr, not torch's C++ context.
 
 
 def import_torch():
@@ -617,7 +616,7 @@ class TorchBackend:
             counts = follow_precision(import_torch(), module, getattr(import_torch(), LOW_DTYPES[spec.precision]))
             notes[-1] = precision_note(spec.precision, counts)
             extra = {"low_precision_tensors": counts}
-        check_runs(module, spec, Path(model), converted=bool(keep))
+        exported, export_note = check_and_export(module, spec, Path(model), converted=bool(keep))
         memory_format = check_memory_format(spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS), module, spec.precision)
         nhwc: tuple[str, ...] = ()
         if memory_format == CHANNELS_LAST:
@@ -626,10 +625,6 @@ class TorchBackend:
                          + (", ".join(nhwc) + " (inside the timed compute)" if nhwc else
                             "none (no 4-D input feeds a Conv directly)")
                          + "; the output copy back is timed too")
-        if spec.precision is Precision.FP8:
-            exported, export_note = None, "fp8: loads rebuild the _scaled_mm chain from the ONNX graph (no torch.export)"
-        else:
-            exported, export_note = export_for_loads(module, spec, Path(model), converted=bool(keep))
         notes.append(export_note)
         loaded_by = torch_artifact.LOADED_EXPORTED if exported is not None else torch_artifact.LOADED_CONVERTED
         torch_artifact.write_artifact(Path(out), proto.SerializeToString(), exported,
@@ -723,56 +718,45 @@ def engine_onnx(path: Path) -> Any:
     return onnx_proto(torch_artifact.read_artifact(Path(path)).onnx_bytes, Path(path))
 
 
-def export_for_loads(module: Any, spec: BuildSpec, model: Path, *, converted: bool) -> tuple[bytes | None, str]:
-    """``torch.export`` the converted module (in the engine's precision) on the device it runs on, at a
-    batch of at least 2 (export fixes a dim it sees as 1) with dim 0 dynamic for inputs whose batch
-    is symbolic in the model; checked against the converted module's outputs (``torch_artifact``)."""
-    from ..model.inputs import make_inputs, resolve_shapes
-    from ..model.onnx_model import inspect_model
-
-    torch = import_torch()
-    info = inspect_model(model)
-    dynamic = [not (isinstance(t.shape[0], int) and t.shape[0] > 0) if t.shape else False for t in info.inputs]
-    batch = max(2, spec.min_batch) if any(dynamic) else spec.min_batch
-    feeds = make_inputs(info.inputs, resolve_shapes(info.inputs, batch, spec.shape_overrides(), model_path=str(model)))
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    runner = TorchRunner(module.eval().to(device), spec.precision, tuple(info.inputs), tuple(info.outputs),
-                         device=device, cast_io=not converted)
-    try:
-        example = [runner.cast_in(torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to(device), t.name)
-                   for t in info.inputs]
-        with torch.no_grad():
-            reference = runner._run(example)
-        low = LOW_DTYPES.get(spec.precision, "float32") if not converted else "float16"
-        return torch_artifact.export_module(torch, runner.module, example, dynamic, reference, low)
-    except (BadModel, RuntimeError) as err:
-        return None, f"torch.export not tried: the module failed at batch {batch} ({first_line(err)})"
-    finally:
-        module.to("cpu")
-        runner.close()
-
-
-def check_runs(module: Any, spec: BuildSpec, model: Path, *, converted: bool = False) -> None:
+def check_and_export(module: Any, spec: BuildSpec, model: Path, *, converted: bool = False) -> tuple[bytes | None, str]:
     """Run the converted module once, in the engine's precision, on the build's random inputs at its
     smallest batch: a module onnx2torch converts but that cannot run (mixed dtypes, a shape it
     computes wrong) fails the build with one line (BadModel) instead of a traceback at bench time.
-    On the GPU when there is one (where it will run), else on the CPU."""
-    if spec.precision is Precision.FP8:
-        return  # torch_fp8's module is checked against its own chain
+    Then ``torch.export`` it for the loads, at a batch of at least 2 (export fixes a dim it sees as 1)
+    with dim 0 dynamic for inputs whose batch is symbolic in the model, checked against the module's
+    own outputs there (``torch_artifact``): (program bytes or None, the build's note). On the GPU when
+    there is one (where it will run), else on the CPU; the model is read and the module moved once."""
+    if spec.precision is Precision.FP8:  # torch_fp8's module is checked against its own chain
+        return None, "fp8: loads rebuild the _scaled_mm chain from the ONNX graph (no torch.export)"
     from ..model.inputs import make_inputs, resolve_shapes
     from ..model.onnx_model import inspect_model
 
     torch = import_torch()
     info = inspect_model(model)
-    feeds = make_inputs(info.inputs, resolve_shapes(info.inputs, spec.min_batch, spec.shape_overrides(),
-                                                    model_path=str(model)))
+
+    def feeds(batch: int) -> dict[str, np.ndarray]:
+        return make_inputs(info.inputs, resolve_shapes(info.inputs, batch, spec.shape_overrides(), model_path=str(model)))
+
+    dynamic = [not (isinstance(t.shape[0], int) and t.shape[0] > 0) if t.shape else False for t in info.inputs]
+    batch = max(2, spec.min_batch) if any(dynamic) else spec.min_batch
     device = "cuda" if torch.cuda.is_available() else "cpu"
     runner = TorchRunner(module.eval().to(device), spec.precision, tuple(info.inputs), tuple(info.outputs),
                          device=device, cast_io=not converted)
     try:
-        runner.infer(feeds)
-    except BadModel as err:
-        raise BadModel(err.message, path=model) from err
+        try:
+            runner.infer(feeds(spec.min_batch))
+        except BadModel as err:
+            raise BadModel(err.message, path=model) from err
+        at = feeds(batch)
+        try:
+            example = [runner.cast_in(torch.from_numpy(np.ascontiguousarray(at[t.name])).to(device), t.name)
+                       for t in info.inputs]
+            with torch.no_grad():
+                reference = runner._run(example)
+        except (BadModel, RuntimeError) as err:
+            return None, f"torch.export not tried: the module failed at batch {batch} ({first_line(err)})"
+        low = LOW_DTYPES.get(spec.precision, "float32") if not converted else "float16"
+        return torch_artifact.export_module(torch, runner.module, example, dynamic, reference, low)
     finally:
         runner.close()
         module.to("cpu")
