@@ -465,8 +465,7 @@ class _Loop:
         self.load_open_s = 0.0  # seconds the last load took to open and warm up
         self.first_open_s = 0.0  # from ``started`` until the first load was open and warm (start-up included)
         self.first_load_s = 0.0  # what the first load took to open and warm up (fit_window)
-        self.first_load_began_s: float | None = None  # … and when it began, from ``started``
-        self.grown_from_s: float | None = None  # the window's budget before fit_window grew it (None: not grown)
+        self.grown = False  # did fit_window grow the window?
         self.load_ready: Callable[[int], bool] | None = None
         self.on_note: Callable[[str], None] | None = None
         self.budget_note = ""
@@ -567,20 +566,23 @@ class _Loop:
         plan = self.plan
         by_design_s = min(first_warm_s, len(self.names) * FIRST_WARMUP_MS / 1e3)  # the time-bound warm-up
         later_s = max(self.load_open_s - by_design_s * (1 - LOAD_WARMUP_MS / FIRST_WARMUP_MS), 0.0)
-        def need(block_round_s: float) -> float:
-            rest_s = (plan.min_loads - 1) * later_s + plan.min_loads * plan.min_rounds * block_round_s
-            return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
-
         # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
-        self.first_load_s, self.first_load_began_s = self.load_open_s, self.elapsed() - self.load_open_s
+        self.first_load_s = self.load_open_s
         before_s = self.window.budget_s
-        self.window, self.budget_note = self.window.fitted(need(round_s), self.load_open_s, plan.min_loads,
-                                                           plan.min_rounds, least_s=need(self.round_s),
-                                                           first_load_began_s=self.first_load_began_s)
-        self.grown_from_s = before_s if self.window.budget_s > before_s else None
+        self.window, self.budget_note = self.window.fitted(
+            self.minimum_needs_s(later_s, round_s), self.load_open_s, plan.min_loads, plan.min_rounds,
+            least_s=self.minimum_needs_s(later_s, self.round_s), first_load_began_s=self.elapsed() - self.load_open_s)
+        self.grown = self.window.budget_s > before_s
         self.budget_s = self.window.budget_s
         if self.budget_note and self.on_note is not None:
             self.on_note(self.budget_note)
+
+    def minimum_needs_s(self, later_s: float, block_round_s: float) -> float:
+        """Seconds from the budget's start the minimum design needs from now: the loads not yet open at
+        ``later_s`` each, every load's minimum rounds at ``block_round_s``, the reserve, and the slack."""
+        plan = self.plan
+        rest_s = (plan.min_loads - len(self.loads)) * later_s + plan.min_loads * plan.min_rounds * block_round_s
+        return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
 
     def refit_window(self, round_s: float) -> None:
         """After the second load opened, where the first fit grew the default window: fit it again with
@@ -589,16 +591,13 @@ class _Loop:
         were done before its warm-up, and the window fitted to its 1.8 s left room for 3 of the 6 loads
         where later ones took ~4 s (2026-12-02). Only a grown window is refitted, and it grows further
         only (``BatchWindow.fitted``, up to its cap); one line says so."""
-        if not self.window.grows or self.grown_from_s is None or self.load_open_s <= REFIT_LOAD_RATIO * self.first_load_s:
+        if not self.window.grows or not self.grown or self.load_open_s <= REFIT_LOAD_RATIO * self.first_load_s:
             return
         plan = self.plan
-
-        def need(block_round_s: float) -> float:
-            rest_s = (plan.min_loads - len(self.loads)) * self.load_open_s + plan.min_loads * plan.min_rounds * block_round_s
-            return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
-
-        window, note = self.window.fitted(need(round_s), self.load_open_s, plan.min_loads, plan.min_rounds,
-                                          least_s=need(self.round_s), which="second", grown_before=True)
+        window, note = self.window.fitted(self.minimum_needs_s(self.load_open_s, round_s), self.load_open_s,
+                                          plan.min_loads, plan.min_rounds,
+                                          least_s=self.minimum_needs_s(self.load_open_s, self.round_s),
+                                          which="second", grown_before=True)
         if window.budget_s > self.window.budget_s:
             self.window, self.budget_s = window, window.budget_s
             self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
