@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 33, second day on the H200 (run from the repository root on the device machine, wheels in .whl).
-# Part C: the torch.export artifact (build time, load phases: saved program vs conversion), the ResNet-50
+# Parts G/H/T: the third day's calls (see each). Part C: the torch.export artifact (build time, load phases: saved program vs conversion), the ResNet-50
 # compare with DEFAULTS (no --time-budget-s: the default budget policy) under compare_timeline, ViT-B/16
 # and BERT-base with defaults, BERT's build failure with --debug (the traceback names the op), and the
 # in-process eager/graph load agreement at batch 32 (deliverable 2). Part D: A/A runs, timm models, GPU tests.
@@ -63,6 +63,52 @@ elif [ "$PART" = F ]; then
   for m in efficientnet_b0 convnext_tiny mobilenetv3_large; do
     TO=80 tp $m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/$m.json"
   done
+elif [ "$PART" = G ]; then
+  # third day, call 1: the ResNet-50 default run at the final code (refit, check_and_export) beside the
+  # independent plain-PyTorch loop in the same call; issue 35's compare --timeline (ResNet-50 b1 graph and
+  # eager, the report's net at 10 and 256); the report's net against its own independent loop
+  [ -f $M/resnet50.onnx ] || python3 benchmarks/issue33_models.py $M resnet50 2>&1 | grep exported
+  [ -f $M/report.onnx ] || python3 -c "import sys; sys.path.insert(0, 'models'); import conv_elu; conv_elu.make_onnx('report_conv_elu_k32_256', '$M/report.onnx')"
+  TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
+  timeout 120 python3 benchmarks/reference_resnet50_graph.py --batch-sizes 1,32,256 --out "$R/ref_r50.json" >"$R/ref_r50.txt" 2>&1; echo "ref_r50 rc=$?" | tee -a "$R/summary.txt"; cat "$R/ref_r50.txt"
+  TO=260 tl r50_defaults compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/r50_defaults.json"
+  for mode in graph eager; do
+    flag=; [ $mode = eager ] && flag=--eager
+    mkdir -p "$R/r50-b1-$mode"
+    TO=90 tp r50_timeline_$mode compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1 --time-budget-s 8 $flag --timeline --trace-dir "$R/r50-b1-$mode/traces" --engines $E/r50 --out "$R/r50-b1-$mode/compare.json"
+    TO=60 tp r50_timeline_report_$mode report "$R/r50-b1-$mode/compare.json" -o "$R/r50-b1-$mode/report.html"
+  done
+  for b in 10 256; do
+    mkdir -p "$R/report-b$b-graph"
+    TO=90 tp report_timeline_b$b compare $M/report.onnx --backend torch --precisions fp32,fp16 --batch-sizes $b --time-budget-s 8 --timeline --trace-dir "$R/report-b$b-graph/traces" --engines $E/report --out "$R/report-b$b-graph/compare.json"
+    TO=60 tp report_timeline_report_b$b report "$R/report-b$b-graph/compare.json" -o "$R/report-b$b-graph/report.html"
+  done
+  timeout 60 python3 benchmarks/reference_report_net.py --batch-sizes 10,256 --out "$R/ref_report_nocopies.json" >"$R/ref_report_nocopies.txt" 2>&1; echo "ref_report rc=$?" | tee -a "$R/summary.txt"; cat "$R/ref_report_nocopies.txt"
+  TO=120 tp report_net compare $M/report.onnx --backend torch --precisions fp32,fp16 --batch-sizes 10,256 --no-copies --engines $E/report --out "$R/report_net.json"
+elif [ "$PART" = H ]; then
+  # third day, call 2: a serving run with its validity stamp (issue 34), kill -9 of a worker mid-compare
+  # (issue 36), then architectures nobody here wrote with defaults (issue 33)
+  python3 benchmarks/issue33_models.py $M resnet50 vit_b16 bert_base convnext_tiny mobilenetv3_large efficientnet_b0 2>&1 | grep exported
+  TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
+  TO=90 tp r50_serving compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 8 --concurrency 1,4 --slo-ms 15 --window-s 0.5 --serving-rounds 3 --engines $E/r50 --out "$R/r50_serving.json"
+  python3 -c "import json; d=json.load(open('$R/r50_serving.json')); print('serving validity:', json.dumps(d.get('validity'))[:400])" | tee -a "$R/summary.txt"
+  ( t0=$SECONDS; timeout 120 python3 -m trtprof compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,32 --time-budget-s 20 --engines $E/r50 --out "$R/r50_kill.json" >"$R/r50_kill.txt" 2>&1; echo "r50_kill rc=$? wall=$((SECONDS - t0)) s" >>"$R/summary.txt" ) &
+  KP=$!
+  for i in $(seq 1 100); do grep -q "^batch 1: fp16 vs fp32" "$R/r50_kill.txt" 2>/dev/null && break; sleep 1; done
+  sleep 3; VICTIM=$(pgrep -f trtprof.measure.workers | head -1); echo "killing worker pid $VICTIM at $(date -u +%T)" | tee -a "$R/summary.txt"; kill -9 $VICTIM
+  wait $KP; tail -4 "$R/r50_kill.txt"; grep r50_kill "$R/summary.txt"
+  python3 -c "import json; d=json.load(open('$R/r50_kill.json')); print('kept batch sizes:', sorted({r['batch_size'] for r in d['results']}), 'partial:', [c.get('partial') for c in d.get('comparisons', [])])" 2>&1 | tee -a "$R/summary.txt"
+  for m in vit_b16 bert_base convnext_tiny; do
+    TO=140 tp $m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/$m.json"
+  done
+elif [ "$PART" = T ]; then
+  # third day, call 3: the last architecture, the gpu-marked tests, the 1 %-in-30 s check
+  [ -f $M/efficientnet_b0.onnx ] || python3 benchmarks/issue33_models.py $M efficientnet_b0 mobilenetv3_large 2>&1 | grep exported
+  for m in mobilenetv3_large efficientnet_b0; do
+    TO=150 tp $m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/$m.json"
+  done
+  timeout ${TESTS_TO:-120} python3 -m pytest tests/compare/test_compare_timeline_gpu.py -q -p no:cacheprovider >"$R/gpu_tests.txt" 2>&1; echo "gpu tests rc=$?" | tee -a "$R/summary.txt"; tail -15 "$R/gpu_tests.txt"
+  [ -n "${ONE_PERCENT:-}" ] && timeout 150 python3 benchmarks/gpu_power.py --out-dir "$R/one_percent" --skip what-if --runs 2 --truth-s 5 >"$R/one_percent.txt" 2>&1; echo "one percent rc=$?" | tee -a "$R/summary.txt"; tail -8 "$R/one_percent.txt"
 elif [ "$PART" = E ]; then
   # architectures nobody here wrote, with defaults; then the gpu-marked tests
   python3 benchmarks/issue33_models.py $M bert_base vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported

@@ -6,6 +6,7 @@ ONNX node), with the event-timed compute of the profiled and an unprofiled itera
 trace files pass the trace-event schema of test_compare_timeline."""
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -43,6 +44,7 @@ def test_torch_compare_timeline(tmp_path, capsys, launch):
         else:  # torch.export's flat program: the labelled pass runs the conversion, whose kernels may differ
             assert labelled or t["settings"]["onnx_node_labels"].startswith("none: the labelled iteration ran other")
     assert "timeline: fp32: top kernels by time" in printed
-    for path in sorted(traces.iterdir()):
-        check_trace(validate_trace_file(path))
+    for path in sorted(traces.iterdir()):  # trtprof's own check always; the independent schema where installed
+        # (the device machine has no jsonschema: skipping there would hide every assertion above)
+        check_trace(validate_trace_file(path) if importlib.util.find_spec("jsonschema") else json.loads(path.read_text()))
     assert (tmp_path / "compare.timeline.png").read_bytes()[:4] == b"\x89PNG"

@@ -10,7 +10,7 @@ import pytest
 
 from trtprof.cli import main
 from trtprof.layers.timeline import (
-    HOST_BOUND_IDLE_SHARE, Span, Timeline, added_casts, check_trace, findings, from_layer_times, from_ort_events,
+    HOST_BOUND_IDLE_SHARE, Span, Timeline, added_casts, check_trace, finding_items, findings, from_layer_times, from_ort_events,
     from_torch_trace, kernel_kind, timeline_svg, trace_document,
 )
 
@@ -39,6 +39,19 @@ def test_host_bound_finding_just_inside_and_outside_its_threshold():
     assert any("launch- or host-bound" in line for line in findings([idle(HOST_BOUND_IDLE_SHARE + 0.001)]))
     assert any("launch- or host-bound" in line for line in findings([idle(HOST_BOUND_IDLE_SHARE)]))
     assert not any("host-bound" in line for line in findings([idle(HOST_BOUND_IDLE_SHARE - 0.001)]))
+
+
+def test_idle_in_a_graph_replay_is_kernel_gaps_not_host_bound_just_inside_and_outside_the_threshold():
+    def idle(share, graph):
+        t = timeline([("k", "conv", "s", 0, 100 * (1 - share))], 100)
+        return Timeline(t.precision, 1, "torch", "test", t.spans, t.window_us, {"cuda_graph": graph})
+
+    inside = finding_items([idle(HOST_BOUND_IDLE_SHARE, True)])
+    assert [f.rule for f in inside][:1] == ["timeline_kernel_gaps"]
+    assert "not host launches" in inside[0].message and "host-bound" not in inside[0].message
+    assert not [f for f in finding_items([idle(HOST_BOUND_IDLE_SHARE - 0.001, True)]) if f.rule == "timeline_kernel_gaps"]
+    # the same idle share timed eagerly is host-bound
+    assert [f.rule for f in finding_items([idle(HOST_BOUND_IDLE_SHARE, False)])][:1] == ["timeline_host_bound"]
 
 
 def test_fp16_casts_beyond_the_baseline_are_counted_and_timed():

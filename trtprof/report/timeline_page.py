@@ -30,7 +30,9 @@ def timeline_section(timelines: Sequence[Mapping[str, Any]], model: str = "", no
              timeline_svg(parsed),
              table(["precision", "iteration ms", "busy ms", "sum of spans ms", "idle", "spans", "casts", "settings"],
                    rows),
-             f"<p>Idle at or above {HOST_BOUND_IDLE_SHARE:.0%} of the iteration is called launch- or host-bound.</p>",
+             f"<p>Idle at or above {HOST_BOUND_IDLE_SHARE:.0%} of the iteration is called launch- or host-bound when "
+             "launched eagerly, and gaps between short kernels in a CUDA-graph replay (which launches nothing "
+             "from the host).</p>",
              "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in findings(parsed)) + "</ul>"]
     if note:
         parts.insert(1, f"<p>{html.escape(note)}</p>")
