@@ -9,6 +9,7 @@ benchmarks/results/model_memory_cpu-*.txt.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -78,6 +79,15 @@ def peak_of(argv: list[str]) -> tuple[int, int, float]:
     return peak, proc.returncode, time.monotonic() - started
 
 
+def loads_opened(out: Path) -> str:
+    """The loads the compare opened (its JSON's first result), "?" when it wrote none: the per-load
+    factor divides by what ran, not by what was asked."""
+    try:
+        return str(json.loads(out.read_text())["comparisons"][0]["loads"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return "?"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("megabytes", type=float, nargs="+")
@@ -93,11 +103,13 @@ def main() -> None:
             print(f"{weights / 1e6:.0f} MB weights: build fp32+fp16 peak {build / 1e9:.2f} GB "
                   f"({build / weights:.1f}x weights, rc {rc}, {s:.0f} s)", flush=True)
             for loads in args.loads.split(","):
+                out = Path(tmp) / "c.json"
                 compare, rc, s = peak_of(["compare", str(model), "--backend", "onnxruntime", "--batch-sizes", "1",
                                           "--engines", str(engines), "--min-loads", loads, "--time-budget-s", "20",
-                                          "--out", str(Path(tmp) / "c.json")])
-                print(f"{weights / 1e6:.0f} MB weights: compare (engines cached, --min-loads {loads}) peak "
-                      f"{compare / 1e9:.2f} GB ({compare / weights:.1f}x weights, rc {rc}, {s:.0f} s)", flush=True)
+                                          "--out", str(out)])
+                print(f"{weights / 1e6:.0f} MB weights: compare (engines cached, --min-loads {loads}, "
+                      f"{loads_opened(out)} loads opened) peak {compare / 1e9:.2f} GB ({compare / weights:.1f}x weights, "
+                      f"rc {rc}, {s:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":

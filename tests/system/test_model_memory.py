@@ -84,3 +84,37 @@ def test_compare_refuses_when_two_loads_do_not_fit(conv_model, tmp_path, monkeyp
                  "--min-loads", "2", "--time-budget-s", "3", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "not even 2 loads fit" in err[-1] and not out.exists()
+
+
+def _compare(conv_model, tmp_path, *extra: str) -> int:
+    return main(["compare", str(conv_model), "--backend", "onnxruntime", "--engines", str(tmp_path / "e"),
+                 "--time-budget-s", "3", "--out", str(tmp_path / "c.json"), *extra])
+
+
+def test_compare_that_cannot_fit_is_refused_before_any_build(conv_model, tmp_path, monkeypatch, capsys):
+    """The compare's check runs once the model is read, before its engines are built (it came after the
+    build: a model whose build fit but whose loads did not was built, then refused). Just outside the
+    limit of --min-loads 3: exit 2, one line naming the model and the memory, no engine file, no JSON."""
+    weights = _weights(conv_model)
+    need = mm.compare_bytes(weights, 3)
+    assert need > mm.build_bytes(weights)  # the build's own check would let this build run
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes", lambda: need - 1)
+    code = _compare(conv_model, tmp_path, "--min-loads", "3")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "convnet.onnx: a compare with 3 loads takes about" in err[0], err
+    assert "of weights" in err[0] and "of memory is available: try --min-loads 2" in err[0], err
+    engines = tmp_path / "e"
+    assert not engines.exists() or not any(p.suffix in (".onnx", ".json") for p in engines.rglob("*")), \
+        sorted(engines.rglob("*"))
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_compare_just_inside_the_limit_builds_and_runs(conv_model, tmp_path, monkeypatch, capsys):
+    need = mm.compare_bytes(_weights(conv_model), 3)
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes", lambda: need)
+    code = _compare(conv_model, tmp_path, "--min-loads", "3")
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "memory: at most 3 loads" in err, err
+    assert list((tmp_path / "e").glob("*.json")) and (tmp_path / "c.json").exists()
