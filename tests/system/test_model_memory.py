@@ -3,6 +3,9 @@ the loads of a compare; too little memory is one line (exit 2) or fewer loads, s
 models stay small: the memory available is monkeypatched, each threshold just inside and just outside."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -118,3 +121,32 @@ def test_compare_just_inside_the_limit_builds_and_runs(conv_model, tmp_path, mon
     assert code == 0, err
     assert "memory: at most 3 loads" in err, err
     assert list((tmp_path / "e").glob("*.json")) and (tmp_path / "c.json").exists()
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+MEASURED = re.compile(r"^(\d+) MB weights: (build|compare)\b.*?(?:--min-loads (\d+).*?)?peak ([\d.]+) GB")
+CHAIN_LAYER = 2048 * 2048 * 4  # benchmarks/model_memory_cpu.py's layer: the weights are a whole number of them
+OVER_PREDICTION_LIMIT = 1.6  # a prediction this far above a measured peak refuses models that would fit
+
+
+def test_the_factors_are_above_every_committed_peak_and_not_far_above():
+    """The constants against the measured peaks they were fitted to (the results file of the run after
+    the parent stopped loading engines): a change that under-predicts one of them fails here."""
+    rows = [MEASURED.match(line) for line in
+            (RESULTS / "model_memory_cpu-2core_2026-12-02-worker-accuracy.txt").read_text().splitlines()]
+    rows = [m for m in rows if m]
+    assert len(rows) == 12
+    for m in rows:
+        weights = round(int(m[1]) * 1e6 / CHAIN_LAYER) * CHAIN_LAYER
+        predicted = mm.build_bytes(weights) if m[2] == "build" else mm.compare_bytes(weights, int(m[3]))
+        measured = float(m[4]) * 1e9
+        assert measured <= predicted <= OVER_PREDICTION_LIMIT * measured, m[0]
+
+
+def test_loads_that_fit_counts_with_compare_bytes_itself():
+    for weights in (0, 10**6, 10**8, 1_141_899_264):
+        for loads in (1, 2, 5, 6, 20):
+            need = mm.compare_bytes(weights, loads)
+            assert mm.loads_that_fit(weights, need, 64) == loads
+            assert mm.loads_that_fit(weights, need - 1, 64) == loads - 1
+    assert mm.loads_that_fit(10**8, None, 6) == 6 and mm.loads_that_fit(10**8, 0, 6) == 0
