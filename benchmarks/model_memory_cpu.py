@@ -9,11 +9,13 @@ benchmarks/results/model_memory_cpu-*.txt.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +45,8 @@ def make_chain(path: Path, megabytes: float, size: int = 2048) -> int:
     return count * size * size * 4
 
 
-def tree_rss(root: int) -> int:
+def tree_rss(root: int) -> tuple[int, int]:
+    """(RSS summed over ``root`` and all its descendants, ``root``'s own RSS), from /proc."""
     parents: dict[int, int] = {}
     rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -60,22 +63,53 @@ def tree_rss(root: int) -> int:
         pid = todo.pop()
         total += rss.get(pid, 0)
         todo += [p for p, parent in parents.items() if parent == pid]
-    return total
+    return total, rss.get(root, 0)
 
 
-def peak_of(argv: list[str]) -> tuple[int, int, float]:
+@dataclass(frozen=True)
+class Peak:
+    """One command's peaks: ``tree`` (the whole process tree at its largest), ``parent`` (the trtprof
+    process itself at its largest: not the same instant), its exit code, seconds and stderr."""
+
+    tree: int
+    parent: int
+    rc: int
+    seconds: float
+    stderr: str
+
+    def last_line(self) -> str:
+        lines = [line for line in self.stderr.splitlines() if line.strip()]
+        return lines[-1].strip() if lines else ""
+
+
+def peak_of(argv: list[str], nice: int = 0) -> Peak:
+    """Run ``python -m trtprof ARGV`` (this checkout), sampling its process tree every 50 ms; stderr
+    goes to a file (a pipe read only at the end would block a chatty command)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "trtprof", *argv], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, tree_rss(proc.pid))
-        time.sleep(0.05)
-    err = proc.stderr.read().decode() if proc.stderr else ""
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "trtprof", *argv], env=env, stdout=subprocess.DEVNULL,
+                                stderr=err, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        tree = parent = 0
+        while proc.poll() is None:
+            total, own = tree_rss(proc.pid)
+            tree, parent = max(tree, total), max(parent, own)
+            time.sleep(0.05)
+        err.seek(0)
+        text = err.read()
+    peak = Peak(tree, parent, proc.returncode, time.monotonic() - started, text)
     if proc.returncode:
-        print(f"  rc {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}")
-    return peak, proc.returncode, time.monotonic() - started
+        print(f"  rc {proc.returncode}: {peak.last_line()}")
+    return peak
+
+
+def loads_opened(out: Path) -> str:
+    """The loads the compare opened (its JSON's first result), "?" when it wrote none: the per-load
+    factor divides by what ran, not by what was asked."""
+    try:
+        return str(json.loads(out.read_text())["comparisons"][0]["loads"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return "?"
 
 
 def main() -> None:
@@ -88,17 +122,19 @@ def main() -> None:
             model = Path(tmp) / "chain.onnx"
             weights = make_chain(model, mb)
             engines = Path(tmp) / "engines"
-            build, rc, s = peak_of(["build", str(model), "--fp32", "--fp16", "--backend", "onnxruntime",
-                                    "--batch-sizes", "1", "--engines", str(engines)])
-            print(f"{weights / 1e6:.0f} MB weights: build fp32+fp16 peak {build / 1e9:.2f} GB "
-                  f"({build / weights:.1f}x weights, rc {rc}, {s:.0f} s)", flush=True)
+            build = peak_of(["build", str(model), "--fp32", "--fp16", "--backend", "onnxruntime",
+                             "--batch-sizes", "1", "--engines", str(engines)])
+            print(f"{weights / 1e6:.0f} MB weights: build fp32+fp16 peak {build.tree / 1e9:.2f} GB "
+                  f"({build.tree / weights:.1f}x weights, rc {build.rc}, {build.seconds:.0f} s)", flush=True)
             for loads in args.loads.split(","):
-                compare, rc, s = peak_of(["compare", str(model), "--backend", "onnxruntime", "--batch-sizes", "1",
-                                          "--engines", str(engines), "--min-loads", loads, "--time-budget-s", "20",
-                                          "--out", str(Path(tmp) / "c.json")])
-                print(f"{weights / 1e6:.0f} MB weights: compare (engines cached, --min-loads {loads}) peak "
-                      f"{compare / 1e9:.2f} GB ({compare / weights:.1f}x weights, rc {rc}, {s:.0f} s)", flush=True)
-
+                out = Path(tmp) / "c.json"
+                compare = peak_of(["compare", str(model), "--backend", "onnxruntime", "--batch-sizes", "1",
+                                   "--engines", str(engines), "--min-loads", loads, "--time-budget-s", "20",
+                                   "--out", str(out)])
+                print(f"{weights / 1e6:.0f} MB weights: compare (engines cached, --min-loads {loads}, "
+                      f"{loads_opened(out)} loads opened) peak {compare.tree / 1e9:.2f} GB "
+                      f"({compare.tree / weights:.1f}x weights; parent alone {compare.parent / 1e9:.2f} GB, "
+                      f"{compare.parent / weights:.1f}x; rc {compare.rc}, {compare.seconds:.0f} s)", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,9 @@ the loads of a compare; too little memory is one line (exit 2) or fewer loads, s
 models stay small: the memory available is monkeypatched, each threshold just inside and just outside."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -84,3 +87,66 @@ def test_compare_refuses_when_two_loads_do_not_fit(conv_model, tmp_path, monkeyp
                  "--min-loads", "2", "--time-budget-s", "3", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "not even 2 loads fit" in err[-1] and not out.exists()
+
+
+def _compare(conv_model, tmp_path, *extra: str) -> int:
+    return main(["compare", str(conv_model), "--backend", "onnxruntime", "--engines", str(tmp_path / "e"),
+                 "--time-budget-s", "3", "--out", str(tmp_path / "c.json"), *extra])
+
+
+def test_compare_that_cannot_fit_is_refused_before_any_build(conv_model, tmp_path, monkeypatch, capsys):
+    """The compare's check runs once the model is read, before its engines are built (it came after the
+    build: a model whose build fit but whose loads did not was built, then refused). Just outside the
+    limit of --min-loads 3: exit 2, one line naming the model and the memory, no engine file, no JSON."""
+    weights = _weights(conv_model)
+    need = mm.compare_bytes(weights, 3)
+    assert need > mm.build_bytes(weights)  # the build's own check would let this build run
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes", lambda: need - 1)
+    code = _compare(conv_model, tmp_path, "--min-loads", "3")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "convnet.onnx: a compare with 3 loads takes about" in err[0], err
+    assert "of weights" in err[0] and "of memory is available: try --min-loads 2" in err[0], err
+    engines = tmp_path / "e"
+    assert not engines.exists() or not any(p.suffix in (".onnx", ".json") for p in engines.rglob("*")), \
+        sorted(engines.rglob("*"))
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_compare_just_inside_the_limit_builds_and_runs(conv_model, tmp_path, monkeypatch, capsys):
+    need = mm.compare_bytes(_weights(conv_model), 3)
+    monkeypatch.setattr("trtprof.system.preflight.available_memory_bytes", lambda: need)
+    code = _compare(conv_model, tmp_path, "--min-loads", "3")
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "memory: at most 3 loads" in err, err
+    assert list((tmp_path / "e").glob("*.json")) and (tmp_path / "c.json").exists()
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+MEASURED = re.compile(r"^(\d+) MB weights: (build|compare)\b.*?(?:--min-loads (\d+).*?)?peak ([\d.]+) GB")
+CHAIN_LAYER = 2048 * 2048 * 4  # benchmarks/model_memory_cpu.py's layer: the weights are a whole number of them
+OVER_PREDICTION_LIMIT = 1.6  # a prediction this far above a measured peak refuses models that would fit
+
+
+def test_the_factors_are_above_every_committed_peak_and_not_far_above():
+    """The constants against the measured peaks they were fitted to (the results file of the run after
+    the parent stopped loading engines): a change that under-predicts one of them fails here."""
+    rows = [MEASURED.match(line) for line in
+            (RESULTS / "model_memory_cpu-2core_2026-12-02-worker-accuracy.txt").read_text().splitlines()]
+    rows = [m for m in rows if m]
+    assert len(rows) == 12
+    for m in rows:
+        weights = round(int(m[1]) * 1e6 / CHAIN_LAYER) * CHAIN_LAYER
+        predicted = mm.build_bytes(weights) if m[2] == "build" else mm.compare_bytes(weights, int(m[3]))
+        measured = float(m[4]) * 1e9
+        assert measured <= predicted <= OVER_PREDICTION_LIMIT * measured, m[0]
+
+
+def test_loads_that_fit_counts_with_compare_bytes_itself():
+    for weights in (0, 10**6, 10**8, 1_141_899_264):
+        for loads in (1, 2, 5, 6, 20):
+            need = mm.compare_bytes(weights, loads)
+            assert mm.loads_that_fit(weights, need, 64) == loads
+            assert mm.loads_that_fit(weights, need - 1, 64) == loads - 1
+    assert mm.loads_that_fit(10**8, None, 6) == 6 and mm.loads_that_fit(10**8, 0, 6) == 0

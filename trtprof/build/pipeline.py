@@ -126,12 +126,15 @@ def build_engines(
     *,
     on_convert: Callable[[Any], None] | None = None,
     on_done: Callable[[BuildOutcome], None] | None = None,
+    on_source: Callable[[OnnxModel], None] | None = None,
 ) -> list[BuildOutcome]:
     """Build (or find in the cache) one engine per precision.
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
-    ``on_convert`` hears a TensorFlow conversion, ``on_done`` each engine built or found."""
+    ``on_convert`` hears a TensorFlow conversion, ``on_done`` each engine built or found; ``on_source``
+    gets the model read once, after those checks and before any engine is built or looked up (compare's
+    memory preflight: a compare that cannot fit is refused before it builds)."""
     impl = backends.resolve_for_build(settings.backend)
     options = settings.options
     normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
@@ -157,6 +160,8 @@ def build_engines(
     keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
     if keep_options and Precision.FP16 not in precisions:
         raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
+    if on_source is not None:
+        on_source(source)
     environment = impl.environment()
     cache = EngineCache(Path(settings.engines_dir))
     outcomes = []

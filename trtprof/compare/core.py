@@ -794,6 +794,7 @@ def resolve_records(
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     on_built: Callable[[Any], None] | None = None,
     data: Any = None,
+    on_source: Callable[[OnnxModel], None] | None = None,
 ) -> tuple[dict[str, EngineRecord], OnnxModel | None, tuple[int, ...]]:
     """MODEL or engines dir → (precision → record, the source ONNX model read once or None, batch sizes).
 
@@ -801,7 +802,8 @@ def resolve_records(
     precisions; batch sizes default to those every chosen engine was built for; the ONNX source is
     optional (None when it is gone or cannot be converted). Otherwise the model's missing engines are
     built at ``batch_sizes`` (default 1), with the user's inputs (``data``) for what builds use them:
-    the FP16 range analysis and the int8/fp8 calibration."""
+    the FP16 range analysis and the int8/fp8 calibration. ``on_source`` gets the ONNX model once it is
+    read, before anything is built (build_engines) or loaded."""
     path = Path(model)
     if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
         records = select_records(list_engines(path), precisions, backend)
@@ -814,13 +816,15 @@ def resolve_records(
                 loaded = OnnxModel.load(as_onnx(source, path))
             except Exception:  # graph facts and roofline are optional here: a TF source without TF installed
                 loaded = None
+        if loaded is not None and on_source is not None:
+            on_source(loaded)
     else:
         sizes = tuple(batch_sizes) or (1,)
         unique = list(dict.fromkeys(precisions))
         outcomes = build_engines(path, unique, sizes,
                                  settings=BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=backend,
                                                         data=data),
-                                 on_done=on_built)
+                                 on_done=on_built, on_source=on_source)
         records = {o.record.precision: o.record for o in outcomes}
         loaded = outcomes[0].source  # read once by the build (its hash is the engines' key)
     return records, loaded, sizes
@@ -841,16 +845,22 @@ def compare_model(
     independently loaded arms. An engines dir (or one engine's JSON) → its engines of the asked
     precisions, batch sizes checked."""
     builds = BuildTally(hooks.on_built)
+    fitted: list[Any] = []  # the plan with its load ceiling fitted to the memory, once the model is read
+
+    def fit_memory(source: OnnxModel) -> None:  # issue 36: before anything is built or loaded
+        if options.isolation == ISOLATION_PROCESS:  # every load a process: memory × loads
+            plan, line = model_memory.fit_plan_loads(options.plan, source.proto, source.path.parent,
+                                                     source.path.name, preflight.available_memory_bytes())
+            fitted.append(plan)
+            if line is not None and hooks.on_note is not None:
+                hooks.on_note(line)
+
     records, source, sizes = resolve_records(model, precisions, batch_sizes, engines_dir=engines_dir,
                                                 backend=backend, shapes=options.shapes, on_built=builds,
-                                                data=options.data)
+                                                data=options.data, on_source=fit_memory)
     options = options.leaving_out(builds.seconds)
-    if source is not None and options.isolation == ISOLATION_PROCESS:  # every load a process: memory × loads
-        plan, line = model_memory.fit_plan_loads(options.plan, source.proto, source.path.parent, source.path.name,
-                                                 preflight.available_memory_bytes())
-        options = replace(options, plan=plan)
-        if line is not None and hooks.on_note is not None:
-            hooks.on_note(line)
+    if fitted:
+        options = replace(options, plan=fitted[-1])
     labels = arm_labels(precisions)
     if len(labels) < 2:
         raise BadInput("compare needs a baseline and a candidate (e.g. --precisions fp32,fp16; fp32,fp32 for A/A)")

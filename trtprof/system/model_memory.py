@@ -3,10 +3,14 @@
 2 loads, and nothing said so before the machine ran out.
 
 The factors are measured (benchmarks/model_memory_cpu.py, ONNX Runtime on the CPU, results in
-benchmarks/results/model_memory_cpu-*.txt): building fp32+fp16 peaked at 8.4–8.8× the weights (12× in
-the issue's 1 GiB case), a compare (2 loads) at 16.1–18.9× with 3.6–4.7× more per load (every load is a
-worker holding an fp32 and an fp16 session). The constants below are fitted above every measured peak
-(100, 200, 500 MB of weights; 2 and 4 loads), within ~10 % of it for large models.
+benchmarks/results/model_memory_cpu-*.txt). Building fp32+fp16 peaked at 8.2–8.9× the weights. A
+compare's tree is its own process plus one worker per load: the parent peaked at 7.2–7.6× the weights
+(no engine of its own since the accuracy pass moved into load 0's worker; sampled stacks show it in the
+FP16 range analysis of the FP32 model, fp16range.for_compare, near its peak), each worker holding an fp32 and an fp16 session
+at 0.43 / 0.71 / 1.36–1.42 GB for 101 / 201 / 503 MB of weights: a fixed ~0.16 GB (its interpreter and
+libraries) plus 2.2–2.7× the weights. A worker counts from the start: the planned loads all open their
+sessions ahead of their first round (workers.SPAWN_AHEAD), the budget's loads or not. The constants
+below are fitted above every measured peak (2, 4 and 6 loads), within ~20 % of it.
 """
 from __future__ import annotations
 
@@ -18,10 +22,12 @@ import numpy as np
 from ..errors import OutOfMemory
 from .memory import fmt_size
 
-RUNTIME_BYTES = 320 * 2**20  # Python, numpy, onnxruntime themselves, whatever the model (fitted: ~0.3 GB)
-BUILD_FACTOR = 10.0  # peak of one fp32+fp16 build, × weight bytes (measured 8.4–8.8×)
-COMPARE_BASE_FACTOR = 7.0  # the compare's own process (reference run, accuracy check), × weight bytes
-PER_LOAD_FACTOR = 4.5  # each load (a worker with the fp32 and fp16 sessions), × weight bytes (measured 3.6–4.7×)
+RUNTIME_BYTES = 320 * 2**20  # the command's own Python, numpy, onnx, onnxruntime, whatever the model
+BUILD_FACTOR = 10.0  # peak of one fp32+fp16 build, × weight bytes (measured 8.2–8.9×)
+COMPARE_BASE_FACTOR = 7.0  # the compare's own process (its FP16 range analysis), × weight bytes (7.2–7.6×
+# measured with its runtime included)
+LOAD_BYTES = 200 * 2**20  # each load's worker process before any model: its interpreter and libraries
+PER_LOAD_FACTOR = 2.6  # each load's fp32 and fp16 sessions, × weight bytes (measured 2.2–2.7× above ~0.16 GB)
 
 
 def weight_bytes(proto: Any, folder: Path | None = None) -> int:
@@ -56,8 +62,13 @@ def build_bytes(weights: int) -> int:
     return int(RUNTIME_BYTES + BUILD_FACTOR * weights)
 
 
+def load_bytes(weights: int) -> float:
+    """What one more load (a worker with an fp32 and an fp16 session) adds to a compare's peak."""
+    return LOAD_BYTES + PER_LOAD_FACTOR * weights
+
+
 def compare_bytes(weights: int, loads: int) -> int:
-    return int(RUNTIME_BYTES + (COMPARE_BASE_FACTOR + PER_LOAD_FACTOR * loads) * weights)
+    return int(RUNTIME_BYTES + COMPARE_BASE_FACTOR * weights + loads * load_bytes(weights))
 
 
 def check_build(weights: int, available: int | None, model: str) -> None:
@@ -70,11 +81,14 @@ def check_build(weights: int, available: int | None, model: str) -> None:
 
 
 def loads_that_fit(weights: int, available: int | None, wanted: int) -> int:
-    """How many loads, up to ``wanted``, the memory available now holds at once (``wanted`` when unknown)."""
-    if available is None or weights <= 0:
+    """How many loads, up to ``wanted`` (at most 64: LOADS_LIMIT), the memory available now holds at once
+    (``wanted`` when unknown); counted with compare_bytes itself, so the two never disagree by a rounding."""
+    if available is None:
         return wanted
-    spare = available - RUNTIME_BYTES - COMPARE_BASE_FACTOR * weights
-    return max(0, min(wanted, int(spare // (PER_LOAD_FACTOR * weights))))
+    fits = 0
+    while fits < wanted and compare_bytes(weights, fits + 1) <= available:
+        fits += 1
+    return fits
 
 
 def fit_loads(weights: int, available: int | None, min_loads: int, max_loads: int, model: str) -> tuple[int, str | None]:
@@ -89,7 +103,8 @@ def fit_loads(weights: int, available: int | None, min_loads: int, max_loads: in
                   "not even 2 loads fit: free memory or compare on a larger machine")
         raise OutOfMemory(f"{model}: a compare with {min_loads} loads takes about "
                           f"{fmt_size(compare_bytes(weights, min_loads))} ({fmt_size(weights)} of weights; "
-                          f"{PER_LOAD_FACTOR:g}× per load), {fmt_size(available)} of memory is available: {advice}")
+                          f"{fmt_size(load_bytes(weights))} per load), {fmt_size(available)} of memory is available: "
+                          f"{advice}")
     return fits, (f"memory: at most {fits} loads of {fmt_size(weights)} of weights fit in the "
                   f"{fmt_size(available or 0)} available (about {fmt_size(compare_bytes(weights, fits))}); "
                   f"the compare stops adding loads there")
