@@ -283,3 +283,44 @@ def test_each_verdict_opens_with_its_validity_stamp_and_the_json_and_page_carry_
     import html
 
     assert html.escape(stamp["stamp"].split(";")[0]) in box and "fp16: requested fp16, effective fp32+casts" in box
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_analysis_keeps_every_verdict(conv_model, tmp_path, monkeypatch, sig):
+    """A Ctrl-C/SIGTERM after the last batch size was measured (on the H200: `timeout` ending a ConvNeXt-T
+    compare whose batch sizes were both decided, in the analysis) waits for the verdicts: exit 130, every
+    batch size in the JSON, marked interrupted. A real signal to this process, sent from inside the analysis."""
+    import os
+    import signal
+
+    from trtprof.compare import core
+
+    real = core.analyse
+
+    def analyse_signalled(*args, **kwargs):
+        os.kill(os.getpid(), getattr(signal, sig))  # delivered here, before the analysis runs
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "analyse", analyse_signalled)
+    out = tmp_path / "c.json"
+    rc = main(["compare", str(conv_model), "--batch-sizes", "1,2", "--time-budget-s", "3", "--in-process",
+               "--engines", str(tmp_path / "eng"), "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert rc == 130
+    assert sorted(c["batch_size"] for c in data["comparisons"]) == [1, 2] and data["interrupted"] is True
+    assert any("interrupted after every batch size was measured" in w for w in data["warnings"])
+
+
+def test_a_second_signal_during_the_analysis_stops_it():
+    import os
+    import signal
+
+    from trtprof.util.signals import interrupts_noted
+
+    noted: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_noted(noted):
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert noted == [signal.SIGTERM]  # the first is only noted
+            os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGTERM) is not None  # the handlers were put back

@@ -63,6 +63,17 @@ def test_enqueue_bound_from_the_ratio_on():
     assert dg.enqueue_bound(crafted(enqueue_ms=0.0, compute_ms=0.0)) is None  # no compute time: no ratio
 
 
+def test_an_enqueue_bound_arm_whose_capture_failed_is_not_told_to_try_cuda_graphs():
+    reason = "RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture"
+    failed = crafted(enqueue_ms=1.9, compute_ms=2.0,
+                     device={"last_round": {"launch": {"mode": "eager", "capture_failed": reason}}})
+    f = dg.enqueue_bound(failed)
+    assert f is not None and f.evidence["capture_failed"] == reason
+    assert "try CUDA graphs" not in f.message and "capture failed" in f.message and reason in f.message
+    plain = dg.enqueue_bound(crafted(enqueue_ms=1.9, compute_ms=2.0))
+    assert plain is not None and "try CUDA graphs" in plain.message and plain.evidence["capture_failed"] is None
+
+
 def test_transfer_bound_from_copies_equal_to_compute_on():
     assert dg.transfer_bound(crafted(h2d_ms=0.5, d2h_ms=0.5, compute_ms=1.0)) is not None
     assert dg.transfer_bound(crafted(h2d_ms=0.5, d2h_ms=0.49, compute_ms=1.0)) is None

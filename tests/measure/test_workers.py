@@ -294,3 +294,31 @@ def test_close_kills_the_workers_never_handed_a_load_and_lets_the_others_exit(fp
     procs = [w.proc for w in pool.workers]
     pool.close()
     assert [p.returncode for p in procs] == [0, -9, -9] and pool.used == 0
+
+
+def test_a_dead_workers_tail_drops_python_warnings_and_keeps_the_error():
+    stderr = ("/x/torch/export/pt2_archive/_package.py:790: UserWarning: The given buffer is not writable\n"
+              "  tensor = torch.frombuffer(\n"
+              "Traceback (most recent call last):\n"
+              "  File \"w.py\", line 3, in <module>\n"
+              "MemoryError: out of host memory\n")
+    tail = workers.error_tail(stderr)
+    assert "UserWarning" not in tail and "frombuffer" not in tail
+    assert tail.endswith("MemoryError: out of host memory") and "Traceback" in tail
+    assert workers.error_tail("a.py:1: DeprecationWarning: old\n") == ""
+
+
+def test_a_worker_killed_by_a_signal_is_named_by_the_signal_alone(fp32_record):
+    import signal as sig
+
+    pool = workers.WorkerPool({"fp32": fp32_record})
+    try:
+        pool.start(1)
+        w = pool.workers[0]
+        w.proc.send_signal(sig.SIGKILL)
+        w.proc.wait()
+        w.stderr.write(b"/x/a.py:1: UserWarning: noise that explains nothing\n")
+        died = w._died()
+        assert str(died).endswith("was killed by SIGKILL"), str(died)
+    finally:
+        pool.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ..compare import core as cmp
 from ..measure import workers
@@ -317,6 +317,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
         print_comparison(ComparisonResult.from_json(c))
+    for line in eager_fallback_lines(data.get("results", [])):
+        print(line)
     if data["comparisons"]:
         print_accuracy_legend()
     if data.get("layers"):
@@ -343,3 +345,15 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
               + f" in {args.out}", file=sys.stderr)
         return 2
     return 0
+
+
+def eager_fallback_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per arm whose CUDA graph capture failed (it ran eager, the JSON's warning says why), the
+    batch sizes it happened at named: the run does not fail, but a user must not read eager times as graph ones."""
+    seen: dict[tuple[str, str], list[int]] = {}
+    for r in results:
+        for w in r.get("warnings") or []:
+            if isinstance(w, str) and w.startswith("eager: CUDA graph capture failed"):
+                seen.setdefault((str(r.get("precision")), w.split(", so this arm", 1)[0]), []).append(int(r.get("batch_size", 0)))
+    return [f"{precision}: ran eager at batch {', '.join(map(str, sorted(set(batches))))}: "
+            f"{reason.removeprefix('eager: ')}" for (precision, reason), batches in seen.items()]

@@ -38,6 +38,7 @@ from ..measure.bench import effective_precision
 from ..build.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
 from ..engines.cache import EngineRecord, list_engines
 from ..util.files import atomic_write_text, now_iso
+from ..util.signals import interrupts_noted
 from ..diagnose.rules import diagnose
 from ..system.environment import collect
 from ..errors import BadInput, TrtprofError
@@ -477,7 +478,14 @@ def compare_records(
         options = replace(options, layers=False, timeline=None)  # no profiling after an interrupt: the user asked to stop
     warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
                     for b, o in measured.outcomes.items() if o.floor_overrun)
-    comparisons, tables = analyse(records, measured, options, reference, model, peak, warnings)
+    noted: list[int] = []
+    with interrupts_noted(noted):  # a Ctrl-C/SIGTERM here waits for the verdicts; a second one does not
+        comparisons, tables = analyse(records, measured, options, reference, model, peak, warnings)
+    if noted:
+        measured.interrupted = True
+        warnings.append("interrupted after every batch size was measured: the analysis finished and the verdicts "
+                        "are kept; nothing more was recorded")
+        options = replace(options, timeline=None)
     timeline = compare_timeline(records, measured, options, comparisons, warnings)
     stamp_all(comparisons, measured.outcomes, options.plan.min_loads, host_before, reference.devices)
     first = next(iter(records.values()))

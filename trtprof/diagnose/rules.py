@@ -123,14 +123,32 @@ def enqueue_bound(result: BenchResult) -> Finding | None:
         return None
     if enqueue < ENQUEUE_BOUND_RATIO * compute:
         return None
+    failed = capture_failed(result)
+    advice = ("try CUDA graphs, a larger batch" if failed is None else
+              f"its CUDA graph capture failed ({failed}), so it ran eager: a graph would remove the launch cost "
+              "once every op of the module can be captured; meanwhile a larger batch amortises it")
     return Finding(
         "enqueue_bound",
         f"{result.precision} at batch {result.batch_size}: host enqueue {enqueue:.3g} ms ≥ "
-        f"{ENQUEUE_BOUND_RATIO:g} × GPU compute {compute:.3g} ms: the GPU waits for the host (try CUDA graphs, "
-        "a larger batch)",
+        f"{ENQUEUE_BOUND_RATIO:g} × GPU compute {compute:.3g} ms: the GPU waits for the host ({advice})",
         {"precision": result.precision, "enqueue_ms": enqueue, "compute_ms": compute,
-         "ratio": enqueue / compute, "threshold": ENQUEUE_BOUND_RATIO},
+         "ratio": enqueue / compute, "threshold": ENQUEUE_BOUND_RATIO, "capture_failed": failed},
     )
+
+
+def capture_failed(result: BenchResult) -> str | None:
+    """Why this result's CUDA graph capture failed (the timing loop's ``launch`` record), or None: telling
+    an arm that ran eager because capture failed to "try CUDA graphs" sends the user to what was tried
+    (ViT-B/16 and BERT-base on the H200: onnx2torch's host-side shape ops copy to the CPU during capture)."""
+    device = getattr(result, "device", None) or {}
+    for part in ("last_round", "first_round"):
+        launch = (device.get(part) or {}).get("launch") if isinstance(device.get(part), dict) else None
+        if isinstance(launch, dict) and launch.get("capture_failed"):
+            return str(launch["capture_failed"])
+    launch = device.get("launch")
+    if isinstance(launch, dict) and launch.get("capture_failed"):
+        return str(launch["capture_failed"])
+    return None
 
 
 def _tf32_state(result: BenchResult) -> bool | None:

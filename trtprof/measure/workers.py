@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -142,7 +143,7 @@ class Worker:
         except subprocess.TimeoutExpired:
             pass
         self.stderr.seek(0)
-        tail = self.stderr.read().decode("utf-8", "replace")[-STDERR_TAIL_CHARS:].strip().replace("\n", " | ")
+        tail = "" if (self.proc.returncode or 0) < 0 else error_tail(self.stderr.read().decode("utf-8", "replace"))
         return WorkerDied(f"load {self.index} (measurement worker, pid {self.proc.pid}) {how_it_ended(self.proc.returncode)}"
                           + (f": {tail}" if tail else ""))
 
@@ -203,6 +204,28 @@ class Worker:
                     except OSError:  # BrokenPipeError flushing to a worker that died: nothing to tell it
                         pass
             self.stderr.close()
+
+
+_WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
+
+
+def error_tail(stderr: str) -> str:
+    """The end of a dead worker's stderr for its one line, without Python's warnings (``file:line:
+    XWarning: …`` and the indented source line after it). A worker killed by a signal gets no tail at all
+    (the caller): the signal is the cause, and on the H200 its stderr held only torch.export's
+    "non-writable buffer" UserWarning, which the one line then carried as if it explained the death."""
+    kept: list[str] = []
+    in_warning = False
+    for line in stderr.splitlines():
+        if _WARNING_LINE.match(line):
+            in_warning = True
+            continue
+        if in_warning and line.startswith((" ", "\t")):
+            continue
+        in_warning = False
+        if line.strip():
+            kept.append(line.strip())
+    return " | ".join(kept)[-STDERR_TAIL_CHARS:]
 
 
 def how_it_ended(returncode: int | None) -> str:

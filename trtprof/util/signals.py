@@ -39,3 +39,18 @@ def sigterm_as_interrupt():
     """Within the block, SIGTERM raises KeyboardInterrupt (as SIGINT does), so the same
     ``except KeyboardInterrupt`` saves finished entries for both."""
     return handlers_held({signal.SIGTERM: _raise_interrupt})
+
+
+@contextmanager
+def interrupts_noted(noted: list[int]) -> Iterator[None]:
+    """Within the block, the first SIGINT or SIGTERM is only noted (appended to ``noted``) and the work
+    goes on; a second raises KeyboardInterrupt. For the seconds of analysis after every batch size was
+    measured: on the H200 a SIGTERM there (``timeout`` ending a ConvNeXt-T compare whose two batch sizes
+    were decided) raised out of the analysis and lost both verdicts, no JSON written."""
+    def note(signum, frame):  # noqa: ARG001 - signal handler signature
+        if noted:
+            raise KeyboardInterrupt(f"signal {signum}")
+        noted.append(signum)
+
+    with handlers_held({signal.SIGINT: note, signal.SIGTERM: note}):
+        yield
