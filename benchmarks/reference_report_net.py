@@ -16,9 +16,10 @@ import argparse
 import json
 import math
 
-import numpy as np
 import torch
 from torch import nn
+
+from reference_graph_timing import graph_replay_ms
 
 KERNELS = (32, 64, 128, 256)
 IMAGE, CHANNELS, STRIDE = 128, 3, 2
@@ -45,7 +46,6 @@ def median_ms(model, precision: str, batch: int, copies: bool, iters: int) -> fl
     host_in = torch.randn(batch, IMAGE, IMAGE, CHANNELS).pin_memory()
     dev_in = host_in.cuda()
     host_out = torch.empty(batch, model.out_size, model.out_size, CHANNELS).pin_memory()
-    stream = torch.cuda.Stream()
 
     def step():
         if copies:
@@ -55,26 +55,7 @@ def median_ms(model, precision: str, batch: int, copies: bool, iters: int) -> fl
             host_out.copy_(y.float(), non_blocking=True)
         return y
 
-    with torch.inference_mode():
-        with torch.cuda.stream(stream):
-            for _ in range(5):  # autotuning and lazy init outside the capture
-                step()
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            step()
-        for _ in range(20):
-            graph.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(iters):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            graph.replay()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-    return float(np.median(times))
+    return graph_replay_ms(step, iters)
 
 
 def main() -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
 import torch
 import torchvision
 from torch.fx.experimental.optimization import fuse
+
+from reference_graph_timing import graph_replay_ms
 
 
 def build(precision: str):
@@ -29,7 +30,6 @@ def time_one(model, precision: str, batch: int, copies: bool, iters: int = 200) 
     host_in = torch.randn(batch, 3, 224, 224).pin_memory()
     dev_in = host_in.cuda()
     host_out = torch.empty(batch, 1000).pin_memory()
-    stream = torch.cuda.Stream()
 
     def step():
         if copies:
@@ -40,26 +40,7 @@ def time_one(model, precision: str, batch: int, copies: bool, iters: int = 200) 
             host_out.copy_(y.float(), non_blocking=True)
         return y
 
-    with torch.inference_mode():
-        with torch.cuda.stream(stream):
-            for _ in range(5):  # autotuning and lazy init outside the capture
-                step()
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            step()
-        for _ in range(20):
-            graph.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(iters):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            graph.replay()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-    return float(np.median(times))
+    return graph_replay_ms(step, iters)
 
 
 def main() -> None:
