@@ -66,8 +66,8 @@ def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tm
     records = {o.record.precision: o.record for o in outcomes}
     real_load = bench.load_runner
 
-    def fake_load(record):
-        runner = FakeCudaRunner(real_load(record))
+    def fake_load(record, *args, **kwargs):
+        runner = FakeCudaRunner(real_load(record, *args, **kwargs))
         runner.precision = record.precision
         return runner
 

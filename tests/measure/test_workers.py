@@ -105,7 +105,7 @@ def test_worker_trims_device_memory_before_going_idle(monkeypatch):
         def close(self):
             log.append("close")
 
-    monkeypatch.setattr(bench, "load_runner", lambda record: RecordingRunner())
+    monkeypatch.setattr(bench, "load_runner", lambda record, **options: RecordingRunner())
     monkeypatch.setattr(interleave, "measure_block", lambda runner, feeds, config: log.append("block") or "samples")
     monkeypatch.setattr("trtprof.model.inputs.make_inputs", lambda *a, **k: {})
     inp = io.BytesIO()

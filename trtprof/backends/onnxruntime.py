@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 CUDA_EP = "CUDAExecutionProvider"
 CPU_EP = "CPUExecutionProvider"
-# ORT log severity "warning": the build's one session logs its warnings about the model (captured, not shown)
+# ORT log severity "warning" (ORT's own default): the build's session and every loaded engine log their
+# warnings about the model, captured by util.thirdparty (kept in the JSON, not shown)
 ORT_WARNING = 2
 
 
@@ -351,6 +352,11 @@ class OnnxRuntimeBackend:
         session.run(None, {"x": np.zeros(1, np.float32)})
         del session
 
-    def load(self, artifact: Path, record: "EngineRecord", *, threads: int | None = None) -> OnnxRuntimeRunner:
-        session = ort_session(Path(artifact), record.spec.precision, path=Path(artifact), threads=threads)
+    def load(self, artifact: Path, record: "EngineRecord", *, threads: int | None = None,
+             log_warnings: bool = False) -> OnnxRuntimeRunner:
+        """``log_warnings``: the session logs ORT's warnings about this engine, at load and at every run
+        (as a default ORT session does), for a caller that captures them (``measure.bench.load_runner``,
+        issue 34); otherwise fatal errors only."""
+        session = ort_session(Path(artifact), record.spec.precision, path=Path(artifact), threads=threads,
+                              log_severity=ORT_WARNING if log_warnings else 4)
         return OnnxRuntimeRunner(session, record.inputs, record.outputs)

@@ -15,6 +15,7 @@ from ..util.wording import plural
 from . import _common, _serving
 from ..system.validity import Validity, merge, stamp_lines
 from ..util import outputs
+from ..util.thirdparty import terminal_line
 
 TABLE_HEADERS = ("engine", "batch", "median ms", "p90 ms", "p99 ms", "mean ± std ms", "cv", "throughput/s", "n")
 
@@ -252,6 +253,9 @@ def run(args: argparse.Namespace) -> int:
         close()
     results.max_batch = found
     print_table(results)
+    line = terminal_line((r.third_party_warnings for r in results.results), f"{args.out}: results[].third_party_warnings")
+    if line:
+        print(line)
     print_max_batch(found)
     if serving is not None and not results.interrupted:
         run_serving(args, results, serving)

@@ -35,6 +35,7 @@ from . import _common, _serving, _timeline
 from ..system.validity import stamp_lines
 from .build import print_outcome
 from ..util.outputs import COMPARE_JSON
+from ..util.thirdparty import terminal_line
 
 
 def add_parser(sub) -> None:
@@ -331,6 +332,10 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         print(f"what-if: {line}")
     if report.serving is not None:
         _serving.print_sweep(report.serving)
+    library = terminal_line((r.get("third_party_warnings") or [] for r in data.get("results", [])),
+                           f"{args.out}: results[].third_party_warnings")
+    if library:
+        print(library)
     _common.write_compare_outputs(args.out, (ab_outcome if ab_outcome is not None else report).write_json,
                                   data["warnings"], args.md)
     _timeline.write_compare_files(args, data.get("timeline"), str(data.get("model", "")))

@@ -294,6 +294,7 @@ def _result_for(record: EngineRecord, arm: Arm, batch_size: int, plan: RoundPlan
         warnings=warnings,
         device=arm.device,
         memory=memory or {},
+        third_party_warnings=arm.third_party.to_json(),
     )
 
 
@@ -566,7 +567,7 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
     """One load without a worker process: every engine loaded afresh here, fed the same seeded inputs
     (or ``fixed``, the first batch of the user's inputs)."""
     names = list(records)
-    fresh = {name: bench.load_runner(records[name]) for name in names}
+    fresh = {name: bench.load_runner(records[name], log_warnings=True) for name in names}  # its blocks capture them
     for r in fresh.values():
         set_autotune(r, options.plan.autotune)
     batch_feeds = fixed if fixed is not None else \

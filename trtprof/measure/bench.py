@@ -1,6 +1,7 @@
 """`trtprof bench` as a library call: every engine × batch size through the shared timing loop."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -11,6 +12,7 @@ from ..system import energy, memory, preflight
 from ..backends.base import set_autotune
 from ..engines.cache import EngineRecord
 from ..util.files import now_iso
+from ..util.thirdparty import tally_json, third_party_warnings
 from ..system.environment import collect
 from ..errors import BadInput
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -34,23 +36,37 @@ def plan(records: Iterable[EngineRecord], batch_sizes: Sequence[int] | None = No
     return items
 
 
-def load_runner(record: EngineRecord, threads: int | None = None):
+def load_runner(record: EngineRecord, threads: int | None = None, *, log_warnings: bool = False):
     """Verify the artifact against its metadata, then load it with the backend that built it.
     ``threads`` (ONNX Runtime only) sets intra-op threads and one inter-op thread.
 
     A backend that builds where it cannot run (TensorRT-RTX) first says, in one line, why this
-    machine cannot run this engine (``check_runnable``: its GPU, or no GPU, and the engine's targets)."""
+    machine cannot run this engine (``check_runnable``: its GPU, or no GPU, and the engine's targets).
+
+    What the library writes while loading (ONNX Runtime: unused initializers, shapes merged leniently,
+    nodes it could not place; Python warnings) is kept on the runner as ``load_warnings`` (issue 34).
+    ``log_warnings``: the caller captures what the runner writes while it runs too (the timed blocks:
+    ``interleave.measure_block``, ``bench_one``), so ONNX Runtime keeps its session's warnings on
+    (ORT's own default); without it its session logs none, and nothing reaches a terminal raw."""
     record.verify()
     check_runnable = getattr(backends.get(record.backend), "check_runnable", None)
     if check_runnable is not None:
         check_runnable(record)
     backend = backends.resolve(record.backend)
-    if threads is None:
-        return backend.load(record.artifact_path, record)
-    if record.backend != "onnxruntime":
+    if threads is not None and record.backend != "onnxruntime":
         raise BadInput(f"--threads applies to onnxruntime engines; this one is {record.backend}",
                        path=record.artifact_path)
-    return backend.load(record.artifact_path, record, threads=threads)  # type: ignore[call-arg]
+    ort_options: dict[str, Any] = {"log_warnings": True} if log_warnings and record.backend == "onnxruntime" else {}
+    if threads is not None:
+        ort_options["threads"] = threads
+    with third_party_warnings() as caught:
+        runner = backend.load(record.artifact_path, record, **ort_options)
+    if caught:
+        # an optional attribute, not part of the Runner protocol (read with getattr by interleave.with_load_warnings
+        # and bench_one); a runner with __slots__ keeps none
+        with contextlib.suppress(AttributeError):
+            setattr(runner, "load_warnings", tuple(caught))
+    return runner
 
 
 def onnx_of(record: EngineRecord) -> Path | None:
@@ -98,12 +114,15 @@ def bench_one(
         feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range, data=data)
         rss_before_run = memory.rss_bytes()
         memory.reset_peak(runner)
+        with third_party_warnings(repeat=False) as caught:  # the library's lines while it runs (issue 34)
+            if runner.device == "cpu":
+                samples = timing.time_host(lambda: runner.infer(feeds), config)
+            else:
+                samples = timing.time_device(runner, feeds, config)
         if runner.device == "cpu":
-            samples = timing.time_host(lambda: runner.infer(feeds), config)
             applied = {**config.to_json(), "copies": None, "cuda_graph": False, "spin_wait": None,
                        "clock": "perf_counter_ns", "threads": threads}
         else:
-            samples = timing.time_device(runner, feeds, config)
             applied = {**config.to_json(), "clock": "cuda_events"}
     used = memory.inference_memory(runner, rss_before_load=load_rss[0], rss_after_load=load_rss[1],
                                    rss_before_run=rss_before_run, rss_after_run=memory.rss_bytes())
@@ -150,6 +169,7 @@ def bench_one(
         device=samples.device,
         memory=used,
         energy=spent,
+        third_party_warnings=tally_json(getattr(runner, "load_warnings", None) or (), caught),
     )
 
 
@@ -199,7 +219,7 @@ def bench_records(
     try:
         for record in records:
             before = memory.rss_bytes()
-            runners[record.key] = load_runner(record, threads)
+            runners[record.key] = load_runner(record, threads, log_warnings=True)
             load_rss[record.key] = (before, memory.rss_bytes())
             set_autotune(runners[record.key], autotune)
             preflight.check_integer_feeds(onnx_of(record), runners[record.key].inputs, int_range, data)

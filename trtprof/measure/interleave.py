@@ -50,6 +50,7 @@ from ..system import nvml
 from .budget import BatchWindow
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
+from ..util.thirdparty import AT_LOAD, AT_RUN, Tally, third_party_warnings
 
 DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is within ±0.5 % (half the margin)
 DEFAULT_TIME_BUDGET_S = 12.0  # per batch size, the whole command (start-up, warm-up, the end) included
@@ -107,15 +108,31 @@ class LoadLost(TrtprofError):
 
 
 def measure_block(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig) -> Samples:
-    """One block through THE shared loop: host clock for cpu runners, CUDA events for cuda runners."""
-    if runner.device == "cpu":
-        return timing.time_host(lambda: runner.infer(feeds), config)
-    time_device = getattr(timing, "time_device", None)
-    if time_device is None:  # pragma: no cover - depends on the GPU timing loop being present
-        from ..errors import BackendUnavailable
+    """One block through THE shared loop: host clock for cpu runners, CUDA events for cuda runners.
+    What the runtime library writes meanwhile (ONNX Runtime's log on fd 2, Python warnings) is kept in
+    the block's ``run_warnings`` (issue 34), captured around the whole block, not per iteration."""
+    with third_party_warnings(repeat=False) as caught:
+        if runner.device == "cpu":
+            samples = timing.time_host(lambda: runner.infer(feeds), config)
+        else:
+            time_device = getattr(timing, "time_device", None)
+            if time_device is None:  # pragma: no cover - depends on the GPU timing loop being present
+                from ..errors import BackendUnavailable
 
-        raise BackendUnavailable("this trtprof has no GPU timing loop (timing.time_device)")
-    return time_device(runner, feeds, config)
+                raise BackendUnavailable("this trtprof has no GPU timing loop (timing.time_device)")
+            samples = time_device(runner, feeds, config)
+    samples.run_warnings = list(caught)
+    return samples
+
+
+def with_load_warnings(samples: Samples, runner: Any) -> Samples:
+    """A load's warm-up block, carrying what the library wrote while ``runner`` was loaded
+    (``measure.bench.load_runner`` keeps it on the runner): each batch size's result counts the loads
+    that wrote it."""
+    kept = list(getattr(runner, "load_warnings", None) or ())
+    if kept:
+        samples.load_warnings = kept
+    return samples
 
 
 Measure = Callable[[Any, Mapping[str, np.ndarray], TimingConfig], Samples]
@@ -159,7 +176,8 @@ class InProcessLoad:
         self.on_close = on_close
 
     def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
-        return {name: self.measure(runner, feeds, config) for name, (runner, feeds) in self.arms.items()}
+        return {name: with_load_warnings(self.measure(runner, feeds, config), runner)
+                for name, (runner, feeds) in self.arms.items()}
 
     def rounds(self, first: int, count: int, config: TimingConfig,
                order: Sequence[str]) -> list[dict[str, Samples]]:
@@ -189,6 +207,7 @@ class Arm:
     warmup_s: float = 0.0
     block_spans: list[tuple[int, float]] = field(default_factory=list)  # (iterations, wall s) per block
     watched: dict[str, Any] | None = None  # the GPU watch over all blocks (nvml.merge_watches), None on a CPU
+    third_party: Tally = field(default_factory=Tally)  # the library's lines per load and block (util.thirdparty)
 
     def add(self, samples: Samples, load: int = 0) -> None:
         while len(self.blocks) <= load:
@@ -203,10 +222,14 @@ class Arm:
             self.device_first = dict(samples.device)
         self.device_last = dict(samples.device)
         self.watched = nvml.merge_watches(self.watched, samples.device.get("during"))  # every block's samples
+        self.third_party.add(AT_RUN, samples.run_warnings)
 
     def add_warmup(self, samples: Samples) -> None:
+        """A load's warm-up block: one load of this arm, and a block the library may have written in."""
         self.warmup_done += samples.warmup_done + samples.n
         self.warmup_s += samples.warmup_s + samples.span_s
+        self.third_party.add(AT_LOAD, samples.load_warnings)
+        self.third_party.add(AT_RUN, samples.run_warnings)
 
     @property
     def n_blocks(self) -> int:
@@ -442,7 +465,8 @@ def run_one_load(arms: Sequence[Arm], plan: RoundPlan, *, measure: Measure = mea
     single = replace(plan, min_loads=1, max_loads=1)
     out = run_interleaved([a.name for a in arms], lambda i: load, single, clock=clock, on_progress=on_progress)
     for mine, filled in zip(arms, out.arms):
-        for name in ("blocks", "span_s", "block_spans", "note_counts", "device_first", "device_last", "warmup_done", "warmup_s"):
+        for name in ("blocks", "span_s", "block_spans", "note_counts", "device_first", "device_last", "warmup_done", "warmup_s",
+                     "third_party"):
             setattr(mine, name, getattr(filled, name))
     out.arms = arms
     return out

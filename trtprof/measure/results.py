@@ -45,6 +45,9 @@ class BenchResult:
     memory: dict[str, Any] = field(default_factory=dict)  # memory in use during inference (``trtprof.system.memory``)
     energy: dict[str, Any] = field(default_factory=dict)  # joules per inference (``trtprof.system.energy``)
     validity: dict[str, Any] = field(default_factory=dict)  # the stamp (``stamp_result``, ``trtprof.system.validity``)
+    # the runtime library's own warnings at load and while timing, each once with a count
+    # (``util.thirdparty.Tally``: [{"message", "during", "count", "of"}])
+    third_party_warnings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def latency(self) -> LatencyStats:
@@ -93,6 +96,7 @@ class BenchResult:
             "energy": self.energy,
             "span_s": self.span_s,
             "warnings": self.warnings,
+            "third_party_warnings": self.third_party_warnings,
             **({"validity": self.validity} if self.validity else {}),
             "device": self.device,
             "samples_ms": self.samples_ms["latency_ms"],
@@ -119,6 +123,7 @@ class BenchResult:
             memory=dict(data.get("memory", {})),
             energy=dict(data.get("energy", {})),
             validity=dict(data.get("validity") or {}),
+            third_party_warnings=[dict(w) for w in data.get("third_party_warnings") or []],
         )
 
 
@@ -215,10 +220,47 @@ def check_entry_fields(item: Mapping[str, Any], where: str) -> None:
     for key in ENTRY_OBJECTS:
         if key in item and not isinstance(item[key], dict):
             raise BadInput(f"{where}.{key}: expected an object, not {type(item[key]).__name__}")
+    check_stat_order(item.get("stats") or {}, where)
+    check_warning_lists(item, where)
     for section in ("engine", "memory"):  # byte counts: formatted as sizes on every page
         for key, value in (item.get(section) or {}).items():
             if key.endswith("_bytes") and value is not None and not (_is_number(value) and math.isfinite(value)):
                 raise BadInput(f"{where}.{section}.{key}: {str(value)[:60]!r} is not a number")
+
+
+ORDERED_STATS = ("min", "p50", "p90", "p95", "p99", "max")  # never decreasing in a result trtprof wrote
+
+
+def check_stat_order(stats: Mapping[str, Any], where: str) -> None:
+    """Each stage's order statistics are finite numbers in order: the latency plot draws bars from the
+    minimum to p90 around the median (a p90 below it was a matplotlib ValueError, not a line)."""
+    for stage, values in stats.items():
+        if not isinstance(values, dict):
+            raise BadInput(f"{where}.stats.{stage}: expected an object, not {type(values).__name__}")
+        seen = [(k, values[k]) for k in ORDERED_STATS if k in values]
+        for k, v in seen:
+            if not (_is_number(v) and math.isfinite(v)):
+                raise BadInput(f"{where}.stats.{stage}.{k}: {str(v)[:60]!r} is not a finite number")
+        for (k0, v0), (k1, v1) in zip(seen, seen[1:]):
+            if v1 < v0:
+                raise BadInput(f"{where}.stats.{stage}: {k1} {v1:g} is below {k0} {v0:g} (order statistics out of "
+                               "order: a damaged file)")
+
+
+def check_warning_lists(item: Mapping[str, Any], where: str) -> None:
+    """``warnings``: a list of strings; ``third_party_warnings``: a list of objects with a string
+    message and whole counts (every page joins and formats them)."""
+    warnings = item.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise BadInput(f"{where}.warnings: expected a list of strings")
+    kept = item.get("third_party_warnings", [])
+    if not isinstance(kept, list):
+        raise BadInput(f"{where}.third_party_warnings: expected a list")
+    for i, e in enumerate(kept):
+        if not (isinstance(e, dict) and isinstance(e.get("message"), str) and isinstance(e.get("during"), str)
+                and all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool) for k in ("count", "of"))):
+            raise BadInput(f"{where}.third_party_warnings[{i}]: expected an object with a message, when it was "
+                           "written (during) and whole counts (count, of)")
 
 
 def results_from_json(items: Any, path: Path) -> list[BenchResult]:

@@ -68,6 +68,10 @@ class Samples:
     warmup_s: float
     notes: list[str] = field(default_factory=list)  # warnings for the result (clocks moved, ...)
     device: dict[str, Any] = field(default_factory=dict)  # device state before/after (GPU: NVML)
+    # what the runtime library wrote while this block ran (util.thirdparty; set by whoever captured it),
+    # and, on a load's warm-up block, what it wrote while that engine was loaded
+    run_warnings: list[str] = field(default_factory=list)
+    load_warnings: list[str] = field(default_factory=list)
 
     @property
     def latency_ms(self) -> np.ndarray:

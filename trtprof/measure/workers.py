@@ -549,8 +549,9 @@ def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
     is gone, checked between rounds where PR_SET_PDEATHSIG is not there)."""
     from ..backends.base import set_autotune
     from .bench import load_runner
+    from ..util.thirdparty import third_party_warnings
     from ..model.inputs import make_inputs
-    from .interleave import measure_block, round_order
+    from .interleave import measure_block, round_order, with_load_warnings
     from ..system.memory import rss_bytes
 
     def reply(kind: str, payload: Any) -> None:
@@ -573,13 +574,14 @@ def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
                     facts = {}
                     for label, record in records.items():
                         before = rss_bytes()
-                        runners[label] = load_runner(record)
+                        runners[label] = load_runner(record, log_warnings=True)  # the blocks capture them
                         load_rss[label] = (before, rss_bytes())
                         facts[label] = arm_facts(runners[label], set_autotune(runners[label], autotune))
                     reply("ready", {"facts": facts, "ready_at": time.monotonic()})
                 elif command == "outputs":
                     batches, seed, int_range = args
-                    passed = accuracy_outputs(runners, load_rss, batches, seed, int_range)
+                    with third_party_warnings():  # the same lines as the timed blocks': kept from there, not
+                        passed = accuracy_outputs(runners, load_rss, batches, seed, int_range)  # in this stderr
                     reply("ok", {"outputs": passed, "done_at": time.monotonic()})
                 elif command == "feeds":
                     shapes, seed, int_range, fixed = args
@@ -589,7 +591,7 @@ def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
                     reply("ok", None)
                 elif command == "warm":
                     (config,) = args
-                    warm = {label: measure_block(r, feeds, config) for label, r in runners.items()}
+                    warm = {label: with_load_warnings(measure_block(r, feeds, config), r) for label, r in runners.items()}
                     trim(runners)
                     reply("ok", warm)
                 elif command == "rounds":

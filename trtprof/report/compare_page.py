@@ -28,6 +28,7 @@ from .stamp import page_validity, validity_html
 from .kit import document, esc, file_b64, fmt, img, png_b64, pyplot, table
 from ..measure.results import BenchResult, read_json, results_from_json
 from ..schemas import COMPARE_READABLE, RESULTS
+from ..util.thirdparty import warning_lines
 from ..util.wording import plural, times
 
 
@@ -85,7 +86,8 @@ def comparison_caveats_html(comparisons: Sequence[ComparisonResult], results: Se
         lines = [] if stamp.get("valid", True) else [str(stamp.get("stamp"))]
         for side in ("baseline", "candidate"):
             r = by_arm.get((c.batch_size, c.label(side)))
-            lines += [f"{c.label(side)}: {w}" for w in (r.warnings if r is not None else [])]
+            lines += [f"{c.label(side)}: {w}" for w in (r.warnings + warning_lines(r.third_party_warnings)
+                                                        if r is not None else [])]
         if lines:
             items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
             out.append(f'<div class="warn"><b>batch {c.batch_size}, {html.escape(c.candidate)} vs '
@@ -96,7 +98,8 @@ def comparison_caveats_html(comparisons: Sequence[ComparisonResult], results: Se
 def result_caveats(r: BenchResult) -> list[str]:
     """What qualifies one result's numbers: its stamp when not valid, then its warnings."""
     stamp = (r.validity or {}).get("stamp")
-    return ([stamp] if stamp and not r.validity.get("valid", True) else []) + list(r.warnings)
+    return ([stamp] if stamp and not r.validity.get("valid", True) else []) + list(r.warnings) \
+        + warning_lines(r.third_party_warnings)  # the library's own, at load and while timing (issue 34)
 
 
 def speedup_axes(comparisons: Sequence[ComparisonResult]) -> tuple[Any, Any]:

@@ -9,7 +9,9 @@ too, which ``contextlib.redirect_stderr`` cannot do), Python warnings are record
 plain line (colour codes and the timestamp removed) in the list the block gets.
 
 Keep the block short and around the library call only: everything written to stderr inside it is
-taken, trtprof's own lines included.
+taken, trtprof's own lines included. Engines are loaded inside one (``measure.bench.load_runner``) and
+each timed block runs inside one (``measure.interleave.measure_block``, ``measure.bench.bench_one``): what
+the library says there is tallied per result (``Tally``: each line once, in how many loads or blocks).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import re
 import sys
 import tempfile
 import warnings
-from typing import Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 # ANSI colour codes ("\x1b[0;93m", "\x1b[m") that ORT puts around each line
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -28,6 +30,11 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 ORT_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \[(?P<sev>[VIWEF]):onnxruntime:[^,\]]*,?\s*(?P<where>[^\]]*)\]\s*")
 # at most this many lines kept per block (a model with 10 000 unused initializers warns 10 000 times)
 MAX_LINES = 50
+# at most this much of a block's captured output is read: a warning written at every inference of a
+# million-iteration block is 150 MB of one line repeated; the distinct lines come first
+MAX_READ_BYTES = 1 << 20
+# said once where a block wrote more than that (one text, so the results' tally counts it like any line)
+CUT_SHORT = f"… (more output not read: over {MAX_READ_BYTES >> 20} MiB in one block)"
 
 
 def clean_lines(text: str) -> list[str]:
@@ -49,9 +56,12 @@ def clean_lines(text: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def third_party_warnings() -> Iterator[list[str]]:
+def third_party_warnings(repeat: bool = True) -> Iterator[list[str]]:
     """Capture fd-2 output and Python warnings raised inside the block; the yielded list is filled, one
-    plain line each, when the block ends (also when it raises)."""
+    plain line each, when the block ends (also when it raises). ``repeat``: record a Python warning
+    every time it is raised (a build: warnings shown once before are wanted again); False around timed
+    iterations, where Python's own once-per-place rule keeps a warning raised at every call from
+    costing a record each time (the first one in the block is still kept)."""
     caught: list[str] = []
     try:
         sys.stderr.flush()
@@ -59,7 +69,8 @@ def third_party_warnings() -> Iterator[list[str]]:
     except (OSError, ValueError):  # no fd 2 (embedded interpreters): Python warnings only
         saved = None
     with tempfile.TemporaryFile(mode="w+b") as sink, warnings.catch_warnings(record=True) as recorded:
-        warnings.simplefilter("always")
+        if repeat:
+            warnings.simplefilter("always")
         if saved is not None:
             os.dup2(sink.fileno(), 2)
         try:
@@ -70,9 +81,79 @@ def third_party_warnings() -> Iterator[list[str]]:
                     sys.stderr.flush()
                 os.dup2(saved, 2)
                 os.close(saved)
+            size = sink.seek(0, os.SEEK_END)
             sink.seek(0)
-            caught.extend(clean_lines(sink.read().decode("utf-8", "replace")))
+            head = sink.read(MAX_READ_BYTES)
+            if size > MAX_READ_BYTES:  # a cut line is not kept half
+                head = head[:head.rfind(b"\n") + 1]
+            caught.extend(clean_lines(head.decode("utf-8", "replace")))
+            if size > MAX_READ_BYTES:
+                caught.append(CUT_SHORT)
             for w in recorded:
                 line = f"{w.category.__name__}: {w.message}"
                 if line not in caught:
                     caught.append(line)
+
+
+# When a library's line was written: while an engine was loaded (session creation) or while it ran
+# (warm-up and timed blocks). A result counts each line in how many loads / blocks it appeared.
+AT_LOAD = "load"
+AT_RUN = "timing"
+# how a page or terminal line says when, and what the count counts
+PHRASE = {AT_LOAD: ("while loading", "load"), AT_RUN: ("while running", "block")}
+
+
+class Tally:
+    """Library lines seen across the loads and blocks of one result, each kept once with a count.
+
+    Why counts and not every line: ORT warns once per inference when an output's declared shape is
+    wrong ("VerifyOutputSizes …"): a compare runs it 100 000 times. Each block is captured once and
+    de-duplicated there (``clean_lines``); the tally says in how many of the loads (or blocks) a line
+    appeared, so "6 of 6 loads" and "1 of 40 blocks" read differently."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str], int] = {}  # (when, line) → loads or blocks that wrote it
+        self.total: dict[str, int] = {AT_LOAD: 0, AT_RUN: 0}
+
+    def add(self, when: str, lines: Iterable[str]) -> None:
+        """One load (``AT_LOAD``) or one block (``AT_RUN``) and the lines it wrote (maybe none)."""
+        self.total[when] += 1
+        for line in dict.fromkeys(lines):
+            self.seen[(when, line)] = self.seen.get((when, line), 0) + 1
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """``[{"message", "during": "load"|"timing", "count", "of"}]``, loads first, in order seen."""
+        order = sorted(self.seen, key=lambda k: k[0] != AT_LOAD)
+        return [{"message": line, "during": when, "count": self.seen[(when, line)], "of": self.total[when]}
+                for when, line in order]
+
+
+def tally_json(load_lines: Iterable[str], run_lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The JSON of one load and one block (``bench``: each engine loaded once, one timed run)."""
+    tally = Tally()
+    tally.add(AT_LOAD, load_lines)
+    tally.add(AT_RUN, run_lines)
+    return tally.to_json()
+
+
+def warning_lines(entries: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Each tallied entry as one line for a page or a terminal: where and how often, then the message."""
+    out = []
+    for e in entries:
+        when, unit = PHRASE.get(str(e.get("during")), (f"during {e.get('during')}", "time"))
+        count, of = int(e.get("count", 0)), int(e.get("of", 0))
+        out.append(f"{e.get('message')} ({when}, in {count} of {of} {unit}{'s' if of != 1 else ''})")
+    return out
+
+
+def terminal_line(per_result: Iterable[Iterable[Mapping[str, Any]]], where: str) -> str | None:
+    """The terminal's one line for every result's library warnings (None when there are none): how many
+    distinct ones, and where they are kept (``where``: the JSON file and its key). The lines themselves
+    are in the JSON and on the page, beside the result they qualify."""
+    distinct = {(str(e.get("during")), str(e.get("message"))) for entries in per_result for e in entries}
+    if not distinct:
+        return None
+    phases = " and ".join(PHRASE[w][0] for w in (AT_LOAD, AT_RUN) if any(d == w for d, _ in distinct))
+    n = len(distinct)
+    return (f"note: the runtime library wrote {n} distinct warning{'s' if n != 1 else ''} {phases} the engines "
+            f"(kept with their counts in {where}; on the report page beside each result)")
