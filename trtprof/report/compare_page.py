@@ -131,6 +131,7 @@ def speedup_axes(comparisons: Sequence[ComparisonResult]) -> tuple[Any, Any]:
     if len(batches) == 1:
         ax.set_xlim(batches[0] / 2, batches[0] * 2)
     ax.minorticks_off()
+    plots.ratio_ticks(ax)  # plain "0.5×, 1×, 2×", enough of them (minorticks_off left one, "10⁰")
     ax.set_xlabel("batch size")
     ax.set_ylabel("speedup (baseline / candidate median, log scale)")
     ax.set_title("Speedup with 95 % CI (above 1×: the candidate is faster)")
@@ -380,7 +381,8 @@ def verdict_table_html(comparisons: Sequence[ComparisonResult]) -> str:
                                                                                       comparisons])
                 if any(c.accuracy or c.nonfinite for c in comparisons) else "")
     return ("<style>.verdict td:nth-child(2),.verdict th:nth-child(2){text-align:left}.speed td:nth-child(3)"
-            "{white-space:nowrap}.accuracy td:nth-child(3){text-align:left}</style><div class=\"verdict speed\">"
+            "{white-space:nowrap}.speed td:nth-child(4),.speed th:nth-child(4),.accuracy td:nth-child(3),"
+            ".accuracy th:nth-child(3){text-align:left}</style><div class=\"verdict speed\">"
             + speed + "</div><div class=\"verdict accuracy\">" + accuracy + "</div>")
 
 

@@ -42,6 +42,17 @@ def fmt(value: Any, spec: str = ".3g") -> str:
         return str(value)
 
 
+def fixed_column(values: Sequence[Any], significant: int = 4, most: int = 6) -> list[str]:
+    """A table column of numbers with one number of decimals for all (right-aligned, their points line up:
+    "39.95", "131.00", "251.30", not "39.95", "131", "251.3"), enough for ``significant`` digits of the
+    smallest, at most ``most``; thousands separated; "–" for None, non-finite values as ``fmt`` says."""
+    finite = [abs(float(v)) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+              and math.isfinite(v) and v != 0]
+    decimals = 0 if not finite else min(most, max(0, significant - 1 - math.floor(math.log10(min(finite)))))
+    return [fmt(v, f",.{decimals}f") if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            else fmt(v) for v in values]
+
+
 # the words a verdict cell may start with, each a CSS class (v-<word>); anything else gets no class
 VERDICT_WORDS = frozenset({"faster", "slower", "equivalent", "inconclusive", "difference", "no"})
 

@@ -15,6 +15,7 @@ Readability rules (issues 12 and 26), each checked by a test and by looking at t
 from __future__ import annotations
 
 import io
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
@@ -81,20 +82,90 @@ def spans_decades(low: float, high: float) -> bool:
     return low > 0 and high >= LOG_AXIS_RATIO * low
 
 
-def _plain_log_ticks(axis) -> None:
-    """Log-scaled axis ticks written as plain numbers (0.05, 1, 20), not powers of ten."""
+# Tick labels between these are plain numbers ("0.001", "20", "10,000"); outside, a power of ten ("10⁶")
+PLAIN_TICKS_FROM, PLAIN_TICKS_TO = 1e-3, 1e6
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def plain_number(v: float) -> str:
+    """A tick label a person reads: "0.05", "1", "2,000", "100,000"; "10⁶", "2·10⁻⁵" beyond (never "1e+06")."""
+    if v == 0 or PLAIN_TICKS_FROM <= abs(v) < PLAIN_TICKS_TO:
+        return f"{v:,g}"
+    k = math.floor(math.log10(abs(v)))
+    mantissa = round(v / 10.0 ** k, 6)
+    power = "10" + str(k).translate(SUPERSCRIPT)
+    return power if mantissa == 1 else f"{mantissa:g}·{power}"
+
+
+def plain_log_ticks(axis) -> None:
+    """Log-scaled axis ticks written as plain numbers (0.05, 1, 20, 10,000), not powers of ten."""
     from matplotlib import ticker
 
     axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: plain_number(v)))
     axis.set_minor_formatter(ticker.NullFormatter())
 
 
+# Tick sets tried on a log ratio axis (the speedup plot) that spans RATIO_DECADE_SPAN or more, coarsest
+# first, each as multiples of every power of ten: the first that puts RATIO_TICKS_MIN ticks in view is used.
+# minorticks_off had left a plot of speedups between 1.3× and 4.2× with one tick, "10⁰" (issue 34).
+RATIO_TICK_SUBS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0))
+RATIO_DECADE_SPAN = 4.0  # high / low; a narrower axis gets evenly spaced ratios (0.8×, 1×, 1.2×) instead
+# steps of the evenly spaced ratios, largest first, each dividing 1 (so 1× is a tick): the largest that
+# gives RATIO_TICKS_MIN + 1 ticks is used (0.6×–1.4×: 0.2; 0.97×–1.03×: 0.01); multiples of a power of ten
+# would crowd one side of 1× (0.625, 0.65, … below it, 1.25 above)
+RATIO_STEPS = (1.0, 0.5, 0.25, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
+RATIO_TICKS_MIN = 3
+RATIO_TICKS_MAX = 9  # more are thinned (1× kept): labels must not run into each other
+
+
+def _ratio_candidates(low: float, high: float) -> list[float]:
+    if high / low >= RATIO_DECADE_SPAN:
+        ticks: list[float] = []
+        for subs in RATIO_TICK_SUBS:
+            ticks = sorted({round(sub * 10.0 ** k, 12) for k in range(math.floor(math.log10(low)) - 1,
+                                                                     math.ceil(math.log10(high)) + 1)
+                            for sub in subs if low <= sub * 10.0 ** k <= high})
+            if len(ticks) >= RATIO_TICKS_MIN:
+                break
+        return ticks
+    for step in RATIO_STEPS:
+        # (1e-9: 1.4 / 0.2 is 6.9999…, and the tick at the limit counts)
+        ticks = [round(k * step, 10) for k in range(math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9) + 1)]
+        if len(ticks) > RATIO_TICKS_MIN:
+            break
+    return [t for t in ticks if t > 0]
+
+
+def ratio_ticks(ax) -> list[float]:
+    """Label the log y axis of ratios with plain numbers ("0.5×", "1×", "2×"), enough of them to read any
+    point, for the limits the axis has now; returns the ticks."""
+    from matplotlib import ticker
+
+    low, high = ax.get_ylim()
+    ticks = _ratio_candidates(low, high)
+    if len(ticks) > RATIO_TICKS_MAX:
+        step = math.ceil(len(ticks) / RATIO_TICKS_MAX)
+        anchor = ticks.index(1.0) if 1.0 in ticks else 0
+        ticks = [t for i, t in enumerate(ticks) if (i - anchor) % step == 0]
+    ax.set_yticks(ticks, [f"{plain_number(t)}×" for t in ticks])
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
+    ax.set_ylim(low, high)
+    return ticks
+
+
+# Legend entries per column under a plot: a serving sweep of 3 precisions × 4 batch sizes had 13 entries in
+# one column, taller than its axes, which the constrained layout then squashed to a strip
+LEGEND_ROWS = 5
+
+
 def legend_below(fig, ax) -> None:
-    """The legend under the axes, outside the data (the figure is laid out 'constrained')."""
+    """The legend under the axes, outside the data (the figure is laid out 'constrained'), in columns of
+    at most ``LEGEND_ROWS`` entries."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", fontsize=8, frameon=False)
+        fig.legend(handles, labels, loc="outside lower center", fontsize=8, frameon=False,
+                   ncols=math.ceil(len(handles) / LEGEND_ROWS))
 
 
 def _by_batch(results: Sequence[BenchResult]) -> dict[int, list[BenchResult]]:
@@ -145,7 +216,7 @@ def histogram_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[
             overflow += 1
     if log:
         ax.set_xscale("log")
-        _plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.xaxis)
     if overflow:
         ax.axvline(step(0.5), color="grey", linewidth=0.8)
         ax.set_xlim(low if log else low - (bins[1] - bins[0]), step(2 + overflow))
@@ -178,7 +249,7 @@ def ecdf_figure(group: Sequence[BenchResult], batch: int, labels: Sequence[str])
         ax.step(a, frac, where="post", label=text, **style)
     if log:
         ax.set_xscale("log")
-        _plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.xaxis)
     ax.set_xlim(low, high)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("latency (ms" + (", log scale" if log else "") + f"), up to {fmt_ms(high)} ms: the bulk of the data")
@@ -240,7 +311,7 @@ def finish_batch_axes(fig, ax, batches: Sequence[int], ylabel: str, title: str, 
     positive = [v for v in values if v > 0]
     if positive and spans_decades(min(positive), max(positive)):
         ax.set_yscale("log")
-        _plain_log_ticks(ax.yaxis)
+        plain_log_ticks(ax.yaxis)
         ylabel += ", log scale"
     ax.set_xlabel("batch size")
     ax.set_ylabel(ylabel)

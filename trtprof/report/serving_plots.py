@@ -17,7 +17,7 @@ def latency_throughput_figure(sweep: Mapping[str, Any], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .plots import colour, legend_below, save_figure, spans_decades
+    from .plots import colour, legend_below, plain_log_ticks, save_figure, spans_decades
 
     points: Sequence[Mapping[str, Any]] = sweep["points"]
     lines: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
@@ -42,8 +42,10 @@ def latency_throughput_figure(sweep: Mapping[str, Any], path: Path) -> Path:
     # and more in samples/s, and a linear axis would squash the small batches into a corner
     if xs and spans_decades(min(xs), max(xs)):
         ax.set_xscale("log")
+        plain_log_ticks(ax.xaxis)  # "2,000", "5,000", not "10³"
     if ys and spans_decades(min(ys), max(ys)):
         ax.set_yscale("log")
+        plain_log_ticks(ax.yaxis)
     ax.set_xlabel("throughput (samples/s; median over rounds)")
     ax.set_ylabel("p99 latency per request (ms)")
     ax.set_title("Latency vs throughput; ×N: requests in flight")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..util.files import atomic_write_text
 from ..system.validity import stamp_lines
 from ..report.stamp import page_validity, validity_html
-from ..report.kit import document, esc, fmt, img, table
+from ..report.kit import document, esc, fixed_column, fmt, img, table
 from ..compare.result import ComparisonResult
 from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
@@ -35,6 +35,58 @@ def rows(data: Mapping[str, Any]) -> list[list[str]]:
             f"{fmt(b_mem.get('peak_allocated_mib'), '.0f')} → {fmt(c_mem.get('peak_allocated_mib'), '.0f')}",
         ])
     return out
+
+
+# The page's two tables (the one above, nine columns wide, broke its comparisons and intervals over two
+# lines at 1280 px and its "a → b" cells lined up on nothing): speed, then what training did, both led by
+# the batch and the comparison; base and candidate in columns of their own, one number of decimals each.
+SPEED_HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms")
+TRAINING_HEADERS = ("batch", "comparison", "steps", "baseline loss", "candidate loss", "skipped steps",
+                    "baseline peak MiB", "candidate peak MiB")
+# text columns left-aligned like text, the interval never broken, digits of one width so columns line up
+TABLE_CSS = (".train td,.train th{font-variant-numeric:tabular-nums}.train td:nth-child(2),.train th:nth-child(2)"
+             "{text-align:left;white-space:nowrap}.train.speed td:nth-child(3){white-space:nowrap}"
+             ".train.speed td:nth-child(4),.train.speed th:nth-child(4){text-align:left}")
+
+
+def _columns(cells: list[list[Any]], numeric: Sequence[int]) -> list[list[str]]:
+    """Rows with each ``numeric`` column formatted as one ``kit.fixed_column``; the other cells as given."""
+    fixed = {i: fixed_column([row[i] for row in cells]) for i in numeric}
+    return [[fixed[i][r] if i in fixed else str(cell) for i, cell in enumerate(row)] for r, row in enumerate(cells)]
+
+
+def speed_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    cells = []
+    for c in data["comparisons"]:
+        s, lat = c["speedup"], c["latency"]
+        ci = f"[{s['ci_low']:.3g}, {s['ci_high']:.3g}]"
+        cells.append([str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}",
+                      f"— (95% CI {ci} too wide)" if c.get("not_measurable") else
+                      f"{s['estimate']:.3f}× [{s['ci_low']:.3f}, {s['ci_high']:.3f}]", c["verdict"],
+                      lat["baseline"]["median_ms"], lat["candidate"]["median_ms"]])
+    return _columns(cells, (4, 5))
+
+
+def training_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    cells = []
+    for c in data["comparisons"]:
+        acc, memo = c["accuracy"], c.get("memory") or {}
+        cells.append([str(c["batch_size"]), f"{c['candidate']} vs {c['baseline']}", fmt(acc.get("steps")),
+                      acc["baseline_loss_last"], acc["candidate_loss_last"], fmt(acc.get("candidate_skipped_steps")),
+                      (memo.get("baseline") or {}).get("peak_allocated_mib"),
+                      (memo.get("candidate") or {}).get("peak_allocated_mib")])
+    rows = _columns(cells, (3, 4))
+    for row, cell in zip(rows, cells):  # MiB: whole numbers with separators ("14,307"), as on the serving page
+        row[6], row[7] = (fmt(v, ",.0f") for v in cell[6:8])
+    return rows
+
+
+def tables_html(data: Mapping[str, Any]) -> str:
+    """The verdict's two tables, each fitting a 1280 px window (``tests/report/test_page_width.py``)."""
+    return (f"<style>{TABLE_CSS}</style><div class=\"train speed\">"
+            + table(SPEED_HEADERS, speed_rows(data), verdict_col=3) + "</div>"
+            "<h3>Training: loss after the timed steps, skipped steps, peak memory</h3><div class=\"train steps\">"
+            + table(TRAINING_HEADERS, training_rows(data)) + "</div>")
 
 
 def header_lines(data: Mapping[str, Any]) -> list[str]:
@@ -96,7 +148,7 @@ def render_html(data: Mapping[str, Any]) -> str:
              validity_html(page_validity(data)),
              "<ul>" + "".join(f"<li>{html.escape(h)}</li>" for h in header_lines(data)) + "</ul>",
              "<h2>Verdict (one training step: forward + loss + backward + optimizer)</h2>",
-             table(HEADERS, rows(data), verdict_col=3)]
+             tables_html(data)]
     if data.get("device") == "cpu":
         parts.append('<div class="warn">Measured on a CPU: a correctness run; speed claims need a GPU.</div>')
     for w in data.get("warnings", []):
