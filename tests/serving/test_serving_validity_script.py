@@ -39,3 +39,11 @@ def test_the_serving_script_writes_validity_for_the_file_and_the_sweep(tmp_path)
     assert sweep["settings"]["rounds"] == MIN_SERVING_ROUNDS and "too_few_rounds" not in codes  # 3: just enough
     assert "fp16_is_fp32" in codes  # the CPU's "fp16": named, as the GPU's would not be
     assert f"sweep 0: {sweep['validity']['stamp']}" in done.stdout and f"file: {data['validity']['stamp']}" in done.stdout
+    # and the page opens with that stamp, before any section (issue 34: "at the top of the page")
+    from trtprof.cli import main
+
+    page = tmp_path / "serving.html"
+    assert main(["report", str(tmp_path / "o" / "issue34" / "serving.json"), "-o", str(page)]) == 0
+    body = page.read_text()
+    top = body[:body.index("<h2>")]
+    assert ("<b>NOT VALID</b>" if not data["validity"]["valid"] else "<b>VALID</b>") in top
