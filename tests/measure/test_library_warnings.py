@@ -262,3 +262,51 @@ def test_damaged_warning_and_stat_fields_are_one_line(change, complaint, tmp_pat
     with pytest.raises(BadInput) as err:
         results_from_json([bad], tmp_path / "r.json")
     assert complaint in err.value.message
+
+
+# ---------------------------------------------------------------------------------------------
+# A worker that dies inside a capture block: its last words reach the parent's one line, not the void
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_named_sink_holds_an_open_blocks_words_and_is_emptied_after(tmp_path, monkeypatch):
+    sink = tmp_path / "capture.log"
+    monkeypatch.setenv(thirdparty.SINK_ENV, str(sink))
+    with third_party_warnings() as outer:
+        os.write(2, b"terminate called after throwing an instance of 'std::bad_alloc'\n")
+        with third_party_warnings() as inner:  # nested: its own temp file, the outer's words stay
+            os.write(2, b"inner line\n")
+        assert inner == ["inner line"]
+        # what a parent reads if the process dies now
+        assert sink.read_bytes() == b"terminate called after throwing an instance of 'std::bad_alloc'\n"
+    assert outer == ["terminate called after throwing an instance of 'std::bad_alloc'"]
+    assert sink.read_bytes() == b""  # a finished block leaves nothing to be mistaken for last words
+
+
+@pytest.mark.parametrize("sig,kept", [("SIGABRT", True), ("SIGSEGV", True), ("SIGKILL", False), ("SIGTERM", False)])
+def test_a_worker_that_crashes_inside_a_block_is_reported_with_what_it_wrote_there(warning_engines, sig, kept):
+    """A crash (abort, segfault) keeps the block's last words; a signal from outside (kill -9, the OOM
+    killer) is named alone, as for any worker killed so (measure.workers.CRASH_SIGNALS)."""
+    import signal
+
+    from trtprof.engines.cache import list_engines
+    from trtprof.measure import workers
+
+    _, engines = warning_engines
+    record = next(r for r in list_engines(engines) if r.precision == "fp32")
+    worker = workers.Worker(0, {"fp32": record})
+    try:
+        worker.wait_ready()
+        path = Path(worker.capture_path)
+        assert path.exists() and path.read_bytes() == b""  # the load's block finished: emptied
+        # as if the worker were inside a block when it died: what its libraries wrote there, then the signal
+        path.write_bytes(b"\x1b[1;31m2026-12-02 01:59:16.866 [E:onnxruntime:, alloc.cc:12 Reserve] out of arena\x1b[m\n")
+        worker.proc.send_signal(getattr(signal, sig))
+        message = worker._died().message
+        assert f"was killed by {sig}" in message
+        assert ("inside a block it wrote: onnxruntime (Reserve): out of arena" in message) == kept
+        if not kept:
+            assert message.endswith(f"was killed by {sig}")
+    finally:
+        worker.close()
+    assert not Path(worker.capture_path).exists()  # removed with the worker

@@ -17,6 +17,7 @@ A failure answers
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import re
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
 
 from ..errors import TrtprofError
+from ..util.thirdparty import SINK_ENV, clean_lines
 from .concurrent import Span, record
 from .interleave import LoadLost
 from .timing import Samples, TimingConfig
@@ -98,6 +100,11 @@ class Worker:
         else:
             env.pop(PARENT_ENV, None)
         self.stderr = tempfile.TemporaryFile()
+        # where the worker's capture blocks write what its libraries say (util.thirdparty.SINK_ENV): read
+        # when it dies inside one, removed at close
+        fd, self.capture_path = tempfile.mkstemp(prefix="trtprof-worker-", suffix=".log")
+        os.close(fd)
+        env[SINK_ENV] = self.capture_path
         argv = [sys.executable, "-m", "trtprof.measure.workers", *(["--preload", ",".join(preload)] if preload else [])]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
         self.spawned_at = time.monotonic()
@@ -144,6 +151,10 @@ class Worker:
             pass
         self.stderr.seek(0)
         tail = "" if (self.proc.returncode or 0) < 0 else error_tail(self.stderr.read().decode("utf-8", "replace"))
+        last = capture_tail(self.capture_path)
+        if last and not killed_from_outside(self.proc.returncode):  # it crashed or exited inside a capture
+            last = f"inside a block it wrote: {last}"  # block (loading or timing): its libraries' last words
+            tail = f"{tail} | {last}" if tail else last
         return WorkerDied(f"load {self.index} (measurement worker, pid {self.proc.pid}) {how_it_ended(self.proc.returncode)}"
                           + (f": {tail}" if tail else ""))
 
@@ -204,6 +215,20 @@ class Worker:
                     except OSError:  # BrokenPipeError flushing to a worker that died: nothing to tell it
                         pass
             self.stderr.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.capture_path)
+
+
+def capture_tail(path: str) -> str:
+    """The end of what a worker's last capture block took in (``util.thirdparty.SINK_ENV``), as one line;
+    "" when there is none or it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - STDERR_TAIL_CHARS))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return " | ".join(clean_lines(text))[-STDERR_TAIL_CHARS:]
 
 
 _WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
@@ -211,8 +236,8 @@ _WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
 
 def error_tail(stderr: str) -> str:
     """The end of a dead worker's stderr for its one line, without Python's warnings (``file:line:
-    XWarning: …`` and the indented source line after it). A worker killed by a signal gets no tail at all
-    (the caller): the signal is the cause, and on the H200 its stderr held only torch.export's
+    XWarning: …`` and the indented source line after it). A worker killed by a signal gets no stderr tail
+    (the caller; one that crashed inside a capture block gets that block's words, ``capture_tail``): the signal is the cause, and on the H200 its stderr held only torch.export's
     "non-writable buffer" UserWarning, which the one line then carried as if it explained the death."""
     kept: list[str] = []
     in_warning = False
@@ -226,6 +251,22 @@ def error_tail(stderr: str) -> str:
         if line.strip():
             kept.append(line.strip())
     return " | ".join(kept)[-STDERR_TAIL_CHARS:]
+
+
+# Signals a process raises on itself when it crashes (a C++ abort, a bad pointer): what its libraries wrote
+# just before is the cause. Any other signal came from outside (kill -9, the OOM killer, Ctrl-C): the signal
+# is the cause, and what a block wrote before it (warnings) would read as if it explained the death.
+CRASH_SIGNALS = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL})
+
+
+def killed_from_outside(returncode: int | None) -> bool:
+    """Did a signal other than a crash's end the process (``CRASH_SIGNALS``)?"""
+    if returncode is None or returncode >= 0:
+        return False
+    try:
+        return signal.Signals(-returncode) not in CRASH_SIGNALS
+    except ValueError:
+        return True
 
 
 def how_it_ended(returncode: int | None) -> str:

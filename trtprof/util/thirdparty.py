@@ -55,6 +55,22 @@ def clean_lines(text: str) -> list[str]:
     return out
 
 
+# A file named by the process that started this one (a measurement worker: measure.workers.Worker), into
+# which the outermost capture block writes instead of an anonymous temp file: a worker that dies inside a
+# block (a C++ abort, a CUDA assert) leaves its last words there for its parent's one-line error, where
+# they would otherwise go down with the unlinked temp file.
+SINK_ENV = "TRTPROF_CAPTURE_FILE"
+_depth = [0]  # capture blocks open in this process: a nested one must not truncate the named file
+
+
+def _open_sink() -> Any:
+    path = os.environ.get(SINK_ENV)
+    if path and _depth[0] == 0:
+        with contextlib.suppress(OSError):
+            return open(path, "w+b")  # each block starts it empty
+    return tempfile.TemporaryFile(mode="w+b")
+
+
 @contextlib.contextmanager
 def third_party_warnings(repeat: bool = True) -> Iterator[list[str]]:
     """Capture fd-2 output and Python warnings raised inside the block; the yielded list is filled, one
@@ -68,14 +84,16 @@ def third_party_warnings(repeat: bool = True) -> Iterator[list[str]]:
         saved = os.dup(2)
     except (OSError, ValueError):  # no fd 2 (embedded interpreters): Python warnings only
         saved = None
-    with tempfile.TemporaryFile(mode="w+b") as sink, warnings.catch_warnings(record=True) as recorded:
+    with _open_sink() as sink, warnings.catch_warnings(record=True) as recorded:
         if repeat:
             warnings.simplefilter("always")
         if saved is not None:
             os.dup2(sink.fileno(), 2)
+        _depth[0] += 1
         try:
             yield caught
         finally:
+            _depth[0] -= 1
             if saved is not None:
                 with contextlib.suppress(OSError, ValueError):
                     sys.stderr.flush()
@@ -93,6 +111,8 @@ def third_party_warnings(repeat: bool = True) -> Iterator[list[str]]:
                 line = f"{w.category.__name__}: {w.message}"
                 if line not in caught:
                     caught.append(line)
+            with contextlib.suppress(OSError):  # a named sink keeps only an open block's words (SINK_ENV)
+                sink.truncate(0)
 
 
 # When a library's line was written: while an engine was loaded (session creation) or while it ran
