@@ -9,7 +9,10 @@ engines come from different models and ``compare.select_records``'s one-model ru
 
 Two things are checked before any measurement: the arms take the same inputs (names, dtypes, dims;
 a dynamic dim matches anything), and produce the same outputs (names) so the accuracy delta means
-something; a mismatch is a ``BadInput`` naming it (exit 2).
+something; a mismatch is a ``BadInput`` naming it (exit 2). Where only the names differ and the
+dtypes and shapes match in order, the pairs are made by position, in one line each: outputs when the
+accuracy is compared, inputs by building the second arm from a copy with the first's input names
+(``rename_inputs``).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import whatif
+from .rename_inputs import pair_inputs
 from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
 from ..build.pipeline import BuildSettings, as_onnx, build_engines
@@ -192,6 +196,8 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept.
     ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
     what does not apply to the changed arm."""
+    # inputs that differ only in name: the second arm built from a copy with the first's (rename_inputs)
+    arms, paired = pair_inputs(arms, whatif.whatif_dir(Path(engines_dir)), model_io)
     check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds
     builds = BuildTally(hooks.on_built)
     records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
@@ -206,6 +212,7 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     same_model = len({str(a.model) for a in arms}) == 1
     report = compare_records(records, sizes, options, source=onnx_path if same_model else analysis_onnx,
                              hooks=hooks)
+    report.warnings.extend(paired)
     for label, found in pairs.items():  # one line: what was compared with what
         report.warnings.append(f"outputs paired by position ({label} → {base}): "
                                + ", ".join(f"{b} ↔ {a}" for b, a in found.items())
