@@ -123,3 +123,15 @@ def report_model(tmp_path: Path) -> Path:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.make_onnx("report_conv_elu_k32_256", tmp_path / "report.onnx")
+
+
+def load_script(rel: str, name: str):
+    """A script of this repository (``benchmarks/…``, ``models/…``) imported as module ``name`` by its path."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / rel)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -4,21 +4,16 @@ with the file's own weights): a reference of another network would agree or disa
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from ..conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(rel: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / rel)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch missing")
@@ -27,8 +22,8 @@ def test_the_reference_loop_is_the_report_net_of_the_onnx_file(tmp_path, monkeyp
     import torch
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    ref = _load("benchmarks/reference_report_net.py", "reference_report_net")
-    conv_elu = _load("models/conv_elu.py", "conv_elu_for_ref")
+    ref = load_script("benchmarks/reference_report_net.py", "reference_report_net")
+    conv_elu = load_script("models/conv_elu.py", "conv_elu_for_ref")
     name = "report_conv_elu_k32_256"
     path = conv_elu.make_onnx(name, tmp_path / "report.onnx")
     weights = conv_elu.seeded_weights(name)

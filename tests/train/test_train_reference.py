@@ -11,20 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ..conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch missing")
 
 
-def _load(rel: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / rel)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_ratio_ci_brackets_a_known_ratio():
-    drv = _load("benchmarks/train_vs_reference.py", "train_vs_reference")
+    drv = load_script("benchmarks/train_vs_reference.py", "train_vs_reference")
     rng = np.random.default_rng(0)
     ref = list(10.0 * (1 + 0.01 * rng.standard_normal(12)))
     ours = list(11.0 * (1 + 0.01 * rng.standard_normal(12)))
@@ -38,7 +34,7 @@ def test_reference_report_net_is_the_factory_net():
     """Written independently, the same function: with the factory's weights copied in, equal outputs."""
     import torch
 
-    ref = _load("benchmarks/train_reference.py", "train_reference")
+    ref = load_script("benchmarks/train_reference.py", "train_reference")
     sys.path.insert(0, str(ROOT / "models"))
     import report_net
 
@@ -55,7 +51,7 @@ def test_reference_report_net_is_the_factory_net():
 def test_driver_smoke_mode_on_cpu(tmp_path):
     """CPU plumbing: both sides run as separate processes, every row gets a ratio and a CI, the
     files are written (the ratios themselves mean nothing on a CPU)."""
-    drv = _load("benchmarks/train_vs_reference.py", "train_vs_reference_smoke")
+    drv = load_script("benchmarks/train_vs_reference.py", "train_vs_reference_smoke")
     assert drv.main(["--smoke", "--out-dir", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "table.json").read_text())
     assert doc["plan"] == "smoke" and [(r["model"], r["arm"]) for r in doc["rows"]] == [("tiny", "fp32"), ("tiny", "amp-bf16")]
