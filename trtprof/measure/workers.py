@@ -150,10 +150,13 @@ class Worker:
         except subprocess.TimeoutExpired:
             pass
         self.stderr.seek(0)
-        tail = "" if (self.proc.returncode or 0) < 0 else error_tail(self.stderr.read().decode("utf-8", "replace"))
-        last = capture_tail(self.capture_path)
-        if last and not killed_from_outside(self.proc.returncode):  # it crashed or exited inside a capture
-            last = f"inside a block it wrote: {last}"  # block (loading or timing): its libraries' last words
+        # killed from outside (kill -9, the OOM killer): the signal is the cause, what it wrote is not; one
+        # that exited or crashed: its stderr, and what its last capture block took in (loading or timing)
+        outside = killed_from_outside(self.proc.returncode)
+        tail = "" if outside else error_tail(self.stderr.read().decode("utf-8", "replace"))
+        last = "" if outside else capture_tail(self.capture_path)
+        if last:
+            last = f"inside a block it wrote: {last}"
             tail = f"{tail} | {last}" if tail else last
         return WorkerDied(f"load {self.index} (measurement worker, pid {self.proc.pid}) {how_it_ended(self.proc.returncode)}"
                           + (f": {tail}" if tail else ""))
@@ -236,9 +239,10 @@ _WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
 
 def error_tail(stderr: str) -> str:
     """The end of a dead worker's stderr for its one line, without Python's warnings (``file:line:
-    XWarning: …`` and the indented source line after it). A worker killed by a signal gets no stderr tail
-    (the caller; one that crashed inside a capture block gets that block's words, ``capture_tail``): the signal is the cause, and on the H200 its stderr held only torch.export's
-    "non-writable buffer" UserWarning, which the one line then carried as if it explained the death."""
+    XWarning: …`` and the indented source line after it). A worker killed from outside gets no tail at all
+    (``Worker._died``, ``killed_from_outside``): the signal is the cause, and on the H200 its stderr held
+    only torch.export's "non-writable buffer" UserWarning, which the one line then carried as if it
+    explained the death."""
     kept: list[str] = []
     in_warning = False
     for line in stderr.splitlines():
