@@ -1,6 +1,6 @@
 """compare prints one line per arm whose CUDA graph capture failed (issue 33, deliverable 3): the run does
-not fail, but eager times must not pass for graph replays. The warnings are made by the timing loop's own
-``launch_notes`` from a launch record like the H200's ViT-B/16 run (onnx2torch's host-side shape ops)."""
+not fail, but eager times must not pass for graph replays. The launch record is the timing loop's, as the
+H200's ViT-B/16 run wrote it (onnx2torch's host-side shape ops)."""
 from __future__ import annotations
 
 from trtprof.cli.compare import eager_fallback_lines
@@ -10,8 +10,10 @@ REASON = "RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA gra
 
 
 def result(precision, batch, captured):
+    """A result as a compare JSON holds it: the launch record per round, and the warning made from it."""
     info = {"mode": "cuda_graph"} if captured else {"mode": "eager", "capture_failed": REASON}
-    return {"precision": precision, "batch_size": batch, "warnings": launch_notes(info)}
+    return {"precision": precision, "batch_size": batch, "warnings": launch_notes(info),
+            "device": {"first_round": {"launch": info}, "last_round": {"launch": info}}}
 
 
 def test_one_line_per_arm_that_fell_back_naming_its_batch_sizes_and_the_reason():

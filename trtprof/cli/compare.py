@@ -353,12 +353,15 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
 
 
 def eager_fallback_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per arm whose CUDA graph capture failed (it ran eager, the JSON's warning says why), the
-    batch sizes it happened at named: the run does not fail, but a user must not read eager times as graph ones."""
+    """One line per arm whose CUDA graph capture failed (it ran eager; its ``device`` launch record says
+    why), the batch sizes it happened at named: the run does not fail, but a user must not read eager
+    times as graph ones."""
+    from ..measure.timing import capture_failure
+
     seen: dict[tuple[str, str], list[int]] = {}
     for r in results:
-        for w in r.get("warnings") or []:
-            if isinstance(w, str) and w.startswith("eager: CUDA graph capture failed"):
-                seen.setdefault((str(r.get("precision")), w.split(", so this arm", 1)[0]), []).append(int(r.get("batch_size", 0)))
+        reason = capture_failure(r.get("device"))
+        if reason is not None:
+            seen.setdefault((str(r.get("precision")), reason), []).append(int(r.get("batch_size", 0)))
     return [f"{precision}: ran eager at batch {', '.join(map(str, sorted(set(batches))))}: "
-            f"{reason.removeprefix('eager: ')}" for (precision, reason), batches in seen.items()]
+            f"CUDA graph capture failed ({reason})" for (precision, reason), batches in seen.items()]

@@ -13,6 +13,7 @@ import numpy as np
 from .findings import Finding
 from .layer_rules import layer_findings
 from ..measure.results import BenchResult
+from ..measure.timing import capture_failure
 from ..model.roofline import PeakRates
 
 # Compute time is "fixed" at a batch size when at least half of it is the intercept of a fit of GPU
@@ -137,18 +138,10 @@ def enqueue_bound(result: BenchResult) -> Finding | None:
 
 
 def capture_failed(result: BenchResult) -> str | None:
-    """Why this result's CUDA graph capture failed (the timing loop's ``launch`` record), or None: telling
-    an arm that ran eager because capture failed to "try CUDA graphs" sends the user to what was tried
-    (ViT-B/16 and BERT-base on the H200: onnx2torch's host-side shape ops copy to the CPU during capture)."""
-    device = getattr(result, "device", None) or {}
-    for part in ("last_round", "first_round"):
-        launch = (device.get(part) or {}).get("launch") if isinstance(device.get(part), dict) else None
-        if isinstance(launch, dict) and launch.get("capture_failed"):
-            return str(launch["capture_failed"])
-    launch = device.get("launch")
-    if isinstance(launch, dict) and launch.get("capture_failed"):
-        return str(launch["capture_failed"])
-    return None
+    """Why this result's CUDA graph capture failed (``timing.capture_failure``), or None: telling an arm
+    that ran eager because capture failed to "try CUDA graphs" sends the user to what was tried (ViT-B/16
+    and BERT-base on the H200: onnx2torch's host-side shape ops copy to the CPU during capture)."""
+    return capture_failure(getattr(result, "device", None))
 
 
 def _tf32_state(result: BenchResult) -> bool | None:

@@ -394,6 +394,18 @@ def eager_over_graph(stream: Any, eager: Callable[[], Any], graph: Callable[[], 
     return span(eager), span(graph)
 
 
+def capture_failure(device: Mapping[str, Any] | None) -> str | None:
+    """Why a result's CUDA graph capture failed (the ``launch`` record ``compute_launch`` fills, as a
+    result's ``device`` holds it: per round, or at its top), or None where it replayed or ran eager by choice."""
+    device = device if isinstance(device, Mapping) else {}
+    rounds = [device.get("last_round"), device.get("first_round"), device]
+    for where in rounds:
+        launch = where.get("launch") if isinstance(where, Mapping) else None
+        if isinstance(launch, Mapping) and launch.get("capture_failed"):
+            return str(launch["capture_failed"])
+    return None
+
+
 def launch_notes(info: Mapping[str, Any]) -> list[str]:
     """The lines a result carries about how its launches ran: an arm that fell back to eager (and why),
     and a graph replay whose eager launches would have been host-bound (with the measured ratio)."""
