@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import backends
-from . import timing
 from ..system import energy, memory, preflight
 from ..backends.base import set_autotune
 from ..engines.cache import EngineRecord
 from ..util.files import now_iso
 from ..util.thirdparty import tally_json, third_party_warnings
+from .interleave import measure_block
 from ..system.environment import collect
 from ..errors import BadInput
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -114,11 +114,7 @@ def bench_one(
         feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range, data=data)
         rss_before_run = memory.rss_bytes()
         memory.reset_peak(runner)
-        with third_party_warnings(repeat=False) as caught:  # the library's lines while it runs (issue 34)
-            if runner.device == "cpu":
-                samples = timing.time_host(lambda: runner.infer(feeds), config)
-            else:
-                samples = timing.time_device(runner, feeds, config)
+        samples = measure_block(runner, feeds, config)  # with the library's lines while it runs (issue 34)
         if runner.device == "cpu":
             applied = {**config.to_json(), "copies": None, "cuda_graph": False, "spin_wait": None,
                        "clock": "perf_counter_ns", "threads": threads}
@@ -169,7 +165,7 @@ def bench_one(
         device=samples.device,
         memory=used,
         energy=spent,
-        third_party_warnings=tally_json(getattr(runner, "load_warnings", None) or (), caught),
+        third_party_warnings=tally_json(getattr(runner, "load_warnings", None) or (), samples.run_warnings),
     )
 
 
