@@ -109,7 +109,7 @@ def test_ort_events_keep_only_the_last_run():
               {"cat": "Node", "name": "InsertedPrecisionFreeCast_c_kernel_time", "ts": 230, "dur": 4, "tid": 2,
                "args": {"op_name": "Cast"}},
               {"cat": "Node", "name": "conv1_fence_before", "ts": 204, "dur": 0, "tid": 1}]
-    t = from_ort_events(events, "fp16", 1)
+    t = from_ort_events(events, "fp16", 1, "onnxruntime")
     assert [(s.name, s.kind, s.lane, s.start_us, s.dur_us) for s in t.spans] == [
         ("conv1", "conv", "thread 1", 5, 20), ("c", "cast", "thread 2", 30, 4)]
     assert t.window_us == 50 and t.idle_share == pytest.approx(1 - 24 / 50)

@@ -2,16 +2,24 @@
 
 Backends are looked up by name; modules are imported on first use so ``import trtprof`` stays light
 (no TensorRT, torch or onnxruntime import until a backend is asked for).
+
+A backend outside this package joins the registry through the ``trtprof.backends`` entry-point group
+(``name = "module:Factory"`` in its distribution's entry points) or ``register`` at run time; from then on
+every command offers it (``--backend`` choices and help come from ``names()``) and asks it what it can do
+through its ``capabilities`` (``backends.base.Capabilities``), never by its name.
 """
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import TYPE_CHECKING
 
 from ..errors import BackendUnavailable, BadInput
 
 if TYPE_CHECKING:
-    from .base import Backend
+    from .base import Backend, Capabilities
+
+ENTRY_POINT_GROUP = "trtprof.backends"
 
 # name -> "module:factory". Order of AUTO_ORDER is the preference of `--backend auto`.
 _REGISTRY: dict[str, str] = {
@@ -20,16 +28,60 @@ _REGISTRY: dict[str, str] = {
     "torch": "trtprof.backends.torch:TorchBackend",
     "onnxruntime": "trtprof.backends.onnxruntime:OnnxRuntimeBackend",
 }
+# the preference of `--backend auto`: TensorRT, then the other GPU runtimes, then ONNX Runtime on the CPU;
+# plugins (entry points, register) come after these, in the order they were found
 AUTO_ORDER = ("tensorrt", "tensorrt-rtx", "torch", "onnxruntime")
 _INSTANCES: dict[str, "Backend"] = {}
+_PLUGINS_READ = False
+
+
+def register(name: str, target: str) -> None:
+    """Add a backend ``name`` made by ``target`` ("module:factory"); refused for a name already taken."""
+    if name == "auto" or (name in _REGISTRY and _REGISTRY[name] != target):
+        raise BadInput(f"backend name {name!r} is taken")
+    _REGISTRY[name] = target
+
+
+def _read_plugins() -> None:
+    """The ``trtprof.backends`` entry points of installed distributions, once per process."""
+    global _PLUGINS_READ
+    if _PLUGINS_READ:
+        return
+    _PLUGINS_READ = True
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in _REGISTRY:
+            _REGISTRY[entry.name] = entry.value
 
 
 def names() -> tuple[str, ...]:
+    _read_plugins()
     return tuple(_REGISTRY)
+
+
+def choices_help(default_note: str = "") -> str:
+    """The ``--backend`` help every command shows: the registered names and what ``auto`` picks."""
+    order = " → ".join(auto_order())
+    return f"auto|{'|'.join(names())} (auto: the first that can run here: {order}){default_note}"
+
+
+def auto_order() -> tuple[str, ...]:
+    return AUTO_ORDER + tuple(n for n in names() if n not in AUTO_ORDER)
+
+
+def capabilities(name: str) -> "Capabilities":
+    """What backend ``name`` can do; the defaults for a name that is no backend here (an imported
+    trtexec run, a plugin that is not installed on this machine)."""
+    from .base import DEFAULT_CAPABILITIES
+
+    try:
+        return get(name).capabilities
+    except (BadInput, BackendUnavailable):
+        return DEFAULT_CAPABILITIES
 
 
 def get(name: str) -> "Backend":
     """The backend called ``name`` (not checked for availability)."""
+    _read_plugins()
     if name not in _REGISTRY:
         raise BadInput(f"unknown backend {name!r} (choose from auto, {', '.join(_REGISTRY)})")
     if name not in _INSTANCES:
@@ -50,7 +102,7 @@ def get(name: str) -> "Backend":
 def available() -> dict[str, str]:
     """Every registered backend with "" when usable here, else the reason it is not."""
     out: dict[str, str] = {}
-    for name in _REGISTRY:
+    for name in names():
         try:
             av = get(name).available()
             out[name] = "" if av.ok else av.reason
@@ -60,11 +112,11 @@ def available() -> dict[str, str]:
 
 
 def resolve(name: str) -> "Backend":
-    """``auto`` → the first available of tensorrt, tensorrt-rtx, torch (CUDA), onnxruntime; else that backend,
+    """``auto`` → the first available in ``auto_order()``; else that backend,
     refusing with its reason when it cannot run here."""
     if name == "auto":
         reasons = []
-        for candidate in AUTO_ORDER:
+        for candidate in auto_order():
             try:
                 backend = get(candidate)
             except BackendUnavailable as err:
@@ -89,8 +141,7 @@ def resolve_for_build(name: str) -> "Backend":
     if name == "auto":
         return resolve(name)
     backend = get(name)
-    check = getattr(backend, "buildable", None)
-    av = check() if check is not None else backend.available()
+    av = backend.buildable()
     if not av.ok:
         raise BackendUnavailable(f"backend {name!r} cannot build here: {av.reason}")
     return backend

@@ -82,6 +82,88 @@ class DeviceRunner(Runner, Protocol):
     # host time would otherwise have that time measured as the model's, while the GPU waits.
 
 
+LayerProfiler = Literal["ort-session", "torch-profiler", "tensorrt-profiler"]
+TimelineSource = Literal["ort-session", "torch-profiler", "tensorrt-sequence"]
+GraphCapture = Literal["outer", "runner"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Everything the rest of trtprof may ask of a backend, with its default, in one record.
+
+    Why a record and not a base class: the wings above ``backends/`` (build, measure, layers, diagnose,
+    serving, cli) must decide *what to do* with an engine from its backend's name alone, often without
+    importing the backend (a results file, a cached record, a worker that has not loaded anything yet).
+    A frozen record of plain values is cheap to read there (``backends.capabilities(name)``), is the same
+    for every engine of the backend, and lists in one screen what a new backend has to say about itself.
+    Behaviour (build, load, run) stays on the backend and runner classes; facts about it live here.
+
+    A backend that declares nothing gets the defaults: a CPU runtime timed with the host clock, one
+    artifact per batch set, no profiler, nothing special. Every field is read by name somewhere outside
+    ``backends/``; none may be added without a reader.
+    """
+
+    # where its runners run: "cpu" runners are timed around ``infer`` with the host clock, "cuda" runners
+    # with CUDA events around ``enqueue`` on the profiler's stream (measure.timing)
+    device: DeviceKind = "cpu"
+    # one artifact serves every batch size (ONNX Runtime keeps the dynamic batch, torch converts the graph):
+    # the cache key leaves the batch set out (build.pipeline.key_spec); TensorRT bakes the profile in
+    batch_independent: bool = False
+    # the per-layer profiler ``profile`` and ``compare --layers`` use for its engines (layers.profile), or None
+    layer_profiler: LayerProfiler | None = None
+    # where ``--timeline`` gets its spans (layers.timeline), or None
+    timeline: TimelineSource | None = None
+    # the per-layer profile's kernel times are GPU kernels comparable to the event-timed compute, so
+    # their shortfall is time the GPU waited for the host (diagnose.layer_rules.gpu_idle_gaps)
+    kernel_times: bool = False
+    # takes ``--threads`` (intra-op threads of a host runtime) at load; serving opens one session per
+    # thread through ``load(..., threads=)`` (serving.sweep)
+    host_threads: bool = False
+    # its loads log the runtime's own warnings when asked (``load(..., log_warnings=True)``, issue 34)
+    session_warnings: bool = False
+    # a TensorRT plan: ``inspect`` reads its layers, its context's activations count towards the memory
+    # in use, and its optimisation profile caps the batch (measure.maxbatch, cli.inspect)
+    tensorrt_plan: bool = False
+    # who captures the CUDA graph: "outer" — the timing loop captures the runner's launches on its own
+    # stream; "runner" — the runtime captures and replays its own graph (ONNX Runtime's enable_cuda_graph),
+    # so the loop must not capture around it (measure.timing.compute_launch)
+    graph_capture: GraphCapture = "outer"
+    # takes the A/B what-if's memory-format runner option (channels-last; compare.ab)
+    memory_format_option: bool = False
+    # its runtime inserts casts to FP32 where it has no FP16 kernel: the sentence the "fp16 that is not
+    # FP16" finding adds, or None (diagnose.rules)
+    fp16_fallback_cause: str | None = None
+    # the extra that installs it (``pip install 'trtprof[EXTRA]'``), for messages
+    extra: str | None = None
+
+
+DEFAULT_CAPABILITIES = Capabilities()
+
+
+class BackendBase:
+    """Defaults for the optional members of ``Backend``: a backend class may inherit them or define its own.
+
+    ``buildable`` — whether it can build here (TensorRT-RTX builds without a GPU); ``check_runnable`` —
+    refuse a cached record that cannot run here, in one line; ``prime_runtime`` — start the runtime
+    once before the first load, so its own start-up is not counted as an engine's memory."""
+
+    name: str = ""
+    artifact_suffix: str = ".onnx"
+    capabilities: Capabilities = DEFAULT_CAPABILITIES
+
+    def available(self) -> Availability:  # pragma: no cover - every backend overrides it
+        raise NotImplementedError
+
+    def buildable(self) -> Availability:
+        return self.available()
+
+    def check_runnable(self, record: "EngineRecord") -> None:
+        return None
+
+    def prime_runtime(self, threads: int | None = None) -> bool:
+        return False
+
+
 def set_autotune(runner: Any, enabled: bool) -> bool | None:
     """Switch a runner's kernel autotuning (cuDNN benchmark mode on torch) and return what it now
     does; None for runners without the setting (ONNX Runtime CPU, TensorRT, which always times its
@@ -95,6 +177,7 @@ def set_autotune(runner: Any, enabled: bool) -> bool | None:
 class Backend(Protocol):
     name: str
     artifact_suffix: str  # e.g. ".onnx", ".plan"
+    capabilities: Capabilities  # what the rest of trtprof may ask of it (see Capabilities)
 
     def available(self) -> Availability:
         """Cheap check (importlib.util.find_spec, device count); never imports the heavy package."""
@@ -114,4 +197,20 @@ class Backend(Protocol):
         build_engines from --inputs or seeded random inputs as the spec's options say)."""
         ...
 
-    def load(self, artifact: Path, record: "EngineRecord") -> Runner: ...
+    def buildable(self) -> Availability:
+        """Whether it can build here (``BackendBase``: where it can run)."""
+        ...
+
+    def check_runnable(self, record: "EngineRecord") -> None:
+        """Raise a TrtprofError (one line) when ``record`` cannot run here; ``BackendBase``: never."""
+        ...
+
+    def prime_runtime(self, threads: int | None = None) -> bool:
+        """Start the runtime once before the first load; True where it started something (``BackendBase``:
+        nothing to start)."""
+        ...
+
+    def load(self, artifact: Path, record: "EngineRecord") -> Runner:
+        """A runner for ``artifact``. A backend whose capabilities say ``host_threads`` also takes
+        ``threads=``; one that says ``session_warnings`` takes ``log_warnings=``."""
+        ...

@@ -1,4 +1,4 @@
-"""ONNX Runtime backend: the embedded default (CPU), CUDA when onnxruntime-gpu is installed.
+"""ONNX Runtime backend on the CPU: the embedded default (its CUDA provider is ``onnxruntime-cuda``).
 
 fp32 is the model itself; fp16 is the graph converted to FP16 types with float32 IO kept
 (``trtprof.convert.fp16``). ORT's CPU provider has no FP16 kernel for Conv, MatMul, Gemm, Relu,
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..errors import BadModel, BuildFailed, MissingDependency, OutputNotWritten, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
 from ..util.thirdparty import third_party_warnings
-from .base import Availability, BuildReport
+from .base import Availability, BackendBase, BuildReport, Capabilities, DeviceKind
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,17 +38,19 @@ def import_ort():
     return onnxruntime
 
 
-def _providers() -> list[str]:
-    available = import_ort().get_available_providers()
-    return [CUDA_EP, CPU_EP] if CUDA_EP in available else [CPU_EP]
+def cuda_ep_available() -> bool:
+    """Whether the installed onnxruntime has the CUDA execution provider (onnxruntime-gpu)."""
+    return CUDA_EP in import_ort().get_available_providers()
 
 
-def _provider_args(precision: Precision) -> tuple[list[Any], str]:
-    """Providers for a session, with TF32 set to match the precision on CUDA (ORT's use_tf32)."""
-    providers = _providers()
-    if providers[0] == CUDA_EP:
-        return [(CUDA_EP, {"use_tf32": "1" if precision is Precision.TF32 else "0"}), CPU_EP], "cuda"
-    return [CPU_EP], "cpu"
+def provider_list(precision: Precision, device: DeviceKind, cuda_options: Mapping[str, str] | None = None
+                  ) -> list[Any]:
+    """Providers for a session: the CPU provider alone, or the CUDA provider (its options, TF32 set to
+    match the precision: ORT's ``use_tf32``) with the CPU provider for what CUDA has no kernel for."""
+    if device == "cpu":
+        return [CPU_EP]
+    options = {**(cuda_options or {}), "use_tf32": "1" if precision is Precision.TF32 else "0"}
+    return [(CUDA_EP, options), CPU_EP]
 
 
 _NO_KERNEL = re.compile(r"Could not find an implementation for (\S+)\((\d+)\) node with name '([^']*)'")
@@ -76,10 +78,13 @@ def ort_cause(text: str) -> str:
 
 def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
              threads: int | None = None, profile_prefix: str | None = None, keep_optimizations: bool = False,
-             log_severity: int = 4):
+             log_severity: int = 4, device: DeviceKind = "cpu", cuda_options: Mapping[str, str] | None = None,
+             configure: Any = None):
     """``log_severity`` 4, fatal only: ORT's warnings would flood the output, and its errors come back as
     exceptions that trtprof turns into one line; the build's session logs warnings (2) inside
-    ``util.thirdparty.third_party_warnings``, which keeps them for the engine's metadata."""
+    ``util.thirdparty.third_party_warnings``, which keeps them for the engine's metadata.
+    ``device``/``cuda_options``: the provider (``provider_list``); ``configure(options)`` sets further
+    session options (the CUDA backend's graph and its what-ifs)."""
     ort = import_ort()
     options = ort.SessionOptions()
     options.log_severity_level = log_severity
@@ -102,7 +107,9 @@ def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_ou
         elif not keep_optimizations:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.optimized_model_filepath = str(optimized_out)
-    providers, _ = _provider_args(precision)
+    if configure is not None:
+        configure(options)
+    providers = provider_list(precision, device, cuda_options)
     source = str(model) if isinstance(model, Path) else model
     try:
         return ort.InferenceSession(source, options, providers=providers)
@@ -111,7 +118,7 @@ def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_ou
 
 
 def precision_census(model_bytes: bytes, precision: Precision, path: Path,
-                     log_severity: int = 4) -> dict[str, dict[str, int]]:
+                     log_severity: int = 4, device: DeviceKind = "cpu") -> dict[str, dict[str, int]]:
     """Per op type, nodes that run in FP16 vs FP32 (int8: integer kernels vs FP32 vs Q/DQ
     conversions) in the graph ORT actually executes."""
     import onnx
@@ -123,9 +130,10 @@ def precision_census(model_bytes: bytes, precision: Precision, path: Path,
     with temp_dir("ort") as tmp:
         out = tmp / "executed.onnx"
         try:
-            ort_session(model_bytes, precision, optimized_out=out, path=path, log_severity=log_severity)
+            ort_session(model_bytes, precision, optimized_out=out, path=path, log_severity=log_severity,
+                        device=device)
         except BadModel as err:
-            if not _loads_without_writing(model_bytes, precision, path):
+            if not _loads_without_writing(model_bytes, precision, path, device):
                 raise
             # ORT says "Protobuf serialization failed" when its file write fails (full disk, ulimit -f):
             # the model loads, so the temp dir is to blame, not the model (issue 21)
@@ -148,9 +156,9 @@ def _write_limit(folder: Path) -> str:
     return f"No space left on device? {free} bytes free in {folder}; set TMPDIR to a folder with room"
 
 
-def _loads_without_writing(model_bytes: bytes, precision: Precision, path: Path) -> bool:
+def _loads_without_writing(model_bytes: bytes, precision: Precision, path: Path, device: DeviceKind) -> bool:
     try:
-        ort_session(model_bytes, precision, path=path)
+        ort_session(model_bytes, precision, path=path, device=device)
     except BadModel:
         return False
     return True
@@ -172,13 +180,13 @@ def effective_precision(requested: Precision, census: Mapping[str, Mapping[str, 
     return "mixed"
 
 
-def _blame_conversion(conversion: Any, err: BadModel, original: Any, path: Path) -> None:
+def _blame_conversion(conversion: Any, err: BadModel, original: Any, path: Path, device: DeviceKind) -> None:
     """Raise BuildFailed naming trtprof's FP16 conversion when ORT refuses the converted graph but
     loads the FP32 model; return (so the caller re-raises ``err``) when the model itself is refused."""
     from ..convert.fp16 import refusal_message
 
     try:
-        ort_session(original.SerializeToString(), Precision.FP32, path=path)
+        ort_session(original.SerializeToString(), Precision.FP32, path=path, device=device)
     except BadModel:
         return
     raise BuildFailed(refusal_message(conversion, "onnxruntime", err.message), path=path) from err
@@ -232,9 +240,18 @@ class OnnxRuntimeRunner:
         self._session = None
 
 
-class OnnxRuntimeBackend:
+class OnnxRuntimeBackend(BackendBase):
+    """ONNX Runtime's CPU execution provider, timed around ``session.run`` with the host clock."""
+
     name = "onnxruntime"
     artifact_suffix = ".onnx"
+    device: DeviceKind = "cpu"
+    provider = CPU_EP
+    capabilities = Capabilities(
+        device="cpu", batch_independent=True, layer_profiler="ort-session", timeline="ort-session",
+        host_threads=True, session_warnings=True,
+        fp16_fallback_cause="ONNX Runtime's CPU provider has no FP16 kernels for Conv/MatMul/Gemm and inserts "
+                            "casts to FP32")
 
     def available(self) -> Availability:
         if importlib.util.find_spec("onnxruntime") is None:
@@ -252,7 +269,7 @@ class OnnxRuntimeBackend:
             raise UnsupportedPrecision(
                 "bf16 is not available on onnxruntime here: its CPU provider has no BF16 kernel for MatMul, Add, "
                 "Relu, Conv and, unlike fp16, does not fall back to FP32 through casts; use --backend torch (GPU)")
-        if precision is Precision.TF32 and CUDA_EP not in _providers():
+        if precision is Precision.TF32 and self.device == "cpu":
             raise UnsupportedPrecision(
                 "tf32 is not applicable on the CPU (TF32 is an NVIDIA tensor-core mode); "
                 "use --fp32/--fp16 here, or a GPU backend"
@@ -262,9 +279,8 @@ class OnnxRuntimeBackend:
         from ..system.environment import cpu_name
 
         ort = import_ort()
-        providers = _providers()
-        env: dict[str, Any] = {"backend": self.name, "onnxruntime": ort.__version__, "provider": providers[0]}
-        if providers[0] == CUDA_EP:
+        env: dict[str, Any] = {"backend": self.name, "onnxruntime": ort.__version__, "provider": self.provider}
+        if self.device == "cuda":
             from ..system.nvml import describe_gpus
 
             gpus = describe_gpus()
@@ -299,20 +315,19 @@ class OnnxRuntimeBackend:
             data = proto.SerializeToString()
         try:
             with third_party_warnings() as caught:  # ORT's warnings about this model, for the metadata (issue 34)
-                census = precision_census(data, spec.precision, model, log_severity=ORT_WARNING)
+                census = precision_census(data, spec.precision, model, log_severity=ORT_WARNING, device=self.device)
         except BadModel as err:
             if conversion is not None:
-                _blame_conversion(conversion, err, proto, model)
+                _blame_conversion(conversion, err, proto, model, self.device)
             raise
         except OutputNotWritten:
             raise  # the temp dir, not the model
         except Exception as err:  # census is diagnostics; a failure there must not hide the model
             raise BuildFailed(f"onnxruntime could not analyse the built graph: {err}", path=model) from err
-        _, device = _provider_args(spec.precision)
         eff = effective_precision(spec.precision, census)
         metadata.update({
-            "provider": _providers()[0],
-            "device": device,
+            "provider": self.provider,
+            "device": self.device,
             "effective_precision": eff,
             "node_precision": census,
             "tf32": spec.precision is Precision.TF32,
@@ -335,7 +350,7 @@ class OnnxRuntimeBackend:
         out.write_bytes(data)
         return BuildReport(metadata=metadata, notes=notes)
 
-    def prime_runtime(self, threads: int | None = None) -> None:
+    def prime_runtime(self, threads: int | None = None) -> bool:
         """Import ONNX Runtime and run a one-node session once, so that the runtime's own start-up
         (its libraries, environment, default allocator: ~30 MiB) is not counted as the memory of the
         first engine a command loads (``bench`` records it apart: ``runtime_startup_bytes``)."""
@@ -348,9 +363,10 @@ class OnnxRuntimeBackend:
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
         model.ir_version = min(model.ir_version, 8)
         session = ort_session(model.SerializeToString(), Precision.FP32, path=Path("<runtime start-up>"),
-                              threads=threads)
+                              threads=threads, device=self.device)
         session.run(None, {"x": np.zeros(1, np.float32)})
         del session
+        return True
 
     def load(self, artifact: Path, record: "EngineRecord", *, threads: int | None = None,
              log_warnings: bool = False) -> OnnxRuntimeRunner:

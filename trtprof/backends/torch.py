@@ -52,7 +52,7 @@ import numpy as np
 from ..errors import BadModel, BuildFailed, MissingDependency, TrtprofError, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
 from ..system.preflight import is_out_of_memory
-from .base import Availability, BuildReport
+from .base import Availability, BackendBase, BuildReport, Capabilities
 from . import torch_artifact
 from .torch_artifact import first_line
 
@@ -529,9 +529,12 @@ class TorchRunner:
         self.module = None
 
 
-class TorchBackend:
+class TorchBackend(BackendBase):
     name = "torch"
     artifact_suffix = ".torch.zip"  # torch_artifact: the exported program and the ONNX graph it came from
+    capabilities = Capabilities(device="cuda", batch_independent=True, layer_profiler="torch-profiler",
+                                timeline="torch-profiler", kernel_times=True, memory_format_option=True,
+                                extra="torch")
 
     def available(self) -> Availability:
         from ..system import cuda

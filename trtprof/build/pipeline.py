@@ -22,12 +22,12 @@ from ..spec import BuildSpec, CacheKey, Precision, TensorSpec
 DEFAULT_BATCH_SIZES = (1,)
 # Build options that only shape an FP16 engine (trtprof.convert.keeplist): kept out of other specs.
 FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
-# Backends whose artifact does not depend on the batch sizes asked for (ONNX Runtime keeps the ONNX
-# graph with its dynamic batch; PyTorch converts it to a module): their cache key leaves the batch set
-# and the TensorRT-only options out, so one engine serves every batch set. TensorRT bakes the batch
-# profile into the plan; there an engine whose profile covers the request is reused instead. The FP16
-# keep-lists do change these artifacts (they choose what the conversion leaves in FP32): they stay.
-BATCH_INDEPENDENT_BACKENDS = frozenset({"onnxruntime", "torch"})
+# A backend whose artifact does not depend on the batch sizes asked for (its capabilities say
+# ``batch_independent``: ONNX Runtime keeps the ONNX graph with its dynamic batch; PyTorch converts it to
+# a module): its cache key leaves the batch set and the TensorRT-only options out, so one engine serves
+# every batch set. TensorRT bakes the batch profile into the plan; there an engine whose profile covers
+# the request is reused instead. The FP16 keep-lists do change these artifacts (they choose what the
+# conversion leaves in FP32): they stay.
 # Options the runner applies at load (torch's memory format): the artifact file is the same, what runs
 # is not, so they stay in every key — an NCHW and an NHWC engine of one model never share an entry.
 RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION,)
@@ -35,7 +35,7 @@ RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION,)
 
 def key_spec(spec: BuildSpec) -> BuildSpec:
     """The part of ``spec`` that changes the artifact, for the cache key."""
-    if spec.backend in BATCH_INDEPENDENT_BACKENDS:
+    if backends.capabilities(spec.backend).batch_independent:
         # the calibration (int8/fp8) changes the artifact too; its batch is recorded among its options
         kept = tuple((k, v) for k, v in spec.options
                      if k in FP16_KEEP_OPTIONS or k in RUNNER_OPTIONS or k.startswith("calibration"))
@@ -192,7 +192,7 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
     onnx_path, info = source.path, source.info
     key = CacheKey.derive(key_spec(spec), environment)
     started = time.perf_counter()
-    covering = (None if settings.rebuild or spec.backend in BATCH_INDEPENDENT_BACKENDS
+    covering = (None if settings.rebuild or backends.capabilities(spec.backend).batch_independent
                 else cache.find_covering(spec, environment))
     if covering is not None:
         covering = range_for_these_inputs(covering, onnx_path, info, spec, settings)

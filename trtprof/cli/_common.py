@@ -96,17 +96,25 @@ def cuda_graph(args: argparse.Namespace) -> bool:
     return not getattr(args, "eager", False)
 
 
-# Backends whose timing runs on the GPU (CUDA events): the launch line is printed for them only.
-GPU_BACKENDS = ("torch", "tensorrt", "tensorrt-rtx")
+
+
+def add_backend_arg(parser: Any, default: str | None = "auto", note: str = "") -> None:
+    """``--backend``, its choices and help from the backend registry (plugins included)."""
+    from .. import backends
+
+    parser.add_argument("--backend", default=default, metavar="BACKEND",
+                        help=backends.choices_help(note) + ("" if default == "auto" else " (default auto)"))
 
 
 def launch_line(args: argparse.Namespace) -> str | None:
     """The first line a GPU timing prints, how its launches are timed (None where the timing is the CPU's:
     an explicit GPU backend, or ``auto`` on a machine with a CUDA GPU, is timed on the GPU)."""
+    from .. import backends
     from ..system import cuda
 
     backend = getattr(args, "backend", "auto")
-    if backend not in GPU_BACKENDS and not (backend == "auto" and cuda.device_count() > 0):
+    on_gpu = backend != "auto" and backend in backends.names() and backends.capabilities(backend).device == "cuda"
+    if not on_gpu and not (backend == "auto" and cuda.device_count() > 0):
         return None
     return ("timing: eager launches (--eager)" if not cuda_graph(args)
             else "timing: CUDA graph replay (the default; --eager times eager launches; an arm whose capture "

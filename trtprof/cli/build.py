@@ -25,9 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--fp8", action="store_true", help="FP8 E4M3 QDQ (TensorRT/TensorRT-RTX for compute capability 8.9+)")
     _common.add_shape_args(p, batch_default="1")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
-    p.add_argument("--backend", default="auto",
-                   help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch (auto: what can run here: tensorrt → "
-                        "tensorrt-rtx → torch-CUDA → onnxruntime; tensorrt-rtx also builds without a GPU)")
+    _common.add_backend_arg(p, note="; tensorrt-rtx also builds without a GPU")
     p.add_argument("--rebuild", action="store_true", help="build even when the cache has the engine")
     t = p.add_argument_group("TensorFlow input (converted with tf2onnx first; see `trtprof convert`)")
     t.add_argument("--no-check", action="store_true", help="skip the TF vs ONNX accuracy check")

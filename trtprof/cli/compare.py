@@ -69,7 +69,7 @@ def add_parser(sub) -> None:
             action.help = ("batch sizes, comma-separated (default: 1 for a model, the built sizes for an engines "
                            "dir); two or more let the overhead-bound diagnosis fit latency vs batch")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
-    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
+    _common.add_backend_arg(p)
     p.add_argument("--target-ci", type=float, default=DEFAULT_TARGET_CI,
                    help=f"also stop when the speedup's CI half-width is within this fraction of it "
                         f"(default {DEFAULT_TARGET_CI})")

@@ -20,7 +20,7 @@ from .build import print_outcome
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="end-to-end demo on a small generated model (fp32 vs fp16, batch sweep)")
     p.add_argument("--dir", type=Path, default=Path("trtprof-demo"), help="where to put everything (default ./trtprof-demo)")
-    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch")
+    _common.add_backend_arg(p)
     p.add_argument("--batch-sizes", default="1,8,32", help="batch sweep (default 1,8,32)")
     _common.add_timing_args(p)
     p.set_defaults(func=run)

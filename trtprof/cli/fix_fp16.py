@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("--max-builds", type=_common.positive_int, default=DEFAULT_MAX_BUILDS,
                    help=f"most keep-lists built and judged (default {DEFAULT_MAX_BUILDS})")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
-    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|tensorrt-rtx|torch")
+    _common.add_backend_arg(p)
     p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
                    help=f"wall time of the speed measurement (default {DEFAULT_TIME_BUDGET_S:g})")
     p.add_argument("--round-iterations", type=_common.iteration_count, default=None,

@@ -19,7 +19,6 @@ from ..layers.table import short_names
 from ..util.wording import plural
 from . import _common
 
-TENSORRT_BACKENDS = ("tensorrt", "tensorrt-rtx")  # engines the TensorRT inspector reads
 DEFAULT_PROFILE_ITERATIONS = 20  # per-layer medians settle within a few runs; this is not the latency run
 
 
@@ -127,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         record.verify()  # CacheCorrupt: exit 2, one line, before anything is printed
     out = []
     for record in records:
-        if record.backend not in TENSORRT_BACKENDS:
+        if not backends.capabilities(record.backend).tensorrt_plan:  # the TensorRT inspector reads plans only
             if args.profile_layers:
                 raise BadInput(f"--profile-layers needs a TensorRT engine; this one is {record.backend}",
                                path=record.meta_path)

@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--batch-size", type=int, default=1, help="batch size (default 1)")
     _common.add_shape_arg(p)
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
-    p.add_argument("--backend", default="auto", help="auto|onnxruntime|tensorrt|torch")
+    _common.add_backend_arg(p)
     p.add_argument("--iterations", type=int, default=None, help="profiled iterations per precision (default 20)")
     p.add_argument("--warmup", type=int, default=None, help="unprofiled calls first (default 5)")
     p.add_argument("--top", type=int, default=20, help="rows to print, by time (default 20; 0 = all)")

@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
     g.add_argument("--kind", default=None, metavar="compare|bench", help="compare (default), bench, or compare,bench")
     g.add_argument("--precisions", default=None, metavar="BASE,CAND,…", help="default fp32,fp16 (baseline first)")
     g.add_argument("--batch-sizes", default=None, metavar="B1,B2,…", help="one cell per batch size (default 1)")
-    g.add_argument("--backend", default=None, help="auto|onnxruntime|tensorrt|torch (default auto)")
+    _common.add_backend_arg(g, default=None)
     g.add_argument("--time-budget-s", type=_common.positive_float, default=None,
                    help="compare: measuring time per cell")
     g.add_argument("--round-iterations", type=_common.iteration_count, default=None,

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import whatif
 from .rename_inputs import pair_inputs
+from .. import backends
 from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
 from ..build.pipeline import BuildSettings, as_onnx, build_engines
@@ -277,7 +278,7 @@ def what_if_feeds(source: Path, batch_sizes: Sequence[int], options: CompareOpti
 
 
 def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int],
-                          options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "torch",
+                          options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
                           hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """``--what-if channels-last``: the same model on the torch backend, the changed arm built with the
     ``memory_format`` option (module and Conv-fed 4-D inputs NHWC: cuDNN's NHWC kernels) — a setting
@@ -285,16 +286,18 @@ def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int
     built, on another backend ("auto" means torch here), for a model with nothing to change, and when
     torch cannot run (no GPU); the NCHW and NHWC modules' FP32 outputs are checked equal first."""
     what_if = whatif.CHANNELS_LAST
-    if backend not in ("torch", "auto"):
-        raise BadInput(f"--what-if {what_if} runs on --backend torch only (it sets PyTorch's memory format; "
-                       f"--backend {backend} has none to set)")
+    able = [n for n in backends.names() if backends.capabilities(n).memory_format_option]
+    if backend not in (*able, "auto") or not able:
+        raise BadInput(f"--what-if {what_if} runs on --backend {' or '.join(able) or '(none installed)'} only (it sets "
+                       f"PyTorch's memory format; --backend {backend} has none to set)")
+    runtime = able[0] if backend == "auto" else backend
     source = as_onnx(Path(model), Path(engines_dir))
     targets = whatif.channels_last_targets(source)
-    resolve_for_build("torch")  # no GPU here: the one-line "cannot build here", before any build
+    resolve_for_build(runtime)  # no GPU here: the one-line "cannot build here", before any build
     identical = whatif.check_channels_last(source, what_if_feeds(source, batch_sizes, options))
     label = f"{precision}+{what_if}"
-    arms = original_arms(source, "torch", precision)
-    arms.append(ArmSpec(label, source, "torch", precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),),
+    arms = original_arms(source, runtime, precision)
+    arms.append(ArmSpec(label, source, runtime, precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),),
                         engines_dir=whatif.whatif_dir(Path(engines_dir))))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
     outcome.report.model = source.stem

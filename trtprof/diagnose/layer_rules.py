@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .. import backends
 from .findings import Finding
 from ..util.wording import plural
 from ..layers.table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
@@ -113,7 +114,7 @@ def gpu_idle_gaps(table: LayerTable, precision: str, compute_ms: float | None) -
     """Host/launch-bound from the kernels: measured GPU compute time (events around the enqueue)
     minus the profiled kernel time is time the GPU waited for the host."""
     prof = table.profiles.get(precision)
-    if prof is None or compute_ms is None or compute_ms <= 0 or prof.backend != "torch":
+    if prof is None or compute_ms is None or compute_ms <= 0 or not backends.capabilities(prof.backend).kernel_times:
         return None
     kernels = prof.iteration_total_ms if prof.iteration_total_ms is not None else prof.total_ms
     busy = kernels / compute_ms
@@ -130,11 +131,13 @@ def gpu_idle_gaps(table: LayerTable, precision: str, compute_ms: float | None) -
 
 
 def on_gpu(table: LayerTable | None, candidate: str) -> bool:
-    """Tensor cores only matter for GPU engines: torch, TensorRT, ONNX Runtime's CUDA provider."""
+    """Tensor cores only matter for GPU engines (their backend's device is CUDA: torch, TensorRT, ONNX
+    Runtime's CUDA provider)."""
     prof = table.profiles.get(candidate) if table is not None else None
     if prof is None:
         return False
-    return prof.backend in ("torch", "tensorrt") or str(prof.config.get("provider", "")).startswith("CUDA")
+    return (backends.capabilities(prof.backend).device == "cuda"
+            or str(prof.config.get("provider", "")).startswith("CUDA"))
 
 
 def layer_findings(table: LayerTable | None, graph: Mapping[str, Mapping[str, Any]] | None, candidate: str,

@@ -10,6 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .. import backends
 from .findings import Finding
 from .layer_rules import layer_findings
 from ..measure.results import BenchResult
@@ -301,8 +302,9 @@ def fp16_not_fp16(candidate: BenchResult, device_kind: str | None = None) -> Fin
                        f"still run in FP32 ({source})")
     if reformats:
         reasons.append(f"{reformats} reformat (FP32↔FP16 cast) layers")
-    if candidate.backend == "onnxruntime" and (device_kind == "cpu" or candidate.config.get("clock") == "perf_counter_ns"):
-        reasons.append("ONNX Runtime's CPU provider has no FP16 kernels for Conv/MatMul/Gemm and inserts casts to FP32")
+    cause = backends.capabilities(candidate.backend).fp16_fallback_cause
+    if cause and (device_kind == "cpu" or candidate.config.get("clock") == "perf_counter_ns"):
+        reasons.append(cause)
     if not reasons:
         return None
     return Finding(

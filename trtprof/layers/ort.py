@@ -160,22 +160,24 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
 
 
 def profile_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, np.ndarray], *, iterations: int,
-                        warmup: int, batch_size: int) -> PrecisionProfile:
-    """Run ``warmup`` + ``iterations`` inferences on a fresh profiling session and parse its trace."""
+                        warmup: int, batch_size: int, backend: str, device: str = "cpu") -> PrecisionProfile:
+    """Run ``warmup`` + ``iterations`` inferences on a fresh profiling session (on ``device``'s provider)
+    and parse its trace; the profile is labelled with the engine's ``backend``."""
     from ..backends.onnxruntime import ort_session
     from ..spec import Precision
 
     with temp_dir("ortprof") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
-                           profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized, keep_optimizations=True)
+                              profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized, keep_optimizations=True,
+                              device="cuda" if device == "cuda" else "cpu")
         for _ in range(warmup + iterations):
             session.run(None, dict(feeds))
         trace = Path(session.end_profiling())
         events = json.loads(trace.read_text())
         sources = source_graph(Path(artifact), optimized)
     layers, total = parse_profile(events, iterations, sources)
-    return PrecisionProfile(precision=precision, backend="onnxruntime", source=SOURCE, batch_size=batch_size,
+    return PrecisionProfile(precision=precision, backend=backend, source=SOURCE, batch_size=batch_size,
                             iterations=iterations, layers=layers, iteration_total_ms=total,
                             config={"warmup": warmup, "provider": session.get_providers()[0]})
 

@@ -6,10 +6,12 @@ latency run uses, and the torch runner keeps its autotune setting, so the kernel
 """
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from .. import backends
 from ..measure import bench  # bench.load_runner as a module attribute: tests replace it with a fake
 from ..backends.base import set_autotune
 from ..engines.cache import EngineRecord
@@ -27,16 +29,19 @@ DEFAULT_ITERATIONS = 20  # medians over 20 profiled iterations: a layer's time t
 DEFAULT_WARMUP = 5  # covers cuDNN autotuning (first call per shape) and lazy initialisation
 
 
-# The backends with a profiler here (ORT session profiling, torch.profiler/CUPTI, TensorRT IProfiler).
-PROFILED_BACKENDS = ("onnxruntime", "torch", "tensorrt")
+def profiled_backends() -> list[str]:
+    """The backends with a per-layer profiler here (their capabilities name one: ORT session profiling,
+    torch.profiler/CUPTI, TensorRT's IProfiler)."""
+    return [n for n in backends.names() if backends.capabilities(n).layer_profiler is not None]
 
 
 @contextmanager
 def loaded_engine(record: EngineRecord, what: str, autotune: bool | None = None) -> Iterator[Any]:
     """The engine's runner for a profiled run (autotune set as the timing ran it, unless None), closed
     after; a backend without a profiler here is refused before anything loads."""
-    if record.backend not in PROFILED_BACKENDS:
-        raise BackendUnavailable(f"no {what} for the {record.backend} backend ({', '.join(PROFILED_BACKENDS)} have one)")
+    if backends.capabilities(record.backend).layer_profiler is None:
+        raise BackendUnavailable(f"no {what} for the {record.backend} backend "
+                                 f"({', '.join(profiled_backends())} have one)")
     runner = bench.load_runner(record)
     try:
         if autotune is not None:
@@ -71,21 +76,25 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
             data.check(runner.inputs, model_path=record.model_path)
         check_integer_feeds(bench.onnx_of(record), runner.inputs, int_range or DEFAULT_INT_RANGE, data)
         onnx_model = None
-        if record.backend == "torch":
+        caps = backends.capabilities(record.backend)
+        if caps.layer_profiler == "torch-profiler":
             from ..backends.torch import engine_onnx  # lazy: onnx takes ~0.3 s to import; only torch needs it
 
             onnx_model = engine_onnx(record.artifact_path)
         for batch_size in batch_sizes:
             input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed,
                                                int_range=int_range, data=data)
-            if record.backend == "onnxruntime":
+            if caps.layer_profiler == "ort-session":
                 out[batch_size] = profile_onnxruntime(Path(record.artifact_path), record.precision, feeds,
-                                                      iterations=iterations, warmup=warmup, batch_size=batch_size)
-            elif record.backend == "torch":
+                                                      iterations=iterations, warmup=warmup, batch_size=batch_size,
+                                                      backend=record.backend, device=caps.device)
+            elif caps.layer_profiler == "torch-profiler":
                 out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
                                                 batch_size=batch_size, onnx_model=onnx_model)
             else:
                 out[batch_size] = profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations)
+            # labelled with the engine's backend (a plugin may use a profiler of the built-in backends)
+            out[batch_size] = dataclasses.replace(out[batch_size], backend=record.backend)
     return out
 
 

@@ -18,11 +18,14 @@ Sources (each a separate run after any timing, never inside a timed round):
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .. import backends
 
 KINDS = ("conv", "gemm", "elementwise", "reformat", "cast", "copy", "other")
 COLOURS = {"conv": "#4c72b0", "gemm": "#8172b2", "elementwise": "#55a868", "reformat": "#ccb974",
@@ -218,7 +221,7 @@ def finding_items(timelines: Sequence[Timeline]) -> list[TimelineFinding]:
         return out
     base = timelines[0]
     for t in timelines:
-        where = "GPU" if t.backend != "onnxruntime" else "CPU"
+        where = "GPU" if backends.capabilities(t.backend).device == "cuda" else "CPU"
         if t.idle_share >= HOST_BOUND_IDLE_SHARE and where == "GPU" and t.settings.get("cuda_graph") is True:
             out.append(graph_gaps_finding(t))
         elif t.idle_share >= HOST_BOUND_IDLE_SHARE:
@@ -332,7 +335,7 @@ def write_traces(timelines: Sequence[Timeline], model: str, folder: Path,
 # Sources
 # ---------------------------------------------------------------------------------------------------
 
-def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_size: int,
+def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_size: int, backend: str,
                     ops: Mapping[str, str] | None = None, settings: Mapping[str, Any] | None = None) -> Timeline:
     """The last ``model_run`` of an ORT session profile: every executed node inside it, on its thread."""
     from .ort import RENAMED_PREFIX, SUFFIX
@@ -358,12 +361,12 @@ def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_s
         spans.append(Span(name=node, kind=kernel_kind(node, op), lane=f"thread {e.get('tid', 0)}",
                           start_us=ts - start, dur_us=float(e.get("dur", 0)),
                           node=node if ops is None or node in ops else None))
-    return Timeline(precision, batch_size, "onnxruntime", "onnxruntime session profiling (host wall time per node)",
+    return Timeline(precision, batch_size, backend, "onnxruntime session profiling (host wall time per node)",
                     tuple(sorted(spans, key=lambda s: s.start_us)), end - start, dict(settings or {}))
 
 
 def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any], *, warmup: int,
-                         batch_size: int) -> Timeline:
+                         batch_size: int, backend: str, device: str = "cpu") -> Timeline:
     """``warmup`` unrecorded-for-the-timeline runs, then one more; the timeline is that last run."""
     from ..backends.onnxruntime import ort_session
     from ..spec import Precision
@@ -371,12 +374,12 @@ def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any
 
     with temp_dir("orttl") as tmp:
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
-                              profile_prefix=str(Path(tmp) / "ort"))
+                              profile_prefix=str(Path(tmp) / "ort"), device="cuda" if device == "cuda" else "cpu")
         for _ in range(warmup + 1):
             session.run(None, dict(feeds))
         events = json.loads(Path(session.end_profiling()).read_text())
     options = session.get_session_options()
-    return from_ort_events(events, precision, batch_size,
+    return from_ort_events(events, precision, batch_size, backend,
                            settings={"provider": session.get_providers()[0],
                                      "intra_op_threads": options.intra_op_num_threads, "warmup": warmup})
 
@@ -458,22 +461,26 @@ def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
     """One engine's timeline at ``batch_size`` with its backend's profiler, on the same seeded inputs (or
     the first batch of the user's) that the latency and per-layer runs use (``layers.profile``'s
     ``engine_feeds``). A torch engine runs the timing loop's own iteration (its buffers, stream, copies
-    and, with ``cuda_graph``, graph replay), with ``autotune`` as the timing ran it."""
+    and, with ``cuda_graph``, graph replay), with ``autotune`` as the timing ran it. The timeline is
+    labelled with the engine's backend (a plugin may use a profiler of the built-in backends)."""
     from .profile import engine_feeds, loaded_engine
 
     with loaded_engine(record, "timeline", autotune) as runner:
         input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed, int_range=int_range,
                                            data=data)
-        if record.backend == "tensorrt":  # per-layer times only: a sequence (see from_precision_profile)
+        caps = backends.capabilities(record.backend)
+        if caps.timeline == "tensorrt-sequence":  # per-layer times only: a sequence (see from_precision_profile)
             from .tensorrt import profile_tensorrt
 
-            return from_precision_profile(profile_tensorrt(runner, input_shapes, feeds, record.precision,
-                                                           iterations=warmup + 1))
-        if record.backend == "onnxruntime":
-            return timeline_onnxruntime(Path(record.artifact_path), record.precision, feeds, warmup=warmup,
-                                        batch_size=batch_size)
-        return timeline_torch_runner(runner, record, feeds, batch_size, warmup=warmup, cuda_graph=cuda_graph,
-                                     copies=copies)
+            timeline = from_precision_profile(profile_tensorrt(runner, input_shapes, feeds, record.precision,
+                                                               iterations=warmup + 1))
+        elif caps.timeline == "ort-session":
+            timeline = timeline_onnxruntime(Path(record.artifact_path), record.precision, feeds, warmup=warmup,
+                                            batch_size=batch_size, backend=record.backend, device=caps.device)
+        else:
+            timeline = timeline_torch_runner(runner, record, feeds, batch_size, warmup=warmup, cuda_graph=cuda_graph,
+                                             copies=copies)
+    return dataclasses.replace(timeline, backend=record.backend)
 
 
 def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], batch_size: int, *, warmup: int,

@@ -49,18 +49,17 @@ def load_runner(record: EngineRecord, threads: int | None = None, *, log_warning
     ``interleave.measure_block``, ``bench_one``), so ONNX Runtime keeps its session's warnings on
     (ORT's own default); without it its session logs none, and nothing reaches a terminal raw."""
     record.verify()
-    check_runnable = getattr(backends.get(record.backend), "check_runnable", None)
-    if check_runnable is not None:
-        check_runnable(record)
+    backends.get(record.backend).check_runnable(record)
     backend = backends.resolve(record.backend)
-    if threads is not None and record.backend != "onnxruntime":
-        raise BadInput(f"--threads applies to onnxruntime engines; this one is {record.backend}",
-                       path=record.artifact_path)
-    ort_options: dict[str, Any] = {"log_warnings": True} if log_warnings and record.backend == "onnxruntime" else {}
+    caps = backend.capabilities
+    if threads is not None and not caps.host_threads:
+        raise BadInput(f"--threads applies to host runtimes' engines ({', '.join(threads_backends())}); "
+                       f"this one is {record.backend}", path=record.artifact_path)
+    options: dict[str, Any] = {"log_warnings": True} if log_warnings and caps.session_warnings else {}
     if threads is not None:
-        ort_options["threads"] = threads
+        options["threads"] = threads
     with third_party_warnings() as caught:
-        runner = backend.load(record.artifact_path, record, **ort_options)
+        runner = backend.load(record.artifact_path, record, **options)
     if caught:
         # an optional attribute, not part of the Runner protocol (read with getattr by interleave.with_load_warnings
         # and bench_one); a runner with __slots__ keeps none
@@ -169,17 +168,19 @@ def bench_one(
     )
 
 
+def threads_backends() -> list[str]:
+    """The backends that take ``--threads`` (their capabilities say ``host_threads``)."""
+    return [n for n in backends.names() if backends.capabilities(n).host_threads]
+
+
 def prime_runtimes(records: Sequence[EngineRecord], threads: int | None) -> dict[str, int | None]:
-    """Each backend's start-up, before any engine is loaded (``prime_runtime`` where a backend has
-    it): the resident memory it took, so that the first engine's load is its own memory only."""
+    """Each backend's start-up, before any engine is loaded (where its ``prime_runtime`` starts
+    something): the resident memory it took, so that the first engine's load is its own memory only."""
     used: dict[str, int | None] = {}
     for name in dict.fromkeys(r.backend for r in records):
-        prime = getattr(backends.get(name), "prime_runtime", None)
-        if prime is None:
-            continue
         before = memory.rss_bytes()
-        prime(threads)
-        used[name] = memory.delta(memory.rss_bytes(), before)
+        if backends.get(name).prime_runtime(threads):
+            used[name] = memory.delta(memory.rss_bytes(), before)
     return used
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .. import backends
 from ..system import memory, preflight
 from ..errors import BadInput, TrtprofError, first_line
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -45,7 +46,6 @@ WATCH_INTERVAL_S = 0.002  # the child's watchdog reads its resident set this oft
 BUDGET_METHOD = ("peak resident set (VmHWM, reset just before the engine loads) of a fresh process that loads the "
                  "engine, makes the batch's inputs and runs it twice, minus its resident set before loading; a "
                  "watchdog stops the process once it passes the budget")
-TENSORRT_BACKENDS = ("tensorrt", "tensorrt-rtx")
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def device_probe(runner: Any, record: Any, batch: int, settings: SearchSettings)
                                          rss_after_run=None)
         used, total = device_memory()
         detail = {"memory": report, "device_used_bytes": used, "device_total_bytes": total}
-        if record.backend in TENSORRT_BACKENDS:  # the context's activations + this batch's IO buffers
+        if backends.capabilities(record.backend).tensorrt_plan:  # the context's activations + this batch's IO buffers
             io = sum(int(v.nbytes) for v in feeds.values()) + sum(int(v.nbytes) for v in outputs.values())
             detail["io_bytes"] = io
             detail["in_use_bytes"] = (memory.in_use_bytes(report) or 0) + io
@@ -204,7 +204,7 @@ def search_device(record: Any, settings: SearchSettings) -> dict[str, Any]:
         if fixed is not None:
             return static_entry(record, fixed)
         limit, limited_by = settings.max_batch_limit, "max_batch_limit"
-        if record.backend in TENSORRT_BACKENDS and record.spec.max_batch < limit:
+        if backends.capabilities(record.backend).tensorrt_plan and record.spec.max_batch < limit:
             limit, limited_by = record.spec.max_batch, "engine_profile"
 
         def fits(batch: int) -> bool:
@@ -358,7 +358,8 @@ def entry(record: Any, found: MaxBatch, details: Mapping[int, Mapping[str, Any]]
 
 def search(records: Any, settings: SearchSettings) -> list[dict[str, Any]]:
     """``bench --find-max-batch``: one entry per engine (a budget search on the CPU, a real attempt on a GPU)."""
-    return [search_host(r, settings) if r.backend == "onnxruntime" else search_device(r, settings) for r in records]
+    return [search_host(r, settings) if backends.capabilities(r.backend).device == "cpu" else search_device(r, settings)
+            for r in records]
 
 
 def fit_memory(at: Mapping[str, Any]) -> str:

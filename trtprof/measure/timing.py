@@ -239,7 +239,7 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     bus_id = cuda.pci_bus_id(device_index)
 
     with ExitStack() as stack:
-        stream = stack.enter_context(cuda.Stream())
+        stream = runner_stream(runner) or stack.enter_context(cuda.Stream())
         buffers, host_in, host_out = device_buffers(stack, stream, feeds, output_shapes, output_dtypes)
         launch_info: dict[str, Any] = {}
         compute = compute_launch(stack, runner, buffers, stream, config.cuda_graph, launch_info)
@@ -282,11 +282,17 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
                    device=device)
 
 
+def runner_stream(runner: Any) -> Any:
+    """The stream a runner's runtime is bound to at load (ONNX Runtime's ``user_compute_stream``: the
+    runner's optional ``stream``), which the loop then times on; None where the loop makes its own."""
+    return getattr(runner, "stream", None)
+
+
 def probe_eager_ratio(stack: ExitStack, runner: Any, buffers: Mapping[str, int], stream: Any,
                       graph: Callable[[], Any], info: dict[str, Any], shapes: Any) -> None:
     """Once per runner and input shapes (the timing loop runs many blocks on one runner), when its
     launches replay a graph: how much slower eager launches of the same runner are (``eager_over_graph``), into ``info``."""
-    if info.get("mode") != "cuda_graph":
+    if info.get("mode") != "cuda_graph" or info.get("graph_by"):  # the runtime's own graph: no eager twin here
         return
     try:
         per_shape = _EAGER_RATIOS.setdefault(runner, {})
@@ -341,6 +347,9 @@ def compute_launch(stack: ExitStack, runner: Any, buffers: Mapping[str, int], st
     ``device["launch"]``) says so and why, instead of the measurement failing. An out-of-memory
     during capture is not a capture problem: it is raised (the batch does not fit)."""
     handle = stream.handle
+    runtime_graph = getattr(runner, "runtime_graph", None)
+    # the runtime captures and replays its own graph (ORT's enable_cuda_graph): switched before binding
+    runtime_info = runtime_graph(cuda_graph) if runtime_graph is not None else None
     bind = getattr(runner, "bind", None)
     if bind is not None:
         launch: Callable[[], Any] = stack.enter_context(bind(buffers, handle))
@@ -349,6 +358,9 @@ def compute_launch(stack: ExitStack, runner: Any, buffers: Mapping[str, int], st
             runner.enqueue(buffers, handle)
 
     info = launch_info if launch_info is not None else {}
+    if runtime_info is not None:
+        info.update(runtime_info)
+        return launch
     if not cuda_graph:
         info["mode"] = "eager"
         return launch

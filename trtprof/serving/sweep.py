@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from .. import backends
 from ..system import energy, memory, nvml, preflight
 from ..system.noise import cpu_state
 from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess
@@ -116,7 +117,7 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
     memory.reset_peak(runner)
     if runner.device == "cpu":
         loader = None
-        if load is not None and record.backend == "onnxruntime":
+        if load is not None and backends.capabilities(record.backend).host_threads:
             def loader(threads: int) -> Any:
                 return load(record, threads)
         sessions_cm = cpu_sessions(runner, level, feeds, load=loader, threads=config.threads)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendUnavailable, IncompatibleEngine, UnsupportedPrecision
 from ...spec import BuildSpec, Precision
-from ..base import Availability, BuildReport
+from ..base import Availability, BackendBase, BuildReport, Capabilities
 from . import device as _device
 
 if TYPE_CHECKING:
@@ -39,9 +39,11 @@ def tensorrt_installed() -> bool:
     return spec is not None and spec.origin not in (None, "namespace")
 
 
-class TensorRTBackend:
+class TensorRTBackend(BackendBase):
     name = "tensorrt"
     artifact_suffix = ".plan"
+    capabilities = Capabilities(device="cuda", layer_profiler="tensorrt-profiler", timeline="tensorrt-sequence",
+                                tensorrt_plan=True, extra="tensorrt")
 
     def available(self) -> Availability:
         if not tensorrt_installed():

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...errors import IncompatibleEngine, UnsupportedPrecision
 from ...spec import BuildSpec, Precision
-from ..base import Availability, BuildReport
+from ..base import Availability, BackendBase, BuildReport, Capabilities
 from . import device as _device
 from . import targets
 from .compat import TENSORRT_RTX, require_library, serialized_size
@@ -58,9 +58,11 @@ def runtime_supports(gpu: _device.DeviceInfo) -> bool:
     return gpu.compute_capability in RUNTIME_CCS or targets.newer_than_default(gpu)
 
 
-class TensorRTRTXBackend:
+class TensorRTRTXBackend(BackendBase):
     name = "tensorrt-rtx"
     artifact_suffix = ".plan"
+    # no per-layer profiler wired for its runtime here (it cannot run on these machines; never run)
+    capabilities = Capabilities(device="cuda", tensorrt_plan=True, extra="tensorrt-rtx")
 
     def installed(self) -> Availability:
         return Availability(True) if rtx_installed() else Availability(False, NOT_INSTALLED)
