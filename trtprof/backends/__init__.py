@@ -26,11 +26,12 @@ _REGISTRY: dict[str, str] = {
     "tensorrt": "trtprof.backends.tensorrt:TensorRTBackend",
     "tensorrt-rtx": "trtprof.backends.tensorrt.rtx:TensorRTRTXBackend",
     "torch": "trtprof.backends.torch:TorchBackend",
+    "onnxruntime-cuda": "trtprof.backends.onnxruntime_cuda:OnnxRuntimeCudaBackend",
     "onnxruntime": "trtprof.backends.onnxruntime:OnnxRuntimeBackend",
 }
 # the preference of `--backend auto`: TensorRT, then the other GPU runtimes, then ONNX Runtime on the CPU;
 # plugins (entry points, register) come after these, in the order they were found
-AUTO_ORDER = ("tensorrt", "tensorrt-rtx", "torch", "onnxruntime")
+AUTO_ORDER = ("tensorrt", "tensorrt-rtx", "onnxruntime-cuda", "torch", "onnxruntime")
 _INSTANCES: dict[str, "Backend"] = {}
 _PLUGINS_READ = False
 

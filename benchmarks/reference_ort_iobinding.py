@@ -1,0 +1,114 @@
+"""An independent ONNX Runtime CUDA loop, written as ORT's documentation shows a user (IO binding on the
+device, ``enable_cuda_graph``), importing nothing from trtprof: the reference that onnxruntime-cuda's
+numbers are checked against (benchmarks/ort_cuda_fidelity.sh).
+
+For each ONNX file and batch size: one session on the CUDA EP with ORT's defaults except the two a user
+sets for this (``enable_cuda_graph=1`` where ORT accepts it, else without; ``use_tf32`` 1 for a file
+named ``*tf32*``/``--tf32``, else 0, so fp32 is FP32), inputs as OrtValues on the device, outputs bound to
+the device, ``run_with_iobinding`` (which synchronises at its end) timed with ``time.perf_counter`` per
+run, median of ``--iters`` runs after ``--warmup``. Two numbers: ``compute_ms`` (the run alone) and
+``latency_ms`` (with copies: the input updated from pinned-free numpy with ``update_inplace`` and the
+output read back with ``.numpy()``, as a user's serving loop does).
+
+    python3 benchmarks/reference_ort_iobinding.py --batch-sizes 1,32 a.onnx:fp32 b.onnx:fp16 c.onnx:tf32
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
+          "tensor(int32)": np.int32}
+
+
+def session(path: str, tf32: bool, graph: bool) -> ort.InferenceSession:
+    options = {"enable_cuda_graph": "1" if graph else "0", "use_tf32": "1" if tf32 else "0"}
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=[("CUDAExecutionProvider", options), "CPUExecutionProvider"])
+
+
+def feeds_for(sess: ort.InferenceSession, batch: int, seq: int = 128) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    out = {}
+    for i in sess.get_inputs():
+        shape = [batch if (j == 0 and not isinstance(d, int)) else (d if isinstance(d, int) else seq)
+                 for j, d in enumerate(i.shape)]
+        dtype = DTYPES[i.type]
+        out[i.name] = (rng.integers(0, 1000, shape).astype(dtype) if np.issubdtype(dtype, np.integer)
+                       else rng.standard_normal(shape).astype(dtype))
+        if "mask" in i.name:
+            out[i.name] = np.ones(shape, dtype)
+    return out
+
+
+def time_one(path: str, precision: str, batch: int, iters: int, warmup: int) -> dict:
+    tf32 = precision == "tf32"
+    graph = True
+    try:
+        sess = session(path, tf32, graph=True)
+    except Exception as err:  # ORT refuses a graph where a node is not on the CUDA EP
+        graph, refused = False, str(err).splitlines()[0][-160:]
+        sess = session(path, tf32, graph=False)
+    host = feeds_for(sess, batch)
+    binding = sess.io_binding()
+    values = {n: ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for n, a in host.items()}
+    for name, value in values.items():
+        binding.bind_ortvalue_input(name, value)
+    # outputs: a plain run on a second session WITHOUT a graph tells their shapes (a plain run on the graph
+    # session would be the one ORT captures, with its host copies inside); then device OrtValues bound
+    first = session(path, tf32, graph=False).run(None, host)
+    outs = [ort.OrtValue.ortvalue_from_shape_and_type(o.shape, o.dtype, "cuda", 0) for o in first]
+    for meta, value in zip(sess.get_outputs(), outs):
+        binding.bind_ortvalue_output(meta.name, value)
+    for _ in range(warmup):
+        sess.run_with_iobinding(binding)
+    compute = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        sess.run_with_iobinding(binding)
+        compute.append(time.perf_counter() - t0)
+    latency = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        for name, value in values.items():
+            value.update_inplace(host[name])
+        sess.run_with_iobinding(binding)
+        [o.numpy() for o in outs]
+        latency.append(time.perf_counter() - t0)
+    row = {"file": path, "precision": precision, "batch": batch, "cuda_graph": graph,
+           "compute_ms": 1e3 * float(np.median(compute)), "latency_ms": 1e3 * float(np.median(latency)),
+           "iters": iters, "onnxruntime": ort.__version__}
+    if not graph:
+        row["graph_refused"] = refused
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("files", nargs="+", help="FILE.onnx:PRECISION")
+    parser.add_argument("--batch-sizes", default="1,32")
+    parser.add_argument("--iters", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    rows = []
+    for batch in [int(b) for b in args.batch_sizes.split(",")]:
+        for item in args.files:
+            path, _, precision = item.rpartition(":")
+            iters = max(20, args.iters // max(1, batch // 32))
+            rows.append(time_one(path, precision, batch, iters, args.warmup))
+            r = rows[-1]
+            print(f"ref-ort {precision:5s} b{batch:<4d} compute {r['compute_ms']:.4f} ms  latency "
+                  f"{r['latency_ms']:.4f} ms  graph={r['cuda_graph']}", flush=True)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

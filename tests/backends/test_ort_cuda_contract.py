@@ -1,0 +1,242 @@
+"""Contract tests of the onnxruntime-cuda backend on the CPU, against a RECORDING FAKE of ORT's session
+(no GPU here): which provider options a load asks for, what the runner binds, which run options each
+launch carries (no sync, graph ids), the graph refused by ORT, and that the timing loop does not capture
+around a runtime that replays its own graph. Real runs: benchmarks/ort_cuda_fidelity.py on the H200."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from trtprof import backends
+from trtprof.backends import onnxruntime_cuda as oc
+from trtprof.backends.onnxruntime import CUDA_EP, provider_list
+from trtprof.errors import BadModel, UnsupportedPrecision
+from trtprof.measure import timing
+from trtprof.spec import Precision, TensorSpec
+
+INPUTS = (TensorSpec("x", "float32", ("N", 3)),)
+OUTPUTS = (TensorSpec("y", "float32", ("N", 2)),)
+
+
+class FakeBinding:
+    def __init__(self) -> None:
+        self.inputs: list[tuple] = []
+        self.outputs: list[tuple] = []
+
+    def bind_input(self, name, device, device_id, dtype, shape, ptr):
+        self.inputs.append((name, device, device_id, np.dtype(dtype), tuple(shape), ptr))
+
+    def bind_output(self, name, device, device_id, dtype, shape, ptr):
+        self.outputs.append((name, device, device_id, np.dtype(dtype), tuple(shape), ptr))
+
+
+class FakeSession:
+    """Records what the runner asks of an InferenceSession (a fake: nothing runs)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.runs: list[tuple[FakeBinding, dict[str, str]]] = []
+        self.host_runs: list[dict[str, str]] = []
+
+    def get_provider_options(self):
+        return {CUDA_EP: {**self.options, "device_id": "0"}}
+
+    def io_binding(self):
+        return FakeBinding()
+
+    def run_with_iobinding(self, binding, run_options):
+        self.runs.append((binding, config(run_options)))
+
+    def run(self, names, feeds, run_options):
+        self.host_runs.append(config(run_options))
+        batch = next(iter(feeds.values())).shape[0]
+        return [np.zeros((batch, 2), np.float32) for _ in names]
+
+
+def config(run_options) -> dict[str, str]:
+    keys = (oc.NO_SYNC, oc.GRAPH_ID)
+    return {k: run_options.get_run_config_entry(k) for k in keys if _has(run_options, k)}
+
+
+def _has(run_options, key) -> bool:
+    try:
+        return run_options.get_run_config_entry(key) is not None
+    except Exception:  # ORT raises for a key never set
+        return False
+
+
+class FakeStream:
+    def __init__(self, handle: int = 4242) -> None:
+        self.handle = handle
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def record(precision: Precision = Precision.FP16):
+    return SimpleNamespace(spec=SimpleNamespace(precision=precision), inputs=INPUTS, outputs=OUTPUTS)
+
+
+@pytest.fixture
+def fake_ort(monkeypatch):
+    """The backend's load with ORT's session and the CUDA stream replaced by recording fakes."""
+    made: list[dict] = []
+    streams: list[FakeStream] = []
+    refuse: dict[str, Exception | None] = {"graph": None, "any": None}
+
+    def session(path, precision, *, path_, **kw):  # pragma: no cover - replaced below
+        raise AssertionError
+
+    def fake_session(model, precision, *, path, log_severity=4, device="cpu", cuda_options=None, **kw):
+        made.append({"precision": precision, "device": device, "cuda_options": dict(cuda_options or {}),
+                     "log_severity": log_severity})
+        if refuse["any"] is not None:
+            raise refuse["any"]
+        if refuse["graph"] is not None and (cuda_options or {}).get("enable_cuda_graph") == "1":
+            raise refuse["graph"]
+        return FakeSession(dict(cuda_options or {}))
+
+    def fake_stream():
+        streams.append(FakeStream(4242 + len(streams)))
+        return streams[-1]
+
+    monkeypatch.setattr(oc, "ort_session", fake_session)
+    monkeypatch.setattr(oc, "cuda_availability", lambda: backends.base.Availability(True))
+    from trtprof.system import cuda
+
+    monkeypatch.setattr(cuda, "Stream", fake_stream)
+    return SimpleNamespace(made=made, streams=streams, refuse=refuse)
+
+
+def test_load_asks_for_the_chosen_provider_options_on_its_own_stream(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record(Precision.FP16), log_warnings=True)
+    (made,) = fake_ort.made
+    opts = made["cuda_options"]
+    assert made["device"] == "cuda" and made["log_severity"] == 2
+    assert opts["enable_cuda_graph"] == "1"
+    assert opts["cudnn_conv_algo_search"] == "EXHAUSTIVE" and opts["prefer_nhwc"] == "0"
+    assert opts["user_compute_stream"] == str(fake_ort.streams[0].handle)
+    assert runner.stream is fake_ort.streams[0]
+    # recorded as ORT reports them, without the per-process stream pointer
+    assert runner.settings["provider_options"]["cudnn_conv_algo_search"] == "EXHAUSTIVE"
+    assert "user_compute_stream" not in runner.settings["provider_options"]
+    assert runner.runtime_graph(True)["mode"] == "cuda_graph"
+
+
+def test_what_if_options_override_the_defaults_and_graph_off_is_honoured(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record(), graph=False,
+                                             cuda_options={"prefer_nhwc": "1"})
+    opts = fake_ort.made[0]["cuda_options"]
+    assert opts["prefer_nhwc"] == "1" and opts["enable_cuda_graph"] == "0"
+    info = runner.runtime_graph(True)
+    assert info["mode"] == "eager" and info["capture_failed"] == "not enabled"
+
+
+def test_a_graph_ort_refuses_runs_eager_and_says_why(fake_ort):
+    cause = RuntimeError("[ONNXRuntimeError] : 1 : FAIL : This session cannot use the graph capture feature as "
+                         "requested by the user as all compute graph nodes have not been partitioned to the "
+                         "CUDAExecutionProvider")
+    fake_ort.refuse["graph"] = BadModel("onnxruntime cannot load the model")
+    fake_ort.refuse["graph"].__cause__ = cause
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert [m["cuda_options"]["enable_cuda_graph"] for m in fake_ort.made] == ["1", "0"]
+    info = runner.runtime_graph(True)
+    assert info["mode"] == "eager" and "not been partitioned" in info["capture_failed"]
+    assert timing.launch_notes(info)[0].startswith("eager: CUDA graph capture failed")
+
+
+def test_any_other_load_failure_is_raised_and_the_stream_released(fake_ort):
+    fake_ort.refuse["any"] = BadModel("onnxruntime cannot load the model: Tensor element type mismatch")
+    with pytest.raises(BadModel):
+        oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert len(fake_ort.made) == 1 and fake_ort.streams[0].closed
+
+
+def test_launches_bind_the_profilers_buffers_and_never_synchronise(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert runner.prepare({"x": (4, 3)}) == {"y": (4, 2)}
+    assert runner.session.host_runs == [{oc.GRAPH_ID: "-1"}]  # prepare/infer: never a graph
+    handle = runner.stream.handle
+    runner.runtime_graph(True)
+    with runner.bind({"x": 1000, "y": 2000}, handle) as launch:
+        launch()
+        launch()
+    with runner.bind({"x": 3000, "y": 4000}, handle) as launch:
+        launch()
+    with runner.bind({"x": 1000, "y": 2000}, handle) as launch:
+        launch()
+    runs = runner.session.runs
+    binding = runs[0][0]
+    assert binding.inputs == [("x", "cuda", 0, np.dtype("float32"), (4, 3), 1000)]
+    assert binding.outputs == [("y", "cuda", 0, np.dtype("float32"), (4, 2), 2000)]
+    assert all(r[1][oc.NO_SYNC] == "1" for r in runs)
+    # one graph per set of bound buffers, ids from 1; the same buffers replay the same graph
+    assert [r[1][oc.GRAPH_ID] for r in runs] == ["1", "1", "2", "1"]
+    runner.runtime_graph(False)  # --eager: the same session, no graph in these runs
+    with runner.bind({"x": 1000, "y": 2000}, handle) as launch:
+        launch()
+    assert runs[-1][1][oc.GRAPH_ID] == "-1"
+
+
+def test_the_timing_loop_leaves_the_graph_to_the_runtime(fake_ort, monkeypatch):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    runner.prepare({"x": (2, 3)})
+    from contextlib import ExitStack
+
+    from trtprof.system import cuda
+
+    monkeypatch.setattr(cuda, "Graph", lambda *a, **k: pytest.fail("the loop captured around ORT's own graph"))
+    info: dict = {}
+    with ExitStack() as stack:
+        launch = timing.compute_launch(stack, runner, {"x": 1, "y": 2}, runner.stream, True, info)
+        launch()
+    assert info["mode"] == "cuda_graph" and info["graph_by"] == "onnxruntime"
+    assert info["provider_options"]["enable_cuda_graph"] == "1"
+    assert timing.runner_stream(runner) is runner.stream
+
+
+def test_precisions_it_refuses_in_one_line():
+    backend = oc.OnnxRuntimeCudaBackend()
+    for precision in (Precision.BF16, Precision.INT8, Precision.FP8):
+        with pytest.raises(UnsupportedPrecision) as err:
+            backend.check_precision(precision)
+        assert "\n" not in str(err.value) and "onnxruntime-cuda" in str(err.value)
+    for precision in (Precision.FP32, Precision.TF32, Precision.FP16):
+        backend.check_precision(precision)
+
+
+def test_tf32_is_on_only_for_tf32():
+    fp32 = dict(provider_list(Precision.FP32, "cuda", {"prefer_nhwc": "0"})[0][1])
+    tf32 = dict(provider_list(Precision.TF32, "cuda")[0][1])
+    assert fp32["use_tf32"] == "0" and fp32["prefer_nhwc"] == "0" and tf32["use_tf32"] == "1"
+    assert provider_list(Precision.FP32, "cpu") == ["CPUExecutionProvider"]
+
+
+def test_availability_names_the_package_imported(monkeypatch):
+    from trtprof.system import cuda
+
+    monkeypatch.setattr(cuda, "device_count", lambda: 1)
+    av = oc.cuda_availability()  # the CPU onnxruntime of this machine: no CUDA provider in it
+    assert not av.ok
+    assert "no CUDA execution provider" in av.reason and "onnxruntime" in av.reason
+    assert "module imported from" in av.reason and "pip uninstall -y onnxruntime" in av.reason
+    monkeypatch.setattr(cuda, "device_count", lambda: 0)
+    assert "no CUDA GPU" in oc.cuda_availability().reason
+
+
+def test_capabilities_are_the_gpu_ones():
+    caps = backends.capabilities("onnxruntime-cuda")
+    assert caps.device == "cuda" and caps.graph_capture == "runner" and caps.layer_profiler == "ort-session"
+    assert not caps.host_threads and caps.fp16_fallback_cause is None
+    cpu = backends.capabilities("onnxruntime")
+    assert cpu.device == "cpu" and cpu.host_threads and cpu.fp16_fallback_cause
+
+
+def test_auto_prefers_it_after_tensorrt():
+    order = backends.auto_order()
+    assert order.index("onnxruntime-cuda") < order.index("torch") < order.index("onnxruntime")
+    assert order.index("tensorrt") < order.index("tensorrt-rtx") < order.index("onnxruntime-cuda")

@@ -1,0 +1,80 @@
+"""onnxruntime-cuda on a real GPU (marked ``gpu``; skipped without onnxruntime-gpu and a GPU): the runner's
+launches, eager and through ORT's own CUDA graph, write the profiler's device buffers with what ONNX Runtime
+on the CPU computes for the same engine file. Each launch's output buffer is poisoned (0xFF bytes: NaN)
+first, so a replay that wrote elsewhere, or nothing, fails; a second set of buffers gets a graph of its
+own (a replay writes to the addresses it captured)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from contextlib import ExitStack
+
+import numpy as np
+import pytest
+
+from trtprof import backends
+
+pytestmark = pytest.mark.gpu
+
+
+def usable() -> bool:
+    try:
+        return backends.get("onnxruntime-cuda").available().ok
+    except Exception:  # noqa: BLE001
+        return False
+
+
+needs_ort_cuda = pytest.mark.skipif(not usable(), reason="needs onnxruntime-gpu and a CUDA GPU")
+
+
+def outputs_through_the_loop(runner, feeds, cuda_graph: bool, buffer_sets: int = 2) -> list[np.ndarray]:
+    from trtprof.measure import timing
+    from trtprof.system import cuda
+
+    shapes = runner.prepare({k: v.shape for k, v in feeds.items()})
+    dtypes = {s.name: s.dtype for s in runner.outputs}
+    got = []
+    with ExitStack() as stack:
+        stream = timing.runner_stream(runner)
+        for _ in range(buffer_sets):
+            buffers, _host_in, host_out = timing.device_buffers(stack, stream, feeds, shapes, dtypes)
+            info: dict = {}
+            launch = timing.compute_launch(stack, runner, buffers, stream, cuda_graph, info)
+            assert info["mode"] == ("cuda_graph" if cuda_graph else "eager")
+            for _ in range(4):  # ORT captures after its first runs, then replays
+                for view, ptr in host_out:
+                    cuda.ok(cuda.runtime().cudaMemsetAsync(ptr, 0xFF, view.nbytes, stream.raw), "cudaMemsetAsync")
+                launch()
+                for view, ptr in host_out:
+                    cuda.memcpy_dtoh_async(view, ptr, stream)
+                stream.synchronize()
+                got.append(np.array(host_out[0][0]))
+    return got
+
+
+@needs_ort_cuda
+@pytest.mark.parametrize("cuda_graph", [True, False])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_launches_write_what_ort_on_the_cpu_computes(conv_model, tmp_path, precision, cuda_graph):
+    import onnxruntime as ort
+
+    from trtprof.engines.cache import list_engines
+    from trtprof.measure.bench import load_runner
+
+    engines = tmp_path / "engines"
+    proc = subprocess.run([sys.executable, "-m", "trtprof", "build", "--backend", "onnxruntime-cuda", f"--{precision}",
+                           "--engines", str(engines), str(conv_model)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    (record,) = list_engines(engines)
+    runner = load_runner(record)
+    try:
+        spec = runner.inputs[0]
+        shape = tuple(d if isinstance(d, int) and d > 0 else 3 for d in spec.shape)  # batch 3
+        feeds = {spec.name: np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
+        reference = ort.InferenceSession(str(record.artifact_path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        for out in outputs_through_the_loop(runner, feeds, cuda_graph):
+            assert np.isfinite(out).all()
+            np.testing.assert_allclose(out, reference, rtol=2e-2 if precision == "fp16" else 1e-3,
+                                       atol=2e-3 if precision == "fp16" else 1e-4)
+    finally:
+        runner.close()

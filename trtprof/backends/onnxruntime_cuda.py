@@ -1,0 +1,284 @@
+"""ONNX Runtime's CUDA execution provider as a GPU backend, timed by trtprof's GPU loop like TensorRT.
+
+Engines are ONNX files per precision, as on the CPU backend (fp16 by trtprof's own conversion, float IO
+kept); what differs is how they run. The runner is a ``cuda`` runner:
+- its session runs on a stream the runner creates at load and hands to ORT as ``user_compute_stream``;
+  the timing loop times on that same stream (``stream``), so the events, the pinned copies and ORT's
+  kernels are ordered on one stream, as trtexec's are;
+- inputs and outputs are bound to the profiler's device buffers (IO binding): no host copy, no
+  allocation inside the timed call; ``disable_synchronize_execution_providers`` keeps ORT from
+  synchronising the stream at the end of each run, so the host enqueue time is ORT's launch time;
+- CUDA graphs are ORT's own (``enable_cuda_graph``): ORT captures on its first runs and replays after,
+  one graph per set of bound buffers (``gpu_graph_id``), so the loop does not capture around it
+  (``Capabilities.graph_capture = "runner"``). ORT refuses a graph when a node is not on the CUDA EP
+  (shape nodes left on the CPU, Memcpy around them): the runner then runs eager and says why.
+
+Every provider option that changes speed is chosen here on purpose and recorded (``settings``): TF32
+(``use_tf32`` only for tf32), ``cudnn_conv_algo_search`` EXHAUSTIVE (ORT >= 1.20 with cuDNN 9 maps it to
+cuDNN's heuristics query, so a load does not time kernels; DEFAULT is cuDNN's slow fallback, ORT#22705),
+``prefer_nhwc`` off (ORT's default; ``--what-if nhwc`` measures it), the cuDNN workspace at its maximum
+(ORT's default), the graph on. ``session.get_provider_options()`` is recorded as ORT reports it.
+"""
+from __future__ import annotations
+
+import importlib.util
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+from ..errors import BackendUnavailable, BadModel, UnsupportedPrecision
+from ..spec import Precision, TensorSpec
+from .base import Availability, Capabilities, DeviceKind
+from .onnxruntime import CUDA_EP, ORT_WARNING, OnnxRuntimeBackend, import_ort, ort_cause, ort_session
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..engines.cache import EngineRecord
+
+EXTRA = "ort-cuda"
+INSTALL = f"pip install 'trtprof[{EXTRA}]' (pip uninstall -y onnxruntime first: both packages provide the module)"
+# ORT's CUDA EP options trtprof chooses on purpose (strings, as ORT takes them); use_tf32 and the stream
+# are set per session
+CUDA_OPTIONS: dict[str, str] = {
+    "cudnn_conv_algo_search": "EXHAUSTIVE",
+    "cudnn_conv_use_max_workspace": "1",
+    "prefer_nhwc": "0",
+    "do_copy_in_default_stream": "1",
+}
+NO_SYNC = "disable_synchronize_execution_providers"  # ORT run config: no cudaStreamSynchronize after a run
+GRAPH_ID = "gpu_graph_id"  # ORT run config: which captured graph a run uses; -1 runs without one
+GRAPH_REFUSED = "all compute graph nodes have not been partitioned"  # ORT's words when a node is not on CUDA
+
+
+def imported_package() -> str:
+    """Which ONNX Runtime distribution provides the ``onnxruntime`` module here (one line for messages)."""
+    from importlib import metadata
+
+    found = []
+    for dist in ("onnxruntime-gpu", "onnxruntime"):
+        try:
+            found.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            continue
+    spec = importlib.util.find_spec("onnxruntime")
+    where = str(Path(spec.origin).parent) if spec is not None and spec.origin else "nowhere"
+    return (", ".join(found) or "no onnxruntime distribution") + f" (module imported from {where})"
+
+
+def cuda_availability() -> Availability:
+    """Whether ORT's CUDA EP can run here: a GPU, the module, and the CUDA provider in it."""
+    from ..system import cuda
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        return Availability(False, f"onnxruntime-gpu is not installed: {INSTALL}")
+    if cuda.device_count() == 0:
+        return Availability(False, "no CUDA GPU (ONNX Runtime's CUDA execution provider needs an NVIDIA GPU)")
+    providers = import_ort().get_available_providers()
+    if CUDA_EP not in providers:
+        return Availability(False, f"ONNX Runtime here has no CUDA execution provider ({', '.join(providers)}): "
+                                   f"{imported_package()}; {INSTALL}")
+    return Availability(True)
+
+
+def session_settings(session: Any, graph: bool, refused: str | None) -> dict[str, Any]:
+    """What a result records about how this session ran: ORT's own view of the CUDA EP options, and the graph."""
+    try:
+        options = dict(session.get_provider_options().get(CUDA_EP, {}))
+    except Exception:  # noqa: BLE001 - diagnostics only
+        options = {}
+    options.pop("user_compute_stream", None)  # a pointer, different in every process
+    return {"provider": CUDA_EP, "provider_options": options, "cuda_graph": graph,
+            **({"cuda_graph_refused": refused} if refused else {}),
+            "io_binding": True, "run_config": {NO_SYNC: "1"}}
+
+
+class OnnxRuntimeCudaRunner:
+    """A session on the CUDA EP, run through IO binding on its own stream (see the module docstring)."""
+
+    device: DeviceKind = "cuda"
+
+    def __init__(self, session: Any, stream: Any, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
+                 *, graph: bool, refused: str | None, eager_session: Any = None) -> None:
+        self._session = session
+        self._eager = eager_session  # the session infer() uses when the timed one holds a graph
+        self.stream = stream  # the timing loop times on this stream (ORT's user_compute_stream)
+        self.inputs = inputs
+        self.outputs = outputs
+        self.graph_enabled = graph
+        self.graph_refused = refused
+        self.use_graph = graph
+        self._graph_ids: dict[tuple[Any, ...], int] = {}
+        self._shapes: dict[str, tuple[int, ...]] = {}  # every input's and output's shape, set by prepare
+        self.settings = session_settings(session, graph, refused)
+
+    @property
+    def session(self) -> Any:
+        return self._session
+
+    def runtime_graph(self, enabled: bool) -> dict[str, Any]:
+        """Switch ORT's own graph for the coming launches; the launch record the timing loop keeps."""
+        self.use_graph = bool(enabled) and self.graph_enabled
+        record = {"graph_by": "onnxruntime", "provider_options": self.settings["provider_options"]}
+        if not enabled:
+            return {"mode": "eager", **record}
+        if self.graph_enabled:
+            return {"mode": "cuda_graph", **record}
+        return {"mode": "eager", **record, "capture_failed": self.graph_refused or "not enabled"}
+
+    def runtime_report(self) -> dict[str, Any]:
+        """The session's settings, for a bench result's ``config.runtime``."""
+        return dict(self.settings)
+
+    def _run_options(self, key: tuple[Any, ...] | None) -> Any:
+        ort = import_ort()
+        options = ort.RunOptions()
+        options.add_run_config_entry(NO_SYNC, "1")
+        if self.graph_enabled:
+            graph_id = -1
+            if key is not None and self.use_graph:
+                # one graph per set of bound buffers and shapes: a replay writes to the addresses it captured
+                graph_id = self._graph_ids.setdefault(key, len(self._graph_ids) + 1)  # ids from 1 (ORT: not 0)
+            options.add_run_config_entry(GRAPH_ID, str(graph_id))
+        return options
+
+    def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+        """Output shapes for these input shapes, from one eager run on zeros."""
+        import numpy as np
+
+        feeds = {s.name: np.zeros(input_shapes[s.name], dtype=np.dtype(s.dtype)) for s in self.inputs}
+        outputs = {name: tuple(int(d) for d in value.shape) for name, value in self.infer(feeds).items()}
+        self._shapes = {**{k: tuple(v) for k, v in input_shapes.items()}, **outputs}
+        return outputs
+
+    def _binding(self, buffers: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]]) -> Any:
+        import numpy as np
+
+        binding = self._session.io_binding()
+        for spec in self.inputs:
+            binding.bind_input(spec.name, "cuda", 0, np.dtype(spec.dtype), list(shapes[spec.name]), buffers[spec.name])
+        for spec in self.outputs:
+            binding.bind_output(spec.name, "cuda", 0, np.dtype(spec.dtype), list(shapes[spec.name]),
+                                buffers[spec.name])
+        return binding
+
+    @contextmanager
+    def bind(self, buffers: Mapping[str, int], stream: int,
+             shapes: Mapping[str, tuple[int, ...]] | None = None) -> Iterator[Any]:
+        """The launch of one inference on ``stream`` reading and writing ``buffers``. On the runner's own
+        stream the launch is ORT's run alone; on another stream the two streams wait on each other
+        around it (events), so ``stream``'s events still bracket ORT's work."""
+        from ..system import cuda
+
+        shapes = dict(shapes or self._shapes)
+        binding = self._binding(buffers, shapes)
+        key = (tuple(sorted(buffers.items())), tuple(sorted(shapes.items())))
+        options = self._run_options(key)
+        run = self._session.run_with_iobinding
+        if int(stream) == self.stream.handle:
+            yield lambda: run(binding, options)
+            return
+        rt, ok = cuda.runtime(), cuda.ok
+        with cuda.Event(timing=False) as before, cuda.Event(timing=False) as after:
+            def launch() -> None:
+                ok(rt.cudaEventRecord(before.raw, stream), "cudaEventRecord")
+                ok(rt.cudaStreamWaitEvent(self.stream.raw, before.raw, 0), "cudaStreamWaitEvent")
+                run(binding, options)
+                ok(rt.cudaEventRecord(after.raw, self.stream.raw), "cudaEventRecord")
+                ok(rt.cudaStreamWaitEvent(stream, after.raw, 0), "cudaStreamWaitEvent")
+
+            yield launch
+
+    def enqueue(self, buffers: Mapping[str, int], stream: int) -> None:
+        with self.bind(buffers, stream) as launch:
+            launch()
+
+    def infer(self, feeds: Mapping[str, "np.ndarray"]) -> dict[str, "np.ndarray"]:
+        """Host in, host out (the accuracy path): ORT copies, runs without a graph, synchronises."""
+        session = self._eager if self._eager is not None else self._session
+        names = [o.name for o in self.outputs]
+        options = import_ort().RunOptions()
+        if session is self._session and self.graph_enabled:
+            options.add_run_config_entry(GRAPH_ID, "-1")
+        values = session.run(names, dict(feeds), options)
+        return dict(zip(names, values))
+
+    def close(self) -> None:
+        self._session = None
+        self._eager = None
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
+
+
+def graph_refusal(err: BaseException) -> str | None:
+    """ORT's reason when a session cannot use a CUDA graph (None for any other failure)."""
+    text = str(err)
+    if GRAPH_REFUSED in text or "CUDA graph" in text or "cuda graph" in text.lower():
+        return ort_cause(text)
+    return None
+
+
+class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
+    """ONNX Runtime on its CUDA execution provider (onnxruntime-gpu), timed with CUDA events."""
+
+    name = "onnxruntime-cuda"
+    artifact_suffix = ".onnx"
+    device: DeviceKind = "cuda"
+    provider = CUDA_EP
+    capabilities = Capabilities(
+        device="cuda", batch_independent=True, layer_profiler="ort-session", timeline="ort-session",
+        session_warnings=True, graph_capture="runner", extra=EXTRA)
+
+    def available(self) -> Availability:
+        return cuda_availability()
+
+    def check_precision(self, precision: Precision) -> None:
+        if precision is Precision.FP8:
+            raise UnsupportedPrecision("fp8 is not available on onnxruntime-cuda (no FP8 kernels in ORT's CUDA EP); "
+                                       "use --backend tensorrt or tensorrt-rtx (compute capability 8.9+)")
+        if precision is Precision.BF16:
+            raise UnsupportedPrecision("bf16 is not available on onnxruntime-cuda: ORT's CUDA EP has no BF16 Conv "
+                                       "and few BF16 kernels; use --backend torch")
+        if precision is Precision.INT8:
+            raise UnsupportedPrecision("int8 is not available on onnxruntime-cuda: ORT's CUDA EP has no integer "
+                                       "Conv/MatMul kernels for QDQ models (they run FP32 between casts); use "
+                                       "--backend tensorrt")
+
+    def load(self, artifact: Path, record: "EngineRecord", *, threads: int | None = None,  # type: ignore[override]
+             log_warnings: bool = False, graph: bool = True,
+             cuda_options: Mapping[str, str] | None = None) -> OnnxRuntimeCudaRunner:
+        """A runner on a stream of its own; ORT's CUDA graph on unless ``graph`` is False or ORT refuses it
+        (the refusal is kept as the reason). ``cuda_options`` override ``CUDA_OPTIONS`` (what-ifs). ``threads``
+        is refused: its capabilities do not say ``host_threads`` (bench refuses ``--threads`` before this)."""
+        from ..system import cuda
+
+        if threads is not None:
+            raise BackendUnavailable("--threads applies to host runtimes; onnxruntime-cuda runs on the GPU")
+        av = cuda_availability()
+        if not av.ok:
+            raise BackendUnavailable(f"backend {self.name!r} cannot run here: {av.reason}")
+        severity = ORT_WARNING if log_warnings else 4
+        stream = cuda.Stream()
+        options = {**CUDA_OPTIONS, **(cuda_options or {}), "user_compute_stream": str(stream.handle)}
+        precision = record.spec.precision
+
+        def session(with_graph: bool) -> Any:
+            return ort_session(Path(artifact), precision, path=Path(artifact), log_severity=severity, device="cuda",
+                               cuda_options={**options, "enable_cuda_graph": "1" if with_graph else "0"})
+
+        refused = None
+        try:
+            try:
+                timed = session(graph)
+            except BadModel as err:
+                refused = graph_refusal(err.__cause__ or err) if graph else None
+                if refused is None:
+                    raise
+                timed = session(False)
+            eager = None  # infer() runs the timed session with gpu_graph_id -1 (no graph in that run)
+        except BaseException:
+            stream.close()
+            raise
+        return OnnxRuntimeCudaRunner(timed, stream, record.inputs, record.outputs, graph=graph and refused is None,
+                                     refused=refused, eager_session=eager)
