@@ -14,6 +14,7 @@ from ..report.kit import document, esc, fixed_column, fmt, img, table
 from ..compare.result import ComparisonResult
 from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
+from ..measure.results import read_json
 
 HEADERS = ("batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms",
            "loss after N (base → cand)", "skipped", "peak alloc MiB (base → cand)")
@@ -180,5 +181,5 @@ def write_html(data: Mapping[str, Any], out: Path) -> Path:
 
 def write_report(path: Path, out: Path) -> tuple[Path, str]:
     """The page for a stored train-compare JSON (``trtprof report`` uses it); returns (html, Markdown)."""
-    data = json.loads(Path(path).read_text())
+    data = read_json(Path(path))  # bounded, one-line errors, and a .json.gz read as its JSON
     return write_html(data, out), markdown(data)

@@ -1,5 +1,9 @@
 """Reading files whose content is data, not trusted: sweep specs (TOML/YAML) and result JSON.
 
+A gzip file (by its magic bytes, or a ``.gz`` name) is read through the stdlib ``gzip`` module, so
+``results.json.gz`` works wherever ``results.json`` does (report, plot, import, resume, the pages);
+the size limit bounds the decompressed text too, so a gzip bomb is one line as well.
+
 Why a module: a spec or a result file may come from anywhere (a colleague, a CI artifact, a fuzzer).
 Each is read with a size limit, parsed without executing anything, and its structure is bounded
 before any code walks it, so a YAML alias bomb, a 100 MB file or 100 000 nested lists is one line
@@ -7,13 +11,14 @@ naming the file, not a hang, a MemoryError or a RecursionError.
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput
+from ..errors import BadInput, first_line
 
 MAX_FILE_BYTES = 64 * 1024**2  # results of a long sweep with raw samples reach a few MB; 64 MB is far above
 MAX_SPEC_BYTES = 1024**2  # a spec of hundreds of models is ~100 KB
@@ -22,15 +27,47 @@ MAX_DEPTH = 64  # nesting; trtprof's own files nest less than 10 levels
 MAX_SPEC_NODES = 100_000  # values in a sweep spec after aliases: hundreds of models × ~10 keys is ~5 000
 # names that become file or folder names: ids, backends, gpu types
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether ``path`` is to be read as gzip: its first two bytes are gzip's magic, or its name ends in .gz."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return True
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def read_gzip_text(path: Path, limit: int, what: str) -> str:
+    """The decompressed text of a gzip file, refused (exit 2) when it is not valid gzip or decompresses
+    to more than ``limit`` bytes (read up to the limit, never further)."""
+    import gzip  # here, not at the top: every command imports this module, few read a .gz
+    import zlib
+
+    try:
+        with Path(path).open("rb") as fh:
+            if fh.read(2) != GZIP_MAGIC:  # gzip reads an empty file as empty data: refused here too
+                raise gzip.BadGzipFile("no gzip header")
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise BadInput(f"{what} is not valid gzip data ({first_line(err)})", path=path) from err
+    if len(raw) > limit:
+        raise BadInput(f"{what} decompresses to more than the {limit}-byte limit", path=path)
+    return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()  # newlines as Path.read_text gives them
 
 
 def read_text(path: Path, limit: int, what: str) -> str:
-    """The file's text, refused (exit 2) when larger than ``limit`` bytes or not UTF-8."""
+    """The file's text (decompressed when it is gzip), refused (exit 2) when larger than ``limit``
+    bytes or not UTF-8."""
     path = Path(path)
     try:
         size = path.stat().st_size
         if size > limit:
             raise BadInput(f"{what} is {size} bytes, more than the {limit}-byte limit", path=path)
+        if is_gzip(path):
+            return read_gzip_text(path, limit, what)
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise BadInput(f"{what} is not UTF-8 text", path=path) from err
@@ -57,7 +94,8 @@ def check_bounded(data: Any, where: str, *, max_nodes: int = MAX_NODES, max_dept
 
 
 def load_json(path: Path, what: str, limit: int = MAX_FILE_BYTES) -> Any:
-    """JSON from ``path`` within the size and structure bounds; BadInput naming the file otherwise.
+    """JSON from ``path`` (or gzip-compressed JSON: ``.json.gz``) within the size and structure bounds;
+    BadInput naming the file otherwise.
     NaN/Infinity literals parse (trtprof writes them for undefined statistics); callers that need
     finite numbers check with ``finite_samples``."""
     text = read_text(path, limit, what)
