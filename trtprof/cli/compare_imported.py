@@ -18,8 +18,8 @@ MEASURING_OPTIONS = ("backends", "what_if", "precision", "layers", "accuracy", "
 
 
 def is_results_file(args: argparse.Namespace) -> bool:
-    """One .json positional holding a trtprof results file (an engine's JSON or a model is not)."""
-    if len(args.model) != 1 or args.model[0].suffix != ".json" or not args.model[0].is_file():
+    """One .json (or .json.gz) positional holding a trtprof results file (an engine's JSON or a model is not)."""
+    if len(args.model) != 1 or not args.model[0].name.endswith((".json", ".json.gz")) or not args.model[0].is_file():
         return False
     from ..measure.results import read_json
 
