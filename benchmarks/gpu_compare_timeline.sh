@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 35 (compare --timeline) on the H200: run from the repository root on the device machine, with
-# the environment the other GPU scripts use (gpu_issue33.sh). Results under $OUT/r.
+# the environment the other GPU scripts use (gpu_archs_explicit_budget.sh). Results under $OUT/r.
 #  1. ResNet-50 (torchvision, random weights) b1 fp32,fp16 `compare --timeline --trace-dir` on the torch
 #     backend, CUDA-graph replay (compare's default) and --eager, then `trtprof report` of each;
 #  2. what the timeline costs where it runs (benchmarks/timeline_cost.py: the parent path trtprof takes

@@ -7,7 +7,7 @@
 # and has batch 32 either as a partial entry (stop_reason load_lost) or pending; no worker is left.
 # Prints PASS or FAIL lines and exits 0 only when every check passes.
 #
-# On the H200 (repository root, trtprof installed; ResNet-50 exported by benchmarks/issue33_models.py):
+# On the H200 (repository root, trtprof installed; ResNet-50 exported by benchmarks/export_zoo_models.py):
 #   bash benchmarks/gpu_worker_kill.sh --backend torch
 # On the CPU (the same script; the demo convnet, ONNX Runtime, smaller batch sizes):
 #   bash benchmarks/gpu_worker_kill.sh --backend onnxruntime --model demo --batch-sizes 1,8
@@ -34,7 +34,7 @@ if [ -e "$R" ]; then echo "gpu_worker_kill.sh: $R exists: give a new --out folde
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1
 case $MODEL in
-  resnet50) $PY benchmarks/issue33_models.py "$R/models" resnet50 | grep exported || exit 1; MODEL=$R/models/resnet50.onnx;;
+  resnet50) $PY benchmarks/export_zoo_models.py "$R/models" resnet50 | grep exported || exit 1; MODEL=$R/models/resnet50.onnx;;
   demo) $PY -c "from trtprof.model.demo import make_demo_model; make_demo_model('$R/demo.onnx', channels=8, image=16, classes=10)" || exit 1
         MODEL=$R/demo.onnx;;
 esac

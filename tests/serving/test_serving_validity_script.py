@@ -1,4 +1,4 @@
-"""The serving command the lead runs on the H200 (benchmarks/issue34_serving.sh, torch, ResNet-50) writes
+"""The serving command the lead runs on the H200 (benchmarks/serving_validity.sh, torch, ResNet-50) writes
 `validity` in its JSON: the same script, the same trtprof commands, on ONNX Runtime on the CPU with a small
 model (issue 34: "a serving run whose JSON carries validity")."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "issue34_serving.sh"
+SCRIPT = REPO / "benchmarks" / "serving_validity.sh"
 
 pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -30,7 +30,7 @@ def test_the_serving_script_writes_validity_for_the_file_and_the_sweep(tmp_path)
     done = subprocess.run(["bash", str(SCRIPT), "onnxruntime"], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    data = json.loads((tmp_path / "o" / "issue34" / "serving.json").read_text())
+    data = json.loads((tmp_path / "o" / "serving_validity" / "serving.json").read_text())
     (sweep,) = data["serving"]
     for stamp in (data["validity"], sweep["validity"]):
         assert stamp["stamp"].startswith(("VALID", "NOT VALID"))
@@ -43,7 +43,7 @@ def test_the_serving_script_writes_validity_for_the_file_and_the_sweep(tmp_path)
     from trtprof.cli import main
 
     page = tmp_path / "serving.html"
-    assert main(["report", str(tmp_path / "o" / "issue34" / "serving.json"), "-o", str(page)]) == 0
+    assert main(["report", str(tmp_path / "o" / "serving_validity" / "serving.json"), "-o", str(page)]) == 0
     body = page.read_text()
     top = body[:body.index("<h2>")]
     assert ("<b>NOT VALID</b>" if not data["validity"]["valid"] else "<b>VALID</b>") in top

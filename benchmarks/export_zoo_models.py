@@ -1,10 +1,11 @@
-"""Export the architectures issue 33 checks, none written here, to ONNX (random weights, no download):
+"""Export architectures nobody here wrote to ONNX (issue 33 checks them; named issue33_models.py before
+issue 41), random weights, no download:
 torchvision ResNet-50, timm ViT-B/16, EfficientNet-B0, ConvNeXt-T, MobileNetV3-L, and transformers'
 BertModel(BertConfig()) wrapped so that forward(input_ids, attention_mask) calls it with keywords (its
 positional/kwargs export fails: FACTS.md). ``torch.onnx.export`` (TorchScript exporter), opset 17,
 dynamic batch. Run on the GPU machine (it has timm and transformers):
 
-    python3 benchmarks/issue33_models.py OUT_DIR [NAME ...]
+    python3 benchmarks/export_zoo_models.py OUT_DIR [NAME ...]
 """
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 #!/bin/bash
-# Issue 33, second day on the H200 (run from the repository root on the device machine, wheels in .whl).
+# trtprof compare on the torch backend with its DEFAULTS (no --time-budget-s), on ResNet-50 beside an
+# independent loop and on architectures nobody here wrote, plus GPU A/A, a serving run, kill -9 of a worker
+# and compare --timeline (issues 33-36 on the H200, 2026-12-02; named gpu_issue33_c.sh before issue 41).
+# Run from the repository root on the device machine, wheels in .whl.
 # Parts G/H/T: the third day's calls (see each). Part C: the torch.export artifact (build time, load phases: saved program vs conversion), the ResNet-50
 # compare with DEFAULTS (no --time-budget-s: the default budget policy) under compare_timeline, ViT-B/16
 # and BERT-base with defaults, BERT's build failure with --debug (the traceback names the op), and the
@@ -16,7 +19,7 @@ tl() { local name=$1; shift; local t0=$SECONDS; timeout ${TO:-200} python3 bench
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$R/nvidia-smi-$PART.txt"
 date -u >>"$R/summary.txt"
 if [ "$PART" = C ]; then
-  python3 benchmarks/issue33_models.py $M resnet50 vit_b16 bert_base 2>&1 | grep exported
+  python3 benchmarks/export_zoo_models.py $M resnet50 vit_b16 bert_base 2>&1 | grep exported
   TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
   timeout 120 python3 benchmarks/torch_load_phases.py $E/r50 --out "$R/load_phases.json" >"$R/load_phases.txt" 2>&1; cat "$R/load_phases.txt"
   TO=150 tl r50_defaults compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/r50_defaults.json"
@@ -27,7 +30,7 @@ if [ "$PART" = C ]; then
   TO=60 tp r50_inproc_eager compare $M/resnet50.onnx --backend torch --precisions fp32,tf32 --batch-sizes 32 --in-process --eager --time-budget-s 15 --engines $E/r50 --out "$R/r50_inproc_eager.json"
 elif [ "$PART" = D ]; then
   # the default ResNet-50 run (accuracy from the workers), GPU A/A x6, the report's net, a NOT VALID run
-  python3 benchmarks/issue33_models.py $M resnet50 2>&1 | grep exported
+  python3 benchmarks/export_zoo_models.py $M resnet50 2>&1 | grep exported
   python3 -c "import sys; sys.path.insert(0, 'models'); import conv_elu; conv_elu.make_onnx('report_conv_elu_k32_256', '$M/report.onnx')"
   TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
   TO=240 tl r50_defaults compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/r50_defaults.json"
@@ -55,7 +58,7 @@ while time.time() - t < 40: a = (a @ a).clamp_(-1, 1)
 elif [ "$PART" = F ]; then
   # final head: BERT-base (the Flatten fix), the ResNet-50 default run (the budget that grows where the
   # start-up took the window), the gpu-marked tests, then three timm models with defaults
-  python3 benchmarks/issue33_models.py $M bert_base resnet50 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
+  python3 benchmarks/export_zoo_models.py $M bert_base resnet50 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
   TO=130 tp bert_base compare $M/bert_base.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/bert --out "$R/bert_base.json"
   TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
   TO=200 tl r50_defaults compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/r50_defaults.json"
@@ -67,7 +70,7 @@ elif [ "$PART" = G ]; then
   # third day, call 1: the ResNet-50 default run at the final code (refit, check_and_export) beside the
   # independent plain-PyTorch loop in the same call; issue 35's compare --timeline (ResNet-50 b1 graph and
   # eager, the report's net at 10 and 256); the report's net against its own independent loop
-  [ -f $M/resnet50.onnx ] || python3 benchmarks/issue33_models.py $M resnet50 2>&1 | grep exported
+  [ -f $M/resnet50.onnx ] || python3 benchmarks/export_zoo_models.py $M resnet50 2>&1 | grep exported
   [ -f $M/report.onnx ] || python3 -c "import sys; sys.path.insert(0, 'models'); import conv_elu; conv_elu.make_onnx('report_conv_elu_k32_256', '$M/report.onnx')"
   TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
   timeout 120 python3 benchmarks/reference_resnet50_graph.py --batch-sizes 1,32,256 --out "$R/ref_r50.json" >"$R/ref_r50.txt" 2>&1; echo "ref_r50 rc=$?" | tee -a "$R/summary.txt"; cat "$R/ref_r50.txt"
@@ -88,7 +91,7 @@ elif [ "$PART" = G ]; then
 elif [ "$PART" = H ]; then
   # third day, call 2: a serving run with its validity stamp (issue 34), kill -9 of a worker mid-compare
   # (issue 36), then architectures nobody here wrote with defaults (issue 33)
-  python3 benchmarks/issue33_models.py $M resnet50 vit_b16 bert_base convnext_tiny mobilenetv3_large efficientnet_b0 2>&1 | grep exported
+  python3 benchmarks/export_zoo_models.py $M resnet50 vit_b16 bert_base convnext_tiny mobilenetv3_large efficientnet_b0 2>&1 | grep exported
   TO=150 tp build_r50 build --backend torch --fp32 --tf32 --fp16 $M/resnet50.onnx --engines $E/r50 --batch-sizes 1,32,256
   TO=90 tp r50_serving compare $M/resnet50.onnx --backend torch --precisions fp32,fp16 --batch-sizes 8 --concurrency 1,4 --slo-ms 15 --window-s 0.5 --serving-rounds 3 --engines $E/r50 --out "$R/r50_serving.json"
   python3 -c "import json; d=json.load(open('$R/r50_serving.json')); print('serving validity:', json.dumps(d.get('validity'))[:400])" | tee -a "$R/summary.txt"
@@ -103,7 +106,7 @@ elif [ "$PART" = H ]; then
   done
 elif [ "$PART" = T ]; then
   # third day, call 3: the last architecture, the gpu-marked tests, the 1 %-in-30 s check
-  [ -f $M/efficientnet_b0.onnx ] || python3 benchmarks/issue33_models.py $M efficientnet_b0 mobilenetv3_large 2>&1 | grep exported
+  [ -f $M/efficientnet_b0.onnx ] || python3 benchmarks/export_zoo_models.py $M efficientnet_b0 mobilenetv3_large 2>&1 | grep exported
   for m in mobilenetv3_large efficientnet_b0; do
     TO=150 tp $m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/$m.json"
   done
@@ -111,7 +114,7 @@ elif [ "$PART" = T ]; then
   [ -n "${ONE_PERCENT:-}" ] && timeout 150 python3 benchmarks/gpu_power.py --out-dir "$R/one_percent" --skip what-if --runs 2 --truth-s 5 >"$R/one_percent.txt" 2>&1; echo "one percent rc=$?" | tee -a "$R/summary.txt"; tail -8 "$R/one_percent.txt"
 elif [ "$PART" = E ]; then
   # architectures nobody here wrote, with defaults; then the gpu-marked tests
-  python3 benchmarks/issue33_models.py $M bert_base vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
+  python3 benchmarks/export_zoo_models.py $M bert_base vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large 2>&1 | grep exported
   TO=150 tp bert_base compare $M/bert_base.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/bert --out "$R/bert_base.json"
   for m in vit_b16 efficientnet_b0 convnext_tiny mobilenetv3_large; do
     TO=120 tp $m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/$m.json"
