@@ -71,7 +71,7 @@ def test_fp16_casts_beyond_the_baseline_are_counted_and_timed():
     ("sm90_xmma_fprop_implicit_gemm_f16f16", "", "conv"), ("ampere_sgemm_128x64_nn", "", "gemm"),
     ("Memcpy HtoD (Pageable -> Device)", "", "copy"), ("n3", "Cast", "cast"), ("ReorderOutput", "ReorderOutput", "reformat"),
     ("vectorized_elementwise_kernel", "", "elementwise"), ("mystery", "", "other"), ("x", "Conv", "conv"),
-    # kernel names seen on the H200 (benchmarks/results/gpu_timeline-2026-12-01): ATen's "nocast" and a
+    # kernel names seen on the H200 (benchmarks/results/gpu_timeline-H200-2026-12-02): ATen's "nocast" and a
     # "broadcast" are no casts; cuDNN's layout kernels are reformats, its NHWC convolutions convolutions
     ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<float>",
      "", "elementwise"), ("broadcast_kernel", "", "other"),
