@@ -1,13 +1,18 @@
 """A markdown table of ``benchmarks/compare_timeline.py`` runs: per run (NAME.txt, its stderr, beside
-NAME.json, its --out) the wall time, the load phase (``load_reference``), when the first batch size's loop
+NAME.json or NAME.json.gz, its --out) the wall time, the load phase (``load_reference``), when the first batch size's loop
 began, the budget's ``startup_s``, the parent's and the workers' CPU seconds, the parent's max RSS, what
 ran beside the timing (``concurrent_with_timing``), the verdicts and the load average. Runs named warm-*
 (the ones that built the engines) are left out.
 
     python benchmarks/compare_timeline_summary.py FOLDER
 """
-import json, re, sys
+import gzip, json, re, sys
 from pathlib import Path
+
+def load(path):
+    """NAME.json, or NAME.json.gz where it was compressed (the committed results are)."""
+    gz = path.with_name(path.name + ".gz")
+    return json.loads(gzip.decompress(gz.read_bytes()) if not path.exists() and gz.exists() else path.read_text())
 
 def phase(text, name):
     t0 = re.search(rf"^\s*([\d.]+) \(\+\s*[\d.]+\) > {name}$", text, re.M)
@@ -19,7 +24,7 @@ for f in sorted(Path(sys.argv[1]).glob("*.txt")):
     if f.stem.startswith("warm"):
         continue
     text = f.read_text()
-    data = json.loads(f.with_suffix(".json").read_text())
+    data = load(f.with_suffix(".json"))
     wall = float(re.search(r"wall ([\d.]+) s", text).group(1))
     cpu = re.search(r"this process ([\d.]+) \(max RSS (\d+) MiB\), its reaped children \(the workers\) ([\d.]+)", text)
     first_loop = re.search(r"^\s*([\d.]+) \(\+\s*[\d.]+\) > run_interleaved$", text, re.M)

@@ -19,11 +19,11 @@ shot() {  # shot PAGE.html OUT.png [W,H]
   --batch-sizes 1,8,32 --time-budget-s 5 --layers --out cmp.json >/dev/null 2>&1
 "$py" -m trtprof report cmp.json --out report-cmp.html >/dev/null
 "$py" -m trtprof report demo/results.json --out report-bench.html >/dev/null
-"$py" -m trtprof report "$repo/benchmarks/results/gpu_why-2026-11-30/run3/compare-resnet50-eager.json" \
+"$py" -m trtprof report "$repo/benchmarks/results/gpu_why-2026-11-30/run3/compare-resnet50-eager.json.gz" \
   --out report-h200.html >/dev/null
-"$py" -m trtprof report "$repo/benchmarks/results/gpu_serving-2026-12-01/serving-resnet50.json" \
+"$py" -m trtprof report "$repo/benchmarks/results/gpu_serving-2026-12-01/serving-resnet50.json.gz" \
   --out report-serving.html >/dev/null
-"$py" -m trtprof report "$repo/benchmarks/results/gpu_train-2026-11-30/train-resnet50.json" \
+"$py" -m trtprof report "$repo/benchmarks/results/gpu_train-2026-11-30/train-resnet50.json.gz" \
   --out report-train.html >/dev/null
 "$py" -m trtprof plot demo/results.json --out plots >/dev/null
 # no page may scroll sideways in a 1280 px window (issue 34): the script stops here if one does

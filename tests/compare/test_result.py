@@ -5,6 +5,7 @@ device in their folder names) and against one written here by the CLI: ``to_json
 gives the entry back byte for byte (json.dumps, so NaN and the key order count too)."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -14,14 +15,21 @@ from trtprof import schemas
 from trtprof.compare.result import ArmLatency, ComparisonResult, SpeedupSummary
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL_FILES = sorted((ROOT / "benchmarks" / "results").rglob("compare*.json"))
+RESULTS = ROOT / "benchmarks" / "results"
+ALL_FILES = sorted([*RESULTS.rglob("compare*.json"), *RESULTS.rglob("compare*.json.gz")])  # large ones are kept gzipped
+
+
+def read(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+
+
 # real compare files of the current schema (schemas.COMPARE), written on the H200 and on the CPU machine
-REAL_FILES = [p for p in ALL_FILES if json.loads(p.read_text()).get("schema") == schemas.COMPARE]
-OLD_FILES = [p for p in ALL_FILES if json.loads(p.read_text()).get("schema") == schemas.COMPARE_V1]
+REAL_FILES = [p for p in ALL_FILES if read(p).get("schema") == schemas.COMPARE]
+OLD_FILES = [p for p in ALL_FILES if read(p).get("schema") == schemas.COMPARE_V1]
 
 
 def entries(path: Path) -> list[dict]:
-    return json.loads(path.read_text())["comparisons"]
+    return read(path)["comparisons"]
 
 
 def test_there_are_real_files_to_round_trip():

@@ -6,6 +6,7 @@ back from its HTML with the standard library's parser, not with trtprof's own co
 """
 from __future__ import annotations
 
+import gzip
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,7 +17,7 @@ from trtprof.cli import main
 from trtprof.report.kit import fixed_column
 
 REPO = Path(__file__).resolve().parents[2]
-TRAIN = REPO / "benchmarks" / "results" / "gpu_train-2026-11-30" / "train-resnet50.json"
+TRAIN = REPO / "benchmarks" / "results" / "gpu_train-2026-11-30" / "train-resnet50.json.gz"
 
 
 class Tables(HTMLParser):
@@ -70,7 +71,7 @@ def train_page(tmp_path_factory) -> Tables:
 
 
 def test_train_page_has_a_speed_table_and_a_training_table_each_column_aligned(train_page):
-    data = json.loads(TRAIN.read_text())
+    data = json.loads(gzip.decompress(TRAIN.read_bytes()))
     speed, steps = train_page.tables[0], train_page.tables[1]
     assert speed[0] == ["batch", "comparison", "speedup [95% CI]", "verdict", "baseline step ms", "candidate step ms"]
     assert steps[0] == ["batch", "comparison", "steps", "baseline loss", "candidate loss", "skipped steps",

@@ -32,10 +32,10 @@ pytest.importorskip("matplotlib")
 # committed result files of real runs (H200): a compare with --layers (the widest tables), a serving
 # sweep, a train-compare
 COMMITTED = {
-    "compare-layers": RESULTS / "gpu_why-2026-11-30" / "run3" / "compare-resnet50-eager.json",
-    "compare-precisions": RESULTS / "gpu_precisions-2026-12-01" / "compare-resnet50.json",
-    "serving": RESULTS / "gpu_serving-2026-12-01" / "serving-resnet50.json",
-    "train-compare": RESULTS / "gpu_train-2026-11-30" / "train-resnet50.json",
+    "compare-layers": RESULTS / "gpu_why-2026-11-30" / "run3" / "compare-resnet50-eager.json.gz",
+    "compare-precisions": RESULTS / "gpu_precisions-2026-12-01" / "compare-resnet50.json.gz",
+    "serving": RESULTS / "gpu_serving-2026-12-01" / "serving-resnet50.json.gz",
+    "train-compare": RESULTS / "gpu_train-2026-11-30" / "train-resnet50.json.gz",
 }
 
 

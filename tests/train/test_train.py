@@ -311,7 +311,7 @@ def test_trtprof_report_renders_a_stored_train_compare_json(tmp_path, capsys):
     from trtprof.train import page, run
 
     assert page.SCHEMA == run.SCHEMA
-    src = Path(__file__).resolve().parents[2] / "benchmarks/results/gpu_train-2026-11-30/train-report_net.rediagnosed.json"
+    src = Path(__file__).resolve().parents[2] / "benchmarks/results/gpu_train-2026-11-30/train-report_net.rediagnosed.json.gz"
     out = tmp_path / "r.html"
     assert main(["report", str(src), "-o", str(out)]) == 0
     text = capsys.readouterr().out
