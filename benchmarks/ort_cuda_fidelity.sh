@@ -13,7 +13,7 @@ W=${W:-/tmp/ortw}
 mkdir -p "$OUT" "$W"
 export PYTHONUNBUFFERED=1
 T() { /usr/bin/time -f "wall %e s rc %x: $*" "$@"; }
-models() { [ -f "$W/resnet50.onnx" ] || python3 "$HERE/issue33_models.py" "$W" "$@" >/dev/null 2>&1; }
+models() { [ -f "$W/resnet50.onnx" ] || python3 "$HERE/export_zoo_models.py" "$W" "$@" >/dev/null 2>&1; }
 engines() { python3 -m trtprof build --backend onnxruntime-cuda --engines "$W/engines" "$@" | tail -4; }
 eng() { ls "$W"/engines/$1.$2.onnxruntime-cuda.*.onnx | head -1; }  # the engine file trtprof built: model, precision
 
@@ -28,7 +28,7 @@ for stage in "$@"; do
         --precisions fp32,fp16 --batch-sizes 10 --time-budget-s 8 --out "$OUT/smoke.json" 2>&1 | tail -25
       ;;
     resnet50)
-      python3 "$HERE/issue33_models.py" "$W" resnet50 >/dev/null 2>&1
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
         --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50.json" 2>&1 | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
@@ -39,7 +39,7 @@ for stage in "$@"; do
       ;;
     transformers)
       for m in vit_b16 bert_base; do
-        python3 "$HERE/issue33_models.py" "$W" $m >/dev/null 2>&1
+        python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | grep -E "^batch|VALID|eager|wall|rror" | head -20
@@ -48,7 +48,7 @@ for stage in "$@"; do
       done
       ;;
     aa)
-      python3 "$HERE/issue33_models.py" "$W" resnet50 >/dev/null 2>&1
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp16 --batch-sizes 1,32 "$W/resnet50.onnx"
       for i in 1 2 3 4 5 6; do
         python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
@@ -65,7 +65,7 @@ for stage in "$@"; do
       ;;
     archs)
       for m in efficientnet_b0 convnext_tiny mobilenetv3_large; do
-        python3 "$HERE/issue33_models.py" "$W" $m >/dev/null 2>&1
+        python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp32,fp16 --batch-sizes 1,32 --time-budget-s 8 --out "$OUT/$m.json" 2>&1 | grep -E "^batch|eager|wall|rror|why" | head -12
