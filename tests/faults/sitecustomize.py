@@ -75,7 +75,8 @@ _ATOMIC_TEMP = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")  # util/files.p
 
 
 def destination(path: str | os.PathLike) -> Path:
-    """The file a write to ``path`` is for: ``path`` itself, or ``DIR/NAME`` for an atomic temp ``DIR/.NAME.XXXX.tmp``."""
+    """The file a write to ``path`` is for: ``path`` itself, or ``DIR/NAME`` for an atomic temp
+    ``DIR/.NAME.XXXX.tmp``."""
     real = Path(os.path.realpath(path))
     temp = _ATOMIC_TEMP.fullmatch(real.name)
     return real.parent / temp["name"] if temp else real
