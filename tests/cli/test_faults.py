@@ -28,6 +28,27 @@ def run_with_fault(fault: str, *argv: str, preexec_fn=None, timeout: float = 300
                           timeout=timeout, env=env, preexec_fn=preexec_fn)
 
 
+def test_a_write_fault_hits_exact_paths_never_substrings(tmp_path):
+    """Was: ``enospc:c.json`` also hit an engine ``….0123456789ac.json``, so a test failed or passed with
+    the key. A fault names an absolute path: the file itself, or its atomic temp ``.NAME.XXXX.tmp``
+    beside it; ``DIR/`` names the files directly in DIR."""
+    from ..conftest import load_script
+
+    faults = load_script("tests/faults/sitecustomize.py", "trtprof_test_faults")
+    out, engines = tmp_path / "c.json", tmp_path / "e"
+    assert faults.hits(str(out), out) and faults.hits(str(out), tmp_path / ".c.json.k3_x9z.tmp")
+    for other in (engines / "convnet.fp32.onnxruntime.0123456789ac.json", tmp_path / "abc.json",
+                  tmp_path / "c.json.bak", tmp_path / ".abc.json.k3_x9z.tmp", tmp_path / "sub" / "c.json", ""):
+        assert not faults.hits(str(out), other), other
+    assert faults.hits(f"{engines}/", engines / "convnet.fp32.onnxruntime.0123456789ac.json")
+    assert faults.hits(f"{engines}/", engines / ".convnet.fp32.onnxruntime.0123456789ac.onnx.k3_x9z.tmp")
+    assert not faults.hits(f"{engines}/", engines / ".locks" / "x.lock") and not faults.hits(f"{engines}/", out)
+    relative = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, text=True,
+                              env=dict(os.environ, TRTPROF_TEST_FAULT="enospc:c.json",
+                                       PYTHONPATH=os.pathsep.join([str(FAULTS_DIR), os.environ.get("PYTHONPATH", "")])))
+    assert relative.returncode != 0 and "not an absolute path" in relative.stderr  # a bare name is refused
+
+
 @pytest.fixture
 def engines(conv_model, tmp_path) -> Path:
     out = tmp_path / "engines"
@@ -469,18 +490,21 @@ def test_bench_on_a_full_disk_keeps_the_measurements(fault, engines, tmp_path):
     out = tmp_path / "results.json"
     old = '{"schema": "trtprof.results/1", "old": true}'  # an earlier run's (a user's file is refused first)
     out.write_text(old)
-    proc = run_with_fault(f"{fault}:results.json", "bench", str(engines), *FAST, "--out", str(out))
+    proc = run_with_fault(f"{fault}:{out}", "bench", str(engines), *FAST, "--out", str(out))
     cause = "No space left on device" if fault == "enospc" else "File too large"
     _assert_clean_failure(proc, str(out), "cannot write", cause, "measurements are in the table above")
     assert "fp32" in proc.stdout and "batch" in proc.stdout.lower()  # the table: the measurements themselves
     assert out.read_text() == old and not list(tmp_path.glob(".results.json.*"))
 
 
-@pytest.mark.parametrize("fault", ["enospc:r.html", "efbig:/plots/"])
-def test_report_and_plot_on_a_full_disk_are_one_line(fault, results_file, tmp_path):
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_report_and_plot_on_a_full_disk_are_one_line(command, results_file, tmp_path):
+    """Fault: ENOSPC on the report page; EFBIG on every file written into the plots folder."""
     report, plots = tmp_path / "r.html", tmp_path / "plots"
-    argv = (["report", str(results_file), "-o", str(report)] if "html" in fault
-            else ["plot", str(results_file), "--out", str(plots)])
+    if command == "report":
+        argv, fault = ["report", str(results_file), "-o", str(report)], f"enospc:{report}"
+    else:
+        argv, fault = ["plot", str(results_file), "--out", str(plots)], f"efbig:{plots}/"
     proc = run_with_fault(fault, *argv)
     _assert_clean_failure(proc, "cannot write")
     assert not report.exists() and not list(plots.glob("*.png")) and results_file.exists()
@@ -600,7 +624,7 @@ def test_compare_of_built_engines_refuses_a_huge_batch_before_allocating(conv_mo
 def test_compare_on_a_full_disk_keeps_the_printed_comparison(conv_model, tmp_path):
     """Fault: ENOSPC on the compare JSON. One line naming it; the verdict was printed before."""
     out = tmp_path / "c.json"
-    proc = run_with_fault("enospc:c.json", "compare", str(conv_model), "--backend", "onnxruntime",
+    proc = run_with_fault(f"enospc:{out}", "compare", str(conv_model), "--backend", "onnxruntime",
                           "--engines", str(tmp_path / "e"), "--time-budget-s", "1", "--out", str(out))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]  # compare's progress is on stderr too
@@ -652,9 +676,12 @@ def test_bench_of_an_engines_dir_ignores_a_results_file_left_inside(engines, tmp
 def test_build_on_a_full_disk_names_the_engines_dir_not_the_model(conv_model, tmp_path):
     """Fault: ENOSPC while the artifact is written into the engines dir. One line with the cause; no
     half entry or temp file is left; the model is untouched and not blamed."""
+    argv = ["build", str(conv_model), "--fp32", "--backend", "onnxruntime"]
+    probe = tmp_path / "probe"  # the same build elsewhere names the artifact (its key is the content's, not the dir's)
+    assert main([*argv, "--engines", str(probe)]) == 0
+    (artifact,) = [p.name for p in probe.glob("convnet.fp32.*") if p.suffix != ".json"]
     engines = tmp_path / "engines"
-    proc = run_with_fault("enospc:.convnet.fp32", "build", str(conv_model), "--fp32", "--engines", str(engines),
-                          "--backend", "onnxruntime")
+    proc = run_with_fault(f"enospc:{engines / artifact}", *argv, "--engines", str(engines))
     _assert_clean_failure(proc, str(engines), "cannot write", "No space left on device")
     assert f"{conv_model}:" not in proc.stderr and conv_model.exists()
     assert [p.name for p in engines.iterdir() if p.name != ".locks"] == []

@@ -59,7 +59,7 @@ def test_a_signal_after_the_search_keeps_the_keep_list(conv_model, tmp_path):
 
 
 def test_a_full_disk_on_out_keeps_the_reuse_line(conv_model, tmp_path):
-    env = dict(os.environ, TRTPROF_TEST_FAULT="enospc:fixout.json",
+    env = dict(os.environ, TRTPROF_TEST_FAULT=f"enospc:{tmp_path / 'fixout.json'}",
                PYTHONPATH=os.pathsep.join([str(FAULTS_DIR), str(REPO), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(_argv(conv_model, tmp_path, "2"), capture_output=True, text=True, env=env, timeout=240)
     assert proc.returncode == 2, proc.stderr

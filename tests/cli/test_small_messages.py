@@ -16,7 +16,7 @@ from .test_faults import FAST, engines, run_with_fault  # noqa: F401 - engines i
 
 def test_a_csv_on_a_full_disk_is_named_not_the_json(engines, tmp_path):  # noqa: F811
     out, csv = tmp_path / "r.json", tmp_path / "r.csv"
-    proc = run_with_fault("enospc:r.csv", "bench", str(engines), *FAST, "--out", str(out), "--csv", str(csv))
+    proc = run_with_fault(f"enospc:{csv}", "bench", str(engines), *FAST, "--out", str(out), "--csv", str(csv))
     _assert_clean_failure(proc, str(csv), "No space left on device")
     assert str(out) + ":" not in proc.stderr and out.exists() and not csv.exists()
 

@@ -9,8 +9,12 @@ end without depending on one library version's allocation behaviour or on a full
 Faults (``name:argument``):
 - ``ort_oom:N``: ``onnxruntime.InferenceSession.run`` raises ORT's own ``RuntimeException`` "Failed to
   allocate memory for requested buffer of size ..." when an input's leading dimension is >= N.
-- ``enospc:TEXT`` / ``efbig:TEXT``: a file opened for writing whose path contains TEXT fails its first
-  write with ``OSError(ENOSPC)`` / ``OSError(EFBIG)``, as a full disk or ``ulimit -f`` would.
+- ``enospc:PATH`` / ``efbig:PATH``: a file opened for writing whose destination *is* PATH fails its first
+  write with ``OSError(ENOSPC)`` / ``OSError(EFBIG)``, as a full disk or ``ulimit -f`` would. PATH is
+  absolute and compared as a path (``Path ==`` after ``realpath``), never as a substring: ``enospc:/t/c.json``
+  does not hit ``/t/e/convnet.fp32.onnxruntime.0123456789ac.json``. A file's destination is its own path,
+  or, for trtprof's atomic-write temp ``DIR/.NAME.XXXX.tmp`` (util/files.py), ``DIR/NAME``. A PATH ending
+  in ``/`` names a folder: every file whose destination lies directly in it fails.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ import builtins
 import errno
 import io
 import os
+import re
+from pathlib import Path
 
 FAULT = os.environ.get("TRTPROF_TEST_FAULT", "")
 
@@ -65,11 +71,34 @@ class _FailingWriter:
         return iter(self._raw)
 
 
-def _inject_write_error(code: int, needle: str) -> None:
+_ATOMIC_TEMP = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]+\.tmp")  # util/files.py's mkstemp(prefix=.NAME., suffix=.tmp)
+
+
+def destination(path: str | os.PathLike) -> Path:
+    """The file a write to ``path`` is for: ``path`` itself, or ``DIR/NAME`` for an atomic temp
+    ``DIR/.NAME.XXXX.tmp``."""
+    real = Path(os.path.realpath(path))
+    temp = _ATOMIC_TEMP.fullmatch(real.name)
+    return real.parent / temp["name"] if temp else real
+
+
+def hits(target: str, path: str | os.PathLike) -> bool:
+    """Whether a write to ``path`` is the one ``target`` names: the same file, or, for ``DIR/``, a file in DIR."""
+    if not os.fspath(path):
+        return False
+    dest = destination(path)
+    if target.endswith("/"):
+        return dest.parent == Path(os.path.realpath(target))
+    return dest == Path(os.path.realpath(target))
+
+
+def _inject_write_error(code: int, target: str) -> None:
+    if not os.path.isabs(target):
+        raise SystemExit(f"TRTPROF_TEST_FAULT: {target!r} is not an absolute path (faults match exact paths)")
     real_open, real_fdopen = builtins.open, os.fdopen
 
     def failing(raw, path):
-        return _FailingWriter(raw, code, str(path)) if needle in str(path) else raw
+        return _FailingWriter(raw, code, str(path)) if hits(target, path) else raw
 
     def open_(file, mode="r", *args, **kwargs):
         raw = real_open(file, mode, *args, **kwargs)

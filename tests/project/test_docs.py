@@ -167,6 +167,17 @@ def test_quickstart_test_command_is_the_one_ci_runs():
     assert command in quickstart.splitlines()
 
 
+def test_ci_runs_the_suite_without_torch_with_the_readme_extras():
+    """.ci/run's torch-less venv installs exactly the extras of the README's test command, then runs the suite."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    marker = next(i for i, line in enumerate(ci) if "keep in sync with README.md" in line)
+    readme_extras = re.search(r"pip install -q -e '([^']+)'", ci[marker + 1]).group(1)
+    installs = [line for line in ci if line.startswith(".venv-notorch/bin/pip install")]
+    assert installs == [f".venv-notorch/bin/pip install -q -e '{readme_extras}'"]
+    assert ".venv-notorch/bin/python -m pytest -ra -p no:cacheprovider" in ci
+    assert ".venv-notorch/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
 def test_the_sweep_spec_shown_in_the_docs_loads(tmp_path):
     from trtprof.sweep.spec import load_spec
 
