@@ -231,12 +231,15 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
     """``--what-if pad-channels``: the original against its padded copy (outputs checked identical
     first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
     "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer.
-    ``--what-if channels-last``: ``compare_channels_last``."""
+    ``--what-if channels-last``: ``compare_channels_last``; ``--what-if nhwc``: ``compare_nhwc``."""
     if what_if not in whatif.WHAT_IFS:
         raise BadInput(f"--what-if {what_if}: known experiments are {', '.join(whatif.WHAT_IFS)}")
     if what_if == whatif.CHANNELS_LAST:
         return compare_channels_last(model, precision, batch_sizes, options, engines_dir=engines_dir,
                                      backend=backend, hooks=hooks)
+    if what_if == whatif.NHWC:
+        return compare_nhwc(model, precision, batch_sizes, options, engines_dir=engines_dir, backend=backend,
+                            hooks=hooks)
     source = as_onnx(Path(model), Path(engines_dir))
     area = whatif.whatif_dir(Path(engines_dir))
     padded = area / f"{source.stem}.{what_if}.onnx"
@@ -306,6 +309,46 @@ def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int
                        "outputs_max_rel_diff": identical, "identical_rtol": whatif.CHANNELS_LAST_RTOL,
                        "identity_check": "torch runner, fp32 (TF32 off), NCHW vs channels_last, on the GPU",
                        "lines": what_if_lines(outcome.report, what_if, arms)}
+    return outcome
+
+
+def layout_backends() -> dict[str, str]:
+    """Backend name → its NHWC layout runner option, for every backend that has one (capabilities)."""
+    return {n: option for n in backends.names() if (option := backends.capabilities(n).layout_option)}
+
+
+def compare_nhwc(model: Path, precision: str, batch_sizes: Sequence[int], options: CompareOptions = CompareOptions(),
+                 *, engines_dir: Path, backend: str = "auto", hooks: CompareHooks = CompareHooks()) -> AbOutcome:
+    """``--what-if nhwc``: the same engine file on a backend whose capabilities name a ``layout_option``
+    (ONNX Runtime's CUDA EP: ``prefer_nhwc``), the changed arm loaded with that option at "1" — a runner
+    option in the engine's cache key, as channels-last is torch's. Refused in one line, before anything
+    is built, on a backend without the option ("auto" means the first with one), for a model without
+    Conv/BatchNorm/pooling nodes, and where the backend cannot run; the two layouts' FP32 outputs are
+    checked equal first (``whatif.check_nhwc``)."""
+    what_if = whatif.NHWC
+    able = layout_backends()
+    if backend not in (*able, "auto") or not able:
+        raise BadInput(f"--what-if {what_if} runs on --backend {' or '.join(able) or '(none installed)'} only (it sets "
+                       f"the runtime's NHWC layout option{', ' + ', '.join(sorted(set(able.values()))) if able else ''}; "
+                       f"--backend {backend} has none to set)")
+    runtime = next(iter(able)) if backend == "auto" else backend
+    option = able[runtime]
+    source = as_onnx(Path(model), Path(engines_dir))
+    targets = whatif.nhwc_targets(source, option)
+    resolve_for_build(runtime)  # no GPU or no CUDA EP here: the one-line "cannot build here", before any build
+    caught: list[str] = []
+    identical = whatif.check_nhwc(source, what_if_feeds(source, batch_sizes, options), option, caught)
+    label = f"{precision}+{what_if}"
+    arms = original_arms(source, runtime, precision)
+    arms.append(ArmSpec(label, source, runtime, precision, ((option, whatif.NHWC_ON),),
+                        engines_dir=whatif.whatif_dir(Path(engines_dir))))
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome.report.model = source.stem
+    outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
+                       "changed_model": None, "option": {option: whatif.NHWC_ON}, "change": targets,
+                       "outputs_max_rel_diff": identical, "identical_rtol": whatif.NHWC_RTOL,
+                       "identity_check": f"{runtime}, fp32 (TF32 off), {option} 0 vs {whatif.NHWC_ON}",
+                       "lines": what_if_lines(outcome.report, what_if, arms), "warnings": caught}
     return outcome
 
 

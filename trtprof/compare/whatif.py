@@ -18,6 +18,12 @@ differ in their cache key and record the layout. ``channels_last_targets`` refus
 change (no 4-D input, no 2-D Conv with initializer weights); ``check_channels_last`` runs the module
 both ways through the torch runner (FP32, TF32 off) and refuses outputs that differ beyond rounding
 (``CHANNELS_LAST_RTOL``).
+
+``nhwc`` changes no file either: it is the runner option a backend names as its ``layout_option``
+(ONNX Runtime's CUDA EP: ``prefer_nhwc``, set to "1"), applied at load and kept in the cache key, so
+Conv, BatchNorm and pooling run cuDNN's NHWC kernels (FP16 tensor cores want NHWC). ``nhwc_targets``
+refuses a model without such nodes; ``check_nhwc`` runs the model both ways on ORT's CUDA EP (FP32,
+TF32 off) and refuses outputs that differ beyond rounding (``NHWC_RTOL``).
 """
 from __future__ import annotations
 
@@ -34,11 +40,18 @@ from ..util.thirdparty import third_party_warnings
 PAD_MULTIPLE = 8  # FP16 tensor cores want channel counts in multiples of 8 (cuDNN, TensorRT docs)
 PAD_CHANNELS = "pad-channels"
 CHANNELS_LAST = "channels-last"
-WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST)
+NHWC = "nhwc"
+WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST, NHWC)
 # The finding whose advice each experiment tests (diagnose/layers rule names). channels-last: none —
 # on torch cuDNN's NCHW↔NHWC transposes run inside each Conv's row of the layer table (kernels
 # ``nchwToNhwc…``), so neither cast_reformat (rows of kind reformat) nor any other rule measures them.
-SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None}
+SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None, NHWC: None}
+# ``--what-if nhwc``: the value the backend's layout option (``Capabilities.layout_option``, ORT's
+# ``prefer_nhwc``) takes in the changed arm, and the ops whose kernels it switches to NHWC (ORT's CUDA EP
+# has NHWC kernels for these; a model with none of them has nothing to change)
+NHWC_ON = "1"
+NHWC_OPS = ("Conv", "ConvTranspose", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool",
+            "GlobalMaxPool")
 # the what-if area inside an engines dir: the changed model copies and the engines built from them live
 # here, apart from the user's own engines, so `trtprof bench ENGINES/` does not list an experiment as one
 # of the user's engines (issue 34); a dot dir, so a glob of the engines dir and `ls` pass it by
@@ -56,6 +69,9 @@ IDENTICAL_RTOL = 1e-5
 # the output's scale on a deep net; a layout mistake (channels read as width) moves outputs by O(1)
 # of it. 1e-3 passes the first with room and is three orders below the second.
 CHANNELS_LAST_RTOL = 1e-3
+# prefer_nhwc 1 vs 0, FP32 with TF32 off: the same question as channels-last (cuDNN picks other algorithms
+# per layout, whose FP32 summation orders differ by up to ~1e-4 of the output's scale), the same bound
+NHWC_RTOL = CHANNELS_LAST_RTOL
 MIN_OPSET = 11  # Pad takes its pads as an input from opset 11 on
 
 
@@ -332,3 +348,40 @@ def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device
             runner.close()
     return refuse_if_different(max_relative_difference(outs[0], outs[1]), CHANNELS_LAST_RTOL,
                                f"{CHANNELS_LAST} module's", f"{source} (NCHW)", f"{source} ({CHANNELS_LAST})")
+
+
+def nhwc_targets(source: Path, option: str) -> dict[str, int]:
+    """What ``--what-if nhwc`` would change: per op type of ``NHWC_OPS``, how many nodes the model has.
+    Refused in one line for a model with none of them (``option`` would change nothing)."""
+    model = load_onnx(Path(source), weights=False)
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type in NHWC_OPS and node.domain in ("", "ai.onnx"):
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    if not counts:
+        raise BadInput(f"{source}: --what-if {NHWC}: the model has no {'/'.join(NHWC_OPS[:3])} or pooling node, "
+                       f"whose kernels {option} switches to NHWC; nothing to change")
+    return counts
+
+
+def check_nhwc(source: Path, feeds: Mapping[str, np.ndarray], option: str,
+               warnings_out: list[str] | None = None) -> float:
+    """Run ``source`` on ONNX Runtime's CUDA EP twice, FP32 with TF32 off, ``option`` "0" and ``NHWC_ON``
+    (the backend's own provider options otherwise, no CUDA graph), on ``feeds``; return the largest
+    difference relative to the output's scale, refused beyond ``NHWC_RTOL``. ORT's warnings go to
+    ``warnings_out``."""
+    from ..backends.onnxruntime import ort_session
+    from ..backends.onnxruntime_cuda import CUDA_OPTIONS
+    from ..spec import Precision
+
+    outs = []
+    with third_party_warnings() as caught:
+        for value in ("0", NHWC_ON):
+            session = ort_session(Path(source), Precision.FP32, path=Path(source), device="cuda",
+                                  cuda_options={**CUDA_OPTIONS, option: value, "enable_cuda_graph": "0"})
+            names = [o.name for o in session.get_outputs()]
+            outs.append(dict(zip(names, session.run(names, dict(feeds)))))
+    if warnings_out is not None:
+        warnings_out.extend(w for w in caught if w not in warnings_out)
+    return refuse_if_different(max_relative_difference(outs[0], outs[1]), NHWC_RTOL, f"{NHWC} session's",
+                               f"{source} ({option} 0)", f"{source} ({option} {NHWC_ON})")
