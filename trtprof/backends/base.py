@@ -135,6 +135,9 @@ class Capabilities:
     # CUDA EP: ``prefer_nhwc``), or None: ``--what-if nhwc`` sets it to "1" (compare.ab), the NCHW finding
     # reads it from the provider options a result recorded (diagnose.rules)
     layout_option: str | None = None
+    # runs ONNX Runtime's contrib ops (domain com.microsoft: Attention, SkipLayerNormalization, BiasGelu, …),
+    # which ORT's transformer optimizer writes: ``--what-if ort-fusions`` runs on it (compare.ab)
+    ort_contrib_ops: bool = False
     # its runtime inserts casts to FP32 where it has no FP16 kernel: the sentence the "fp16 that is not
     # FP16" finding adds, or None (diagnose.rules)
     fp16_fallback_cause: str | None = None
