@@ -52,7 +52,8 @@ WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST, NHWC, ORT_FUSIONS)
 # The finding whose advice each experiment tests (diagnose/layers rule names). channels-last: none —
 # on torch cuDNN's NCHW↔NHWC transposes run inside each Conv's row of the layer table (kernels
 # ``nchwToNhwc…``), so neither cast_reformat (rows of kind reformat) nor any other rule measures them.
-SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None, NHWC: None,
+# nhwc: diagnose.ort_rules' NCHW finding; ort-fusions: none yet (no rule counts the unfused patterns).
+SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None, NHWC: "ort_nchw",
                                         ORT_FUSIONS: None}
 # ``--what-if nhwc``: the value the backend's layout option (``Capabilities.layout_option``, ORT's
 # ``prefer_nhwc``) takes in the changed arm, and the ops whose kernels it switches to NHWC (ORT's CUDA EP
