@@ -15,7 +15,7 @@ from trtprof.backends import onnxruntime_cuda as oc
 from trtprof.backends.onnxruntime import CUDA_EP, provider_list
 from trtprof.errors import BadModel, UnsupportedPrecision
 from trtprof.measure import timing
-from trtprof.spec import Precision, TensorSpec
+from trtprof.spec import BuildSpec, Precision, TensorSpec
 
 INPUTS = (TensorSpec("x", "float32", ("N", 3)),)
 OUTPUTS = (TensorSpec("y", "float32", ("N", 2)),)
@@ -77,8 +77,10 @@ class FakeStream:
         self.closed = True
 
 
-def record(precision: Precision = Precision.FP16):
-    return SimpleNamespace(spec=SimpleNamespace(precision=precision), inputs=INPUTS, outputs=OUTPUTS)
+def record(precision: Precision = Precision.FP16, options=None):
+    spec = BuildSpec.make(model_sha256="x", backend="onnxruntime-cuda", precision=precision, batch_sizes=(1,),
+                          options=options)
+    return SimpleNamespace(spec=spec, inputs=INPUTS, outputs=OUTPUTS)
 
 
 @pytest.fixture

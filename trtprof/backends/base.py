@@ -130,6 +130,14 @@ class Capabilities:
     graph_capture: GraphCapture = "outer"
     # takes the A/B what-if's memory-format runner option (channels-last; compare.ab)
     memory_format_option: bool = False
+    # the runner option (a build option applied at load, kept in the cache key) that switches its
+    # convolutions to NHWC kernels, by the name its recorded provider options carry it (ONNX Runtime's
+    # CUDA EP: ``prefer_nhwc``), or None: ``--what-if nhwc`` sets it to "1" (compare.ab), the NCHW finding
+    # reads it from the provider options a result recorded (diagnose.rules)
+    layout_option: str | None = None
+    # runs ONNX Runtime's contrib ops (domain com.microsoft: Attention, SkipLayerNormalization, BiasGelu, …),
+    # which ORT's transformer optimizer writes: ``--what-if ort-fusions`` runs on it (compare.ab)
+    ort_contrib_ops: bool = False
     # its runtime inserts casts to FP32 where it has no FP16 kernel: the sentence the "fp16 that is not
     # FP16" finding adds, or None (diagnose.rules)
     fp16_fallback_cause: str | None = None

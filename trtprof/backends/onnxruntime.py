@@ -249,7 +249,7 @@ class OnnxRuntimeBackend(BackendBase):
     provider = CPU_EP
     capabilities = Capabilities(
         device="cpu", batch_independent=True, layer_profiler="ort-session", timeline="ort-session",
-        host_threads=True, session_warnings=True,
+        host_threads=True, session_warnings=True, ort_contrib_ops=True,
         fp16_fallback_cause="ONNX Runtime's CPU provider has no FP16 kernels for Conv/MatMul/Gemm and inserts "
                             "casts to FP32")
 

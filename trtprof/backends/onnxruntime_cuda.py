@@ -46,6 +46,12 @@ CUDA_OPTIONS: dict[str, str] = {
     "prefer_nhwc": "0",
     "do_copy_in_default_stream": "1",
 }
+# The runner option ``--what-if nhwc`` sets (a build option applied at load: the engine file is the same, the
+# session differs, so it stays in the cache key, build.pipeline.RUNNER_OPTIONS): ORT's own option name, so a
+# result's recorded provider options carry it under the same name; "1" runs Conv (and pooling, BatchNorm)
+# with ORT's NHWC kernels, transposing at the edges of each NHWC region.
+LAYOUT_OPTION = "prefer_nhwc"
+NHWC = "1"
 NO_SYNC = "disable_synchronize_execution_providers"  # ORT run config: no cudaStreamSynchronize after a run
 GRAPH_ID = "gpu_graph_id"  # ORT run config: which captured graph a run uses; -1 runs without one
 GRAPH_REFUSED = "all compute graph nodes have not been partitioned"  # ORT's words when a node is not on CUDA
@@ -228,7 +234,7 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
     provider = CUDA_EP
     capabilities = Capabilities(
         device="cuda", batch_independent=True, layer_profiler="ort-session", timeline="ort-session",
-        session_warnings=True, graph_capture="runner", extra=EXTRA)
+        session_warnings=True, graph_capture="runner", layout_option=LAYOUT_OPTION, ort_contrib_ops=True, extra=EXTRA)
 
     def available(self) -> Availability:
         return cuda_availability()
@@ -249,8 +255,9 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
              log_warnings: bool = False, graph: bool = True,
              cuda_options: Mapping[str, str] | None = None) -> OnnxRuntimeCudaRunner:
         """A runner on a stream of its own; ORT's CUDA graph on unless ``graph`` is False or ORT refuses it
-        (the refusal is kept as the reason). ``cuda_options`` override ``CUDA_OPTIONS`` (what-ifs). ``threads``
-        is refused: its capabilities do not say ``host_threads`` (bench refuses ``--threads`` before this)."""
+        (the refusal is kept as the reason). The engine's ``prefer_nhwc`` build option (``--what-if nhwc``)
+        overrides ``CUDA_OPTIONS``' layout; ``cuda_options`` override both. ``threads`` is refused: its
+        capabilities do not say ``host_threads`` (bench refuses ``--threads`` before this)."""
         from ..system import cuda
 
         if threads is not None:
@@ -260,7 +267,9 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
             raise BackendUnavailable(f"backend {self.name!r} cannot run here: {av.reason}")
         severity = ORT_WARNING if log_warnings else 4
         stream = cuda.Stream()
-        options = {**CUDA_OPTIONS, **(cuda_options or {}), "user_compute_stream": str(stream.handle)}
+        layout = record.spec.option(LAYOUT_OPTION)
+        options = {**CUDA_OPTIONS, **({LAYOUT_OPTION: str(layout)} if layout is not None else {}),
+                   **(cuda_options or {}), "user_compute_stream": str(stream.handle)}
         precision = record.spec.precision
 
         def session(with_graph: bool) -> Any:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import backends
 from ..diagnose import fp16range
 from ..system import model_memory, preflight
+from ..backends.onnxruntime_cuda import LAYOUT_OPTION
 from ..backends.torch import MEMORY_FORMAT_OPTION
 from ..engines.cache import EngineCache, EngineRecord
 from ..util.files import now_iso
@@ -28,9 +29,10 @@ FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
 # every batch set. TensorRT bakes the batch profile into the plan; there an engine whose profile covers
 # the request is reused instead. The FP16 keep-lists do change these artifacts (they choose what the
 # conversion leaves in FP32): they stay.
-# Options the runner applies at load (torch's memory format): the artifact file is the same, what runs
-# is not, so they stay in every key — an NCHW and an NHWC engine of one model never share an entry.
-RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION,)
+# Options the runner applies at load (torch's memory format, ONNX Runtime CUDA's prefer_nhwc): the artifact
+# file is the same, what runs is not, so they stay in every key — an NCHW and an NHWC engine of one model
+# never share an entry.
+RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION, LAYOUT_OPTION)
 
 
 def key_spec(spec: BuildSpec) -> BuildSpec:

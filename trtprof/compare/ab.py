@@ -29,7 +29,7 @@ from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
 from ..build.pipeline import BuildSettings, as_onnx, build_engines
 from ..util.files import atomic_write_text
 from .core import BuildTally, CompareHooks, CompareOptions, compare_records, resolve_records
-from ..errors import BadInput
+from ..errors import BadInput, TrtprofError
 from ..model.inputs import make_inputs, resolve_shapes
 from ..model.onnx_model import inspect_model
 from ..spec import Precision
@@ -231,12 +231,19 @@ def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequ
     """``--what-if pad-channels``: the original against its padded copy (outputs checked identical
     first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
     "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer.
-    ``--what-if channels-last``: ``compare_channels_last``."""
+    ``--what-if channels-last``: ``compare_channels_last``; ``--what-if nhwc``: ``compare_nhwc``;
+    ``--what-if ort-fusions``: ``compare_ort_fusions``."""
     if what_if not in whatif.WHAT_IFS:
         raise BadInput(f"--what-if {what_if}: known experiments are {', '.join(whatif.WHAT_IFS)}")
     if what_if == whatif.CHANNELS_LAST:
         return compare_channels_last(model, precision, batch_sizes, options, engines_dir=engines_dir,
                                      backend=backend, hooks=hooks)
+    if what_if == whatif.NHWC:
+        return compare_nhwc(model, precision, batch_sizes, options, engines_dir=engines_dir, backend=backend,
+                            hooks=hooks)
+    if what_if == whatif.ORT_FUSIONS:
+        return compare_ort_fusions(model, precision, batch_sizes, options, engines_dir=engines_dir,
+                                   backend=backend, hooks=hooks)
     source = as_onnx(Path(model), Path(engines_dir))
     area = whatif.whatif_dir(Path(engines_dir))
     padded = area / f"{source.stem}.{what_if}.onnx"
@@ -306,6 +313,106 @@ def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int
                        "outputs_max_rel_diff": identical, "identical_rtol": whatif.CHANNELS_LAST_RTOL,
                        "identity_check": "torch runner, fp32 (TF32 off), NCHW vs channels_last, on the GPU",
                        "lines": what_if_lines(outcome.report, what_if, arms)}
+    return outcome
+
+
+def layout_backends() -> dict[str, str]:
+    """Backend name → its NHWC layout runner option, for every backend that has one (capabilities)."""
+    return {n: option for n in backends.names() if (option := backends.capabilities(n).layout_option)}
+
+
+def compare_nhwc(model: Path, precision: str, batch_sizes: Sequence[int], options: CompareOptions = CompareOptions(),
+                 *, engines_dir: Path, backend: str = "auto", hooks: CompareHooks = CompareHooks()) -> AbOutcome:
+    """``--what-if nhwc``: the same engine file on a backend whose capabilities name a ``layout_option``
+    (ONNX Runtime's CUDA EP: ``prefer_nhwc``), the changed arm loaded with that option at "1" — a runner
+    option in the engine's cache key, as channels-last is torch's. Refused in one line, before anything
+    is built, on a backend without the option ("auto" means the first with one), for a model without
+    Conv/BatchNorm/pooling nodes, and where the backend cannot run; the two layouts' FP32 outputs are
+    checked equal first (``whatif.check_nhwc``)."""
+    what_if = whatif.NHWC
+    able = layout_backends()
+    if backend not in (*able, "auto") or not able:
+        raise BadInput(f"--what-if {what_if} runs on --backend {' or '.join(able) or '(none installed)'} only (it sets "
+                       f"the runtime's NHWC layout option{', ' + ', '.join(sorted(set(able.values()))) if able else ''}; "
+                       f"--backend {backend} has none to set)")
+    runtime = next(iter(able)) if backend == "auto" else backend
+    option = able[runtime]
+    source = as_onnx(Path(model), Path(engines_dir))
+    targets = whatif.nhwc_targets(source, option)
+    resolve_for_build(runtime)  # no GPU or no CUDA EP here: the one-line "cannot build here", before any build
+    caught: list[str] = []
+    identical = whatif.check_nhwc(source, what_if_feeds(source, batch_sizes, options), option, caught)
+    label = f"{precision}+{what_if}"
+    arms = original_arms(source, runtime, precision)
+    arms.append(ArmSpec(label, source, runtime, precision, ((option, whatif.NHWC_ON),),
+                        engines_dir=whatif.whatif_dir(Path(engines_dir))))
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome.report.model = source.stem
+    outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
+                       "changed_model": None, "option": {option: whatif.NHWC_ON}, "change": targets,
+                       "outputs_max_rel_diff": identical, "identical_rtol": whatif.NHWC_RTOL,
+                       "identity_check": f"{runtime}, fp32 (TF32 off), {option} 0 vs {whatif.NHWC_ON}",
+                       "lines": what_if_lines(outcome.report, what_if, arms), "warnings": caught}
+    return outcome
+
+
+def contrib_op_backends() -> list[str]:
+    """The backends that run ONNX Runtime's contrib ops (capabilities), in ``auto``'s order."""
+    able = [n for n in backends.names() if backends.capabilities(n).ort_contrib_ops]
+    return sorted(able, key=lambda n: backends.auto_order().index(n) if n in backends.auto_order() else len(able))
+
+
+def first_available(names: Sequence[str]) -> str:
+    """The first of ``names`` that can run here (what ``auto`` picks among them); the first when none can
+    (``resolve_for_build`` then says why in one line)."""
+    for name in names:
+        try:
+            if backends.get(name).available().ok:
+                return name
+        except TrtprofError:
+            continue
+    return names[0]
+
+
+def compare_ort_fusions(model: Path, precision: str, batch_sizes: Sequence[int],
+                        options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
+                        hooks: CompareHooks = CompareHooks()) -> AbOutcome:
+    """``--what-if ort-fusions``: the original against a copy run through ONNX Runtime's transformer optimizer
+    (``whatif.ort_fusions``: attention, layer-norm and Gelu patterns fused into ORT's contrib ops), written
+    into the what-if area, its outputs checked close to the original's on ORT's CPU provider first. Refused
+    in one line, before anything is built: on a backend that does not run ORT's contrib ops ("auto": the
+    first of those that can run here), where that backend cannot run, where the optimizer cannot be
+    imported, and for a graph in which it fuses nothing. The roofline and FP16 range analysis are the
+    original's: the fused copy computes the same products."""
+    what_if = whatif.ORT_FUSIONS
+    able = contrib_op_backends()
+    if backend not in (*able, "auto") or not able:
+        raise BadInput(f"--what-if {what_if} runs on --backend {' or '.join(able) or '(none installed)'} only (the "
+                       f"fused copy uses ONNX Runtime's contrib ops, com.microsoft; --backend {backend} does not run them)")
+    runtime = first_available(able) if backend == "auto" else backend
+    resolve_for_build(runtime)  # no GPU for onnxruntime-cuda: its one line, before the optimizer runs
+    source = as_onnx(Path(model), Path(engines_dir))
+    area = whatif.whatif_dir(Path(engines_dir))
+    fused = area / f"{source.stem}.{what_if}.onnx"
+    change = whatif.ort_fusions(source, fused)
+    if not change.fused:
+        raise BadInput(f"{model}: --what-if {what_if}: onnxruntime.transformers.optimizer (model type "
+                       f"{change.model_type}) fused nothing here (no attention, layer-norm or Gelu pattern it "
+                       "knows); nothing to measure")
+    caught = list(change.log)  # the optimizer's and ORT's lines: for the JSON, not the terminal
+    close = whatif.check_fused(source, fused, what_if_feeds(source, batch_sizes, options), caught)
+    label = f"{precision}+{what_if}"
+    arms = original_arms(source, runtime, precision)
+    arms.append(ArmSpec(label, fused, runtime, precision, engines_dir=area))
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome.report.model = source.stem
+    outcome.report.warnings.append(f"{label}: roofline and FP16 range analysis are the original's (the fused copy "
+                                   "computes the same products)")
+    outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
+                       "changed_model": str(fused), "change": change.to_json(),
+                       "outputs_max_rel_diff": close, "identical_rtol": whatif.ORT_FUSIONS_RTOL,
+                       "identity_check": "onnxruntime CPU provider, fp32, original vs fused copy",
+                       "lines": what_if_lines(outcome.report, what_if, arms), "warnings": caught}
     return outcome
 
 

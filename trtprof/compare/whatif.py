@@ -18,6 +18,18 @@ differ in their cache key and record the layout. ``channels_last_targets`` refus
 change (no 4-D input, no 2-D Conv with initializer weights); ``check_channels_last`` runs the module
 both ways through the torch runner (FP32, TF32 off) and refuses outputs that differ beyond rounding
 (``CHANNELS_LAST_RTOL``).
+
+``nhwc`` changes no file either: it is the runner option a backend names as its ``layout_option``
+(ONNX Runtime's CUDA EP: ``prefer_nhwc``, set to "1"), applied at load and kept in the cache key, so
+Conv, BatchNorm and pooling run cuDNN's NHWC kernels (FP16 tensor cores want NHWC). ``nhwc_targets``
+refuses a model without such nodes; ``check_nhwc`` runs the model both ways on ORT's CUDA EP (FP32,
+TF32 off) and refuses outputs that differ beyond rounding (``NHWC_RTOL``).
+
+``ort-fusions`` writes a copy: the model run through ONNX Runtime's transformer optimizer
+(``onnxruntime.transformers.optimizer``: Attention, SkipLayerNormalization, BiasGelu… fused into ORT's
+contrib ops), for backends that run those ops. ``ort_fusions`` counts the fused ops before and after
+(the caller refuses a copy in which nothing was fused); ``check_fused`` runs both on ORT's CPU provider
+and refuses outputs that differ beyond what fused kernels' rounding explains (``ORT_FUSIONS_RTOL``).
 """
 from __future__ import annotations
 
@@ -27,18 +39,28 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import BadInput, TrtprofError
+from ..errors import BadInput, BadModel, TrtprofError
 from ..model.onnx_model import load_onnx
 from ..util.thirdparty import third_party_warnings
 
 PAD_MULTIPLE = 8  # FP16 tensor cores want channel counts in multiples of 8 (cuDNN, TensorRT docs)
 PAD_CHANNELS = "pad-channels"
 CHANNELS_LAST = "channels-last"
-WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST)
+NHWC = "nhwc"
+ORT_FUSIONS = "ort-fusions"
+WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST, NHWC, ORT_FUSIONS)
 # The finding whose advice each experiment tests (diagnose/layers rule names). channels-last: none —
 # on torch cuDNN's NCHW↔NHWC transposes run inside each Conv's row of the layer table (kernels
 # ``nchwToNhwc…``), so neither cast_reformat (rows of kind reformat) nor any other rule measures them.
-SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None}
+# nhwc: diagnose.ort_rules' NCHW finding; ort-fusions: none yet (no rule counts the unfused patterns).
+SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None, NHWC: "ort_nchw",
+                                        ORT_FUSIONS: None}
+# ``--what-if nhwc``: the value the backend's layout option (``Capabilities.layout_option``, ORT's
+# ``prefer_nhwc``) takes in the changed arm, and the ops whose kernels it switches to NHWC (ORT's CUDA EP
+# has NHWC kernels for these; a model with none of them has nothing to change)
+NHWC_ON = "1"
+NHWC_OPS = ("Conv", "ConvTranspose", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool",
+            "GlobalMaxPool")
 # the what-if area inside an engines dir: the changed model copies and the engines built from them live
 # here, apart from the user's own engines, so `trtprof bench ENGINES/` does not list an experiment as one
 # of the user's engines (issue 34); a dot dir, so a glob of the engines dir and `ls` pass it by
@@ -56,6 +78,26 @@ IDENTICAL_RTOL = 1e-5
 # the output's scale on a deep net; a layout mistake (channels read as width) moves outputs by O(1)
 # of it. 1e-3 passes the first with room and is three orders below the second.
 CHANNELS_LAST_RTOL = 1e-3
+# prefer_nhwc 1 vs 0, FP32 with TF32 off: the same question as channels-last (cuDNN picks other algorithms
+# per layout, whose FP32 summation orders differ by up to ~1e-4 of the output's scale), the same bound
+NHWC_RTOL = CHANNELS_LAST_RTOL
+# ``--what-if ort-fusions``: the ops ONNX Runtime's transformer optimizer writes when it fuses a pattern
+# (attention, layer norms with or without the residual Add, Gelu with or without its bias, embeddings);
+# counted before and after, a copy in which none grew fused nothing
+FUSED_OPS = ("Attention", "MultiHeadAttention", "GroupQueryAttention", "PackedAttention", "EmbedLayerNormalization",
+             "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "LayerNormalization",
+             "SimplifiedLayerNormalization", "BiasGelu", "FastGelu", "Gelu", "GemmFastGelu", "QuickGelu",
+             "BiasAdd", "BiasSplitGelu", "RotaryEmbedding", "GroupNorm", "SkipGroupNorm")
+# the optimizer's own level 1 (its default for bert and vit): ORT's basic, provider-independent rewrites
+# (constant folding, redundant nodes) before the fusions, run on the CPU provider (use_gpu False: the
+# optimizer's own note says a CUDA session may leave Memcpy nodes in the saved graph; level 1 is the same
+# on either provider)
+FUSION_OPT_LEVEL = 1
+# fused copy vs original, ORT CPU, FP32: fused kernels (one-pass layer norm, fused softmax in attention)
+# change summation order, ~1e-6 of the output's scale per layer, ~1e-5 through a deep random-weight
+# transformer; a fusion that changes the function (a mask read as lengths, a dropped bias) moves outputs
+# by a large part of their scale. 1e-3 passes the first with room and stays well below the second.
+ORT_FUSIONS_RTOL = 1e-3
 MIN_OPSET = 11  # Pad takes its pads as an input from opset 11 on
 
 
@@ -245,10 +287,9 @@ def refuse_if_different(worst: float, rtol: float, experiment: str, original: An
     return worst
 
 
-def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarray],
-                    warnings_out: list[str] | None = None) -> float:
-    """Run both models (ONNX Runtime, FP32, CPU) on ``feeds``; return the largest difference relative
-    to the output's scale. Raises when it is beyond ``IDENTICAL_RTOL``. ORT's warnings about the two
+def cpu_outputs(paths: tuple[Path, Path], feeds: Mapping[str, np.ndarray],
+                warnings_out: list[str] | None = None) -> list[dict[str, np.ndarray]]:
+    """Each model's outputs on ``feeds`` (ONNX Runtime, FP32, CPU provider). ORT's warnings about the
     models go to ``warnings_out`` (the what-if's JSON), not raw to the terminal."""
     try:
         import onnxruntime as ort
@@ -257,14 +298,31 @@ def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarra
 
     outs = []
     with third_party_warnings() as caught:
-        for path in (original, changed):
+        for path in paths:
             session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
             names = [o.name for o in session.get_outputs()]
             outs.append(dict(zip(names, session.run(names, dict(feeds)))))
     if warnings_out is not None:
         warnings_out.extend(w for w in caught if w not in warnings_out)
+    return outs
+
+
+def check_identical(original: Path, changed: Path, feeds: Mapping[str, np.ndarray],
+                    warnings_out: list[str] | None = None) -> float:
+    """Run both models (ONNX Runtime, FP32, CPU) on ``feeds``; return the largest difference relative
+    to the output's scale. Raises when it is beyond ``IDENTICAL_RTOL``."""
+    outs = cpu_outputs((original, changed), feeds, warnings_out)
     return refuse_if_different(max_relative_difference(outs[0], outs[1]), IDENTICAL_RTOL, f"{PAD_CHANNELS} copy's",
                                original, changed)
+
+
+def check_fused(original: Path, fused: Path, feeds: Mapping[str, np.ndarray],
+                warnings_out: list[str] | None = None) -> float:
+    """``check_identical`` for the fused copy of ``--what-if ort-fusions``, within ``ORT_FUSIONS_RTOL``
+    (fused kernels change summation order; ORT's CPU provider runs the contrib ops too)."""
+    outs = cpu_outputs((original, fused), feeds, warnings_out)
+    return refuse_if_different(max_relative_difference(outs[0], outs[1]), ORT_FUSIONS_RTOL, f"{ORT_FUSIONS} copy's",
+                               original, fused)
 
 
 def channels_last_targets(source: Path) -> dict[str, list[str]]:
@@ -332,3 +390,118 @@ def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device
             runner.close()
     return refuse_if_different(max_relative_difference(outs[0], outs[1]), CHANNELS_LAST_RTOL,
                                f"{CHANNELS_LAST} module's", f"{source} (NCHW)", f"{source} ({CHANNELS_LAST})")
+
+
+def nhwc_targets(source: Path, option: str) -> dict[str, int]:
+    """What ``--what-if nhwc`` would change: per op type of ``NHWC_OPS``, how many nodes the model has.
+    Refused in one line for a model with none of them (``option`` would change nothing)."""
+    model = load_onnx(Path(source), weights=False)
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type in NHWC_OPS and node.domain in ("", "ai.onnx"):
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    if not counts:
+        raise BadInput(f"{source}: --what-if {NHWC}: the model has no {'/'.join(NHWC_OPS[:3])} or pooling node, "
+                       f"whose kernels {option} switches to NHWC; nothing to change")
+    return counts
+
+
+def check_nhwc(source: Path, feeds: Mapping[str, np.ndarray], option: str,
+               warnings_out: list[str] | None = None) -> float:
+    """Run ``source`` on ONNX Runtime's CUDA EP twice, FP32 with TF32 off, ``option`` "0" and ``NHWC_ON``
+    (the backend's own provider options otherwise, no CUDA graph), on ``feeds``; return the largest
+    difference relative to the output's scale, refused beyond ``NHWC_RTOL``. ORT's warnings go to
+    ``warnings_out``."""
+    from ..backends.onnxruntime import ort_session
+    from ..backends.onnxruntime_cuda import CUDA_OPTIONS
+    from ..spec import Precision
+
+    outs = []
+    with third_party_warnings() as caught:
+        for value in ("0", NHWC_ON):
+            session = ort_session(Path(source), Precision.FP32, path=Path(source), device="cuda",
+                                  cuda_options={**CUDA_OPTIONS, option: value, "enable_cuda_graph": "0"})
+            names = [o.name for o in session.get_outputs()]
+            outs.append(dict(zip(names, session.run(names, dict(feeds)))))
+    if warnings_out is not None:
+        warnings_out.extend(w for w in caught if w not in warnings_out)
+    return refuse_if_different(max_relative_difference(outs[0], outs[1]), NHWC_RTOL, f"{NHWC} session's",
+                               f"{source} ({option} 0)", f"{source} ({option} {NHWC_ON})")
+
+
+@dataclass(frozen=True)
+class FusionReport:
+    """What ONNX Runtime's transformer optimizer did to a model: the model type it was run as, per op
+    of ``FUSED_OPS`` the count before and after, the node counts, how it was run, and what it logged."""
+
+    model_type: str
+    before: dict[str, int]
+    after: dict[str, int]
+    nodes: tuple[int, int]
+    settings: dict[str, Any]
+    log: tuple[str, ...] = ()
+
+    @property
+    def fused(self) -> dict[str, int]:
+        """Op → how many more the copy has: what the optimizer fused (empty: nothing)."""
+        return {op: n - self.before.get(op, 0) for op, n in self.after.items() if n > self.before.get(op, 0)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model_type": self.model_type, "fused": self.fused, "before": dict(self.before),
+                "after": dict(self.after), "nodes_before": self.nodes[0], "nodes_after": self.nodes[1],
+                "optimizer": dict(self.settings)}
+
+
+def fused_op_counts(model: Any) -> dict[str, int]:
+    """Per op of ``FUSED_OPS``, its nodes in ``model``'s main graph (any domain)."""
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type in FUSED_OPS:
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
+def transformer_model_type(model: Any) -> str:
+    """The optimizer's model type for a graph: "vit" when an input is a 4-D float tensor (an image: patch
+    embedding, no attention mask), else "bert" (token ids or hidden states in)."""
+    import onnx
+
+    for value in model.graph.input:
+        t = value.type.tensor_type
+        if t.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) and len(t.shape.dim) == 4:
+            return "vit"
+    return "bert"
+
+
+def ort_fusions(source: Path, out: Path) -> FusionReport:
+    """Run ``onnxruntime.transformers.optimizer.optimize_model`` on ``source`` (model type by
+    ``transformer_model_type``, ``FUSION_OPT_LEVEL``, on the CPU provider) and write the copy to ``out``
+    when it fused something. The attention mask stays a 2-D mask (the optimizer's BERT default turns it
+    into per-row lengths, which is another function for a mask that is not a prefix of ones, as random
+    inputs are). Refused in one line when the optimizer cannot be imported or fails on the model. What
+    the optimizer and ORT log meanwhile is kept in ``log``."""
+    try:
+        from onnxruntime.transformers.fusion_options import AttentionMaskFormat, FusionOptions
+        from onnxruntime.transformers.optimizer import optimize_model
+    except ImportError as err:
+        raise BadInput(f"--what-if {ORT_FUSIONS} needs onnxruntime.transformers.optimizer, which cannot be imported "
+                       f"here ({type(err).__name__}: {err}); it ships with onnxruntime (and onnxruntime-gpu)") from err
+    model = load_onnx(Path(source))  # a damaged file: one line naming it
+    model_type = transformer_model_type(model)
+    options = FusionOptions(model_type)
+    options.attention_mask_format = AttentionMaskFormat.AttentionMask
+    settings: dict[str, Any] = {"opt_level": FUSION_OPT_LEVEL, "use_gpu": False, "attention_mask_format": "2-D mask"}
+    with third_party_warnings() as caught:
+        try:
+            optimized = optimize_model(str(source), model_type=model_type, opt_level=FUSION_OPT_LEVEL, use_gpu=False,
+                                       optimization_options=options)
+        except Exception as err:  # noqa: BLE001 - the optimizer raises anything; one line naming it
+            raise BadModel(f"--what-if {ORT_FUSIONS}: onnxruntime.transformers.optimizer failed on the model "
+                           f"({type(err).__name__}: {' '.join(str(err).split())[:300]})", path=source) from err
+    fused = optimized.model
+    report = FusionReport(model_type, fused_op_counts(model), fused_op_counts(fused),
+                          (len(model.graph.node), len(fused.graph.node)), settings, tuple(caught))
+    if report.fused:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        optimized.save_model_to_file(str(out))
+    return report

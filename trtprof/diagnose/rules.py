@@ -13,6 +13,7 @@ import numpy as np
 from .. import backends
 from .findings import Finding
 from .layer_rules import layer_findings
+from .ort_rules import ort_findings
 from ..measure.results import BenchResult
 from ..measure.timing import capture_failure
 from ..model.roofline import PeakRates
@@ -390,7 +391,8 @@ def diagnose(
 
     ``layers`` (a ``layers.LayerTable`` of this batch size) and ``graph`` (``layers.graph.node_facts``)
     enable the layer rules: FP16-slower layers, cast/reformat share, tensor-core-ineligible layers,
-    GPU idle gaps."""
+    GPU idle gaps. The ONNX-Runtime-on-GPU rules (``ort_rules``: CPU EP nodes, NCHW, the refused graph,
+    the cuDNN search mode) speak where the capabilities and the recorded provider options say they apply."""
     series = series or {}
     findings = [
         gpu_underutilised(series.get(candidate.precision, []), candidate.batch_size),
@@ -402,6 +404,7 @@ def diagnose(
         fp16_not_fp16(candidate, device_kind),
         unstable_clocks(baseline),
         unstable_clocks(candidate),
+        *ort_findings(baseline, candidate, table=layers, graph=graph, speedup=speedup),
     ]
     if layers is not None or graph:
         compute = {r.precision: _median(r, "compute_ms") for r in (baseline, candidate)}

@@ -29,6 +29,18 @@ SUFFIX = "_kernel_time"
 # ORT's InsertCastTransformer renames a node it runs in FP32 behind casts (no FP16 kernel on the CPU
 # provider) "InsertedPrecisionFreeCast_<node>": the same layer, so its row joins the baseline's.
 RENAMED_PREFIX = "InsertedPrecisionFreeCast_"
+# ORT's copies between a CUDA EP node and a CPU EP node (its MemcpyTransformer inserts them at every
+# boundary between the two; the session copies graph inputs and outputs itself, without nodes)
+MEMCPY_OPS = ("MemcpyToHost", "MemcpyFromHost")
+# the provider a kernel name of this profile carries: "Shape (CPUExecutionProvider)",
+# "Conv (CUDAExecutionProvider; ORT node conv0_token_3)"
+PROVIDER_IN_KERNEL = re.compile(r"\((\w+ExecutionProvider)\b")
+
+
+def kernel_provider(kernel_name: str) -> str | None:
+    """The execution provider named in a kernel name ``parse_profile`` wrote, or None."""
+    match = PROVIDER_IN_KERNEL.search(kernel_name)
+    return match.group(1) if match else None
 
 
 class SourceGraph(NamedTuple):

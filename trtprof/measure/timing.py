@@ -418,6 +418,17 @@ def capture_failure(device: Mapping[str, Any] | None) -> str | None:
     return None
 
 
+def launch_record(device: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``launch`` record ``compute_launch`` filled (mode, graph_by, a runtime's provider options, …), as
+    a result's ``device`` holds it (the last round's, else the first's, else at its top); {} where none."""
+    device = device if isinstance(device, Mapping) else {}
+    for where in (device.get("last_round"), device.get("first_round"), device):
+        launch = where.get("launch") if isinstance(where, Mapping) else None
+        if isinstance(launch, Mapping) and launch:
+            return dict(launch)
+    return {}
+
+
 def launch_notes(info: Mapping[str, Any]) -> list[str]:
     """The lines a result carries about how its launches ran: an arm that fell back to eager (and why),
     and a graph replay whose eager launches would have been host-bound (with the measured ratio)."""
