@@ -8,18 +8,22 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/ort_gpu_on_device.sh"
-OUT=${OUT:-$PWD/ort-cuda-out}
+FINAL=${OUT:-$PWD/ort-cuda-out}  # one .tgz per call comes back (the device returns at most 8 files)
 W=${W:-/tmp/ortw}
-mkdir -p "$OUT" "$W"
+OUT=$W/out
+mkdir -p "$OUT" "$W" "$FINAL"
 export PYTHONUNBUFFERED=1
 T() { /usr/bin/time -f "wall %e s rc %x: $*" "$@"; }
-models() { [ -f "$W/resnet50.onnx" ] || python3 "$HERE/export_zoo_models.py" "$W" "$@" >/dev/null 2>&1; }
+quiet() { grep -v "cudnn_fe_call\|No execution plans"; }  # ORT logs cuDNN frontend fallbacks as errors (harmless)
 engines() { python3 -m trtprof build --backend onnxruntime-cuda --engines "$W/engines" "$@" | tail -4; }
 eng() { ls "$W"/engines/$1.$2.onnxruntime-cuda.*.onnx | head -1; }  # the engine file trtprof built: model, precision
 
 for stage in "$@"; do
   echo "=== $stage $(date -u +%FT%TZ)"
   case $stage in
+    gpu-tests)
+      timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/backends/test_ort_cuda_gpu.py 2>&1 | tee "$OUT/gpu-tests.txt" | tail -5
+      ;;
     smoke)
       python3 -c "import onnxruntime as o; print(o.__version__, o.get_available_providers())"
       python3 models/conv_elu.py "$W" >/dev/null
@@ -31,9 +35,9 @@ for stage in "$@"; do
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50.json" 2>&1 | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
+        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50.json" 2>&1 | tee "$OUT/resnet50.txt" | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/resnet50-ref-ort.json" \
-        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16"
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
       (cd "$HERE" && python3 reference_resnet50_graph.py --batch-sizes 1,32,256) > "$OUT/resnet50-ref-torch.txt" 2>&1
       tail -12 "$OUT/resnet50-ref-torch.txt"
       ;;
@@ -42,9 +46,9 @@ for stage in "$@"; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | grep -E "^batch|VALID|eager|wall|rror" | head -20
+          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee "$OUT/$m.txt" | grep -E "^batch|VALID|eager|wall|rror" | head -20
         python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32 --out "$OUT/$m-ref-ort.json" \
-          "$(eng $m fp32):fp32" "$(eng $m fp16):fp16"
+          "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet
       done
       ;;
     aa)
@@ -52,24 +56,25 @@ for stage in "$@"; do
       engines --fp16 --batch-sizes 1,32 "$W/resnet50.onnx"
       for i in 1 2 3 4 5 6; do
         python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp16,fp16 --batch-sizes 32 --time-budget-s 6 --out "$OUT/aa-$i.json" 2>&1 | grep -E "^batch 32: fp16"
+          --precisions fp16,fp16 --batch-sizes 32 --time-budget-s 6 --out "$OUT/aa-$i.json" 2>&1 | grep -E "^batch 32: fp16 vs fp16  speedup"
       done
       ;;
     report-net)
       python3 models/conv_elu.py "$W" >/dev/null
       engines --fp32 --fp16 --batch-sizes 10,256 "$W/report_conv_elu_k32_256.onnx"
       T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --precisions fp32,fp16 --batch-sizes 10,256 --layers --out "$OUT/report-net.json" 2>&1 | grep -vE "^\s+(fp32|fp16): median" | head -60
+        --precisions fp32,fp16 --batch-sizes 10,256 --layers --out "$OUT/report-net.json" 2>&1 | tee "$OUT/report-net.txt" | grep -vE "^\s+(fp32|fp16): median" | head -60
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 10,256 --out "$OUT/report-net-ref-ort.json" \
-        "$(eng report_conv_elu_k32_256 fp32):fp32" "$(eng report_conv_elu_k32_256 fp16):fp16"
+        "$(eng report_conv_elu_k32_256 fp32):fp32" "$(eng report_conv_elu_k32_256 fp16):fp16" 2>&1 | quiet
       ;;
     archs)
       for m in efficientnet_b0 convnext_tiny mobilenetv3_large; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,fp16 --batch-sizes 1,32 --time-budget-s 8 --out "$OUT/$m.json" 2>&1 | grep -E "^batch|eager|wall|rror|why" | head -12
+          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee "$OUT/$m.txt" | grep -E "^batch|eager|wall|rror|why" | head -12
       done
       ;;
   esac
 done
+tar -C "$OUT" -czf "$FINAL/ort-cuda-$(date -u +%H%M%S).tgz" . && rm -rf "$OUT"

@@ -1,7 +1,7 @@
 """Contract tests of the onnxruntime-cuda backend on the CPU, against a RECORDING FAKE of ORT's session
 (no GPU here): which provider options a load asks for, what the runner binds, which run options each
 launch carries (no sync, graph ids), the graph refused by ORT, and that the timing loop does not capture
-around a runtime that replays its own graph. Real runs: benchmarks/ort_cuda_fidelity.py on the H200."""
+around a runtime that replays its own graph. Real runs: benchmarks/ort_cuda_fidelity.sh on the H200 (results: benchmarks/results/ort_cuda-H200-2026-12-02/)."""
 from __future__ import annotations
 
 from pathlib import Path
