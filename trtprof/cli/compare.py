@@ -318,6 +318,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
                                            backend=args.backend, hooks=hooks)
     if serving is not None and not report.interrupted and not report.lost:
         run_serving(args, precisions, sizes, serving, report)
+    report.seal()  # the printed result and the saved JSON are one value from here on
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
         print_comparison(ComparisonResult.from_json(c))

@@ -207,16 +207,28 @@ class CompareReport:
     partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that death
     timeline: dict[str, Any] | None = None  # compare --timeline: compare.timeline.record_timelines's block
     concurrent: dict[str, Any] = field(default_factory=dict)  # measure.concurrent.record: what ran beside the timing
+    spent_s: float | None = None  # the budget spent, fixed by seal(): to_json reads no clock once sealed
+
+    def seal(self) -> "CompareReport":
+        """Fix what the report says about time (the budget spent, after measuring, the analysis and any
+        serving sweep), so that every ``to_json`` after it — the printed result and the saved file — is the
+        same value (issue 41: the printed and the saved result differed by the clock read in between)."""
+        if self.time_budget is not None and self.spent_s is None:
+            self.spent_s = round(self.time_budget.elapsed_s(time.perf_counter()), 3)
+        return self
 
     def to_json(self) -> dict[str, Any]:
+        """Pure once ``seal``ed (the CLI seals before it prints); before that the budget spent is read now."""
         extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
         if self.timeline is not None:
             extra["timeline"] = self.timeline
         if self.serving is not None:
             extra["serving"] = self.serving
-        if self.budget:  # spent when this JSON is made: after measuring and the analysis
-            spent = self.time_budget.elapsed_s(time.perf_counter()) if self.time_budget is not None else None
-            extra["budget"] = {**self.budget, "spent_s": None if spent is None else round(spent, 3)}
+        if self.budget:  # spent: after measuring and the analysis (fixed by seal())
+            spent = self.spent_s
+            if spent is None and self.time_budget is not None:
+                spent = round(self.time_budget.elapsed_s(time.perf_counter()), 3)
+            extra["budget"] = {**self.budget, "spent_s": spent}
         return {
             "schema": SCHEMA,
             "created": self.created,
