@@ -18,22 +18,14 @@ from trtprof.compare import ab, whatif
 from trtprof.errors import BadInput, TrtprofError
 from trtprof.model.demo import make_demo_model
 from trtprof.spec import BuildSpec, CacheKey, Precision
+
+from tests.compare.test_whatif_channels_last import _mlp  # a model with no Conv: nothing to change
 from trtprof.system import cuda
 from tests.backends.test_ort_cuda_contract import INPUTS, OUTPUTS, fake_ort  # noqa: F401 - the fixture
 
 pytest.importorskip("onnxruntime")
 
 
-def _mlp(path: Path) -> Path:
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.ones((4, 2), np.float32), "w")
-    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "mlp",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2])], [w])
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-    return path
 
 
 def test_the_layout_option_is_a_capability_and_a_runner_option():
