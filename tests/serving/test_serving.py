@@ -486,3 +486,21 @@ def test_other_failures_are_not_taken_for_out_of_memory(engines, monkeypatch):
     (arms,) = serving_sweep.group_arms(list_engines(engines))
     with pytest.raises(RuntimeError, match="engine broke"):
         serving_sweep.sweep_records(arms, (1,), ServingConfig(concurrency=(1,), window_s=0.03, rounds=1))
+
+
+@pytest.mark.parametrize("margin", [None, "0.2"])
+def test_compare_margin_reaches_the_serving_verdicts(engines, tmp_path, margin):
+    """Issue 41, item 3: ``--margin`` is the margin of every verdict of the run, the throughput verdicts at
+    the p99 target included (the serving sweep used the default whatever --margin said)."""
+    from trtprof.cli import main
+    from trtprof.stats.speedup import EQUIVALENCE_MARGIN
+
+    out = tmp_path / "c.json"
+    extra = ["--margin", margin] if margin else []
+    assert main(["compare", str(engines), "--batch-sizes", "1", "--time-budget-s", "1", "--in-process",
+                 "--concurrency", "1", "--slo-ms", "1000", "--window-s", "0.05", "--serving-rounds", "2",
+                 *extra, "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    want = float(margin) if margin else EQUIVALENCE_MARGIN
+    assert data["serving"]["slo"]["margin"] == want
+    assert all(c["speedup"]["margin"] == want for c in data["comparisons"])

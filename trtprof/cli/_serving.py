@@ -69,7 +69,8 @@ def serving_config(args: argparse.Namespace, *, copies: bool = True) -> ServingC
         return None
     return ServingConfig(concurrency=args.concurrency, window_s=args.window_s, warmup_s=DEFAULT_WARMUP_S,
                          min_requests=DEFAULT_MIN_REQUESTS, rounds=args.serving_rounds, copies=copies,
-                         threads=getattr(args, "threads", None), slo_ms=args.slo_ms)
+                         threads=getattr(args, "threads", None), slo_ms=args.slo_ms,
+                         margin=getattr(args, "margin", None))  # compare's --margin reaches the serving verdicts too
 
 
 def print_sweep(sweep: Mapping[str, Any]) -> None:

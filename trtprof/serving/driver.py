@@ -75,6 +75,7 @@ class ServingConfig:
     copies: bool = True  # GPU: H2D and D2H inside every request
     threads: int | None = None  # CPU: intra-op threads in total, split between the N sessions
     slo_ms: float | None = None  # p99 target for "throughput at a latency target" (trtprof.stats.slo)
+    margin: float | None = None  # the run's --margin for the throughput verdicts at the target (None: the default)
 
     def __post_init__(self) -> None:
         if not self.concurrency or any(int(n) < 1 for n in self.concurrency):

@@ -253,7 +253,8 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     if config.slo_ms is not None:
         from ..stats.slo import at_target
 
-        result.slo = at_target(ordered, names, config.slo_ms)
+        result.slo = (at_target(ordered, names, config.slo_ms) if config.margin is None
+                      else at_target(ordered, names, config.slo_ms, margin=config.margin))
     return result
 
 
