@@ -51,7 +51,7 @@ def survey(path: Path) -> dict:
 
     from trtprof.backends.onnxruntime import ort_session
     from trtprof.convert.fp16 import convert_fp16
-    from trtprof.diagnose.fp16range import analyze_safely
+    from trtprof.convert.fp16range import analyze_safely
     from trtprof.model.inputs import make_inputs, resolve_shapes
     from trtprof.model.onnx_model import inspect_model
     from trtprof.spec import Precision

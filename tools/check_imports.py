@@ -243,6 +243,30 @@ def wing_of(module: str) -> str:
     return ".".join(parts[:2])
 
 
+# The wings from the lowest up, as README.md's "Layout" lists them (tests/project/test_layout_order.py keeps the
+# two equal): a wing may import the wings on its own level or below, never one above. Wings on one level
+# (``errors spec schemas``) may import each other, circles aside.
+WING_ORDER = ("errors spec schemas", "util", "system", "model", "engines", "convert", "backends", "build", "stats",
+              "measure", "layers", "diagnose", "compare", "report", "serving sweep train", "cli")
+WING_LEVEL = {f"trtprof.{name}": level for level, names in enumerate(WING_ORDER) for name in names.split()}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, module it imports) where the second's wing is above the first's in ``WING_ORDER``; a wing
+    missing from the order (a new one) counts as above everything, so adding one means placing it."""
+    top = len(WING_ORDER)
+    out = []
+    for source, targets in graph.items():
+        for target in targets:
+            ws, wt = wing_of(source), wing_of(target)
+            # the package root (its version, public types) is the floor; the root and __main__ sit on top
+            if ws == wt or ws in ("trtprof", "trtprof.__main__") or wt == "trtprof":
+                continue
+            if wt not in WING_LEVEL or WING_LEVEL[wt] > WING_LEVEL.get(ws, top):
+                out.append((source, target))
+    return sorted(out)
+
+
 def wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The module graph seen from the wings: an arrow A -> B when any module of A imports one of B."""
     wings: dict[str, set[str]] = {}
@@ -264,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--wings", action="store_true",
-        help="also check the graph of the wings (first-level packages and modules): no circle among them either",
+        help="also check the graph of the wings (first-level packages and modules): no circle among them, and no "
+             "import of a wing above the importer's in WING_ORDER (README's Layout)",
     )
     args = parser.parse_args(argv)
     if not (args.package / "__init__.py").is_file():
@@ -289,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(private)} private name(s) used across modules"
     )
     wing_circles: list[list[str]] = []
+    upward: list[tuple[str, str]] = []
     if args.wings:
         wings = wing_graph(graph)
         wing_circles = find_cycles(wings)
@@ -297,7 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         for chain in wing_circles:
             print("wing cycle: " + " -> ".join(chain))
         print(f"{len(strongly_connected(wings))} circle(s) of wings importing each other")
-    return 1 if cycles or private or wing_circles else 0
+        upward = upward_imports(graph)
+        for source, target in upward:
+            print(f"upward import: {source} -> {target} ({wing_of(target)} is above {wing_of(source)} in WING_ORDER)")
+        print(f"{len(upward)} upward import(s) against the wing order")
+    return 1 if cycles or private or wing_circles or upward else 0
 
 
 if __name__ == "__main__":

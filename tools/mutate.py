@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "trtprof/stats/speedup.py": ("tests/stats/test_edges_speedup.py", "tests/compare/test_compare.py"),
     "trtprof/engines/cache.py": ("tests/engines/test_edges_cache.py", "tests/engines/test_spec_cache.py", "tests/engines/test_cache_hygiene.py"),
-    "trtprof/diagnose/fp16range.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
+    "trtprof/convert/fp16range.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
     "trtprof/convert/fp16.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
     "trtprof/diagnose/rules.py": ("tests/diagnose/test_edges_diagnose.py", "tests/diagnose/test_diagnose.py"),
 }
@@ -65,7 +65,7 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
 _FP16_SLOW = ("tests/convert/test_fp16.py::test_compare_on_a_model_zoo_graph_predicts_its_overflows",
               "tests/convert/test_fp16.py::test_the_prediction_holds_on_a_model_zoo_graph_in_real_fp16_arithmetic",
               "tests/convert/test_fp16.py::test_compare_predicts_the_overflow_cpu_fp16_does_not_show")
-DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/diagnose/fp16range.py": _FP16_SLOW, "trtprof/convert/fp16.py": _FP16_SLOW}
+DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/convert/fp16range.py": _FP16_SLOW, "trtprof/convert/fp16.py": _FP16_SLOW}
 
 # (module, text, mutation) → why no test can distinguish the mutant from the original. ``text`` is
 # found in the mutant's ``text`` (its source line, then ⟨the mutated node⟩), so a moved line still matches.
@@ -79,22 +79,22 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("trtprof/stats/speedup.py", "if peaks.size == 0:", "guard `if …: return` removed (test → False)"): "find_peaks on the zero-padded density always finds its global maximum, which holds far more than MODE_MIN_MASS: the guard is defensive and cannot fire",
     ("trtprof/stats/speedup.py", "np.percentile(x, (0.5, 99.5))", "0.5 → 0.45"): "the KDE's core: the central 99 % vs 99.05 % of the samples; the mode rules' margins (10 % prominence, 5 % mass) are far wider than that",
     ("trtprof/stats/speedup.py", "peaks = peaks[mass >= MODE_MIN_MASS]", "`>=` → `>`"): "differs only for a mode holding exactly 5.000 % of the core samples",
-    ("trtprof/diagnose/fp16range.py", "np.shape(v)[0] > max_batch for v in feeds.values()", "`>` → `>=`"): "cutting a batch of exactly max_batch samples to its first max_batch samples leaves it as it was",
+    ("trtprof/convert/fp16range.py", "np.shape(v)[0] > max_batch for v in feeds.values()", "`>` → `>=`"): "cutting a batch of exactly max_batch samples to its first max_batch samples leaves it as it was",
     ("trtprof/engines/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3599"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
     ("trtprof/engines/cache.py", "LOCK_TIMEOUT_S = 3600", "3600 → 3601"): "the lock timeout (an hour) is only observable by waiting an hour for a held lock",
     ("trtprof/engines/cache.py", "mask = os.umask(0)", "0 → 1"): "os.umask(x) returns the previous mask whatever x is, and the next line restores it",
     ("trtprof/engines/cache.py", "root_cause = err.__cause__ if", "`and` → `or`"): "differs only for an error that is not trtprof's yet has a __cause__; root.mkdir's OSError has none",
     ("trtprof/engines/cache.py", "if not self.root.is_dir():", "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
-    ("trtprof/diagnose/fp16range.py", "options.log_severity_level = 3", "3 → 4"): "ONNX Runtime's own log level (3: errors, 4: fatal only): the analysis and its result are the same",
+    ("trtprof/convert/fp16range.py", "options.log_severity_level = 3", "3 → 4"): "ONNX Runtime's own log level (3: errors, 4: fatal only): the analysis and its result are the same",
     ("trtprof/convert/fp16.py", 'if node.op_type == "Constant":', "`==` → `!=`"): "ONNX shape inference already types every Constant output; the attribute loop is the fallback for a model inference rejects, and on the other ops it reads (a ConstantOfShape's value) it gives the type inference gives",
     ("trtprof/diagnose/rules.py", "precision = series[0].precision", "0 → 1"): "a series is one precision's results (the caller groups them so): any member's precision is the first's",
     ("trtprof/diagnose/rules.py", "leaf = path.rsplit(\".\", 1)[-1].lower()", "1 → 2"): "rsplit('.', 2)[-1] is the same last component as rsplit('.', 1)[-1] (the line's other 1, [-1] → [-2], reads the wrong component and is killed by the clock tests)",
-    ("trtprof/diagnose/fp16range.py", "⟨keep > 1⟩", "`>` → `>=`"): "`keep >= 1` differs from `keep > 1` only when one tensor still needs more runs than allowed, i.e. max_runs < 1, which no caller passes",
+    ("trtprof/convert/fp16range.py", "⟨keep > 1⟩", "`>` → `>=`"): "`keep >= 1` differs from `keep > 1` only when one tensor still needs more runs than allowed, i.e. max_runs < 1, which no caller passes",
     ("trtprof/engines/cache.py", "if not self.root.is_dir(): ⟨", "guard `if …: return` removed (test → False)"): "Path.glob of a missing folder yields nothing: the guard only saves the glob",
-    ("trtprof/diagnose/fp16range.py", "kept = data if data.samples <= MAX_SAMPLES", "`<=` → `<`"): "differs only for exactly MAX_SAMPLES samples, whose first MAX_SAMPLES are all of them: the same arrays, the same batches (the copy's label is not returned; 512 vs 513 samples is tested)",
-    ("trtprof/diagnose/fp16range.py", "if f.covered or budget <= 0 or", "`<=` → `<`"): "MAX_CHECKED = 1 + 2 × FINDINGS_SHOWN: the budget reaches 0 only after the combined keep-list and every printed finding of both kinds were built, so a finding met at budget 0 is never printed and `< 0` skips nothing more (the budget's last build is tested)",
-    ("trtprof/diagnose/fp16range.py", "batch = int(np.shape(next(iter(feeds.values())))[0]) if feeds else 1", "1 → 2"): "feeds are empty only for a model without inputs, and --inputs data always holds an array (InputData refuses none) whose name such a model lacks (data.check refuses it): with data, feeds are never empty",
-    ("trtprof/diagnose/fp16range.py", 'if predicted.get("skipped"):', "guard `if …: return` removed (test → False)"): "a skipped analysis' JSON has no findings (RangeAnalysis(skipped=…) is the only place a skip is made), so the code after the guard also returns [summary]",
+    ("trtprof/convert/fp16range.py", "kept = data if data.samples <= MAX_SAMPLES", "`<=` → `<`"): "differs only for exactly MAX_SAMPLES samples, whose first MAX_SAMPLES are all of them: the same arrays, the same batches (the copy's label is not returned; 512 vs 513 samples is tested)",
+    ("trtprof/convert/fp16range.py", "if f.covered or budget <= 0 or", "`<=` → `<`"): "MAX_CHECKED = 1 + 2 × FINDINGS_SHOWN: the budget reaches 0 only after the combined keep-list and every printed finding of both kinds were built, so a finding met at budget 0 is never printed and `< 0` skips nothing more (the budget's last build is tested)",
+    ("trtprof/convert/fp16range.py", "batch = int(np.shape(next(iter(feeds.values())))[0]) if feeds else 1", "1 → 2"): "feeds are empty only for a model without inputs, and --inputs data always holds an array (InputData refuses none) whose name such a model lacks (data.check refuses it): with data, feeds are never empty",
+    ("trtprof/convert/fp16range.py", 'if predicted.get("skipped"):', "guard `if …: return` removed (test → False)"): "a skipped analysis' JSON has no findings (RangeAnalysis(skipped=…) is the only place a skip is made), so the code after the guard also returns [summary]",
 }
 
 # The hand mutations issue 26 found surviving, as text edits: each is run beside the sampled mutants
@@ -102,8 +102,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
 HAND: tuple[tuple[str, str, str, str], ...] = (
     ("trtprof/stats/speedup.py", "t quantile 0.975 → 0.95", "special.stdtrit(max(df, 1), 0.5 + confidence / 2)",
      "special.stdtrit(max(df, 1), confidence)"),
-    ("trtprof/diagnose/fp16range.py", "overflow at 2 × 65520", "if t.max_abs >= FP16_INF_FROM]", "if t.max_abs >= 2 * FP16_INF_FROM]"),
-    ("trtprof/diagnose/fp16range.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero <= FP16_ZERO_UPTO)",
+    ("trtprof/convert/fp16range.py", "overflow at 2 × 65520", "if t.max_abs >= FP16_INF_FROM]", "if t.max_abs >= 2 * FP16_INF_FROM]"),
+    ("trtprof/convert/fp16range.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero <= FP16_ZERO_UPTO)",
      "np.count_nonzero(nonzero <= FP16_MIN_NORMAL)"),
     ("trtprof/engines/cache.py", "the schema check skipped", 'if data.get("schema") != CACHE_SCHEMA:', "if False:"),
     ("trtprof/engines/cache.py", "an empty artifact accepted", "if not tmp.is_file() or tmp.stat().st_size == 0:",

@@ -174,7 +174,7 @@ def test_the_engine_path_judges_the_backends_own_outputs(tmp_path, monkeypatch):
     """Contract of the path GPU backends take (their FP16 engines compute in FP16): forced here on ONNX
     Runtime, whose 'fp16' engine computes in FP32 behind casts, so its plain FP16 output meets any
     budget — which is exactly why the emulation is used for it by default."""
-    from trtprof.diagnose import fp16range
+    from trtprof.convert import fp16range
 
     monkeypatch.setattr(fp16range, "NOT_FP16", ())
     model = cancellation_model(tmp_path / "m.onnx")

@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from trtprof.diagnose import fp16range as fr
+from trtprof.convert import fp16range as fr
 from trtprof.convert.fp16_weights import FP16_MAX, FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL
 
 onnx = pytest.importorskip("onnx")

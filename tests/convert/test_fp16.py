@@ -296,7 +296,7 @@ def test_model_zoo_graphs_convert_and_load(name):
 
 def test_range_analysis_finds_the_overflow_and_the_option_that_fixes_it(tmp_path):
     from trtprof.convert.fp16 import convert_fp16
-    from trtprof.diagnose.fp16range import OVERFLOW, analyze
+    from trtprof.convert.fp16range import OVERFLOW, analyze
 
     path = overflow_model(tmp_path / "o.onnx")
     x = _bench_x((4, 8))
@@ -314,7 +314,7 @@ def test_range_analysis_finds_the_overflow_and_the_option_that_fixes_it(tmp_path
 
 
 def test_range_analysis_finds_underflow(tmp_path):
-    from trtprof.diagnose.fp16range import UNDERFLOW, analyze
+    from trtprof.convert.fp16range import UNDERFLOW, analyze
 
     graph = helper.make_graph([_const("tiny", 1e-9), helper.make_node("Mul", ["x", "tiny"], ["small"], name="shrink"),
                                _const("big", 1e9), helper.make_node("Mul", ["small", "big"], ["y"], name="grow")],
@@ -329,7 +329,7 @@ def test_range_analysis_finds_underflow(tmp_path):
 
 
 def test_range_analysis_samples_tensors_when_runs_would_exceed_the_bound(tmp_path):
-    from trtprof.diagnose.fp16range import analyze, plan_runs
+    from trtprof.convert.fp16range import analyze, plan_runs
 
     runs = plan_runs([f"t{i}" for i in range(100)], {}, unknown_size=10, max_run_elements=10, max_runs=8)
     assert len(runs) <= 8 and all(len(r) == 1 for r in runs) and runs[0] == ["t0"] and runs[-1] == ["t99"]
@@ -344,7 +344,7 @@ def test_range_analysis_on_a_model_zoo_graph():
     with the model's own output (computed separately by ONNX Runtime)."""
     import onnxruntime as ort
 
-    from trtprof.diagnose.fp16range import analyze
+    from trtprof.convert.fp16range import analyze
 
     path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
     if not path.is_file():
@@ -509,7 +509,7 @@ def test_compare_on_a_model_zoo_graph_predicts_its_overflows(tmp_path, capsys):
 
 
 def test_a_large_dynamic_batch_is_analysed_on_its_first_samples():
-    from trtprof.diagnose.fp16range import first_samples
+    from trtprof.convert.fp16range import first_samples
     from trtprof.spec import TensorSpec
 
     feeds = {"x": np.arange(64, dtype=np.float32).reshape(32, 2)}
@@ -574,7 +574,7 @@ def test_the_prediction_holds_on_a_model_zoo_graph_in_real_fp16_arithmetic():
     converted graph in numpy float16 (onnx's ReferenceEvaluator) gives inf everywhere, as predicted;
     keeping the nodes the analysis names in FP32 makes every output finite again."""
     from trtprof.convert.fp16 import convert_fp16
-    from trtprof.diagnose.fp16range import analyze
+    from trtprof.convert.fp16range import analyze
 
     path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_squeezenet.onnx"
     if not path.is_file():
@@ -597,7 +597,7 @@ def test_range_analysis_text_for_the_build_and_for_compare():
     """One text for the analysis: the build's notes point at the build JSON and give no keep-list advice
     (they are build notes already); compare/report lines of the stored JSON point at accuracy.predicted
     and say keep-lists are build options. Findings beyond ``shown`` per kind are counted, not listed."""
-    from trtprof.diagnose.fp16range import (
+    from trtprof.convert.fp16range import (
         OVERFLOW,
         UNDERFLOW,
         RangeAnalysis,

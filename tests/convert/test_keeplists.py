@@ -61,7 +61,7 @@ def test_without_the_split_the_converter_fails_and_the_check_says_so(tmp_path, m
     """What the fix repairs (so the check is not vacuous): onnxconverter-common alone leaves k FP32
     for the FP16 Mul_0; ``build_error`` reports the refusal instead of suggesting the option."""
     from trtprof.convert import fp16_fixes
-    from trtprof.diagnose.fp16range import build_error
+    from trtprof.convert.fp16range import build_error
 
     model = onnx.load(str(shared_scale_model(tmp_path / "m.onnx")))
     assert build_error(model, ["Mul_1", "Div_2"]) == ""
@@ -89,7 +89,7 @@ def test_the_suggested_option_builds_as_printed(tmp_path, capsys):
 
 
 def test_a_finding_whose_keep_list_does_not_build_is_not_suggested(tmp_path, monkeypatch):
-    from trtprof.diagnose import fp16range
+    from trtprof.convert import fp16range
 
     model = onnx.load(str(shared_scale_model(tmp_path / "m.onnx")))
     monkeypatch.setattr(fp16range, "build_error", lambda *a, **k: "refused (a fake refusal for this test)")

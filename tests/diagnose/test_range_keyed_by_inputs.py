@@ -46,7 +46,7 @@ def test_a_cache_hit_with_other_inputs_reruns_the_analysis(conv_model, tmp_path)
 
 
 def test_the_same_inputs_again_reuse_the_recorded_analysis(conv_model, tmp_path, monkeypatch):
-    from trtprof.diagnose import fp16range
+    from trtprof.convert import fp16range
 
     engines = tmp_path / "e"
     _build(conv_model, engines, _inputs_npz(tmp_path / "calm.npz", 0.5))

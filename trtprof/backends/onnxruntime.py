@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import BadModel, BuildFailed, MissingDependency, OutputNotWritten, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
+from ..convert.ort import import_ort, ort_cause  # noqa: F401  (re-exported: their home is convert.ort)
 from ..util.thirdparty import third_party_warnings
 from .base import Availability, BackendBase, BuildReport, Capabilities, DeviceKind
 
@@ -28,14 +29,6 @@ CPU_EP = "CPUExecutionProvider"
 # ORT log severity "warning" (ORT's own default): the build's session and every loaded engine log their
 # warnings about the model, captured by util.thirdparty (kept in the JSON, not shown)
 ORT_WARNING = 2
-
-
-def import_ort():
-    try:
-        import onnxruntime
-    except ImportError as err:
-        raise MissingDependency("onnxruntime", None) from err
-    return onnxruntime
 
 
 def cuda_ep_available() -> bool:
@@ -63,17 +56,6 @@ def _session_error(err: Exception, path: Path) -> Exception:
         op, opset, node = match.groups()
         return BadModel(f"op {op} (opset {opset}, node {node!r}) is not supported by onnxruntime", path=path)
     return BadModel(f"onnxruntime cannot load the model: {ort_cause(text) or type(err).__name__}", path=path)
-
-
-def ort_cause(text: str) -> str:
-    """The cause in an ORT error, without its nested prefixes and C++ source locations.
-
-    "[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/…/graph.cc:1483 onnxruntime::Graph::Graph(…)
-    [ONNXRuntimeError] : 1 : FAIL : Tensor element type mismatch. 10 != 1" → the last part."""
-    parts = [p.strip() for p in re.split(r"\[ONNXRuntimeError\] : \d+ : \w+ : ", text) if p.strip()]
-    cause = parts[-1] if parts else text.strip()
-    cause = re.sub(r"^/\S+:\d+ \S+\(.*?\)\s*", "", cause)  # a leading "file.cc:123 Function(args)"
-    return " ".join(cause.split())[:300]
 
 
 def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,

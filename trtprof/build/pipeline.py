@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import backends
-from ..diagnose import fp16range
+from ..convert import fp16range
 from ..system import model_memory, preflight
 from ..backends.onnxruntime_cuda import LAYOUT_OPTION
 from ..backends.torch import MEMORY_FORMAT_OPTION

@@ -163,7 +163,7 @@ def print_comparison(c: ComparisonResult) -> None:
         print(f"  !!! {c.candidate} OUTPUT HAS {c.nonfinite} NON-FINITE VALUES (inf/NaN): overflow !!!")
     if acc.get("caveat"):
         print(f"  caveat: {acc['caveat']}")
-    from ..diagnose.fp16range import predicted_lines
+    from ..convert.fp16range import predicted_lines
 
     for line in predicted_lines(acc.get("predicted")):
         print(f"  predicted: {line}")

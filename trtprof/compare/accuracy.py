@@ -75,7 +75,7 @@ class AccuracyDelta:
     rtol: float = RTOL
     atol: float = ATOL
     outputs: tuple[OutputDelta, ...] = field(default=())
-    # fp16 candidates (trtprof.diagnose.fp16range.annotate): the FP16 range analysis of the FP32 model (what
+    # fp16 candidates (trtprof.convert.fp16range.annotate): the FP16 range analysis of the FP32 model (what
     # FP16 arithmetic is predicted to do), and why the observed error may not be FP16's
     predicted: dict[str, Any] | None = None
     caveat: str | None = None

@@ -26,7 +26,7 @@ import numpy as np
 # accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those
 # attributes with fakes, which a name bound here at import time would not see.
 from . import accuracy, reference_pass
-from ..diagnose import fp16range
+from ..convert import fp16range
 from ..measure import bench, workers
 from ..measure.budget import TimeBudget
 from ..model import roofline

@@ -62,7 +62,7 @@ class Search:
 
     @property
     def option(self) -> str:
-        from ..diagnose.fp16range import option_text
+        from ..convert.fp16range import option_text
 
         return option_text(self.keep) if self.keep else ""
 
@@ -164,7 +164,7 @@ def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[
 
     from ..convert.fp16 import convert_fp16
     from ..errors import BuildFailed
-    from ..diagnose.fp16range import build_error
+    from ..convert.fp16range import build_error
 
     error = build_error(model, keep)
     if error:
@@ -250,7 +250,7 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     a keep-list found in minutes is shown, and kept, whatever happens to the measurement (issue 36)."""
     from pathlib import Path
 
-    from ..diagnose import fp16range
+    from ..convert import fp16range
     from ..measure.bench import effective_precision, load_runner
     from ..build.pipeline import BuildSettings, as_onnx, build_engines
     from ..model.onnx_model import load_onnx

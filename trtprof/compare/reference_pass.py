@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping, Sequence
 
-from ..diagnose import fp16range
+from ..convert import fp16range
 from ..measure import bench
 from ..measure.concurrent import Span
 from ..model.inputs import make_inputs, resolve_shapes

@@ -19,7 +19,7 @@ from ..compare.accuracy import summary_line
 from ..compare.result import ComparisonResult
 from ..util.files import atomic_write_text
 from ..errors import BadInput
-from ..diagnose.fp16range import predicted_lines
+from ..convert.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
 from .timeline_page import compare_section
@@ -226,7 +226,7 @@ def _predicted_cell(acc: Mapping[str, Any]) -> str:
 
 def accuracy_notes(comparison: ComparisonResult) -> list[str]:
     """The verdict, the metrics (scale-aware first, on which inputs), the caveat when the candidate
-    did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.diagnose.fp16range``), one
+    did not compute in FP16, and the FP16 range analysis' prediction (``trtprof.convert.fp16range``), one
     line each."""
     acc = comparison.accuracy or {}
     if not acc:

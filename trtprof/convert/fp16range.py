@@ -292,7 +292,7 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence
     feeds = batches[0]
     import onnx
 
-    from ..backends.onnxruntime import import_ort
+    from .ort import import_ort
     from ..convert.fp16 import prepare_for_fp16, tensor_elem_types
     from ..convert.fp16_fixes import DETACH_NODE_PREFIX, DETACHED_SUFFIX
 
@@ -364,7 +364,7 @@ def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
     except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
-        from ..backends.onnxruntime import ort_cause
+        from .ort import ort_cause
 
         return RangeAnalysis(skipped=f"{type(err).__name__}: {ort_cause(str(err))}")
 
@@ -379,7 +379,7 @@ def build_error(model: "onnx.ModelProto", nodes: Sequence[str], ops: Sequence[st
     Runtime loads it (type checks included: what refused the keep-lists of issue 23); else why not.
     Every converting backend (ONNX Runtime, torch keep-lists, TensorRT >= 11, TensorRT-RTX) builds
     from this same converted graph."""
-    from ..backends.onnxruntime import import_ort, ort_cause
+    from .ort import import_ort, ort_cause
     from ..convert.fp16 import convert_fp16
 
     try:
