@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from trtprof.measure import simulate as cal  # noqa: E402
+from tests.fakes import simulate as cal  # noqa: E402  (runners of known truth: test code, not shipped)
 from trtprof.measure.interleave import MAX_LOADS, RoundPlan  # noqa: E402
 from trtprof.stats.speedup import FASTER  # noqa: E402
 

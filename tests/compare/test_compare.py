@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from trtprof.measure import simulate as cal
+from tests.fakes import simulate as cal
 from trtprof.compare import core as cmp
 from trtprof.measure import interleave
 from trtprof.measure.budget import BatchWindow, batch_window, tail_reserve_s

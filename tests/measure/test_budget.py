@@ -193,7 +193,7 @@ class CostlyLoad:
 
 def costly_run(open_s: float, *, grows: bool, budget_s: float = 12.0):
     from trtprof.measure import interleave
-    from trtprof.measure import simulate as cal
+    from tests.fakes import simulate as cal
 
     clock, names, log = cal.SimClock(), ("base", "cand"), []
 
@@ -286,7 +286,7 @@ def pre_warmed_run(later_open_s: float, *, launch_s: float = 8.0):
     12-s default before load 0, which opened in 0.3 s (its first runs done by the accuracy pass); every
     later load takes ``later_open_s``."""
     from trtprof.measure import interleave
-    from trtprof.measure import simulate as cal
+    from tests.fakes import simulate as cal
 
     clock, names, log = cal.SimClock(), ("base", "cand"), []
     clock.t = launch_s

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from trtprof.measure import simulate as cal
+from tests.fakes import simulate as cal
 from trtprof.measure.interleave import RoundPlan, run_interleaved
 from trtprof.stats.speedup import FASTER, SLOWER, Speedup, t_quantile
 

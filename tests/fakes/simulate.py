@@ -1,4 +1,5 @@
-"""Simulated runners of known truth, driven through the REAL loop (``interleave.run_interleaved``).
+"""Simulated runners of known truth, driven through the REAL loop (``interleave.run_interleaved``). Test code:
+kept out of the shipped package (tests/ and benchmarks/verdict_calibration.py use it).
 
 Why: a CI's coverage and a verdict's error rate cannot be checked on real engines (nobody knows
 their true ratio), and checking them on i.i.d. samples misses what breaks intervals in practice:
@@ -33,9 +34,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .interleave import ROUND_WARMUP, InProcessLoad, InterleavedOutcome, RoundPlan, run_interleaved
-from ..stats.speedup import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER
-from .timing import Samples, TimingConfig
+from trtprof.measure.interleave import ROUND_WARMUP, InProcessLoad, InterleavedOutcome, RoundPlan, run_interleaved
+from trtprof.stats.speedup import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER
+from trtprof.measure.timing import Samples, TimingConfig
 
 SIM_LOAD_START_S = 1.0  # simulated cost of starting one load (a worker process, engines loaded)
 SIM_BLOCK_OVERHEAD_S = 0.002  # simulated fixed cost per block (IPC, warm-up bookkeeping)
