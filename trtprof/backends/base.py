@@ -172,11 +172,40 @@ class BackendBase:
         return False
 
 
+class RunnerBase:
+    """Every optional member of a runner the rest of trtprof reads, declared once with its default.
+
+    Runners inherit it; the readers (``getattr(runner, NAME, None)``, so a duck-typed test fake without the
+    base still works) treat a None as "this runner has none". A member listed here and nowhere read is a
+    defect; a member read elsewhere and not listed here is one too.
+    """
+
+    # runtime state a result records
+    autotune: bool | None = None  # cuDNN autotuning on/off (torch); None: the runtime has no such setting
+    tf32: bool | None = None  # TF32 math on (torch)
+    loaded_by: str | None = None  # what made the module that runs (torch: torch.export or onnx2torch)
+    load_warnings: tuple[str, ...] = ()  # the runtime's warnings while loading (measure.bench.load_runner)
+    # the timing loop (measure.timing)
+    stream: Any = None  # the stream the runtime is bound to at load (ORT's user_compute_stream): timed on
+    bind: Any = None  # bind(buffers, stream) -> context manager yielding a zero-argument launch
+    runtime_graph: Any = None  # runtime_graph(enabled) -> launch record: the runtime replays its own CUDA graph
+    # memory (system.memory, measure.workers, measure.maxbatch, serving)
+    trim: Any = None  # trim(): give back cached device memory between blocks
+    reset_memory_peak: Any = None  # reset_memory_peak(): before a measured run
+    memory_report: Any = None  # memory_report() -> dict: the runtime's own memory figures
+    runtime_report: Any = None  # runtime_report() -> dict: settings/caches for bench's config.runtime
+    # serving (serving.driver)
+    fork: Any = None  # fork() -> a runner sharing the weights, for one more request in flight
+    hold_mode: Any = None  # hold_mode() -> context manager setting thread-wide flags once for every thread
+    # per-layer profiling (layers.torch_profile)
+    use_converted_module: Any = None  # use_converted_module() -> context manager: profile onnx2torch's module
+
+
 def set_autotune(runner: Any, enabled: bool) -> bool | None:
     """Switch a runner's kernel autotuning (cuDNN benchmark mode on torch) and return what it now
     does; None for runners without the setting (ONNX Runtime CPU, TensorRT, which always times its
     tactics at build time). Callers record the returned value in their results' ``config``."""
-    if not hasattr(runner, "autotune"):
+    if getattr(runner, "autotune", None) is None:
         return None
     runner.autotune = bool(enabled)
     return bool(runner.autotune)

@@ -17,7 +17,7 @@ from ..errors import BadModel, BuildFailed, MissingDependency, OutputNotWritten,
 from ..spec import BuildSpec, Precision, TensorSpec
 from ..convert.ort import import_ort, ort_cause  # noqa: F401  (re-exported: their home is convert.ort)
 from ..util.thirdparty import third_party_warnings
-from .base import Availability, BackendBase, BuildReport, Capabilities, DeviceKind
+from .base import Availability, BackendBase, BuildReport, Capabilities, DeviceKind, RunnerBase
 
 if TYPE_CHECKING:
     import numpy as np
@@ -199,7 +199,7 @@ def int8_census_notes(census: Mapping[str, Mapping[str, int]], effective: str, p
             f"FP32 between Q/DQ: {ops('fp32')}; effective precision {effective}"]
 
 
-class OnnxRuntimeRunner:
+class OnnxRuntimeRunner(RunnerBase):
     device = "cpu"  # host-in/host-out session.run, timed with the host clock (also on CUDA EP)
 
     def __init__(self, session, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -> None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ..errors import BackendUnavailable, BadModel, UnsupportedPrecision
 from ..spec import Precision, TensorSpec
-from .base import Availability, Capabilities, DeviceKind
+from .base import Availability, Capabilities, DeviceKind, RunnerBase
 from .onnxruntime import CUDA_EP, ORT_WARNING, OnnxRuntimeBackend, import_ort, ort_cause, ort_session
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def session_settings(session: Any, graph: bool, refused: str | None) -> dict[str
             "io_binding": True, "run_config": {NO_SYNC: "1"}}
 
 
-class OnnxRuntimeCudaRunner:
+class OnnxRuntimeCudaRunner(RunnerBase):
     """A session on the CUDA EP, run through IO binding on its own stream (see the module docstring)."""
 
     device: DeviceKind = "cuda"

@@ -52,7 +52,7 @@ import numpy as np
 from ..errors import BadModel, BuildFailed, MissingDependency, TrtprofError, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
 from ..system.preflight import is_out_of_memory
-from .base import Availability, BackendBase, BuildReport, Capabilities
+from .base import Availability, BackendBase, BuildReport, Capabilities, RunnerBase
 from . import torch_artifact
 from .torch_artifact import first_line
 
@@ -328,10 +328,12 @@ class DeviceArray:
         }
 
 
-class TorchRunner:
+class TorchRunner(RunnerBase):
     """A loaded torch module on the GPU, driven by the profiler's buffers and stream."""
 
     device = "cuda"
+    autotune: bool  # always set here (RunnerBase's None means "no such setting")
+    tf32: bool
 
     def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
                  outputs: tuple[TensorSpec, ...], *, cast_io: bool = True, memory_format: str = CONTIGUOUS,

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...errors import BadInput, CudaError
 from ...spec import TensorSpec
+from ..base import RunnerBase
 from .compat import dims_tuple
 from .tail_logger import LogTail
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from .inspect import EngineInspection, LayerProfile
 
 
-class TensorRTRunner:
+class TensorRTRunner(RunnerBase):
     """DeviceRunner over one engine and one execution context (optimization profile 0)."""
 
     device = "cuda"
