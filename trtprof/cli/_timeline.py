@@ -118,7 +118,7 @@ def add_compare_args(p: argparse.ArgumentParser) -> None:
                         "precision at one batch size, as it was timed (CUDA graph or eager, copies): kernels/nodes "
                         "per stream or thread on one time axis, idle gaps, casts; into the JSON and its report "
                         "page's Timeline section, and as OUT.timeline.png")
-    p.add_argument("--timeline-batch", type=_common.positive_int, default=None, metavar="B",
+    p.add_argument("--timeline-batch", type=_common.batch_size, default=None, metavar="B",
                    help="the batch size of --timeline (one of --batch-sizes; default the smallest); implies --timeline")
     add_trace_args(p, "arm")
 
