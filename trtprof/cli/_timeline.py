@@ -47,7 +47,7 @@ def check_timeline_outputs(args: argparse.Namespace, page: bool = True) -> None:
     timeline of trtprof's (the page's PAGE_MARK, the PNG's producer chunk); the trace dir must be a
     folder that can be written."""
     png, html_page = timeline_paths(args.out)
-    page_ours = page and html_page.is_file() and PAGE_MARK in html_page.read_text(errors="replace")[:4096]
+    page_ours = page and html_page.is_file() and PAGE_MARK in html_page.read_text(encoding="utf-8", errors="replace")[:4096]
     for path in (png, html_page) if page else (png,):
         _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines],
                                   kind=CALLER_CHECKED, args=args)  # existing files: the rule below
@@ -64,7 +64,7 @@ def check_trace_path(path: Path) -> None:
     if not path.exists():
         return
     try:
-        ours = json.loads(path.read_text()).get("otherData", {}).get("producer") == "trtprof"
+        ours = json.loads(path.read_text(encoding="utf-8")).get("otherData", {}).get("producer") == "trtprof"
     except (OSError, ValueError, AttributeError):
         ours = False
     if not ours:

@@ -232,7 +232,8 @@ def host_probe(record: Any, batch: int, settings: SearchSettings) -> dict[str, A
     env = dict(os.environ)
     prepend_package_root(env)  # the child runs this trtprof, like the compare workers
     proc = subprocess.run([sys.executable, "-c", "from trtprof.measure.maxbatch import probe_main; probe_main()"],
-                          input=json.dumps(request), capture_output=True, text=True, env=env)
+                          input=json.dumps(request), capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", env=env)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode == -signal.SIGKILL:  # the kernel's OOM killer (the watchdog itself exits 0 with an answer)
         return {"batch_size": batch, "fits": False,

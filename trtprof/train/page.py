@@ -180,5 +180,5 @@ def write_html(data: Mapping[str, Any], out: Path) -> Path:
 
 def write_report(path: Path, out: Path) -> tuple[Path, str]:
     """The page for a stored train-compare JSON (``trtprof report`` uses it); returns (html, Markdown)."""
-    data = json.loads(Path(path).read_text())
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
     return write_html(data, out), markdown(data)
