@@ -270,7 +270,7 @@ def add_force_arg(parser: argparse.ArgumentParser) -> None:
 
 
 # options that name what a command writes, never what it reads
-OUTPUT_OPTIONS = frozenset({"out", "csv", "html", "output", "dir"})
+OUTPUT_OPTIONS = frozenset({"out", "csv", "html", "output", "dir", "trace_dir"})
 
 
 def command_inputs(args: argparse.Namespace) -> list[Path]:

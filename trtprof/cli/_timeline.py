@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import BadInput
-from ..util.outputs import CALLER_CHECKED
+from ..util.outputs import CALLER_CHECKED, check_regular
 from . import _common
 
 PAGE_MARK = "<title>trtprof timeline:"  # the page profile --timeline writes starts with it
@@ -60,7 +60,9 @@ def check_timeline_outputs(args: argparse.Namespace, page: bool = True) -> None:
 
 
 def check_trace_path(path: Path) -> None:
-    """A trace file may replace only a trace trtprof wrote (``otherData.producer``)."""
+    """A trace file may replace only a trace trtprof wrote (``otherData.producer``), and never a link, a
+    FIFO or a device (read, a FIFO would block)."""
+    check_regular(path, "--trace-dir")
     if not path.exists():
         return
     try:
