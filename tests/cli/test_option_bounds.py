@@ -78,7 +78,7 @@ BOUNDS.update({(c, "--threads"): (int, 1, 16, False, False) for c in ("bench", "
 # bench --memory-limit-mb: type float, checked (finite, > 0, at most 1 PiB) with the search's settings,
 # before any run (test below): its messages are a budget's, which tests/measure/test_maxbatch.py holds
 CHECKED_IN_COMMAND = {("bench", "--memory-limit-mb")}
-NOT_NUMBERS = (Path, str, Precision.parse)
+NOT_NUMBERS = (Path, str, Precision.parse, getattr(_common, "precision", Precision.parse))  # 4b0e977 had no wrapper
 
 
 @pytest.fixture(autouse=True)

@@ -195,6 +195,15 @@ MAX_ROWS = 1_000_000
 table_rows = Bound(int, 0, MAX_ROWS)  # profile --top (0 = all)
 
 
+def precision(text: str) -> Precision:
+    """A precision option's type (``import trtexec --precision``): an unknown name is argparse's one-line
+    error naming the option (``Precision.parse``'s BadInput escaped argparse as a traceback)."""
+    try:
+        return Precision.parse(text)
+    except BadInput as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+
+
 # More intra-op threads than this per usable core only adds contention (each thread spins for work
 # between ops), and 100000 threads made the machine stop answering: refused before anything starts.
 MAX_THREADS_PER_CORE = 4

@@ -47,6 +47,8 @@ def check_timeline_outputs(args: argparse.Namespace, page: bool = True) -> None:
     timeline of trtprof's (the page's PAGE_MARK, the PNG's producer chunk); the trace dir must be a
     folder that can be written."""
     png, html_page = timeline_paths(args.out)
+    # `--out X --trace-dir X`: the traces made X a folder and the JSON's rename failed after all the work
+    _common.check_distinct_outputs(out=args.out, trace_dir=args.trace_dir, timeline=png)
     page_ours = page and html_page.is_file() and PAGE_MARK in html_page.read_text(encoding="utf-8", errors="replace")[:4096]
     for path in (png, html_page) if page else (png,):
         _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines],
