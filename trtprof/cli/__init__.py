@@ -54,6 +54,9 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     entered = time.perf_counter()
+    from ..util.console import fit_streams
+
+    fit_streams()  # an ASCII or Latin-1 terminal gets '~' for '≈' (and the JSON), not a UnicodeEncodeError
     from ..util.clock import CommandClock, process_start
 
     # The command's clock (compare's --time-budget-s): from this process's start when it is the command

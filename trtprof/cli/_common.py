@@ -3,7 +3,6 @@ output-path checks made before any long work, and SIGTERM handled like Ctrl-C.""
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -12,8 +11,9 @@ from typing import Any, Callable, Sequence
 from ..engines.cache import ENTRY_NAME
 from ..engines.cache_admin import TEMP_NAME, is_engines_dir
 from ..errors import BadInput, write_failure
-from ..model.inputs import parse_batch_sizes, parse_int_range, parse_shape_arg
+from ..model.inputs import MAX_BATCH_SIZE, parse_batch_sizes, parse_int_range, parse_shape_arg
 from ..util import outputs
+from ..util.bounds import ONE_DAY_S, Bound
 from ..util.outputs import OutputKind
 from ..util.signals import signals_deferred
 from ..spec import Precision
@@ -64,11 +64,12 @@ def load_inputs(args: argparse.Namespace):
 def add_timing_args(parser: argparse.ArgumentParser) -> None:
     add_common_debug(parser)
     g = parser.add_argument_group("timing")
-    g.add_argument("--warmup", type=nonnegative_int, default=DEFAULT_WARMUP, help=f"warmup runs (default {DEFAULT_WARMUP})")
-    g.add_argument("--warmup-ms", type=nonnegative_float, default=None, help="also warm up for at least this many ms")
+    g.add_argument("--warmup", type=warmup_count, default=DEFAULT_WARMUP, help=f"warmup runs (default {DEFAULT_WARMUP})")
+    g.add_argument("--warmup-ms", type=warmup_ms, default=None,
+                   help=f"also warm up for at least this many ms (at most {ONE_DAY_S * 1000:,.0f}, a day)")
     g.add_argument("--iterations", type=iteration_count, default=DEFAULT_ITERATIONS,
                    help=f"timed runs per engine and batch size (default {DEFAULT_ITERATIONS})")
-    g.add_argument("--duration-s", type=positive_float, default=None,
+    g.add_argument("--duration-s", type=seconds_in_a_day, default=None,
                    help="also keep measuring until this many seconds have passed")
     g.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
     add_launch_args(g)
@@ -129,7 +130,8 @@ def add_autotune_arg(parser: argparse.ArgumentParser) -> None:
 
 def check_round_args(args: argparse.Namespace) -> None:
     """The stopping options compare and train-compare share (``target_ci`` and ``round_iterations``;
-    their time budget is a ``positive_float``), refused before any work."""
+    their time budget is a ``seconds_in_a_day``), refused before any work (their types bound them at parse
+    time already; these checks stay for callers that build the namespace themselves)."""
     if not 0 < args.target_ci < 1:
         raise BadInput("--target-ci must be between 0 and 1 (e.g. 0.01 for ±1 %)")
     if args.round_iterations is not None and args.round_iterations <= 0:
@@ -182,43 +184,32 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 MAX_SEED = 2**32 - 1  # numpy's default_rng accepts any non-negative int; 32 bits is what users type
 
+# Every numeric option's type is one of these bounds (``util.bounds.Bound``: finite, of one kind, from a
+# least to a documented most value), shared by every command that has the option. docs/safety.md lists
+# them; tests/cli/test_option_bounds.py checks that no numeric option is without one.
+SAFETY_STOP = "the timing loop's safety stop"
+A_DAY = "a day"
+warmup_count = Bound(int, 0, MAX_ITERATIONS, why=SAFETY_STOP)  # --warmup: the loop stops there too
+iteration_count = Bound(int, 1, MAX_ITERATIONS, why=SAFETY_STOP)  # a larger count would be cut without a word
+warmup_ms = Bound(float, 0, ONE_DAY_S * 1000, why=A_DAY, unit=" ms")
+seconds_in_a_day = Bound(float, 0, ONE_DAY_S, why=A_DAY, unit=" s", low_open=True)  # --duration-s, --time-budget-s
+ms_in_a_day = Bound(float, 0, ONE_DAY_S * 1000, why=A_DAY, unit=" ms", low_open=True)  # --slo-ms
+batch_size = Bound(int, 1, MAX_BATCH_SIZE, why="dims are int32 in TensorRT and most runtimes")
+seed_value = Bound(int, 0, MAX_SEED, between=True)
+fraction = Bound(float, 0, 1, low_open=True, high_open=True, between=True)  # --target-ci
+MAX_PROFILED_ITERATIONS = 10_000  # each profiled run keeps one event per layer (ONNX Runtime: a JSON record)
+profiled_iterations = Bound(int, 1, MAX_PROFILED_ITERATIONS, why="each profiled run keeps an event per layer")
+MAX_ROWS = 1_000_000
+table_rows = Bound(int, 0, MAX_ROWS)  # profile --top (0 = all)
 
-def _number(text: str, kind: type) -> float:
+
+def precision(text: str) -> Precision:
+    """A precision option's type (``import trtexec --precision``): an unknown name is argparse's one-line
+    error naming the option (``Precision.parse``'s BadInput escaped argparse as a traceback)."""
     try:
-        value = kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-    if isinstance(value, float) and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = int(_number(text, int))
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-    return value
-
-
-def nonnegative_int(text: str) -> int:
-    value = int(_number(text, int))
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = _number(text, float)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-    return value
-
-
-def nonnegative_float(text: str) -> float:
-    value = _number(text, float)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
+        return Precision.parse(text)
+    except BadInput as err:
+        raise argparse.ArgumentTypeError(err.message) from None
 
 
 # More intra-op threads than this per usable core only adds contention (each thread spins for work
@@ -227,31 +218,13 @@ MAX_THREADS_PER_CORE = 4
 
 
 def thread_count(text: str) -> int:
-    """``--threads``: a positive integer, at most ``MAX_THREADS_PER_CORE`` × the cores this process may use."""
+    """``--threads``: a positive integer, at most ``MAX_THREADS_PER_CORE`` × the cores this process may use
+    (a bound known only on the machine, hence a function rather than a fixed ``Bound``)."""
     from ..serving.driver import usable_cores
 
-    value = positive_int(text)
     cores = usable_cores()
-    if value > MAX_THREADS_PER_CORE * cores:
-        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_THREADS_PER_CORE * cores} "
-                                         f"({MAX_THREADS_PER_CORE} per usable core, {cores} here)")
-    return value
-
-
-def iteration_count(text: str) -> int:
-    """``--iterations`` / ``--round-iterations``: > 0 and at most the timing loop's safety stop, which
-    would otherwise cut a larger count without a word."""
-    value = positive_int(text)
-    if value > MAX_ITERATIONS:
-        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_ITERATIONS:,} (the timing loop's safety stop)")
-    return value
-
-
-def seed_value(text: str) -> int:
-    value = int(_number(text, int))
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and {MAX_SEED}")
-    return value
+    return int(Bound(int, 1, MAX_THREADS_PER_CORE * cores,
+                     why=f"{MAX_THREADS_PER_CORE} per usable core, {cores} here")(text))
 
 
 # --- output paths: checked before the work whose result they will hold ----------------------------
@@ -314,7 +287,7 @@ def add_force_arg(parser: argparse.ArgumentParser) -> None:
 
 
 # options that name what a command writes, never what it reads
-OUTPUT_OPTIONS = frozenset({"out", "csv", "html", "output", "dir"})
+OUTPUT_OPTIONS = frozenset({"out", "csv", "html", "output", "dir", "trace_dir"})
 
 
 def command_inputs(args: argparse.Namespace) -> list[Path]:

@@ -15,6 +15,7 @@ from ..serving.driver import (
     ServingConfig,
 )
 from . import _common
+from ..util.bounds import Bound, shown
 from ..system.validity import stamp_lines
 
 
@@ -28,20 +29,19 @@ def concurrency_levels(text: str) -> tuple[int, ...]:
     try:
         levels = tuple(int(t) for t in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers like 1,2,4,8") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected positive integers like 1,2,4,8") from None
     if not levels or any(n < 1 for n in levels):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers like 1,2,4,8")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected positive integers like 1,2,4,8")
     if any(n > MAX_CONCURRENCY for n in levels):
-        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_CONCURRENCY} requests in flight")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: at most {MAX_CONCURRENCY} requests in flight")
     return tuple(sorted(set(levels)))
 
 
-def window_seconds(text: str) -> float:
-    """``--window-s``: > 0 and at most ``MAX_WINDOW_S`` (1e12 would sleep past every clock's range)."""
-    value = _common.positive_float(text)
-    if value > MAX_WINDOW_S:
-        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_WINDOW_S:g} s per window")
-    return value
+# ``--window-s``: > 0 and at most ``MAX_WINDOW_S`` (1e12 would sleep past every clock's range)
+window_seconds = Bound(float, 0, MAX_WINDOW_S, why="per window", unit=" s", low_open=True)
+# ``--serving-rounds``: each round is one window per point (precision × batch × concurrency)
+MAX_SERVING_ROUNDS = 1_000
+serving_rounds = Bound(int, 1, MAX_SERVING_ROUNDS, why="each is a window per point")
 
 
 def add_serving_args(parser: argparse.ArgumentParser) -> None:
@@ -49,12 +49,12 @@ def add_serving_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--concurrency", type=concurrency_levels, default=None, metavar="N1,N2,…",
                    help="also measure N requests in flight (closed loop; N threads, on a GPU each with its own "
                         "stream and context): throughput and per-request latency per level")
-    g.add_argument("--slo-ms", type=_common.positive_float, default=None, metavar="P99_MS",
+    g.add_argument("--slo-ms", type=_common.ms_in_a_day, default=None, metavar="P99_MS",
                    help="with --concurrency: per precision the highest throughput whose p99 meets this target, "
                         "and the candidate-vs-baseline verdict on it")
     g.add_argument("--window-s", type=window_seconds, default=DEFAULT_WINDOW_S, metavar="S",
                    help=f"measured window per point and round (default {DEFAULT_WINDOW_S:g}, at most {MAX_WINDOW_S:g})")
-    g.add_argument("--serving-rounds", type=_common.positive_int, default=DEFAULT_ROUNDS, metavar="R",
+    g.add_argument("--serving-rounds", type=serving_rounds, default=DEFAULT_ROUNDS, metavar="R",
                    help=f"windows per point, interleaved across precisions; the verdict's CI needs >= 2 "
                         f"(default {DEFAULT_ROUNDS})")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import BadInput
-from ..util.outputs import CALLER_CHECKED
+from ..util.outputs import CALLER_CHECKED, check_regular
 from . import _common
 
 PAGE_MARK = "<title>trtprof timeline:"  # the page profile --timeline writes starts with it
@@ -47,7 +47,9 @@ def check_timeline_outputs(args: argparse.Namespace, page: bool = True) -> None:
     timeline of trtprof's (the page's PAGE_MARK, the PNG's producer chunk); the trace dir must be a
     folder that can be written."""
     png, html_page = timeline_paths(args.out)
-    page_ours = page and html_page.is_file() and PAGE_MARK in html_page.read_text(errors="replace")[:4096]
+    # `--out X --trace-dir X`: the traces made X a folder and the JSON's rename failed after all the work
+    _common.check_distinct_outputs(out=args.out, trace_dir=args.trace_dir, timeline=png)
+    page_ours = page and html_page.is_file() and PAGE_MARK in html_page.read_text(encoding="utf-8", errors="replace")[:4096]
     for path in (png, html_page) if page else (png,):
         _common.check_output_file(path, "--timeline", suffix=path.suffix, engines=[args.engines],
                                   kind=CALLER_CHECKED, args=args)  # existing files: the rule below
@@ -60,11 +62,13 @@ def check_timeline_outputs(args: argparse.Namespace, page: bool = True) -> None:
 
 
 def check_trace_path(path: Path) -> None:
-    """A trace file may replace only a trace trtprof wrote (``otherData.producer``)."""
+    """A trace file may replace only a trace trtprof wrote (``otherData.producer``), and never a link, a
+    FIFO or a device (read, a FIFO would block)."""
+    check_regular(path, "--trace-dir")
     if not path.exists():
         return
     try:
-        ours = json.loads(path.read_text()).get("otherData", {}).get("producer") == "trtprof"
+        ours = json.loads(path.read_text(encoding="utf-8")).get("otherData", {}).get("producer") == "trtprof"
     except (OSError, ValueError, AttributeError):
         ours = False
     if not ours:
@@ -118,7 +122,7 @@ def add_compare_args(p: argparse.ArgumentParser) -> None:
                         "precision at one batch size, as it was timed (CUDA graph or eager, copies): kernels/nodes "
                         "per stream or thread on one time axis, idle gaps, casts; into the JSON and its report "
                         "page's Timeline section, and as OUT.timeline.png")
-    p.add_argument("--timeline-batch", type=_common.positive_int, default=None, metavar="B",
+    p.add_argument("--timeline-batch", type=_common.batch_size, default=None, metavar="B",
                    help="the batch size of --timeline (one of --batch-sizes; default the smallest); implies --timeline")
     add_trace_args(p, "arm")
 

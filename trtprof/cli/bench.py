@@ -46,7 +46,7 @@ def add_max_batch_args(p: argparse.ArgumentParser) -> None:
                    help="also search, per engine, the largest batch whose inference fits: GPU engines by a real "
                         "attempt (CUDA out of memory = does not fit; a TensorRT profile's max batch also stops it), "
                         "onnxruntime engines against --memory-limit-mb (a budget, measured in a child process)")
-    p.add_argument("--max-batch-limit", type=_common.positive_int, default=None,
+    p.add_argument("--max-batch-limit", type=_common.batch_size, default=None,
                    help=f"stop the search there (default {MAX_BATCH_LIMIT}; a fit there is reported as \"≥\")")
     p.add_argument("--memory-limit-mb", type=float, default=None,
                    help="the memory budget of the search on onnxruntime (CPU) engines, MiB (default: "

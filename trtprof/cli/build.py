@@ -8,7 +8,12 @@ from ..build.pipeline import BuildOutcome, BuildSettings, build_engines
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from ..util.wording import plural
+from ..util.bounds import Bound
 from . import _common
+
+MAX_WORKSPACE_MB = 1 << 20  # 1 TiB: more than any GPU's memory
+workspace_mb = Bound(int, 1, MAX_WORKSPACE_MB, why="1 TiB", unit=" MiB")
+builder_opt_level = Bound(int, 0, 5, between=True)  # TensorRT's levels
 
 
 def add_parser(sub) -> None:
@@ -33,9 +38,10 @@ def add_parser(sub) -> None:
     t.add_argument("--tf-outputs", default=None, metavar="NAME,…", help="frozen .pb: output tensors")
     t.add_argument("--signature", default=None, help="SavedModel signature (default serving_default)")
     g = p.add_argument_group("TensorRT options (change the engine, so part of the cache key)")
-    g.add_argument("--workspace-mb", type=int, default=None, help="builder workspace memory-pool limit")
-    g.add_argument("--opt-batch", type=int, default=None, help="optimization-profile opt batch (default: max)")
-    g.add_argument("--builder-opt-level", type=int, default=None, choices=range(0, 6), metavar="0-5",
+    g.add_argument("--workspace-mb", type=workspace_mb, default=None,
+                   help=f"builder workspace memory-pool limit, MiB (at most {MAX_WORKSPACE_MB:,}: 1 TiB)")
+    g.add_argument("--opt-batch", type=_common.batch_size, default=None, help="optimization-profile opt batch (default: max)")
+    g.add_argument("--builder-opt-level", type=builder_opt_level, default=None, metavar="0-5",
                    help="builder optimization level")
     g.add_argument("--precision-constraints", choices=("none", "prefer", "obey"), default=None,
                    help="TensorRT < 11 with --fp16: how strictly layer precisions are kept")

@@ -36,6 +36,12 @@ from ..system.validity import stamp_lines
 from .build import print_outcome
 from ..util.outputs import COMPARE_JSON
 from ..util.thirdparty import terminal_line
+from ..util.bounds import Bound
+
+# --margin: a CI wholly inside [1/(1+m), 1+m] is "equivalent"; 0.5 would call 1.5× "equivalent"
+margin = Bound(float, 0, 0.5, low_open=True, high_open=True, between=True)
+# --min-loads: one load has no load-to-load spread to show; LOADS_LIMIT processes at most
+min_loads = Bound(int, FLOOR_LOADS, LOADS_LIMIT, between=True)
 
 
 def add_parser(sub) -> None:
@@ -73,13 +79,13 @@ def add_parser(sub) -> None:
                            "dir); two or more let the overhead-bound diagnosis fit latency vs batch")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     _common.add_backend_arg(p)
-    p.add_argument("--target-ci", type=float, default=DEFAULT_TARGET_CI,
+    p.add_argument("--target-ci", type=_common.fraction, default=DEFAULT_TARGET_CI,
                    help=f"also stop when the speedup's CI half-width is within this fraction of it "
                         f"(default {DEFAULT_TARGET_CI})")
-    p.add_argument("--margin", type=float, default=EQUIVALENCE_MARGIN,
+    p.add_argument("--margin", type=margin, default=EQUIVALENCE_MARGIN,
                    help=f"equivalence margin: a CI wholly inside [1/(1+m), 1+m] is 'equivalent', wholly beyond it "
                         f"'faster'/'slower' (default {EQUIVALENCE_MARGIN})")
-    p.add_argument("--time-budget-s", type=_common.positive_float, default=None,
+    p.add_argument("--time-budget-s", type=_common.seconds_in_a_day, default=None,
                    help=f"the command's wall time per batch size, from its start to its exit: imports, worker "
                         f"start-up, warm-up and the summary included, engine builds left out (default "
                         f"{DEFAULT_TIME_BUDGET_S:g}, grown to what {MIN_LOADS} loads need where the first load takes "
@@ -87,7 +93,7 @@ def add_parser(sub) -> None:
                         f"{MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else fewer (a given budget that "
                         "cannot fit them says how long they need): only 2 loads × 2 rounds run regardless "
                         "(docs/method.md)")
-    p.add_argument("--min-loads", type=_common.positive_int, default=MIN_LOADS, metavar="N",
+    p.add_argument("--min-loads", type=min_loads, default=MIN_LOADS, metavar="N",
                    help=f"independent loads before the first look (default {MIN_LOADS}, at most "
                         f"{LOADS_LIMIT}; above {MAX_LOADS} it also lifts the most loads a run opens): a slow "
                         "mode that only some process starts fall into is missed by all N loads with probability (1 − its share)^N, so more loads guard rarer modes, at a "
@@ -97,7 +103,7 @@ def add_parser(sub) -> None:
     p.add_argument("--in-process", action="store_true",
                    help="reload the engines in this process for each load instead of fresh worker processes "
                         "(for backends that cannot be started in a subprocess; misses process-level variation)")
-    p.add_argument("--round-iterations", type=int, default=None,
+    p.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help=f"iterations per precision per round (default: about {DEFAULT_ROUND_S:g} s worth)")
     p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")

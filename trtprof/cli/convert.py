@@ -8,6 +8,12 @@ from pathlib import Path
 
 from ._common import add_common_debug, add_force_arg
 from ..util.outputs import ONNX_CONVERTED
+from ..util.bounds import Bound
+
+MAX_OPSET = 99  # ONNX's default domain is at opset 23 today; tf2onnx refuses what it does not know
+opset = Bound(int, 1, MAX_OPSET)
+MAX_TOLERANCE = 1e12  # finite: an infinite tolerance would pass any output, NaN fail every one
+tolerance = Bound(float, 0, MAX_TOLERANCE)
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -23,7 +29,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     )
     parser.add_argument("model", type=Path, help="SavedModel directory, .keras/.h5 file, or frozen GraphDef .pb")
     parser.add_argument("-o", "--output", type=Path, help="ONNX file to write (default: MODEL with .onnx)")
-    parser.add_argument("--opset", type=int, help="ONNX opset (default: tf2onnx's)")
+    parser.add_argument("--opset", type=opset, help="ONNX opset (default: tf2onnx's)")
     parser.add_argument(
         "--inputs",
         help="frozen .pb only: input tensors NAME[:SHAPE],… (SHAPE like ?x128x128x3; ? = dynamic)",
@@ -31,8 +37,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     parser.add_argument("--outputs", help="frozen .pb only: output tensors NAME,…")
     parser.add_argument("--signature", help="SavedModel only: signature to convert (default serving_default)")
     parser.add_argument("--no-check", dest="check", action="store_false", help="skip the comparison with TensorFlow")
-    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"absolute tolerance of the check (default {DEFAULT_ATOL:g})")
-    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"relative tolerance of the check (default {DEFAULT_RTOL:g})")
+    parser.add_argument("--atol", type=tolerance, default=DEFAULT_ATOL, help=f"absolute tolerance of the check (default {DEFAULT_ATOL:g})")
+    parser.add_argument("--rtol", type=tolerance, default=DEFAULT_RTOL, help=f"relative tolerance of the check (default {DEFAULT_RTOL:g})")
     add_common_debug(parser)
     add_force_arg(parser)
     parser.set_defaults(func=run)

@@ -14,6 +14,10 @@ from ..measure.interleave import DEFAULT_ROUND_S, DEFAULT_TIME_BUDGET_S, RoundPl
 from ..util.signals import sigterm_as_interrupt
 from . import _common
 from ..util.outputs import COMPARE_JSON
+from ..util.bounds import Bound
+
+MAX_BUILDS = 1_000  # each trial is a conversion, a build and a run: the default of 24 bisects any model met
+max_builds = Bound(int, 1, MAX_BUILDS, why="each is a conversion, a build and a run")
 
 
 def add_parser(sub) -> None:
@@ -29,14 +33,14 @@ def add_parser(sub) -> None:
     p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
                    help=f"accuracy budget the FP16 candidate must meet (default {DEFAULT_BUDGET})")
     _common.add_inputs_arg(p, what="the search judges accuracy on all its samples")
-    p.add_argument("--batch-size", type=_common.positive_int, default=8,
+    p.add_argument("--batch-size", type=_common.batch_size, default=8,
                    help="batch size of the search's inference and of the measurement (default 8)")
     _common.add_shape_arg(p)
-    p.add_argument("--max-builds", type=_common.positive_int, default=DEFAULT_MAX_BUILDS,
+    p.add_argument("--max-builds", type=max_builds, default=DEFAULT_MAX_BUILDS,
                    help=f"most keep-lists built and judged (default {DEFAULT_MAX_BUILDS})")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     _common.add_backend_arg(p)
-    p.add_argument("--time-budget-s", type=_common.positive_float, default=DEFAULT_TIME_BUDGET_S,
+    p.add_argument("--time-budget-s", type=_common.seconds_in_a_day, default=DEFAULT_TIME_BUDGET_S,
                    help=f"wall time of the speed measurement (default {DEFAULT_TIME_BUDGET_S:g})")
     p.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help="iterations per precision per round of the measurement (default: about "

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from ..errors import BadInput
-from ..spec import Precision
 from ..util.labels import fmt_rate
 from . import _common
 from ..util.outputs import RESULTS_JSON
@@ -27,8 +26,8 @@ def add_parser(sub) -> None:
     t.add_argument("--times", type=Path, required=True, metavar="T.json", help="trtexec --exportTimes output")
     t.add_argument("--profile", type=Path, default=None, metavar="P.json", help="trtexec --exportProfile output")
     t.add_argument("--layer-info", type=Path, default=None, metavar="L.json", help="trtexec --exportLayerInfo output")
-    t.add_argument("--precision", type=Precision.parse, required=True, help="what trtexec was asked for (fp32, fp16, …)")
-    t.add_argument("--batch-size", type=_common.positive_int, required=True,
+    t.add_argument("--precision", type=_common.precision, required=True, help="what trtexec was asked for (fp32, fp16, …)")
+    t.add_argument("--batch-size", type=_common.batch_size, required=True,
                    help="the batch of the timed input shape (trtexec's --shapes)")
     t.add_argument("--model", default=None, help="model name for the report (default: the --times file's stem)")
     t.add_argument("--out", type=Path, default=Path("results.json"), help="results JSON (default results.json)")

@@ -30,10 +30,10 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--profile-layers", action="store_true",
                    help="TensorRT: time each layer in a separate profiled run (IProfiler)")
-    p.add_argument("--batch-size", type=int, default=None, help="batch size of the profiled run (default: opt batch)")
-    p.add_argument("--iterations", type=int, default=DEFAULT_PROFILE_ITERATIONS,
+    p.add_argument("--batch-size", type=_common.batch_size, default=None, help="batch size of the profiled run (default: opt batch)")
+    p.add_argument("--iterations", type=_common.profiled_iterations, default=DEFAULT_PROFILE_ITERATIONS,
                    help=f"profiled runs (default {DEFAULT_PROFILE_ITERATIONS})")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs of the profiled run")
+    p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs of the profiled run")
     p.set_defaults(func=run)
 
 

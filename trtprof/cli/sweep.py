@@ -9,7 +9,15 @@ from typing import Any
 
 from ..errors import BadInput
 from ..util.signals import sigterm_as_interrupt
+from ..util.bounds import ONE_DAY_S, Bound
 from . import _common
+
+MAX_WORKERS = 256  # local CPU workers: each a process running a compare/bench cell
+workers = Bound(int, 1, MAX_WORKERS)
+MAX_CPUS_PER_CELL = 1_024
+cpus_per_cell = Bound(int, 1, MAX_CPUS_PER_CELL)
+# a cell is a build (TensorRT: hours for a large model) then a compare of at most a day
+cell_timeout_s = Bound(float, 0, 7 * ONE_DAY_S, why="a week", unit=" s", low_open=True)
 
 
 def add_parser(sub) -> None:
@@ -26,11 +34,11 @@ def add_parser(sub) -> None:
     g.add_argument("--precisions", default=None, metavar="BASE,CAND,…", help="default fp32,fp16 (baseline first)")
     g.add_argument("--batch-sizes", default=None, metavar="B1,B2,…", help="one cell per batch size (default 1)")
     _common.add_backend_arg(g, default=None)
-    g.add_argument("--time-budget-s", type=_common.positive_float, default=None,
+    g.add_argument("--time-budget-s", type=_common.seconds_in_a_day, default=None,
                    help="compare: measuring time per cell")
     g.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help="compare: iterations per precision per round")
-    g.add_argument("--iterations", type=_common.positive_int, default=None, help="bench: timed runs per engine")
+    g.add_argument("--iterations", type=_common.iteration_count, default=None, help="bench: timed runs per engine")
     g.add_argument("--engines", type=Path, default=None, help="engine cache root (default ./engines, or the spec's)")
     g.add_argument("--gpu-types", default=None, metavar="H200,A100",
                    help="Ray: run every cell once on each of these GPU types (accelerator_type resources)")
@@ -38,13 +46,13 @@ def add_parser(sub) -> None:
     x.add_argument("--executor", choices=("local", "ray"), default="local", help="local (default) or ray")
     x.add_argument("--gpus", default=None, metavar="all|none|0,1",
                    help="local: one worker per GPU (default all GPUs NVML sees; none = CPU workers)")
-    x.add_argument("--workers", type=_common.positive_int, default=None,
+    x.add_argument("--workers", type=workers, default=None,
                    help="local, CPU: workers sharing the cores (default 1: CPU workers disturb each other)")
     x.add_argument("--address", default=None, metavar="auto|ray://HOST:PORT",
                    help="ray: cluster to join (default: RAY_ADDRESS, else a local Ray)")
-    x.add_argument("--ray-cpus-per-cell", type=_common.positive_int, default=1,
+    x.add_argument("--ray-cpus-per-cell", type=cpus_per_cell, default=1,
                    help="ray: CPUs reserved per cell (default 1)")
-    x.add_argument("--cell-timeout-s", type=_common.positive_float, default=None,
+    x.add_argument("--cell-timeout-s", type=cell_timeout_s, default=None,
                    help="kill a build/compare step after this long")
     p.add_argument("--out", type=Path, default=Path("sweep"), help="results folder (default ./sweep)")
     p.add_argument("--resume", action="store_true", help="continue the sweep in --out, skipping finished cells")

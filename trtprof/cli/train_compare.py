@@ -9,8 +9,11 @@ from ..model.inputs import parse_batch_sizes
 from ..measure.interleave import DEFAULT_TARGET_CI, MIN_ROUNDS, InterleavedOutcome, RoundPlan
 from . import _common
 from ..util.outputs import HTML_PAGE, TRAIN_JSON
+from ..util.bounds import Bound
 
 DEFAULT_TRAIN_BUDGET_S = 10.0
+MAX_STEPS = 100_000  # the loss comparison's steps per arm: a check of the precisions, not a training run
+steps = Bound(int, 1, MAX_STEPS, why="a check, not a training run")
 
 
 def add_parser(sub) -> None:
@@ -42,22 +45,22 @@ def add_parser(sub) -> None:
                         "output as logits [batch, classes] against seeded random labels")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
                    help="auto: cuda when torch sees a GPU (speed claims need a GPU; a CPU run checks correctness)")
-    p.add_argument("--steps", type=int, default=20, help="steps per arm for the loss comparison (default 20)")
-    p.add_argument("--budget", "--time-budget-s", dest="time_budget_s", type=_common.positive_float,
+    p.add_argument("--steps", type=steps, default=20, help="steps per arm for the loss comparison (default 20)")
+    p.add_argument("--budget", "--time-budget-s", dest="time_budget_s", type=_common.seconds_in_a_day,
                    default=DEFAULT_TRAIN_BUDGET_S,
                    help=f"measuring time per batch size, warmup excluded (default {DEFAULT_TRAIN_BUDGET_S:g} s); "
                         f"at least {MIN_ROUNDS} rounds run regardless")
-    p.add_argument("--target-ci", type=float, default=DEFAULT_TARGET_CI,
+    p.add_argument("--target-ci", type=_common.fraction, default=DEFAULT_TARGET_CI,
                    help=f"stop when every median's 95%% CI half-width is within this fraction (default {DEFAULT_TARGET_CI})")
-    p.add_argument("--round-iterations", type=int, default=None, help="steps per arm per round (default ~0.2 s worth)")
+    p.add_argument("--round-iterations", type=_common.iteration_count, default=None, help="steps per arm per round (default ~0.2 s worth)")
     p.add_argument("--copies", action="store_true",
                    help="GPU: include the input upload in each step's time (default: data already on the GPU)")
     p.add_argument("--find-max-batch", action="store_true",
                    help="GPU: also search the largest batch whose step fits in memory, per arm")
-    p.add_argument("--max-batch-limit", type=int, default=4096, help="stop the search there (default 4096)")
+    p.add_argument("--max-batch-limit", type=_common.batch_size, default=4096, help="stop the search there (default 4096)")
     p.add_argument("--no-reasons", action="store_true", help="skip the profiler passes behind the reasons")
     _common.add_inputs_arg(p, what="its first batch feeds the timed steps and the loss comparison")
-    p.add_argument("--seed", type=int, default=0, help="seed of the inputs, labels and nothing else")
+    p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the inputs, labels and nothing else")
     p.add_argument("--out", type=Path, default=Path("train_compare.json"), help="JSON output")
     p.add_argument("--html", type=Path, default=None, help="also write an HTML report here")
     p.add_argument("--md", action="store_true", help="also print the Markdown summary")

@@ -157,14 +157,17 @@ def _trial(evaluate: Callable[[Sequence[str]], Any], stage: str, keep: tuple[str
 
 
 def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[str, np.ndarray]],
-                     samples: int | None) -> dict[str, np.ndarray]:
+                     samples: int | None, batch_size: int) -> dict[str, np.ndarray]:
     """The FP16 graph keeping ``keep`` in FP32, run with numpy float16 arithmetic (onnx.reference)
-    on every batch; outputs concatenated along dim 0 (trimmed to ``samples``)."""
+    on every batch; outputs joined as the reference's are (``user_inputs.join_batches``: along dim 0,
+    trimmed to ``samples``, where dim 0 is the batch), one batch of random inputs (``samples`` None) as
+    it came (a rank-0 output stays one)."""
     from onnx.reference import ReferenceEvaluator
 
     from ..convert.fp16 import convert_fp16
     from ..errors import BuildFailed
     from ..convert.fp16range import build_error
+    from ..model.user_inputs import join_batches
 
     error = build_error(model, keep)
     if error:
@@ -176,7 +179,9 @@ def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[
         for feeds in batches:
             for name, value in zip(names, evaluator.run(None, dict(feeds))):
                 parts[name].append(np.asarray(value))
-    return {n: np.concatenate(v, axis=0)[:samples] if samples else np.concatenate(v, axis=0) for n, v in parts.items()}
+    if samples is None and len(batches) == 1:  # random inputs: the reference is this one batch as it came
+        return {n: v[0] for n, v in parts.items()}
+    return {n: join_batches(v, batch_size, samples or batch_size * len(batches)) for n, v in parts.items()}
 
 
 def judge_outputs(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray], budget: Any,
@@ -265,7 +270,7 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
 
     def evaluate(keep: Sequence[str]) -> tuple[dict[str, Any], Any]:
         if evaluation == EMULATED:
-            outputs = emulated_outputs(proto, keep, ref.batches, ref.samples)
+            outputs = emulated_outputs(proto, keep, ref.batches, ref.samples, batch_size)
         else:
             [built] = build_engines(model, [Precision.FP16], [batch_size],
                                     replace(common, options={"layer_precisions": keep_option(keep)}))

@@ -108,7 +108,7 @@ class EngineRecord:
         """The record in ``meta_path``; CacheCorrupt for anything that is not one (bad JSON, a JSON
         list, missing or wrongly typed fields), so ``build`` replaces it and ``bench`` refuses it."""
         try:
-            data = json.loads(Path(meta_path).read_text())
+            data = json.loads(Path(meta_path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             raise CacheCorrupt(f"unreadable engine metadata ({type(err).__name__}: {err})", path=meta_path) from err
         if not isinstance(data, dict):

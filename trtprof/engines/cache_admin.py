@@ -192,13 +192,19 @@ def check_cache_dir(root: Path, scan: CacheScan | None = None) -> None:
                        "not an engines dir", path=root)
 
 
+MAX_AGE_S = 36_500 * 86_400.0  # --older-than: 100 years
+
+
 def parse_age(text: str) -> float:
     """'90s', '30m', '12h', '7d', '2w' (or plain days) → seconds."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text)
     if not match:
         raise BadInput(f"--older-than {text!r}: expected a number with a unit s, m, h, d or w (e.g. 7d)")
     value, unit = float(match.group(1)), match.group(2) or "d"
-    return value * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit]
+    seconds = value * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit]
+    if not seconds <= MAX_AGE_S:  # 400 digits would be inf; nothing in a cache is older than this anyway
+        raise BadInput(f"--older-than {text[:40]!r}: at most {MAX_AGE_S // 86400:,.0f}d (100 years)")
+    return seconds
 
 
 def select(scan: CacheScan, *, older_than_s: float | None = None, corrupt: bool = False,

@@ -186,7 +186,7 @@ def profile_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, np.n
         for _ in range(warmup + iterations):
             session.run(None, dict(feeds))
         trace = Path(session.end_profiling())
-        events = json.loads(trace.read_text())
+        events = json.loads(trace.read_text(encoding="utf-8"))
         sources = source_graph(Path(artifact), optimized)
     layers, total = parse_profile(events, iterations, sources)
     return PrecisionProfile(precision=precision, backend=backend, source=SOURCE, batch_size=batch_size,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import backends
+from ..util.console import unescape_figure_text
 
 KINDS = ("conv", "gemm", "elementwise", "reformat", "cast", "copy", "other")
 COLOURS = {"conv": "#4c72b0", "gemm": "#8172b2", "elementwise": "#55a868", "reformat": "#ccb974",
@@ -377,7 +378,7 @@ def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any
                               profile_prefix=str(Path(tmp) / "ort"), device="cuda" if device == "cuda" else "cpu")
         for _ in range(warmup + 1):
             session.run(None, dict(feeds))
-        events = json.loads(Path(session.end_profiling()).read_text())
+        events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
     options = session.get_session_options()
     return from_ort_events(events, precision, batch_size, backend,
                            settings={"provider": session.get_providers()[0],
@@ -450,7 +451,7 @@ def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, 
     with temp_dir("torchtl") as tmp:
         path = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(path))
-        trace = json.loads(path.read_text())
+        trace = json.loads(path.read_text(encoding="utf-8"))
     return from_torch_trace(trace, precision, batch_size, window=window, node_prefix=node_prefix, settings=settings)
 
 
@@ -639,6 +640,7 @@ def plot_timelines(timelines: Sequence[Timeline], path: Path, title: str = "") -
               frameon=False)
     if title:
         fig.suptitle(title + " — grey: idle; outlined: casts", fontsize=10)
+    unescape_figure_text(fig)  # a non-ASCII model name under LC_ALL=C (before the layout measures the text)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": PNG_PRODUCER})  # how a later run knows it

@@ -38,6 +38,9 @@ from ..errors import BadInput, TrtprofError, first_line
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from .workers import prepend_package_root
 
+# --memory-limit-mb: checked here, when the search's settings are made (before any run), not by its
+# argparse type, so that its messages stay those of a budget ("must be a number > 0")
+MAX_MEMORY_LIMIT_MB = 1 << 30  # 1 PiB: more than any machine's memory
 MAX_BATCH_LIMIT = 4096  # --find-max-batch stops searching here (a fit at this size is reported as "≥")
 DEFAULT_BUDGET_FRACTION = 0.5  # CPU engines without --memory-limit-mb: this share of MemAvailable
 SEARCH_RESOLUTION = 0.1  # bisection stops once the gap between fit and failure is within this share of the fit
@@ -122,6 +125,8 @@ def default_budget(limit_mb: float | None) -> tuple[int, str]:
     if limit_mb is not None:
         if not math.isfinite(limit_mb) or limit_mb <= 0:
             raise BadInput(f"--memory-limit-mb {limit_mb:g}: must be a number > 0")
+        if limit_mb > MAX_MEMORY_LIMIT_MB:
+            raise BadInput(f"--memory-limit-mb {limit_mb:g}: at most {MAX_MEMORY_LIMIT_MB:,} (1 PiB)")
         return int(limit_mb * (1 << 20)), f"--memory-limit-mb {limit_mb:g}"
     available = preflight.available_memory_bytes()
     if available is None:
@@ -227,7 +232,8 @@ def host_probe(record: Any, batch: int, settings: SearchSettings) -> dict[str, A
     env = dict(os.environ)
     prepend_package_root(env)  # the child runs this trtprof, like the compare workers
     proc = subprocess.run([sys.executable, "-c", "from trtprof.measure.maxbatch import probe_main; probe_main()"],
-                          input=json.dumps(request), capture_output=True, text=True, env=env)
+                          input=json.dumps(request), capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", env=env)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode == -signal.SIGKILL:  # the kernel's OOM killer (the watchdog itself exits 0 with an answer)
         return {"batch_size": batch, "fits": False,

@@ -9,6 +9,7 @@ from ..errors import BadInput, BadModel, StaticBatch
 from ..spec import TensorSpec
 
 DEFAULT_INT_RANGE = (0, 100)
+INT_RANGE_MIN, INT_RANGE_MAX = -(2**63), 2**64 - 1  # int64's least, uint64's most: the widest integer inputs
 MAX_BATCH_SIZE = 2**31 - 1  # TensorRT profiles and most runtimes hold dims as int32; no real batch is larger
 
 
@@ -23,6 +24,9 @@ def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
         raise BadInput(f"--shape {text!r}: dims must be integers separated by 'x'") from err
     if not shape or any(d <= 0 for d in shape):
         raise BadInput(f"--shape {text!r}: dims must be positive")
+    if any(d > MAX_BATCH_SIZE for d in shape):
+        raise BadInput(f"--shape {text[:80]!r}: a dim must be at most {MAX_BATCH_SIZE} (dims are int32 in TensorRT "
+                       "and most runtimes)")
     return name, shape
 
 
@@ -45,7 +49,10 @@ def parse_int_range(text: str) -> tuple[int, int]:
     try:
         low, high = (int(v) for v in text.split(","))
     except ValueError as err:
-        raise BadInput(f"--int-range {text!r}: expected LOW,HIGH") from err
+        raise BadInput(f"--int-range {text[:80]!r}: expected LOW,HIGH") from err
+    if not (INT_RANGE_MIN <= low and high <= INT_RANGE_MAX):
+        raise BadInput(f"--int-range {text[:80]!r}: LOW and HIGH must be from {INT_RANGE_MIN} to {INT_RANGE_MAX} "
+                       "(int64's least, uint64's most)")
     if high <= low:
         raise BadInput(f"--int-range {text!r}: HIGH must be above LOW")
     return low, high

@@ -165,7 +165,8 @@ def graph_cost(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, .
         dims = shapes.get(name)
         if dims is not None and name in types:
             activation_bytes += math.prod(dims) * _elem_bytes(types[name], float_bytes)
-    batch = next(iter(input_shapes.values()))[0] if input_shapes else 1
+    # the batch is dim 0 of the first input that has one (a rank-0 input, a scalar or an If's condition, has none)
+    batch = next((shape[0] for shape in input_shapes.values() if len(shape)), 1)
     return GraphCost(batch_size=int(batch), flops=int(sum(flops_by_op.values())), weight_bytes=int(weight_bytes),
                      activation_bytes=int(activation_bytes), flops_by_op=flops_by_op, uncounted=tuple(uncounted))
 

@@ -165,10 +165,12 @@ def run_all(runner: Any, data: InputData, batch_size: int) -> dict[str, np.ndarr
     for feeds in data.batches(batch_size, dtypes):
         for name, value in runner.infer(feeds).items():  # host-in/host-out: every backend's correctness path
             parts.setdefault(name, []).append(np.asarray(value))
-    out = {}
-    for name, values in parts.items():
-        if all(v.ndim and v.shape[0] == batch_size for v in values):
-            out[name] = np.concatenate(values, axis=0)[: data.samples]
-        else:
-            out[name] = np.concatenate([v.ravel() for v in values])
-    return out
+    return {name: join_batches(values, batch_size, data.samples) for name, values in parts.items()}
+
+
+def join_batches(values: Sequence[np.ndarray], batch_size: int, samples: int) -> np.ndarray:
+    """One output's values over the batches: concatenated along dim 0 and trimmed to ``samples`` when dim 0
+    is the batch, else flattened and concatenated (fill-up samples included; a rank-0 output too)."""
+    if all(v.ndim and v.shape[0] == batch_size for v in values):
+        return np.concatenate(values, axis=0)[:samples]
+    return np.concatenate([v.ravel() for v in values])

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..util.console import unescape_figure_text
 from ..util.outputs import GENERATOR_META
 
 CSS = """
@@ -107,6 +108,7 @@ def pyplot() -> Any:
 def png_b64(fig: Any) -> str:
     """A matplotlib figure as base64 PNG (the figure is closed)."""
     buf = io.BytesIO()
+    unescape_figure_text(fig)  # a non-ASCII model name under LC_ALL=C
     fig.savefig(buf, format="png", dpi=100)
     pyplot().close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..util.console import unescape_figure_text
 from ..util.files import atomic_write_bytes
 from ..util.outputs import IMAGE_SOFTWARE
 from ..util.labels import engine_labels, fmt_ms
@@ -53,6 +54,7 @@ def save_figure(fig, path: Path, dpi: int = 100) -> None:
     fmt = Path(path).suffix.lstrip(".") or "png"
     # the tag that lets a later run recognise the file as its own plot (util.outputs.IMAGE)
     tag = {"png": {"Software": IMAGE_SOFTWARE}, "svg": {"Creator": IMAGE_SOFTWARE}}.get(fmt)
+    unescape_figure_text(fig)  # a non-ASCII model name under LC_ALL=C
     fig.savefig(buf, format=fmt, dpi=dpi, metadata=tag)
     atomic_write_bytes(path, buf.getvalue())
 

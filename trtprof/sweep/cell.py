@@ -148,7 +148,7 @@ def _attempts(stages: list[tuple[str, list[str]]], slot: Slot, child_env: Mappin
     for attempt in range(1, MAX_ATTEMPTS + 1):
         t0 = time.perf_counter()
         rc, stage = 0, stages[-1][0]
-        with open(log_path, "a") as log:
+        with open(log_path, "a", encoding="utf-8") as log:
             if attempt > 1:
                 log.write(f"\n[sweep] attempt {attempt} after: {attempts[-1]['error']}\n")
             for stage, argv in stages:
@@ -166,7 +166,7 @@ def _attempts(stages: list[tuple[str, list[str]]], slot: Slot, child_env: Mappin
                 break
             entry["error"] = problem
             continue
-        entry["error"] = f"{stage}: {error_line(log_path.read_text(errors='replace'), rc)}"
+        entry["error"] = f"{stage}: {error_line(log_path.read_text(encoding='utf-8', errors='replace'), rc)}"
         if rc in (EXIT_BAD_INPUT, EXIT_TIMEOUT):
             break
     return attempts
@@ -181,7 +181,7 @@ def build_model(cell: Cell, slot: Slot, *, processes: Processes | None = None,
         log_path = Path(tmp) / "build.log"
         log_path.touch()
         attempts = _attempts([("build", cell.build_argv())], slot, child_env, log_path, processes, timeout_s)
-        log = log_path.read_text(errors="replace")
+        log = log_path.read_text(encoding="utf-8", errors="replace")
     error = attempts[-1].get("error")
     return {"ok": error is None, "error": error, "attempts": attempts, "log": log}
 
@@ -206,13 +206,13 @@ def run_cell(cell: Cell, slot: Slot, *, processes: Processes | None = None, time
         def check() -> str | None:
             nonlocal result
             try:
-                result = json.loads(out.read_text())
+                result = json.loads(out.read_text(encoding="utf-8"))
             except (OSError, ValueError) as err:
                 return f"{cell.kind} exited 0 but its JSON is unreadable: {err}"
             return None
 
         attempts = _attempts(stages, slot, child_env, log_path, processes, timeout_s, check)
-        log_text = log_path.read_text(errors="replace")
+        log_text = log_path.read_text(encoding="utf-8", errors="replace")
     if attempts[-1].get("error") is not None:
         result = None
     return cell_record(cell, slot, attempts=attempts, result=result, log_text=log_text, started_epoch=started_epoch)

@@ -39,7 +39,11 @@ from .. import backends
 from ..util.datafile import MAX_SPEC_BYTES, check_bounded, load_yaml, read_text, safe_name
 from ..errors import BadInput, MissingDependency
 from ..model.inputs import MAX_BATCH_SIZE, parse_shape_arg
+from ..measure.timing import MAX_ITERATIONS
+from ..util.bounds import ONE_DAY_S, number_text
 from ..spec import Precision
+
+SAFETY_STOP = "the timing loop's safety stop"  # the bounds of the CLI options these fields stand for
 
 KINDS = ("compare", "bench")
 MAX_ITEM_CHARS = 4096  # one shape or extra argument; a cell's command line holds a few dozen
@@ -226,8 +230,10 @@ def _batch_sizes(value: Any, where: str) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
-def _positive(merged: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-    """A finite number > 0 of ``kind`` (an int field refuses 2.5 and ``true``), or None when unset."""
+def _positive(merged: Mapping[str, Any], key: str, kind: type, where: str, most: tuple[float, str, bool]) -> Any:
+    """A finite number > 0 of ``kind`` (an int field refuses 2.5 and ``true``) and at most ``most`` (the
+    bound of the CLI option it stands for: (value, why, whether the value itself is excluded)), or None
+    when unset."""
     value = merged.get(key)
     if value is None:
         return None
@@ -236,6 +242,10 @@ def _positive(merged: Mapping[str, Any], key: str, kind: type, where: str) -> An
         raise BadInput(f"{where}: {key} must be {'an integer' if kind is int else 'a number'}, not {str(value)[:40]!r}")
     if not math.isfinite(value) or value <= 0:
         raise BadInput(f"{where}: {key} must be a finite number > 0, not {value!r}")
+    high, why, excluded = most
+    if value > high or (excluded and value == high):
+        raise BadInput(f"{where}: {key} must be {'below' if excluded else 'at most'} {number_text(high)} ({why}), not "
+                       f"{str(value)[:40]}")
     return kind(value)
 
 
@@ -272,10 +282,10 @@ def _model_plan(entry: Mapping[str, Any], defaults: Mapping[str, Any], base: Pat
     return ModelPlan(
         path=str(path.resolve()), backend=_backend(merged.get("backend", "auto"), where), precisions=precisions,
         batch_sizes=_batch_sizes(merged.get("batch_sizes", [1]), where),
-        time_budget_s=_positive(merged, "time_budget_s", float, where),
-        round_iterations=_positive(merged, "round_iterations", int, where),
-        iterations=_positive(merged, "iterations", int, where),
-        target_ci=_positive(merged, "target_ci", float, where), shape=shape,
+        time_budget_s=_positive(merged, "time_budget_s", float, where, (ONE_DAY_S, "a day", False)),
+        round_iterations=_positive(merged, "round_iterations", int, where, (MAX_ITERATIONS, SAFETY_STOP, False)),
+        iterations=_positive(merged, "iterations", int, where, (MAX_ITERATIONS, SAFETY_STOP, False)),
+        target_ci=_positive(merged, "target_ci", float, where, (1, "a fraction of the speedup", True)), shape=shape,
         args=_extra_args(merged.get("args"), where),
     )
 

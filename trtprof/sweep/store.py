@@ -64,7 +64,7 @@ class SweepStore:
         if not self.log.exists():
             return []
         out = []
-        for line in self.log.read_text(errors="replace").splitlines():
+        for line in self.log.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 rec = json.loads(line)
             except ValueError:
@@ -98,7 +98,7 @@ class SweepStore:
                 rec["result_file"] = f"cells/{rec['id']}.json"
             atomic_write_text(self.out / "cells" / f"{rec['id']}.log", log_tail)
             rec["log_file"] = f"cells/{rec['id']}.log"
-            with open(self.log, "a") as fh:
+            with open(self.log, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(rec, allow_nan=True) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -106,10 +106,10 @@ class SweepStore:
 
     def add_run(self, info: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Append this run's executor info; return every run's, oldest first."""
-        with open(self.out / RUNS, "a") as fh:
+        with open(self.out / RUNS, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(dict(info)) + "\n")
         runs = []
-        for line in (self.out / RUNS).read_text().splitlines():
+        for line in (self.out / RUNS).read_text(encoding="utf-8").splitlines():
             try:
                 runs.append(json.loads(line))
             except ValueError:

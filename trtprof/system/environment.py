@@ -26,7 +26,7 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
 
 def cpu_name() -> str:
     try:
-        with open("/proc/cpuinfo") as fh:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if line.startswith("model name"):
                     return line.split(":", 1)[1].strip()

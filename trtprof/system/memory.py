@@ -38,7 +38,7 @@ def artifact_bytes(path: Any) -> int | None:
 def rss_bytes() -> int | None:
     """This process's resident set in bytes (Linux ``/proc/self/statm``); None elsewhere."""
     try:
-        with open("/proc/self/statm") as f:
+        with open("/proc/self/statm", encoding="utf-8", errors="replace") as f:
             resident_pages = int(f.read().split()[1])
     except (OSError, ValueError, IndexError):
         return None
@@ -48,7 +48,7 @@ def rss_bytes() -> int | None:
 def proc_kib_field(path: str, key: str) -> int | None:
     """Bytes of a "Key:   123 kB" line of a /proc file (``/proc/meminfo``, ``/proc/self/status``), else None."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
@@ -66,7 +66,7 @@ def reset_peak_rss() -> bool:
     """Lower ``VmHWM`` to the resident set now (Linux >= 4.0: "5" into ``/proc/self/clear_refs``), so
     the next peak read covers only what runs after it. False where the kernel does not allow it."""
     try:
-        with open("/proc/self/clear_refs", "w") as f:
+        with open("/proc/self/clear_refs", "w", encoding="utf-8") as f:
             f.write("5")
     except OSError:
         return False

@@ -16,7 +16,7 @@ _CPUFREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq")
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text().strip()
+        return path.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
 

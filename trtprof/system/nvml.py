@@ -162,7 +162,7 @@ THERMAL_REASONS = frozenset({"sw_thermal_slowdown", "hw_thermal_slowdown"})
 def _ppid(pid: int) -> int | None:
     """The parent of ``pid`` from /proc (None when it is not visible here: gone, or another pid namespace)."""
     try:
-        stat = open(f"/proc/{pid}/stat").read()
+        stat = open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace").read()
     except OSError:
         return None
     try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m trtprof.train.rediagnose IN.json OUT.json", file=sys.stderr)
         return 2
-    data = rediagnose(json.loads(Path(args[0]).read_text()))
+    data = rediagnose(json.loads(Path(args[0]).read_text(encoding="utf-8")))
     from .run import write_json
 
     write_json(data, Path(args[1]))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import MissingDependency
+from .console import unescaped
 
 
 def file_lock(path: Path, timeout: float):
@@ -52,7 +53,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
+    """``text`` as UTF-8 (whatever the locale), a file name's surrogate escapes as the characters they stand for."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a non-ASCII model name under LC_ALL=C
+        data = unescaped(text).encode("utf-8")
+    atomic_write_bytes(path, data)
 
 
 def unlink_quietly(path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -106,16 +107,50 @@ def resolved(path: Path) -> Path:
     return Path(os.path.abspath(path)).resolve()
 
 
+NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_regular(path: Path, option: str) -> None:
+    """Refuse (BadInput, one line; ``--force`` does not change it) an existing output that is not a
+    regular file: a symlink of any kind (to a file, to an old result, dangling: the rename would put a
+    file where the link was), a FIFO, a device (``/dev/null``), a socket. trtprof writes only regular
+    files; a folder is left to the callers' own "is a directory" rules."""
+    try:
+        st = os.lstat(path)
+    except OSError:  # not there (or not reachable: the writability checks say why)
+        return
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            to = os.readlink(path)
+        except OSError:
+            to = "?"
+        what = "a symlink" if os.path.exists(path) else "a dangling symlink"
+        raise BadInput(f"{option}: is {what} (to {to[:200]}); trtprof writes only regular files and replaces no "
+                       "link: give the path of a file", path=path)
+    for test, what in NOT_REGULAR:
+        if test(mode):
+            raise BadInput(f"{option}: is {what}, not a regular file; trtprof writes only regular files: give "
+                           "the path of a file", path=path)
+
+
 def check_replaceable(path: Path, option: str, kind: OutputKind, inputs: Iterable[Path], *,
                       force: bool = False) -> None:
-    """Refuse (BadInput, one line) an output that is an input of the command, or an existing file that
-    is not a trtprof output of ``kind`` (unless ``force``). Symlinks and hard links are followed."""
+    """Refuse (BadInput, one line) an output that is an input of the command or a file in an input folder
+    (both even with ``force``), one that exists and is not a regular file (``check_regular``, even with
+    ``force``), or an existing file that is not a trtprof output of ``kind`` (unless ``force``). Symlinks
+    and hard links are followed to find the inputs."""
     target = resolved(path)
     ident = identity(target)
     for given in inputs:
         if target == resolved(given) or (ident is not None and ident == identity(given)):
             raise BadInput(f"{option}: is an input of this command ({given}); write the output elsewhere",
                            path=path)
+        if resolved(given) in target.parents and os.path.isdir(given):  # an --inputs folder's files are inputs
+            raise BadInput(f"{option}: is in {given}, a folder this command reads (its files are inputs, "
+                           "--force included); write the output elsewhere", path=path)
+    check_regular(Path(path), option)
     if ident is None or force or not target.is_file():
         return
     if not kind.recognises(target):

@@ -31,7 +31,7 @@ def temp_dir(kind: str) -> Iterator[Path]:
     """A fresh temp dir ``trtprof-<kind>-p<pid>-XXXX``, removed when the block ends (also on Ctrl-C or
     SIGTERM, which the CLI turns into KeyboardInterrupt)."""
     with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{kind}-p{os.getpid()}-") as tmp:
-        (Path(tmp) / MARKER).write_text(marker_text(os.getpid(), process_start_id(os.getpid())))
+        (Path(tmp) / MARKER).write_text(marker_text(os.getpid(), process_start_id(os.getpid())), encoding="utf-8")
         yield Path(tmp)
 
 

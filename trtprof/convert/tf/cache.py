@@ -73,7 +73,7 @@ def _read_hit(onnx_path: Path, meta_path: Path, source_sha256: str) -> Conversio
     if not onnx_path.is_file() or not meta_path.is_file():
         return None
     try:
-        data = json.loads(meta_path.read_text())
+        data = json.loads(meta_path.read_text(encoding="utf-8"))
         if (
             data.get("schema") != CONVERT_SCHEMA
             or data.get("source_sha256") != source_sha256
