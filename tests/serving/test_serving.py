@@ -504,3 +504,16 @@ def test_compare_margin_reaches_the_serving_verdicts(engines, tmp_path, margin):
     want = float(margin) if margin else EQUIVALENCE_MARGIN
     assert data["serving"]["slo"]["margin"] == want
     assert all(c["speedup"]["margin"] == want for c in data["comparisons"])
+
+
+def test_serving_rounds_help_names_what_a_valid_stamp_needs(capsys):
+    """Issue 44, item 6: the help said '>= 2' where a VALID serving stamp needs MIN_SERVING_ROUNDS (3)."""
+    from trtprof.cli import main
+    from trtprof.system.validity import MIN_SERVING_ROUNDS
+
+    try:
+        main(["bench", "--help"])
+    except SystemExit:
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"a VALID stamp >= {MIN_SERVING_ROUNDS}" in text
