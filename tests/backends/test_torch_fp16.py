@@ -177,7 +177,14 @@ def test_cli_build_of_a_module_that_cannot_run_exits_2_with_one_line(tmp_path, m
     assert not any(p.suffix == ".onnx" for p in engines.rglob("*")) if engines.exists() else True
 
 
-def test_cli_build_of_the_vit_pattern_in_fp16_succeeds_and_says_what_changed(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("static_batch", [False, True])
+def test_cli_build_of_the_vit_pattern_in_fp16_succeeds_and_says_what_changed(tmp_path, monkeypatch, capsys,
+                                                                            static_batch):
+    """With a dynamic batch the build folds the shapes (issue 43): the scale ``Cast(Shape)`` computes is a
+    float32 constant then, held in float16 like the weight; with every dim fixed in the model nothing is
+    folded and the Cast to float is retargeted."""
+    import onnx
+
     from trtprof.cli import main
     from trtprof.engines.cache import list_engines
 
@@ -185,12 +192,24 @@ def test_cli_build_of_the_vit_pattern_in_fp16_succeeds_and_says_what_changed(tmp
     monkeypatch.setattr(torch_backend.TorchBackend, "environment",
                         lambda self: {"backend": "torch", "gpu": "fake-for-cpu-test", "torch": "cpu"})
     path = _attention_scale_model(tmp_path / "vit_scale.onnx")
+    if static_batch:
+        proto = onnx.load(str(path))
+        for value in (proto.graph.input[0], proto.graph.output[0]):
+            value.type.tensor_type.shape.dim[0].dim_value = 2
+        onnx.save(proto, str(path))
     engines = tmp_path / "engines"
     assert main(["build", "--backend", "torch", "--fp16", str(path), "--engines", str(engines),
                  "--batch-sizes", "2"]) == 0, capsys.readouterr().err
     (record,) = list_engines(engines)
-    assert record.backend_metadata["low_precision_tensors"]["casts"] == 1
-    assert any("1 Cast-to-float target(s) retargeted to float16" in n for n in record.notes)
+    counts = record.backend_metadata["low_precision_tensors"]
+    if static_batch:
+        assert counts["casts"] == 1 and "fixed_shapes" not in record.backend_metadata
+        assert any("1 Cast-to-float target(s) retargeted to float16" in n for n in record.notes)
+    else:
+        assert counts == {"tensors": 2, "saturated": 0, "casts": 0}  # the weight and the folded scale
+        assert record.backend_metadata["fixed_shapes"][0]["folded"] == {"Cast": 1, "Reciprocal": 1, "Shape": 1,
+                                                                        "Sqrt": 1}
+        assert any("(2 weights and constants), 0 Cast-to-float target(s)" in n for n in record.notes)
 
 
 def test_greater_or_equal_of_opset_16_converts_as_bert_needs(tmp_path):

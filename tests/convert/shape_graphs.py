@@ -96,18 +96,16 @@ def shape_arithmetic_model(path: Path | None = None, *, with_if: bool = True):
 
 
 def data_dependent_model(path: Path | None = None):
-    """x [N, 8] → the values of x above 0 (length known only from the data): NonZero, then a Reshape to a
-    size read from its Shape. Fixing N leaves the output's length dynamic."""
-    from onnx import TensorProto as T, helper as h
+    """x [N, 8] → as many ones as x has values above 0 (a length known only from the data): NonZero, its
+    Shape, a ConstantOfShape of that size. Fixing N leaves the output's length dynamic."""
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
 
     nodes = [_const("z", np.float32(0)), h.make_node("Greater", ["x", "z"], ["g"]),
              h.make_node("NonZero", ["g"], ["idx"]),
              h.make_node("Shape", ["idx"], ["s"]), _const("i1", np.int64(1)),
              h.make_node("Gather", ["s", "i1"], ["k"], axis=0), _const("ax0", np.array([0], np.int64)),
              h.make_node("Unsqueeze", ["k", "ax0"], ["k1"]),
-             h.make_node("Transpose", ["idx"], ["it"]),
-             h.make_node("GatherND", ["x", "it"], ["vals"]),
-             h.make_node("Reshape", ["vals", "k1"], ["out"])]
+             h.make_node("ConstantOfShape", ["k1"], ["out"], value=nh.from_array(np.array([1.0], np.float32)))]
     graph = h.make_graph(nodes, "data_dependent", [h.make_tensor_value_info("x", T.FLOAT, ["N", 8])],
                          [h.make_tensor_value_info("out", T.FLOAT, ["K"])])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])

@@ -26,6 +26,21 @@ tensor through ``__cuda_array_interface__`` (no copy) and the module runs under
 of the module's result into the profiler's output buffer (PyTorch allocates its own outputs); in
 fp16 that copy also casts to float32.
 
+Fixed shapes (issue 43): ``torch.onnx.export`` writes a transformer's reshapes as arithmetic on the
+input's shape, which onnx2torch evaluates on the host at every call — ``torch.export`` cannot capture
+that module, nor can a CUDA graph (host-to-device copies), and the timing measures the host. When the
+graph has such arithmetic on a dynamic input (``convert.fixed_shapes.has_shape_arithmetic``), the build
+fixes every input shape at each of the engine's batch sizes, folds what that makes constant
+(``fold_shapes``: ONNX Runtime's basic-level folding, fusions off, outputs unchanged), converts the
+folded graph, gives the shape arguments that are now constant to the converted calls as Python ints
+(``torch_static.bake_constant_arguments``) and exports each module with every dim static. One engine
+then holds one module per batch size (``torch_artifact``: ``fixed/b<N>/``), so its cache key keeps
+the batch sizes (``Capabilities.fixed_shapes``, ``build.pipeline.key_spec``); the runner loads the
+module of the shapes it is prepared for, and converts the unfolded graph for any other shapes (said in
+``loaded_by``). The engine JSON lists each batch size's fold (``fixed_shapes``: ``fixed_batch``, the
+nodes removed by op type, the shape ops and host-side shape modules left). A graph whose shapes stay
+dynamic (``NonZero``…) is built as written, with the fold's note.
+
 Memory format (the build option ``memory_format``, ``--what-if channels-last``): ``channels_last``
 loads the module with ``module.to(memory_format=torch.channels_last)`` and converts the 4-D inputs
 that feed a Conv directly (``conv_fed_inputs``) with ``.to(memory_format=torch.channels_last)`` inside
@@ -337,7 +352,8 @@ class TorchRunner(RunnerBase):
 
     def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
                  outputs: tuple[TensorSpec, ...], *, cast_io: bool = True, memory_format: str = CONTIGUOUS,
-                 device: str = "cuda", nhwc_inputs: frozenset[str] = frozenset()) -> None:
+                 device: str = "cuda", nhwc_inputs: frozenset[str] = frozenset(),
+                 fixed: FixedShapeModules | None = None) -> None:
         self._torch = import_torch()
         # "cpu" only for the what-if's output check and its tests (infer); timing is on CUDA
         self.device = device
@@ -365,6 +381,24 @@ class TorchRunner(RunnerBase):
         # submodule per ONNX node (per-layer profiling) or shapes the exported program refuses.
         self.loaded_by = torch_artifact.LOADED_CONVERTED
         self.reconvert: Any = None
+        # An engine built at fixed shapes (``FixedShapeModules``): ``module`` is the one of the shapes last
+        # prepared (or inferred), loaded then; ``fixed_batch`` the batch size it was folded at (None: unfolded)
+        self.fixed = fixed
+        self.fixed_batch: int | None = None
+        self._selected: Any = None
+
+    def select(self, input_shapes: Mapping[str, Any]) -> None:
+        """An engine built at fixed shapes: make ``module`` the one of these input shapes (loaded the
+        first time they are met; the previous one is let go). Nothing to do for other engines."""
+        if self.fixed is None:
+            return
+        key = torch_artifact.shapes_key({t.name: tuple(input_shapes[t.name]) for t in self.inputs})
+        if key == self._selected:
+            return
+        self.module = self.reconvert = None  # one module in memory at a time
+        self.module, self.loaded_by, self.reconvert, self.fixed_batch = self.fixed.module_for(dict(key))
+        self._selected = key
+        self._bound = None
 
     def use_converted_module(self, why: str) -> bool:
         """Swap a saved program's module for onnx2torch's conversion of the same graph (same
@@ -422,6 +456,7 @@ class TorchRunner(RunnerBase):
         missing = [t.name for t in self.inputs if t.name not in input_shapes]
         if missing:
             raise BadModel(f"no shape given for input(s) {', '.join(missing)}")
+        self.select(input_shapes)
         tensors = [torch.zeros(tuple(input_shapes[t.name]), dtype=getattr(torch, t.dtype), device=self.device)
                    for t in self.inputs]
         self.check_layout(tensors)
@@ -496,6 +531,7 @@ class TorchRunner(RunnerBase):
     # -- correctness path -------------------------------------------------------------------------
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         torch = self._torch
+        self.select({t.name: np.shape(feeds[t.name]) for t in self.inputs})
         tensors = [torch.from_numpy(np.ascontiguousarray(feeds[t.name])).to(self.device) for t in self.inputs]
         self.check_layout(tensors)
         with torch.inference_mode(), cudnn_mode(torch, self.tf32, self.autotune):
@@ -529,14 +565,15 @@ class TorchRunner(RunnerBase):
         self._bound = None
         self._streams.clear()
         self.module = None
+        self.fixed = self.reconvert = None
 
 
 class TorchBackend(BackendBase):
     name = "torch"
     artifact_suffix = ".torch.zip"  # torch_artifact: the exported program and the ONNX graph it came from
-    capabilities = Capabilities(device="cuda", batch_independent=True, layer_profiler="torch-profiler",
-                                timeline="torch-profiler", kernel_times=True, memory_format_option=True,
-                                extra="torch")
+    capabilities = Capabilities(device="cuda", batch_independent=True, fixed_shapes=True,
+                                layer_profiler="torch-profiler", timeline="torch-profiler", kernel_times=True,
+                                memory_format_option=True, extra="torch")
 
     def available(self) -> Availability:
         from ..system import cuda
@@ -584,75 +621,43 @@ class TorchBackend(BackendBase):
         }
 
     def build(self, model: Path, spec: BuildSpec, out: Path, *, calibration: Any = None) -> BuildReport:
-        """Check the model converts, then store the (pre-passed) ONNX as the artifact. ``calibration``
-        is not used: fp8 here scales activations per call (torch_fp8)."""
-        import onnx
-
-        from ..model.onnx_model import load_onnx
+        """Check the model converts, then store the (pre-passed) ONNX as the artifact with the module's
+        ``torch.export`` program; a graph with shape arithmetic gets one folded module per batch size
+        (``build_fixed``). ``calibration`` is not used: fp8 here scales activations per call (torch_fp8)."""
+        from ..model.onnx_model import describe, load_onnx
 
         proto = load_onnx(Path(model))
-        notes = []
-        extra: dict[str, Any] = {}
+        info = describe(proto, Path(model))
         keep = None
         if spec.precision == Precision.FP16:
             from ..convert.keeplist import KeepFp32
 
             keep = KeepFp32.from_spec(spec, backend=self.name)
-        if keep:
-            # A keep-list needs FP32 islands inside an FP16 module: the FP16 ONNX graph (FP32 IO, casts
-            # around the kept nodes) is converted by onnx2torch as is, and loaded without .half().
-            from ..convert.fp16 import convert_fp16
-
-            conversion = convert_fp16(proto, keep_fp32_ops=keep.ops, keep_fp32_nodes=keep.nodes)
-            proto = conversion.model
-            notes += list(conversion.notes)
-            notes.append(f"fp16 with keep-list ({keep.options_text()}): the module is built from trtprof's FP16 ONNX "
-                         "graph (FP16 weights, casts around the kept nodes, float32 IO)")
-            extra = {"fp16_graph": "converted", "fp16_weights": conversion.to_json()}
-        elif spec.precision in LOW_DTYPES:
-            notes.append(f"{spec.precision.value}: module weights in {LOW_DTYPES[spec.precision]}, float inputs cast "
-                         "on the GPU inside the timed compute")
+        folds, fold_note = fixed_shape_folds(proto, spec, Path(model), info)  # before the graph is changed below
+        proto, notes, extra = graph_in_precision(proto, spec, keep)
         folded = fold_identity_initializers(proto)
+        if folds:
+            return build_fixed(proto, folds, spec, Path(model), Path(out), keep, info, notes, extra, folded)
+        if fold_note:
+            notes.append(fold_note)
+            extra["fixed_shapes_note"] = fold_note
         if spec.precision is Precision.FP8:
             module = self._check_fp8(proto, notes)
         else:
             module = to_torch_module(proto)  # fail at build time, not at bench time
         if spec.precision in LOW_DTYPES and not keep:
             counts = follow_precision(import_torch(), module, getattr(import_torch(), LOW_DTYPES[spec.precision]))
-            notes[-1] = precision_note(spec.precision, counts)
-            extra = {"low_precision_tensors": counts}
-        exported, export_note = check_and_export(module, spec, Path(model), converted=bool(keep))
-        memory_format = check_memory_format(spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS), module, spec.precision)
-        nhwc: tuple[str, ...] = ()
-        if memory_format == CHANNELS_LAST:
-            nhwc = conv_fed_inputs(proto)
-            notes.append("channels_last: module in NHWC memory (cuDNN's NHWC kernels), inputs converted: "
-                         + (", ".join(nhwc) + " (inside the timed compute)" if nhwc else
-                            "none (no 4-D input feeds a Conv directly)")
-                         + "; the output copy back is timed too")
+            notes[notes.index(LOW_PRECISION_PENDING)] = precision_note(spec.precision, counts)
+            extra["low_precision_tensors"] = counts
+        exported, export_note = check_and_export(module, spec, Path(model), converted=bool(keep), info=info)
+        memory_format, nhwc = memory_format_notes(spec, module, proto, notes)
         notes.append(export_note)
         loaded_by = torch_artifact.LOADED_EXPORTED if exported is not None else torch_artifact.LOADED_CONVERTED
         torch_artifact.write_artifact(Path(out), proto.SerializeToString(), exported,
                                       {"loaded_by": loaded_by, "torch": import_torch().__version__, "note": export_note})
         n_params = sum(int(p.numel()) for p in module.parameters())
-        report = BuildReport(
-            metadata={
-                "effective_precision": spec.precision.value,
-                "tf32": spec.precision == Precision.TF32,
-                "memory_format": memory_format,
-                **({"channels_last_inputs": list(nhwc)} if memory_format == CHANNELS_LAST else {}),
-                "identity_initializers_folded": folded,
-                "module_loaded_by": loaded_by,
-                "parameters": n_params,
-                "onnx_opset": max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None),
-                "onnx_ir_version": proto.ir_version,
-                "onnx_nodes": len(proto.graph.node),
-                "onnx_version": onnx.__version__,
-                **extra,
-            },
-            notes=notes,
-        )
-        return report
+        return BuildReport(metadata=build_metadata(spec, proto, memory_format, nhwc, folded, loaded_by, n_params, extra),
+                           notes=notes)
 
     def _check_fp8(self, proto: Any, notes: list[str]) -> Any:
         """FP8 needs an FP8 GPU and an MLP that ``torch._scaled_mm`` covers (``torch_fp8``): refuse otherwise."""
@@ -672,6 +677,139 @@ class TorchBackend(BackendBase):
         return runner_from_artifact(Path(artifact), record)
 
 
+LOW_PRECISION_PENDING = "<low precision note>"  # replaced by precision_note once the module's tensors are counted
+
+
+def graph_in_precision(proto: Any, spec: BuildSpec, keep: Any) -> tuple[Any, list[str], dict[str, Any]]:
+    """The graph the module is converted from, for the engine's precision: with an FP16 keep-list,
+    trtprof's FP16 ONNX graph (FP32 islands, float32 IO: loaded without .half()); otherwise ``proto``
+    itself. Also the build's notes and metadata for it (``LOW_PRECISION_PENDING`` stands for the fp16/bf16
+    note until ``follow_precision`` has counted)."""
+    if keep:
+        from ..convert.fp16 import convert_fp16
+
+        conversion = convert_fp16(proto, keep_fp32_ops=keep.ops, keep_fp32_nodes=keep.nodes)
+        notes = list(conversion.notes)
+        notes.append(f"fp16 with keep-list ({keep.options_text()}): the module is built from trtprof's FP16 ONNX "
+                     "graph (FP16 weights, casts around the kept nodes, float32 IO)")
+        return conversion.model, notes, {"fp16_graph": "converted", "fp16_weights": conversion.to_json()}
+    if spec.precision in LOW_DTYPES:
+        return proto, [LOW_PRECISION_PENDING], {}
+    return proto, [], {}
+
+
+def fixed_shape_folds(proto: Any, spec: BuildSpec, model: Path, info: Any) -> tuple[dict[int, Any], str]:
+    """The graph folded at the input shapes of each of the spec's batch sizes (``convert.fixed_shapes``),
+    when it has shape arithmetic on a dynamic input; ({}, why not) when a fold leaves it alone (its
+    shapes stay dynamic: the same at every batch size), ({}, '') when there is nothing to fold or the
+    precision is fp8 (torch_fp8 rebuilds its own MLP chain)."""
+    from ..convert.fixed_shapes import fold_shapes, has_shape_arithmetic
+    from ..model.inputs import resolve_shapes
+
+    if spec.precision is Precision.FP8 or not has_shape_arithmetic(proto):
+        return {}, ""
+    folds = {}
+    for batch in spec.batch_sizes:
+        shapes = resolve_shapes(info.inputs, batch, spec.shape_overrides(), model_path=str(model))
+        result = fold_shapes(proto, shapes)
+        if not result.folded:
+            return {}, result.line()
+        folds[batch] = result
+    return folds, ""
+
+
+def build_fixed(base: Any, folds: Mapping[int, Any], spec: BuildSpec, model: Path, out: Path, keep: Any, info: Any,
+                notes: list[str], extra: dict[str, Any], identity_folded: int) -> BuildReport:
+    """The engine of a graph folded at each batch size (``fixed_shape_folds``): per batch size, the folded
+    graph in the engine's precision, converted, its constant shape arguments baked
+    (``torch_static``), run once and exported with every dim static; stored beside ``base`` (the
+    unfolded graph, which loads convert for other shapes). The metadata's ``fixed_shapes`` says, per
+    batch size, what was folded and what still reads shapes on the host."""
+    from .torch_static import bake_constant_arguments, host_shape_modules
+
+    torch = import_torch()
+    stored: list[torch_artifact.FixedModule] = []
+    per_batch: list[dict[str, Any]] = []
+    first: Any = None
+    for batch, result in folds.items():
+        graph, graph_notes, _ = graph_in_precision(result.model, spec, keep)
+        fold_identity_initializers(graph)
+        module = to_torch_module(graph)
+        baked = bake_constant_arguments(module)
+        counts = None
+        if spec.precision in LOW_DTYPES and not keep:
+            counts = follow_precision(torch, module, getattr(torch, LOW_DTYPES[spec.precision]))
+        exported, export_note = check_and_export(module, spec, model, converted=bool(keep), info=info, fixed_batch=batch)
+        host = host_shape_modules(module)
+        stripped, shared = torch_artifact.strip_shared(graph, base)
+        entry = torch_artifact.FixedEntry(
+            batch=batch, input_shapes=result.input_shapes,
+            onnx_member=torch_artifact.fixed_member(batch, torch_artifact.ONNX_MEMBER),
+            exported_member=torch_artifact.fixed_member(batch, torch_artifact.EXPORTED_MEMBER) if exported else None,
+            shared=shared, note=export_note)
+        stored.append(torch_artifact.FixedModule(entry, stripped.SerializeToString(), exported))
+        loaded_by = torch_artifact.LOADED_EXPORTED if exported is not None else torch_artifact.LOADED_CONVERTED
+        per_batch.append({"fixed_batch": batch, "input_shapes": {k: list(v) for k, v in result.input_shapes.items()},
+                          "folded": dict(result.removed), "nodes_before": result.nodes_before,
+                          "nodes_after": result.nodes_after, "remaining_shape_ops": dict(result.remaining_shape_ops),
+                          "static_arguments": baked, "host_shape_modules": host, "module_loaded_by": loaded_by,
+                          **({"low_precision_tensors": counts} if counts is not None else {})})
+        host_text = ("; still on the host: " + ", ".join(f"{k} {v}" for k, v in sorted(host.items()))) if host else ""
+        notes.append(f"batch {batch}: {result.line()}{host_text}; {export_note}")
+        if first is None:
+            first = (module, counts)
+    module, counts = first
+    if LOW_PRECISION_PENDING in notes:
+        notes[notes.index(LOW_PRECISION_PENDING)] = precision_note(spec.precision, counts)
+    memory_format, nhwc = memory_format_notes(spec, module, base, notes)
+    base_note = "the unfolded graph: loads convert it for shapes other than the fixed ones"
+    torch_artifact.write_artifact(out, base.SerializeToString(), None,
+                                  {"loaded_by": torch_artifact.LOADED_CONVERTED, "torch": torch.__version__,
+                                   "note": base_note}, fixed=stored)
+    everywhere = all(p["module_loaded_by"] == torch_artifact.LOADED_EXPORTED for p in per_batch)
+    loaded_by = torch_artifact.LOADED_EXPORTED if everywhere else torch_artifact.LOADED_CONVERTED
+    n_params = sum(int(p.numel()) for p in module.parameters())
+    extra = {**extra, **({"low_precision_tensors": counts} if counts is not None else {}),
+             "fixed_shapes": per_batch, "fixed_batches": [p["fixed_batch"] for p in per_batch]}
+    return BuildReport(metadata=build_metadata(spec, base, memory_format, nhwc, identity_folded, loaded_by, n_params,
+                                               extra), notes=notes)
+
+
+def memory_format_notes(spec: BuildSpec, module: Any, proto: Any, notes: list[str]) -> tuple[str, tuple[str, ...]]:
+    """The build's memory format (checked against the module) and the inputs a channels-last runner
+    converts, with its note."""
+    memory_format = check_memory_format(spec.option(MEMORY_FORMAT_OPTION, CONTIGUOUS), module, spec.precision)
+    nhwc: tuple[str, ...] = ()
+    if memory_format == CHANNELS_LAST:
+        nhwc = conv_fed_inputs(proto)
+        notes.append("channels_last: module in NHWC memory (cuDNN's NHWC kernels), inputs converted: "
+                     + (", ".join(nhwc) + " (inside the timed compute)" if nhwc else
+                        "none (no 4-D input feeds a Conv directly)")
+                     + "; the output copy back is timed too")
+    return memory_format, nhwc
+
+
+def build_metadata(spec: BuildSpec, proto: Any, memory_format: str, nhwc: tuple[str, ...], identity_folded: int,
+                   loaded_by: str, n_params: int, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine JSON's backend metadata."""
+    import onnx
+
+    return {
+        "effective_precision": spec.precision.value,
+        "tf32": spec.precision == Precision.TF32,
+        "memory_format": memory_format,
+        **({"channels_last_inputs": list(nhwc)} if memory_format == CHANNELS_LAST else {}),
+        "identity_initializers_folded": identity_folded,
+        "module_loaded_by": loaded_by,
+        "parameters": n_params,
+        "onnx_opset": max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=None),
+        "onnx_ir_version": proto.ir_version,
+        "onnx_nodes": len(proto.graph.node),
+        "onnx_version": onnx.__version__,
+        **extra,
+    }
+
+
 def runner_from_artifact(artifact: Path, record: "EngineRecord", device: str = "cuda") -> TorchRunner:
     """The saved ``torch.export`` program when the engine has one (no conversion), else the ONNX
     graph converted by onnx2torch (``torch_artifact``), on ``device``."""
@@ -684,6 +822,11 @@ def runner_from_artifact(artifact: Path, record: "EngineRecord", device: str = "
         return runner_from_proto(onnx_proto(saved.onnx_bytes, artifact), precision, tuple(record.inputs),
                                  tuple(record.outputs), converted=converted, memory_format=memory_format, device=device)
 
+    if saved.fixed and precision is not Precision.FP8:
+        fixed = FixedShapeModules(Path(artifact), saved, precision, converted=converted, memory_format=memory_format,
+                                  device=device)
+        return TorchRunner(None, precision, tuple(record.inputs), tuple(record.outputs), cast_io=not converted,
+                           memory_format=memory_format, device=device, nhwc_inputs=fixed.nhwc_inputs, fixed=fixed)
     if saved.exported is None or precision is Precision.FP8:
         return from_onnx()
     torch = import_torch()
@@ -723,33 +866,40 @@ def engine_onnx(path: Path) -> Any:
     return onnx_proto(torch_artifact.read_artifact(Path(path)).onnx_bytes, Path(path))
 
 
-def check_and_export(module: Any, spec: BuildSpec, model: Path, *, converted: bool = False) -> tuple[bytes | None, str]:
+def check_and_export(module: Any, spec: BuildSpec, model: Path, *, converted: bool = False, info: Any = None,
+                     fixed_batch: int | None = None) -> tuple[bytes | None, str]:
     """Run the converted module once, in the engine's precision, on the build's random inputs at its
     smallest batch: a module onnx2torch converts but that cannot run (mixed dtypes, a shape it
     computes wrong) fails the build with one line (BadModel) instead of a traceback at bench time.
     Then ``torch.export`` it for the loads, at a batch of at least 2 (export fixes a dim it sees as 1)
     with dim 0 dynamic for inputs whose batch is symbolic in the model, checked against the module's
-    own outputs there (``torch_artifact``): (program bytes or None, the build's note). On the GPU when
-    there is one (where it will run), else on the CPU; the model is read and the module moved once."""
+    own outputs there (``torch_artifact``): (program bytes or None, the build's note). A module folded
+    at ``fixed_batch`` (``build_fixed``) runs and is exported at that batch, every dim static. On the GPU
+    when there is one (where it will run), else on the CPU; the model is read (unless ``info`` describes
+    it) and the module moved once."""
     if spec.precision is Precision.FP8:  # torch_fp8's module is checked against its own chain
         return None, "fp8: loads rebuild the _scaled_mm chain from the ONNX graph (no torch.export)"
     from ..model.inputs import make_inputs, resolve_shapes
     from ..model.onnx_model import inspect_model
 
     torch = import_torch()
-    info = inspect_model(model)
+    info = info if info is not None else inspect_model(model)
 
     def feeds(batch: int) -> dict[str, np.ndarray]:
         return make_inputs(info.inputs, resolve_shapes(info.inputs, batch, spec.shape_overrides(), model_path=str(model)))
 
-    dynamic = [not (isinstance(t.shape[0], int) and t.shape[0] > 0) if t.shape else False for t in info.inputs]
-    batch = max(2, spec.min_batch) if any(dynamic) else spec.min_batch
+    if fixed_batch is not None:
+        dynamic, first, batch = [False] * len(info.inputs), fixed_batch, fixed_batch
+    else:
+        dynamic = [not (isinstance(t.shape[0], int) and t.shape[0] > 0) if t.shape else False for t in info.inputs]
+        first = spec.min_batch
+        batch = max(2, spec.min_batch) if any(dynamic) else spec.min_batch
     device = "cuda" if torch.cuda.is_available() else "cpu"
     runner = TorchRunner(module.eval().to(device), spec.precision, tuple(info.inputs), tuple(info.outputs),
                          device=device, cast_io=not converted)
     try:
         try:
-            runner.infer(feeds(spec.min_batch))
+            runner.infer(feeds(first))
         except BadModel as err:
             raise BadModel(err.message, path=model) from err
         at = feeds(batch)
@@ -796,23 +946,112 @@ def runner_from_proto(proto: Any, precision: Precision, inputs: tuple[TensorSpec
                       device: str = "cuda") -> TorchRunner:
     """The torch artifact (pre-passed ONNX) → a runner: the module rebuilt, in the precision's dtype
     (unless ``converted``: FP16 types already in the graph) and the memory format, on ``device``."""
+    module = module_from_proto(proto, precision, converted=converted, memory_format=memory_format, device=device)
+    nhwc = frozenset(conv_fed_inputs(proto)) if memory_format == CHANNELS_LAST else frozenset()
+    return TorchRunner(module, precision, inputs, outputs, cast_io=not converted, memory_format=memory_format,
+                       device=device, nhwc_inputs=nhwc)
+
+
+def module_from_proto(proto: Any, precision: Precision, *, converted: bool = False, memory_format: str = CONTIGUOUS,
+                      device: str = "cuda", bake: bool = False) -> Any:
+    """An ONNX graph converted (onnx2torch; fp8: torch_fp8's chain) into a module on ``device`` in the
+    precision's dtype and the memory format; ``bake``: its constant shape arguments as Python ints
+    (``torch_static``, for a graph folded at fixed shapes)."""
     torch = import_torch()
     if precision is Precision.FP8:
         from .torch_fp8 import fp8_module, mlp_chain
 
         module = fp8_module(mlp_chain(proto), torch).eval().to(device)
     else:
-        module = to_torch_module(proto).eval().to(device)
+        module = to_torch_module(proto)
+        if bake:
+            from .torch_static import bake_constant_arguments
+
+            bake_constant_arguments(module)
+        module = module.eval().to(device)
     if precision in LOW_DTYPES and not converted:
         follow_precision(torch, module, getattr(torch, LOW_DTYPES[precision]))
-    nhwc: frozenset[str] = frozenset()
     if check_memory_format(memory_format, module, precision) == CHANNELS_LAST:
         module = module.to(memory_format=torch.channels_last)
-        nhwc = frozenset(conv_fed_inputs(proto))
     if device == "cuda":
         torch.cuda.synchronize()
-    return TorchRunner(module, precision, inputs, outputs, cast_io=not converted, memory_format=memory_format,
-                       device=device, nhwc_inputs=nhwc)
+    return module
+
+
+class FixedShapeModules:
+    """The modules of an engine built at fixed shapes (``build_fixed``; one ``torch_artifact.FixedEntry``
+    per batch size), for a runner: ``module_for(shapes)`` loads the module folded at exactly these
+    input shapes — its saved ``torch.export`` program, else its folded graph converted — and, for shapes
+    the engine was not built at, the unfolded graph (``model.onnx``) converted, as an engine without
+    fixed shapes loads. Each is loaded when a runner first meets its shapes (a measurement load runs
+    one batch size); the runner keeps one at a time."""
+
+    def __init__(self, artifact: Path, saved: torch_artifact.TorchArtifact, precision: Precision, *, converted: bool,
+                 memory_format: str, device: str) -> None:
+        self.artifact = Path(artifact)
+        self.saved = saved
+        self.precision = precision
+        self.converted = converted
+        self.memory_format = memory_format
+        self.device = device
+        self.entries = {e.key: e for e in saved.fixed}
+        self._base: Any = None
+        self.nhwc_inputs = (frozenset(conv_fed_inputs(self.base())) if memory_format == CHANNELS_LAST
+                            else frozenset())
+
+    @property
+    def batches(self) -> list[int]:
+        return sorted(e.batch for e in self.saved.fixed)
+
+    def base(self) -> Any:
+        """The unfolded graph (parsed once)."""
+        if self._base is None:
+            self._base = onnx_proto(self.saved.onnx_bytes, self.artifact)
+        return self._base
+
+    def graph(self, entry: torch_artifact.FixedEntry) -> Any:
+        """The folded graph of ``entry``, with the initializers it shares with the unfolded one."""
+        proto = onnx_proto(torch_artifact.read_member(self.artifact, entry.onnx_member), self.artifact)
+        return torch_artifact.attach_shared(proto, self.base(), entry.shared, self.artifact)
+
+    def convert(self, proto: Any, bake: bool) -> Any:
+        return module_from_proto(proto, self.precision, converted=self.converted, memory_format=self.memory_format,
+                                 device=self.device, bake=bake)
+
+    def module_for(self, shapes: Mapping[str, Any]) -> tuple[Any, str, Any, int | None]:
+        """(module, how it was loaded, a converter of the same graph for per-layer profiling or None,
+        the batch size it was fixed at or None) for these input shapes."""
+        entry = self.entries.get(torch_artifact.shapes_key(shapes))
+        if entry is None:
+            built = ", ".join(map(str, self.batches))
+            try:
+                module = self.convert(self.base(), bake=False)
+            except BuildFailed as err:  # an If on a size, say: only the folded graphs convert
+                raise BadModel(f"this torch engine was built at fixed shapes for batch {built}; the unfolded graph, "
+                               f"which other shapes need, does not convert ({err.message}): build it at this "
+                               "batch size (--batch-sizes)", path=self.artifact) from err
+            why = f"no fixed-shape module for these shapes: the engine has batch {built}"
+            return module, f"{torch_artifact.LOADED_CONVERTED} ({why})", None, None
+
+        def from_graph() -> Any:
+            return self.convert(self.graph(entry), bake=True)
+
+        if entry.exported_member is None:
+            return from_graph(), torch_artifact.LOADED_CONVERTED, None, entry.batch
+        torch = import_torch()
+        try:
+            data = torch_artifact.read_member(self.artifact, entry.exported_member)
+            module = torch_artifact.exported_module(torch, data, self.artifact).to(self.device)
+        except BadModel:
+            raise
+        except Exception as err:  # noqa: BLE001 - a program this torch cannot read: convert instead, said
+            return (from_graph(), f"{torch_artifact.LOADED_CONVERTED} (the saved program did not load: {first_line(err)})",
+                    None, entry.batch)
+        if self.memory_format == CHANNELS_LAST:
+            module = module.to(memory_format=torch.channels_last)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return module, torch_artifact.LOADED_EXPORTED, from_graph, entry.batch
 
 
 def _version(package: str) -> str | None:

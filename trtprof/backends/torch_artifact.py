@@ -18,6 +18,14 @@ When export fails (data-dependent shapes, an op torch.export cannot trace) the a
 graph only and every load converts it with onnx2torch, as before; the build says so in one note.
 A file that is not a zip is the older artifact (the pre-passed ONNX itself): still loaded.
 
+Fixed shapes (format 2, issue 43): a graph with shape arithmetic (``convert.fixed_shapes``) is folded at
+each batch size of the engine, and each batch size gets its own module: ``fixed/b<N>/model.onnx`` (the
+folded graph, without the initializers it shares byte for byte with ``model.onnx``: they are named in
+the manifest and put back when it is read) and ``fixed/b<N>/exported.pt2`` (its program, exported with
+every dim static). The manifest's ``fixed`` lists them (batch, input shapes, members, note); a runner
+loads the one whose input shapes it meets (``backends.torch.FixedShapeModules``), and converts
+``model.onnx`` (the unfolded graph) for any other shapes.
+
 No unpickling: ``torch.export.load`` unpickles tensors its archive marks ``use_pickle`` (tensor
 subclasses) with ``weights_only=False``; such an archive is refused before it is opened
 (``check_no_pickled_tensors``), so loading a crafted engine file runs no code.
@@ -33,7 +41,8 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import BadModel
 
-FORMAT = "trtprof.torch-artifact/1"
+FORMAT = "trtprof.torch-artifact/2"
+READABLE_FORMATS = (FORMAT, "trtprof.torch-artifact/1")  # 1: no fixed-shape modules
 ONNX_MEMBER = "model.onnx"
 EXPORTED_MEMBER = "exported.pt2"
 MANIFEST_MEMBER = "manifest.json"
@@ -47,25 +56,90 @@ MESSAGE_CHARS = 300  # of an error or note: torch's messages carry multi-line C+
 
 
 @dataclass(frozen=True)
+class FixedEntry:
+    """One batch size's module of an engine built at fixed shapes: the input shapes it was folded at,
+    where its folded graph and its program are in the archive, the initializers its graph shares with
+    ``model.onnx`` (stripped from its copy), and its build note."""
+
+    batch: int
+    input_shapes: Mapping[str, tuple[int, ...]]
+    onnx_member: str
+    exported_member: str | None
+    shared: tuple[str, ...] = ()
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"batch": self.batch, "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
+                "onnx": self.onnx_member, "exported": self.exported_member, "shared": list(self.shared),
+                "note": self.note}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "FixedEntry":
+        return cls(batch=int(data["batch"]),
+                   input_shapes={str(k): tuple(int(d) for d in v) for k, v in data["input_shapes"].items()},
+                   onnx_member=str(data["onnx"]), exported_member=data.get("exported"),
+                   shared=tuple(str(n) for n in data.get("shared", ())), note=str(data.get("note", "")))
+
+    @property
+    def key(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return shapes_key(self.input_shapes)
+
+
+def shapes_key(shapes: Mapping[str, Any]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Input shapes as a hashable key (name order)."""
+    return tuple(sorted((str(k), tuple(int(d) for d in v)) for k, v in shapes.items()))
+
+
+@dataclass(frozen=True)
+class FixedModule:
+    """What ``write_artifact`` stores for one batch size (``FixedEntry`` plus the bytes)."""
+
+    entry: FixedEntry
+    onnx_bytes: bytes
+    exported: bytes | None
+
+
+@dataclass(frozen=True)
 class TorchArtifact:
-    """What an engine file holds (``read_artifact``)."""
+    """What an engine file holds (``read_artifact``); the fixed-shape members are read on demand
+    (``read_member``): a load reads the batch size it runs."""
 
     onnx_bytes: bytes
     exported: bytes | None
     manifest: Mapping[str, Any]
+    fixed: tuple[FixedEntry, ...] = ()
 
     @property
     def loaded_by(self) -> str:
         return LOADED_EXPORTED if self.exported is not None else LOADED_CONVERTED
 
 
-def write_artifact(out: Path, onnx_bytes: bytes, exported: bytes | None, manifest: Mapping[str, Any]) -> None:
+def fixed_member(batch: int, name: str) -> str:
+    return f"fixed/b{int(batch)}/{name}"
+
+
+def write_artifact(out: Path, onnx_bytes: bytes, exported: bytes | None, manifest: Mapping[str, Any],
+                   fixed: Sequence[FixedModule] = ()) -> None:
     """Write the engine file (the store's temp path: it moves it into place and hashes it)."""
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
-        z.writestr(MANIFEST_MEMBER, json.dumps({"format": FORMAT, **manifest}, sort_keys=True))
+        extra = {"fixed": [f.entry.to_json() for f in fixed]} if fixed else {}
+        z.writestr(MANIFEST_MEMBER, json.dumps({"format": FORMAT, **manifest, **extra}, sort_keys=True))
         z.writestr(ONNX_MEMBER, onnx_bytes)
         if exported is not None:
             z.writestr(EXPORTED_MEMBER, exported)
+        for f in fixed:
+            z.writestr(f.entry.onnx_member, f.onnx_bytes)
+            if f.exported is not None and f.entry.exported_member:
+                z.writestr(f.entry.exported_member, f.exported)
+
+
+def read_member(path: Path, name: str) -> bytes:
+    """One member of the engine file (a fixed-shape graph or program)."""
+    try:
+        with zipfile.ZipFile(Path(path)) as z:
+            return z.read(name)
+    except (OSError, zipfile.BadZipFile, KeyError) as err:
+        raise BadModel(f"cannot read {name} from the torch engine: {err}", path=Path(path)) from err
 
 
 def read_artifact(path: Path) -> TorchArtifact:
@@ -79,12 +153,16 @@ def read_artifact(path: Path) -> TorchArtifact:
             if ONNX_MEMBER not in names or MANIFEST_MEMBER not in names:
                 raise BadModel(f"not a trtprof torch engine (no {ONNX_MEMBER} or {MANIFEST_MEMBER})", path=path)
             manifest = json.loads(z.read(MANIFEST_MEMBER))
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise BadModel(f"unknown torch engine format {str(manifest)[:80]!r} (this trtprof reads {FORMAT})",
-                               path=path)
+            if not isinstance(manifest, dict) or manifest.get("format") not in READABLE_FORMATS:
+                raise BadModel(f"unknown torch engine format {str(manifest)[:80]!r} (this trtprof reads "
+                               f"{', '.join(READABLE_FORMATS)})", path=path)
             exported = z.read(EXPORTED_MEMBER) if EXPORTED_MEMBER in names else None
-            return TorchArtifact(z.read(ONNX_MEMBER), exported, manifest)
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError) as err:
+            fixed = tuple(FixedEntry.from_json(e) for e in manifest.get("fixed", ()))
+            missing = [e.onnx_member for e in fixed if e.onnx_member not in names]
+            if missing:
+                raise BadModel(f"the torch engine lists {missing[0]} but does not hold it", path=path)
+            return TorchArtifact(z.read(ONNX_MEMBER), exported, manifest, fixed)
+    except (OSError, zipfile.BadZipFile, ValueError, KeyError, TypeError) as err:
         raise BadModel(f"cannot read the torch engine: {err}", path=path) from err
 
 
@@ -104,6 +182,36 @@ def check_no_pickled_tensors(exported: bytes, path: Path | None = None) -> None:
                                    f"({pickled[0]!r}…); trtprof never unpickles an engine file", path=path)
     except (zipfile.BadZipFile, ValueError, AttributeError) as err:
         raise BadModel(f"the exported program in the torch engine is damaged: {err}", path=path) from err
+
+
+def strip_shared(graph: Any, base: Any) -> tuple[Any, tuple[str, ...]]:
+    """``graph`` without the initializers ``base`` holds under the same name with the same bytes
+    (a folded graph keeps the model's weights: stored once, in ``model.onnx``), and their names."""
+    own = {init.name: init for init in base.graph.initializer}
+    shared, keep = [], []
+    for init in graph.graph.initializer:
+        other = own.get(init.name)
+        if other is not None and other.SerializeToString() == init.SerializeToString():
+            shared.append(init.name)
+        else:
+            keep.append(init)
+    if not shared:
+        return graph, ()
+    stripped = type(graph)()
+    stripped.CopyFrom(graph)
+    del stripped.graph.initializer[:]
+    stripped.graph.initializer.extend(keep)
+    return stripped, tuple(shared)
+
+
+def attach_shared(graph: Any, base: Any, shared: Sequence[str], path: Path | None = None) -> Any:
+    """Put back into ``graph`` (in place) the initializers ``strip_shared`` took out, from ``base``."""
+    own = {init.name: init for init in base.graph.initializer}
+    missing = [name for name in shared if name not in own]
+    if missing:
+        raise BadModel(f"the torch engine's fixed-shape graph needs {missing[0]!r}, which model.onnx lacks", path=path)
+    graph.graph.initializer.extend(own[name] for name in shared)
+    return graph
 
 
 def export_module(torch: Any, module: Any, example: Sequence[Any], dynamic_batch: Sequence[bool],

@@ -32,17 +32,36 @@ FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
 # Options the runner applies at load (torch's memory format, ONNX Runtime CUDA's prefer_nhwc): the artifact
 # file is the same, what runs is not, so they stay in every key — an NCHW and an NHWC engine of one model
 # never share an entry.
+# A backend that builds at fixed shapes (``Capabilities.fixed_shapes``: torch) folds a graph with shape
+# arithmetic at each batch size (convert.fixed_shapes): that artifact holds one module per batch size, so
+# its key keeps the batch set. Whether the graph has such arithmetic is read from the model (a cheap scan,
+# ``has_shape_arithmetic``); a graph whose fold then leaves it alone (data-dependent shapes) is keyed by
+# its batch sizes all the same — one extra build per batch set, never a wrong engine.
 RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION, LAYOUT_OPTION)
 
 
-def key_spec(spec: BuildSpec) -> BuildSpec:
-    """The part of ``spec`` that changes the artifact, for the cache key."""
-    if backends.capabilities(spec.backend).batch_independent:
+def key_spec(spec: BuildSpec, model: Any = None) -> BuildSpec:
+    """The part of ``spec`` that changes the artifact, for the cache key; ``model`` (the ONNX proto the
+    engine is built from) tells whether a fixed-shape backend folds it at each batch size."""
+    caps = backends.capabilities(spec.backend)
+    if caps.batch_independent:
         # the calibration (int8/fp8) changes the artifact too; its batch is recorded among its options
         kept = tuple((k, v) for k, v in spec.options
                      if k in FP16_KEEP_OPTIONS or k in RUNNER_OPTIONS or k.startswith("calibration"))
-        return dataclasses.replace(spec, batch_sizes=(), options=kept)
+        batches = spec.batch_sizes if caps.fixed_shapes and folds_at_each_batch(spec, model) else ()
+        return dataclasses.replace(spec, batch_sizes=batches, options=kept)
     return spec
+
+
+def folds_at_each_batch(spec: BuildSpec, model: Any) -> bool:
+    """Does a fixed-shape backend build ``model`` at each batch size (its graph has shape arithmetic on a
+    dynamic input; fp8's module is rebuilt from the MLP chain, unfolded)? Without a model, no: the key of
+    a batch-independent engine (``build_one`` always passes the model it builds from)."""
+    if spec.precision is Precision.FP8 or model is None:
+        return False
+    from ..convert.fixed_shapes import has_shape_arithmetic
+
+    return has_shape_arithmetic(model)
 
 
 @dataclass
@@ -192,7 +211,7 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
     entry for the exact key, else a build (the backend reads ``source.path``: its build takes a file);
     an FP16 build records the FP16 range analysis of ``source``'s graph."""
     onnx_path, info = source.path, source.info
-    key = CacheKey.derive(key_spec(spec), environment)
+    key = CacheKey.derive(key_spec(spec, source.proto), environment)
     started = time.perf_counter()
     covering = (None if settings.rebuild or backends.capabilities(spec.backend).batch_independent
                 else cache.find_covering(spec, environment))
