@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.convert.shape_graphs import data_dependent_model, run_ort, shape_arithmetic_model
+from tests.convert.shape_graphs import data_dependent_model, pad_cumsum_model, run_ort, shape_arithmetic_model
 from trtprof.backends import torch as torch_backend
 from trtprof.backends import torch_artifact
 from trtprof.backends.base import Availability
@@ -207,3 +207,29 @@ def test_a_graph_whose_shapes_stay_dynamic_is_built_as_written_with_the_note(tmp
     assert note.startswith("shapes not folded at x 2x8: its shapes stay dynamic: data-dependent op(s) NonZero")
     assert note in record.notes and "fixed_shapes" not in record.backend_metadata
     assert not torch_artifact.read_artifact(record.artifact_path).fixed
+
+
+def test_pad_and_cumsum_get_constant_arguments_and_cumsum_runs_in_onnx_order():
+    """onnx2torch 1.5 reads CumSum without ``reverse`` as reversed (ONNX: forward): the backend writes the
+    default out before converting, so the module computes what ONNX Runtime does; Pad's pads and fill
+    and CumSum's axis become Python values (no host read of a buffer, torch.export captures it)."""
+    import torch
+
+    from trtprof.backends.torch_static import bake_constant_arguments, host_shape_modules
+
+    model = pad_cumsum_model()
+    x = np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32)
+    want = run_ort(model, {"x": x})[0]
+    module = torch_backend.to_torch_module(model).eval()
+    assert [a.i for n in model.graph.node if n.op_type == "CumSum" for a in n.attribute if a.name == "reverse"] == [0]
+    assert set(host_shape_modules(module)) == {"OnnxPadDynamic", "OnnxCumSum"}
+    with torch.no_grad():
+        before = module(torch.from_numpy(x))
+    np.testing.assert_allclose(before.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert bake_constant_arguments(module) == {"OnnxPadDynamic": 1, "OnnxCumSum": 1}
+    assert host_shape_modules(module) == {}
+    with torch.no_grad():
+        after = module(torch.from_numpy(x))
+    assert torch.equal(after, before)
+    program = torch.export.export(module, (torch.from_numpy(x),))
+    assert torch.equal(program.module()(torch.from_numpy(x)), before)

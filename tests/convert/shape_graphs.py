@@ -122,3 +122,20 @@ def run_ort(model, feeds):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, feeds)
+
+
+def pad_cumsum_model(path: Path | None = None):
+    """x [N, 6] → Pad(x, pads [0, 1, 0, 2], 0.5) → CumSum over axis 1 (no ``reverse`` attribute: ONNX's
+    default, summing from the start) → out [N, 9]: the pads, the fill and the axis are constants that
+    onnx2torch takes as tensors (RoBERTa's position ids are such a CumSum; Swin pads its windows)."""
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    nodes = [h.make_node("Pad", ["x", "pads", "fill"], ["p"], mode="constant", name="pad"),
+             h.make_node("CumSum", ["p", "axis"], ["out"], name="cumsum")]
+    inits = [nh.from_array(np.array([0, 1, 0, 2], np.int64), "pads"), nh.from_array(np.array(0.5, np.float32), "fill"),
+             nh.from_array(np.array(1, np.int64), "axis")]
+    graph = h.make_graph(nodes, "pad_cumsum", [h.make_tensor_value_info("x", T.FLOAT, ["N", 6])],
+                         [h.make_tensor_value_info("out", T.FLOAT, ["N", 9])], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    return _save(model, path)

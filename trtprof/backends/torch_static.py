@@ -1,7 +1,8 @@
 """Shape arguments of a converted module made Python constants, once the graph's shapes are fixed.
 
 Why: onnx2torch converts ``Reshape(x, shape)``, ``Slice(x, starts, ends, axes, steps)``, ``Expand``,
-``Tile``, ``Split``, dynamic-axes ``Squeeze``/``Unsqueeze`` and ``Gather(x, scalar index)`` into modules
+``Tile``, ``Split``, ``Pad``, ``CumSum``, dynamic-axes ``Squeeze``/``Unsqueeze`` and ``Gather(x, scalar
+index)`` into modules
 that take those arguments as tensors and read them on the host at every call (``torch.Size(shape)``,
 ``.numpy()``, ``.tolist()``, a 0-d index turned into an int). Folded at fixed shapes
 (``trtprof.convert.fixed_shapes``), every such argument is an initializer, which onnx2torch keeps as a
@@ -34,11 +35,15 @@ SHAPE_ARGUMENTS: dict[str, tuple[int, ...]] = {
     "OnnxUnsqueezeDynamicAxes": (1,),
     "OnnxSqueezeDynamicAxes": (1,),
     "OnnxGather": (1,),
+    "OnnxPadDynamic": (1, 2, 3),  # pads, constant_value (a float), axes (opset 18: not baked)
+    "OnnxCumSum": (1,),
 }
+# (module, position) whose constant is a float value, not a shape
+FLOAT_ARGUMENTS = {("OnnxPadDynamic", 2)}
 # modules that compute or read shapes on the host when they run (what ``host_shape_modules`` counts;
 # a Gather of a tensor of indices runs on the device)
 HOST_SHAPE_MODULES = frozenset(SHAPE_ARGUMENTS) - {"OnnxGather"} | {
-    "OnnxShape", "OnnxConstantOfShape", "OnnxRange", "OnnxPadDynamic", "OnnxResize", "OnnxReduceSumDynamicAxes",
+    "OnnxShape", "OnnxConstantOfShape", "OnnxRange", "OnnxResize", "OnnxReduceSumDynamicAxes",
     "OnnxReduceDynamicAxes", "OnnxNonZero", "OnnxTopK",
 }
 
@@ -145,6 +150,47 @@ class StaticSelect(nn.Module):
         return x.select(self.axis, self.index)
 
 
+class StaticPad(nn.Module):
+    """ONNX Pad with constant pads and fill value, in onnx2torch's mode (constant, reflect, replicate)."""
+
+    def __init__(self, pads: Sequence[int], mode: str, value: float) -> None:
+        super().__init__()
+        middle = len(pads) // 2
+        begins, ends = list(pads[:middle])[::-1], list(pads[middle:])[::-1]
+        torch_pads = [int(p) for pair in zip(begins, ends) for p in pair]  # last dim first, as F.pad takes them
+        if mode in ("reflect", "replicate") and len(torch_pads) >= 4 and not any(torch_pads[-4:]):
+            torch_pads = torch_pads[:-4]  # onnx2torch's rule: batch and channel dims unpadded
+        self.pads = torch_pads
+        self.mode = mode
+        self.value = float(value)
+
+    def forward(self, x: Any) -> Any:
+        if self.mode == "constant":
+            return torch.nn.functional.pad(x, self.pads, mode="constant", value=self.value)
+        return torch.nn.functional.pad(x, self.pads, mode=self.mode)
+
+
+class StaticCumSum(nn.Module):
+    """ONNX CumSum on a constant axis, as onnx2torch computes it (its ``exclusive`` and ``reverse``)."""
+
+    def __init__(self, axis: int, module: Any) -> None:
+        super().__init__()
+        self.axis = int(axis)
+        self.exclusive = bool(module.exclusive)
+        self.reverse = bool(module.reverse)
+        self.inner = module
+
+    def forward(self, x: Any) -> Any:
+        if self.exclusive:  # onnx2torch's shift-and-insert: rare; its own code with the axis as a tensor on the host
+            return self.inner(x, torch.tensor(self.axis))
+        if self.reverse:
+            x = torch.flip(x, dims=(self.axis,))
+        x = torch.cumsum(x, dim=self.axis)
+        if self.reverse:
+            x = torch.flip(x, dims=(self.axis,))
+        return x
+
+
 def _static_module(kind: str, module: Any, values: dict[int, Any]) -> Any:
     """The static module for ``kind`` with its constant arguments (position → value as a list or int),
     or None when the constants do not allow one."""
@@ -163,6 +209,11 @@ def _static_module(kind: str, module: Any, values: dict[int, Any]) -> Any:
         return StaticAxes([axes] if isinstance(axes, int) else axes, squeeze=kind == "OnnxSqueezeDynamicAxes")
     if kind == "OnnxGather" and isinstance(values[1], int):  # a tensor of indices is a device op: left alone
         return StaticSelect(module._axis, values[1])
+    if kind == "OnnxPadDynamic" and 3 not in values:
+        value = values.get(2, 0.0)
+        return StaticPad(values[1], module.mode, value[0] if isinstance(value, list) else value)
+    if kind == "OnnxCumSum" and isinstance(values[1], int):
+        return StaticCumSum(values[1], module)
     return None
 
 
@@ -194,7 +245,7 @@ def bake_constant_arguments(module: Any) -> dict[str, int]:
         positions = SHAPE_ARGUMENTS.get(kind)
         if positions is None or node.kwargs:
             continue
-        values = _constant_values(module, node.args, positions)
+        values = _constant_values(module, node.args, positions, kind)
         if values is None:
             continue
         static = _static_module(kind, sub, values)
@@ -212,9 +263,10 @@ def bake_constant_arguments(module: Any) -> dict[str, int]:
     return dict(changed)
 
 
-def _constant_values(module: Any, args: Sequence[Any], positions: Sequence[int]) -> dict[int, Any] | None:
-    """Position → Python value for each shape argument present, all of them integer constant buffers;
-    None when one is computed at run time (or is not an integer tensor)."""
+def _constant_values(module: Any, args: Sequence[Any], positions: Sequence[int], kind: str) -> dict[int, Any] | None:
+    """Position → Python value for each shape argument present, all of them integer constant buffers
+    (a float one where ``FLOAT_ARGUMENTS`` says so); None when one is computed at run time (or is not
+    of its kind)."""
     values: dict[int, Any] = {}
     for position in positions:
         if position >= len(args) or args[position] is None:
@@ -223,7 +275,9 @@ def _constant_values(module: Any, args: Sequence[Any], positions: Sequence[int])
         if not isinstance(arg, torch.fx.Node) or arg.op != "get_attr":
             return None
         tensor = _fetch(module, str(arg.target))
-        if not isinstance(tensor, torch.Tensor) or tensor.is_floating_point() or tensor.is_complex():
+        if not isinstance(tensor, torch.Tensor) or tensor.is_complex():
+            return None
+        if tensor.is_floating_point() != ((kind, position) in FLOAT_ARGUMENTS):
             return None
         values[position] = tensor.tolist()
     return values
