@@ -215,3 +215,22 @@ def test_an_older_onnx_artifact_still_loads_by_converting(tmp_path, conv_model, 
     runner = torch_backend.runner_from_artifact(legacy, record, device="cpu")
     assert runner.loaded_by == torch_artifact.LOADED_CONVERTED
     assert runner.infer(_feeds(2))["logits"].shape == (2, 10)
+
+
+def test_a_format_1_engine_without_fixed_shapes_still_loads(tmp_path, conv_model, fake_gpu_machine):
+    """Format 2 added the fixed-shape modules (issue 43); an archive of format 1 is read as before."""
+    record = _build(tmp_path, conv_model)
+    old = tmp_path / "format1.torch.zip"
+    with zipfile.ZipFile(record.artifact_path) as src, zipfile.ZipFile(old, "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == torch_artifact.MANIFEST_MEMBER:
+                manifest = json.loads(data)
+                assert manifest["format"] == torch_artifact.FORMAT == "trtprof.torch-artifact/2"
+                data = json.dumps({**manifest, "format": "trtprof.torch-artifact/1"}).encode()
+            dst.writestr(name, data)
+    saved = torch_artifact.read_artifact(old)
+    assert saved.fixed == () and saved.exported is not None
+    runner = torch_backend.runner_from_artifact(old, record, device="cpu")
+    assert runner.loaded_by == torch_artifact.LOADED_EXPORTED and runner.fixed is None
+    assert runner.infer(_feeds(2))["logits"].shape == (2, 10)
