@@ -231,8 +231,11 @@ def explicit_cumsum_direction(model: "onnx.ModelProto") -> int:
 
     from ..convert.fixed_shapes import all_nodes
 
+    graph = getattr(model, "graph", None)
+    if graph is None:  # not a model: the converter says so
+        return 0
     mended = 0
-    for node in all_nodes(model.graph):
+    for node in all_nodes(graph):
         if node.op_type == "CumSum" and not any(a.name == "reverse" for a in node.attribute):
             node.attribute.append(helper.make_attribute("reverse", 0))
             mended += 1
