@@ -98,3 +98,21 @@ def test_an_optimiser_that_rewrites_the_computation_is_not_kept(monkeypatch):
     result = fold_shapes(model, {"x": (2, 4, 8)})
     assert result.model is model and not result.folded
     assert "rewrote more than shapes (Gemm +1)" in result.dynamic
+
+
+def test_shape_inference_runs_on_a_skeleton_without_the_weights_values():
+    """fix_input_shapes infers on ``skeleton``: large float initializers keep name, type and dims but not
+    their values (copying BERT-base's weights through inference took seconds); small ones stay whole."""
+    from onnx import numpy_helper
+
+    model = shape_arithmetic_model()
+    big = numpy_helper.from_array(np.ones((64, 32), np.float32), "big")
+    model.graph.initializer.append(big)
+    bones = fixed_shapes.skeleton(model)
+    stub = {i.name: i for i in bones.graph.initializer}
+    assert list(stub["big"].dims) == [64, 32] and not stub["big"].raw_data and not stub["big"].float_data
+    assert stub["W"].raw_data == {i.name: i for i in model.graph.initializer}["W"].raw_data  # 256 values: kept
+    fixed = fixed_shapes.fix_input_shapes(model, {"x": (3, 4, 8)})
+    assert {i.name: i for i in fixed.graph.initializer}["big"].raw_data == big.raw_data  # the copy has them
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in fixed.graph.value_info}
+    assert shapes["y0"] == [3, 32] and shapes["mean"] == [3, 1, 1]

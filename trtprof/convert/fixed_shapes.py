@@ -25,9 +25,10 @@ additionally fuses MatMul+Add into Gemm (a different kernel in PyTorch) unless t
 dependency of trtprof, while onnxruntime is (its basic level is portable: only ONNX ops).
 
 A graph whose shapes stay dynamic once the inputs are fixed — a data-dependent op (``NonZero``,
-``Unique``, ``Compress``, ``NonMaxSuppression``, ``Loop``…), a ``Shape`` op the
-optimiser could not fold, an output whose dims inference cannot fix — is left alone: ``FoldResult``
-returns the original graph with a note saying why.
+``Unique``, ``Compress``, ``NonMaxSuppression``, ``Loop``), a shape op the optimiser could not fold,
+an input left without a shape — is left alone: ``FoldResult`` returns the original graph with a note
+saying why. (An output whose dims onnx's own inference cannot fix, with no shape op left, is folded
+all the same, with a note: ONNX Runtime's inference went further.)
 """
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ NOT_A_FOLD = (
     "TransposeOptimizer", "QDQPropagationTransformer", "WeightBiasQuantization", "DoubleQDQPairsRemover",
     "WhereDummyDq", "EnsureUniqueDQForNodeUnit",
 )
-PROTOBUF_LIMIT = 2**31 - 1  # a ModelProto serialised in one piece (ONNX Runtime takes the bytes)
+WEIGHT_ELEMENTS = 1024  # a float initializer above this many elements is a weight: shape inference skips its values
+FLOAT_TYPES = (1, 10, 11, 16)  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 ONNX_DOMAINS = ("", "ai.onnx")
 
 
@@ -96,7 +98,7 @@ class FoldResult:
             return f"shapes fixed at {shapes}: nothing to fold"
         top = ", ".join(f"{op} {n}" for op, n in sorted(self.removed.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
         return (f"shapes fixed at {shapes} and folded ({self.tool}): {self.nodes_before} → {self.nodes_after} nodes "
-                f"({top}{', …' if len(self.removed) > 6 else ''} removed)")
+                f"({top}{', …' if len(self.removed) > 6 else ''} removed)" + "".join(f"; {n}" for n in self.notes))
 
 
 def _onnx() -> Any:
@@ -146,13 +148,30 @@ def has_shape_arithmetic(model: Any) -> bool:
     return any(n.op_type in SHAPE_OPS for n in all_nodes(model.graph))
 
 
-def fix_input_shapes(model: Any, input_shapes: Mapping[str, Sequence[int]]) -> Any:
+def fix_input_shapes(model: Any, input_shapes: Mapping[str, Sequence[int]], *, weights: bool = True) -> Any:
     """A copy of ``model`` with each named input's dims set to ``input_shapes`` (a static dim must match),
-    the outputs' and intermediate values' symbolic dims cleared, and onnx's shape inference rerun."""
+    the outputs' and intermediate values' symbolic dims cleared, and onnx's shape inference rerun (on
+    ``skeleton(model)``: the weights' values are not needed, and copying them through inference took
+    seconds on BERT-base). ``weights=False``: the inferred skeleton itself (for checks that read shapes)."""
     onnx = _onnx()
+    inferred = set_input_dims(skeleton(model), input_shapes)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(inferred, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference is an aid: ONNX Runtime infers shapes itself
+        pass
+    if not weights:
+        return inferred
     fixed = type(model)()
     fixed.CopyFrom(model)
-    inputs = {v.name: v for v in fixed.graph.input}
+    set_input_dims(fixed, input_shapes)
+    fixed.graph.value_info.extend(inferred.graph.value_info)
+    return fixed
+
+
+def set_input_dims(model: Any, input_shapes: Mapping[str, Sequence[int]]) -> Any:
+    """In place: each named input's dims set (checked against its static ones), the outputs' symbolic
+    dims and every value_info cleared (stale once the inputs change); returns ``model``."""
+    inputs = {v.name: v for v in model.graph.input}
     unknown = sorted(set(input_shapes) - set(inputs))
     if unknown:
         raise BadInput(f"no graph input named {', '.join(unknown)}")
@@ -167,15 +186,36 @@ def fix_input_shapes(model: Any, input_shapes: Mapping[str, Sequence[int]]) -> A
         tensor.shape.ClearField("dim")
         for size in shape:
             tensor.shape.dim.add().dim_value = int(size)
-    for value in fixed.graph.output:
+    for value in model.graph.output:
         for dim in value.type.tensor_type.shape.dim:
             if not dim.HasField("dim_value"):
                 dim.Clear()
-    del fixed.graph.value_info[:]
-    try:
-        return onnx.shape_inference.infer_shapes(fixed, strict_mode=False, data_prop=True)
-    except Exception:  # noqa: BLE001 - inference is an aid: ONNX Runtime infers shapes itself
-        return fixed
+    del model.graph.value_info[:]
+    return model
+
+
+def skeleton(model: Any) -> Any:
+    """``model`` without the values of its float initializers of more than ``WEIGHT_ELEMENTS`` elements
+    (name, type and dims kept): all shape inference needs, without copying the weights."""
+    out = type(model)()
+    out.ir_version = model.ir_version
+    out.opset_import.extend(model.opset_import)
+    out.functions.extend(model.functions)
+    graph, source = out.graph, model.graph
+    graph.name = source.name
+    for field_name in ("node", "input", "output", "value_info"):
+        getattr(graph, field_name).extend(getattr(source, field_name))
+    for init in source.initializer:
+        elements = 1
+        for d in init.dims:
+            elements *= d
+        if init.data_type in FLOAT_TYPES and elements > WEIGHT_ELEMENTS:
+            stub = graph.initializer.add()
+            stub.name, stub.data_type = init.name, init.data_type
+            stub.dims.extend(init.dims)
+        else:
+            graph.initializer.append(init)
+    return out
 
 
 def unknown_output_dims(model: Any) -> list[str]:
@@ -196,6 +236,10 @@ def ort_version() -> str:
     return str(onnxruntime.__version__)
 
 
+class TooLarge(Exception):
+    """The model does not serialise in one piece (over protobuf's 2 GiB)."""
+
+
 def ort_basic_fold(model: Any) -> Any:
     """ONNX Runtime's basic-level offline optimisation (CPU provider) of ``model`` with the rewrites
     that are not folds switched off (``NOT_A_FOLD``); the optimised graph as written by ORT, with its
@@ -207,11 +251,14 @@ def ort_basic_fold(model: Any) -> Any:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.log_severity_level = 3  # errors only: its warnings are about the graph we hand it, said by us
+    try:
+        data = model.SerializeToString()
+    except ValueError as err:  # protobuf's 2 GiB limit
+        raise TooLarge(str(err)) from err
     with tempfile.TemporaryDirectory(prefix="trtprof-fold-") as tmp:
         path = os.path.join(tmp, "folded.onnx")
         options.optimized_model_filepath = path
-        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"],
-                             disabled_optimizers=list(NOT_A_FOLD))
+        ort.InferenceSession(data, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(NOT_A_FOLD))
         folded = onnx.load(path)
     used = {n.domain for n in all_nodes(folded.graph)} | {""}
     keep = [o for o in folded.opset_import if o.domain in used or o.domain == "ai.onnx"]
@@ -237,8 +284,6 @@ def fold_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, Sequence[in
     bad = [s for s in shapes.values() if any(d <= 0 for d in s)]
     if bad:
         raise BadInput(f"shapes to fold at must be positive: {bad[0]}")
-    if model.ByteSize() > PROTOBUF_LIMIT:
-        return alone("the model is over protobuf's 2 GiB, which ONNX Runtime's optimiser takes in one piece")
     fixed = fix_input_shapes(model, shapes)
     still = dynamic_inputs(fixed)
     if still:
@@ -249,6 +294,8 @@ def fold_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, Sequence[in
                           nodes_after=n_before)
     try:
         folded = ort_basic_fold(fixed)
+    except TooLarge:
+        return alone("the model is over protobuf's 2 GiB, which ONNX Runtime's optimiser takes in one piece")
     except Exception as err:  # noqa: BLE001 - the optimiser refusing the graph: used as written, said
         return alone(f"ONNX Runtime could not load the fixed-shape graph ({type(err).__name__}: "
                      f"{(str(err).strip().splitlines() or [''])[0][:200]})")
@@ -264,13 +311,15 @@ def fold_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, Sequence[in
         reasons.append(f"data-dependent op(s) {', '.join(data_dependent)}")
     if remaining:
         reasons.append("shape op(s) left after folding: " + ", ".join(f"{op} {n}" for op, n in remaining.items()))
-    unknown = unknown_output_dims(fix_input_shapes(folded, shapes))
-    if unknown and not reasons:
-        reasons.append(f"output(s) {', '.join(unknown[:3])} keep a dim shape inference cannot fix")
     if reasons:
         return alone("its shapes stay dynamic: " + "; ".join(reasons))
+    notes = []
+    unknown = unknown_output_dims(fix_input_shapes(folded, shapes, weights=False))
+    if unknown:  # no shape op is left: only onnx's inference is weaker than ONNX Runtime's here
+        notes.append(f"output(s) {', '.join(unknown[:3])} keep a dim onnx's shape inference cannot fix "
+                     "(folded all the same: no shape op is left)")
     removed = before - after
     return FoldResult(model=folded, input_shapes=shapes, folded=True, tool=tool, nodes_before=n_before,
                       nodes_after=len(folded.graph.node), removed=dict(sorted(removed.items())),
-                      remaining_shape_ops={})
+                      remaining_shape_ops={}, notes=notes)
 
