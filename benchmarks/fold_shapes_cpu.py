@@ -158,7 +158,11 @@ def torch_side(model, folded, feeds, want, *, try_export: bool = True) -> dict:
     except Exception as err:  # noqa: BLE001 - an If, say: recorded
         out["unfolded"] = f"{type(err).__name__}: {str(err)[:160]}"
     fold_identity_initializers(folded)
-    module = to_torch_module(folded).eval()
+    try:
+        module = to_torch_module(folded).eval()
+    except Exception as err:  # noqa: BLE001 - a fold that left an If: recorded
+        out["folded"] = f"{type(err).__name__}: {str(err)[:160]}"
+        return out
     out["baked"] = bake_constant_arguments(module)
     out["host_shape_modules"] = host_shape_modules(module)
     with torch.no_grad():
@@ -191,6 +195,8 @@ def table(rows: list) -> str:
             torch_eq = "unfolded does not convert" + (" (If)" if "If" in t["unfolded"] else "")
         else:
             torch_eq = "—"
+        if "folded" in t:
+            torch_eq = "folded does not convert" + (" (If)" if "If" in t["folded"] else "")
         vs_ort = exact(t["folded_vs_ort"]) if "folded_vs_ort" in t else "—"
         exports = (f"{t['export'][:40]} / {t.get('unfolded_export', '—')[:60]}" if "export" in t else "—")
         left = ", ".join(f"{k} {v}" for k, v in r["shape_ops_left"].items()) or "none"
