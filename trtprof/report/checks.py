@@ -15,7 +15,7 @@ from ..errors import BadInput
 TEXT_FIELDS = ("baseline", "candidate", "verdict")  # strings in every comparison
 OPTIONAL_TEXT = ("verdict_note", "stop_reason")
 SPEEDUP_FIELDS = ("estimate", "ci_low", "ci_high")  # numbers (NaN allowed: an arm that could not be timed)
-COUNT_FIELDS = ("loads", "rounds")  # non-negative integers when present
+COUNT_FIELDS = ("loads", "rounds", "min_loads")  # non-negative integers when present
 
 
 def _is_int(value: Any) -> bool:
