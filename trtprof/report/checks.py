@@ -127,6 +127,17 @@ def check_stamps(data: Mapping[str, Any], path: Path) -> None:
             check_validity(sweep.get("validity"), f"serving[{i}].validity", path)
 
 
+# top-level blocks every page walks into as objects (report.compare_page.environment_rows)
+PAGE_OBJECTS = ("environment", "device_peak", "settings")
+
+
+def check_page_objects(data: Mapping[str, Any], path: Path) -> None:
+    """The top-level blocks a compare or bench page reads keys of: objects (or null) only."""
+    for key in PAGE_OBJECTS:
+        if data.get(key) is not None and not isinstance(data[key], Mapping):
+            raise _bad(path, key, data[key], "an object")
+
+
 def check_compare(data: Mapping[str, Any], path: Path) -> None:
     """Refuse (BadInput naming the field) a compare file whose rendered fields have the wrong type."""
     comparisons = data.get("comparisons")

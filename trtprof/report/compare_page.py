@@ -23,7 +23,7 @@ from ..diagnose.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
 from .timeline_page import compare_section
-from .checks import check_compare, check_stamps
+from .checks import check_compare, check_page_objects, check_stamps
 from .stamp import page_validity, validity_html
 from .kit import Toned, document, esc, file_b64, fmt, img, png_b64, pyplot, table
 from ..measure.results import BenchResult, read_json, results_from_json
@@ -50,6 +50,7 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
     if kind == "compare":
         check_compare(data, path)  # types of every rendered field, before any is rendered (issue 36)
     check_stamps(data, path)
+    check_page_objects(data, path)
     results = results_from_json(data.get("results", []), path)
     if kind == "bench":  # a results file names no single model/backend: title it by what it holds
         data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
