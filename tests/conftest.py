@@ -135,3 +135,26 @@ def load_script(rel: str, name: str):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture
+def mixed_fp16_model(tmp_path: Path) -> Path:
+    """A small CNN whose ONNX Runtime CPU "fp16" is ``effective mixed`` with every heavy op FP32 (issue 44):
+    the Concat on the input has an FP16 kernel there, the Conv, the pools and the Gemm after it do not."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((0.2 * rng.standard_normal((8, 6, 3, 3))).astype(np.float32), "w")
+    g = numpy_helper.from_array((0.2 * rng.standard_normal((16, 10))).astype(np.float32), "g")
+    nodes = [
+        helper.make_node("Concat", ["x", "x"], ["xx"], name="concat0", axis=1),
+        helper.make_node("Conv", ["xx", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["c", "c"], ["cc"], name="concat", axis=1),
+        helper.make_node("MaxPool", ["cc"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["p"], ["gp"], name="gap"),
+        helper.make_node("Flatten", ["gp"], ["f"], name="flat"),
+        helper.make_node("Gemm", ["f", "g"], ["y"], name="gemm"),
+    ]
+    graph = helper.make_graph(nodes, "mixed_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], [w, g])
+    return _save(graph, tmp_path / "mixed_cnn.onnx")

@@ -73,3 +73,52 @@ def test_gpu_idle_gaps_from_below_half_busy():
     assert finding(1.0) is None  # exactly half busy: not host-bound
     assert finding(1.02) is None
     assert finding(0.5, compute_ms=0.0) is None  # no compute time measured: no claim
+
+
+# ------------------------------------------------ layers that ran the same FP32 kernels in both arms
+def _marked(precision: str, layers: dict[str, float], fp32: set[str], mark: str = "runs FP32") -> PrecisionProfile:
+    from trtprof.layers.table import KernelTime
+
+    return PrecisionProfile(precision, "onnxruntime", "hand-made", 1, 20, tuple(
+        LayerTiming(n, "Conv", COMPUTE, ms, (KernelTime(f"Conv (CPUExecutionProvider{', ' + mark if n in fp32 else ''})",
+                                                        ms),)) for n, ms in layers.items()))
+
+
+def test_a_layer_that_ran_fp32_in_both_arms_is_never_an_fp16_slower_layer():
+    """Issue 44: ``profile`` named ``n96 (8.60×)`` of an ORT CPU "fp16" (effective mixed) whose Conv ran the
+    same FP32 kernel as the baseline. Such a layer is left out whatever its ratio; the same layer with an FP16
+    kernel counts from just above the margin, as before."""
+    from trtprof.layers.table import FP32_MARKS
+
+    assert FP32_MARKS == ("FP32 behind inserted casts", "runs FP32")
+    for mark in FP32_MARKS:
+        base = _marked("fp32", {"l": 1.0, "big": 1.0}, set())
+        for ratio in (1.051, 8.6):
+            fp32_both = LayerTable(1, ("fp32", "fp16"), {"fp32": base, "fp16": _marked("fp16", {"l": ratio, "big": 0.5},
+                                                                                    {"l"}, mark)})
+            assert rules.fp16_slower_layers(fp32_both, "fp16") is None
+        fp16_kernel = LayerTable(1, ("fp32", "fp16"), {"fp32": base, "fp16": _marked("fp16", {"l": 1.051, "big": 0.5},
+                                                                                      set())})
+        assert rules.fp16_slower_layers(fp16_kernel, "fp16").evidence["layers"][0]["name"] == "l"
+        assert rules.fp16_slower_layers(LayerTable(1, ("fp32", "fp16"), {"fp32": base, "fp16": _marked(
+            "fp16", {"l": 1.049, "big": 0.5}, set())}), "fp16") is None
+    # one FP16 layer slower, one FP32-in-both layer slower: only the first is named, the other said left out
+    both = LayerTable(1, ("fp32", "fp16"), {"fp32": _marked("fp32", {"a": 1.0, "b": 1.0}, set()),
+                                            "fp16": _marked("fp16", {"a": 2.0, "b": 9.0}, {"b"})})
+    f = rules.fp16_slower_layers(both, "fp16")
+    assert "a (2.00×)" in f.message and "b (" not in f.message and f.evidence["left_out_fp32_in_both"] == ["b"]
+    assert "1 layer that ran the same FP32 kernels in both left out" in f.message
+
+
+def test_the_page_and_the_text_table_never_mark_a_layer_that_ran_fp32_in_both_as_slower():
+    from trtprof.layers.html import layers_section
+    from trtprof.layers.table import format_table
+
+    def table_json(mark: str) -> dict:
+        return LayerTable(1, ("fp32", "fp16"), {"fp32": _marked("fp32", {"l": 1.0}, set()),
+                                                "fp16": _marked("fp16", {"l": 2.0}, {"l"} if mark else set(),
+                                                                mark or "runs FP32")}).to_json()
+
+    same, fp16 = table_json("runs FP32"), table_json("")
+    assert 'class="l-slower"' not in layers_section({"1": same}) and 'class="l-slower"' in layers_section({"1": fp16})
+    assert "2.00=" in format_table(same) and "2.00!" in format_table(fp16)

@@ -340,6 +340,31 @@ def test_profile_cli_on_onnxruntime(conv_model, tmp_path, capsys):
     assert json.loads(again.read_text())["table"]["profiles"]["fp16"]["iterations"] == 3
 
 
+def test_profile_of_a_mixed_fp16_names_no_layer_that_ran_fp32_in_both(mixed_fp16_model, tmp_path, capsys):
+    """Issue 44: an ORT CPU "fp16" whose Concat has an FP16 kernel and whose Conv, pools and Gemm run FP32
+    (effective mixed). Those layers ran the FP32 baseline's kernels: their kernels say so, the table marks
+    them '=' (never '!'), and ``fp16_slower_layers`` never names one of them, whatever the profiled times."""
+    out = tmp_path / "layers.json"
+    assert main(["profile", str(mixed_fp16_model), "--backend", "onnxruntime", "--iterations", "5",
+                 "--engines", str(tmp_path / "engines"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    rows = {r["name"]: r for r in data["table"]["rows"]}
+    heavy = ("conv", "concat", "pool", "gap", "gemm")
+    for name in heavy:  # the FP32 nodes of the fp16 engine, each marked as such
+        assert any(m in k["name"] for k in rows[name]["kernels"]["fp16"] for m in ("FP32 behind inserted casts",
+                                                                                   "runs FP32")), name
+    assert not any("runs FP32" in k["name"] or "behind" in k["name"] for k in rows["concat0"]["kernels"]["fp16"])
+    table = printed.split("sum of layer medians")[0]
+    for line in table.splitlines():
+        if line.split() and line.split()[0] in heavy:
+            assert line.rstrip().endswith("=") and "!" not in line, line
+    assert "'=' = ran the same FP32 kernels as fp32" in printed
+    for f in data["diagnosis"]:
+        if f["rule"] == "fp16_slower_layers":
+            assert not {x["name"] for x in f["evidence"]["layers"]} & set(heavy)
+
+
 def test_compare_layers_adds_tables_and_a_report_section(conv_model, tmp_path, capsys):
     out = tmp_path / "compare.json"
     assert main(["compare", str(conv_model), "--backend", "onnxruntime", "--batch-sizes", "1,2", "--layers",

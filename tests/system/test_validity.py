@@ -102,6 +102,67 @@ def test_fp16_that_is_fp32_behind_casts():
     assert [r.code for r in got.reasons] == ["fp16_is_fp32"] and "behind casts" in got.stamp
 
 
+def _heavy(fp16: dict, fp32: dict, asked: str = "fp16", label: str = "fp16", effective: str = "mixed"):
+    census = {asked: fp16, "fp32": fp32}
+    return v.HeavyCensus.of(label, asked, effective, census)
+
+
+def test_heavy_ops_in_fp32_share_limit_is_one_half():
+    """The issue's engine: Conv, Gemm and pooling all FP32 behind casts, a Concat in FP16 (``effective
+    mixed``): NOT VALID as fp16 with the census as the reason. At most half of the heavy nodes in FP32 (a
+    keep-list holding layers back) still measures FP16; just over half does not."""
+    assert v.HEAVY_FP32_SHARE_LIMIT == 0.5
+    issue = _heavy({"Concat": 1}, {"Conv": 3, "Gemm": 1, "MaxPool": 1, "GlobalAveragePool": 1, "Relu": 3})
+    got = assess(Facts(heavy_fp32=(issue,)))
+    assert [r.code for r in got.reasons] == ["heavy_ops_fp32"] and "heavy_ops" in got.checked
+    text = got.reasons[0].text
+    assert "fp16 (effective mixed) ran 6 of its 6 heavy nodes in FP32" in text and "node_precision" in text
+    assert "Conv×3" in text and "Relu" not in text and "not a measurement of FP16" in text
+    half = _heavy({"Conv": 2}, {"Conv": 1, "MaxPool": 1})  # 2 of 4: at the limit, kept
+    assert codes(Facts(heavy_fp32=(half,))) == []
+    over = _heavy({"Conv": 2}, {"Conv": 2, "MaxPool": 1})  # 3 of 5 = 0.6: over it
+    assert codes(Facts(heavy_fp32=(over,))) == ["heavy_ops_fp32"]
+    keep = _heavy({"Conv": 49, "MatMul": 10}, {"Conv": 1})  # a keep-list holding one layer back
+    assert codes(Facts(heavy_fp32=(keep,))) == []
+    # a census with no heavy op, another precision, or none at all: nothing to judge
+    assert _heavy({"Concat": 1}, {"Relu": 2}) is None
+    assert v.HeavyCensus.of("fp32", "fp32", "fp32", {"fp32": {"Conv": 3}}) is None
+    assert v.HeavyCensus.of("fp16", "fp16", "fp16", None) is None
+
+
+def test_int8_with_its_heavy_ops_left_fp32_between_qdq_is_not_valid_as_int8():
+    inside = v.HeavyCensus.of("int8", "int8", "mixed", {"int8": {"QLinearConv": 3, "QGemm": 1},
+                                                          "fp32": {"MaxPool": 1}, "qdq": {"QuantizeLinear": 4}})
+    assert codes(Facts(heavy_fp32=(inside,))) == []
+    outside = v.HeavyCensus.of("int8", "int8", "mixed", {"int8": {"QLinearConv": 1},
+                                                           "fp32": {"Conv": 2, "Gemm": 1}})
+    got = assess(Facts(heavy_fp32=(outside,)))
+    assert [r.code for r in got.reasons] == ["heavy_ops_fp32"] and "not a measurement of INT8" in got.stamp
+
+
+def test_an_fp16_behind_casts_is_judged_once_by_its_own_reason():
+    census = _heavy({}, {"Conv": 3, "Gemm": 1}, effective="fp32+casts")
+    assert codes(Facts(casts=("fp16",), heavy_fp32=(census,))) == ["fp16_is_fp32"]
+
+
+def test_a_bench_result_of_a_mixed_fp16_is_stamped_from_its_census():
+    from trtprof.measure.results import BenchResult, stamp_result
+
+    import numpy as np
+
+    def result(census):
+        return BenchResult.from_samples(stages={"latency_ms": np.ones(5)}, span_s=0.005, batch_size=1, model="m",
+                                        precision="fp16", backend="onnxruntime",
+                                        engine={"effective_precision": "mixed",
+                                                "backend_metadata": {"node_precision": census}}, config={})
+
+    quiet = {"load_average": [0.0], "usable_cores": 2, "governor": "performance"}
+    bad = stamp_result(result({"fp16": {"Concat": 1}, "fp32": {"Conv": 2, "MaxPool": 1}}), quiet, host_timed=True)
+    assert [x.code for x in bad.reasons] == ["heavy_ops_fp32"]
+    good = stamp_result(result({"fp16": {"Conv": 2, "MaxPool": 1}, "fp32": {"Concat": 1}}), quiet, host_timed=True)
+    assert good.valid
+
+
 def test_serving_rounds_minimum():
     assert codes(Facts(rounds=v.MIN_SERVING_ROUNDS)) == []
     assert codes(Facts(rounds=v.MIN_SERVING_ROUNDS - 1)) == ["too_few_rounds"]

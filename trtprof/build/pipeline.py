@@ -108,6 +108,27 @@ def as_onnx(
     return path
 
 
+def key_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, tuple[int, ...]] | None) -> dict[str, tuple[int, ...]]:
+    """The shape overrides an engine is built and keyed by: only those that fix a dim the model leaves
+    open besides the batch, each with its batch dim as 1. Dim 0 never reaches an artifact (every
+    use replaces it with the batch size: ``resolve_shapes``), and an override of an input whose every other
+    dim the model fixes changes nothing (``resolve_shapes`` refused any that disagrees). So ``--inputs X.npz``
+    (its arrays' shapes stand in for ``--shape``, dim 0 its sample count) or ``--shape x:8x3x224x224`` on a
+    model fixed at ``[1, 3, 224, 224]`` builds and finds the engine that the same command without them does,
+    instead of a twin keyed by a sample count (issue 44)."""
+    declared = {spec.name: spec.shape for spec in inputs}
+    out = {}
+    for name, dims in (shapes or {}).items():
+        shape = declared.get(name)
+        if shape is None or not dims:
+            out[name] = tuple(dims)  # unknown names are refused by resolve_shapes before this is used
+            continue
+        if all(isinstance(d, int) for d in shape[1:]):
+            continue
+        out[name] = (1, *dims[1:])
+    return out
+
+
 def check_range_memory(inputs: Sequence[TensorSpec], batch_size: int, shapes: Mapping[str, tuple[int, ...]] | None,
                        onnx_path: Path) -> None:
     """The FP16 range analysis makes the bench's inputs at the smallest batch on the host: refuse one
@@ -192,7 +213,7 @@ def build_engines(
             backend=impl.name,
             precision=precision,
             batch_sizes=batch_sizes,
-            shapes=settings.shapes,
+            shapes=key_shapes(info.inputs, settings.shapes),
             options=(dict(options or {}) if precision is Precision.FP16 else
                      {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS})
             | quantization_options(precision, batch=min(batch_sizes), data=settings.data),

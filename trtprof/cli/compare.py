@@ -10,7 +10,8 @@ from ..compare import core as cmp
 from ..measure import workers
 from ..measure.budget import COSTLY_LOAD_S, GROWN_BUDGET_CAP_S, TimeBudget
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
-from ..compare.result import ComparisonResult
+from ..compare.result import ArmLatency, ComparisonResult
+from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from ..measure.interleave import (
@@ -29,7 +30,7 @@ from ..measure.interleave import (
 from ..util.clock import CommandClock
 from ..util.signals import sigterm_as_interrupt
 from ..spec import Precision
-from ..stats.speedup import EQUIVALENCE_MARGIN, few_loads_words
+from ..stats.speedup import EQUIVALENCE_MARGIN, few_loads_words, median_interval_units
 from ..util.wording import plural
 from . import _common, _serving, _timeline
 from ..system.validity import stamp_lines
@@ -154,8 +155,9 @@ def print_comparison(c: ComparisonResult) -> None:
     for line in stamp_lines(c.validity):  # the first line of each verdict: VALID or NOT VALID: why
         print(line)
     few = few_loads_words(c.loads)  # beside the interval: what 2 loads mean for it
+    shown = coloured(c.shown(), colour_enabled(sys.stdout))  # provisional / accuracy BROKEN: verdict_words
     print(f"batch {c.batch_size}: {c.candidate} vs {c.baseline}  speedup {s.estimate:.3f}× "
-          f"[95% CI {s.ci_low:.3f}, {s.ci_high:.3f}]  {c.verdict.upper()}  "
+          f"[95% CI {s.ci_low:.3f}, {s.ci_high:.3f}]  {shown}  "
           f"({few or plural(c.loads, 'load')}, {plural(c.rounds or 0, 'round')}, stopped: {c.stop_reason})")
     if c.verdict_note:
         print(f"  note: {c.verdict_note}")
@@ -163,7 +165,7 @@ def print_comparison(c: ComparisonResult) -> None:
         x = c.latency[side]
         eff = "" if x.effective_precision == x.precision else f" (effective {x.effective_precision})"
         label = c.label(side) if c.label(side).split("#")[0] != x.precision else x.precision  # an A/B arm's label
-        print(f"  {label}{eff}: median {x.median_ms:.4g} ms [{x.ci_low_ms:.4g}, {x.ci_high_ms:.4g}], n={x.n}")
+        print(f"  {label}{eff}: median {x.median_ms:.4g} ms {arm_interval(x, c.loads)}, n={x.n}")
     print_accuracy(c)
     if c.nonfinite:
         print(f"  !!! {c.candidate} OUTPUT HAS {c.nonfinite} NON-FINITE VALUES (inf/NaN): overflow !!!")
@@ -175,6 +177,14 @@ def print_comparison(c: ComparisonResult) -> None:
         print(f"  predicted: {line}")
     for f in c.diagnosis:
         print(f"  why [{f.rule}]: {f.message}")
+
+
+def arm_interval(x: ArmLatency, loads: int) -> str:
+    """An arm's median interval as printed: its bounds, or that it is not defined (fewer loads than a
+    distribution-free 95 % interval of a median needs: ``stats.speedup.engine_median_ci``)."""
+    if x.ci_defined:
+        return f"[{x.ci_low_ms:.4g}, {x.ci_high_ms:.4g}]"
+    return f"[no 95% interval from {plural(loads, 'load')}: {median_interval_units()} needed]"
 
 
 def ab_mode(args: argparse.Namespace) -> bool:
@@ -283,8 +293,10 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         announce()
         few = few_loads_words(outcome.loads)
         for name, s in outcome.speedups.items():
+            shown = coloured(shown_verdict(s.verdict, loads=outcome.loads, min_loads=plan.min_loads,
+                                           accuracy=outcome.accuracy.get(name)), colour_enabled(sys.stderr))
             print(f"batch {batch}: {name} vs {outcome.arms[0].name}: {s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}] "
-                  f"{s.verdict.upper()} ({few or plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
+                  f"{shown} ({few or plural(outcome.loads, 'load')}, {plural(outcome.rounds, 'round')}, "
                   f"{outcome.elapsed_s:.1f} of {round(outcome.budget_s, 1):g} s spent with {outcome.reserve_s:.1f} s "
                   f"kept for the end, stopped: {outcome.stop_reason})", file=sys.stderr)
 

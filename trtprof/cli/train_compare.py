@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     def on_batch(batch: int, outcome: InterleavedOutcome) -> None:
-        widths = ", ".join(f"{k} ±{v:.2%}" for k, v in outcome.half_widths.items())
+        widths = ", ".join(f"{k} ±{v:.2%}" if v == v else f"{k}: no 95% interval (too few loads)"
+                           for k, v in outcome.half_widths.items())
         print(f"batch {batch}: {outcome.rounds} rounds in {outcome.elapsed_s:.1f} s ({outcome.stop_reason}; {widths})",
               file=sys.stderr)
 

@@ -123,6 +123,7 @@ class Comparison:
     median_cis_ms: dict[str, tuple[float, float]] = field(default_factory=dict)  # side → hierarchical CI
     round_s: float = 0.0  # seconds per round, for the "about N more rounds" estimate
     validity: Any = None  # system.validity.Validity, set by compare.stamp once the comparison is made
+    min_loads: int | None = None  # the minimum it was stamped against (compare.stamp): below it, provisional
 
     @property
     def verdict(self) -> str:
@@ -179,7 +180,7 @@ class Comparison:
                      "candidate": side("candidate", self.candidate_result)},
             loads=self.loads, rounds=self.rounds, stop_reason=self.stop_reason,
             round_ratios=tuple(self.round_ratios), median_ci_half_width=dict(self.half_widths),
-            roofline=dict(self.roofline))
+            roofline=dict(self.roofline), min_loads=self.min_loads)
 
     def to_json(self) -> dict[str, Any]:
         return self.result().to_json()
@@ -412,6 +413,7 @@ class Measured:
     budget: TimeBudget = TimeBudget(0.0, start=0.0, launch_s=0.0)  # the budget measured under (began)
     lost: str = ""  # a worker died: which load, how, during which batch size (issue 36)
     partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that
+    accuracy: dict[int, dict[str, Any]] = field(default_factory=dict)  # batch → candidate → AccuracyDelta
     concurrent: dict[str, Any] = field(default_factory=dict)  # WorkerPool.concurrent: what ran beside the timing
     startup_s: float = 0.0  # of the budget, spent before measuring began (the launch, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
@@ -629,6 +631,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                                           load_ready=pool.ready if pool is not None else None,
                                           on_note=partial(hooks.on_budget, batch) if hooks.on_budget else None)
                 keep_outcome(measured, batch, outcome, records, options, reference, shapes)
+                judge_accuracy(measured, batch, names, reference, options)
                 if hooks.on_batch is not None:
                     hooks.on_batch(batch, outcome)
             except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)
@@ -647,6 +650,28 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
             measured.concurrent = pool.concurrent
     measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
     return measured
+
+
+def judge_accuracy(measured: Measured, batch: int, names: Sequence[str], reference: Reference,
+                   options: CompareOptions) -> None:
+    """Every candidate's accuracy delta at ``batch`` (``candidate_accuracy``), kept for the analysis and
+    its verdict put on the outcome before the batch size is announced: the line that says FASTER must
+    know whether the outputs are BROKEN (compare.verdict_words)."""
+    deltas = {cand: candidate_accuracy(batch, names[0], cand, measured, reference, options) for cand in names[1:]}
+    measured.accuracy[batch] = deltas
+    outcome = measured.outcomes[batch]
+    outcome.accuracy = {cand: str((d.verdict or {}).get("verdict")) for cand, d in deltas.items() if d.verdict}
+
+
+def candidate_accuracy(batch: int, baseline: str, cand: str, measured: Measured, reference: Reference,
+                       options: CompareOptions) -> AccuracyDelta:
+    """One candidate's accuracy delta against the baseline's outputs at ``batch`` (its outputs renamed
+    to the baseline's for an A/B by position)."""
+    outputs = reference.outputs[batch]
+    renamed = (options.output_pairs or {}).get(cand) or {}  # compare.ab.outputs_by_position
+    cand_outputs = {renamed.get(k, k): v for k, v in outputs[cand].items()}
+    return accuracy_of(outputs[baseline], cand_outputs, reference.fp16_range, measured.per_batch[batch][cand],
+                       options.accuracy_budget, options.data, options.seed)
 
 
 def keep_lost_batch(measured: Measured, batch: int, err: Any, records: Mapping[str, EngineRecord],
@@ -731,11 +756,8 @@ def analyse_pair(batch: int, cand: str, measured: Measured, reference: Reference
     base_result = measured.per_batch[batch][baseline]
     cand_result = measured.per_batch[batch][cand]
     speed = outcome.speedups[cand]
-    outputs = reference.outputs[batch]
-    renamed = (options.output_pairs or {}).get(cand) or {}  # compare.ab.outputs_by_position
-    cand_outputs = {renamed.get(k, k): v for k, v in outputs[cand].items()}
-    acc = accuracy_of(outputs[baseline], cand_outputs, reference.fp16_range, cand_result, options.accuracy_budget,
-                      options.data, options.seed)
+    acc = measured.accuracy.get(batch, {}).get(cand) or candidate_accuracy(batch, baseline, cand, measured, reference,
+                                                                          options)
     roof = {}
     for side, name, result in (("baseline", baseline, base_result), ("candidate", cand, cand_result)):
         cost = evidence.costs.get((batch, name))

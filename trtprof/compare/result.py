@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..diagnose.findings import Finding
+from .verdict_words import ShownVerdict, loads_from_stamp, shown_verdict
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,12 @@ class ArmLatency:
     engine: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def ci_defined(self) -> bool:
+        """Whether its median has an interval (compare's per-arm interval needs 6 loads at 95 %:
+        ``stats.speedup.engine_median_ci``; NaN bounds say it is not defined)."""
+        return math.isfinite(self.ci_low_ms) and math.isfinite(self.ci_high_ms)
+
     def to_json(self) -> dict[str, Any]:
         return {"precision": self.precision, "effective_precision": self.effective_precision,
                 "median_ms": self.median_ms, "ci_low_ms": self.ci_low_ms, "ci_high_ms": self.ci_high_ms,
@@ -82,8 +89,9 @@ class ArmLatency:
 
 
 # The JSON keys of one comparison, in the order they are written (schemas.COMPARE).
-KEYS = ("batch_size", "baseline", "candidate", "speedup", "verdict", "validity", "accuracy", "diagnosis", "verdict_note",
-        "shape", "latency", "loads", "rounds", "stop_reason", "round_ratios", "median_ci_half_width", "roofline")
+KEYS = ("batch_size", "baseline", "candidate", "speedup", "verdict", "verdict_shown", "provisional", "provisional_reason",
+        "validity", "accuracy", "diagnosis", "verdict_note", "shape", "latency", "loads", "min_loads", "rounds",
+        "stop_reason", "round_ratios", "median_ci_half_width", "roofline")
 SIDES = ("baseline", "candidate")
 
 
@@ -110,6 +118,16 @@ class ComparisonResult:
     median_ci_half_width: Mapping[str, float] = field(default_factory=dict)
     roofline: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    min_loads: int | None = None  # the VALID minimum it ran against (None: a file from before it was recorded)
+    loads_known: bool = True  # False: a file that did not say (compare/1): ``loads`` is a default, never provisional
+
+    def shown(self) -> ShownVerdict:
+        """The verdict as it may be shown (``verdict_words``): provisional below the minimum loads (from
+        ``min_loads``, or an older file's stamp), qualified when the accuracy is BROKEN."""
+        loads, least = (None, None) if not self.loads_known else (self.loads, self.min_loads) \
+            if self.min_loads is not None else (loads_from_stamp(self.validity) or (None, None))
+        return shown_verdict(self.verdict, loads=loads, min_loads=least,
+                             accuracy=((self.accuracy or {}).get("verdict") or {}).get("verdict"))
 
     def label(self, side: str) -> str:
         """The arm's label (``fp16``, an A/B arm's ``fp16+pad-channels``, an A/A's ``fp32#2``)."""
@@ -128,13 +146,17 @@ class ComparisonResult:
         return (self.accuracy or {}).get("nonfinite")
 
     def to_json(self) -> dict[str, Any]:
+        shown = self.shown() if self.min_loads is not None and self.loads_known else None  # a writer that knew it
         return {"batch_size": self.batch_size, "baseline": self.baseline, "candidate": self.candidate,
                 "speedup": self.speedup.to_json(), "verdict": self.verdict,
+                **({"verdict_shown": shown.words, "provisional": shown.provisional,
+                    "provisional_reason": shown.provisional_reason} if shown is not None else {}),
                 **({"validity": dict(self.validity)} if self.validity is not None else {}),
                 "accuracy": dict(self.accuracy) if self.accuracy is not None else None,
                 "diagnosis": [f.to_json() for f in self.diagnosis], "verdict_note": self.verdict_note,
                 "shape": dict(self.shape), "latency": {k: v.to_json() for k, v in self.latency.items()},
-                "loads": self.loads, "rounds": self.rounds, "stop_reason": self.stop_reason,
+                "loads": self.loads, **({"min_loads": self.min_loads} if self.min_loads is not None else {}),
+                "rounds": self.rounds, "stop_reason": self.stop_reason,
                 "round_ratios": list(self.round_ratios), "median_ci_half_width": dict(self.median_ci_half_width),
                 "roofline": dict(self.roofline), **self.extra}
 
@@ -152,6 +174,7 @@ class ComparisonResult:
             verdict_note=data.get("verdict_note") or "", shape=dict(data.get("shape") or {}),
             latency={side: ArmLatency.from_json(v) for side, v in (data.get("latency") or {}).items()},
             loads=data.get("loads", 1), rounds=data.get("rounds"), stop_reason=data.get("stop_reason", ""),
+            min_loads=data["min_loads"] if type(data.get("min_loads")) is int else None, loads_known="loads" in data,
             round_ratios=tuple(data.get("round_ratios") or ()),
             median_ci_half_width=dict(data.get("median_ci_half_width") or {}),
             roofline=dict(data.get("roofline") or {}),

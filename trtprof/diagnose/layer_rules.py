@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from .. import backends
 from .findings import Finding
 from ..util.wording import plural
-from ..layers.table import CAST, REFORMAT, SLOWER_MARGIN, LayerTable
+from ..layers.table import CAST, FP32_PRECISIONS, REFORMAT, SLOWER_MARGIN, LayerTable
 
 # A finding about a group of layers is worth reading when the group holds this much of the time:
 # smaller groups cannot explain a verdict (and profiler jitter is ~1 % of a layer table's total).
@@ -26,8 +26,13 @@ def fp16_slower_layers(table: LayerTable, candidate: str) -> Finding | None:
     if candidate not in table.profiles or base not in table.profiles:
         return None
     total_c = table.profiles[candidate].total_ms
+    base_fp32 = str(table.profiles[base].precision).split("#")[0] in FP32_PRECISIONS
     slower: list[dict[str, Any]] = []
+    same_fp32: list[str] = []  # layers that ran the same FP32 kernels in both arms: no FP16 claim (issue 44)
     for r in table.rows:
+        if r.runs_fp32(candidate) and (base_fp32 or r.runs_fp32(base)):
+            same_fp32.append(r.name)
+            continue
         ratio = r.ratio(candidate, base)
         if ratio is None or ratio <= 1 + SLOWER_MARGIN:
             continue
@@ -45,9 +50,11 @@ def fp16_slower_layers(table: LayerTable, candidate: str) -> Finding | None:
     return Finding(
         "fp16_slower_layers",
         f"{plural(len(slower), 'layer')} {'is' if len(slower) == 1 else 'are'} slower in {candidate} than in {base} at batch {table.batch_size} "
-        f"(+{extra:.3g} ms, {share:.0%} of {candidate}'s profiled time): {names}",
+        f"(+{extra:.3g} ms, {share:.0%} of {candidate}'s profiled time): {names}"
+        + (f"; {plural(len(same_fp32), 'layer')} that ran the same FP32 kernels in both left out" if same_fp32 else ""),
         {"candidate": candidate, "baseline": base, "batch_size": table.batch_size, "layers": slower[:20],
-         "extra_ms": extra, "share_of_candidate": share, "candidate_total_ms": total_c, "margin": SLOWER_MARGIN},
+         "extra_ms": extra, "share_of_candidate": share, "candidate_total_ms": total_c, "margin": SLOWER_MARGIN,
+         "left_out_fp32_in_both": same_fp32[:20]},
     )
 
 

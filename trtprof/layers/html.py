@@ -8,7 +8,7 @@ import html
 from typing import Any, Mapping
 
 from ..util.wording import plural
-from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, fmt_layer_ms, rows_by_time
+from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, fmt_layer_ms, rows_by_time, same_fp32_kernels
 
 TOP_ROWS = 15
 # names (layer, op, kind) left-aligned like text; the numbers stay right-aligned; a layer's name (a long path
@@ -24,7 +24,7 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
         return ""
     parts = [f"<style>{CSS}</style><h2>Layers: where the time goes</h2>",
              f"<p>{html.escape(SEPARATE_RUN_NOTE)}. Rows by largest time; red: slower than the baseline by more "
-             f"than {SLOWER_MARGIN:.0%}; yellow: casts and reformats. TC: kernels using tensor cores / kernels "
+             f"than {SLOWER_MARGIN:.0%} (never a layer that ran the same FP32 kernels in both); yellow: casts and reformats. TC: kernels using tensor cores / kernels "
              "whose name tells.</p>"]
     for batch, table in sorted(layers.items(), key=lambda kv: int(kv[0])):
         precisions = list(table["precisions"])
@@ -35,7 +35,8 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
         body = []
         for r in rows[:top]:
             ratios = [r["ratio_vs_baseline"].get(p) for p in precisions[1:]]
-            slower = any(x is not None and x > 1 + SLOWER_MARGIN for x in ratios)
+            slower = any(x is not None and x > 1 + SLOWER_MARGIN and not same_fp32_kernels(r, p, base)
+                         for p, x in zip(precisions[1:], ratios))
             cls = "l-slower" if slower else "l-cast" if r["kind"] in ("cast", "reformat") else ""
             cells = [r["name"], r["op_type"], r["kind"]]
             for p in precisions:

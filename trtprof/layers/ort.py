@@ -18,7 +18,7 @@ import numpy as np
 
 from ..util.scratch import temp_dir
 from .graph import node_key
-from .table import COMPUTE, KernelTime, LayerTiming, PrecisionProfile, kind_of
+from .table import COMPUTE, FP32_MARKS, KernelTime, LayerTiming, PrecisionProfile, kind_of
 
 SOURCE = "onnxruntime session profiling (per-node wall time on the host)"
 # Decorations ORT's graph transformers add to the names of the nodes they create: the NCHWc layout
@@ -29,6 +29,10 @@ SUFFIX = "_kernel_time"
 # ORT's InsertCastTransformer renames a node it runs in FP32 behind casts (no FP16 kernel on the CPU
 # provider) "InsertedPrecisionFreeCast_<node>": the same layer, so its row joins the baseline's.
 RENAMED_PREFIX = "InsertedPrecisionFreeCast_"
+# What a kernel name of such a node carries ("Conv (CPUExecutionProvider, FP32 behind inserted casts)"),
+# and of a node of an fp16/int8 engine that ORT's executed graph runs on FP32 tensors without renaming it
+# ("Gemm (CPUExecutionProvider, runs FP32)"): both are the baseline's FP32 kernel (table.FP32_MARKS).
+BEHIND_CASTS_MARK, RUNS_FP32_MARK = FP32_MARKS
 # ORT's copies between a CUDA EP node and a CPU EP node (its MemcpyTransformer inserts them at every
 # boundary between the two; the session copies graph inputs and outputs itself, without nodes)
 MEMCPY_OPS = ("MemcpyToHost", "MemcpyFromHost")
@@ -124,10 +128,13 @@ def row_name(node: str, op: str, sources: SourceGraph | None, taken: set[str]) -
 
 
 def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
-                  sources: SourceGraph | None = None) -> tuple[tuple[LayerTiming, ...], float | None]:
+                  sources: SourceGraph | None = None,
+                  fp32_nodes: frozenset[str] = frozenset()) -> tuple[tuple[LayerTiming, ...], float | None]:
     """Per-node medians over the last ``iterations`` runs of an ORT profile; and the per-run total.
     With ``sources``, rows are named by the ONNX node each executed node came from (``row_name``),
-    so the FP32 and FP16 engines' rows meet although ORT names their fused nodes differently."""
+    so the FP32 and FP16 engines' rows meet although ORT names their fused nodes differently.
+    ``fp32_nodes``: executed nodes of an fp16/int8 engine that ran on FP32 tensors (``fp32_executed_nodes``);
+    their kernels say so (``RUNS_FP32_MARK``)."""
     runs = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
     runs.sort(key=lambda e: e.get("ts", 0))
     runs = runs[-iterations:] if iterations else runs
@@ -149,7 +156,9 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
         provider = str(args.get("provider", ""))
         if node.startswith(RENAMED_PREFIX):
             node = node[len(RENAMED_PREFIX):]
-            provider += ", FP32 behind inserted casts"
+            provider += f", {BEHIND_CASTS_MARK}"
+        elif node in fp32_nodes:
+            provider += f", {RUNS_FP32_MARK}"
         ops.setdefault(node, (str(args.get("op_name", "")), provider))
         if node not in order:
             order.append(node)
@@ -188,10 +197,57 @@ def profile_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, np.n
         trace = Path(session.end_profiling())
         events = json.loads(trace.read_text(encoding="utf-8"))
         sources = source_graph(Path(artifact), optimized)
-    layers, total = parse_profile(events, iterations, sources)
+        fp32 = fp32_executed_nodes(optimized, precision) if precision in LOW_PRECISIONS else frozenset()
+    layers, total = parse_profile(events, iterations, sources, fp32)
     return PrecisionProfile(precision=precision, backend=backend, source=SOURCE, batch_size=batch_size,
                             iterations=iterations, layers=layers, iteration_total_ms=total,
                             config={"warmup": warmup, "provider": session.get_providers()[0]})
+
+
+# Engines whose executed nodes are checked for FP32 tensors: a node of one of them that runs FP32 runs the
+# FP32 baseline's kernel, and no per-layer FP16 (INT8) claim may be made of it (issue 44).
+LOW_PRECISIONS = ("fp16", "int8")
+
+
+def fp32_executed_nodes(optimized: Path, precision: str) -> frozenset[str]:
+    """Names of the compute nodes of ORT's executed graph (``optimized``) that run on FP32 tensors, by the
+    rule of the build's census (fp16: ``convert.fp16.count_precision``, a node with any FP32 tensor; int8:
+    ``convert.quantize.count_quantized``, a float node that is neither an integer kernel nor a Q/DQ).
+    Empty when the graph cannot be read or typed (nothing is then marked)."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    from ..convert.fp16 import NOT_COMPUTE, tensor_elem_types
+    from ..convert.quantize import INT8_COMPUTE_OPS, QDQ_OPS
+
+    try:
+        model = onnx.load(str(optimized), load_external_data=False)
+    except (OSError, ValueError, DecodeError):
+        return frozenset()
+    t = onnx.TensorProto
+    floats = {t.FLOAT, t.FLOAT16, t.BFLOAT16, t.DOUBLE}
+    types = {k: v for k, v in tensor_elem_types(model).items() if v}
+    out = set()
+    for node in model.graph.node:  # ORT writes its graph in execution order: types flow forward
+        known = [types[name] for name in node.input if name in types]
+        for name in node.output:  # ONNX's inference stops at ORT's contrib ops (NCHWc): carry the type on
+            if name and name not in types:
+                if node.op_type == "Cast":
+                    to = next((a.i for a in node.attribute if a.name == "to"), None)
+                    if to:
+                        types[name] = to
+                elif any(k in floats for k in known):
+                    types[name] = next(k for k in known if k in floats)
+        if node.op_type in NOT_COMPUTE or not node.name:
+            continue
+        seen = {types.get(name) for name in [*node.input, *node.output] if name}
+        if precision == "int8":
+            fp32 = node.op_type not in QDQ_OPS and node.op_type not in INT8_COMPUTE_OPS and bool(seen & floats)
+        else:
+            fp32 = t.FLOAT in seen
+        if fp32:
+            out.add(node.name)
+    return frozenset(out)
 
 
 def source_graph(artifact: Path, optimized: Path) -> SourceGraph | None:

@@ -28,6 +28,10 @@ SEPARATE_RUN_NOTE = ("per-layer times come from a separate profiled run (profili
 # A layer is "FP16-slower" when its FP16 median is this much above the baseline's: smaller
 # differences are within what one profiled run reproduces (profiler jitter of a few µs per layer).
 SLOWER_MARGIN = 0.05
+# Words in a kernel name that say the engine ran this layer on FP32 kernels whatever precision it asked
+# for (layers.ort.BEHIND_CASTS_MARK, layers.ort.RUNS_FP32_MARK): the FP32 baseline's kernels.
+FP32_MARKS = ("FP32 behind inserted casts", "runs FP32")
+FP32_PRECISIONS = ("fp32", "tf32")
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,11 @@ class LayerRow:
         if b is None or c is None or b <= 0:
             return None
         return c / b
+
+    def runs_fp32(self, precision: str) -> bool:
+        """True when every kernel this layer ran in ``precision``'s engine says it ran FP32 (``FP32_MARKS``)."""
+        kernels = self.kernels.get(precision, ())
+        return bool(kernels) and all(any(mark in k.name for mark in FP32_MARKS) for k in kernels)
 
     def tensor_core(self, precision: str) -> bool | None:
         """True when a kernel of this layer uses tensor cores; False only when every kernel is known
@@ -257,6 +266,19 @@ def short_names(names: Sequence[str], width: int = NAME_WIDTH) -> list[str]:
     return out
 
 
+def ran_fp32(kernels: Sequence[Mapping[str, Any]]) -> bool:
+    """``LayerRow.runs_fp32`` on a row's JSON kernels of one precision."""
+    return bool(kernels) and all(any(mark in str(k.get("name", "")) for mark in FP32_MARKS) for k in kernels)
+
+
+def same_fp32_kernels(row: Mapping[str, Any], precision: str, baseline: str) -> bool:
+    """A row (JSON) that ran FP32 kernels in ``precision``'s engine and the baseline's FP32 ones: its ratio
+    says nothing about ``precision`` (never marked slower; ``diagnose.layer_rules.fp16_slower_layers``)."""
+    kernels = row.get("kernels") or {}
+    return ran_fp32(kernels.get(precision, [])) and (baseline.split("#")[0] in FP32_PRECISIONS
+                                                     or ran_fp32(kernels.get(baseline, [])))
+
+
 def format_table(table: Mapping[str, Any], top: int | None = 20, effective: Mapping[str, str] | None = None) -> str:
     """Text table of a layer table's JSON form, rows by their largest time, FP16-slower marked ``!``.
 
@@ -280,6 +302,7 @@ def format_table(table: Mapping[str, Any], top: int | None = 20, effective: Mapp
         headers.append(f"{label(p)}/{base}")
     headers += [f"TC kernels {p}" for p in with_tc]
     lines_rows = []
+    same_fp32 = False
     for r, name in zip(shown, short_names([r["name"] for r in shown])):
         cells = [name, r["op_type"], r["kind"]]
         for p in precisions:
@@ -287,7 +310,9 @@ def format_table(table: Mapping[str, Any], top: int | None = 20, effective: Mapp
             cells += [fmt_layer_ms(r["time_ms"].get(p)), "-" if share is None else f"{share:.1%}"]
         for p in precisions[1:]:
             ratio = r["ratio_vs_baseline"].get(p)
-            mark = "!" if ratio is not None and ratio > 1 + SLOWER_MARGIN and p not in effective else ""
+            fp32 = same_fp32_kernels(r, p, base)
+            same_fp32 = same_fp32 or (fp32 and ratio is not None)
+            mark = "=" if fp32 else ("!" if ratio is not None and ratio > 1 + SLOWER_MARGIN and p not in effective else "")
             cells.append("-" if ratio is None else f"{ratio:.2f}{mark}")
         cells += [_tc_cell(r["kernels"].get(p, [])) for p in with_tc]
         lines_rows.append(cells)
@@ -302,7 +327,8 @@ def format_table(table: Mapping[str, Any], top: int | None = 20, effective: Mapp
         out.append(f"… {plural(len(rest), 'more layer')}: " + ", ".join(parts))
     totals = ", ".join(f"{p} {fmt_layer_ms(v)} ms" for p, v in table["totals_ms"].items())
     tc = "; TC = kernels with tensor cores / kernels named" if with_tc else ""
+    same = f"; '=' = ran the same FP32 kernels as {base}" if same_fp32 else ""
     out.append(f"sum of layer medians: {totals}  (batch {table['batch_size']}; '!' = slower than {base} by "
-               f"> {SLOWER_MARGIN:.0%}{tc})")
+               f"> {SLOWER_MARGIN:.0%}{same}{tc})")
     out.append(f"note: {table.get('note', SEPARATE_RUN_NOTE)}")
     return "\n".join(out)

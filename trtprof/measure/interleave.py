@@ -344,6 +344,9 @@ class InterleavedOutcome:
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
     floor_overrun: str = ""  # floor_overrun_line when the floor ended past the deadline
     budget_note: str = ""  # BatchWindow.fitted's line: the budget grew to fit the loads, or would need more
+    # per candidate, its accuracy verdict (OK/DEGRADED/BROKEN) where the caller judged it before announcing
+    # the batch size (compare: a BROKEN candidate's verdict is never shown as plainly faster)
+    accuracy: dict[str, str] = field(default_factory=dict)
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)

@@ -19,7 +19,7 @@ from ..system.memory import in_use_bytes
 from ..schemas import RESULTS as SCHEMA
 from ..stats.latency import LatencyStats
 from ..stats.throughput import throughput
-from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess, merge
+from ..system.validity import FP32_BEHIND_CASTS, Facts, HeavyCensus, Validity, assess, merge
 
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
@@ -133,9 +133,12 @@ def result_facts(result: BenchResult, cpu: Mapping[str, Any] | None, host_timed:
     result), and whether its "fp16" ran FP32 behind casts."""
     during = result.device.get("during") or None
     eff = result.engine.get("effective_precision", result.precision)
-    casts = (str(result.config.get("arm") or result.precision),) if (
-        result.precision == "fp16" and eff == FP32_BEHIND_CASTS) else ()
-    return Facts(gpu=during, cpu=cpu, host_timed=host_timed, casts=casts, **more)
+    label = str(result.config.get("arm") or result.precision)
+    casts = (label,) if (result.precision == "fp16" and eff == FP32_BEHIND_CASTS) else ()
+    heavy = HeavyCensus.of(label, str(result.precision), str(eff),
+                           (result.engine.get("backend_metadata") or {}).get("node_precision"))
+    return Facts(gpu=during, cpu=cpu, host_timed=host_timed, casts=casts,
+                 heavy_fp32=(heavy,) if heavy is not None else (), **more)
 
 
 def stamp_result(result: BenchResult, cpu: Mapping[str, Any] | None, host_timed: bool, **more: Any) -> Validity:

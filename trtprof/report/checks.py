@@ -15,7 +15,7 @@ from ..errors import BadInput
 TEXT_FIELDS = ("baseline", "candidate", "verdict")  # strings in every comparison
 OPTIONAL_TEXT = ("verdict_note", "stop_reason")
 SPEEDUP_FIELDS = ("estimate", "ci_low", "ci_high")  # numbers (NaN allowed: an arm that could not be timed)
-COUNT_FIELDS = ("loads", "rounds")  # non-negative integers when present
+COUNT_FIELDS = ("loads", "rounds", "min_loads")  # non-negative integers when present
 
 
 def _is_int(value: Any) -> bool:
@@ -125,6 +125,17 @@ def check_stamps(data: Mapping[str, Any], path: Path) -> None:
     for i, sweep in enumerate(serving if isinstance(serving, list) else [serving] if serving else []):
         if isinstance(sweep, Mapping):
             check_validity(sweep.get("validity"), f"serving[{i}].validity", path)
+
+
+# top-level blocks every page walks into as objects (report.compare_page.environment_rows)
+PAGE_OBJECTS = ("environment", "device_peak", "settings")
+
+
+def check_page_objects(data: Mapping[str, Any], path: Path) -> None:
+    """The top-level blocks a compare or bench page reads keys of: objects (or null) only."""
+    for key in PAGE_OBJECTS:
+        if data.get(key) is not None and not isinstance(data[key], Mapping):
+            raise _bad(path, key, data[key], "an object")
 
 
 def check_compare(data: Mapping[str, Any], path: Path) -> None:

@@ -23,9 +23,9 @@ from ..convert.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..layers.html import layers_section
 from .timeline_page import compare_section
-from .checks import check_compare, check_stamps
+from .checks import check_compare, check_page_objects, check_stamps
 from .stamp import page_validity, validity_html
-from .kit import document, esc, file_b64, fmt, img, png_b64, pyplot, table
+from .kit import Toned, document, esc, file_b64, fmt, img, png_b64, pyplot, table
 from ..measure.results import BenchResult, read_json, results_from_json
 from ..schemas import COMPARE_READABLE, RESULTS
 from ..util.thirdparty import warning_lines
@@ -50,6 +50,7 @@ def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
     if kind == "compare":
         check_compare(data, path)  # types of every rendered field, before any is rendered (issue 36)
     check_stamps(data, path)
+    check_page_objects(data, path)
     results = results_from_json(data.get("results", []), path)
     if kind == "bench":  # a results file names no single model/backend: title it by what it holds
         data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
@@ -183,9 +184,9 @@ def verdict_rows(comparisons: Sequence[ComparisonResult]) -> list[list[str]]:
 
 def speed_row(c: ComparisonResult) -> list[str]:
     """The speed half of a comparison's row (``SPEED_HEADERS``)."""
-    s = c.speedup
+    s, shown = c.speedup, c.shown()
     return [str(c.batch_size), f"{c.effective_label('candidate')} vs {c.effective_label('baseline')}",
-            f"{s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}]", c.verdict,
+            f"{s.estimate:.3f}× [{s.ci_low:.3f}, {s.ci_high:.3f}]", shown.page_words if shown.plain else Toned(shown.page_words, shown.tone),
             f"{c.loads} × {'?' if c.rounds is None else c.rounds}",
             fmt(median_ms(c, "baseline")), fmt(median_ms(c, "candidate"))]
 
@@ -272,7 +273,7 @@ def markdown_summary(data: Mapping[str, Any]) -> str:
             lines += ["", f"**WARNING:** {w}"]
         for c in comparisons:
             if c.verdict_note:
-                lines += ["", f"**Batch {c.batch_size}, {c.candidate} vs {c.baseline}: {c.verdict}** — "
+                lines += ["", f"**Batch {c.batch_size}, {c.candidate} vs {c.baseline}: {c.shown().page_words}** — "
                               f"{c.verdict_note}"]
             if c.diagnosis:
                 lines += ["", f"**Batch {c.batch_size}, {c.candidate} vs {c.baseline}: why**", ""]
@@ -408,7 +409,7 @@ def render_html(data: Mapping[str, Any]) -> str:
         for c in comparisons:
             if c.verdict_note:
                 parts.append(f"<p><b>batch {esc(c.batch_size)}, {html.escape(c.effective_label('candidate'))} vs "
-                             f"{html.escape(c.baseline)}: {html.escape(c.verdict)}</b> — "
+                             f"{html.escape(c.baseline)}: {html.escape(c.shown().page_words)}</b> — "
                              f"{html.escape(c.verdict_note)}</p>")
         for w in data.get("warnings", []):
             parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')

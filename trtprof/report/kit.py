@@ -25,7 +25,8 @@ CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.v-faster{background:#d8f5d0}.v-slower{background:#f8d4d4}
-.v-no{background:#eee}.v-equivalent{background:#e3ecf7}.v-inconclusive{background:#eee}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
+.v-no{background:#eee}.v-equivalent{background:#e3ecf7}.v-inconclusive{background:#eee}.v-provisional{background:#fff0c2}
+.v-broken{background:#f1d3f4;font-weight:bold}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
 img{max-width:100%;display:block;margin:.5em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
 li{margin:.3em 0}
 """
@@ -64,8 +65,29 @@ def esc(value: Any) -> str:
     return html.escape("–" if value is None else str(value), quote=True)
 
 
+# tones a cell may carry besides its first word (compare.verdict_words: a provisional verdict, one whose
+# accuracy is BROKEN): never the verdict's own colour
+TONES = VERDICT_WORDS | {"provisional", "broken"}
+
+
+class Toned(str):
+    """Cell text that names its colour (``tone``, one of ``TONES``) instead of leaving it to its first word:
+    "faster (provisional: 2 of 6 loads)" is amber, not green."""
+
+    tone: str = ""
+
+    def __new__(cls, text: str, tone: str) -> "Toned":
+        cell = super().__new__(cls, text)
+        cell.tone = tone
+        return cell
+
+
 def verdict_class(cell: Any) -> str:
-    """`` class="v-<first word>"`` for a known verdict word, else '': data never becomes markup."""
+    """`` class="v-<tone>"`` for a ``Toned`` cell, else ``v-<first word>`` for a known verdict word, else '':
+    data never becomes markup."""
+    tone = getattr(cell, "tone", "")
+    if tone:
+        return f' class="v-{tone}"' if tone in TONES else ""
     words = str(cell).split()
     return f' class="v-{words[0]}"' if words and words[0] in VERDICT_WORDS else ""
 

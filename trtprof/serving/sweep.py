@@ -21,7 +21,7 @@ import numpy as np
 from .. import backends
 from ..system import energy, memory, nvml, preflight
 from ..system.noise import cpu_state
-from ..system.validity import FP32_BEHIND_CASTS, Facts, Validity, assess
+from ..system.validity import FP32_BEHIND_CASTS, Facts, HeavyCensus, Validity, assess
 from .driver import ServingConfig, Window, Workers, cpu_sessions, gpu_sessions, run_window
 from ..stats.latency import LatencyStats
 from ..util.labels import variant_label
@@ -163,7 +163,10 @@ def serving_validity(sweep: "ServingSweep", arms: Mapping[str, Any], cpu: Mappin
         gpu = nvml.merge_watches(gpu, p.watched)
     casts = tuple(n for n, rec in arms.items() if str(rec.precision) == "fp16"
                   and rec.backend_metadata.get("effective_precision") == FP32_BEHIND_CASTS)
-    return assess(Facts(rounds=sweep.config.rounds, gpu=gpu, cpu=cpu, host_timed=host_timed, casts=casts))
+    heavy = [HeavyCensus.of(n, str(rec.precision), str(rec.backend_metadata.get("effective_precision", rec.precision)),
+                            rec.backend_metadata.get("node_precision")) for n, rec in arms.items()]
+    return assess(Facts(rounds=sweep.config.rounds, gpu=gpu, cpu=cpu, host_timed=host_timed, casts=casts,
+                        heavy_fp32=tuple(h for h in heavy if h is not None)))
 
 
 def did_not_fit(err: BaseException, runner: Any) -> str:

@@ -41,6 +41,18 @@ STEADY_GOVERNOR = "performance"
 MIN_SERVING_ROUNDS = 3
 # What the backends record as effective precision when an fp16 engine computed in FP32 behind casts.
 FP32_BEHIND_CASTS = "fp32+casts"
+# The ops that hold a network's arithmetic (convolutions, GEMMs, matrix products) and the pooling beside
+# them: an engine whose census (the backend's ``node_precision``: per op type, nodes per precision in the
+# graph it executes) has more than this share of these nodes in FP32 is not a measurement of the precision
+# it asked for, whatever else ran in it (an ORT CPU "fp16" of a CNN with a Concat: the Concat in FP16, every
+# Conv, Gemm and pool FP32 behind casts, ``effective mixed``; issue 44). At most half in FP32 (a keep-list
+# holding a few layers back) still measures it.
+HEAVY_FP32_SHARE_LIMIT = 0.5
+# Op types counted as heavy (any op type containing one of these, case-insensitive: Conv, ConvTranspose,
+# QLinearConv, Gemm, QGemm, MatMul, MatMulInteger, MaxPool, GlobalAveragePool, QLinearAveragePool, …).
+HEAVY_OP_WORDS = ("conv", "gemm", "matmul", "pool")
+# The census bucket of the computed precision each asked precision is judged by (``node_precision``).
+CLAIMED_BUCKET = {"fp16": "fp16", "int8": "int8"}
 
 VALID = "VALID"
 NOT_VALID = "NOT VALID"
@@ -98,6 +110,44 @@ class Facts:
     cpu: Mapping[str, Any] | None = None  # noise.cpu_state, read before measuring
     host_timed: bool = False  # a CPU result: the host's load and governor are the measurement's
     casts: Sequence[str] = field(default_factory=tuple)  # labels of arms that asked fp16 and ran fp32+casts
+    heavy_fp32: Sequence["HeavyCensus"] = field(default_factory=tuple)  # arms whose census puts the heavy ops in FP32
+
+
+def is_heavy(op_type: str) -> bool:
+    low = op_type.lower()
+    return any(word in low for word in HEAVY_OP_WORDS)
+
+
+@dataclass(frozen=True)
+class HeavyCensus:
+    """One arm's heavy ops by its census: which ran in the asked precision and which in FP32."""
+
+    label: str
+    asked: str
+    effective: str
+    claimed: Mapping[str, int]  # heavy op type → nodes in the asked precision
+    fp32: Mapping[str, int]  # heavy op type → nodes in FP32
+
+    @property
+    def share_fp32(self) -> float:
+        n32, n = sum(self.fp32.values()), sum(self.fp32.values()) + sum(self.claimed.values())
+        return n32 / n if n else 0.0
+
+    @classmethod
+    def of(cls, label: str, asked: str, effective: str, census: Mapping[str, Any] | None) -> "HeavyCensus | None":
+        """The heavy part of ``census`` for an arm that asked ``asked`` (fp16, int8); None without a census,
+        for another precision, or where the census counts no heavy op."""
+        bucket = CLAIMED_BUCKET.get(asked)
+        if bucket is None or not isinstance(census, Mapping):
+            return None
+
+        def heavy(name: str) -> dict[str, int]:
+            counts = census.get(name)
+            return {str(op): int(n) for op, n in (counts.items() if isinstance(counts, Mapping) else ())
+                    if is_heavy(str(op)) and isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0}
+
+        found = cls(label, asked, effective, heavy(bucket), heavy("fp32"))
+        return found if found.claimed or found.fp32 else None
 
 
 def check_loads(loads: int | None, min_loads: int | None) -> Reason | None:
@@ -197,6 +247,31 @@ def check_casts(casts: Sequence[str]) -> Reason | None:
                   "with int8 or bf16 where the hardware has them")
 
 
+def check_heavy_fp32(heavy: Sequence[HeavyCensus]) -> Reason | None:
+    """NOT VALID as a measurement of the asked precision: more than ``HEAVY_FP32_SHARE_LIMIT`` of an arm's
+    heavy nodes ran FP32 by its census (an arm already judged by ``check_casts`` is not passed here)."""
+    bad = [h for h in heavy if h.share_fp32 > HEAVY_FP32_SHARE_LIMIT]
+    if not bad:
+        return None
+
+    def ops(counts: Mapping[str, int]) -> str:
+        return ", ".join(f"{op}×{n}" for op, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    parts = []
+    for h in bad:
+        n32, n = sum(h.fp32.values()), sum(h.fp32.values()) + sum(h.claimed.values())
+        parts.append(f"{h.label} (effective {h.effective}) ran {n32} of its {n} heavy nodes in FP32 by its census "
+                     f"(node_precision: {ops(h.fp32)} FP32" + (f"; {ops(h.claimed)} {h.asked}" if h.claimed else "")
+                     + f"): not a measurement of {h.asked.upper()}")
+    asked = sorted({h.asked for h in bad})
+    advice = ("measure it where its heavy ops have kernels of that precision: FP16 on a GPU backend (tensorrt, "
+              "torch on CUDA, onnxruntime-gpu)" if asked == ["fp16"] else
+              "measure it where its heavy ops have kernels of that precision (FP16: a GPU backend; INT8: a "
+              "provider with integer kernels for them)")
+    return Reason("heavy_ops_fp32", "; ".join(parts), advice + "; `trtprof inspect ENGINE` lists what ran in which "
+                  "precision")
+
+
 def check_serving_rounds(rounds: int | None) -> Reason | None:
     if rounds is None or rounds >= MIN_SERVING_ROUNDS:
         return None
@@ -219,6 +294,8 @@ def assess(facts: Facts) -> Validity:
         ("cpu_load", bool(host and host.get("load_average")), check_cpu_load(host)),
         ("cpu_governor", bool(host and host.get("governor")), check_governor(host)),
         ("precision", True, check_casts(facts.casts)),
+        ("heavy_ops", bool(facts.heavy_fp32), check_heavy_fp32(
+            [h for h in facts.heavy_fp32 if h.label not in set(facts.casts)])),
     ]
     return Validity(tuple(r for _, _, r in checks if r is not None), tuple(name for name, seen, _ in checks if seen))
 
