@@ -19,6 +19,11 @@ from trtprof.model.demo import make_demo_model
 from trtprof.system import cuda
 
 pytest.importorskip("onnxruntime.transformers.optimizer")
+# the optimizer imports torch while it fuses (its fusion passes), not at import: the tests that run it need torch
+import importlib.util  # noqa: E402
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="torch missing: onnxruntime.transformers.optimizer imports it while fusing")
 
 FAST = ["--backend", "onnxruntime", "--time-budget-s", "0.5", "--round-iterations", "20"]
 H = 16
@@ -63,6 +68,7 @@ def _feeds(batch: int = 2) -> dict[str, np.ndarray]:
     return {"x": np.random.default_rng(1).standard_normal((batch, 8, H)).astype(np.float32)}
 
 
+@needs_torch
 @pytest.mark.parametrize("residual, fused", [(True, {"SkipLayerNormalization": 1, "BiasGelu": 1}),
                                              (False, {"LayerNormalization": 1, "BiasGelu": 1})])
 def test_the_optimizer_fuses_the_layer_norm_and_gelu_patterns_and_keeps_the_outputs(tmp_path, residual, fused):
@@ -75,6 +81,7 @@ def test_the_optimizer_fuses_the_layer_norm_and_gelu_patterns_and_keeps_the_outp
     assert whatif.check_fused(src, out, _feeds()) <= whatif.ORT_FUSIONS_RTOL
 
 
+@needs_torch
 def test_a_fusion_that_changes_the_function_is_refused(tmp_path):
     """Fault injected: the fused LayerNorm's scale doubled in the copy (what a fusion that took the wrong
     initializer would do) moves the outputs far beyond rounding."""
@@ -106,6 +113,7 @@ def test_the_fusion_tolerance_just_inside_and_just_outside(factor, refused):
         assert whatif.refuse_if_different(worst, whatif.ORT_FUSIONS_RTOL, "ort-fusions copy's", "a", "b") == worst
 
 
+@needs_torch
 def test_a_conv_net_it_cannot_fuse_is_refused_in_one_line(tmp_path, capsys):
     src = make_demo_model(tmp_path / "net.onnx", channels=8, image=16, classes=10)
     engines = tmp_path / "e"
@@ -164,6 +172,7 @@ def test_the_backends_that_run_contrib_ops_come_from_capabilities_in_autos_order
         assert ab.first_available(ab.contrib_op_backends()) == "onnxruntime"  # auto, on this CPU machine
 
 
+@needs_torch
 def test_what_if_ort_fusions_runs_the_fused_copy_against_the_original(tmp_path, capsys):
     src = tiny_bert(tmp_path / "bert.onnx")
     out = tmp_path / "wi.json"
@@ -187,3 +196,19 @@ def test_what_if_ort_fusions_runs_the_fused_copy_against_the_original(tmp_path, 
     assert [r.precision for r in fused_engines] == ["fp16"]
     census = fused_engines[0].backend_metadata["node_precision"]  # the fused op is what that engine runs
     assert any("SkipLayerNormalization" in ops for ops in census.values())
+
+
+def test_an_optimizer_that_needs_torch_here_says_so_in_one_line(tmp_path, monkeypatch):
+    """Without torch the optimizer fails while fusing (it imports torch then): the line names torch and its extra."""
+    from onnxruntime.transformers import optimizer
+
+    def needs_torch(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+    monkeypatch.setattr(optimizer, "optimize_model", needs_torch)
+    from trtprof.errors import MissingDependency
+
+    with pytest.raises(MissingDependency) as err:
+        whatif.ort_fusions(make_demo_model(tmp_path / "net.onnx"), tmp_path / "out.onnx")
+    assert "torch is not installed" in str(err.value) and "trtprof[torch]" in str(err.value)
+    assert "\n" not in str(err.value)

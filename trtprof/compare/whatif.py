@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import BadInput, BadModel, TrtprofError
+from ..errors import BadInput, BadModel, MissingDependency, TrtprofError
 from ..model.onnx_model import load_onnx
 from ..util.thirdparty import third_party_warnings
 
@@ -495,6 +495,13 @@ def ort_fusions(source: Path, out: Path) -> FusionReport:
         try:
             optimized = optimize_model(str(source), model_type=model_type, opt_level=FUSION_OPT_LEVEL, use_gpu=False,
                                        optimization_options=options)
+        except ModuleNotFoundError as err:
+            if err.name != "torch":
+                raise BadModel(f"--what-if {ORT_FUSIONS}: onnxruntime.transformers.optimizer failed on the model "
+                               f"({type(err).__name__}: {err})", path=source) from err
+            # its fusion passes import torch while they run (not at import): the what-if needs torch installed
+            raise MissingDependency("torch", "torch", why=f"onnxruntime.transformers.optimizer imports it while it "
+                                                          f"fuses: --what-if {ORT_FUSIONS} needs it") from err
         except Exception as err:  # noqa: BLE001 - the optimizer raises anything; one line naming it
             raise BadModel(f"--what-if {ORT_FUSIONS}: onnxruntime.transformers.optimizer failed on the model "
                            f"({type(err).__name__}: {' '.join(str(err).split())[:300]})", path=source) from err
