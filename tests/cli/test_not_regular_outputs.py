@@ -23,20 +23,10 @@ import pytest
 
 from trtprof.cli import main
 
+from .test_outputs import FAST, QUICK_COMPARE, engines  # noqa: F401  (engines: a pytest fixture)
 from .test_user_errors import assert_one_line, run_main
 
-FAST = ["--warmup", "1", "--iterations", "2"]
-QUICK_COMPARE = ["--backend", "onnxruntime", "--in-process", "--time-budget-s", "2", "--round-iterations", "2",
-                 "--min-loads", "2"]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def engines(conv_model, tmp_path) -> Path:
-    out = tmp_path / "engines"
-    assert main(["build", str(conv_model), "--fp32", "--batch-sizes", "1", "--engines", str(out),
-                 "--backend", "onnxruntime"]) == 0
-    return out
 
 
 @pytest.fixture
