@@ -3,6 +3,7 @@ where it is cheap: an engine that is not what it claims is NOT VALID with its ce
 from __future__ import annotations
 
 import json
+import time
 import math
 
 import pytest
@@ -150,12 +151,24 @@ def test_compare_below_the_minimum_loads_is_provisional_on_terminal_json_and_pag
     unit test above, 5 and 6 of 6.)"""
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.delenv("NO_COLOR", raising=False)
+    from trtprof.compare import core as compare_core
+
+    real_load = compare_core.bench.load_runner
+
+    def slow_load(record, *args, **kwargs):  # each measured load costs 0.3 s an engine: only the floor fits
+        if kwargs.get("log_warnings"):
+            time.sleep(0.3)
+        return real_load(record, *args, **kwargs)
+
     engines = tmp_path / "e"
     outs = {}
     for least in (6, 2):
         out = tmp_path / f"c{least}.json"
-        assert main(["compare", str(conv_model), "--engines", str(engines), "--out", str(out), "--min-loads",
-                     str(least), "--backend", "onnxruntime", "--in-process", "--time-budget-s", "0.5"]) == 0
+        with monkeypatch.context() as m:
+            if least == 6:  # the demo net loads in milliseconds: a fast machine fits all 6 loads in 0.5 s
+                m.setattr(compare_core.bench, "load_runner", slow_load)
+            assert main(["compare", str(conv_model), "--engines", str(engines), "--out", str(out), "--min-loads",
+                         str(least), "--backend", "onnxruntime", "--in-process", "--time-budget-s", "0.5"]) == 0
         outs[least] = (capsys.readouterr(), json.loads(out.read_text())["comparisons"][0])
     printed, c = outs[6]
     assert 2 <= c["loads"] < 6 and c["min_loads"] == 6 and c["provisional"] is True
