@@ -105,9 +105,8 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     device: DeviceKind = "cuda"
 
     def __init__(self, session: Any, stream: Any, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
-                 *, graph: bool, refused: str | None, eager_session: Any = None) -> None:
+                 *, graph: bool, refused: str | None) -> None:
         self._session = session
-        self._eager = eager_session  # the session infer() uses when the timed one holds a graph
         self.stream = stream  # the timing loop times on this stream (ORT's user_compute_stream)
         self.inputs = inputs
         self.outputs = outputs
@@ -201,17 +200,15 @@ class OnnxRuntimeCudaRunner(RunnerBase):
 
     def infer(self, feeds: Mapping[str, "np.ndarray"]) -> dict[str, "np.ndarray"]:
         """Host in, host out (the accuracy path): ORT copies, runs without a graph, synchronises."""
-        session = self._eager if self._eager is not None else self._session
         names = [o.name for o in self.outputs]
         options = import_ort().RunOptions()
-        if session is self._session and self.graph_enabled:
+        if self.graph_enabled:  # the timed session itself, with no graph in this run
             options.add_run_config_entry(GRAPH_ID, "-1")
-        values = session.run(names, dict(feeds), options)
+        values = self._session.run(names, dict(feeds), options)
         return dict(zip(names, values))
 
     def close(self) -> None:
         self._session = None
-        self._eager = None
         if self.stream is not None:
             self.stream.close()
             self.stream = None
@@ -220,7 +217,7 @@ class OnnxRuntimeCudaRunner(RunnerBase):
 def graph_refusal(err: BaseException) -> str | None:
     """ORT's reason when a session cannot use a CUDA graph (None for any other failure)."""
     text = str(err)
-    if GRAPH_REFUSED in text or "CUDA graph" in text or "cuda graph" in text.lower():
+    if GRAPH_REFUSED in text or "cuda graph" in text.lower():
         return ort_cause(text)
     return None
 
@@ -229,7 +226,6 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
     """ONNX Runtime on its CUDA execution provider (onnxruntime-gpu), timed with CUDA events."""
 
     name = "onnxruntime-cuda"
-    artifact_suffix = ".onnx"
     device: DeviceKind = "cuda"
     provider = CUDA_EP
     capabilities = Capabilities(
@@ -285,9 +281,8 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
                 if refused is None:
                     raise
                 timed = session(False)
-            eager = None  # infer() runs the timed session with gpu_graph_id -1 (no graph in that run)
         except BaseException:
             stream.close()
             raise
         return OnnxRuntimeCudaRunner(timed, stream, record.inputs, record.outputs, graph=graph and refused is None,
-                                     refused=refused, eager_session=eager)
+                                     refused=refused)
