@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
-#   bash benchmarks/ort_cuda_fidelity.sh STAGE...   (stages: smoke resnet50 transformers aa report-net archs)
+#   bash benchmarks/ort_cuda_fidelity.sh STAGE...
+#   (stages: gpu-tests smoke resnet50 transformers probe aa aa6 report-net archs whatifs commands)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -50,6 +51,36 @@ for stage in "$@"; do
         python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32 --out "$OUT/$m-ref-ort.json" \
           "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet
       done
+      ;;
+    probe)  # the eager batch-1 gap, one ORT setting at a time (needs the transformers stage's engines)
+      python3 "$HERE/ort_cuda_eager_probe.py" --batch 1 --out "$OUT/eager-probe.json" \
+        "$(eng bert_base fp32)" "$(eng bert_base fp16)" "$(eng vit_b16 fp16)" 2>&1 | quiet | grep probe
+      python3 "$HERE/reference_ort_iobinding.py" --eager --batch-sizes 1 --out "$OUT/bert-ref-ort-eager.json" \
+        "$(eng bert_base fp32):fp32" "$(eng bert_base fp16):fp16" 2>&1 | quiet
+      ;;
+    aa6)  # A/A at the default budget (it grows to the 6-load minimum): must be 0 decisive
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp16 --batch-sizes 1,32 "$W/resnet50.onnx"
+      for i in 1 2 3 4 5 6; do
+        python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp16,fp16 --batch-sizes 32 --out "$OUT/aa6-$i.json" 2>&1 | grep -E "^batch 32: fp16 vs fp16  speedup|loads|VALID" | head -3
+      done
+      ;;
+    whatifs)
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 vit_b16 >/dev/null 2>&1
+      T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --what-if nhwc --batch-sizes 1,32 --out "$OUT/whatif-nhwc-resnet50.json" 2>&1 | tee "$OUT/whatif-nhwc-resnet50.txt" | grep -E "^batch|what-if|VALID|wall|rror" | head -12
+      T python3 -m trtprof compare "$W/vit_b16.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --what-if ort-fusions --batch-sizes 1,32 --out "$OUT/whatif-fusions-vit.json" 2>&1 | tee "$OUT/whatif-fusions-vit.txt" | grep -E "^batch|what-if|fus|VALID|wall|rror" | head -12
+      ;;
+    commands)  # item 4: profile, --timeline, serving (memory and energy are in every compare result)
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      T python3 -m trtprof profile "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --precisions fp32,fp16 --batch-size 32 --out "$OUT/profile-resnet50.json" 2>&1 | tee "$OUT/profile-resnet50.txt" | head -30
+      python3 models/conv_elu.py "$W" >/dev/null
+      T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --precisions fp32,fp16 --batch-sizes 10 --timeline --trace-dir "$OUT/traces" --concurrency 1,4 \
+        --out "$OUT/commands-report-net.json" 2>&1 | tee "$OUT/commands-report-net.txt" | grep -E "^batch|timeline|serving|p99|memory|energy|VALID|wall|rror" | head -30
       ;;
     aa)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

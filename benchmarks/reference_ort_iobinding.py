@@ -3,7 +3,9 @@ device, ``enable_cuda_graph``), importing nothing from trtprof: the reference th
 numbers are checked against (benchmarks/ort_cuda_fidelity.sh).
 
 For each ONNX file and batch size: one session on the CUDA EP with ORT's defaults except the two a user
-sets for this (``enable_cuda_graph=1`` where ORT accepts it, else without; ``use_tf32`` 1 for a file
+sets for this (``enable_cuda_graph=1`` where ORT accepts it; where it refuses — shape nodes on the CPU EP —
+the named dynamic dims fixed at the batch with ORT's ``add_free_dimension_override_by_name``, as ORT's docs
+suggest, and the graph tried again; else without a graph; ``use_tf32`` 1 for a file
 named ``*tf32*``/``--tf32``, else 0, so fp32 is FP32), inputs as OrtValues on the device, outputs bound to
 the device, ``run_with_iobinding`` (which synchronises at its end) timed with ``time.perf_counter`` per
 run, median of ``--iters`` runs after ``--warmup``. Two numbers: ``compute_ms`` (the run alone) and
@@ -25,10 +27,12 @@ DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(in
           "tensor(int32)": np.int32}
 
 
-def session(path: str, tf32: bool, graph: bool) -> ort.InferenceSession:
+def session(path: str, tf32: bool, graph: bool, dims: dict | None = None) -> ort.InferenceSession:
     options = {"enable_cuda_graph": "1" if graph else "0", "use_tf32": "1" if tf32 else "0"}
     so = ort.SessionOptions()
     so.log_severity_level = 4  # fatal only: ORT logs cuDNN frontend fallbacks as errors
+    for name, value in (dims or {}).items():
+        so.add_free_dimension_override_by_name(name, value)
     return ort.InferenceSession(path, so, providers=[("CUDAExecutionProvider", options), "CPUExecutionProvider"])
 
 
@@ -46,14 +50,32 @@ def feeds_for(sess: ort.InferenceSession, batch: int, seq: int = 128) -> dict[st
     return out
 
 
-def time_one(path: str, precision: str, batch: int, iters: int, warmup: int) -> dict:
-    tf32 = precision == "tf32"
-    graph = True
+def named_dims(path: str, batch: int, seq: int = 128) -> dict:
+    """The inputs' named dynamic dims at this batch (the first dim is the batch, any other the sequence)."""
+    plain = session(path, False, graph=False)
+    return {d: (batch if j == 0 else seq) for i in plain.get_inputs() for j, d in enumerate(i.shape)
+            if isinstance(d, str)}
+
+
+def open_timed(path: str, tf32: bool, batch: int, eager: bool) -> tuple:
+    """The session a user times: graph as exported; refused, graph with the dims fixed; refused, eager."""
+    if eager:
+        return session(path, tf32, graph=False), False, "--eager", {}
     try:
-        sess = session(path, tf32, graph=True)
+        return session(path, tf32, graph=True), True, None, {}
     except Exception as err:  # ORT refuses a graph where a node is not on the CUDA EP
-        graph, refused = False, str(err).splitlines()[0][-160:]
-        sess = session(path, tf32, graph=False)
+        refused = str(err).splitlines()[0][-160:]
+    dims = named_dims(path, batch)
+    try:
+        return session(path, tf32, graph=True, dims=dims), True, None, dims
+    except Exception as err:
+        refused += " | dims fixed: " + str(err).splitlines()[0][-160:]
+    return session(path, tf32, graph=False), False, refused, {}
+
+
+def time_one(path: str, precision: str, batch: int, iters: int, warmup: int, eager: bool = False) -> dict:
+    tf32 = precision == "tf32"
+    sess, graph, refused, dims = open_timed(path, tf32, batch, eager)
     host = feeds_for(sess, batch)
     binding = sess.io_binding()
     values = {n: ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for n, a in host.items()}
@@ -82,7 +104,7 @@ def time_one(path: str, precision: str, batch: int, iters: int, warmup: int) -> 
         latency.append(time.perf_counter() - t0)
     row = {"file": path, "precision": precision, "batch": batch, "cuda_graph": graph,
            "compute_ms": 1e3 * float(np.median(compute)), "latency_ms": 1e3 * float(np.median(latency)),
-           "iters": iters, "onnxruntime": ort.__version__}
+           "iters": iters, "onnxruntime": ort.__version__, "free_dims": dims}
     if not graph:
         row["graph_refused"] = refused
     return row
@@ -95,16 +117,17 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--eager", action="store_true", help="no CUDA graph, dims as exported")
     args = parser.parse_args()
     rows = []
     for batch in [int(b) for b in args.batch_sizes.split(",")]:
         for item in args.files:
             path, _, precision = item.rpartition(":")
             iters = max(20, args.iters // max(1, batch // 32))
-            rows.append(time_one(path, precision, batch, iters, args.warmup))
+            rows.append(time_one(path, precision, batch, iters, args.warmup, args.eager))
             r = rows[-1]
             print(f"ref-ort {precision:5s} b{batch:<4d} compute {r['compute_ms']:.4f} ms  latency "
-                  f"{r['latency_ms']:.4f} ms  graph={r['cuda_graph']}", flush=True)
+                  f"{r['latency_ms']:.4f} ms  graph={r['cuda_graph']} {r['free_dims'] or ''}", flush=True)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

@@ -88,18 +88,25 @@ def fake_ort(monkeypatch):
     """The backend's load with ORT's session and the CUDA stream replaced by recording fakes."""
     made: list[dict] = []
     streams: list[FakeStream] = []
-    refuse: dict[str, Exception | None] = {"graph": None, "any": None}
+    # graph: refused when not fixed; fixed_graph: refused even with the dims fixed
+    refuse: dict[str, Exception | None] = {"graph": None, "any": None, "fixed_graph": None}
 
     def session(path, precision, *, path_, **kw):  # pragma: no cover - replaced below
         raise AssertionError
 
-    def fake_session(model, precision, *, path, log_severity=4, device="cpu", cuda_options=None, **kw):
+    def fake_session(model, precision, *, path, log_severity=4, device="cpu", cuda_options=None, configure=None,
+                     **kw):
+        overrides: dict[str, int] = {}
+        if configure is not None:  # what the runner sets on ORT's SessionOptions (free-dimension overrides)
+            configure(SimpleNamespace(add_free_dimension_override_by_name=overrides.__setitem__))
         made.append({"precision": precision, "device": device, "cuda_options": dict(cuda_options or {}),
-                     "log_severity": log_severity})
+                     "log_severity": log_severity, "overrides": overrides})
         if refuse["any"] is not None:
             raise refuse["any"]
-        if refuse["graph"] is not None and (cuda_options or {}).get("enable_cuda_graph") == "1":
-            raise refuse["graph"]
+        graph = (cuda_options or {}).get("enable_cuda_graph") == "1"
+        refused = refuse["fixed_graph"] if overrides else refuse["graph"]
+        if refused is not None and graph:
+            raise refused
         return FakeSession(dict(cuda_options or {}))
 
     def fake_stream():
@@ -149,6 +156,81 @@ def test_a_graph_ort_refuses_runs_eager_and_says_why(fake_ort):
     info = runner.runtime_graph(True)
     assert info["mode"] == "eager" and "not been partitioned" in info["capture_failed"]
     assert timing.launch_notes(info)[0].startswith("eager: CUDA graph capture failed")
+
+
+def graph_refused_error(text: str = "as all compute graph nodes have not been partitioned to the "
+                        "CUDAExecutionProvider") -> BadModel:
+    err = BadModel("onnxruntime cannot load the model")
+    err.__cause__ = RuntimeError(f"[ONNXRuntimeError] : 1 : FAIL : This session cannot use the graph capture "
+                                 f"feature as requested by the user {text}")
+    return err
+
+
+def test_a_refused_graph_is_captured_once_the_named_dims_are_fixed_at_prepare(fake_ort):
+    fake_ort.refuse["graph"] = graph_refused_error()
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert runner.runtime_graph(True)["mode"] == "eager"  # before prepare: the load's session, refused
+    dynamic = runner.session
+    assert runner.prepare({"x": (4, 3)}) == {"y": (4, 2)}
+    # load: graph (refused), eager; prepare: graph with N fixed at 4 on the same stream
+    assert [(m["cuda_options"]["enable_cuda_graph"], m["overrides"]) for m in fake_ort.made] == [
+        ("1", {}), ("0", {}), ("1", {"N": 4})]
+    assert fake_ort.made[2]["cuda_options"]["user_compute_stream"] == str(runner.stream.handle)
+    fixed = runner.session
+    assert fixed is not dynamic and fixed.host_runs == [{oc.GRAPH_ID: "-1"}]
+    info = runner.runtime_graph(True)
+    assert info["mode"] == "cuda_graph" and "capture_failed" not in info
+    assert runner.settings["free_dimension_overrides"] == {"N": 4}
+    assert "not been partitioned" in runner.settings["cuda_graph_refused_dynamic"]
+    with runner.bind({"x": 1, "y": 2}, runner.stream.handle) as launch:
+        launch()
+    assert fixed.runs[0][1][oc.GRAPH_ID] == "1"
+    # another batch through infer (the accuracy path): the load's session, which takes any shape
+    runner.infer({"x": np.zeros((2, 3), np.float32)})
+    assert dynamic.host_runs == [{}] and len(fixed.host_runs) == 1
+    runner.prepare({"x": (4, 3)})  # the same dims again: nothing reopened
+    assert len(fake_ort.made) == 3
+    runner.prepare({"x": (8, 3)})  # other dims: a session for them
+    assert fake_ort.made[-1]["overrides"] == {"N": 8} and runner.runtime_graph(True)["mode"] == "cuda_graph"
+
+
+def test_a_graph_refused_with_the_dims_fixed_too_stays_eager_and_says_both(fake_ort):
+    fake_ort.refuse["graph"] = graph_refused_error()
+    fake_ort.refuse["fixed_graph"] = graph_refused_error("as all compute graph nodes have not been partitioned to the CUDAExecutionProvider: NonZero")
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    dynamic = runner.session
+    runner.prepare({"x": (4, 3)})
+    info = runner.runtime_graph(True)
+    assert info["mode"] == "eager" and runner.session is dynamic
+    assert "not been partitioned" in info["capture_failed"]
+    assert "with the dims fixed (N=4) still:" in info["capture_failed"] and "NonZero" in info["capture_failed"]
+    assert "free_dimension_overrides" not in runner.settings
+
+
+def test_an_unnamed_dynamic_dim_cannot_be_fixed_and_is_named_as_the_reason(fake_ort):
+    fake_ort.refuse["graph"] = graph_refused_error()
+    rec = record()
+    rec.inputs = (TensorSpec("x", "float32", (None, 3)),)
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), rec)
+    runner.prepare({"x": (4, 3)})
+    assert len(fake_ort.made) == 2  # nothing reopened
+    assert "unnamed dynamic dim" in runner.runtime_graph(True)["capture_failed"]
+
+
+def test_an_accepted_graph_opens_no_second_session(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    runner.prepare({"x": (4, 3)})
+    assert [m["overrides"] for m in fake_ort.made] == [{}]
+    assert "free_dimension_overrides" not in runner.settings
+
+
+def test_free_dims_reads_each_named_dim_once():
+    two = (TensorSpec("a", "int64", ("batch", "seq")), TensorSpec("m", "int64", ("batch", "seq")))
+    assert oc.free_dims(two, {"a": (2, 128), "m": (2, 128)}) == ({"batch": 2, "seq": 128}, "")
+    dims, why = oc.free_dims(two, {"a": (2, 128), "m": (3, 128)})
+    assert dims == {} and "'batch' is 2 and 3" in why
+    assert oc.free_dims((TensorSpec("s", "float32", (4, 3)),), {"s": (4, 3)}) == ({}, "no dynamic input dim")
+    assert "rank" in oc.free_dims(two, {"a": (2,), "m": (2, 128)})[1]
 
 
 def test_any_other_load_failure_is_raised_and_the_stream_released(fake_ort):

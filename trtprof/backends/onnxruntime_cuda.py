@@ -12,6 +12,15 @@ kept); what differs is how they run. The runner is a ``cuda`` runner:
   one graph per set of bound buffers (``gpu_graph_id``), so the loop does not capture around it
   (``Capabilities.graph_capture = "runner"``). ORT refuses a graph when a node is not on the CUDA EP
   (shape nodes left on the CPU, Memcpy around them): the runner then runs eager and says why.
+- fixed dims (issues 42 and 43): ``torch.onnx.export`` writes a transformer's reshapes as arithmetic on the
+  input's shape (Shape → Gather → Concat → Reshape), which ORT places on its CPU EP, so it refuses the
+  graph. When a load's graph was refused and the inputs' dynamic dims are named, ``prepare`` opens the
+  session once more with every named dim fixed at the prepared shapes (ORT's documented
+  ``add_free_dimension_override_by_name``): ORT's own constant folding then removes the shape arithmetic
+  at session creation, every node lands on the CUDA EP, and the graph is captured. That session serves
+  the prepared shapes only; the load's session runs any other shape (``infer`` with other feeds). Its
+  result records the overrides (``free_dimension_overrides``) and the load's refusal
+  (``cuda_graph_refused_dynamic``); where ORT still refuses, the runner stays eager and the reason says both.
 
 Every provider option that changes speed is chosen here on purpose and recorded (``settings``): TF32
 (``use_tf32`` only for tf32), ``cudnn_conv_algo_search`` EXHAUSTIVE (ORT >= 1.20 with cuDNN 9 maps it to
@@ -24,7 +33,7 @@ from __future__ import annotations
 import importlib.util
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from ..errors import BackendUnavailable, BadModel, UnsupportedPrecision
 from ..spec import Precision, TensorSpec
@@ -87,6 +96,24 @@ def cuda_availability() -> Availability:
     return Availability(True)
 
 
+def free_dims(inputs: tuple[TensorSpec, ...], shapes: Mapping[str, tuple[int, ...]]) -> tuple[dict[str, int], str]:
+    """The value of each named dynamic input dim at these shapes (for ORT's free-dimension overrides), and
+    '' — or ({}, why not): no dynamic dim, an unnamed one (ORT can override only what has a name, or a
+    denotation), or one name given two values by the shapes."""
+    dims: dict[str, int] = {}
+    for spec in inputs:
+        shape = shapes.get(spec.name)
+        if shape is None or len(shape) != len(spec.shape):
+            return {}, f"input {spec.name!r} has no prepared shape of rank {len(spec.shape)}"
+        for declared, value in zip(spec.shape, shape):
+            if declared is None:
+                return {}, f"input {spec.name!r} has an unnamed dynamic dim (ORT overrides named dims only)"
+            if isinstance(declared, str):
+                if dims.setdefault(declared, int(value)) != int(value):
+                    return {}, f"dim {declared!r} is {dims[declared]} and {int(value)} in the prepared shapes"
+    return dims, "" if dims else "no dynamic input dim"
+
+
 def session_settings(session: Any, graph: bool, refused: str | None) -> dict[str, Any]:
     """What a result records about how this session ran: ORT's own view of the CUDA EP options, and the graph."""
     try:
@@ -105,8 +132,13 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     device: DeviceKind = "cuda"
 
     def __init__(self, session: Any, stream: Any, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
-                 *, graph: bool, refused: str | None) -> None:
+                 *, graph: bool, refused: str | None,
+                 reopen: Callable[[Mapping[str, int]], Any] | None = None) -> None:
         self._session = session
+        self._dynamic = session  # the load's session: every shape, eager where ORT refused its graph
+        self._dynamic_refused = refused
+        self._reopen = reopen  # reopen(dims): the session with those free dims fixed, graph on (see module doc)
+        self._fixed_dims: dict[str, int] = {}
         self.stream = stream  # the timing loop times on this stream (ORT's user_compute_stream)
         self.inputs = inputs
         self.outputs = outputs
@@ -147,10 +179,40 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             options.add_run_config_entry(GRAPH_ID, str(graph_id))
         return options
 
+    def _fix_dims(self, input_shapes: Mapping[str, tuple[int, ...]]) -> None:
+        """Where the load's graph was refused: the session for these shapes with the named dynamic dims fixed
+        (graph on), or the load's session with the reason it stays eager (see the module docstring)."""
+        if self._reopen is None or self._dynamic_refused is None:
+            return
+        dims, why_not = free_dims(self.inputs, input_shapes)
+        if dims == self._fixed_dims and dims:
+            return
+        session, fixed = self._dynamic, {}
+        refused: str | None = self._dynamic_refused
+        if not dims:
+            refused = f"{self._dynamic_refused}; dims not fixed: {why_not}"
+        else:
+            try:
+                session, refused, fixed = self._reopen(dims), None, dims
+            except BadModel as err:
+                cause = graph_refusal(err.__cause__ or err)
+                if cause is None:
+                    raise
+                text = ", ".join(f"{k}={v}" for k, v in dims.items())
+                refused = f"{self._dynamic_refused}; with the dims fixed ({text}) still: {cause}"
+        self._session, self._fixed_dims, self._graph_ids = session, fixed, {}
+        self.graph_enabled = self.use_graph = refused is None
+        self.graph_refused = refused
+        self.settings = session_settings(session, refused is None, refused)
+        if fixed:
+            self.settings.update(free_dimension_overrides=dict(fixed), cuda_graph_refused_dynamic=self._dynamic_refused)
+
     def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
-        """Output shapes for these input shapes, from one eager run on zeros."""
+        """Output shapes for these input shapes, from one eager run on zeros; where the load's graph was
+        refused, first the session with the dims fixed at these shapes (``_fix_dims``)."""
         import numpy as np
 
+        self._fix_dims(input_shapes)
         feeds = {s.name: np.zeros(input_shapes[s.name], dtype=np.dtype(s.dtype)) for s in self.inputs}
         outputs = {name: tuple(int(d) for d in value.shape) for name, value in self.infer(feeds).items()}
         self._shapes = {**{k: tuple(v) for k, v in input_shapes.items()}, **outputs}
@@ -202,13 +264,16 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         """Host in, host out (the accuracy path): ORT copies, runs without a graph, synchronises."""
         names = [o.name for o in self.outputs]
         options = import_ort().RunOptions()
-        if self.graph_enabled:  # the timed session itself, with no graph in this run
+        session = self._session
+        if self._fixed_dims and free_dims(self.inputs, {k: v.shape for k, v in feeds.items()})[0] != self._fixed_dims:
+            session = self._dynamic  # shapes other than the fixed ones: the load's session (eager)
+        elif self.graph_enabled:  # the timed session itself, with no graph in this run
             options.add_run_config_entry(GRAPH_ID, "-1")
-        values = self._session.run(names, dict(feeds), options)
+        values = session.run(names, dict(feeds), options)
         return dict(zip(names, values))
 
     def close(self) -> None:
-        self._session = None
+        self._session = self._dynamic = None
         if self.stream is not None:
             self.stream.close()
             self.stream = None
@@ -268,9 +333,14 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
                    **(cuda_options or {}), "user_compute_stream": str(stream.handle)}
         precision = record.spec.precision
 
-        def session(with_graph: bool) -> Any:
+        def session(with_graph: bool, dims: Mapping[str, int] | None = None) -> Any:
+            def configure(so: Any) -> None:
+                for name, value in (dims or {}).items():
+                    so.add_free_dimension_override_by_name(name, int(value))
+
             return ort_session(Path(artifact), precision, path=Path(artifact), log_severity=severity, device="cuda",
-                               cuda_options={**options, "enable_cuda_graph": "1" if with_graph else "0"})
+                               cuda_options={**options, "enable_cuda_graph": "1" if with_graph else "0"},
+                               configure=configure if dims else None)
 
         refused = None
         try:
@@ -285,4 +355,4 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
             stream.close()
             raise
         return OnnxRuntimeCudaRunner(timed, stream, record.inputs, record.outputs, graph=graph and refused is None,
-                                     refused=refused)
+                                     refused=refused, reopen=(lambda dims: session(True, dims)) if refused else None)
