@@ -23,7 +23,7 @@ for stage in "$@"; do
   echo "=== $stage $(date -u +%FT%TZ)"
   case $stage in
     gpu-tests)
-      timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/backends/test_ort_cuda_gpu.py 2>&1 | tee "$OUT/gpu-tests.txt" | tail -5
+      timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/backends/test_ort_cuda_gpu.py 2>&1 | tee -p "$OUT/gpu-tests.txt" | tail -5
       ;;
     smoke)
       python3 -c "import onnxruntime as o; print(o.__version__, o.get_available_providers())"
@@ -36,7 +36,7 @@ for stage in "$@"; do
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50.json" 2>&1 | tee "$OUT/resnet50.txt" | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
+        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50.json" 2>&1 | tee -p "$OUT/resnet50.txt" | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/resnet50-ref-ort.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
       (cd "$HERE" && python3 reference_resnet50_graph.py --batch-sizes 1,32,256) > "$OUT/resnet50-ref-torch.txt" 2>&1
@@ -47,7 +47,7 @@ for stage in "$@"; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee "$OUT/$m.txt" | grep -E "^batch|VALID|eager|wall|rror" | head -20
+          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|VALID|eager|wall|rror" | head -20
         python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32 --out "$OUT/$m-ref-ort.json" \
           "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet
       done
@@ -69,18 +69,18 @@ for stage in "$@"; do
     whatifs)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 vit_b16 >/dev/null 2>&1
       T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --what-if nhwc --batch-sizes 1,32 --out "$OUT/whatif-nhwc-resnet50.json" 2>&1 | tee "$OUT/whatif-nhwc-resnet50.txt" | grep -E "^batch|what-if|VALID|wall|rror" | head -12
+        --what-if nhwc --batch-sizes 1,32 --out "$OUT/whatif-nhwc-resnet50.json" 2>&1 | tee -p "$OUT/whatif-nhwc-resnet50.txt" | grep -E "^batch|what-if|VALID|wall|rror" | head -12
       T python3 -m trtprof compare "$W/vit_b16.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --what-if ort-fusions --batch-sizes 1,32 --out "$OUT/whatif-fusions-vit.json" 2>&1 | tee "$OUT/whatif-fusions-vit.txt" | grep -E "^batch|what-if|fus|VALID|wall|rror" | head -12
+        --what-if ort-fusions --batch-sizes 1,32 --out "$OUT/whatif-fusions-vit.json" 2>&1 | tee -p "$OUT/whatif-fusions-vit.txt" | grep -E "^batch|what-if|fus|VALID|wall|rror" | head -12
       ;;
     commands)  # item 4: profile, --timeline, serving (memory and energy are in every compare result)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       T python3 -m trtprof profile "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --precisions fp32,fp16 --batch-size 32 --out "$OUT/profile-resnet50.json" 2>&1 | tee "$OUT/profile-resnet50.txt" | head -30
+        --precisions fp32,fp16 --batch-size 32 --out "$OUT/profile-resnet50.json" 2>&1 | tee -p "$OUT/profile-resnet50.txt" | head -30
       python3 models/conv_elu.py "$W" >/dev/null
       T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
         --precisions fp32,fp16 --batch-sizes 10 --timeline --trace-dir "$OUT/traces" --concurrency 1,4 \
-        --out "$OUT/commands-report-net.json" 2>&1 | tee "$OUT/commands-report-net.txt" | grep -E "^batch|timeline|serving|p99|memory|energy|VALID|wall|rror" | head -30
+        --out "$OUT/commands-report-net.json" 2>&1 | tee -p "$OUT/commands-report-net.txt" | grep -E "^batch|timeline|serving|p99|memory|energy|VALID|wall|rror" | head -30
       ;;
     aa)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
@@ -94,7 +94,7 @@ for stage in "$@"; do
       python3 models/conv_elu.py "$W" >/dev/null
       engines --fp32 --fp16 --batch-sizes 10,256 "$W/report_conv_elu_k32_256.onnx"
       T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --precisions fp32,fp16 --batch-sizes 10,256 --layers --out "$OUT/report-net.json" 2>&1 | tee "$OUT/report-net.txt" | grep -vE "^\s+(fp32|fp16): median" | head -60
+        --precisions fp32,fp16 --batch-sizes 10,256 --layers --out "$OUT/report-net.json" 2>&1 | tee -p "$OUT/report-net.txt" | grep -vE "^\s+(fp32|fp16): median" | head -60
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 10,256 --out "$OUT/report-net-ref-ort.json" \
         "$(eng report_conv_elu_k32_256 fp32):fp32" "$(eng report_conv_elu_k32_256 fp16):fp16" 2>&1 | quiet
       ;;
@@ -103,7 +103,7 @@ for stage in "$@"; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee "$OUT/$m.txt" | grep -E "^batch|eager|wall|rror|why" | head -12
+          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|eager|wall|rror|why" | head -12
       done
       ;;
   esac

@@ -180,6 +180,7 @@ def test_a_refused_graph_is_captured_once_the_named_dims_are_fixed_at_prepare(fa
     assert fixed is not dynamic and fixed.host_runs == [{oc.GRAPH_ID: "-1"}]
     info = runner.runtime_graph(True)
     assert info["mode"] == "cuda_graph" and "capture_failed" not in info
+    assert info["free_dimension_overrides"] == {"N": 4}  # in every result's device.launch
     assert runner.settings["free_dimension_overrides"] == {"N": 4}
     assert "not been partitioned" in runner.settings["cuda_graph_refused_dynamic"]
     with runner.bind({"x": 1, "y": 2}, runner.stream.handle) as launch:

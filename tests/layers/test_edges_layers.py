@@ -122,3 +122,17 @@ def test_the_page_and_the_text_table_never_mark_a_layer_that_ran_fp32_in_both_as
     same, fp16 = table_json("runs FP32"), table_json("")
     assert 'class="l-slower"' not in layers_section({"1": same}) and 'class="l-slower"' in layers_section({"1": fp16})
     assert "2.00=" in format_table(same) and "2.00!" in format_table(fp16)
+
+
+def test_a_gpu_profile_on_the_hosts_clock_claims_no_layer_time_share():
+    """onnxruntime-cuda's layer times are ORT's host-side node times (kernel launches): the rules that read
+    time shares stay off there and one finding says why; the same table on torch (CUPTI kernels) keeps them;
+    the CPU backend's host times are its compute and keep them too."""
+    def findings(backend: str):
+        t = LayerTable(8, ("fp32", "fp16"), {"fp32": profile("fp32", {"l": 1.0, "big": 1.0}, backend=backend),
+                                             "fp16": profile("fp16", {"l": 2.0, "big": 0.5}, {"l": CAST}, backend)})
+        return [f.rule for f in rules.layer_findings(t, {}, "fp16")]
+
+    assert findings("onnxruntime-cuda") == ["layer_times_host_clock"]
+    assert "fp16_slower_layers" in findings("torch") and "cast_reformat" in findings("torch")
+    assert "fp16_slower_layers" in findings("onnxruntime")

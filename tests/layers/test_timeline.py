@@ -208,3 +208,20 @@ def test_tensorrt_layer_profile_becomes_a_sequence_fake_engine():
     assert [(s.name, s.kind, s.start_us, s.dur_us) for s in t.spans] == [
         ("Reformatting CopyNode for Input Tensor 0 to conv1", "reformat", 0, 50), ("conv1 + relu1", "conv", 50, 500)]
     assert t.backend == "tensorrt" and t.batch_size == 8 and t.window_us == pytest.approx(550)
+
+
+def test_a_gpu_timeline_of_host_launch_times_makes_no_idle_claim():
+    """onnxruntime-cuda: ORT's session profiler times each node's launch on the host (no CUPTI in release
+    builds), so 98 % "idle" there is not the GPU's; torch's CUPTI kernels keep the host-bound rule."""
+    def idle(share, backend):
+        t = timeline([("conv0", "conv", "s", 0, 100 * (1 - share))], 100)
+        return Timeline(t.precision, 1, backend, "onnxruntime session profiling (host wall time per node)", t.spans,
+                        t.window_us, {"cuda_graph": False})
+
+    ort = finding_items([idle(0.98, "onnxruntime-cuda")])
+    assert [f.rule for f in ort] == ["timeline_host_clock", "timeline_top_kernels"]
+    assert "not its run on the GPU" in ort[0].message and "host launch time" in ort[1].message
+    assert not any("host-bound" in f.message or "idle 98%" in f.message for f in ort)
+    assert [f.rule for f in finding_items([idle(0.98, "torch")])][:1] == ["timeline_host_bound"]
+    # the CPU backend's host times are its compute: the host-bound rule stays
+    assert [f.rule for f in finding_items([idle(0.98, "onnxruntime")])][:1] == ["timeline_host_bound"]

@@ -156,7 +156,9 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     def runtime_graph(self, enabled: bool) -> dict[str, Any]:
         """Switch ORT's own graph for the coming launches; the launch record the timing loop keeps."""
         self.use_graph = bool(enabled) and self.graph_enabled
-        record = {"graph_by": "onnxruntime", "provider_options": self.settings["provider_options"]}
+        record: dict[str, Any] = {"graph_by": "onnxruntime", "provider_options": self.settings["provider_options"]}
+        record.update((k, self.settings[k]) for k in ("free_dimension_overrides", "cuda_graph_refused_dynamic")
+                      if k in self.settings)
         if not enabled:
             return {"mode": "eager", **record}
         if self.graph_enabled:

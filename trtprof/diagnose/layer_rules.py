@@ -147,12 +147,36 @@ def on_gpu(table: LayerTable | None, candidate: str) -> bool:
             or str(prof.config.get("provider", "")).startswith("CUDA"))
 
 
+def host_clock(table: LayerTable | None, candidate: str) -> Finding | None:
+    """A GPU engine profiled on the host's clock (``Capabilities.kernel_times`` False: ONNX Runtime's session
+    profiler on its CUDA EP times each node's launch, not its kernels, in release builds without CUPTI):
+    its layer times cannot carry a claim about where the GPU's time goes, so the time-share rules are off
+    and this finding says why (on the H200 the report net's fp32 batch-10 nodes summed to 0.21 ms of a
+    9.8 ms GPU iteration)."""
+    prof = table.profiles.get(candidate) if table is not None else None
+    if prof is None:
+        return None
+    caps = backends.capabilities(prof.backend)
+    if caps.device != "cuda" or caps.kernel_times:
+        return None
+    return Finding(
+        "layer_times_host_clock",
+        f"{candidate}'s per-layer times on {prof.backend} are host times ({prof.source}): each is the launch of a "
+        "node's kernels, not their run on the GPU, so no layer-time share is claimed here (tensor-core shares "
+        "use counted FLOPs); GPU kernel times per layer: --backend torch (CUPTI)",
+        {"candidate": candidate, "backend": prof.backend, "source": prof.source})
+
+
 def layer_findings(table: LayerTable | None, graph: Mapping[str, Mapping[str, Any]] | None, candidate: str,
                    compute_ms: Mapping[str, float | None] | None = None, *, gpu: bool | None = None) -> list[Finding]:
     """Every layer/graph rule with evidence for one candidate (and the gap rule for both sides).
-    ``gpu``: whether the engines run on a GPU (default: read from the table's profiles)."""
+    ``gpu``: whether the engines run on a GPU (default: read from the table's profiles). A GPU table on the
+    host's clock (``host_clock``) gives the structural rules only."""
     out: list[Finding | None] = []
     graph = graph if graph is not None else (table.graph if table is not None else {})
+    hosted = host_clock(table, candidate)
+    if hosted is not None:
+        return [f for f in (hosted, tensor_core_ineligible(graph or {}, candidate, None)) if f is not None]
     if gpu if gpu is not None else on_gpu(table, candidate):
         out.append(tensor_core_ineligible(graph or {}, candidate, table))
     if table is not None:
