@@ -25,6 +25,8 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
+from reference_ort_iobinding import feeds_for  # the independent loop's inputs (random ids, mask of ones)
+
 DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
           "tensor(int32)": np.int32}
 OPTIONS = {"cudnn_conv_algo_search": "EXHAUSTIVE", "cudnn_conv_use_max_workspace": "1", "prefer_nhwc": "0"}
@@ -39,25 +41,12 @@ def variants(stream: torch.cuda.Stream) -> dict[str, tuple[dict, dict, int]]:
             "no-sync": (user, no_sync, 4), "warn-log": (user, no_sync, 2)}
 
 
-def feeds(sess: ort.InferenceSession, batch: int, seq: int = 128) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    out = {}
-    for i in sess.get_inputs():
-        shape = [batch if (j == 0 and not isinstance(d, int)) else (d if isinstance(d, int) else seq)
-                 for j, d in enumerate(i.shape)]
-        dtype = DTYPES[i.type]
-        out[i.name] = (np.ones(shape, dtype) if "mask" in i.name else
-                       rng.integers(0, 1000, shape).astype(dtype) if np.issubdtype(dtype, np.integer)
-                       else rng.standard_normal(shape).astype(dtype))
-    return out
-
-
 def time_variant(path: str, batch: int, cuda: dict, run_config: dict, severity: int, stream, iters: int,
                  warmup: int) -> float:
     so = ort.SessionOptions()
     so.log_severity_level = severity
     sess = ort.InferenceSession(path, so, providers=[("CUDAExecutionProvider", cuda), "CPUExecutionProvider"])
-    host = feeds(sess, batch)
+    host = feeds_for(sess, batch)
     shapes = [o.shape for o in sess.run(None, host)]
     binding = sess.io_binding()
     keep = [ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for a in host.values()]
