@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from ..compare import core as cmp
 from ..measure import workers
-from ..measure.budget import COSTLY_LOAD_S, GROWN_BUDGET_CAP_S, TimeBudget
+from ..measure.budget import FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, TimeBudget
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..compare.result import ArmLatency, ComparisonResult
 from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
@@ -89,11 +89,15 @@ def add_parser(sub) -> None:
     p.add_argument("--time-budget-s", type=_common.seconds_in_a_day, default=None,
                    help=f"the command's wall time per batch size, from its start to its exit: imports, worker "
                         f"start-up, warm-up and the summary included, engine builds left out (default "
-                        f"{DEFAULT_TIME_BUDGET_S:g}, grown to what {MIN_LOADS} loads need where the first load takes "
-                        f"over {COSTLY_LOAD_S:g} s, at most {GROWN_BUDGET_CAP_S:g} s, announced before measuring); "
-                        f"{MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else fewer (a given budget that "
-                        "cannot fit them says how long they need): only 2 loads × 2 rounds run regardless "
-                        "(docs/method.md)")
+                        f"{DEFAULT_TIME_BUDGET_S:g}, grown to what {MIN_LOADS} loads × {MIN_ROUNDS} rounds need as "
+                        f"measured from the first load, at most {GROWN_BUDGET_CAP_S:g} s, announced before "
+                        f"measuring); a given budget stays, and one too small for {MIN_LOADS} loads × {MIN_ROUNDS} "
+                        f"rounds stops before the first round with exit 2 and the time they need (unless "
+                        f"{FEWER_LOADS_FLAG}) (docs/method.md)")
+    p.add_argument(FEWER_LOADS_FLAG, action="store_true",
+                   help=f"with a --time-budget-s too small for {MIN_LOADS} loads × {MIN_ROUNDS} rounds, measure "
+                        f"anyway: fewer loads (a NOT VALID result), and the floor of {FLOOR_LOADS} loads × 2 rounds "
+                        "runs even past the budget")
     p.add_argument("--min-loads", type=min_loads, default=MIN_LOADS, metavar="N",
                    help=f"independent loads before the first look (default {MIN_LOADS}, at most "
                         f"{LOADS_LIMIT}; above {MAX_LOADS} it also lifts the most loads a run opens): a slow "
@@ -315,8 +319,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         announce()
         print(f"  batch {batch}: budget: {line}", file=sys.stderr)
 
-    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None)
-                   if clock is not None else None)
+    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None,
+                                          refuses=not args.allow_fewer_loads) if clock is not None else None)
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(

@@ -28,7 +28,7 @@ import numpy as np
 from . import accuracy, reference_pass
 from ..convert import fp16range
 from ..measure import bench, workers
-from ..measure.budget import TimeBudget
+from ..measure.budget import BudgetTooSmall, TimeBudget
 from ..model import roofline
 from ..system import model_memory, preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
@@ -639,6 +639,10 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                 if pool is not None:
                     pool.kill()
                 break
+            except BudgetTooSmall as err:  # a given budget that cannot hold the minimum: its line names the batch
+                if len(batch_sizes) > 1:
+                    raise BudgetTooSmall(f"batch {batch}: {err}") from err
+                raise
             except workers.WorkerDied as err:  # kill -9 / OOM killer: keep what was decided (issue 36)
                 keep_lost_batch(measured, batch, err, records, options, reference, shapes)
                 if pool is not None:
