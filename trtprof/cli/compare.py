@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from ..compare import core as cmp
 from ..measure import workers
-from ..measure.budget import FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, TimeBudget
+from ..measure.budget import FEWER_LOADS_ENV, FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, TimeBudget, fewer_loads_allowed
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..compare.result import ArmLatency, ComparisonResult
 from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
@@ -97,7 +97,7 @@ def add_parser(sub) -> None:
     p.add_argument(FEWER_LOADS_FLAG, action="store_true",
                    help=f"with a --time-budget-s too small for {MIN_LOADS} loads × {MIN_ROUNDS} rounds, measure "
                         f"anyway: fewer loads (a NOT VALID result), and the floor of {FLOOR_LOADS} loads × 2 rounds "
-                        "runs even past the budget")
+                        f"runs even past the budget ({FEWER_LOADS_ENV}=1 in the environment does the same)")
     p.add_argument("--min-loads", type=min_loads, default=MIN_LOADS, metavar="N",
                    help=f"independent loads before the first look (default {MIN_LOADS}, at most "
                         f"{LOADS_LIMIT}; above {MAX_LOADS} it also lifts the most loads a run opens): a slow "
@@ -278,6 +278,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     is_ab = ab_mode(args)
     precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []
     plan = _plan(args)
+    first_line(args, plan, clock)  # within the first seconds, before any engine is found, built or loaded
     budget = AccuracyBudget.parse(args.accuracy)
     data = _common.load_inputs(args)
     serving = _serving.serving_config(args, copies=not args.no_copies)
@@ -320,7 +321,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         print(f"  batch {batch}: budget: {line}", file=sys.stderr)
 
     time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None,
-                                          refuses=not args.allow_fewer_loads) if clock is not None else None)
+                                          refuses=not fewer_loads_allowed(args.allow_fewer_loads))
+                   if clock is not None else None)
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
@@ -376,6 +378,19 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
               + f" in {args.out}", file=sys.stderr)
         return 2
     return 0
+
+
+def first_line(args: argparse.Namespace, plan: RoundPlan, clock: CommandClock | None) -> None:
+    """The first line a compare prints (stderr), before the engines are found: what it measures and under
+    which budget (issue 44 #2: nothing was printed for the first 20-40 s of a 6-s budget)."""
+    import time
+
+    spent = f", {time.perf_counter() - clock.started:.1f} s in" if clock is not None else ""
+    budget = (f"--time-budget-s {plan.time_budget_s:g} per batch size" if args.time_budget_s is not None else
+              f"the default budget, {plan.time_budget_s:g} s per batch size, grown to what {plan.min_loads} loads "
+              f"need (at most {GROWN_BUDGET_CAP_S:g} s)")
+    print(f"start-up{spent}: compare {' vs '.join(str(m) for m in args.model)} under {budget}; finding the engines "
+          "(a build is left out of the budget)", file=sys.stderr)
 
 
 def eager_fallback_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -28,7 +28,7 @@ import numpy as np
 from . import accuracy, reference_pass
 from ..convert import fp16range
 from ..measure import bench, workers
-from ..measure.budget import BudgetTooSmall, TimeBudget
+from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget
 from ..model import roofline
 from ..system import model_memory, preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
@@ -466,14 +466,19 @@ def compare_records(
     host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
     model = as_model(source)
     pool = None
+    say = StartupLog(hooks.on_note, budget)
     try:
         if options.isolation == ISOLATION_PROCESS:
-            pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
-                                      planned=options.plan.min_loads)
+            # a given budget starts the floor's workers only, the rest once the first load showed the minimum
+            # fits (``measure``): six processes starting on 2 cores made load 0 wait 7 s (issue 44 #2)
+            ahead = min(FLOOR_LOADS if budget.given else options.plan.min_loads, options.plan.min_loads)
+            pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune, planned=ahead)
             # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
             # tens of seconds for a torch model on a GPU host) overlap the parent's own
-            pool.spawn(min(options.plan.min_loads, workers.SPAWN_AHEAD))
-        reference = load_reference(records, batch_sizes, options, model, pool)
+            pool.spawn(min(ahead, workers.SPAWN_AHEAD))
+            say(f"{min(ahead, workers.SPAWN_AHEAD)} worker processes starting (each imports trtprof and loads "
+                "every engine: one load each)")
+        reference = load_reference(records, batch_sizes, options, model, pool, say=say)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:  # a failure or Ctrl-C before measuring: no worker is left running
         if pool is not None:
@@ -534,14 +539,18 @@ def compare_timeline(records: Mapping[str, EngineRecord], measured: Measured, op
 
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
-                   model: OnnxModel | None, pool: Any) -> Reference:
+                   model: OnnxModel | None, pool: Any, say: Callable[[str], None] | None = None) -> Reference:
     """The load phase: the outputs of every engine at each batch size (the accuracy delta) and the input
     shapes, before the timing. With worker processes (``pool``) load 0's worker computes them
     (``reference_pass.from_worker``); in-process, or on the user's ``--inputs``, every engine is loaded once
     in this process, then closed (on a failure the caller, ``compare_records``, kills the worker pool);
-    after closing, its idle memory is trimmed."""
+    after closing, its idle memory is trimmed. ``say`` hears each part as it begins (``StartupLog``)."""
+    say = say or (lambda line: None)
     if pool is not None and options.data is None:  # load 0's worker computes it: no engine loaded here (issue 33)
-        return Reference(**reference_pass.from_worker(records, batch_sizes, options, model, pool))
+        return Reference(**reference_pass.from_worker(records, batch_sizes, options, model, pool, say=say))
+    say(f"the accuracy pass: every engine loaded here once, run on "
+        f"{'your --inputs' if options.data is not None else 'the seeded inputs'} at batch "
+        f"{', '.join(map(str, batch_sizes))}")
     names = list(records)
     baseline = names[0]
     first = records[baseline]
@@ -564,7 +573,9 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
                 feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=options.seed,
                                     int_range=options.ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
-                    fp16_range = fp16range.for_compare(model, records, feeds, data=data)
+                    fp16_range = fp16range.for_compare(model, records, feeds, data=data,
+                                                       seeded_as_build=reference_pass.seeded_as_build(options),
+                                                       deadline=reference_pass.range_deadline(options, say))
                 outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
                     runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
     finally:
@@ -606,6 +617,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
     budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
     measured = Measured(budget=budget)
     try:
+        StartupLog(hooks.on_note, budget)("importing the statistics the analysis after measuring needs (scipy)")
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
         measured.startup_s = budget.elapsed_s(time.perf_counter())
         measured.reserve_s = budget.reserve_s(len(batch_sizes))
@@ -618,6 +630,8 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                          if options.data is not None else None)
 
                 def open_load(index: int, shapes: Mapping[str, tuple[int, ...]] = shapes, fixed: Any = fixed) -> Any:
+                    if pool is not None and index >= FLOOR_LOADS:  # past the floor: the minimum fits, start the rest
+                        pool.planned = max(pool.planned, options.plan.min_loads)
                     if pool is not None:
                         return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
                     return in_process_load(records, options, shapes, fixed)

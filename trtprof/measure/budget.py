@@ -9,7 +9,9 @@ that window. Before this type the budget lived in five forms across five files (
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, replace
+from typing import Callable, Mapping
 
 from ..errors import BadInput
 from ..util.clock import CommandClock
@@ -18,6 +20,15 @@ from ..util.clock import CommandClock
 # NOT VALID, the floor of 2 loads × 2 rounds possibly past the budget); without it such a run stops before
 # its first round with exit 2 and the time the minimum needs (issue 44 #2).
 FEWER_LOADS_FLAG = "--allow-fewer-loads"
+# … the same for every compare of a session (a script of quick runs, the test suite's tiny budgets): "1"
+FEWER_LOADS_ENV = "TRTPROF_ALLOW_FEWER_LOADS"
+
+
+def fewer_loads_allowed(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """May a given budget too small for the minimum measure anyway: ``FEWER_LOADS_FLAG`` or ``FEWER_LOADS_ENV``=1."""
+    import os
+
+    return flag or (os.environ if environ is None else environ).get(FEWER_LOADS_ENV, "") == "1"
 
 
 class BudgetTooSmall(BadInput):
@@ -45,6 +56,13 @@ TAIL_PER_IMPORTS = 2.0  # per batch size
 # (CPU ~1 s, CUDA EP ~1 s) and a torch load that hit its cuDNN cache; a torch load that autotunes afresh
 # (10-30 s on the H200) does not, and the line then names the --time-budget-s that fits (issue 33 set 60 s).
 GROWN_BUDGET_CAP_S = 60.0
+
+
+# compare's FP16 range analysis (advisory: it predicts overflow a GPU's FP16 would meet) starts no run of the
+# model and no keep-list check after this share of one batch size's budget from when it began (issue 44 #2:
+# 7.1 s of a 6-s budget, 5.4 s of it keep-lists the build had checked). Start-up must leave the minimum design
+# most of the budget; the first run always happens, and the analysis says what it left out.
+RANGE_ANALYSIS_SHARE = 0.15
 
 
 def tail_reserve_s(imports_s: float, batch_sizes: int) -> float:
@@ -141,6 +159,7 @@ class TimeBudget:
     counts_from: str = "compare start"
     grows: bool = False  # no --time-budget-s: each batch size's window may grow to fit its loads (BatchWindow.fitted)
     refuses: bool = False  # a given budget too small for the minimum stops before measuring (BudgetTooSmall)
+    given: bool = False  # the user's --time-budget-s: the start-up scales with it (workers started ahead: FLOOR_LOADS)
 
     @classmethod
     def for_command(cls, per_batch_s: float, clock: CommandClock, *, grows: bool = False,
@@ -149,7 +168,8 @@ class TimeBudget:
         default (no --time-budget-s), which grows to what the minimum loads need (``BatchWindow.fitted``);
         ``refuses``: a given one (without ``FEWER_LOADS_FLAG``), which stops when the minimum does not fit."""
         return cls(per_batch_s, start=clock.started, imports_s=clock.imports_s,
-                   counts_from="command start (engine builds left out)", grows=grows, refuses=refuses and not grows)
+                   counts_from="command start (engine builds left out)", grows=grows, refuses=refuses and not grows,
+                   given=not grows)
 
     def leaving_out(self, seconds: float) -> TimeBudget:
         """The same budget with ``seconds`` (engine builds, a one-off) not counted: its start moves later."""
@@ -181,6 +201,10 @@ class TimeBudget:
     def elapsed_s(self, now: float) -> float:
         return now - self.started
 
+    def analysis_deadline(self, now: float) -> float:
+        """The clock value past which compare's FP16 range analysis starts nothing more (``RANGE_ANALYSIS_SHARE``)."""
+        return now + RANGE_ANALYSIS_SHARE * self.per_batch_s
+
     def window(self, index: int, now: float, batch_sizes: int) -> BatchWindow:
         """Batch size ``index``'s (0-based) window, asked when it begins at ``now``: done by ``index+1``
         budgets and by one budget after it began (a batch size that stopped early hands nothing on; one
@@ -202,3 +226,16 @@ def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: floa
     budget_s = min((index + 1) * per_batch_s, began_s + per_batch_s)
     deadline_s = min((index + 1) * (per_batch_s - share_s), began_s + per_batch_s - share_s)
     return budget_s, budget_s - deadline_s
+
+
+class StartupLog:
+    """compare's start-up said as it runs (issue 44 #2: nothing was printed for the first 20-40 s): each part
+    as it begins, with the seconds spent of the budget so far, to ``say`` (the CLI: stderr)."""
+
+    def __init__(self, say: Callable[[str], None] | None, budget: TimeBudget,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.say, self.budget, self.clock = say, budget, clock
+
+    def __call__(self, what: str) -> None:
+        if self.say is not None:
+            self.say(f"start-up, {self.budget.elapsed_s(self.clock()):.1f} s in: {what}")
