@@ -403,3 +403,115 @@ def test_the_refit_needs_a_second_load_dearer_than_the_ratio(later_open_s, refit
     monkeypatch.setattr(BatchWindow, "fitted", spy)
     pre_warmed_run(later_open_s)
     assert asked == (["first", "second"] if refits else ["first"])
+
+
+# -- issue 44 #2: the start-up said as it runs; a given budget kept or refused before measuring ----------------
+
+
+def test_the_start_up_log_says_the_seconds_spent_of_the_budget_on_its_clock():
+    """A fake clock (named so): the budget began at 100 s, the line is said at 101.26 s."""
+    from trtprof.measure.budget import StartupLog
+
+    said: list[str] = []
+    budget = TimeBudget(6.0, start=100.0).began(100.5)
+    StartupLog(said.append, budget, clock=lambda: 101.26)("waiting for load 0's worker")
+    StartupLog(None, budget, clock=lambda: 1 / 0)("nothing read, nothing said")
+    assert said == ["start-up, 1.3 s in: waiting for load 0's worker"]
+
+
+def test_the_range_analysis_deadline_is_a_share_of_one_batch_size_s_budget():
+    from trtprof.measure.budget import RANGE_ANALYSIS_SHARE
+
+    assert TimeBudget(6.0).analysis_deadline(10.0) == pytest.approx(10.0 + RANGE_ANALYSIS_SHARE * 6.0)
+
+
+def test_compare_s_first_line_names_the_budget_and_the_seconds_since_the_start_on_its_clock(capsys):
+    """On a fake clock (named so): the command started at 100 s, the line is printed at 100.8 s."""
+    import argparse
+
+    from trtprof.cli.compare import first_line
+    from trtprof.measure.interleave import RoundPlan
+
+    args = argparse.Namespace(model=["m.onnx"], time_budget_s=6.0)
+    first_line(args, RoundPlan(time_budget_s=6.0), CommandClock(started=100.0, imported=100.3), now=lambda: 100.8)
+    default = argparse.Namespace(model=["m.onnx"], time_budget_s=None)
+    first_line(default, RoundPlan(), None)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("start-up, 0.8 s in: compare m.onnx under --time-budget-s 6 per batch size; finding the "
+                      "engines (a build is left out of the budget)")
+    assert err[1].startswith("start-up: compare m.onnx under the default budget, 12 s per batch size, grown to what "
+                             "6 loads need (at most 60 s)")
+
+
+def test_compare_says_its_first_line_before_it_looks_for_an_engine(conv_model, tmp_path, capsys, monkeypatch):
+    """The first line comes before the engines are found or built: what compare_model is asked to do begins
+    after it (no clock read: the order is the claim)."""
+    from trtprof.cli import main
+    from trtprof.compare import core
+
+    seen: list[str] = []
+
+    def stop(*args, **kwargs):
+        seen.append(capsys.readouterr().err)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(core, "compare_model", stop)
+    main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--out", str(tmp_path / "c.json"),
+          "--backend", "onnxruntime", "--time-budget-s", "3"])
+    assert seen and seen[0].startswith("start-up, ") and "compare " in seen[0] and "--time-budget-s 3" in seen[0]
+
+
+def slow_ort_loads(monkeypatch, seconds: float) -> None:
+    """Every real ONNX Runtime load takes at least ``seconds`` more (a sleep before it): loads that cannot fit
+    a small budget on any machine."""
+    import time as _time
+
+    from trtprof.backends.onnxruntime import OnnxRuntimeBackend
+
+    real_load = OnnxRuntimeBackend.load
+
+    def slow_load(self, *args, **kwargs):
+        _time.sleep(seconds)
+        return real_load(self, *args, **kwargs)
+
+    monkeypatch.setattr(OnnxRuntimeBackend, "load", slow_load)
+
+
+def test_a_given_budget_too_small_for_the_minimum_is_refused_in_one_line_before_any_round(conv_model, tmp_path,
+                                                                                           capsys, monkeypatch):
+    """Real ONNX Runtime loads (in-process), each made to take 0.3 s: 6 of them cannot fit --time-budget-s 1.
+    Without --allow-fewer-loads (and its variable): exit 2, one line with the time the minimum needs, every
+    start-up line before it, no round measured, no file written."""
+    from trtprof.cli import main
+
+    monkeypatch.delenv("TRTPROF_ALLOW_FEWER_LOADS", raising=False)
+    slow_ort_loads(monkeypatch, 0.3)
+    out = tmp_path / "c.json"
+    code = main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--out", str(out),
+                 "--backend", "onnxruntime", "--in-process", "--time-budget-s", "1"])
+    err = capsys.readouterr().err.splitlines()
+    errors = [line for line in err if "error" in line]
+    assert code == 2 and len(errors) == 1, err
+    assert re.search(r"--time-budget-s 1 is too small here: the first load took \d+\.\d s and 6 loads × 4 rounds "
+                     r"\(the minimum for a VALID result\) need about \d+ s per batch size; give --time-budget-s \d+, "
+                     r"or --allow-fewer-loads", errors[0])
+    assert not any(" s spent: " in line for line in err) and not out.exists()
+    assert err[0].startswith("start-up, ") and err.index(errors[0]) == len(err) - 1
+
+
+def test_the_flag_measures_what_fits_and_every_start_up_line_comes_before_the_first_measurement(conv_model, tmp_path,
+                                                                                                capsys, monkeypatch):
+    """The same run with --allow-fewer-loads: rc 0, the start-up said first (the launch, the accuracy pass),
+    then the budget's line and the rounds."""
+    from trtprof.cli import main
+
+    monkeypatch.delenv("TRTPROF_ALLOW_FEWER_LOADS", raising=False)
+    slow_ort_loads(monkeypatch, 0.3)
+    assert main(["compare", str(conv_model), "--engines", str(tmp_path / "e"), "--out", str(tmp_path / "c.json"),
+                 "--backend", "onnxruntime", "--in-process", "--time-budget-s", "1", "--allow-fewer-loads"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    first_measure = next(i for i, line in enumerate(err) if " s spent: " in line)
+    startup = [i for i, line in enumerate(err) if line.startswith("start-up")]
+    assert startup[0] == 0 and len(startup) >= 3 and max(startup) < first_measure
+    assert any("the accuracy pass" in err[i] for i in startup)
+    assert any("budget: " in line and "fewer loads will run" in line for line in err[:first_measure])

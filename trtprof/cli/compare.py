@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..compare import core as cmp
 from ..measure import workers
@@ -380,12 +381,12 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     return 0
 
 
-def first_line(args: argparse.Namespace, plan: RoundPlan, clock: CommandClock | None) -> None:
+def first_line(args: argparse.Namespace, plan: RoundPlan, clock: CommandClock | None,
+               now: Callable[[], float] = time.perf_counter) -> None:
     """The first line a compare prints (stderr), before the engines are found: what it measures and under
-    which budget (issue 44 #2: nothing was printed for the first 20-40 s of a 6-s budget)."""
-    import time
-
-    spent = f", {time.perf_counter() - clock.started:.1f} s in" if clock is not None else ""
+    which budget, with the seconds since the command's start (issue 44 #2: nothing was printed for the
+    first 20-40 s of a 6-s budget)."""
+    spent = f", {now() - clock.started:.1f} s in" if clock is not None else ""
     budget = (f"--time-budget-s {plan.time_budget_s:g} per batch size" if args.time_budget_s is not None else
               f"the default budget, {plan.time_budget_s:g} s per batch size, grown to what {plan.min_loads} loads "
               f"need (at most {GROWN_BUDGET_CAP_S:g} s)")
