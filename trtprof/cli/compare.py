@@ -332,7 +332,9 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
         )  # compare_model and the A/B leave the engine builds out of the budget
         hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget,
-                                 on_note=lambda line: print(line, file=sys.stderr))
+                                 on_note=lambda line: print(line, file=sys.stderr),
+                                 on_startup=lambda line: print(line, flush=True))  # stdout, as the build's lines:
+        # stderr before a bad input's error stays that one line
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):
             if is_ab:
@@ -383,7 +385,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
 
 def first_line(args: argparse.Namespace, plan: RoundPlan, clock: CommandClock | None,
                now: Callable[[], float] = time.perf_counter) -> None:
-    """The first line a compare prints (stderr), before the engines are found: what it measures and under
+    """The first line a compare prints (stdout, as the build's lines), before the engines are found: what it measures and under
     which budget, with the seconds since the command's start (issue 44 #2: nothing was printed for the
     first 20-40 s of a 6-s budget)."""
     spent = f", {now() - clock.started:.1f} s in" if clock is not None else ""
@@ -391,7 +393,7 @@ def first_line(args: argparse.Namespace, plan: RoundPlan, clock: CommandClock | 
               f"the default budget, {plan.time_budget_s:g} s per batch size, grown to what {plan.min_loads} loads "
               f"need (at most {GROWN_BUDGET_CAP_S:g} s)")
     print(f"start-up{spent}: compare {' vs '.join(str(m) for m in args.model)} under {budget}; finding the engines "
-          "(a build is left out of the budget)", file=sys.stderr)
+          "(a build is left out of the budget)", flush=True)  # stdout: a bad input's error stays one line on stderr
 
 
 def eager_fallback_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -381,6 +381,7 @@ class CompareHooks:
     on_batch: Callable[[int, InterleavedOutcome], None] | None = None
     on_budget: Callable[[int, str], None] | None = None  # before a batch size's rounds: its budget's line
     on_note: Callable[[str], None] | None = None  # a one-off line before the rounds (loads lowered to fit memory)
+    on_startup: Callable[[str], None] | None = None  # each part of the start-up as it begins (StartupLog's lines)
 
 
 @dataclass(frozen=True)
@@ -466,7 +467,7 @@ def compare_records(
     host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
     model = as_model(source)
     pool = None
-    say = StartupLog(hooks.on_note, budget)
+    say = StartupLog(hooks.on_startup, budget)
     try:
         if options.isolation == ISOLATION_PROCESS:
             # a given budget starts the floor's workers only, the rest once the first load showed the minimum
@@ -617,7 +618,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
     budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
     measured = Measured(budget=budget)
     try:
-        StartupLog(hooks.on_note, budget)("importing the statistics the analysis after measuring needs (scipy)")
+        StartupLog(hooks.on_startup, budget)("importing the statistics the analysis after measuring needs (scipy)")
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
         measured.startup_s = budget.elapsed_s(time.perf_counter())
         measured.reserve_s = budget.reserve_s(len(batch_sizes))
