@@ -470,15 +470,7 @@ def compare_records(
     say = StartupLog(hooks.on_startup, budget)
     try:
         if options.isolation == ISOLATION_PROCESS:
-            # a given budget starts the floor's workers only, the rest once the first load showed the minimum
-            # fits (``measure``): six processes starting on 2 cores made load 0 wait 7 s (issue 44 #2)
-            ahead = min(FLOOR_LOADS if budget.given else options.plan.min_loads, options.plan.min_loads)
-            pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune, planned=ahead)
-            # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
-            # tens of seconds for a torch model on a GPU host) overlap the parent's own
-            pool.spawn(min(ahead, workers.SPAWN_AHEAD))
-            say(f"{min(ahead, workers.SPAWN_AHEAD)} worker processes starting (each imports trtprof and loads "
-                "every engine: one load each)")
+            pool = start_pool(records, options, budget, say)
         reference = load_reference(records, batch_sizes, options, model, pool, say=say)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:  # a failure or Ctrl-C before measuring: no worker is left running
@@ -520,6 +512,34 @@ def compare_records(
                          pending=measured.pending, time_budget=budget, budget=measured.budget_account(options.plan),
                          lost=measured.lost, partial=measured.partial, timeline=timeline,
                          concurrent=measured.concurrent)
+
+
+def start_pool(records: Mapping[str, EngineRecord], options: CompareOptions, budget: TimeBudget,
+               say: Callable[[str], None]) -> Any:
+    """The worker processes, started now and waited for after the accuracy pass: their imports and engine
+    loads (seconds to tens of seconds for a torch model on a GPU host) overlap the parent's own. A given
+    budget starts the floor's workers only, the rest once the first load showed the minimum fits
+    (``worker_loads``): six processes starting on 2 cores made load 0 wait 7 s (issue 44 #2)."""
+    ahead = min(FLOOR_LOADS if budget.given else options.plan.min_loads, options.plan.min_loads)
+    pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune, planned=ahead)
+    pool.spawn(min(ahead, workers.SPAWN_AHEAD))
+    say(f"{min(ahead, workers.SPAWN_AHEAD)} worker processes starting (each imports trtprof and loads every "
+        "engine: one load each)")
+    return pool
+
+
+def worker_loads(records: Mapping[str, EngineRecord], options: CompareOptions, pool: Any,
+                 shapes: Mapping[str, tuple[int, ...]], fixed: Any) -> Callable[[int], Any]:
+    """``open_load`` for one batch size: worker ``index`` of ``pool`` (past the floor, the loop found that
+    the minimum fits: the rest of the planned workers start), else fresh in-process runners."""
+    def open_load(index: int) -> Any:
+        if pool is None:
+            return in_process_load(records, options, shapes, fixed)
+        if index >= FLOOR_LOADS:
+            pool.planned = max(pool.planned, options.plan.min_loads)
+        return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
+
+    return open_load
 
 
 def compare_timeline(records: Mapping[str, EngineRecord], measured: Measured, options: CompareOptions,
@@ -630,13 +650,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                 fixed = (options.data.batch(batch, dtypes=input_dtypes(records[names[0]]))
                          if options.data is not None else None)
 
-                def open_load(index: int, shapes: Mapping[str, tuple[int, ...]] = shapes, fixed: Any = fixed) -> Any:
-                    if pool is not None and index >= FLOOR_LOADS:  # past the floor: the minimum fits, start the rest
-                        pool.planned = max(pool.planned, options.plan.min_loads)
-                    if pool is not None:
-                        return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
-                    return in_process_load(records, options, shapes, fixed)
-
+                open_load = worker_loads(records, options, pool, shapes, fixed)
                 def progress(p: Progress, batch: int = batch) -> None:
                     if hooks.on_progress is not None:
                         hooks.on_progress(batch, p)

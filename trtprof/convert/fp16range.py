@@ -345,23 +345,10 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence
     options.log_severity_level = 3
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(prepared.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    wanted = {i.name for i in session.get_inputs()}
-    ranges: list[TensorRange] = []
-    stopped = ""
     if deadline is not None:
         deadline.tell(f"FP16 range analysis of the FP32 model: {plural(len(names), 'float tensor')} in "
                       f"{plural(len(runs), 'run')} of ONNX Runtime on the CPU")
-    for done, run in enumerate(runs):
-        if done and deadline is not None and deadline.passed():
-            stopped = f"{done} of {len(runs)} runs, {len(ranges)} of {len(names)} float tensors analysed"
-            break
-        per_tensor: dict[str, list[TensorRange]] = {}
-        for batch in batches:
-            batch_feeds = {k: v for k, v in batch.items() if k in wanted}
-            for name, values in zip(run, session.run(run, batch_feeds)):
-                node, op = producer[name]
-                per_tensor.setdefault(name, []).append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
-        ranges += [merge_ranges(parts) for parts in per_tensor.values()]
+    ranges, stopped = _ranges(session, runs, batches, producer, deadline)
     ops = {node.name: node.op_type for node in graph.node}
     readers = {k.removesuffix(DETACHED_SUFFIX): [r for r in v if not r.startswith(DETACH_NODE_PREFIX)]
                for k, v in readers.items()}
@@ -369,6 +356,28 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence
                          float_tensors=len(names), analysed=len(ranges), runs=len(runs), input_shapes=shapes,
                          seconds=time.perf_counter() - started, inputs=inputs, stopped=stopped,
                          samples=0 if inputs == "random inputs" else sum(_batch_of(b) for b in batches))
+
+
+def _ranges(session: Any, runs: Sequence[Sequence[str]], batches: Sequence[Mapping[str, np.ndarray]],
+            producer: Mapping[str, tuple[str, str]], deadline: Deadline | None) -> tuple[list[TensorRange], str]:
+    """Every planned run of ``session`` on every batch, each tensor's ranges merged over the batches; no run
+    after the first starts past ``deadline``. Returns the ranges and what was left out ("" when nothing)."""
+    from ..convert.fp16_fixes import DETACHED_SUFFIX
+
+    wanted = {i.name for i in session.get_inputs()}
+    ranges: list[TensorRange] = []
+    for done, run in enumerate(runs):
+        if done and deadline is not None and deadline.passed():
+            total = sum(len(r) for r in runs)
+            return ranges, f"{done} of {len(runs)} runs, {len(ranges)} of {total} float tensors analysed"
+        per_tensor: dict[str, list[TensorRange]] = {}
+        for batch in batches:
+            batch_feeds = {k: v for k, v in batch.items() if k in wanted}
+            for name, values in zip(run, session.run(list(run), batch_feeds)):
+                node, op = producer[name]
+                per_tensor.setdefault(name, []).append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
+        ranges += [merge_ranges(parts) for parts in per_tensor.values()]
+    return ranges, ""
 
 
 def _batch_of(feeds: Mapping[str, np.ndarray]) -> int:
