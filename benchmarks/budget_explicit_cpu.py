@@ -8,7 +8,7 @@ it (its own process, fresh worker processes); per run: wall, exit code, when the
 refused (the refusal line), the loads measured, the verdict's budget line. A run passes when it exits 0 within
 1.1 × B (B per batch size, one batch size here) or exits 2 with the refusal line before any round's line.
 
-    python3 benchmarks/budget_explicit_cpu.py OUT.txt [--budgets 6,30] [--models squeezenet,resnet50] [--repeat 1]
+    python3 benchmarks/budget_explicit_cpu.py OUT.txt [--budgets 6,30] [--models squeezenet,resnet50,demo] [--repeat 1]
 """
 from __future__ import annotations
 
@@ -24,8 +24,15 @@ REFUSAL = "is too small here"
 KEEP = 1.10  # a budget is kept when the wall is within +10 % of it (docs/method.md)
 
 
-def light_model(name: str) -> Path:
+def light_model(name: str, folder: Path) -> Path:
+    """onnx's ``light_NAME`` test model; ``demo``: trtprof's own demo conv net (32×32, cheap loads), the case
+    where the minimum fits a small budget and the run must end within +10 % of it."""
     import onnx
+
+    if name == "demo":
+        from trtprof.model.demo import make_demo_model
+
+        return make_demo_model(folder / "demo_convnet.onnx")
 
     path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
     if not path.exists():
@@ -69,7 +76,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
-            model = light_model(name)
+            model = light_model(name, Path(tmp))
             engines = Path(tmp) / name
             subprocess.run([sys.executable, "-m", "trtprof", "build", "--fp32", "--fp16", "--engines", str(engines),
                             str(model)], check=True, capture_output=True)

@@ -470,7 +470,7 @@ def compare_records(
     say = StartupLog(hooks.on_startup, budget)
     try:
         if options.isolation == ISOLATION_PROCESS:
-            pool = start_pool(records, options, budget, say)
+            pool = start_pool(records, options, say)
         reference = load_reference(records, batch_sizes, options, model, pool, say=say)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:  # a failure or Ctrl-C before measuring: no worker is left running
@@ -514,29 +514,24 @@ def compare_records(
                          concurrent=measured.concurrent)
 
 
-def start_pool(records: Mapping[str, EngineRecord], options: CompareOptions, budget: TimeBudget,
-               say: Callable[[str], None]) -> Any:
-    """The worker processes, started now and waited for after the accuracy pass: their imports and engine
-    loads (seconds to tens of seconds for a torch model on a GPU host) overlap the parent's own. A given
-    budget starts the floor's workers only, the rest once the first load showed the minimum fits
-    (``worker_loads``): six processes starting on 2 cores made load 0 wait 7 s (issue 44 #2)."""
-    ahead = min(FLOOR_LOADS if budget.given else options.plan.min_loads, options.plan.min_loads)
-    pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune, planned=ahead)
-    pool.spawn(min(ahead, workers.SPAWN_AHEAD))
-    say(f"{min(ahead, workers.SPAWN_AHEAD)} worker processes starting (each imports trtprof and loads every "
-        "engine: one load each)")
+def start_pool(records: Mapping[str, EngineRecord], options: CompareOptions, say: Callable[[str], None]) -> Any:
+    """The worker processes of the minimum loads, started now and waited for after the accuracy pass: their
+    imports and engine loads (seconds to tens of seconds for a torch model on a GPU host) overlap the
+    parent's own, and every later load's cost is what the first load shows (``BatchWindow.fitted``)."""
+    ahead = min(options.plan.min_loads, workers.SPAWN_AHEAD)
+    pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
+                              planned=options.plan.min_loads)
+    pool.spawn(ahead)
+    say(f"{ahead} worker processes starting (each imports trtprof and loads every engine: one load each)")
     return pool
 
 
 def worker_loads(records: Mapping[str, EngineRecord], options: CompareOptions, pool: Any,
                  shapes: Mapping[str, tuple[int, ...]], fixed: Any) -> Callable[[int], Any]:
-    """``open_load`` for one batch size: worker ``index`` of ``pool`` (past the floor, the loop found that
-    the minimum fits: the rest of the planned workers start), else fresh in-process runners."""
+    """``open_load`` for one batch size: worker ``index`` of ``pool``, else fresh in-process runners."""
     def open_load(index: int) -> Any:
         if pool is None:
             return in_process_load(records, options, shapes, fixed)
-        if index >= FLOOR_LOADS:
-            pool.planned = max(pool.planned, options.plan.min_loads)
         return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
 
     return open_load

@@ -159,7 +159,6 @@ class TimeBudget:
     counts_from: str = "compare start"
     grows: bool = False  # no --time-budget-s: each batch size's window may grow to fit its loads (BatchWindow.fitted)
     refuses: bool = False  # a given budget too small for the minimum stops before measuring (BudgetTooSmall)
-    given: bool = False  # the user's --time-budget-s: the start-up scales with it (workers started ahead: FLOOR_LOADS)
 
     @classmethod
     def for_command(cls, per_batch_s: float, clock: CommandClock, *, grows: bool = False,
@@ -168,8 +167,7 @@ class TimeBudget:
         default (no --time-budget-s), which grows to what the minimum loads need (``BatchWindow.fitted``);
         ``refuses``: a given one (without ``FEWER_LOADS_FLAG``), which stops when the minimum does not fit."""
         return cls(per_batch_s, start=clock.started, imports_s=clock.imports_s,
-                   counts_from="command start (engine builds left out)", grows=grows, refuses=refuses and not grows,
-                   given=not grows)
+                   counts_from="command start (engine builds left out)", grows=grows, refuses=refuses and not grows)
 
     def leaving_out(self, seconds: float) -> TimeBudget:
         """The same budget with ``seconds`` (engine builds, a one-off) not counted: its start moves later."""
