@@ -1,4 +1,4 @@
-"""The first load's cost in real compare runs on this CPU (what measure.budget.COSTLY_LOAD_S is compared with):
+"""The first load's cost in real compare runs on this CPU (what measure.budget.COSTLY_LOAD_S was compared with until issue 42 #5 removed that rule):
 opened and warmed up, workers and in-process, the demo model at batch 1 and 8 (ONNX Runtime).
 Run: PYTHONPATH=. python benchmarks/first_load_cpu.py (prints the uptime load average too)."""
 import sys, tempfile

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..compare import core as cmp
 from ..measure import workers
-from ..measure.budget import COSTLY_LOAD_S, GROWN_BUDGET_CAP_S, TimeBudget
+from ..measure.budget import FEWER_LOADS_ENV, FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, TimeBudget, fewer_loads_allowed
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..compare.result import ArmLatency, ComparisonResult
 from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
@@ -89,11 +90,15 @@ def add_parser(sub) -> None:
     p.add_argument("--time-budget-s", type=_common.seconds_in_a_day, default=None,
                    help=f"the command's wall time per batch size, from its start to its exit: imports, worker "
                         f"start-up, warm-up and the summary included, engine builds left out (default "
-                        f"{DEFAULT_TIME_BUDGET_S:g}, grown to what {MIN_LOADS} loads need where the first load takes "
-                        f"over {COSTLY_LOAD_S:g} s, at most {GROWN_BUDGET_CAP_S:g} s, announced before measuring); "
-                        f"{MIN_LOADS} loads × {MIN_ROUNDS} rounds when they fit, else fewer (a given budget that "
-                        "cannot fit them says how long they need): only 2 loads × 2 rounds run regardless "
-                        "(docs/method.md)")
+                        f"{DEFAULT_TIME_BUDGET_S:g}, grown to what {MIN_LOADS} loads × {MIN_ROUNDS} rounds need as "
+                        f"measured from the first load, at most {GROWN_BUDGET_CAP_S:g} s, announced before "
+                        f"measuring); a given budget stays, and one too small for {MIN_LOADS} loads × {MIN_ROUNDS} "
+                        f"rounds stops before the first round with exit 2 and the time they need (unless "
+                        f"{FEWER_LOADS_FLAG}) (docs/method.md)")
+    p.add_argument(FEWER_LOADS_FLAG, action="store_true",
+                   help=f"with a --time-budget-s too small for {MIN_LOADS} loads × {MIN_ROUNDS} rounds, measure "
+                        f"anyway: fewer loads (a NOT VALID result), and the floor of {FLOOR_LOADS} loads × 2 rounds "
+                        f"runs even past the budget ({FEWER_LOADS_ENV}=1 in the environment does the same)")
     p.add_argument("--min-loads", type=min_loads, default=MIN_LOADS, metavar="N",
                    help=f"independent loads before the first look (default {MIN_LOADS}, at most "
                         f"{LOADS_LIMIT}; above {MAX_LOADS} it also lifts the most loads a run opens): a slow "
@@ -274,6 +279,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     is_ab = ab_mode(args)
     precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []
     plan = _plan(args)
+    first_line(args, plan, clock)  # within the first seconds, before any engine is found, built or loaded
     budget = AccuracyBudget.parse(args.accuracy)
     data = _common.load_inputs(args)
     serving = _serving.serving_config(args, copies=not args.no_copies)
@@ -315,7 +321,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         announce()
         print(f"  batch {batch}: budget: {line}", file=sys.stderr)
 
-    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None)
+    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None,
+                                          refuses=not fewer_loads_allowed(args.allow_fewer_loads))
                    if clock is not None else None)
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
@@ -325,7 +332,9 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
         )  # compare_model and the A/B leave the engine builds out of the budget
         hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget,
-                                 on_note=lambda line: print(line, file=sys.stderr))
+                                 on_note=lambda line: print(line, file=sys.stderr),
+                                 on_startup=lambda line: print(line, flush=True))  # stdout, as the build's lines:
+        # stderr before a bad input's error stays that one line
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):
             if is_ab:
@@ -372,6 +381,19 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
               + f" in {args.out}", file=sys.stderr)
         return 2
     return 0
+
+
+def first_line(args: argparse.Namespace, plan: RoundPlan, clock: CommandClock | None,
+               now: Callable[[], float] = time.perf_counter) -> None:
+    """The first line a compare prints (stdout, as the build's lines), before the engines are found: what it measures and under
+    which budget, with the seconds since the command's start (issue 44 #2: nothing was printed for the
+    first 20-40 s of a 6-s budget)."""
+    spent = f", {now() - clock.started:.1f} s in" if clock is not None else ""
+    budget = (f"--time-budget-s {plan.time_budget_s:g} per batch size" if args.time_budget_s is not None else
+              f"the default budget, {plan.time_budget_s:g} s per batch size, grown to what {plan.min_loads} loads "
+              f"need (at most {GROWN_BUDGET_CAP_S:g} s)")
+    print(f"start-up{spent}: compare {' vs '.join(str(m) for m in args.model)} under {budget}; finding the engines "
+          "(a build is left out of the budget)", flush=True)  # stdout: a bad input's error stays one line on stderr
 
 
 def eager_fallback_lines(results: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -28,7 +28,7 @@ import numpy as np
 from . import accuracy, reference_pass
 from ..convert import fp16range
 from ..measure import bench, workers
-from ..measure.budget import TimeBudget
+from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget
 from ..model import roofline
 from ..system import model_memory, preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
@@ -381,6 +381,7 @@ class CompareHooks:
     on_batch: Callable[[int, InterleavedOutcome], None] | None = None
     on_budget: Callable[[int, str], None] | None = None  # before a batch size's rounds: its budget's line
     on_note: Callable[[str], None] | None = None  # a one-off line before the rounds (loads lowered to fit memory)
+    on_startup: Callable[[str], None] | None = None  # each part of the start-up as it begins (StartupLog's lines)
 
 
 @dataclass(frozen=True)
@@ -466,14 +467,11 @@ def compare_records(
     host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
     model = as_model(source)
     pool = None
+    say = StartupLog(hooks.on_startup, budget)
     try:
         if options.isolation == ISOLATION_PROCESS:
-            pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
-                                      planned=options.plan.min_loads)
-            # started now, waited for after the accuracy pass: their imports and engine loads (seconds to
-            # tens of seconds for a torch model on a GPU host) overlap the parent's own
-            pool.spawn(min(options.plan.min_loads, workers.SPAWN_AHEAD))
-        reference = load_reference(records, batch_sizes, options, model, pool)
+            pool = start_pool(records, options, say)
+        reference = load_reference(records, batch_sizes, options, model, pool, say=say)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:  # a failure or Ctrl-C before measuring: no worker is left running
         if pool is not None:
@@ -516,6 +514,29 @@ def compare_records(
                          concurrent=measured.concurrent)
 
 
+def start_pool(records: Mapping[str, EngineRecord], options: CompareOptions, say: Callable[[str], None]) -> Any:
+    """The worker processes of the minimum loads, started now and waited for after the accuracy pass: their
+    imports and engine loads (seconds to tens of seconds for a torch model on a GPU host) overlap the
+    parent's own, and every later load's cost is what the first load shows (``BatchWindow.fitted``)."""
+    ahead = min(options.plan.min_loads, workers.SPAWN_AHEAD)
+    pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
+                              planned=options.plan.min_loads)
+    pool.spawn(ahead)
+    say(f"{ahead} worker processes starting (each imports trtprof and loads every engine: one load each)")
+    return pool
+
+
+def worker_loads(records: Mapping[str, EngineRecord], options: CompareOptions, pool: Any,
+                 shapes: Mapping[str, tuple[int, ...]], fixed: Any) -> Callable[[int], Any]:
+    """``open_load`` for one batch size: worker ``index`` of ``pool``, else fresh in-process runners."""
+    def open_load(index: int) -> Any:
+        if pool is None:
+            return in_process_load(records, options, shapes, fixed)
+        return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
+
+    return open_load
+
+
 def compare_timeline(records: Mapping[str, EngineRecord], measured: Measured, options: CompareOptions,
                      comparisons: Sequence[Comparison], warnings: list[str]) -> dict[str, Any] | None:
     """``--timeline``: the timelines after the timing (``compare.timeline``), their findings put into
@@ -534,14 +555,18 @@ def compare_timeline(records: Mapping[str, EngineRecord], measured: Measured, op
 
 
 def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
-                   model: OnnxModel | None, pool: Any) -> Reference:
+                   model: OnnxModel | None, pool: Any, say: Callable[[str], None] | None = None) -> Reference:
     """The load phase: the outputs of every engine at each batch size (the accuracy delta) and the input
     shapes, before the timing. With worker processes (``pool``) load 0's worker computes them
     (``reference_pass.from_worker``); in-process, or on the user's ``--inputs``, every engine is loaded once
     in this process, then closed (on a failure the caller, ``compare_records``, kills the worker pool);
-    after closing, its idle memory is trimmed."""
+    after closing, its idle memory is trimmed. ``say`` hears each part as it begins (``StartupLog``)."""
+    say = say or (lambda line: None)
     if pool is not None and options.data is None:  # load 0's worker computes it: no engine loaded here (issue 33)
-        return Reference(**reference_pass.from_worker(records, batch_sizes, options, model, pool))
+        return Reference(**reference_pass.from_worker(records, batch_sizes, options, model, pool, say=say))
+    say(f"the accuracy pass: every engine loaded here once, run on "
+        f"{'your --inputs' if options.data is not None else 'the seeded inputs'} at batch "
+        f"{', '.join(map(str, batch_sizes))}")
     names = list(records)
     baseline = names[0]
     first = records[baseline]
@@ -564,7 +589,9 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
                 feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=options.seed,
                                     int_range=options.ints, data=data)
                 if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
-                    fp16_range = fp16range.for_compare(model, records, feeds, data=data)
+                    fp16_range = fp16range.for_compare(model, records, feeds, data=data,
+                                                       seeded_as_build=reference_pass.seeded_as_build(options),
+                                                       deadline=reference_pass.range_deadline(options, say))
                 outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
                     runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
     finally:
@@ -606,6 +633,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
     budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
     measured = Measured(budget=budget)
     try:
+        StartupLog(hooks.on_startup, budget)("importing the statistics the analysis after measuring needs (scipy)")
         preload_analysis()  # while the workers start: inside the budget's clock, not after it
         measured.startup_s = budget.elapsed_s(time.perf_counter())
         measured.reserve_s = budget.reserve_s(len(batch_sizes))
@@ -617,11 +645,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                 fixed = (options.data.batch(batch, dtypes=input_dtypes(records[names[0]]))
                          if options.data is not None else None)
 
-                def open_load(index: int, shapes: Mapping[str, tuple[int, ...]] = shapes, fixed: Any = fixed) -> Any:
-                    if pool is not None:
-                        return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
-                    return in_process_load(records, options, shapes, fixed)
-
+                open_load = worker_loads(records, options, pool, shapes, fixed)
                 def progress(p: Progress, batch: int = batch) -> None:
                     if hooks.on_progress is not None:
                         hooks.on_progress(batch, p)
@@ -639,6 +663,10 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                 if pool is not None:
                     pool.kill()
                 break
+            except BudgetTooSmall as err:  # a given budget that cannot hold the minimum: its line names the batch
+                if len(batch_sizes) > 1:
+                    raise BudgetTooSmall(f"batch {batch}: {err}") from err
+                raise
             except workers.WorkerDied as err:  # kill -9 / OOM killer: keep what was decided (issue 36)
                 keep_lost_batch(measured, batch, err, records, options, reference, shapes)
                 if pool is not None:

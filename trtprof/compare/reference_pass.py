@@ -16,12 +16,12 @@ worker and their outputs back through the pipe: that case stays in the parent (`
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..convert import fp16range
 from ..measure import bench
 from ..measure.concurrent import Span
-from ..model.inputs import make_inputs, resolve_shapes
+from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..system import preflight
 
 
@@ -44,14 +44,28 @@ def checked_shapes(first: Any, baseline: Any, batch_sizes: Sequence[int], option
     return all_shapes, needed
 
 
+def seeded_as_build(options: Any) -> bool:
+    """Are compare's random inputs the ones ``build`` analysed (seed 0, the default integer range)? Then an
+    fp16 engine's recorded range analysis is the one compare would run (``fp16range.reusable``)."""
+    return options.seed == 0 and tuple(options.ints) == DEFAULT_INT_RANGE and options.data is None
+
+
+def range_deadline(options: Any, say: Callable[[str], None] | None) -> fp16range.Deadline:
+    """The FP16 range analysis' bound: ``RANGE_ANALYSIS_SHARE`` of one batch size's budget from now."""
+    now = time.perf_counter()
+    return fp16range.Deadline(at=options.time_budget.analysis_deadline(now), say=say)
+
+
 def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options: Any, model: Any,
-                pool: Any) -> dict[str, Any]:
+                pool: Any, say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The fields of ``core.Reference`` from load 0's worker (``pool``): its arms' facts; the FP16 range
     analysis (when a candidate is fp16) here, on the smallest batch size's inputs made from the same
     seed, while the other workers are still starting; then the accuracy pass, alone once they have
     all loaded their engines (``WorkerPool.outputs`` says why). No engine is loaded here."""
+    say = say or (lambda line: None)
     names = list(records)
     first = records[names[0]]
+    say("waiting for load 0's worker to start and load the engines")
     facts = pool.facts()
     baseline = facts[names[0]]
     all_shapes, needed = checked_shapes(first, baseline, batch_sizes, options, model)
@@ -59,10 +73,13 @@ def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options:
     started = time.monotonic()
     with preflight.allocation_guard(smallest, needed[smallest]):  # FP16 range risks from the FP32 model (issue 10)
         feeds = make_inputs(baseline.inputs, all_shapes[smallest], seed=options.seed, int_range=options.ints)
-        fp16_range = fp16range.for_compare(model, records, feeds)
+        fp16_range = fp16range.for_compare(model, records, feeds, seeded_as_build=seeded_as_build(options),
+                                           deadline=range_deadline(options, say))
     del feeds
     if fp16_range is not None:
         pool.busy.append(Span("the FP16 range analysis (this process)", started, time.monotonic()))
+    say(f"the accuracy pass in load 0's worker (every arm once at batch {', '.join(map(str, batch_sizes))}), "
+        "once the workers started have loaded their engines")
     answers = pool.outputs([(b, all_shapes[b], needed[b]) for b in batch_sizes], options.seed, options.ints)
     return {"shapes": all_shapes, "devices": {n: facts[n].device for n in names},
             "autotune": {n: facts[n].autotune for n in names}, "fp16_range": fp16_range,

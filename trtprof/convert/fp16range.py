@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -122,6 +122,7 @@ class RangeAnalysis:
     inputs: str = "random inputs"  # what the FP32 model ran on (the user's --inputs or random)
     samples: int = 0  # samples analysed (all batches)
     suggestion_error: str = ""  # the combined keep-list did not build: why (then none is suggested)
+    stopped: str = ""  # cut short by compare's time budget (``Deadline``): what was left out ("" when whole)
 
     @property
     def sampled(self) -> bool:
@@ -152,7 +153,8 @@ class RangeAnalysis:
         peak = max(self.tensors, key=lambda t: t.max_abs, default=None)
         largest = f"; largest |x| {peak.max_abs:.4g} ({peak.name})" if peak is not None else ""
         on = f"{self.inputs} in batches of {shapes}" if self.samples else f"{self.inputs} {shapes}"
-        return f"FP16 range analysis of the FP32 model on {on}: {scope}: {counts}{largest}"
+        stopped = f" (cut short by the time budget: {self.stopped})" if self.stopped else ""
+        return f"FP16 range analysis of the FP32 model on {on}: {scope}: {counts}{largest}{stopped}"
 
     def lines(self, shown: int = FINDINGS_SHOWN) -> list[str]:
         """The summary and the findings, a few per kind (all are in the JSON): the build's notes."""
@@ -167,7 +169,7 @@ class RangeAnalysis:
                 "float_tensors": self.float_tensors,
                 "analysed_tensors": self.analysed, "sampled": self.sampled, "runs": self.runs,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()}, "seconds": round(self.seconds, 3),
-                "inputs": self.inputs, "samples": self.samples,
+                "inputs": self.inputs, "samples": self.samples, "stopped": self.stopped or None,
                 "thresholds": {"overflow_from": FP16_INF_FROM, "min_normal": FP16_MIN_NORMAL,
                                "zero_upto": FP16_ZERO_UPTO, "underflow_share": UNDERFLOW_SHARE,
                                "underflow_min_values": UNDERFLOW_MIN_VALUES},
@@ -282,12 +284,31 @@ def plan_runs(names: Sequence[str], sizes: Mapping[str, int], unknown_size: int,
     return runs
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """compare's bound on the analysis (issue 44 #2: 7.1 s of a 6-s budget went to it): no run of the model
+    and no keep-list check starts after ``at`` (a ``clock()`` value), the first run excepted (without it there
+    is no analysis); ``say`` hears a line as each part begins, so the start-up is reported as it runs."""
+
+    at: float
+    clock: Callable[[], float] = time.perf_counter
+    say: Callable[[str], None] | None = None
+
+    def passed(self) -> bool:
+        return self.clock() > self.at
+
+    def tell(self, line: str) -> None:
+        if self.say is not None:
+            self.say(line)
+
+
 def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence[Mapping[str, np.ndarray]], *,
             keep: "KeepFp32 | None" = None, max_run_elements: int = MAX_RUN_ELEMENTS, max_runs: int = MAX_RUNS,
-            inputs: str = "random inputs") -> RangeAnalysis:
+            inputs: str = "random inputs", deadline: Deadline | None = None) -> RangeAnalysis:
     """Run the FP32 ``model`` once per planned run on ``feeds`` (one batch, or a list of batches: the
     user's samples; ranges merged over them); the range of every float tensor a node produces
-    (Constant outputs are weights: the conversion's weight report covers them)."""
+    (Constant outputs are weights: the conversion's weight report covers them). With a ``deadline`` no run
+    after the first starts past it (the analysis says what it left out)."""
     batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
     feeds = batches[0]
     import onnx
@@ -324,34 +345,51 @@ def analyze(model: "onnx.ModelProto", feeds: Mapping[str, np.ndarray] | Sequence
     options.log_severity_level = 3
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(prepared.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    wanted = {i.name for i in session.get_inputs()}
-    ranges: list[TensorRange] = []
-    for run in runs:
-        per_tensor: dict[str, list[TensorRange]] = {}
-        for batch in batches:
-            batch_feeds = {k: v for k, v in batch.items() if k in wanted}
-            for name, values in zip(run, session.run(run, batch_feeds)):
-                node, op = producer[name]
-                per_tensor.setdefault(name, []).append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
-        ranges += [merge_ranges(parts) for parts in per_tensor.values()]
+    if deadline is not None:
+        deadline.tell(f"FP16 range analysis of the FP32 model: {plural(len(names), 'float tensor')} in "
+                      f"{plural(len(runs), 'run')} of ONNX Runtime on the CPU")
+    ranges, stopped = _ranges(session, runs, batches, producer, deadline)
     ops = {node.name: node.op_type for node in graph.node}
     readers = {k.removesuffix(DETACHED_SUFFIX): [r for r in v if not r.startswith(DETACH_NODE_PREFIX)]
                for k, v in readers.items()}
     return RangeAnalysis(findings=findings_of(ranges, readers, keep, ops), tensors=tuple(ranges),
                          float_tensors=len(names), analysed=len(ranges), runs=len(runs), input_shapes=shapes,
-                         seconds=time.perf_counter() - started, inputs=inputs,
+                         seconds=time.perf_counter() - started, inputs=inputs, stopped=stopped,
                          samples=0 if inputs == "random inputs" else sum(_batch_of(b) for b in batches))
+
+
+def _ranges(session: Any, runs: Sequence[Sequence[str]], batches: Sequence[Mapping[str, np.ndarray]],
+            producer: Mapping[str, tuple[str, str]], deadline: Deadline | None) -> tuple[list[TensorRange], str]:
+    """Every planned run of ``session`` on every batch, each tensor's ranges merged over the batches; no run
+    after the first starts past ``deadline``. Returns the ranges and what was left out ("" when nothing)."""
+    from ..convert.fp16_fixes import DETACHED_SUFFIX
+
+    wanted = {i.name for i in session.get_inputs()}
+    ranges: list[TensorRange] = []
+    for done, run in enumerate(runs):
+        if done and deadline is not None and deadline.passed():
+            total = sum(len(r) for r in runs)
+            return ranges, f"{done} of {len(runs)} runs, {len(ranges)} of {total} float tensors analysed"
+        per_tensor: dict[str, list[TensorRange]] = {}
+        for batch in batches:
+            batch_feeds = {k: v for k, v in batch.items() if k in wanted}
+            for name, values in zip(run, session.run(list(run), batch_feeds)):
+                node, op = producer[name]
+                per_tensor.setdefault(name, []).append(tensor_range(name.removesuffix(DETACHED_SUFFIX), node, op, values))
+        ranges += [merge_ranges(parts) for parts in per_tensor.values()]
+    return ranges, ""
 
 
 def _batch_of(feeds: Mapping[str, np.ndarray]) -> int:
     return int(np.shape(next(iter(feeds.values())))[0]) if feeds else 0
 
 
-def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
-                   inputs: str = "random inputs") -> RangeAnalysis:
+def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None, inputs: str = "random inputs",
+                   known: Mapping[tuple, str] | None = None, deadline: Deadline | None = None) -> RangeAnalysis:
     """``analyze`` for a build or a compare: a model ONNX Runtime cannot run (custom ops, a missing
     onnxruntime) costs a skipped analysis with its reason, never the build or the measurement.
-    ``model``: an ``OnnxModel`` (read once by its caller), a parsed graph, or a path (read here)."""
+    ``model``: an ``OnnxModel`` (read once by its caller), a parsed graph, or a path (read here);
+    ``known``/``deadline``: as ``check_suggestions`` and ``analyze`` take them."""
     from ..errors import TrtprofError
     from ..model.onnx_model import OnnxModel, load_onnx
 
@@ -360,7 +398,8 @@ def analyze_safely(model: Any, feeds: Any, *, keep: "KeepFp32 | None" = None,
             proto = model.proto
         else:
             proto = load_onnx(model) if not hasattr(model, "graph") else model
-        return check_suggestions(proto, analyze(proto, feeds, keep=keep, inputs=inputs), keep)
+        return check_suggestions(proto, analyze(proto, feeds, keep=keep, inputs=inputs, deadline=deadline), keep,
+                                 known=known, deadline=deadline)
     except TrtprofError as err:
         return RangeAnalysis(skipped=str(err))
     except Exception as err:  # noqa: BLE001 - onnxruntime/onnx raise many types; the analysis is advisory
@@ -393,15 +432,42 @@ def build_error(model: "onnx.ModelProto", nodes: Sequence[str], ops: Sequence[st
     return ""
 
 
-def check_suggestions(model: "onnx.ModelProto", analysis: RangeAnalysis, keep: "KeepFp32 | None") -> RangeAnalysis:
+def check_key(nodes: Sequence[str], ops: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A keep-list as ``check_suggestions`` checks it: its nodes in order, duplicates dropped, and its ops."""
+    return tuple(dict.fromkeys(nodes)), tuple(ops)
+
+
+def check_suggestions(model: "onnx.ModelProto", analysis: RangeAnalysis, keep: "KeepFp32 | None", *,
+                      known: Mapping[tuple, str] | None = None, deadline: Deadline | None = None) -> RangeAnalysis:
     """Build every keep-list the analysis would print (the combined one, and each printed finding's)
-    before it is suggested; one that does not build is reported with its cause instead."""
+    before it is suggested; one that does not build is reported with its cause instead. ``known``: checks
+    already made (``check_key`` → error, "" where it built: what the engine's build recorded,
+    ``recorded_checks``), not built again (issue 44 #2: 5.4 s of a 6-s budget rebuilt six of them); past
+    the ``deadline`` no check starts: the combined keep-list is then not suggested, a finding's is shown
+    unchecked, and the analysis says how many were left."""
     kept = list(keep.nodes) if keep else []
     kept_ops = list(keep.ops) if keep else []
-    budget = MAX_CHECKED
+    known = known or {}
+    budget, left = MAX_CHECKED, 0
+
+    def check(nodes: Sequence[str]) -> str | None:  # None: not checked (the deadline)
+        nonlocal left
+        key = check_key(nodes, kept_ops)
+        if key in known:
+            return known[key]
+        if deadline is not None and deadline.passed():
+            left += 1
+            return None
+        return build_error(model, list(key[0]), kept_ops)
+
+    wanted = (1 if analysis.open_nodes else 0) + sum(1 for f in analysis.findings if not f.covered)
+    if deadline is not None and wanted:
+        deadline.tell(f"checking that up to {plural(min(wanted, MAX_CHECKED), 'keep-list')} build "
+                      f"({len(known)} already checked by the build)")
     suggestion_error = ""
     if analysis.open_nodes:
-        suggestion_error = build_error(model, [*kept, *analysis.open_nodes], kept_ops)
+        error = check([*kept, *analysis.open_nodes])
+        suggestion_error = "not checked: the time budget" if error is None else error
         budget -= 1
     findings = []
     shown: dict[str, int] = {}
@@ -410,10 +476,31 @@ def check_suggestions(model: "onnx.ModelProto", analysis: RangeAnalysis, keep: "
         if f.covered or budget <= 0 or shown[f.kind] > FINDINGS_SHOWN:
             findings.append(f)
             continue
-        error = build_error(model, list(dict.fromkeys([*kept, *f.keep_nodes])), kept_ops)
+        error = check([*kept, *f.keep_nodes])
         budget -= 1
-        findings.append(replace(f, built=not error, build_error=error))
-    return replace(analysis, findings=tuple(findings), suggestion_error=suggestion_error)
+        findings.append(f if error is None else replace(f, built=not error, build_error=error))
+    stopped = ", ".join(filter(None, [analysis.stopped, plural(left, "keep-list") + " not checked" if left else ""]))
+    return replace(analysis, findings=tuple(findings), suggestion_error=suggestion_error, stopped=stopped)
+
+
+def recorded_checks(recorded: Mapping[str, Any] | None, keep: "KeepFp32 | None") -> dict[tuple, str]:
+    """The keep-list checks an engine's build made (its metadata's ``fp16_range``, ``RangeAnalysis.to_json``),
+    as ``check_suggestions`` takes them: ``check_key`` → error ("" where it built). Both were made with the
+    same keep-list (the fp16 record's spec) on the same model (the engine's key holds its hash)."""
+    if not recorded or recorded.get("skipped"):
+        return {}
+    kept = list(keep.nodes) if keep else []
+    ops = list(keep.ops) if keep else []
+    out: dict[tuple, str] = {}
+    findings = [f for f in recorded.get("findings") or [] if isinstance(f, Mapping)]
+    for f in findings:
+        if f.get("built") is not None:
+            out[check_key([*kept, *f.get("keep_nodes", [])], ops)] = str(f.get("build_error") or "")
+    open_nodes = list(dict.fromkeys(n for f in findings if not f.get("covered") for n in f.get("keep_nodes", [])))
+    error = recorded.get("suggestion_error")
+    if open_nodes and (recorded.get("suggested_option") or error) and error != "not checked: the time budget":
+        out[check_key([*kept, *open_nodes], ops)] = str(error or "")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,21 +575,56 @@ def first_samples(feeds: Mapping[str, np.ndarray], inputs: Sequence[Any],
     return {k: v[:max_batch] for k, v in feeds.items()}
 
 
+@dataclass(frozen=True)
+class RecordedAnalysis:
+    """The analysis an FP16 engine's build recorded (its metadata's ``fp16_range``), given to compare as it
+    was: the same model (the engine key holds its hash), keep-list and inputs, so the same answer without
+    running it again (issue 44 #2). Compare only reads its JSON (``annotate``)."""
+
+    recorded: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.recorded)
+
+
+def reusable(record: Any, feeds: Mapping[str, np.ndarray], seeded_as_build: bool) -> Mapping[str, Any] | None:
+    """``record``'s recorded analysis where compare's would be the same one: the build's random inputs
+    (``seeded_as_build``: compare's seed and integer range are the build's defaults), at the same shapes."""
+    meta = getattr(record, "backend_metadata", None) or {}
+    recorded = meta.get("fp16_range")
+    if not seeded_as_build or not isinstance(recorded, Mapping) or meta.get("fp16_range_inputs") != "random":
+        return None
+    if recorded.get("skipped") or recorded.get("stopped") or recorded.get("samples"):
+        return None
+    shapes = {k: list(np.shape(v)) for k, v in first_samples(feeds, record.inputs).items()}
+    return recorded if recorded.get("input_shapes") == shapes else None
+
+
 def for_compare(onnx_path: Any, records: Mapping[str, Any], feeds: Mapping[str, np.ndarray],
-                data: Any = None) -> RangeAnalysis | None:
+                data: Any = None, *, seeded_as_build: bool = False,
+                deadline: Deadline | None = None) -> RangeAnalysis | RecordedAnalysis | None:
     """The analysis compare puts beside the observed FP16 error: None when no candidate is FP16;
     on all of the user's samples with ``data``. ``onnx_path``: the FP32 source, an ``OnnxModel``
-    (compare's, read once) or a path."""
+    (compare's, read once) or a path. The fp16 engine's recorded analysis where it is the same one
+    (``reusable``); else run here, bounded by ``deadline``, the keep-lists its build checked not built again."""
     if not any(getattr(r, "precision", None) == "fp16" for r in records.values()):
         return None
     if onnx_path is None:
         return RangeAnalysis(skipped="the FP32 source model is not available (engines dir without its model)")
     fp16 = next(r for r in records.values() if r.precision == "fp16")
+    recorded = reusable(fp16, feeds, seeded_as_build and data is None)
+    if recorded is not None:
+        if deadline is not None:
+            deadline.tell("FP16 range analysis: the one the fp16 engine's build recorded (same model, keep-list "
+                          "and inputs)")
+        return RecordedAnalysis(recorded)
     keep = _keep_list(fp16.spec, fp16.backend)
+    known = recorded_checks((getattr(fp16, "backend_metadata", None) or {}).get("fp16_range"), keep)
     if data is not None:
         batch = int(np.shape(next(iter(feeds.values())))[0]) if feeds else 1
-        return analyze_safely(onnx_path, sample_batches(data, fp16.inputs, batch), keep=keep, inputs=data.describe())
-    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=keep)
+        return analyze_safely(onnx_path, sample_batches(data, fp16.inputs, batch), keep=keep, inputs=data.describe(),
+                              known=known, deadline=deadline)
+    return analyze_safely(onnx_path, first_samples(feeds, fp16.inputs), keep=keep, known=known, deadline=deadline)
 
 
 def _keep_list(spec: Any, backend: str) -> Any:

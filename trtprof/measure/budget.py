@@ -9,9 +9,30 @@ that window. Before this type the budget lived in five forms across five files (
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, replace
+from typing import Callable, Mapping
 
+from ..errors import BadInput
 from ..util.clock import CommandClock
+
+# The flag that lets a run with --time-budget-s too small for the minimum design measure anyway (fewer loads,
+# NOT VALID, the floor of 2 loads × 2 rounds possibly past the budget); without it such a run stops before
+# its first round with exit 2 and the time the minimum needs (issue 44 #2).
+FEWER_LOADS_FLAG = "--allow-fewer-loads"
+# … the same for every compare of a session (a script of quick runs, the test suite's tiny budgets): "1"
+FEWER_LOADS_ENV = "TRTPROF_ALLOW_FEWER_LOADS"
+
+
+def fewer_loads_allowed(flag: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """May a given budget too small for the minimum measure anyway: ``FEWER_LOADS_FLAG`` or ``FEWER_LOADS_ENV``=1."""
+    import os
+
+    return flag or (os.environ if environ is None else environ).get(FEWER_LOADS_ENV, "") == "1"
+
+
+class BudgetTooSmall(BadInput):
+    """A given --time-budget-s cannot hold the minimum design: said before the first round (exit 2)."""
 
 
 # What runs after measuring (telling the workers to exit, the analysis, printing, writing the JSON, the
@@ -26,23 +47,22 @@ from ..util.clock import CommandClock
 # 1.5-s tail. The loop's slack (interleave.BUDGET_PLAN_SHARE) takes up what the estimate misses.
 TAIL_PER_IMPORTS = 2.0  # per batch size
 
-# Without --time-budget-s a batch size's budget grows to what the minimum loads need, measured from its
-# first load, up to this (issue 33: a default run that answers — on the H200 a torch load cost 10-30 s
-# and the 12-s default gave 2 loads, a t interval with 1 degree of freedom — but within a minute).
+# Without --time-budget-s a batch size's budget grows to what the minimum design (interleave.MIN_LOADS loads ×
+# MIN_ROUNDS rounds of the designed blocks) needs, measured from its first load, whenever that is more than the
+# default (issue 42 #5: before, only where a load took over 3 s or half the window was gone before the first
+# load, so an ONNX Runtime-on-CUDA batch size with 1-s loads got 2 loads and NOT VALID). The cap: this many
+# seconds after the batch size began. Why a minute: a default run answers in about a minute per batch size or
+# says why not; loads of up to ~8 s each (6 of them, plus their rounds) fit in it: every ONNX Runtime load
+# (CPU ~1 s, CUDA EP ~1 s) and a torch load that hit its cuDNN cache; a torch load that autotunes afresh
+# (10-30 s on the H200) does not, and the line then names the --time-budget-s that fits (issue 33 set 60 s).
 GROWN_BUDGET_CAP_S = 60.0
-# … and only where a load is costly: a first load (opened and warmed up, a worker's start-up it waited for
-# included; with workers the wait shows in the warm-up, so both count) of this or less keeps the default.
-# Measured on the shared 2-core CPU at load 9-11 (the ONNX Runtime demo model, batch 1 and 8, workers and
-# in-process): 1.02-1.08 s, ~1 s of it the first warm-up (FIRST_WARMUP_MS per arm, by design)
-# (benchmarks/first_load_cpu.py, results/first_load_cpu-2026-12-01.txt): CPU runs, CI and the calibration
-# keep their 12 s. A torch load on the H200 took 10-30 s before issue 33 #1.
-COSTLY_LOAD_S = 3.0
-# … or where less than this share of one batch size's budget was left when its first load began: the
-# window went to one-offs before any load (on the H200, torch, 2026-12-02: six workers starting 14 s and
-# load 0's accuracy pass 16 s, 36 s into a 12-s default, with first loads of 1.9-2.3 s, so the default
-# never grew and batch 1 and 32 got 2 loads each) or to the batch sizes before it. On the CPU the launch
-# before the first load takes 1-3 s of the 12 s (the demo model, benchmarks/first_load_cpu.py): unchanged.
-LEFT_AT_FIRST_LOAD_SHARE = 0.5
+
+
+# compare's FP16 range analysis (advisory: it predicts overflow a GPU's FP16 would meet) starts no run of the
+# model and no keep-list check after this share of one batch size's budget from when it began (issue 44 #2:
+# 7.1 s of a 6-s budget, 5.4 s of it keep-lists the build had checked). Start-up must leave the minimum design
+# most of the budget; the first run always happens, and the analysis says what it left out.
+RANGE_ANALYSIS_SHARE = 0.15
 
 
 def tail_reserve_s(imports_s: float, batch_sizes: int) -> float:
@@ -63,6 +83,7 @@ class BatchWindow:
     per_batch_s: float | None = None  # default: budget_s
     opened_s: float = 0.0  # seconds from ``started`` when this batch size began (its cap counts from there)
     grows: bool = False  # the default budget (no --time-budget-s): may grow to fit the loads (``fitted``)
+    refuses: bool = False  # a given budget (the CLI's, without FEWER_LOADS_FLAG): too small → ``BudgetTooSmall``
 
     @property
     def deadline_s(self) -> float:
@@ -71,13 +92,6 @@ class BatchWindow:
     @property
     def slack_basis_s(self) -> float:
         return self.budget_s if self.per_batch_s is None else self.per_batch_s
-
-    def spent_before_loads(self, first_load_began_s: float | None) -> bool:
-        """Was less than ``LEFT_AT_FIRST_LOAD_SHARE`` of one batch size's budget left when its first load
-        began (one-offs before measuring, or the batch sizes before it, took the window)?"""
-        if first_load_began_s is None:
-            return False
-        return self.budget_s - first_load_began_s < LEFT_AT_FIRST_LOAD_SHARE * self.slack_basis_s
 
     def left_text(self, kind: str) -> str:
         """What is left of the budget for this batch size, in words: "the 12 s default budget", or, where
@@ -90,40 +104,45 @@ class BatchWindow:
         return f"what is left of the {kind}: nothing (the batch sizes before this one used {over})"
 
     def fitted(self, needed_s: float, first_load_s: float, loads: int, rounds: int, *,
-               least_s: float | None = None, first_load_began_s: float | None = None,
-               which: str = "first", grown_before: bool = False) -> tuple[BatchWindow, str]:
+               least_s: float | None = None, which: str = "first") -> tuple[BatchWindow, str]:
         """This window for loads that need ``needed_s`` seconds from ``started`` (``loads`` loads ×
-        ``rounds`` rounds of the designed blocks, estimated from the first load, which took
+        ``rounds`` rounds of the designed blocks, estimated from the ``which`` load, which took
         ``first_load_s``; ``least_s``: with the blocks shrunk to their least, default ``needed_s``), and
-        the line that says so before measuring ("" when they fit). The default budget grows to
-        ``needed_s`` where a load is costly (``COSTLY_LOAD_S``), up to ``GROWN_BUDGET_CAP_S`` after the
-        batch size began; otherwise it stays, and where not even ``least_s`` fits, the line says how long
-        the loads would need. It grows too where less than ``LEFT_AT_FIRST_LOAD_SHARE`` of one batch
-        size's budget was left when the first load began (``first_load_began_s``, from ``started``), and
-        again after the second load (``which``) where the first fit grew it (``grown_before``)."""
+        the line that says so before measuring ("" when they fit). The default budget (``grows``) grows to
+        ``needed_s`` whenever that is more than it, cheap loads or costly, up to ``GROWN_BUDGET_CAP_S``
+        after the batch size began. A given budget stays; where not even ``least_s`` fits it, the line
+        says what the minimum needs (``minimum_fits``: whether it does)."""
         least_s = needed_s if least_s is None else least_s
-        costly = self.grows and (grown_before or first_load_s > COSTLY_LOAD_S
-                                 or self.spent_before_loads(first_load_began_s))
-        if needed_s <= self.budget_s or (not costly and least_s <= self.budget_s):
+        if needed_s <= self.budget_s or (not self.grows and least_s <= self.budget_s):
             return self, ""
-        target_s = needed_s if costly else least_s
+        target_s = needed_s if self.grows else least_s
         need = (f"the {which} load took {first_load_s:.1f} s: {loads} loads × {rounds} rounds need about "
                 f"{target_s - self.opened_s:.0f} s here")
         fits = f"--time-budget-s {math.ceil(target_s - self.opened_s)} fits them"
         if not self.grows:
             return self, (f"{need}, more than {self.left_text('budget of --time-budget-s')}: "
                           f"fewer loads will run ({fits})")
-        if not costly:  # the default stays where loads are cheap: say what that costs
-            return self, (f"{need}, more than {self.left_text('default budget')}: fewer loads "
-                          f"will run (it grows only where a load takes over {COSTLY_LOAD_S:g} s; {fits})")
         cap_s = self.opened_s + GROWN_BUDGET_CAP_S
         grown = replace(self, budget_s=min(target_s, max(cap_s, self.budget_s)))
-        capped = f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run" if target_s > cap_s else ""
-        why = ("" if first_load_s > COSTLY_LOAD_S or grown_before else
-               f"; less than {LEFT_AT_FIRST_LOAD_SHARE:.0%} of the default budget was left when the first load began "
-               "(start-up, the accuracy pass or the batch sizes before this one took it)")
-        return grown, (f"{need}{why}; the budget grows to {grown.budget_s - self.opened_s:.0f} s for them (the "
-                       f"default without --time-budget-s{capped or f', at most {GROWN_BUDGET_CAP_S:.0f} s'})")
+        capped = (f", capped at {GROWN_BUDGET_CAP_S:.0f} s: fewer loads will run ({fits})"
+                  if target_s > cap_s else f", at most {GROWN_BUDGET_CAP_S:.0f} s")
+        return grown, (f"{need}; the budget grows to {grown.budget_s - self.opened_s:.0f} s for them (the "
+                       f"default without --time-budget-s{capped})")
+
+    def minimum_fits(self, least_s: float) -> bool:
+        """Does the minimum design, its blocks shrunk to their least (``least_s`` from ``started``), fit
+        this window's budget?"""
+        return least_s <= self.budget_s
+
+    def refusal(self, least_s: float, first_load_s: float, loads: int, rounds: int) -> str:
+        """The one line a given budget too small for the minimum design stops with, before any round:
+        what the minimum needs here (``least_s``: from ``started``, its blocks at their least) and how to
+        ask for it."""
+        need_s = math.ceil(least_s - self.opened_s)
+        return (f"--time-budget-s {self.per_batch_s if self.per_batch_s is not None else self.budget_s:g} is too "
+                f"small here: the first load took {first_load_s:.1f} s and {loads} loads × {rounds} rounds (the "
+                f"minimum for a VALID result) need about {need_s} s per batch size; give --time-budget-s {need_s}, "
+                f"or {FEWER_LOADS_FLAG} to measure fewer loads (NOT VALID)")
 
 
 @dataclass(frozen=True)
@@ -139,13 +158,16 @@ class TimeBudget:
     launch_s: float | None = None
     counts_from: str = "compare start"
     grows: bool = False  # no --time-budget-s: each batch size's window may grow to fit its loads (BatchWindow.fitted)
+    refuses: bool = False  # a given budget too small for the minimum stops before measuring (BudgetTooSmall)
 
     @classmethod
-    def for_command(cls, per_batch_s: float, clock: CommandClock, *, grows: bool = False) -> TimeBudget:
+    def for_command(cls, per_batch_s: float, clock: CommandClock, *, grows: bool = False,
+                    refuses: bool = False) -> TimeBudget:
         """The CLI's budget: from the command's start, its imports the reserve's basis; ``grows``: the
-        default (no --time-budget-s), which may grow where loads are costly."""
+        default (no --time-budget-s), which grows to what the minimum loads need (``BatchWindow.fitted``);
+        ``refuses``: a given one (without ``FEWER_LOADS_FLAG``), which stops when the minimum does not fit."""
         return cls(per_batch_s, start=clock.started, imports_s=clock.imports_s,
-                   counts_from="command start (engine builds left out)", grows=grows)
+                   counts_from="command start (engine builds left out)", grows=grows, refuses=refuses and not grows)
 
     def leaving_out(self, seconds: float) -> TimeBudget:
         """The same budget with ``seconds`` (engine builds, a one-off) not counted: its start moves later."""
@@ -177,6 +199,10 @@ class TimeBudget:
     def elapsed_s(self, now: float) -> float:
         return now - self.started
 
+    def analysis_deadline(self, now: float) -> float:
+        """The clock value past which compare's FP16 range analysis starts nothing more (``RANGE_ANALYSIS_SHARE``)."""
+        return now + RANGE_ANALYSIS_SHARE * self.per_batch_s
+
     def window(self, index: int, now: float, batch_sizes: int) -> BatchWindow:
         """Batch size ``index``'s (0-based) window, asked when it begins at ``now``: done by ``index+1``
         budgets and by one budget after it began (a batch size that stopped early hands nothing on; one
@@ -184,7 +210,8 @@ class TimeBudget:
         began_s = self.elapsed_s(now)
         budget_s, reserve_s = batch_window(index, began_s, self.per_batch_s, self.reserve_s(batch_sizes), batch_sizes)
         return BatchWindow(started=self.started, budget_s=budget_s, reserve_s=reserve_s,
-                           per_batch_s=self.per_batch_s, opened_s=began_s if index else 0.0, grows=self.grows)
+                           per_batch_s=self.per_batch_s, opened_s=began_s if index else 0.0, grows=self.grows,
+                           refuses=self.refuses)
 
 
 def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: float, batch_sizes: int) -> tuple[float, float]:
@@ -197,3 +224,16 @@ def batch_window(index: int, began_s: float, per_batch_s: float, reserve_s: floa
     budget_s = min((index + 1) * per_batch_s, began_s + per_batch_s)
     deadline_s = min((index + 1) * (per_batch_s - share_s), began_s + per_batch_s - share_s)
     return budget_s, budget_s - deadline_s
+
+
+class StartupLog:
+    """compare's start-up said as it runs (issue 44 #2: nothing was printed for the first 20-40 s): each part
+    as it begins, with the seconds spent of the budget so far, to ``say`` (the CLI: stderr)."""
+
+    def __init__(self, say: Callable[[str], None] | None, budget: TimeBudget,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.say, self.budget, self.clock = say, budget, clock
+
+    def __call__(self, what: str) -> None:
+        if self.say is not None:
+            self.say(f"start-up, {self.budget.elapsed_s(self.clock()):.1f} s in: {what}")

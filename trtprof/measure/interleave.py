@@ -47,7 +47,7 @@ import numpy as np
 from . import timing
 from ..errors import TrtprofError
 from ..system import nvml
-from .budget import BatchWindow
+from .budget import BatchWindow, BudgetTooSmall
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
 from ..util.thirdparty import AT_LOAD, AT_RUN, Tally, third_party_warnings
@@ -596,9 +596,11 @@ class _Loop:
         # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
         self.first_load_s = self.load_open_s
         before_s = self.window.budget_s
+        least_s = self.minimum_needs_s(later_s, self.round_s)
+        if self.window.refuses and not self.window.minimum_fits(least_s):  # a given budget: stop, say what it needs
+            raise BudgetTooSmall(self.window.refusal(least_s, self.load_open_s, plan.min_loads, plan.min_rounds))
         self.window, self.budget_note = self.window.fitted(
-            self.minimum_needs_s(later_s, round_s), self.load_open_s, plan.min_loads, plan.min_rounds,
-            least_s=self.minimum_needs_s(later_s, self.round_s), first_load_began_s=self.elapsed() - self.load_open_s)
+            self.minimum_needs_s(later_s, round_s), self.load_open_s, plan.min_loads, plan.min_rounds, least_s=least_s)
         self.grown = self.window.budget_s > before_s
         self.budget_s = self.window.budget_s
         if self.budget_note and self.on_note is not None:
@@ -624,7 +626,7 @@ class _Loop:
         window, note = self.window.fitted(self.minimum_needs_s(self.load_open_s, round_s), self.load_open_s,
                                           plan.min_loads, plan.min_rounds,
                                           least_s=self.minimum_needs_s(self.load_open_s, self.round_s),
-                                          which="second", grown_before=True)
+                                          which="second")
         if window.budget_s > self.window.budget_s:
             self.window, self.budget_s = window, window.budget_s
             self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
