@@ -120,6 +120,9 @@ class Capabilities:
     # the per-layer profile's kernel times are GPU kernels comparable to the event-timed compute, so
     # their shortfall is time the GPU waited for the host (diagnose.layer_rules.gpu_idle_gaps)
     kernel_times: bool = False
+    # why a load of its engines costs seconds, and where loads are cheap: appended to the budget's line
+    # when the budget grows or cannot hold the loads (compare.core.budget_line); None: nothing to say
+    costly_loads: str | None = None
     # takes ``--threads`` (intra-op threads of a host runtime) at load; serving opens one session per
     # thread through ``load(..., threads=)`` (serving.sweep)
     host_threads: bool = False

@@ -592,12 +592,17 @@ class TorchRunner(RunnerBase):
         self.fixed = self.reconvert = None
 
 
+# issue 43 item 4: on the H200 a ResNet-50 load at three batch sizes cost 13.6 s, nearly all cuDNN's autotuning
+COSTLY_LOADS = ("each torch load runs cuDNN's autotuning again for every shape (no PyTorch API keeps its picks; "
+                "--no-autotune skips it and times cuDNN's heuristic kernels); where loads must be cheap, "
+                "--backend onnxruntime-cuda opens a session in about a second")
+
 class TorchBackend(BackendBase):
     name = "torch"
     artifact_suffix = ".torch.zip"  # torch_artifact: the exported program and the ONNX graph it came from
     capabilities = Capabilities(device="cuda", batch_independent=True, fixed_shapes=True,
                                 layer_profiler="torch-profiler", timeline="torch-profiler", kernel_times=True,
-                                memory_format_option=True, extra="torch")
+                                memory_format_option=True, extra="torch", costly_loads=COSTLY_LOADS)
 
     def available(self) -> Availability:
         from ..system import cuda

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-from functools import partial
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -33,6 +32,7 @@ from ..model import roofline
 from ..system import model_memory, preflight
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .result import ArmLatency, ComparisonResult, SpeedupSummary
+from .. import backends
 from ..backends.base import set_autotune
 from ..measure.bench import effective_precision
 from ..build.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
@@ -384,6 +384,21 @@ class CompareHooks:
     on_startup: Callable[[str], None] | None = None  # each part of the start-up as it begins (StartupLog's lines)
 
 
+def budget_line(hooks: CompareHooks, batch: int, backend: str) -> Callable[[str], None] | None:
+    """The budget's line for ``batch`` (``BatchWindow.fitted``: the budget grew for the loads, or cannot hold
+    them), with the backend's word on why its loads cost seconds where it has one (``Capabilities.costly_loads``:
+    torch's cuDNN autotuning, issue 43)."""
+    on_budget = hooks.on_budget
+    if on_budget is None:
+        return None
+    why = backends.capabilities(backend).costly_loads
+
+    def line(text: str) -> None:
+        on_budget(batch, f"{text}; {why}" if why else text)
+
+    return line
+
+
 @dataclass(frozen=True)
 class Reference:
     """What one load of every engine tells before any timing (load 0's worker, or in-process): the
@@ -653,7 +668,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                 outcome = run_interleaved(names, open_load, options.plan, on_progress=progress,
                                           window=budget.window(k, time.perf_counter(), len(batch_sizes)),
                                           load_ready=pool.ready if pool is not None else None,
-                                          on_note=partial(hooks.on_budget, batch) if hooks.on_budget else None)
+                                          on_note=budget_line(hooks, batch, records[names[0]].spec.backend))
                 keep_outcome(measured, batch, outcome, records, options, reference, shapes)
                 judge_accuracy(measured, batch, names, reference, options)
                 if hooks.on_batch is not None:
