@@ -75,8 +75,7 @@ def _trainer(model: Any, precisions: str | None, options: TrainOptions) -> tuple
     from .pytorch import TorchTrainer
 
     dev, arms = _torch_arms(precisions, options, options.device)
-    trainer = TorchTrainer.from_onnx(path, device=dev, optimizer=options.optimizer, loss=options.loss,
-                                     seed=options.seed, autotune=options.autotune)
+    trainer = TorchTrainer.from_onnx(path, device=dev, options=options)
     return trainer, arms, path.stem
 
 
@@ -98,7 +97,6 @@ def _factory_trainer(spec: Any, precisions: str | None, options: TrainOptions, d
 
     dev, arms = _torch_arms(precisions, options, device)
     user = load_factory(spec, shapes)
-    trainer = TorchTrainer.from_factory(user, spec.text, device=dev, optimizer=options.optimizer, loss=options.loss,
-                                        seed=options.seed, autotune=options.autotune)
+    trainer = TorchTrainer.from_factory(user, spec.text, device=dev, options=options)
     return trainer, arms
 
