@@ -451,7 +451,7 @@ class TorchBackend(BackendBase):
         torch_artifact.write_artifact(Path(out), proto.SerializeToString(), exported,
                                       {"loaded_by": loaded_by, "torch": import_torch().__version__, "note": export_note})
         n_params = sum(int(p.numel()) for p in module.parameters())
-        return BuildReport(metadata=build_metadata(spec, proto, memory_format, nhwc, folded, loaded_by, n_params, extra),
+        return BuildReport(metadata=build_metadata(spec, proto, (memory_format, nhwc), folded, loaded_by, n_params, extra),
                            notes=notes)
 
     def _check_fp8(self, proto: Any, notes: list[str]) -> Any:
@@ -566,8 +566,8 @@ def build_fixed(base: Any, folds: Mapping[int, Any], spec: BuildSpec, model: Pat
     n_params = sum(int(p.numel()) for p in module.parameters())
     extra = {**extra, **({"low_precision_tensors": counts} if counts is not None else {}),
              "fixed_shapes": per_batch, "fixed_batches": [p["fixed_batch"] for p in per_batch]}
-    return BuildReport(metadata=build_metadata(spec, base, memory_format, nhwc, identity_folded, loaded_by, n_params,
-                                               extra), notes=notes)
+    return BuildReport(metadata=build_metadata(spec, base, (memory_format, nhwc), identity_folded, loaded_by,
+                                               n_params, extra), notes=notes)
 
 
 def memory_format_notes(spec: BuildSpec, module: Any, proto: Any, notes: list[str]) -> tuple[str, tuple[str, ...]]:
@@ -584,16 +584,16 @@ def memory_format_notes(spec: BuildSpec, module: Any, proto: Any, notes: list[st
     return memory_format, nhwc
 
 
-def build_metadata(spec: BuildSpec, proto: Any, memory_format: str, nhwc: tuple[str, ...], identity_folded: int,
+def build_metadata(spec: BuildSpec, proto: Any, layout: tuple[str, tuple[str, ...]], identity_folded: int,
                    loaded_by: str, n_params: int, extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine JSON's backend metadata."""
+    """The engine JSON's backend metadata (``layout``: memory_format_notes's format and converted inputs)."""
     import onnx
 
     return {
         "effective_precision": spec.precision.value,
         "tf32": spec.precision == Precision.TF32,
-        "memory_format": memory_format,
-        **({"channels_last_inputs": list(nhwc)} if memory_format == CHANNELS_LAST else {}),
+        "memory_format": layout[0],
+        **({"channels_last_inputs": list(layout[1])} if layout[0] == CHANNELS_LAST else {}),
         "identity_initializers_folded": identity_folded,
         "module_loaded_by": loaded_by,
         "parameters": n_params,
