@@ -243,7 +243,7 @@ def bench_records(
     Ctrl-C (KeyboardInterrupt) during the measurements keeps what finished: the returned set has
     ``interrupted`` True and ``pending`` lists what was still to run."""
     items = plan(records, batch_sizes)
-    runners = {}
+    runners: dict[str, Any] = {}
     load_rss: dict[str, tuple[int | None, int | None]] = {}
     results: list[BenchResult] = []
     interrupted, pending = False, []
