@@ -61,7 +61,8 @@ def _sessions(fake: FakeTime, n: int):
 
 def test_one_in_flight_on_the_fake_clock_is_exact():
     fake = FakeTime()
-    w = run_window(_sessions(fake, 1), warmup_s=0.005, window_s=0.05, min_requests=1, clock=fake.clock, sleep=fake.sleep)
+    w = run_window(_sessions(fake, 1), ServingConfig(warmup_s=0.005, window_s=0.05, min_requests=1),
+                   clock=fake.clock, sleep=fake.sleep)
     assert np.all(w.latencies_ms == 1.0)  # each request moved the clock by exactly 1 ms
     assert abs(w.requests - w.wall_s * 1e3) <= 1  # 1 ms each: requests = window length in ms (± an edge)
     assert w.requests == sum(w.per_worker) and not w.stretched
@@ -69,7 +70,8 @@ def test_one_in_flight_on_the_fake_clock_is_exact():
 
 def test_a_serializing_device_gives_the_same_throughput_and_longer_latency_at_four_in_flight():
     fake = FakeTime()
-    w = run_window(_sessions(fake, 4), warmup_s=0.01, window_s=0.2, min_requests=1, clock=fake.clock, sleep=fake.sleep)
+    w = run_window(_sessions(fake, 4), ServingConfig(warmup_s=0.01, window_s=0.2, min_requests=1),
+                   clock=fake.clock, sleep=fake.sleep)
     assert abs(w.requests - w.wall_s * 1e3) <= 4  # still one request per fake ms, whatever N
     assert len(w.per_worker) == 4 and sum(w.per_worker) == w.requests
     assert w.latencies_ms.min() >= 1.0  # a request's latency includes the others' requests in between
@@ -77,10 +79,11 @@ def test_a_serializing_device_gives_the_same_throughput_and_longer_latency_at_fo
 
 def test_the_window_stretches_to_min_requests_and_stops_at_the_cap():
     fake = FakeTime()
-    w = run_window(_sessions(fake, 1), warmup_s=0.0, window_s=0.005, min_requests=30, clock=fake.clock, sleep=fake.sleep)
+    w = run_window(_sessions(fake, 1), ServingConfig(warmup_s=0.0, window_s=0.005, min_requests=30),
+                   clock=fake.clock, sleep=fake.sleep)
     assert w.stretched and w.requests >= 30
-    cap = run_window(_sessions(fake, 1), warmup_s=0.0, window_s=0.001, min_requests=10_000, clock=fake.clock,
-                     sleep=fake.sleep)
+    cap = run_window(_sessions(fake, 1), ServingConfig(warmup_s=0.0, window_s=0.001, min_requests=10_000),
+                     clock=fake.clock, sleep=fake.sleep)
     limit_ms = serving.MAX_WINDOW_FACTOR * 1.0
     assert cap.stretched and limit_ms <= cap.requests <= limit_ms + serving.POLL_S * 1e3 + 1
 
@@ -94,7 +97,7 @@ def test_a_failing_request_stops_every_worker_and_is_raised():
             raise RuntimeError("engine failed")
 
     with pytest.raises(RuntimeError, match="engine failed"):
-        run_window([lambda: nullcontext(request)] * 3, warmup_s=0.01, window_s=0.05)
+        run_window([lambda: nullcontext(request)] * 3, ServingConfig(warmup_s=0.01, window_s=0.05))
     assert threading.active_count() < 10  # every worker joined
 
 
@@ -105,7 +108,7 @@ def test_a_failing_session_setup_is_raised_without_hanging():
         yield  # pragma: no cover
 
     with pytest.raises(BadInput, match="no such engine"):
-        run_window([lambda: nullcontext(lambda: None), broken], warmup_s=0.0, window_s=0.01)
+        run_window([lambda: nullcontext(lambda: None), broken], ServingConfig(warmup_s=0.0, window_s=0.01))
 
 
 class FakeThreadLocalPlanCache:
@@ -137,7 +140,7 @@ def test_workers_keep_their_threads_so_per_thread_autotuning_happens_once_and_ou
     fake = FakeTime()
     cache = FakeThreadLocalPlanCache(fake)
     with serving.Workers(2) as workers:
-        windows = [run_window([cache.session(shape)] * 2, warmup_s=0.0, window_s=0.02, min_requests=1,
+        windows = [run_window([cache.session(shape)] * 2, ServingConfig(warmup_s=0.0, window_s=0.02, min_requests=1),
                               workers=workers, clock=fake.clock, sleep=fake.sleep)
                    for shape in ("batch 1", "batch 8", "batch 1", "batch 8")]
     assert sorted(s for _, s in cache.tuned) == ["batch 1", "batch 1", "batch 8", "batch 8"]  # 2 threads × 2 shapes
@@ -145,18 +148,19 @@ def test_workers_keep_their_threads_so_per_thread_autotuning_happens_once_and_ou
     for w in windows:
         assert w.requests > 0 and w.latencies_ms.max() < 100  # 1 ms each, + the other worker's: never a tuning
     # the defect itself: a window on threads of its own (what every window did) tunes again, per thread
-    run_window([cache.session("batch 1")] * 2, warmup_s=0.0, window_s=0.02, min_requests=1, clock=fake.clock,
-               sleep=fake.sleep)
+    run_window([cache.session("batch 1")] * 2, ServingConfig(warmup_s=0.0, window_s=0.02, min_requests=1),
+               clock=fake.clock, sleep=fake.sleep)
     assert len(cache.tuned) == 6
 
 
 def test_a_window_without_workers_of_its_own_runs_on_threads_it_ends():
     before = threading.active_count()
     fake = FakeTime()
-    run_window(_sessions(fake, 3), warmup_s=0.0, window_s=0.01, min_requests=1, clock=fake.clock, sleep=fake.sleep)
+    run_window(_sessions(fake, 3), ServingConfig(warmup_s=0.0, window_s=0.01, min_requests=1),
+               clock=fake.clock, sleep=fake.sleep)
     assert threading.active_count() == before
     with pytest.raises(ValueError, match="3 sessions need 3 workers, got 2"), serving.Workers(2) as two:
-        run_window(_sessions(fake, 3), workers=two, warmup_s=0.0, window_s=0.01)
+        run_window(_sessions(fake, 3), ServingConfig(warmup_s=0.0, window_s=0.01), workers=two)
 
 
 def test_cpu_sessions_split_the_intra_op_threads_and_close_their_runners():
@@ -446,10 +450,10 @@ def test_the_sweep_runs_every_window_on_one_set_of_long_lived_workers(engines, m
     real = serving_sweep.measure_point
     seen = []
 
-    def measure(record, runner, level, feeds, batch_size, config, load=None, workers=None, streams=None):
-        seen.append(workers)
-        assert streams is None  # CPU engines: no CUDA streams
-        return real(record, runner, level, feeds, batch_size, config, load, workers=workers, streams=streams)
+    def measure(record, runner, level, feeds, batch_size, config, slots):
+        seen.append(slots.workers)
+        assert slots.streams is None  # CPU engines: no CUDA streams
+        return real(record, runner, level, feeds, batch_size, config, slots)
 
     monkeypatch.setattr(serving_sweep, "measure_point", measure)
     (arms,) = serving_sweep.group_arms(list_engines(engines))

@@ -49,14 +49,14 @@ def test_concurrent_streams_compute_the_same_outputs_as_one(torch_arms):
     runner's own output (a race in binding would mix buffers up)."""
     from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs, resolve_shapes
-    from trtprof.serving.driver import gpu_sessions, run_window
+    from trtprof.serving.driver import ServingConfig, gpu_sessions, run_window
 
     runner = load_runner(torch_arms["fp32"])
     try:
         feeds = make_inputs(runner.inputs, resolve_shapes(runner.inputs, 8, {}), seed=3)
         expected = next(iter(runner.infer(feeds).values()))
         with gpu_sessions(runner, 4, feeds) as (sessions, info):
-            run_window(sessions, warmup_s=0.05, window_s=0.2)
+            run_window(sessions, ServingConfig(warmup_s=0.05, window_s=0.2))
             outputs = sessions.outputs()
         for out in outputs:
             np.testing.assert_allclose(next(iter(out.values())), expected, rtol=1e-4, atol=1e-5)
@@ -78,7 +78,7 @@ def test_windows_reuse_the_sweeps_threads_and_streams(torch_arms):
     measure requests, and the streams outlive the sessions (they are the caller's to close)."""
     from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs, resolve_shapes
-    from trtprof.serving.driver import Workers, gpu_sessions, run_window
+    from trtprof.serving.driver import ServingConfig, Workers, gpu_sessions, run_window
 
     runner = load_runner(torch_arms["fp16"])
     streams = [cuda.Stream() for _ in range(2)]
@@ -87,7 +87,7 @@ def test_windows_reuse_the_sweeps_threads_and_streams(torch_arms):
         with Workers(2) as workers:
             for _ in range(2):
                 with gpu_sessions(runner, 2, feeds, streams=streams) as (sessions, info):
-                    window = run_window(sessions, warmup_s=0.05, window_s=0.1, workers=workers)
+                    window = run_window(sessions, ServingConfig(warmup_s=0.05, window_s=0.1), workers=workers)
                 assert window.requests > 0 and info["streams"] == 2
         for s in streams:
             s.synchronize()  # still alive: gpu_sessions did not destroy them

@@ -153,7 +153,7 @@ def test_interleaved_training_verdict_on_cpu(tmp_path):
     from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
 
     plan = RoundPlan(time_budget_s=0.5, round_iterations=3, first_warmup=2, first_warmup_ms=0)
-    data = train_compare(_model(tmp_path), "fp32,amp-fp16,amp-bf16", (2,), plan, TrainOptions(steps=4), device="cpu")
+    data = train_compare(_model(tmp_path), "fp32,amp-fp16,amp-bf16", (2,), plan, TrainOptions(steps=4, device="cpu"))
     assert data["schema"] == "trtprof.train_compare/1" and data["device"] == "cpu"
     assert [(c["baseline"], c["candidate"]) for c in data["comparisons"]] == [("fp32", "amp-fp16"), ("fp32", "amp-bf16")]
     for c in data["comparisons"]:
@@ -249,7 +249,7 @@ def test_gpu_training_verdict_memory_and_reasons(tmp_path):
     from trtprof.train.run import TrainOptions
 
     plan = RoundPlan(time_budget_s=1.0, copies=False)
-    data = train_compare(_model(tmp_path), None, (8,), plan, TrainOptions(steps=5), device="cuda")
+    data = train_compare(_model(tmp_path), None, (8,), plan, TrainOptions(steps=5, device="cuda"))
     assert [c["candidate"] for c in data["comparisons"]] == ["tf32", "amp-fp16", "amp-bf16"]
     res = {r["precision"]: r for r in data["results"]}
     assert res["fp32"]["config"]["clock"] == "cuda_events"

@@ -32,7 +32,7 @@ def test_keras_mixed_float16_verdict_on_cpu(keras_net):
     from trtprof.train.run import MAX_CI_RATIO, NOT_MEASURABLE, TrainOptions
 
     plan = RoundPlan(time_budget_s=0.3, round_iterations=3, first_warmup=2, first_warmup_ms=0)
-    data = train_compare(keras_net, "fp32,amp-fp16", (4,), plan, TrainOptions(steps=4), device="cpu")
+    data = train_compare(keras_net, "fp32,amp-fp16", (4,), plan, TrainOptions(steps=4, device="cpu"))
     assert data["backend"] == "keras-train"
     c = data["comparisons"][0]
     s = c["speedup"]

@@ -148,8 +148,7 @@ def test_factory_four_tuple_uses_its_loss_and_optimizer(tiny, tmp_path):
     from trtprof.train.run import TrainOptions
 
     plan = RoundPlan(time_budget_s=0.2, round_iterations=2, first_warmup=1, first_warmup_ms=0)
-    data = train_compare(f"{tiny}:make_full", "fp32,amp-bf16", (3,), plan, TrainOptions(steps=2, reasons=False),
-                         device="cpu")
+    data = train_compare(f"{tiny}:make_full", "fp32,amp-bf16", (3,), plan, TrainOptions(steps=2, reasons=False, device="cpu"))
     assert data["environment"]["backend"]["source"]["form"] == "model+inputs+loss+optimizer"
     spec = importlib.util.spec_from_file_location("tiny_check", tiny)
     mod = importlib.util.module_from_spec(spec)
@@ -508,8 +507,7 @@ def test_gpu_factory_autotuned_graphed_and_memory_breakdown(tiny, tmp_path):
     from trtprof.train.run import TrainOptions
 
     plan = RoundPlan(time_budget_s=1.0, copies=False)
-    data = train_compare(f"{tiny}:make", "fp32,amp-bf16,amp-bf16+graphed", (8,), plan, TrainOptions(steps=3),
-                         device="cuda")
+    data = train_compare(f"{tiny}:make", "fp32,amp-bf16,amp-bf16+graphed", (8,), plan, TrainOptions(steps=3, device="cuda"))
     assert data["settings"]["cudnn_benchmark"] is True and data["environment"]["backend"]["cudnn_benchmark"] is True
     pairs = [(c["baseline"], c["candidate"]) for c in data["comparisons"]]
     assert ("amp-bf16", "amp-bf16+graphed") in pairs

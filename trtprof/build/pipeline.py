@@ -178,30 +178,13 @@ def build_engines(
     gets the model read once, after those checks and before any engine is built or looked up (compare's
     memory preflight: a compare that cannot fit is refused before it builds)."""
     impl = backends.resolve_for_build(settings.backend)
-    options = settings.options
-    normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
-    if normalize is not None:
-        options = normalize(dict(options or {}))
     precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
-    check_targets = getattr(impl, "check_targets", None)  # TensorRT-RTX: FP8 needs 8.9+ targets
-    for precision in precisions:
-        impl.check_precision(precision)
-        if check_targets is not None:
-            check_targets(precision, dict(options or {}))
+    options = _checked_options(impl, settings, precisions)
     onnx_path = as_onnx(Path(model), Path(settings.engines_dir), check=settings.check, on_convert=on_convert,
                         **(settings.convert_options or {}))
     source = OnnxModel.load(onnx_path)  # read once: the cache key's hash, the checks, the FP16 range analysis
     info = source.info
-    if settings.data is not None:
-        settings.data.check(info.inputs, model_path=str(onnx_path))
-        preflight.check_data_indices(onnx_path, settings.data)  # ids past an embedding: before any build
-    for batch in batch_sizes:
-        resolve_shapes(info.inputs, batch, settings.shapes, model_path=str(onnx_path))
-    if settings.range_check and Precision.FP16 in precisions:
-        check_range_memory(info.inputs, min(batch_sizes), settings.shapes, onnx_path)
-    keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
-    if keep_options and Precision.FP16 not in precisions:
-        raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
+    _check_request(source, precisions, batch_sizes, settings, options)
     if on_source is not None:
         on_source(source)
     environment = impl.environment()
@@ -224,6 +207,37 @@ def build_engines(
         if on_done is not None:
             on_done(outcome)
     return outcomes
+
+
+def _checked_options(impl: Any, settings: BuildSettings, precisions: Sequence[Precision]) -> Mapping[str, Any] | None:
+    """The backend's options as it normalizes them, after every precision was checked against it."""
+    options = settings.options
+    normalize = getattr(impl, "normalize_options", None)  # e.g. TensorRT-RTX: --compute-capability current
+    if normalize is not None:
+        options = normalize(dict(options or {}))
+    check_targets = getattr(impl, "check_targets", None)  # TensorRT-RTX: FP8 needs 8.9+ targets
+    for precision in precisions:
+        impl.check_precision(precision)
+        if check_targets is not None:
+            check_targets(precision, dict(options or {}))
+    return options
+
+
+def _check_request(source: OnnxModel, precisions: Sequence[Precision], batch_sizes: Sequence[int],
+                   settings: BuildSettings, options: Mapping[str, Any] | None) -> None:
+    """What can be checked against the model before any engine is built: the user's inputs, every batch
+    size's shapes, the FP16 range analysis' memory, FP16-only options without an FP16 build."""
+    onnx_path, info = source.path, source.info
+    if settings.data is not None:
+        settings.data.check(info.inputs, model_path=str(onnx_path))
+        preflight.check_data_indices(onnx_path, settings.data)  # ids past an embedding: before any build
+    for batch in batch_sizes:
+        resolve_shapes(info.inputs, batch, settings.shapes, model_path=str(onnx_path))
+    if settings.range_check and Precision.FP16 in precisions:
+        check_range_memory(info.inputs, min(batch_sizes), settings.shapes, onnx_path)
+    keep_options = {k: v for k, v in (options or {}).items() if k in FP16_KEEP_OPTIONS and v is not None}
+    if keep_options and Precision.FP16 not in precisions:
+        raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
 
 
 def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: BuildSpec, model: Path,

@@ -55,6 +55,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..build.pipeline import BuildSettings
     from ..compare.fix_fp16 import fix_fp16
 
     _common.check_output_file(args.out, "--out", kind=COMPARE_JSON, args=args)
@@ -63,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.model.exists():
         raise BadInput("no such file or directory", path=args.model)
     plan = RoundPlan(time_budget_s=args.time_budget_s, round_iterations=args.round_iterations)
+    options = cmp.CompareOptions(plan=plan, shapes=_common.shapes(args), seed=args.seed, accuracy_budget=budget,
+                                 isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
+                                 data=data)
 
     def on_trial(t) -> None:
         score = f"cosine {t.cosine:.6f}" if t.cosine is not None else ""
@@ -78,10 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with sigterm_as_interrupt():
-            fix = fix_fp16(args.model, args.batch_size, budget, data=data, backend=args.backend,
-                           engines_dir=args.engines, shapes=_common.shapes(args), seed=args.seed,
-                           max_builds=args.max_builds, plan=plan,
-                           isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS,
+            settings = BuildSettings(engines_dir=args.engines, backend=args.backend)
+            fix = fix_fp16(args.model, args.batch_size, options, settings, max_builds=args.max_builds,
                            on_trial=on_trial, on_search_done=on_search_done)
     except StaticBatch as err:  # its advice names fix-fp16's option, not compare's --batch-sizes
         raise err.for_option("--batch-size") from err

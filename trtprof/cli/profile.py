@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from ..errors import BadInput, StaticBatch
 from ..schemas import LAYERS
@@ -73,11 +74,56 @@ def behind_casts_finding(candidate: str, backend: str) -> dict:
                        "layer here says anything about FP16 arithmetic; profile on a GPU backend for that"}
 
 
+def _resolve(args: argparse.Namespace, path: Path, precisions, shapes, given_shapes, data) -> tuple[dict, Any]:
+    """The engines to profile (built or found) and the model they came from."""
+    from ..compare.core import resolve_records
+
+    try:
+        try:
+            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+                                                 backend=args.backend, shapes=shapes)
+        except BadInput:
+            if data is None or shapes == given_shapes:
+                raise
+            # the --inputs arrays named an input the model lacks: build with --shape alone; the check of
+            # the inputs against the engine's inputs below then says which names are wrong
+            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
+                                                 backend=args.backend, shapes=given_shapes)
+    except StaticBatch as err:  # this command's option is --batch-size
+        raise err.for_option("--batch-size") from err
+    return records, source
+
+
+def _iteration_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """--iterations and --warmup as profile_records' keywords (absent: its defaults)."""
+    kwargs = {}
+    if args.iterations is not None:
+        kwargs["iterations"] = args.iterations
+    if args.warmup is not None:
+        if args.warmup < 0:
+            raise BadInput("--warmup must be >= 0")
+        kwargs["warmup"] = args.warmup
+    return kwargs
+
+
+def _findings(table, records, effective: dict) -> list[dict]:
+    """Every candidate's layer findings; one computed as FP32 behind casts gets the line saying so instead of
+    per-layer FP16 claims."""
+    from ..diagnose.layer_rules import layer_findings
+
+    findings = []
+    for cand in list(records)[1:]:
+        found = [f.to_json() for f in layer_findings(table, table.graph, cand)]
+        if cand in effective:  # no layer of it ran in FP16: no per-layer FP16 claim, one line saying why
+            found = [behind_casts_finding(cand, first_backend(records))] + [
+                f for f in found if f["rule"] not in PER_LAYER_FP16_RULES]
+        findings += found
+    return findings
+
+
 def run(args: argparse.Namespace) -> int:
     from ..util.files import atomic_write_text, now_iso
-    from ..compare.core import resolve_records
     from ..layers import profile as lp
-    from ..diagnose.layer_rules import layer_findings
     from ..layers.table import format_table
     from .compare import parse_precisions
 
@@ -99,32 +145,14 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
-    try:
-        try:
-            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
-                                                 backend=args.backend, shapes=shapes)
-        except BadInput:
-            if data is None or shapes == given_shapes:
-                raise
-            # the --inputs arrays named an input the model lacks: build with --shape alone; the check of
-            # the inputs against the engine's inputs below then says which names are wrong
-            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
-                                                 backend=args.backend, shapes=given_shapes)
-    except StaticBatch as err:  # this command's option is --batch-size
-        raise err.for_option("--batch-size") from err
+    records, source = _resolve(args, path, precisions, shapes, given_shapes, data)
     if args.trace_dir is not None:  # before profiling: a trace name taken by a user's file is refused now
         from ..layers.timeline import trace_name
 
         model = next(iter(records.values())).model
         for name in records:
             _timeline.check_trace_path(args.trace_dir / trace_name(model, name, args.batch_size))
-    kwargs = {}
-    if args.iterations is not None:
-        kwargs["iterations"] = args.iterations
-    if args.warmup is not None:
-        if args.warmup < 0:
-            raise BadInput("--warmup must be >= 0")
-        kwargs["warmup"] = args.warmup
+    kwargs = _iteration_kwargs(args)
     try:
         table = lp.profile_records(records, [args.batch_size], onnx_path=source, shapes=shapes, seed=args.seed,
                                    int_range=_common.int_range(args), autotune=args.autotune, data=data,
@@ -133,13 +161,7 @@ def run(args: argparse.Namespace) -> int:
         raise err.for_option("--batch-size") from err
     data = table.to_json()
     effective = not_computed_as_asked(records)
-    findings = []
-    for cand in list(records)[1:]:
-        found = [f.to_json() for f in layer_findings(table, table.graph, cand)]
-        if cand in effective:  # no layer of it ran in FP16: no per-layer FP16 claim, one line saying why
-            found = [behind_casts_finding(cand, first_backend(records))] + [
-                f for f in found if f["rule"] not in PER_LAYER_FP16_RULES]
-        findings += found
+    findings = _findings(table, records, effective)
     first = next(iter(records.values()))
     out = {"schema": LAYERS, "created": now_iso(), "model": first.model, "backend": first.backend,
            "autotune": args.autotune, "effective_precision": effective, "table": data, "diagnosis": findings}

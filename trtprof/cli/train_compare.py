@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..model.inputs import parse_batch_sizes
@@ -84,7 +85,7 @@ def print_summary(data: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..train.api import train_compare
-    from ..train.run import TrainOptions, write_json
+    from ..train.run import TrainHooks, TrainOptions, write_json
 
     _common.check_output_file(args.out, "--out", kind=TRAIN_JSON, args=args)  # before any training step (issue 12)
     _common.check_output_file(args.html, "--html", ".html", kind=HTML_PAGE, args=args)
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes is not None else None
     options = TrainOptions(optimizer=args.optimizer, loss=args.loss, steps=args.steps, seed=args.seed,
                            find_max_batch=args.find_max_batch, max_batch_limit=args.max_batch_limit,
-                           reasons=not args.no_reasons, autotune=args.autotune)
+                           reasons=not args.no_reasons, autotune=args.autotune, device=args.device)
 
     def on_arm(batch: int, arm: str, solo) -> None:
         last = solo.losses[-1] if solo.losses else float("nan")
@@ -106,9 +107,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"batch {batch}: {outcome.rounds} rounds in {outcome.elapsed_s:.1f} s ({outcome.stop_reason}; {widths})",
               file=sys.stderr)
 
-    data = train_compare(args.model, args.precisions, sizes, plan, options, device=args.device,
-                         shapes=_common.shapes(args), on_batch=on_batch, on_arm=on_arm,
-                         data=_common.load_inputs(args))
+    options = replace(options, shapes=_common.shapes(args), data=_common.load_inputs(args))
+    data = train_compare(args.model, args.precisions, sizes, plan, options, TrainHooks(on_batch=on_batch, on_arm=on_arm))
     write_json(data, args.out)
     print_summary(data)
     if args.html is not None:

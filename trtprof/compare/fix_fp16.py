@@ -244,15 +244,16 @@ def keep_option(nodes: Sequence[str]) -> str | None:
     return ",".join(f"{n}:fp32" for n in nodes) or None
 
 
-def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, backend: str = "auto",
-             engines_dir: Any = "engines", shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-             max_builds: int = DEFAULT_MAX_BUILDS, plan: Any = None, isolation: str = "process",
-             on_trial: Callable[[Trial], None] | None = None, measure: bool = True,
+def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
+             max_builds: int = DEFAULT_MAX_BUILDS, on_trial: Callable[[Trial], None] | None = None,
              on_search_done: Callable[["Fix"], None] | None = None) -> Fix:
-    """Search a keep-list meeting ``budget`` (accuracy.AccuracyBudget) on the user's inputs, build it,
-    and compare it with FP32 (``compare.compare_records``: speedup, CI, verdicts). ``on_search_done``
-    gets the search's ``Fix`` (no comparison yet) as soon as the search ends, before the measurement:
-    a keep-list found in minutes is shown, and kept, whatever happens to the measurement (issue 36)."""
+    """Search a keep-list meeting ``options.accuracy_budget`` (accuracy.AccuracyBudget) on the user's inputs
+    (``options.data``, else random inputs of ``options.seed`` with ``options.shapes``), build it, and compare it
+    with FP32 under ``options`` (compare.core.CompareOptions: ``compare_records``' speedup, CI, verdicts).
+    ``settings`` (build.pipeline.BuildSettings): where and with which backend the engines are built; the shapes
+    and the user's inputs travel in ``options`` alone (one carrier), so ``settings`` must not set them.
+    ``on_search_done`` gets the search's ``Fix`` (no comparison yet) as soon as the search ends, before the
+    measurement: a keep-list found in minutes is shown, and kept, whatever happens to the measurement (issue 36)."""
     from pathlib import Path
 
     from ..convert import fp16range
@@ -262,7 +263,14 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     from ..spec import Precision
     from ..model.user_inputs import run_all
 
-    common = BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=backend, range_check=False, data=data)
+    budget, data, shapes, seed = options.accuracy_budget, options.data, options.shapes, options.seed
+    settings = settings if settings is not None else BuildSettings()
+    if budget is None:
+        raise ValueError("fix_fp16: options.accuracy_budget is the budget the keep-list must meet; none given")
+    if settings.shapes is not None or settings.data is not None:
+        raise ValueError("fix_fp16: the shapes and the user's inputs travel in options, not in settings")
+    engines_dir = settings.engines_dir
+    common = replace(settings, shapes=shapes, engines_dir=Path(engines_dir), range_check=False, data=data)
     base, plain = (o.record for o in build_engines(model, [Precision.FP32, Precision.FP16], [batch_size], common))
     proto = load_onnx(as_onnx(Path(model), Path(engines_dir)))
     ref = reference_outputs(base, batch_size, data, shapes, seed)
@@ -291,25 +299,22 @@ def fix_fp16(model: Any, batch_size: int, budget: Any, *, data: Any = None, back
     search_keep_list(evaluate, nodes, seed_nodes, search, on_trial)
     if on_search_done is not None:
         on_search_done(Fix(search, None, analysis))
-    if search.keep is None or not measure:
+    if search.keep is None:
         return Fix(search, None, analysis)
-    return Fix(search, measure_fix(model, base, search, batch_size, budget, data=data, common=common, seed=seed,
-                                   plan=plan, isolation=isolation, source=as_onnx(Path(model), Path(engines_dir))),
-               analysis)
+    return Fix(search, measure_fix(model, base, search, batch_size, options, common,
+                                   as_onnx(Path(model), Path(engines_dir))), analysis)
 
 
-def measure_fix(model: Any, base: Any, search: Search, batch_size: int, budget: Any, *, data: Any,
-                common: Any, seed: int, plan: Any, isolation: str, source: Any) -> Any:
-    """Build the keep-list found (with its range analysis) and compare it with FP32: the speed cost
-    of the fix, with the same CI and verdicts as ``trtprof compare``."""
-    from .core import CompareOptions, compare_records
-    from ..measure.interleave import RoundPlan
+def measure_fix(model: Any, base: Any, search: Search, batch_size: int, options: Any, common: Any,
+                source: Any) -> Any:
+    """Build the keep-list found (with its range analysis) and compare it with FP32 under ``options``
+    (compare.core.CompareOptions): the speed cost of the fix, with the same CI and verdicts as ``trtprof compare``."""
+    from .core import compare_records
     from ..build.pipeline import build_engines
     from ..spec import Precision
 
-    options = {"layer_precisions": keep_option(search.keep or ())}
-    [fixed] = build_engines(model, [Precision.FP16], [batch_size], replace(common, options=options, range_check=True))
-    compare_options = CompareOptions(plan=plan or RoundPlan(), shapes=common.shapes, seed=seed,
-                                     isolation=isolation, accuracy_budget=budget, data=data)
-    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], compare_options,
+    build_options = {"layer_precisions": keep_option(search.keep or ())}
+    [fixed] = build_engines(model, [Precision.FP16], [batch_size],
+                            replace(common, options=build_options, range_check=True))
+    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], options,
                            source=fixed.source or source)  # the build's model, read once

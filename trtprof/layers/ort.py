@@ -180,13 +180,15 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
     return tuple(layers), total
 
 
-def profile_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, np.ndarray], *, iterations: int,
-                        warmup: int, batch_size: int, backend: str, device: str = "cpu") -> PrecisionProfile:
-    """Run ``warmup`` + ``iterations`` inferences on a fresh profiling session (on ``device``'s provider)
-    and parse its trace; the profile is labelled with the engine's ``backend``."""
+def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterations: int, warmup: int,
+                        batch_size: int, device: str = "cpu") -> PrecisionProfile:
+    """Run ``warmup`` + ``iterations`` inferences of ``record``'s engine (engines.cache.EngineRecord: its
+    artifact and precision) on a fresh profiling session (on ``device``'s provider) and parse its trace; the
+    profile is labelled with the engine's backend."""
     from ..backends.onnxruntime import ort_session
     from ..spec import Precision
 
+    artifact, precision, backend = Path(record.artifact_path), record.precision, record.backend
     with temp_dir("ortprof") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),

@@ -85,9 +85,8 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
             input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed,
                                                int_range=int_range, data=data)
             if caps.layer_profiler == "ort-session":
-                out[batch_size] = profile_onnxruntime(Path(record.artifact_path), record.precision, feeds,
-                                                      iterations=iterations, warmup=warmup, batch_size=batch_size,
-                                                      backend=record.backend, device=caps.device)
+                out[batch_size] = profile_onnxruntime(record, feeds, iterations=iterations, warmup=warmup,
+                                                      batch_size=batch_size, device=caps.device)
             elif caps.layer_profiler == "torch-profiler":
                 out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
                                                 batch_size=batch_size, onnx_model=onnx_model)

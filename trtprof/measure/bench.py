@@ -130,6 +130,40 @@ def bench_one(
     runtime_report = getattr(runner, "runtime_report", None)  # TensorRT-RTX: JIT and runtime cache
     if runtime_report is not None:
         applied["runtime"] = runtime_report()
+    return BenchResult.from_samples(
+        stages=samples.stages,
+        span_s=samples.span_s,
+        batch_size=batch_size,
+        model=record.model,
+        precision=record.precision,
+        backend=record.backend,
+        engine=engine_json(record),
+        config=applied,
+        warnings=result_warnings(record, runner, samples, threads, config),
+        device=samples.device,
+        memory=used,
+        energy=spent,
+        third_party_warnings=tally_json(getattr(runner, "load_warnings", None) or (), samples.run_warnings),
+    )
+
+
+def engine_json(record: EngineRecord) -> dict[str, Any]:
+    """A result's ``engine``: what was measured, as the cache recorded it."""
+    return {
+        "key": record.key,
+        "artifact": str(record.artifact_path),
+        "artifact_bytes": memory.artifact_bytes(record.artifact_path),
+        "spec": record.spec.to_json(),
+        "effective_precision": effective_precision(record),
+        "build_seconds": record.build_seconds,
+        "backend_metadata": record.backend_metadata,
+        "environment": record.environment,
+    }
+
+
+def result_warnings(record: EngineRecord, runner: Any, samples: Any, threads: int | None,
+                    config: TimingConfig) -> list[str]:
+    """The timing loop's notes, a noisy CPU's warning, and an engine that is not the precision it was asked for."""
     warnings = list(samples.notes)
     if runner.device == "cpu" and samples.n > 1:
         lat = samples.latency_ms
@@ -142,30 +176,7 @@ def bench_one(
             f"requested {record.precision}, effective {record.backend_metadata['effective_precision']}: "
             "not a measurement of that precision (see the build notes / `trtprof inspect`)"
         )
-    return BenchResult.from_samples(
-        stages=samples.stages,
-        span_s=samples.span_s,
-        batch_size=batch_size,
-        model=record.model,
-        precision=record.precision,
-        backend=record.backend,
-        engine={
-            "key": record.key,
-            "artifact": str(record.artifact_path),
-            "artifact_bytes": memory.artifact_bytes(record.artifact_path),
-            "spec": record.spec.to_json(),
-            "effective_precision": effective_precision(record),
-            "build_seconds": record.build_seconds,
-            "backend_metadata": record.backend_metadata,
-            "environment": record.environment,
-        },
-        config=applied,
-        warnings=warnings,
-        device=samples.device,
-        memory=used,
-        energy=spent,
-        third_party_warnings=tally_json(getattr(runner, "load_warnings", None) or (), samples.run_warnings),
-    )
+    return warnings
 
 
 def threads_backends() -> list[str]:
@@ -182,6 +193,32 @@ def prime_runtimes(records: Sequence[EngineRecord], threads: int | None) -> dict
         if backends.get(name).prime_runtime(threads):
             used[name] = memory.delta(memory.rss_bytes(), before)
     return used
+
+
+def _load_checked(records: Sequence[EngineRecord], threads: int | None, autotune: bool, int_range: tuple[int, int],
+                  data: Any, runners: dict[str, Any], load_rss: dict[str, Any]) -> None:
+    """Load every engine into ``runners`` (by key; ``load_rss``: the RSS before and after each load), then
+    check the inputs against it: integer ranges within the model's embeddings, the user's arrays (``data``).
+    Each runner goes in before its checks, so that the caller closes every one it loaded."""
+    for record in records:
+        before = memory.rss_bytes()
+        runners[record.key] = load_runner(record, threads, log_warnings=True)
+        load_rss[record.key] = (before, memory.rss_bytes())
+        set_autotune(runners[record.key], autotune)
+        preflight.check_integer_feeds(onnx_of(record), runners[record.key].inputs, int_range, data)
+        if data is not None:
+            data.check(runners[record.key].inputs, model_path=record.model_path)
+
+
+def _check_plan(items: Sequence[BenchPlan], runners: Mapping[str, Any],
+                shapes: Mapping[str, tuple[int, ...]] | None, data: Any) -> None:
+    """Every planned batch size's shapes resolve and its largest inputs fit in memory."""
+    for item in items:
+        runner = runners[item.record.key]
+        overrides = {**item.record.spec.shape_overrides(), **(shapes or {}),
+                     **(data.shape_overrides() if data is not None else {})}
+        input_shapes = resolve_shapes(runner.inputs, item.batch_size, overrides, model_path=item.record.model_path)
+        preflight.check_batch_memory(runner, item.batch_size, input_shapes)
 
 
 def bench_records(
@@ -206,7 +243,7 @@ def bench_records(
     Ctrl-C (KeyboardInterrupt) during the measurements keeps what finished: the returned set has
     ``interrupted`` True and ``pending`` lists what was still to run."""
     items = plan(records, batch_sizes)
-    runners = {}
+    runners: dict[str, Any] = {}
     load_rss: dict[str, tuple[int | None, int | None]] = {}
     results: list[BenchResult] = []
     interrupted, pending = False, []
@@ -214,20 +251,8 @@ def bench_records(
     environment.setdefault("host", {})["cpu_state"] = cpu_state()
     environment["host"]["runtime_startup_bytes"] = prime_runtimes(records, threads)
     try:
-        for record in records:
-            before = memory.rss_bytes()
-            runners[record.key] = load_runner(record, threads, log_warnings=True)
-            load_rss[record.key] = (before, memory.rss_bytes())
-            set_autotune(runners[record.key], autotune)
-            preflight.check_integer_feeds(onnx_of(record), runners[record.key].inputs, int_range, data)
-            if data is not None:
-                data.check(runners[record.key].inputs, model_path=record.model_path)
-        for item in items:
-            runner = runners[item.record.key]
-            overrides = {**item.record.spec.shape_overrides(), **(shapes or {}),
-                         **(data.shape_overrides() if data is not None else {})}
-            input_shapes = resolve_shapes(runner.inputs, item.batch_size, overrides, model_path=item.record.model_path)
-            preflight.check_batch_memory(runner, item.batch_size, input_shapes)
+        _load_checked(records, threads, autotune, int_range, data, runners, load_rss)
+        _check_plan(items, runners, shapes, data)
         if on_plan is not None:
             on_plan(items)
         for index, item in enumerate(items):

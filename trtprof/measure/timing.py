@@ -268,7 +268,17 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
         del stages["h2d_ms"], stages["d2h_ms"]
     notes = (device_notes(stages, before, after, config) + launch_notes(launch_info)
              + cap_notes(int(stages["latency_ms"].size), span_s, config))
-    device = {
+    device = _device_facts(launch_info, device_index, bus_id, config, (before, after, during))
+    return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
+                   device=device)
+
+
+def _device_facts(launch_info: dict[str, Any], device_index: int, bus_id: Any, config: TimingConfig,
+                  gpu: tuple[Any, Any, Any]) -> dict[str, Any]:
+    """``Samples.device`` of a CUDA-event loop: how it launched, which GPU, how it waited, and the GPU's
+    state before, after and during the loop (NVML)."""
+    before, after, during = gpu
+    return {
         "launch": launch_info,
         "cuda_device": device_index,
         "pci_bus_id": bus_id,
@@ -278,8 +288,6 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
         "after": after,
         "during": during,
     }
-    return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
-                   device=device)
 
 
 def runner_stream(runner: Any) -> Any:

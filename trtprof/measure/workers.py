@@ -14,6 +14,8 @@ before any timing: the parent then loads no engine of its own); ``feeds`` (shape
 ``warm`` (TimingConfig) / ``rounds`` (first, count, TimingConfig, arm order) → Samples per arm; ``close``.
 A failure answers
 ``error`` with the exception's class and message; the parent re-raises it as a TrtprofError.
+This module is the parent's side; what runs inside the worker (its loop, one handler per command) is
+``measure.worker_loop``.
 """
 from __future__ import annotations
 
@@ -30,27 +32,21 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import TrtprofError
 from ..util.thirdparty import SINK_ENV, clean_lines
 from .concurrent import Span, record
 from .interleave import LoadLost
 from .timing import Samples, TimingConfig
+from .worker_loop import PARENT_ENV, has_preload
+from .worker_loop import preload, serve, trim  # noqa: F401 - the worker side's entry points, named here too
 
 STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
 # Worker processes starting at once, ahead of the load being measured: the default run's 6 loads all start
 # with the command; --min-loads 29 does not start 29 torch processes (each with a CUDA context) at once.
 SPAWN_AHEAD = 8
-# The memory of compare's accuracy pass (system.memory.outputs_and_memory) when load 0's worker runs it.
-WORKER_MEMORY_NOTE = ("measured in the accuracy pass (one inference per arm in load 0's worker process, before its "
-                      "timing; every arm loaded in that process)")
 DEATH_WAIT_S = 5.0  # for a worker whose pipe closed to be reaped, so the message can name its signal
-# The parent's pid, given to a worker started from the parent's main thread: the worker asks Linux to
-# SIGKILL it when that parent dies (PR_SET_PDEATHSIG), and checks between rounds elsewhere. Only from the
-# main thread: Linux sends the signal when the *thread* that forked the worker ends, not the process.
-PARENT_ENV = "TRTPROF_WORKER_PARENT"
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding this trtprof (trtprof/measure/workers.py)
 
 
@@ -472,23 +468,6 @@ def take_spare(device: str | None) -> Worker | None:
     return None
 
 
-def backend_preload(name: str) -> Callable[[], None] | None:
-    """Backend ``name``'s ``preload`` (the libraries a spare worker can import ahead), or None: it has
-    none, or it is unknown or not part of this build (the build refuses it, with its reason)."""
-    from .. import backends
-
-    try:
-        warm = getattr(backends.get(name), "preload", None)
-    except TrtprofError:
-        return None
-    return warm if callable(warm) else None
-
-
-def has_preload(name: str) -> bool:
-    """Does backend ``name`` have libraries a spare worker can import ahead (``Backend.preload``)?"""
-    return backend_preload(name) is not None
-
-
 @contextmanager
 def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterator[None]:
     """Start ``n`` worker processes now, before the engines are known, importing ``backends``'
@@ -512,185 +491,7 @@ def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterat
                 w.close()
 
 
-# ---------------------------------------------------------------------------------------------
-# Worker side
-# ---------------------------------------------------------------------------------------------
-
-
-def trim(runners: Mapping[str, Any]) -> None:
-    """Give back device memory the runners cached but no longer use, before the worker goes idle.
-
-    Loads take turns, so the other workers sit idle while one measures. A torch worker would keep
-    what cuDNN's autotuning tried (large workspaces) in its caching allocator: on the H200 six workers
-    of ResNet-50 at batch 256 held 22–33 GiB each and the seventh allocation ran out of memory. The
-    next block's warm-up iterations take back what the model needs, before the timed ones."""
-    for r in runners.values():
-        release = getattr(r, "trim", None)
-        if release is not None:
-            release()
-
-
-def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
-    """``ArmFacts``'s fields as a dict: the worker runs as ``__main__``, whose classes the parent cannot unpickle."""
-    return {"inputs": tuple(getattr(runner, "inputs", ())), "outputs": tuple(getattr(runner, "outputs", ())),
-            "device": str(getattr(runner, "device", "cpu")), "autotune": autotune}
-
-
-def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[int | None, int | None]],
-                     batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
-                     int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
-    """compare's accuracy pass in this worker, as the parent ran it before (``compare.core.load_reference``
-    without a pool): per batch size the seeded random inputs of the baseline's specs (``make_inputs``:
-    the very arrays the parent would make), every arm once through ``Runner.infer`` (host in, host out),
-    the memory in use read around each inference (``outputs_and_memory``); an allocation failure is
-    ``OutOfMemory`` naming the batch. Idle memory is given back after (``trim``)."""
-    import numpy as np
-
-    from ..model.inputs import make_inputs
-    from ..system import preflight
-    from ..system.memory import outputs_and_memory
-
-    baseline = next(iter(runners.values()))
-    out = {}
-    for batch, shapes, needed in batches:
-        with preflight.allocation_guard(batch, needed):
-            feeds = make_inputs(baseline.inputs, shapes, seed=seed, int_range=int_range)
-            outputs, memory = outputs_and_memory(dict(runners), dict(load_rss), lambda r, f=feeds: {
-                name: np.asarray(value) for name, value in r.infer(f).items()})
-        out[batch] = (outputs, {arm: {**m, "measured_during": WORKER_MEMORY_NOTE} for arm, m in memory.items()})
-        del feeds
-    trim(runners)
-    return out
-
-
-def die_with_parent() -> int | None:
-    """Make this worker end with the process that started it, even in the middle of a block of a million
-    iterations (a worker that outlives a kill -9 of its compare holds a core and its memory for minutes).
-    Linux: PR_SET_PDEATHSIG with SIGKILL, then a check that the parent did not die before it was set.
-    Returns the parent's pid (None when not started from a parent's main thread), for ``parent_gone``."""
-    text = os.environ.get(PARENT_ENV, "")
-    if not text.isdigit():
-        return None
-    parent = int(text)
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):  # no prctl in this libc: the check between rounds remains
-            pass
-    if parent_gone(parent):
-        os._exit(1)
-    return parent
-
-
-def parent_gone(parent: int | None) -> bool:
-    """The worker was re-parented (to init or a subreaper): the process that started it is gone."""
-    return parent is not None and os.getppid() != parent
-
-
-def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
-    """The worker loop: load every arm once, then answer commands until ``close`` (or until the parent
-    is gone, checked between rounds where PR_SET_PDEATHSIG is not there)."""
-    from ..backends.base import set_autotune
-    from .bench import load_runner
-    from ..util.thirdparty import third_party_warnings
-    from ..model.inputs import make_inputs
-    from .interleave import measure_block, round_order, with_load_warnings
-    from ..system.memory import rss_bytes
-
-    def reply(kind: str, payload: Any) -> None:
-        pickle.dump((kind, payload), out, protocol=pickle.HIGHEST_PROTOCOL)
-        out.flush()
-
-    runners: dict[str, Any] = {}
-    feeds: dict[str, Any] = {}
-    load_rss: dict[str, tuple[int | None, int | None]] = {}
-    try:
-        while True:
-            try:
-                message = pickle.load(inp)
-            except EOFError:
-                return
-            command, args = message[0], message[1:]
-            try:
-                if command == "init":
-                    records, autotune = args
-                    facts = {}
-                    for label, record in records.items():
-                        before = rss_bytes()
-                        runners[label] = load_runner(record, log_warnings=True)  # the blocks capture them
-                        load_rss[label] = (before, rss_bytes())
-                        facts[label] = arm_facts(runners[label], set_autotune(runners[label], autotune))
-                    reply("ready", {"facts": facts, "ready_at": time.monotonic()})
-                elif command == "outputs":
-                    batches, seed, int_range = args
-                    with third_party_warnings():  # the same lines as the timed blocks': kept from there, not
-                        passed = accuracy_outputs(runners, load_rss, batches, seed, int_range)  # in this stderr
-                    reply("ok", {"outputs": passed, "done_at": time.monotonic()})
-                elif command == "feeds":
-                    shapes, seed, int_range, fixed = args
-                    first = next(iter(runners.values()))
-                    feeds = dict(fixed) if fixed is not None else make_inputs(first.inputs, shapes, seed=seed,
-                                                                               int_range=int_range)
-                    reply("ok", None)
-                elif command == "warm":
-                    (config,) = args
-                    warm = {label: with_load_warnings(measure_block(r, feeds, config), r) for label, r in runners.items()}
-                    trim(runners)
-                    reply("ok", warm)
-                elif command == "rounds":
-                    start, count, config, order = args
-                    done = []
-                    for j in range(start, start + count):
-                        if parent_gone(parent):
-                            return
-                        done.append({n: measure_block(runners[n], feeds, config) for n in round_order(order, j)})
-                    trim(runners)
-                    reply("ok", done)
-                elif command == "close":
-                    return
-                else:
-                    reply("error", ("WorkerFailed", f"unknown command {command!r}"))
-            except TrtprofError as err:
-                reply("error", (type(err).__name__, str(err)))
-            except Exception as err:  # noqa: BLE001 - every failure goes back to the parent, named
-                reply("error", ("WorkerFailed", f"{type(err).__name__}: {err}"))
-    finally:
-        for r in runners.values():
-            r.close()
-
-
-def preload(names: Sequence[str]) -> None:
-    """Import what the named backends' runners will need (``Backend.preload``, where a backend has
-    one), before ``init`` names the engines. A failure here is not reported: ``init`` meets it again,
-    with the engine that needs it, and answers it named."""
-    for name in names:
-        try:
-            warm = backend_preload(name)
-            if warm is not None:
-                warm()
-        except Exception:  # noqa: BLE001 - reported by init, where it matters
-            pass
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    parent = die_with_parent()
-    # Ctrl-C in a terminal reaches the whole process group: the parent decides what to keep and stops
-    # its workers itself (WorkerPool.kill), so a worker must not die first and look like a failure.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # anything a library prints goes to stderr, never into the pickle channel
-    sys.stdout = sys.stderr
-    if args[:1] == ["--preload"] and len(args) > 1:
-        preload([n for n in args[1].split(",") if n])
-    serve(sys.stdin.buffer, out, parent)
-    # Nothing is left to clean up once serve has closed the runners: skip the interpreter's teardown of
-    # numpy, onnxruntime, torch (0.4 s for 6 workers on the loaded 2-core machine, after the time budget).
-    sys.stderr.flush()
-    os._exit(0)
-
-
 if __name__ == "__main__":
+    from trtprof.measure.worker_loop import main
+
     main()

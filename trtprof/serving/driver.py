@@ -139,11 +139,70 @@ class Workers:
         self.close()
 
 
-def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_S,
-               window_s: float = DEFAULT_WINDOW_S, min_requests: int = DEFAULT_MIN_REQUESTS,
-               meter: Any = None, batch_size: int = 1, workers: Workers | None = None,
-               clock: Callable[[], int] = time.perf_counter_ns, sleep: Callable[[float], None] = time.sleep) -> Window:
-    """Run ``len(sessions)`` closed-loop workers; measure one window (see the module docstring).
+class _WindowRun:
+    """The shared state of one window's workers: each one's (start, end) request times, the errors, the stop
+    flag, the barrier they start the window on and the lock their priming request takes."""
+
+    def __init__(self, sessions: Sequence[Session], clock: Callable[[], int]) -> None:
+        n = len(sessions)
+        self.sessions, self.clock = sessions, clock
+        self.times: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        self.errors: list[BaseException] = []
+        self.stop = threading.Event()
+        self.barrier = threading.Barrier(n + 1)
+        self.priming = threading.Lock()
+
+    def work(self, i: int) -> None:
+        record, clock = self.times[i].append, self.clock
+        try:
+            with self.sessions[i]() as request:
+                with self.priming:  # one thread at a time: its first request may autotune (timed kernels)
+                    request()
+                self.barrier.wait()
+                while not self.stop.is_set():
+                    t0 = clock()
+                    request()
+                    record((t0, clock()))
+        except threading.BrokenBarrierError:
+            pass  # another worker failed during set-up; its error is the one to report
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
+            self.errors.append(err)
+            self.stop.set()
+            self.barrier.abort()
+
+    def requests(self) -> int:
+        return sum(len(t) for t in self.times)
+
+    def measure(self, config: ServingConfig, meter: Any, sleep: Callable[[float], None]) -> dict[str, Any]:
+        """Warm up, then time the window (stretched until ``min_requests``, up to ``MAX_WINDOW_FACTOR``):
+        its edges on the clock and in Unix time, the energy ``meter`` read at them, whether it stretched."""
+        edges: dict[str, Any] = {"start": 0, "end": 0, "started_unix": 0.0, "ended_unix": 0.0, "spent": {},
+                                 "stretched": False}
+        try:
+            self.barrier.wait()
+            sleep(config.warmup_s)
+            before = self.requests()
+            if meter is not None:
+                meter.start()
+            edges["start"], edges["started_unix"] = self.clock(), time.time()
+            sleep(config.window_s)
+            limit = edges["start"] + MAX_WINDOW_FACTOR * config.window_s * 1e9
+            while not self.stop.is_set() and self.requests() - before < config.min_requests and self.clock() < limit:
+                edges["stretched"] = True
+                sleep(POLL_S)
+            edges["end"], edges["ended_unix"] = self.clock(), time.time()
+            if meter is not None:  # at the window's edge, while the workers still run: no tail in the joules
+                edges["spent"] = meter.stop()
+        except threading.BrokenBarrierError:
+            pass
+        return edges
+
+
+def run_window(sessions: Sequence[Session], config: ServingConfig = ServingConfig(), *, meter: Any = None,
+               batch_size: int = 1, workers: Workers | None = None, clock: Callable[[], int] = time.perf_counter_ns,
+               sleep: Callable[[float], None] = time.sleep) -> Window:
+    """Run ``len(sessions)`` closed-loop workers; measure one window (see the module docstring) of
+    ``config.window_s`` after ``config.warmup_s``, stretched to at least ``config.min_requests``.
 
     ``workers``: the long-lived threads to run on (slot i runs session i); without it the window
     gets threads of its own, which a sweep must not do (per-thread autotuning, module docstring).
@@ -152,68 +211,27 @@ def run_window(sessions: Sequence[Session], *, warmup_s: float = DEFAULT_WARMUP_
     n = len(sessions)
     if workers is None:
         with Workers(n) as own:
-            return run_window(sessions, warmup_s=warmup_s, window_s=window_s, min_requests=min_requests,
-                              meter=meter, batch_size=batch_size, workers=own, clock=clock, sleep=sleep)
+            return run_window(sessions, config, meter=meter, batch_size=batch_size, workers=own, clock=clock,
+                              sleep=sleep)
     if len(workers) < n:
         raise ValueError(f"{n} sessions need {n} workers, got {len(workers)}")
-    times: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    errors: list[BaseException] = []
-    stop = threading.Event()
-    barrier = threading.Barrier(n + 1)
-    priming = threading.Lock()
-
-    def work(i: int) -> None:
-        record = times[i].append
-        try:
-            with sessions[i]() as request:
-                with priming:  # one thread at a time: its first request may autotune (timed kernels)
-                    request()
-                barrier.wait()
-                while not stop.is_set():
-                    t0 = clock()
-                    request()
-                    record((t0, clock()))
-        except threading.BrokenBarrierError:
-            pass  # another worker failed during set-up; its error is the one to report
-        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
-            errors.append(err)
-            stop.set()
-            barrier.abort()
-
-    running = [workers.submit(i, functools.partial(work, i)) for i in range(n)]
-    start = end = 0
-    started_unix = ended_unix = 0.0
-    spent: dict[str, Any] = {}
-    stretched = False
+    run = _WindowRun(sessions, clock)
+    running = [workers.submit(i, functools.partial(run.work, i)) for i in range(n)]
     try:
-        barrier.wait()
-        sleep(warmup_s)
-        counts0 = [len(t) for t in times]
-        if meter is not None:
-            meter.start()
-        start, started_unix = clock(), time.time()
-        sleep(window_s)
-        limit = start + MAX_WINDOW_FACTOR * window_s * 1e9
-        while not stop.is_set() and sum(len(t) for t in times) - sum(counts0) < min_requests and clock() < limit:
-            stretched = True
-            sleep(POLL_S)
-        end, ended_unix = clock(), time.time()
-        if meter is not None:  # at the window's edge, while the workers still run: no tail in the joules
-            spent = meter.stop()
-    except threading.BrokenBarrierError:
-        pass
+        edges = run.measure(config, meter, sleep)
     finally:
-        stop.set()
+        run.stop.set()
         for job in running:
             job.result()  # work() keeps its errors in ``errors``
-    if errors:
-        raise errors[0]
-    done = [[(a, b) for a, b in t if start <= b <= end] for t in times]
+    if run.errors:
+        raise run.errors[0]
+    start, end = edges["start"], edges["end"]
+    done = [[(a, b) for a, b in t if start <= b <= end] for t in run.times]
     latencies = np.array([(b - a) / 1e6 for t in done for a, b in t], dtype=np.float64)
     window = Window(latencies_ms=latencies, wall_s=(end - start) / 1e9, per_worker=[len(t) for t in done],
-                    stretched=stretched, started_unix=started_unix, ended_unix=ended_unix)
-    if spent:
-        window.energy = per_inference(spent, window.requests * batch_size)
+                    stretched=edges["stretched"], started_unix=edges["started_unix"], ended_unix=edges["ended_unix"])
+    if edges["spent"]:
+        window.energy = per_inference(edges["spent"], window.requests * batch_size)
     return window
 
 
@@ -273,14 +291,7 @@ def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies
     out_dtypes = {spec.name: np.dtype(spec.dtype) for spec in runner.outputs}
     with ExitStack() as stack:
         fork = getattr(runner, "fork", None)
-        instances = [runner]
-        for _ in range(n - 1):
-            if fork is None:
-                instances.append(runner)
-            else:
-                twin = fork()
-                stack.callback(twin.close)
-                instances.append(twin)
+        instances = _instances(stack, runner, n)
         out_shapes: dict[int, dict[str, tuple[int, ...]]] = {}
         for inst in instances:
             if id(inst) not in out_shapes:
@@ -298,34 +309,62 @@ def gpu_sessions(runner: Any, n: int, feeds: Mapping[str, np.ndarray], *, copies
             raise ValueError(f"{n} sessions need {n} streams, got {len(streams)}")
         for k, inst in enumerate(instances):
             stream = streams[k] if streams is not None else stack.enter_context(cuda.Stream())
-            buffers: dict[str, int] = {}
-            uploads, downloads = [], []
-            for name, arr in feeds.items():
-                arr = np.ascontiguousarray(arr)
-                view = stack.enter_context(cuda.PinnedHostBuffer(arr.nbytes)).array(arr.shape, arr.dtype)
-                view[...] = arr
-                buffers[name] = stack.enter_context(cuda.DeviceBuffer(arr.nbytes)).ptr
-                uploads.append((buffers[name], view.ctypes.data, view.nbytes))
-                cuda.memcpy_htod_async(buffers[name], view, stream)
-            outputs: dict[str, np.ndarray] = {}
-            for name, shape in out_shapes[id(inst)].items():
-                dtype = out_dtypes.get(name, np.dtype("float32"))
-                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                outputs[name] = stack.enter_context(cuda.PinnedHostBuffer(nbytes)).array(tuple(shape), dtype)
-                buffers[name] = stack.enter_context(cuda.DeviceBuffer(nbytes)).ptr
-                downloads.append((outputs[name].ctypes.data, buffers[name], nbytes))
+            buffers, uploads, downloads, outputs = _session_buffers(stack, feeds, stream, out_shapes[id(inst)],
+                                                                    out_dtypes)
             host_outputs.append(outputs)
             stream.synchronize()
             done = stack.enter_context(cuda.Event(blocking_sync=True, timing=False))
-            sessions.append(_gpu_session(inst, buffers, stream, done, uploads if copies else [],
-                                         downloads if copies else [], lock, (rt, ok, to_dev, to_host)))
+            transfers = (uploads, downloads) if copies else ([], [])
+            sessions.append(_gpu_session(inst, buffers, stream, done, transfers, lock, (rt, ok, to_dev, to_host)))
         yield sessions, {"kind": "cuda", "streams": n, "contexts": len({id(i) for i in instances}),
                          "per_stream_context": fork is not None, "copies": copies}
 
 
-def _gpu_session(inst: Any, buffers: dict[str, int], stream: Any, done: Any, uploads: list, downloads: list,
+def _instances(stack: ExitStack, runner: Any, n: int) -> list[Any]:
+    """N instances of ``runner`` for N sessions: forks where the runner forks (each closed by ``stack``),
+    else the runner itself N times."""
+    fork = getattr(runner, "fork", None)
+    instances = [runner]
+    for _ in range(n - 1):
+        if fork is None:
+            instances.append(runner)
+        else:
+            twin = fork()
+            stack.callback(twin.close)
+            instances.append(twin)
+    return instances
+
+
+def _session_buffers(stack: ExitStack, feeds: Mapping[str, np.ndarray], stream: Any,
+                     out_shapes: Mapping[str, tuple[int, ...]], out_dtypes: Mapping[str, np.dtype]
+                     ) -> tuple[dict[str, int], list, list, dict[str, np.ndarray]]:
+    """One session's pinned host and device buffers (released by ``stack``), its inputs uploaded once on
+    ``stream``: (device pointers by name, upload copies, download copies, host output arrays)."""
+    from ..system import cuda
+
+    buffers: dict[str, int] = {}
+    uploads, downloads = [], []
+    for name, arr in feeds.items():
+        arr = np.ascontiguousarray(arr)
+        view = stack.enter_context(cuda.PinnedHostBuffer(arr.nbytes)).array(arr.shape, arr.dtype)
+        view[...] = arr
+        buffers[name] = stack.enter_context(cuda.DeviceBuffer(arr.nbytes)).ptr
+        uploads.append((buffers[name], view.ctypes.data, view.nbytes))
+        cuda.memcpy_htod_async(buffers[name], view, stream)
+    outputs: dict[str, np.ndarray] = {}
+    for name, shape in out_shapes.items():
+        dtype = out_dtypes.get(name, np.dtype("float32"))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        outputs[name] = stack.enter_context(cuda.PinnedHostBuffer(nbytes)).array(tuple(shape), dtype)
+        buffers[name] = stack.enter_context(cuda.DeviceBuffer(nbytes)).ptr
+        downloads.append((outputs[name].ctypes.data, buffers[name], nbytes))
+    return buffers, uploads, downloads, outputs
+
+
+def _gpu_session(inst: Any, buffers: dict[str, int], stream: Any, done: Any, transfers: tuple[list, list],
                  lock: threading.Lock, api: tuple) -> Session:
     rt, ok, to_dev, to_host = api
+    uploads, downloads = transfers
     memcpy, record, raw, event = rt.cudaMemcpyAsync, rt.cudaEventRecord, stream.raw, done.raw
 
     @contextmanager

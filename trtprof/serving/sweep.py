@@ -107,12 +107,23 @@ class ServingSweep:
                 "fits": self.fits(), "slo": self.slo}
 
 
+@dataclass(frozen=True)
+class SweepSlots:
+    """What every window of one sweep reuses: the long-lived worker threads, the GPU streams (one per worker
+    slot, ``gpu_sessions`` says why; None on a CPU) and how to load an engine again with N host threads
+    (CPU backends whose capabilities say ``host_threads``: one session per thread budget)."""
+
+    workers: Workers | None = None
+    streams: Sequence[Any] | None = None
+    load: Callable[[Any, int], Any] | None = None
+
+
 def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.ndarray], batch_size: int,
-                  config: ServingConfig, load: Callable[[Any, int], Any] | None = None,
-                  workers: Workers | None = None, streams: Sequence[Any] | None = None
+                  config: ServingConfig, slots: SweepSlots = SweepSlots()
                   ) -> tuple[Window, dict[str, Any], dict[str, Any]]:
-    """One window of ``level`` requests in flight on ``workers`` (the sweep's long-lived threads);
+    """One window of ``level`` requests in flight on ``slots.workers`` (the sweep's long-lived threads);
     returns (window, sessions info, memory)."""
+    load, workers, streams = slots.load, slots.workers, slots.streams
     rss0 = memory.rss_bytes()
     memory.reset_peak(runner)
     if runner.device == "cpu":
@@ -131,9 +142,7 @@ def measure_point(record: Any, runner: Any, level: int, feeds: Mapping[str, np.n
         with sessions_cm as (sessions, info):
             rss1 = memory.rss_bytes()
             with watch(runner) as during:  # the GPU sampled through the window (system.validity)
-                window = run_window(sessions, warmup_s=config.warmup_s, window_s=config.window_s,
-                                    min_requests=config.min_requests, meter=meter, batch_size=batch_size,
-                                    workers=workers)
+                window = run_window(sessions, config, meter=meter, batch_size=batch_size, workers=workers)
             info = {**info, "gpu_watch": dict(during)} if during else info
             used = memory.inference_memory(runner, rss_before_load=rss0, rss_after_load=rss1, rss_before_run=rss1,
                                            rss_after_run=memory.rss_bytes())
@@ -179,6 +188,60 @@ def did_not_fit(err: BaseException, runner: Any) -> str:
     return f"did not fit: {type(err).__name__}" + (f": {first}" if first else "")
 
 
+def _load_arms(arms: Mapping[str, Any], autotune: bool, pool: Workers, keep: ExitStack,
+               runners: dict[str, Any]) -> list[Any]:
+    """Load every arm into ``runners`` (closed by the caller); the GPU streams for the sweep's worker slots
+    (kept open by ``keep``) once a runner is on a GPU, else []."""
+    from ..backends.base import set_autotune
+    from ..measure.bench import load_runner
+
+    streams: list[Any] = []
+    for name in arms:
+        runners[name] = load_runner(arms[name])
+        set_autotune(runners[name], autotune)
+        if runners[name].device != "cpu" and not streams:
+            from ..system import cuda
+
+            streams = [keep.enter_context(cuda.Stream()) for _ in range(len(pool))]
+    return streams
+
+
+def _measure_into(point: Point, record: Any, runner: Any, feeds: Mapping[str, np.ndarray], config: ServingConfig,
+                  slots: SweepSlots) -> bool:
+    """One more window for ``point``; False when it ran out of memory (``point.failed`` then says so)."""
+    try:
+        window, info, used = measure_point(record, runner, point.concurrency, feeds, point.batch_size, config, slots)
+    except Exception as err:  # noqa: BLE001 - only running out of memory is an answer here
+        if not preflight.is_out_of_memory(err):
+            raise
+        point.failed = did_not_fit(err, runner)
+        return False
+    point.windows.append(window)
+    point.watched = nvml.merge_watches(point.watched, info.pop("gpu_watch", None))
+    point.sessions, point.memory = info, used
+    return True
+
+
+def _new_point(record: Any, name: str, batch: int, level: int) -> Point:
+    return Point(arm=name, precision=record.precision, backend=record.backend, model=record.model, batch_size=batch,
+                 concurrency=level, artifact_bytes=memory.artifact_bytes(record.artifact_path))
+
+
+def _finished(config: ServingConfig, arms: Mapping[str, Any], points: Mapping[Any, Point], host_before: Any,
+              host_timed: bool) -> ServingSweep:
+    """The sweep's result: its points in arm, batch, concurrency order, its stamp and the SLO view."""
+    names = list(arms)
+    ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
+    result = ServingSweep(config=config, points=ordered, arms=names)
+    result.validity = serving_validity(result, arms, host_before, host_timed)
+    if config.slo_ms is not None:
+        from ..stats.slo import at_target
+
+        result.slo = (at_target(ordered, names, config.slo_ms) if config.margin is None
+                      else at_target(ordered, names, config.slo_ms, margin=config.margin))
+    return result
+
+
 def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: ServingConfig, *,
                   shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
                   int_range: tuple[int, int] | None = None, autotune: bool = True,
@@ -191,28 +254,21 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     per-thread state such as PyTorch's cuDNN plan cache is built once, not in every window
     (``trtprof.serving.driver``'s docstring). ``stop()`` true before a point ends the sweep there, keeping
     what was measured (a benchmark's time bound)."""
-    from ..backends.base import set_autotune
     from ..measure.bench import load_runner
     from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 
     names = list(arms)
     host_before = cpu_state()  # the load average before the sweep, not one it raised
     runners: dict[str, Any] = {}
-    devices: list[str] = []
     points: dict[tuple[str, int, int], Point] = {}
     pool = workers if workers is not None else Workers(max(int(n) for n in config.concurrency))
     own = pool if workers is None else None  # the sweep's own: closed here
     keep = ExitStack()  # the GPU streams, one per worker slot, for every window (gpu_sessions says why)
-    streams: list[Any] = []
     try:
-        for name in names:
-            runners[name] = load_runner(arms[name])
-            devices.append(runners[name].device)
-            set_autotune(runners[name], autotune)
-            if runners[name].device != "cpu" and not streams:
-                from ..system import cuda
-
-                streams = [keep.enter_context(cuda.Stream()) for _ in range(len(pool))]
+        streams = _load_arms(arms, autotune, pool, keep, runners)
+        host_timed = any(r.device == "cpu" for r in runners.values())
+        slots = SweepSlots(workers=pool, streams=streams or None,
+                           load=lambda record, k: load_runner(record, threads=k))
         first, record0 = runners[names[0]], arms[names[0]]
         overrides = {**record0.spec.shape_overrides(), **(shapes or {})}
         feeds = {b: make_inputs(first.inputs, resolve_shapes(first.inputs, b, overrides, model_path=record0.model_path),
@@ -224,25 +280,10 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
                     for name in order:
                         if stop is not None and stop():
                             break
-                        rec = arms[name]
-                        point = points.setdefault((name, batch, int(level)), Point(
-                            arm=name, precision=rec.precision, backend=rec.backend, model=rec.model, batch_size=batch,
-                            concurrency=int(level), artifact_bytes=memory.artifact_bytes(rec.artifact_path)))
-                        if point.failed:
-                            continue
-                        try:
-                            window, info, used = measure_point(rec, runners[name], int(level), feeds[batch], batch,
-                                                               config, load=lambda record, k: load_runner(record, threads=k),
-                                                               workers=pool, streams=streams or None)
-                        except Exception as err:  # noqa: BLE001 - only running out of memory is an answer here
-                            if not preflight.is_out_of_memory(err):
-                                raise
-                            point.failed = did_not_fit(err, runners[name])
-                            continue
-                        point.windows.append(window)
-                        point.watched = nvml.merge_watches(point.watched, info.pop("gpu_watch", None))
-                        point.sessions, point.memory = info, used
-                        if on_point is not None:
+                        point = points.setdefault((name, batch, int(level)),
+                                                  _new_point(arms[name], name, batch, int(level)))
+                        if not point.failed and _measure_into(point, arms[name], runners[name], feeds[batch],
+                                                              config, slots) and on_point is not None:
                             on_point(point, r)
     finally:
         if own is not None:
@@ -250,15 +291,7 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
         keep.close()
         for runner in runners.values():
             runner.close()
-    ordered = sorted(points.values(), key=lambda p: (names.index(p.arm), p.batch_size, p.concurrency))
-    result = ServingSweep(config=config, points=ordered, arms=names)
-    result.validity = serving_validity(result, arms, host_before, any(r == "cpu" for r in devices))
-    if config.slo_ms is not None:
-        from ..stats.slo import at_target
-
-        result.slo = (at_target(ordered, names, config.slo_ms) if config.margin is None
-                      else at_target(ordered, names, config.slo_ms, margin=config.margin))
-    return result
+    return _finished(config, arms, points, host_before, host_timed)
 
 
 PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16", "int8")  # baseline first

@@ -91,6 +91,6 @@ def run_sweep(
                  "interrupted": interrupted, "finished": now_iso()})
     runs = store.add_run(info)
     merged = merge(spec_json(spec), [c.to_json() for c in cells], store.latest(), executor=info,
-                   interference=interference, interrupted=interrupted, wall_s=round(wall, 3), runs=runs)
+                   interference=interference, runs=runs)
     path = store.write_merged(merged)
     return SweepOutcome(merged_path=path, merged=merged, skipped=len(cells) - len(todo), interrupted=interrupted)

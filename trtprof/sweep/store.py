@@ -169,9 +169,11 @@ def interference_warnings(entries: Iterable[Mapping[str, Any]], interference: Ma
 
 
 def merge(spec_json: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], latest: Mapping[str, Mapping[str, Any]],
-          *, executor: Mapping[str, Any], interference: Mapping[str, Any] | None, interrupted: bool,
-          wall_s: float | None, runs: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """The merged result: every cell of the spec in order, with its last record (or ``missing``)."""
+          *, executor: Mapping[str, Any], interference: Mapping[str, Any] | None,
+          runs: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The merged result: every cell of the spec in order, with its last record (or ``missing``); whether this
+    run was interrupted and its wall time are the ``executor``'s record of it (``interrupted``, ``run_wall_s``)."""
+    interrupted, wall_s = bool(executor.get("interrupted", False)), executor.get("run_wall_s")
     records = [dict(latest[c["id"]]) for c in cells if c["id"] in latest]
     beside = neighbours(records)
     entries = []

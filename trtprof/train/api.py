@@ -4,11 +4,11 @@ PyTorch) or a Keras ``.keras``/``.h5`` file (TensorFlow)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import BadInput, BadModel
-from ..measure.interleave import InterleavedOutcome, RoundPlan
-from .run import TrainOptions, compare_training
+from ..measure.interleave import RoundPlan
+from .run import TrainHooks, TrainOptions, TrainWorkload, compare_training
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 
@@ -17,59 +17,20 @@ def is_keras(path: Path) -> bool:
     return path.suffix.lower() in KERAS_SUFFIXES
 
 
-def train_compare(
-    model: Any,
-    precisions: str | None,
-    batch_sizes: Sequence[int] | None,
-    plan: RoundPlan,
-    options: TrainOptions = TrainOptions(),
-    *,
-    device: str = "auto",
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
-    on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
-    on_arm: Callable[[int, str, Any], None] | None = None,
-    data: Any = None,
-) -> dict[str, Any]:
-    """``data`` (user_inputs.InputData, ``--inputs``): its first batch instead of random inputs, for the
+def train_compare(model: Any, precisions: str | None, batch_sizes: Sequence[int] | None, plan: RoundPlan,
+                  options: TrainOptions = TrainOptions(), hooks: TrainHooks = TrainHooks()) -> dict[str, Any]:
+    """``options.data`` (user_inputs.InputData, ``--inputs``): its first batch instead of random inputs, for the
     timed steps and the loss comparison alike (labels stay seeded)."""
     from ..model.inputs import make_inputs, resolve_shapes
 
-    from .factory import FactorySpec
-
-    overrides = dict(shapes or {})
-    spec = None if Path(str(model)).exists() else FactorySpec.parse(str(model))
-    path = Path(str(model))
-    trainer: Any
-    if spec is not None:
-        trainer, arms = _factory_trainer(spec, precisions, options, device, overrides)
-        name = spec.function if spec.function not in ("make", "model") else Path(spec.module).stem.split(".")[-1]
-    elif not path.exists():
-        raise BadModel("no such file (or a factory spec: path/to/file.py:FUNCTION or package.module:FUNCTION)", path=path)
-    elif is_keras(path):
-        from .keras import KerasTrainer, parse_keras_arms
-
-        trainer = KerasTrainer(path, optimizer=options.optimizer, loss=options.loss, seed=options.seed)
-        arms = parse_keras_arms(precisions)
-        if options.find_max_batch:
-            raise BadInput("--find-max-batch: only for PyTorch models (a module factory or ONNX)")
-        name = path.stem
-    elif path.is_dir():
-        raise BadModel("train-compare takes a module factory (file.py:make), an ONNX file or a Keras .keras/.h5 file "
-                       "(a SavedModel has no training graph to rebuild; save the model with model.save('model.keras'))",
-                       path=path)
-    else:
-        from .pytorch import TorchTrainer
-
-        dev, arms = _torch_arms(precisions, options, device)
-        trainer = TorchTrainer.from_onnx(path, device=dev, optimizer=options.optimizer, loss=options.loss,
-                                         seed=options.seed, autotune=options.autotune)
-        name = path.stem
-
+    trainer, arms, name = _trainer(model, precisions, options)
     # not given: a factory's example batch (what the user's own code runs), else 1
     sizes = tuple(batch_sizes or ())
     if not sizes:
         sizes = ((getattr(trainer, "source", None) or {}).get("example_batch") or 1,)
 
+    data = options.data
+    overrides = dict(options.shapes or {})
     if data is not None:
         data.check(trainer.inputs, model_path=str(model))
         overrides.update(data.shape_overrides())
@@ -80,11 +41,42 @@ def train_compare(
     def make_feeds(s: Mapping[str, tuple[int, ...]]) -> Mapping[str, Any]:
         return make_inputs(trainer.inputs, s, seed=options.seed, data=data)
 
-    result = compare_training(trainer, arms, sizes, plan, options, model_name=name, shapes_for=shapes_for,
-                              make_feeds=make_feeds, on_batch=on_batch, on_arm=on_arm)
+    result = compare_training(trainer, arms, plan, options, TrainWorkload(name, sizes, shapes_for, make_feeds), hooks)
     result.setdefault("settings", {})["inputs"] = f"{data.describe()}, first batch" if data is not None else \
         f"random inputs (seed {options.seed})"
     return result
+
+
+def _trainer(model: Any, precisions: str | None, options: TrainOptions) -> tuple[Any, list[Any], str]:
+    """The trainer for MODEL (a module factory, a Keras file or an ONNX file), its arms and its name."""
+    from .factory import FactorySpec
+
+    spec = None if Path(str(model)).exists() else FactorySpec.parse(str(model))
+    path = Path(str(model))
+    trainer: Any
+    if spec is not None:
+        trainer, arms = _factory_trainer(spec, precisions, options, options.device, dict(options.shapes or {}))
+        name = spec.function if spec.function not in ("make", "model") else Path(spec.module).stem.split(".")[-1]
+        return trainer, arms, name
+    if not path.exists():
+        raise BadModel("no such file (or a factory spec: path/to/file.py:FUNCTION or package.module:FUNCTION)", path=path)
+    if is_keras(path):
+        from .keras import KerasTrainer, parse_keras_arms
+
+        trainer = KerasTrainer(path, optimizer=options.optimizer, loss=options.loss, seed=options.seed)
+        arms = parse_keras_arms(precisions)
+        if options.find_max_batch:
+            raise BadInput("--find-max-batch: only for PyTorch models (a module factory or ONNX)")
+        return trainer, arms, path.stem
+    if path.is_dir():
+        raise BadModel("train-compare takes a module factory (file.py:make), an ONNX file or a Keras .keras/.h5 file "
+                       "(a SavedModel has no training graph to rebuild; save the model with model.save('model.keras'))",
+                       path=path)
+    from .pytorch import TorchTrainer
+
+    dev, arms = _torch_arms(precisions, options, options.device)
+    trainer = TorchTrainer.from_onnx(path, device=dev, options=options)
+    return trainer, arms, path.stem
 
 
 def _torch_arms(precisions: str | None, options: TrainOptions, device: str) -> tuple[str, list[Any]]:
@@ -105,7 +97,6 @@ def _factory_trainer(spec: Any, precisions: str | None, options: TrainOptions, d
 
     dev, arms = _torch_arms(precisions, options, device)
     user = load_factory(spec, shapes)
-    trainer = TorchTrainer.from_factory(user, spec.text, device=dev, optimizer=options.optimizer, loss=options.loss,
-                                        seed=options.seed, autotune=options.autotune)
+    trainer = TorchTrainer.from_factory(user, spec.text, device=dev, options=options)
     return trainer, arms
 

@@ -12,7 +12,7 @@ from ..measure.maxbatch import find_max_batch
 from ..system.preflight import is_out_of_memory
 from . import memory as mem
 from . import reasons as rs
-from .run import ArmRun, Trainer
+from .run import ArmRun, Trainer, TrainOptions
 from .step import TorchTrainStep, TrainArm, check_arm, import_torch, load_module
 
 TUNE_STEPS = 2  # cuDNN times its algorithms on the first step of a shape; the second confirms the choice
@@ -33,8 +33,7 @@ class TorchTrainer(Trainer):
         self.loss_fn, self.optimizer_fn = loss_fn, optimizer_fn
 
     @classmethod
-    def from_onnx(cls, model: Path, *, device: str, optimizer: str, loss: str, seed: int,
-                  autotune: bool = True) -> "TorchTrainer":
+    def from_onnx(cls, model: Path, *, device: str, options: TrainOptions) -> "TorchTrainer":
         """ONNX → onnx2torch module; the source records what an inference export loses for training."""
         from ..model.onnx_model import load_onnx
         from .onnx_source import training_layers
@@ -44,16 +43,17 @@ class TorchTrainer(Trainer):
         layers = rs.tensor_core_layers(proto)  # before load_module's pre-pass changes the graph
         source = {"kind": "onnx", "path": str(path), **training_layers(proto)}
         module, inputs, _ = load_module(path, proto)
-        return cls(module, inputs, device=device, optimizer=optimizer, loss=loss, seed=seed, autotune=autotune,
-                   layers=layers, source=source)
+        return cls(module, inputs, device=device, optimizer=options.optimizer, loss=options.loss, seed=options.seed,
+                   autotune=options.autotune, layers=layers, source=source)
 
     @classmethod
-    def from_factory(cls, user: Any, spec: str, *, device: str, optimizer: str, loss: str, seed: int,
-                     autotune: bool = True) -> "TorchTrainer":
-        """The user's own ``nn.Module`` from ``factory.load_factory``: trained as it is written."""
+    def from_factory(cls, user: Any, spec: str, *, device: str, options: TrainOptions) -> "TorchTrainer":
+        """The user's own ``nn.Module`` from ``factory.load_factory``: trained as it is written (``device``: the
+        resolved one, not ``options.device``'s "auto")."""
         source = {"kind": "module", "factory": spec, **user.to_json()}
-        return cls(user.module, user.inputs, device=device, optimizer=optimizer, loss=loss, seed=seed,
-                   autotune=autotune, source=source, loss_fn=user.loss_fn, optimizer_fn=user.optimizer_fn)
+        return cls(user.module, user.inputs, device=device, optimizer=options.optimizer, loss=options.loss,
+                   seed=options.seed, autotune=options.autotune, source=source, loss_fn=user.loss_fn,
+                   optimizer_fn=user.optimizer_fn)
 
     def make_runner(self, arm: TrainArm) -> TorchTrainStep:
         check_arm(arm, self.device)

@@ -348,23 +348,9 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if x >= 0.01 else f"{x:.1%}"
 
 
-def findings_for(
-    baseline: StepProfile,
-    candidate: StepProfile,
-    *,
-    layers: Sequence[Mapping[str, Any]],
-    skipped_steps: int | None,
-    steps_run: int,
-    memory: Mapping[str, Any] | None = None,
-    peer: StepProfile | None = None,
-    peer_speedup: float | None = None,
-    device: str = "cuda",
-    timed_ms: float | None = None,
-    autotune: bool | None = None,
-) -> list[Finding]:
-    """Every cause with evidence for one candidate arm against the baseline at one batch size.
-    ``timed_ms``: the candidate's median step in the timed rounds (its phase split is reported only
-    when the profiling pass agrees with it); ``autotune``: what cuDNN ran with (memory wording)."""
+def _kernel_findings(baseline: StepProfile, candidate: StepProfile) -> list[Finding]:
+    """What the candidate's kernels say: the share that ran in low precision (AMP) or in TF32, and kernels
+    slower than the baseline's."""
     out: list[Finding] = []
     amp = candidate.arm.startswith("amp-")
     low = candidate.low_precision_share()
@@ -395,6 +381,28 @@ def findings_for(
                            f"{top.get('class', '?')})",
                            {"kernel_ms": candidate.kernel_ms, "baseline_kernel_ms": baseline.kernel_ms,
                             "top_kernels": candidate.top_kernels[:5], "baseline_top_kernels": baseline.top_kernels[:5]}))
+    return out
+
+
+def findings_for(
+    baseline: StepProfile,
+    candidate: StepProfile,
+    *,
+    layers: Sequence[Mapping[str, Any]],
+    skipped_steps: int | None,
+    steps_run: int,
+    memory: Mapping[str, Any] | None = None,
+    peer: StepProfile | None = None,
+    peer_speedup: float | None = None,
+    device: str = "cuda",
+    timed_ms: float | None = None,
+    autotune: bool | None = None,
+) -> list[Finding]:
+    """Every cause with evidence for one candidate arm against the baseline at one batch size.
+    ``timed_ms``: the candidate's median step in the timed rounds (its phase split is reported only
+    when the profiling pass agrees with it); ``autotune``: what cuDNN ran with (memory wording)."""
+    out = _kernel_findings(baseline, candidate)
+    amp = candidate.arm.startswith("amp-")
     out += _phase_findings(baseline, candidate, skipped_steps, steps_run, timed_ms)
     busy = candidate.busy_share
     if device == "cuda" and busy is not None and busy < BUSY_LAUNCH_BOUND:

@@ -40,6 +40,8 @@ def unmeasurable_reason(ci_low: float, ci_high: float, device: str) -> str | Non
 
 @dataclass(frozen=True)
 class TrainOptions:
+    """How to train and compare, carried whole (as compare's ``CompareOptions``)."""
+
     optimizer: str = "adam"
     loss: str = "mae-to-ones"
     steps: int = DEFAULT_STEPS
@@ -48,6 +50,12 @@ class TrainOptions:
     max_batch_limit: int = 4096
     reasons: bool = True
     autotune: bool = True  # cuDNN autotuning (cudnn.benchmark) in every arm, tuned before timing
+    # Where and on what, as CompareOptions carries them (not in ``to_json``: the document records the device
+    # and the inputs on their own): "auto"/"cpu"/"cuda"; input shape overrides (``--shape``); the user's
+    # inputs (user_inputs.InputData, ``--inputs``: its first batch instead of random inputs).
+    device: str = "auto"
+    shapes: Mapping[str, tuple[int, ...]] | None = None
+    data: Any = None
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -79,6 +87,41 @@ class ArmRun:
                 "skipped_steps": self.skipped_steps, "memory": self.memory,
                 "profile": self.profile.to_json() if self.profile is not None else None,
                 **({"framework": self.extra} if self.extra else {})}
+
+
+@dataclass(frozen=True)
+class TrainHooks:
+    """Who hears what while a training comparison runs (the CLI prints them), as compare's ``CompareHooks``:
+    ``on_arm`` each arm's solo pass (batch size, arm, ArmRun), ``on_batch`` each batch size's timed rounds."""
+
+    on_batch: Callable[[int, InterleavedOutcome], None] | None = None
+    on_arm: Callable[[int, str, ArmRun], None] | None = None
+
+
+@dataclass(frozen=True)
+class TrainWorkload:
+    """The model as ``compare_training`` runs it: its name in the document, the batch sizes, the input
+    shapes at a batch size (every one checked before any step runs) and the feeds for those shapes."""
+
+    name: str
+    batch_sizes: Sequence[int]
+    shapes_for: Callable[[int], Mapping[str, tuple[int, ...]]]
+    make_feeds: Callable[[Mapping[str, tuple[int, ...]]], Mapping[str, np.ndarray]]
+
+
+@dataclass
+class _BatchRun:
+    """One batch size measured: its shapes, every arm's solo pass, the interleaved rounds and their medians."""
+
+    batch: int
+    shapes: Mapping[str, tuple[int, ...]]
+    solo: Mapping[str, ArmRun]
+    outcome: InterleavedOutcome
+    timed: list[Arm]
+
+    @property
+    def medians(self) -> dict[str, float]:
+        return {a.name: float(np.median(a.latency_ms)) for a in self.timed}
 
 
 class Trainer:
@@ -130,20 +173,21 @@ def _side(name: str, arm: Arm) -> dict[str, Any]:
             "stage_medians_ms": {k: float(np.median(v)) for k, v in arm.pooled().items()}}
 
 
-def _result(model: str, backend: str, arm: Arm, batch: int, outcome: InterleavedOutcome,
-            plan: RoundPlan, shapes: Mapping[str, tuple[int, ...]], options: TrainOptions, arm_json: dict) -> Any:
+def _result(model: str, backend: str, arm: Arm, run: _BatchRun, plan: RoundPlan, options: TrainOptions,
+            arm_json: dict) -> Any:
     from ..measure.results import BenchResult
 
     clock = "perf_counter_ns" if arm.runner.device == "cpu" else "cuda_events"
+    outcome = run.outcome
     return BenchResult.from_samples(
-        stages=arm.pooled(), span_s=arm.span_s, batch_size=batch, model=model, precision=arm.name, backend=backend,
+        stages=arm.pooled(), span_s=arm.span_s, batch_size=run.batch, model=model, precision=arm.name, backend=backend,
         engine={"artifact": "", "effective_precision": arm.name, "train_arm": arm_json},
         config={"interleaved": True, "training_step": True, "rounds": outcome.rounds,
                 "round_iterations": outcome.round_iterations[arm.name], "warmup_done": arm.warmup_done,
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "copies": plan.copies if clock == "cuda_events" else None,
                 "cuda_graph": bool(arm_json.get("graphed")), "clock": clock,
-                "input_shapes": {k: list(v) for k, v in shapes.items()}, **options.to_json()},
+                "input_shapes": {k: list(v) for k, v in run.shapes.items()}, **options.to_json()},
         warnings=training_notes(arm.notes), device=arm.device)
 
 
@@ -159,11 +203,11 @@ def comparison_pairs(arms: Sequence[Any]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _comparison(trainer: Trainer, outcome: InterleavedOutcome, solo: Mapping[str, ArmRun],
-                medians: Mapping[str, float], baseline: str, cand: str, batch: int, options: TrainOptions,
+def _comparison(trainer: Trainer, run: _BatchRun, baseline: str, cand: str, options: TrainOptions,
                 warnings: list[str]) -> dict[str, Any]:
     """One candidate against one baseline at one batch size: speedup, verdict (or why it is not
     measurable here), losses, memory, reasons."""
+    outcome, solo, medians, batch = run.outcome, run.solo, run.medians, run.batch
     base_arm, cand_arm = outcome.arm(baseline), outcome.arm(cand)
     # One in-process load (training runners are stateful and built here): its rounds are the
     # clusters of the CI and the method says "one load only" (compare's schema-2 statistics);
@@ -213,19 +257,54 @@ def _solo_pass(trainer: Trainer, arms: Sequence[Any], feeds: Mapping[str, np.nda
     return solo
 
 
-def compare_training(
-    trainer: Trainer,
-    arms: Sequence[Any],
-    batch_sizes: Sequence[int],
-    plan: RoundPlan,
-    options: TrainOptions,
-    *,
-    model_name: str,
-    shapes_for: Callable[[int], Mapping[str, tuple[int, ...]]],
-    make_feeds: Callable[[Mapping[str, tuple[int, ...]]], Mapping[str, np.ndarray]],
-    on_batch: Callable[[int, InterleavedOutcome], None] | None = None,
-    on_arm: Callable[[int, str, ArmRun], None] | None = None,
-) -> dict[str, Any]:
+def _measure_batch(trainer: Trainer, arms: Sequence[Any], plan: RoundPlan, options: TrainOptions,
+                   workload: TrainWorkload, batch: int, hooks: TrainHooks) -> _BatchRun:
+    """One batch size: every arm's solo pass, then every arm's step interleaved by compare's loop in one load."""
+    shapes = workload.shapes_for(batch)
+    feeds = workload.make_feeds(shapes)
+    on_arm = hooks.on_arm
+    solo = _solo_pass(trainer, arms, feeds, options, lambda name, run: on_arm(batch, name, run) if on_arm else None)
+    runners = {arm.name: trainer.make_runner(arm) for arm in arms}
+    try:
+        timed = [Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
+        outcome = run_one_load(timed, plan)
+    finally:
+        for r in runners.values():
+            r.close()
+        runners.clear()
+        trainer.release()
+    if hooks.on_batch is not None:
+        hooks.on_batch(batch, outcome)
+    return _BatchRun(batch=batch, shapes=shapes, solo=solo, outcome=outcome, timed=timed)
+
+
+def _batch_entry(trainer: Trainer, arms: Sequence[Any], run: _BatchRun, options: TrainOptions,
+                 workload: TrainWorkload, first: bool) -> dict[str, Any]:
+    """The document's entry for one batch size (with the largest batch each arm fits, once: ``first``)."""
+    entry: dict[str, Any] = {"batch_size": run.batch, "arms": {a.name: run.solo[a.name].to_json() for a in arms},
+                             "median_step_ms": run.medians, "rounds": run.outcome.rounds,
+                             "stop_reason": run.outcome.stop_reason,
+                             "round_medians_ms": {a.name: a.round_medians_ms for a in run.timed}}
+    if options.find_max_batch and first:  # once: it does not depend on the batch size
+        entry["max_batch"] = {}
+        for arm in arms:
+            entry["max_batch"][arm.name] = trainer.max_batch(
+                arm, lambda b: workload.make_feeds(workload.shapes_for(b)), options.max_batch_limit)
+    return entry
+
+
+def _settings(trainer: Trainer, plan: RoundPlan, options: TrainOptions) -> dict[str, Any]:
+    return {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
+            "round_iterations": plan.round_iterations, "min_rounds": plan.min_rounds,
+            "confidence": CONFIDENCE, "equivalence_margin": plan.margin,
+            "copies": plan.copies, "cuda_graph": False, **options.to_json(),
+            # cuDNN autotuning as the arms ran (None: not applicable on this device/framework)
+            "cudnn_benchmark": options.autotune if trainer.device == "cuda" and trainer.framework == "torch"
+            else None}
+
+
+def compare_training(trainer: Trainer, arms: Sequence[Any], plan: RoundPlan, options: TrainOptions,
+                     workload: TrainWorkload, hooks: TrainHooks = TrainHooks()) -> dict[str, Any]:
     """Run everything and return the JSON document (schema ``trtprof.train_compare/1``)."""
     from ..util.files import now_iso
     from ..system.environment import collect
@@ -233,60 +312,31 @@ def compare_training(
     if plan.cuda_graph:
         raise BadInput("--cuda-graph: the timing loop does not capture a training step; add NAME+graphed to "
                        "--precisions (e.g. amp-bf16+graphed) for a CUDA-graphed step")
-    names = [a.name for a in arms]
     backend = f"{trainer.framework}-train"
     comparisons: list[dict[str, Any]] = []
     results: list[Any] = []
     per_batch: list[dict[str, Any]] = []
     warnings: list[str] = []
-    shapes_by_batch = {b: shapes_for(b) for b in batch_sizes}  # every shape checked before any step runs
+    for b in workload.batch_sizes:  # every shape checked before any step runs
+        workload.shapes_for(b)
     host_before = cpu_state()  # the load average before the steps, not one they raised (system.validity)
-    for index, batch in enumerate(batch_sizes):
-        shapes = shapes_by_batch[batch]
-        feeds = make_feeds(shapes)
-        solo = _solo_pass(trainer, arms, feeds, options, lambda name, run: on_arm(batch, name, run) if on_arm else None)
-        runners = {arm.name: trainer.make_runner(arm) for arm in arms}
-        try:
-            timed = [Arm(name=arm.name, runner=runners[arm.name], feeds=feeds) for arm in arms]
-            outcome = run_one_load(timed, plan)
-        finally:
-            for r in runners.values():
-                r.close()
-            runners.clear()
-            trainer.release()
-        if on_batch is not None:
-            on_batch(batch, outcome)
-        arm_json = {a.name: a.to_json() for a in arms}
-        for arm in timed:
-            results.append(_result(model_name, backend, arm, batch, outcome, plan, shapes, options, arm_json[arm.name]))
-        medians = {a.name: float(np.median(a.latency_ms)) for a in timed}
+    arm_json = {a.name: a.to_json() for a in arms}
+    for index, batch in enumerate(workload.batch_sizes):
+        run = _measure_batch(trainer, arms, plan, options, workload, batch, hooks)
+        results.extend(_result(workload.name, backend, arm, run, plan, options, arm_json[arm.name]) for arm in run.timed)
         for base, cand in comparison_pairs(arms):
-            entry_json = _comparison(trainer, outcome, solo, medians, base, cand, batch, options, warnings)
-            stamp = train_validity(outcome, base, cand, plan, host_before, trainer.device)
+            entry_json = _comparison(trainer, run, base, cand, options, warnings)
+            stamp = train_validity(run.outcome, base, cand, plan, host_before, trainer.device)
             comparisons.append({**entry_json, "validity": stamp.to_json()})
-        entry: dict[str, Any] = {"batch_size": batch, "arms": {n: solo[n].to_json() for n in names},
-                                 "median_step_ms": medians, "rounds": outcome.rounds, "stop_reason": outcome.stop_reason,
-                                 "round_medians_ms": {a.name: a.round_medians_ms for a in timed}}
-        if options.find_max_batch and index == 0:  # once: it does not depend on the batch size
-            entry["max_batch"] = {}
-            for arm in arms:
-                entry["max_batch"][arm.name] = trainer.max_batch(
-                    arm, lambda b: make_feeds(shapes_for(b)), options.max_batch_limit)
-        per_batch.append(entry)
+        per_batch.append(_batch_entry(trainer, arms, run, options, workload, index == 0))
     env = collect()
     env["backend"] = trainer.environment()
     env.setdefault("host", {})["cpu_state"] = host_before
     return {
         "validity": merge_validity([Validity.from_json(c["validity"]) for c in comparisons]).to_json(),
-        "schema": SCHEMA, "created": now_iso(), "model": model_name, "backend": backend, "device": trainer.device,
+        "schema": SCHEMA, "created": now_iso(), "model": workload.name, "backend": backend, "device": trainer.device,
         "arms": [a.to_json() for a in arms],
-        "settings": {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
-                     "round_iterations": plan.round_iterations, "min_rounds": plan.min_rounds,
-                     "confidence": CONFIDENCE, "equivalence_margin": plan.margin,
-                     "copies": plan.copies, "cuda_graph": False, **options.to_json(),
-                     # cuDNN autotuning as the arms ran (None: not applicable on this device/framework)
-                     "cudnn_benchmark": options.autotune if trainer.device == "cuda" and trainer.framework == "torch"
-                     else None},
+        "settings": _settings(trainer, plan, options),
         "comparisons": comparisons,
         "batches": per_batch,
         "warnings": warnings,

@@ -97,12 +97,12 @@ def check_against_tf(
     *,
     atol: float = DEFAULT_ATOL,
     rtol: float = DEFAULT_RTOL,
-    batch_size: int = CHECK_BATCH_SIZE,
-    seed: int = CHECK_SEED,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     path: Path | None = None,
 ) -> CheckResult:
-    """Run ONNX Runtime (CPU) and TensorFlow on the same seeded batch and compare every output."""
+    """Run ONNX Runtime (CPU) and TensorFlow on the same seeded batch (``CHECK_SEED``; dynamic dims at
+    ``CHECK_BATCH_SIZE``, the batch size and seed every conversion is checked at) and compare every output."""
+    batch_size, seed = CHECK_BATCH_SIZE, CHECK_SEED
     try:
         import onnxruntime as ort
     except ImportError as err:  # pragma: no cover - core dependency

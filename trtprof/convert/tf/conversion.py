@@ -83,14 +83,7 @@ def convert_tf(
     fmt = detect_format(model)
     input_args = parse_tensor_list(inputs) if isinstance(inputs, str) else list(inputs or [])
     output_args = parse_tensor_list(outputs) if isinstance(outputs, str) else list(outputs or [])
-    if fmt != "graphdef" and (input_args or output_args):
-        raise BadInput("--inputs/--outputs are for frozen graphs (.pb); Keras and SavedModel carry their own signature", path=model)
-    if fmt != "savedmodel" and signature:
-        raise BadInput("--signature is for SavedModel directories", path=model)
-    if opset is not None and opset < 7:
-        raise BadInput(f"--opset {opset}: tf2onnx supports opset 7 and newer")
-    if atol <= 0 or rtol < 0:
-        raise BadInput("--atol must be > 0 and --rtol >= 0")
+    _check_options(model, fmt, bool(input_args or output_args), signature, opset, (atol, rtol))
     tf, tf2onnx = import_tf()
     sha = source_sha256 or content_sha256(model)
     with quiet_logs():
@@ -108,14 +101,11 @@ def convert_tf(
             raise BuildFailed(f"tf2onnx failed ({type(err).__name__}: {first_line(err)})", path=model) from err
         convert_s = time.perf_counter() - started
         validate_onnx(proto, model)
-        notes = list(notes)
         in_io, out_io = onnx_io(proto)
-        for name, shape in in_io:
-            if shape and isinstance(shape[0], int):
-                notes.append(f"input {name!r} has a static batch dim {shape[0]} (make it dynamic with --inputs {name}:?x…)")
+        notes = list(notes) + static_batch_notes(in_io)
         result_check = None
         if check:
-            result_check = faithfulness(proto, reference, input_args, in_io, atol, rtol, model, notes)
+            result_check = faithfulness(proto, reference, input_args, in_io, (atol, rtol), model, notes)
     output.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(output, proto.SerializeToString())
     opset_used = next((e.version for e in proto.opset_import if e.domain in ("", "ai.onnx")), 0)
@@ -134,11 +124,34 @@ def convert_tf(
     )
 
 
+def _check_options(model: Path, fmt: str, tensor_lists: bool, signature: str | None, opset: int | None,
+                   tolerances: tuple[float, float]) -> None:
+    """Refuse options that do not fit the model's format (``tensor_lists``: --inputs/--outputs given) and
+    numbers out of range, before TensorFlow is imported."""
+    atol, rtol = tolerances
+    if fmt != "graphdef" and tensor_lists:
+        raise BadInput("--inputs/--outputs are for frozen graphs (.pb); Keras and SavedModel carry their own signature", path=model)
+    if fmt != "savedmodel" and signature:
+        raise BadInput("--signature is for SavedModel directories", path=model)
+    if opset is not None and opset < 7:
+        raise BadInput(f"--opset {opset}: tf2onnx supports opset 7 and newer")
+    if atol <= 0 or rtol < 0:
+        raise BadInput("--atol must be > 0 and --rtol >= 0")
+
+
+def static_batch_notes(in_io: Sequence[tuple[str, tuple[Any, ...]]]) -> list[str]:
+    """A note for each converted input whose batch dim is a number: the engines could only run that batch."""
+    return [f"input {name!r} has a static batch dim {shape[0]} (make it dynamic with --inputs {name}:?x…)"
+            for name, shape in in_io if shape and isinstance(shape[0], int)]
+
+
 def faithfulness(proto: Any, reference: Reference, input_args: Sequence[tuple[str, Shape | None]],
-                 in_io: Sequence[tuple[str, tuple[Any, ...]]], atol: float, rtol: float, model: Path,
+                 in_io: Sequence[tuple[str, tuple[Any, ...]]], tolerances: tuple[float, float], model: Path,
                  notes: list[str]) -> CheckResult:
     """The converted graph against TensorFlow on one batch (shapes from ``--inputs``, dynamic dims at
-    the check's batch size); a failure raises BuildFailed, tiny outputs add a note."""
+    the check's batch size) within ``tolerances`` (atol, rtol); a failure raises BuildFailed, tiny outputs
+    add a note."""
+    atol, rtol = tolerances
     overrides = {
         tf_tensor_name(n): tuple(CHECK_BATCH_SIZE if d is None else d for d in s)
         for n, s in input_args

@@ -1,0 +1,245 @@
+"""The worker side of ``measure.workers``: what runs inside a worker process (``python -m
+trtprof.measure.workers``, whose ``__main__`` calls ``main`` here). It loads every arm once, then answers the
+parent's commands (the protocol is in ``measure.workers``'s docstring) until ``close`` or until the parent is
+gone. The parent side (``Worker``, ``WorkerPool``, spares) stays in ``measure.workers``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import time
+from typing import Any, BinaryIO, Callable, Mapping, Sequence
+
+from ..errors import TrtprofError
+from .timing import TimingConfig
+
+# The memory of compare's accuracy pass (system.memory.outputs_and_memory) when load 0's worker runs it.
+WORKER_MEMORY_NOTE = ("measured in the accuracy pass (one inference per arm in load 0's worker process, before its "
+                      "timing; every arm loaded in that process)")
+# The parent's pid, given to a worker started from the parent's main thread: the worker asks Linux to
+# SIGKILL it when that parent dies (PR_SET_PDEATHSIG), and checks between rounds elsewhere. Only from the
+# main thread: Linux sends the signal when the *thread* that forked the worker ends, not the process.
+PARENT_ENV = "TRTPROF_WORKER_PARENT"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def trim(runners: Mapping[str, Any]) -> None:
+    """Give back device memory the runners cached but no longer use, before the worker goes idle.
+
+    Loads take turns, so the other workers sit idle while one measures. A torch worker would keep
+    what cuDNN's autotuning tried (large workspaces) in its caching allocator: on the H200 six workers
+    of ResNet-50 at batch 256 held 22–33 GiB each and the seventh allocation ran out of memory. The
+    next block's warm-up iterations take back what the model needs, before the timed ones."""
+    for r in runners.values():
+        release = getattr(r, "trim", None)
+        if release is not None:
+            release()
+
+
+def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
+    """``ArmFacts``'s fields as a dict: the worker runs as ``__main__``, whose classes the parent cannot unpickle."""
+    return {"inputs": tuple(getattr(runner, "inputs", ())), "outputs": tuple(getattr(runner, "outputs", ())),
+            "device": str(getattr(runner, "device", "cpu")), "autotune": autotune}
+
+
+def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[int | None, int | None]],
+                     batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
+                     int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+    """compare's accuracy pass in this worker, as the parent ran it before (``compare.core.load_reference``
+    without a pool): per batch size the seeded random inputs of the baseline's specs (``make_inputs``:
+    the very arrays the parent would make), every arm once through ``Runner.infer`` (host in, host out),
+    the memory in use read around each inference (``outputs_and_memory``); an allocation failure is
+    ``OutOfMemory`` naming the batch. Idle memory is given back after (``trim``)."""
+    import numpy as np
+
+    from ..model.inputs import make_inputs
+    from ..system import preflight
+    from ..system.memory import outputs_and_memory
+
+    baseline = next(iter(runners.values()))
+    out = {}
+    for batch, shapes, needed in batches:
+        with preflight.allocation_guard(batch, needed):
+            feeds = make_inputs(baseline.inputs, shapes, seed=seed, int_range=int_range)
+            outputs, memory = outputs_and_memory(dict(runners), dict(load_rss), lambda r, f=feeds: {
+                name: np.asarray(value) for name, value in r.infer(f).items()})
+        out[batch] = (outputs, {arm: {**m, "measured_during": WORKER_MEMORY_NOTE} for arm, m in memory.items()})
+        del feeds
+    trim(runners)
+    return out
+
+
+def die_with_parent() -> int | None:
+    """Make this worker end with the process that started it, even in the middle of a block of a million
+    iterations (a worker that outlives a kill -9 of its compare holds a core and its memory for minutes).
+    Linux: PR_SET_PDEATHSIG with SIGKILL, then a check that the parent did not die before it was set.
+    Returns the parent's pid (None when not started from a parent's main thread), for ``parent_gone``."""
+    text = os.environ.get(PARENT_ENV, "")
+    if not text.isdigit():
+        return None
+    parent = int(text)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):  # no prctl in this libc: the check between rounds remains
+            pass
+    if parent_gone(parent):
+        os._exit(1)
+    return parent
+
+
+def parent_gone(parent: int | None) -> bool:
+    """The worker was re-parented (to init or a subreaper): the process that started it is gone."""
+    return parent is not None and os.getppid() != parent
+
+
+class _WorkerState:
+    """What one worker holds between commands: its runners (every arm loaded once), their load RSS and
+    the current feeds; one method per command of the protocol (``measure.workers``'s docstring)."""
+
+    def __init__(self, parent: int | None) -> None:
+        self.parent = parent
+        self.runners: dict[str, Any] = {}
+        self.feeds: dict[str, Any] = {}
+        self.load_rss: dict[str, tuple[int | None, int | None]] = {}
+
+    def init(self, records: Mapping[str, Any], autotune: bool) -> tuple[str, Any]:
+        from ..backends.base import set_autotune
+        from ..system.memory import rss_bytes
+        from .bench import load_runner
+
+        facts = {}
+        for label, record in records.items():
+            before = rss_bytes()
+            self.runners[label] = load_runner(record, log_warnings=True)  # the blocks capture them
+            self.load_rss[label] = (before, rss_bytes())
+            facts[label] = arm_facts(self.runners[label], set_autotune(self.runners[label], autotune))
+        return "ready", {"facts": facts, "ready_at": time.monotonic()}
+
+    def outputs(self, batches: Any, seed: int, int_range: Any) -> tuple[str, Any]:
+        from ..util.thirdparty import third_party_warnings
+
+        with third_party_warnings():  # the same lines as the timed blocks': kept from there, not
+            passed = accuracy_outputs(self.runners, self.load_rss, batches, seed, int_range)  # in this stderr
+        return "ok", {"outputs": passed, "done_at": time.monotonic()}
+
+    def set_feeds(self, shapes: Any, seed: int, int_range: Any, fixed: Any) -> tuple[str, Any]:
+        from ..model.inputs import make_inputs
+
+        first = next(iter(self.runners.values()))
+        self.feeds = dict(fixed) if fixed is not None else make_inputs(first.inputs, shapes, seed=seed,
+                                                                        int_range=int_range)
+        return "ok", None
+
+    def warm(self, config: TimingConfig) -> tuple[str, Any]:
+        from .interleave import measure_block, with_load_warnings
+
+        warm = {label: with_load_warnings(measure_block(r, self.feeds, config), r) for label, r in self.runners.items()}
+        trim(self.runners)
+        return "ok", warm
+
+    def rounds(self, start: int, count: int, config: TimingConfig, order: Sequence[str]) -> tuple[str, Any] | None:
+        """The rounds' Samples, or None when the parent is gone (the worker then stops)."""
+        from .interleave import measure_block, round_order
+
+        done = []
+        for j in range(start, start + count):
+            if parent_gone(self.parent):
+                return None
+            done.append({n: measure_block(self.runners[n], self.feeds, config) for n in round_order(order, j)})
+        trim(self.runners)
+        return "ok", done
+
+    def handle(self, command: str, args: Sequence[Any]) -> tuple[str, Any] | None:
+        """The reply to one command; None to stop serving (``close``, or the parent gone)."""
+        handlers: dict[str, Callable[..., tuple[str, Any] | None]] = {
+            "init": self.init, "outputs": self.outputs, "feeds": self.set_feeds, "warm": self.warm,
+            "rounds": self.rounds}
+        if command == "close":
+            return None
+        if command not in handlers:
+            return "error", ("WorkerFailed", f"unknown command {command!r}")
+        try:
+            return handlers[command](*args)
+        except TrtprofError as err:
+            return "error", (type(err).__name__, str(err))
+        except Exception as err:  # noqa: BLE001 - every failure goes back to the parent, named
+            return "error", ("WorkerFailed", f"{type(err).__name__}: {err}")
+
+    def close(self) -> None:
+        for r in self.runners.values():
+            r.close()
+
+
+def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
+    """The worker loop: load every arm once, then answer commands until ``close`` (or until the parent
+    is gone, checked between rounds where PR_SET_PDEATHSIG is not there)."""
+    state = _WorkerState(parent)
+    try:
+        while True:
+            try:
+                message = pickle.load(inp)
+            except EOFError:
+                return
+            answer = state.handle(message[0], message[1:])
+            if answer is None:
+                return
+            pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+    finally:
+        state.close()
+
+
+def backend_preload(name: str) -> Callable[[], None] | None:
+    """Backend ``name``'s ``preload`` (the libraries a spare worker can import ahead), or None: it has
+    none, or it is unknown or not part of this build (the build refuses it, with its reason)."""
+    from .. import backends
+
+    try:
+        warm = getattr(backends.get(name), "preload", None)
+    except TrtprofError:
+        return None
+    return warm if callable(warm) else None
+
+
+def has_preload(name: str) -> bool:
+    """Does backend ``name`` have libraries a spare worker can import ahead (``Backend.preload``)?"""
+    return backend_preload(name) is not None
+
+
+
+def preload(names: Sequence[str]) -> None:
+    """Import what the named backends' runners will need (``Backend.preload``, where a backend has
+    one), before ``init`` names the engines. A failure here is not reported: ``init`` meets it again,
+    with the engine that needs it, and answers it named."""
+    for name in names:
+        try:
+            warm = backend_preload(name)
+            if warm is not None:
+                warm()
+        except Exception:  # noqa: BLE001 - reported by init, where it matters
+            pass
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    parent = die_with_parent()
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides what to keep and stops
+    # its workers itself (WorkerPool.kill), so a worker must not die first and look like a failure.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything a library prints goes to stderr, never into the pickle channel
+    sys.stdout = sys.stderr
+    if args[:1] == ["--preload"] and len(args) > 1:
+        preload([n for n in args[1].split(",") if n])
+    serve(sys.stdin.buffer, out, parent)
+    # Nothing is left to clean up once serve has closed the runners: skip the interpreter's teardown of
+    # numpy, onnxruntime, torch (0.4 s for 6 workers on the loaded 2-core machine, after the time budget).
+    sys.stderr.flush()
+    os._exit(0)
+
