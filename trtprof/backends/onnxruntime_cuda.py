@@ -131,9 +131,10 @@ class OnnxRuntimeCudaRunner(RunnerBase):
 
     device: DeviceKind = "cuda"
 
-    def __init__(self, session: Any, stream: Any, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...],
-                 *, graph: bool, refused: str | None,
+    def __init__(self, session: Any, stream: Any, record: "EngineRecord", *, graph: bool, refused: str | None,
                  reopen: Callable[[Mapping[str, int]], Any] | None = None) -> None:
+        inputs: tuple[TensorSpec, ...] = tuple(record.inputs)
+        outputs: tuple[TensorSpec, ...] = tuple(record.outputs)
         self._session = session
         self._dynamic = session  # the load's session: every shape, eager where ORT refused its graph
         self._dynamic_refused = refused
@@ -356,5 +357,5 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
         except BaseException:
             stream.close()
             raise
-        return OnnxRuntimeCudaRunner(timed, stream, record.inputs, record.outputs, graph=graph and refused is None,
+        return OnnxRuntimeCudaRunner(timed, stream, record, graph=graph and refused is None,
                                      refused=refused, reopen=(lambda dims: session(True, dims)) if refused else None)
