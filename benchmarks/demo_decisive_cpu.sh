@@ -4,6 +4,7 @@
 # with the load average before and after and the verdict line; ends with the count of decisive verdicts
 # (FASTER, SLOWER or EQUIVALENT; INCONCLUSIVE is not). Issue 44 item 7: >= 9 of 10 decisive.
 # Usage: benchmarks/demo_decisive_cpu.sh [RUNS]   (commit the output under results/)
+# From a snapshot (git archive REV | tar -x), not a repo: TRTPROF_REV=REV names the commit it holds.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-/work/main/.venv/bin/python}
@@ -14,7 +15,8 @@ cd "$work"
 echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 "$py" -m trtprof demo --dir "$work/demo" >"$work/demo.log" 2>&1
 suggested=$(grep -m1 '? trtprof compare ' "$work/demo.log" | sed 's/^.*? trtprof compare /compare /')
-echo "# git $(git -C "$repo" rev-parse --short HEAD); the demo suggests: trtprof ${suggested//$work/<dir>}"
+rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "${TRTPROF_REV:-unknown}")
+echo "# git $rev; the demo suggests: trtprof ${suggested//$work/<dir>}"
 decisive=0
 runs=${1:-10}
 for i in $(seq "$runs"); do
