@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..errors import BadInput, StaticBatch
@@ -22,7 +23,8 @@ def add_parser(sub) -> None:
                    help="ONNX/TensorFlow model (missing engines are built), or an engines dir")
     p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16)")
-    p.add_argument("--batch-size", type=_common.batch_size, default=1, help="batch size (default 1)")
+    p.add_argument("--batch-size", type=_common.batch_size, default=None,
+                   help="batch size (default: the batch the model fixes, else 1)")
     _common.add_shape_arg(p)
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     _common.add_backend_arg(p)
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if timeline:
         _timeline.check_timeline_outputs(args)
 
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise BadInput(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.top < 0:
         raise BadInput("--top must be >= 0")
@@ -96,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
     # after load_inputs: --inputs fixes the dims --shape would; the profiled runs take them once the
     # inputs were checked against the engine's inputs (a wrong name is then said as such)
     shapes = _common.shapes(args)
+    if args.batch_size is None:  # a model exported at batch 4 profiles at 4, not at a 1 it cannot run
+        from ..model.onnx_model import model_fixed_batch
+
+        fixed = model_fixed_batch(Path(args.model))
+        if fixed is not None:
+            print(f"batch size {fixed}: the model fixes its batch to {fixed} (--batch-size to choose)", file=sys.stderr)
+        args.batch_size = fixed or 1
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
