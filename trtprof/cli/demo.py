@@ -19,13 +19,18 @@ from .bench import print_table, progress
 from .build import print_outcome
 
 
+# The demo's bench is a first look (the suggested compare decides): 100 timed runs after 20 warm-up ones per
+# engine and batch size, half bench's 200 + 50, keep README's first command short on a busy 2-core machine.
+DEMO_WARMUP, DEMO_ITERATIONS = 20, 100
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="end-to-end demo on a small generated model (fp32, fp16 and, on a CPU, int8; "
                                      "batch sweep)")
     p.add_argument("--dir", type=Path, default=Path("trtprof-demo"), help="where to put everything (default ./trtprof-demo)")
     _common.add_backend_arg(p)
     p.add_argument("--batch-sizes", default="1,8,32", help="batch sweep (default 1,8,32)")
-    _common.add_timing_args(p)
+    _common.add_timing_args(p, warmup=DEMO_WARMUP, iterations=DEMO_ITERATIONS)
     p.set_defaults(func=run)
 
 
