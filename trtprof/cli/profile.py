@@ -75,6 +75,16 @@ def behind_casts_finding(candidate: str, backend: str) -> dict:
                        "layer here says anything about FP16 arithmetic; profile on a GPU backend for that"}
 
 
+def default_batch_size(model: Path) -> int:
+    """Without --batch-size: the batch the model fixes (said in one line), else 1."""
+    from ..model.onnx_model import model_fixed_batch
+
+    fixed = model_fixed_batch(model)
+    if fixed is not None:
+        print(f"batch size {fixed}: the model fixes its batch to {fixed} (--batch-size to choose)", file=sys.stderr)
+    return fixed or 1
+
+
 def run(args: argparse.Namespace) -> int:
     from ..util.files import atomic_write_text, now_iso
     from ..compare.core import resolve_records
@@ -99,12 +109,7 @@ def run(args: argparse.Namespace) -> int:
     # inputs were checked against the engine's inputs (a wrong name is then said as such)
     shapes = _common.shapes(args)
     if args.batch_size is None:  # a model exported at batch 4 profiles at 4, not at a 1 it cannot run
-        from ..model.onnx_model import model_fixed_batch
-
-        fixed = model_fixed_batch(Path(args.model))
-        if fixed is not None:
-            print(f"batch size {fixed}: the model fixes its batch to {fixed} (--batch-size to choose)", file=sys.stderr)
-        args.batch_size = fixed or 1
+        args.batch_size = default_batch_size(Path(args.model))
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
