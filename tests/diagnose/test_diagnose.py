@@ -149,3 +149,31 @@ def test_diagnose_collects_only_rules_with_evidence():
     rules = [f.rule for f in dg.diagnose(base, cand, rates=PEAKS["9.0"], speedup=1.5)]
     assert rules == ["transfer_bound", "tf32", "hardware"]
     assert dg.diagnose(crafted("fp32"), crafted("fp16")) == []
+
+
+def _int8(node_precision):
+    return crafted("int8", backend="onnxruntime", clock="perf_counter_ns",
+                   metadata={"effective_precision": "mixed", "node_precision": node_precision})
+
+
+def test_int8_not_faster_names_the_fp32_nodes_between_qdq():
+    """Issue 44 item 6: int8 2.3× slower printed "no rule found evidence"."""
+    census = {"int8": {"QLinearConv": 20}, "fp32": {"Add": 16, "BatchNormalization": 2},
+              "qdq": {"QuantizeLinear": 40, "DequantizeLinear": 40}}
+    f = dg.int8_not_faster(_int8(census), 1 / 2.3)
+    assert f is not None and f.rule == "int8_not_faster"
+    assert "20 of 38 compute nodes run integer kernels" in f.message
+    assert "18 run FP32 between DequantizeLinear and QuantizeLinear (Add×16, BatchNormalization×2)" in f.message
+    assert "80 Q/DQ conversion nodes" in f.message and f.evidence["node_precision"]["fp32"]["Add"] == 16
+    assert any(x.rule == "int8_not_faster" for x in dg.diagnose(crafted("fp32", backend="onnxruntime"),
+                                                                  _int8(census), speedup=1 / 2.3))
+
+
+def test_int8_not_faster_threshold_and_silence():
+    census = {"int8": {"QLinearConv": 3}, "fp32": {}, "qdq": {"QuantizeLinear": 1, "DequantizeLinear": 1}}
+    assert dg.int8_not_faster(_int8(census), 0.999) is not None  # just inside: slower than fp32
+    assert dg.int8_not_faster(_int8(census), 1.0) is None  # just outside: as fast
+    assert "every compute node integer" in dg.int8_not_faster(_int8(census), 0.5).message
+    assert dg.int8_not_faster(_int8(census), None) is None  # no speedup: no claim
+    assert dg.int8_not_faster(crafted("fp16", metadata={"node_precision": census}), 0.5) is None
+    assert dg.int8_not_faster(_int8(None), 0.5) is None  # no census: no evidence

@@ -61,14 +61,16 @@ def load_inputs(args: argparse.Namespace):
     return data
 
 
-def add_timing_args(parser: argparse.ArgumentParser) -> None:
+def add_timing_args(parser: argparse.ArgumentParser, *, warmup: int = DEFAULT_WARMUP,
+                    iterations: int = DEFAULT_ITERATIONS) -> None:
+    """The timing options; ``warmup``/``iterations``: this command's defaults (the demo's are shorter)."""
     add_common_debug(parser)
     g = parser.add_argument_group("timing")
-    g.add_argument("--warmup", type=warmup_count, default=DEFAULT_WARMUP, help=f"warmup runs (default {DEFAULT_WARMUP})")
+    g.add_argument("--warmup", type=warmup_count, default=warmup, help=f"warmup runs (default {warmup})")
     g.add_argument("--warmup-ms", type=warmup_ms, default=None,
                    help=f"also warm up for at least this many ms (at most {ONE_DAY_S * 1000:,.0f}, a day)")
-    g.add_argument("--iterations", type=iteration_count, default=DEFAULT_ITERATIONS,
-                   help=f"timed runs per engine and batch size (default {DEFAULT_ITERATIONS})")
+    g.add_argument("--iterations", type=iteration_count, default=iterations,
+                   help=f"timed runs per engine and batch size (default {iterations})")
     g.add_argument("--duration-s", type=seconds_in_a_day, default=None,
                    help="also keep measuring until this many seconds have passed")
     g.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")

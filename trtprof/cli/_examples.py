@@ -22,7 +22,7 @@ EXAMPLES = {
   trtprof report results.json -o bench.html""",
     "demo": """\
   trtprof demo                                  # ./trtprof-demo: model, engines, results, plots
-  trtprof demo --backend onnxruntime --batch-sizes 1,4 --iterations 100""",
+  trtprof demo --backend onnxruntime --batch-sizes 1,4 --iterations 300""",
     "convert": """\
   trtprof convert saved_model_dir/ -o model.onnx
   trtprof convert frozen.pb --inputs x:?x224x224x3 --outputs logits -o model.onnx""",

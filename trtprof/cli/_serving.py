@@ -55,8 +55,8 @@ def add_serving_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--window-s", type=window_seconds, default=DEFAULT_WINDOW_S, metavar="S",
                    help=f"measured window per point and round (default {DEFAULT_WINDOW_S:g}, at most {MAX_WINDOW_S:g})")
     g.add_argument("--serving-rounds", type=serving_rounds, default=DEFAULT_ROUNDS, metavar="R",
-                   help=f"windows per point, interleaved across precisions; the verdict's CI needs >= 2, a VALID "
-                        f"stamp >= {MIN_SERVING_ROUNDS} (default {DEFAULT_ROUNDS})")
+                   help=f"windows per point, interleaved across precisions; the verdict's CI and a VALID stamp "
+                        f"need >= {MIN_SERVING_ROUNDS} (default {DEFAULT_ROUNDS})")
 
 
 def serving_config(args: argparse.Namespace, *, copies: bool = True) -> ServingConfig | None:

@@ -77,8 +77,8 @@ def add_parser(sub) -> None:
     _common.add_shape_args(p, batch_default=None)
     for action in p._actions:  # the shared help describes bench; say what compare does
         if action.dest == "batch_sizes":
-            action.help = ("batch sizes, comma-separated (default: 1 for a model, the built sizes for an engines "
-                           "dir); two or more let the overhead-bound diagnosis fit latency vs batch")
+            action.help = ("batch sizes, comma-separated (default: the batch a model fixes, else 1; the built sizes "
+                           "for an engines dir); two or more let the overhead-bound diagnosis fit latency vs batch")
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     _common.add_backend_arg(p)
     p.add_argument("--target-ci", type=_common.fraction, default=DEFAULT_TARGET_CI,
@@ -192,6 +192,32 @@ def arm_interval(x: ArmLatency, loads: int) -> str:
     return f"[no 95% interval from {plural(loads, 'load')}: {median_interval_units()} needed]"
 
 
+def check_model_paths(models: Sequence[str]) -> None:
+    """Refuse, in one line naming it, a model that is missing or a directory that is neither an engines dir
+    nor a TensorFlow SavedModel: an A/B checks both before it builds the first arm's engine."""
+    from ..convert.tf.args import detect_format
+
+    for model in map(Path, models):
+        if not model.exists():
+            raise BadInput("no such file or directory", path=model)
+        if model.is_dir() and not any(model.glob("*.json")):  # an engines dir holds metadata JSON
+            detect_format(model)  # a SavedModel, or a BadModel line saying what the directory is not
+
+
+def default_batch_sizes(models: list[str]) -> tuple[int, ...]:
+    """Without --batch-sizes: the batch every given ONNX model fixes (a model exported at batch 4 runs at 4,
+    not at a default 1 it cannot run), said in one line; else () for the defaults (1 for a model, the built
+    sizes for an engines dir)."""
+    from ..model.onnx_model import model_fixed_batch
+
+    fixed = {model_fixed_batch(Path(m)) for m in models}
+    if len(fixed) != 1 or None in fixed:
+        return ()
+    (batch,) = fixed
+    print(f"batch size {batch}: the model fixes its batch to {batch} (--batch-sizes to choose)", file=sys.stderr)
+    return (batch,)  # type: ignore[return-value]
+
+
 def ab_mode(args: argparse.Namespace) -> bool:
     """An A/B (two models, two backends or a what-if) rather than precisions of one model?"""
     if args.precisions is not None and (len(args.model) > 1 or args.backends or args.what_if):
@@ -277,6 +303,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         return compare_imported.run(args)
     _common.check_output_file(args.out, "--out", engines=[args.engines], kind=COMPARE_JSON, args=args)  # before any build or measurement (issue 12)
     is_ab = ab_mode(args)
+    if is_ab:
+        check_model_paths(args.model)  # both, before the first arm's engine is built
     precisions = parse_precisions(args.precisions or "fp32,fp16") if not is_ab else []
     plan = _plan(args)
     first_line(args, plan, clock)  # within the first seconds, before any engine is found, built or loaded
@@ -285,7 +313,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     serving = _serving.serving_config(args, copies=not args.no_copies)
     if serving is not None and is_ab:  # refused before any build or measurement
         raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
-    sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else ()
+    sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else default_batch_sizes(args.model)
     timeline = _timeline.compare_request(args, sizes, cmp.arm_labels(precisions), is_ab)  # files checked now
 
     def on_progress(batch: int, p: Progress) -> None:

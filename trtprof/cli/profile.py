@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ def add_parser(sub) -> None:
                    help="ONNX/TensorFlow model (missing engines are built), or an engines dir")
     p.add_argument("--precisions", default="fp32,fp16", metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16)")
-    p.add_argument("--batch-size", type=_common.batch_size, default=1, help="batch size (default 1)")
+    p.add_argument("--batch-size", type=_common.batch_size, default=None,
+                   help="batch size (default: the batch the model fixes, else 1)")
     _common.add_shape_arg(p)
     p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
     _common.add_backend_arg(p)
@@ -121,6 +123,16 @@ def _findings(table, records, effective: dict) -> list[dict]:
     return findings
 
 
+def default_batch_size(model: Path) -> int:
+    """Without --batch-size: the batch the model fixes (said in one line), else 1."""
+    from ..model.onnx_model import model_fixed_batch
+
+    fixed = model_fixed_batch(model)
+    if fixed is not None:
+        print(f"batch size {fixed}: the model fixes its batch to {fixed} (--batch-size to choose)", file=sys.stderr)
+    return fixed or 1
+
+
 def run(args: argparse.Namespace) -> int:
     from ..util.files import atomic_write_text, now_iso
     from ..layers import profile as lp
@@ -132,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if timeline:
         _timeline.check_timeline_outputs(args)
 
-    if args.batch_size < 1:
+    if args.batch_size is not None and args.batch_size < 1:
         raise BadInput(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.top < 0:
         raise BadInput("--top must be >= 0")
@@ -142,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     # after load_inputs: --inputs fixes the dims --shape would; the profiled runs take them once the
     # inputs were checked against the engine's inputs (a wrong name is then said as such)
     shapes = _common.shapes(args)
+    if args.batch_size is None:  # a model exported at batch 4 profiles at 4, not at a 1 it cannot run
+        args.batch_size = default_batch_size(Path(args.model))
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)

@@ -161,6 +161,16 @@ class _Feeds:
         return next(self._it, None)
 
 
+ORT_ERROR, ORT_DEFAULT_SEVERITY = 3, 2  # onnxruntime's severities: 2 warning (its default), 3 error
+
+
+def ort_logger_severity(severity: int) -> None:
+    """Set onnxruntime's default logger severity (the one sessions without their own level log at)."""
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(severity)
+
+
 def quantize_int8(model: "onnx.ModelProto", feeds: Sequence[Mapping[str, "np.ndarray"]], *,
                   for_tensorrt: bool) -> Quantization:
     """Static INT8 QDQ quantization: per-channel symmetric INT8 weights, activations calibrated with
@@ -182,6 +192,9 @@ def quantize_int8(model: "onnx.ModelProto", feeds: Sequence[Mapping[str, "np.nda
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # its "consider pre-processing" warnings are advice to library users
+    # its calibration sessions log at ORT's default severity, straight to stderr in ANSI colour (an unused
+    # initializer, …): the FP32 build records those warnings in its metadata; errors still come back raised
+    ort_logger_severity(ORT_ERROR)
     try:
         with temp_dir("quantize") as tmp:
             out = tmp / "int8.onnx"
@@ -197,6 +210,7 @@ def quantize_int8(model: "onnx.ModelProto", feeds: Sequence[Mapping[str, "np.nda
         raise BuildFailed(f"INT8 quantization (onnxruntime quantize_static) failed: {err}") from err
     finally:
         root.setLevel(level)
+        ort_logger_severity(ORT_DEFAULT_SEVERITY)
     pairs = sum(1 for n in quantized.graph.node if n.op_type == "QuantizeLinear")
     notes = (f"int8: QDQ model from onnxruntime's static quantizer ({settings['weights']} weights, "
              f"{settings['activations']} activations, {pairs} activation Q/DQ pairs)",)

@@ -317,6 +317,39 @@ def fp16_not_fp16(candidate: BenchResult, device_kind: str | None = None) -> Fin
     )
 
 
+def _op_list(counts: Mapping[str, Any]) -> str:
+    return ", ".join(f"{op}×{n}" for op, n in sorted(counts.items(), key=lambda kv: (-int(kv[1]), kv[0])))
+
+
+def int8_not_faster(candidate: BenchResult, speedup: float | None) -> Finding | None:
+    """Why an int8 engine is not faster, from its census (``node_precision``: integer kernels, FP32 nodes left
+    between DequantizeLinear and QuantizeLinear, the Q/DQ conversions): it fires when the speedup is below 1
+    (an int8 2.3× slower than fp32 got "no rule found evidence", issue 44)."""
+    if candidate.precision != "int8" or speedup is None or speedup >= 1.0:
+        return None
+    census = _metadata(candidate).get("node_precision")
+    if not isinstance(census, Mapping):
+        return None
+    n8, n32, nqdq = (census.get(k) or {} for k in ("int8", "fp32", "qdq"))
+    total = sum(n8.values()) + sum(n32.values())
+    reasons = [f"{sum(n8.values())} of {total} compute nodes run integer kernels"
+               + (f" ({_op_list(n8)})" if n8 else "")]
+    if n32:
+        reasons.append(f"{sum(n32.values())} run FP32 between DequantizeLinear and QuantizeLinear ({_op_list(n32)}): "
+                       "each pays the conversions and keeps FP32 arithmetic")
+    if nqdq:
+        reasons.append(f"{sum(nqdq.values())} Q/DQ conversion nodes run besides them ({_op_list(nqdq)})")
+    if not n32:
+        reasons.append("with every compute node integer, what is left is the conversions and the integer kernels "
+                       "themselves on this CPU (profile the layers: `trtprof profile --precisions fp32,int8`)")
+    return Finding(
+        "int8_not_faster",
+        f"int8 not faster ({speedup:.3g}×, {candidate.backend}, batch {candidate.batch_size}): " + "; ".join(reasons),
+        {"speedup": speedup, "node_precision": {k: dict(v) for k, v in (("int8", n8), ("fp32", n32), ("qdq", nqdq))},
+         "effective_precision": candidate.engine.get("effective_precision"), "backend": candidate.backend},
+    )
+
+
 def _walk(obj: Any, path: str = "") -> Iterable[tuple[str, Any]]:
     if isinstance(obj, Mapping):
         for k, v in obj.items():
@@ -402,6 +435,7 @@ def diagnose(
         tf32(baseline, rates),
         hardware(rates, speedup, roofline, baseline, candidate),
         fp16_not_fp16(candidate, device_kind),
+        int8_not_faster(candidate, speedup),
         unstable_clocks(baseline),
         unstable_clocks(candidate),
         *ort_findings(baseline, candidate, table=layers, graph=graph, speedup=speedup),

@@ -111,7 +111,7 @@ def bench_one(
     # MemoryError or "array is too big": all become OutOfMemory naming the batch (preflight.is_out_of_memory).
     with preflight.allocation_guard(batch_size, needed):
         feeds = make_inputs(runner.inputs, input_shapes, seed=seed, int_range=int_range, data=data)
-        rss_before_run = memory.rss_bytes()
+        rss_before_run = memory.settled_rss_bytes()
         memory.reset_peak(runner)
         samples = measure_block(runner, feeds, config)  # with the library's lines while it runs (issue 34)
         if runner.device == "cpu":
@@ -120,7 +120,7 @@ def bench_one(
         else:
             applied = {**config.to_json(), "clock": "cuda_events"}
     used = memory.inference_memory(runner, rss_before_load=load_rss[0], rss_after_load=load_rss[1],
-                                   rss_before_run=rss_before_run, rss_after_run=memory.rss_bytes())
+                                   rss_before_run=rss_before_run, rss_after_run=memory.settled_rss_bytes())
     spent = energy.of_timed_loop(runner.device, samples.device, samples.span_s, samples.n * batch_size)
     applied["autotune"] = getattr(runner, "autotune", None)
     applied.update({"input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": seed,
@@ -189,9 +189,9 @@ def prime_runtimes(records: Sequence[EngineRecord], threads: int | None) -> dict
     something): the resident memory it took, so that the first engine's load is its own memory only."""
     used: dict[str, int | None] = {}
     for name in dict.fromkeys(r.backend for r in records):
-        before = memory.rss_bytes()
+        before = memory.settled_rss_bytes()
         if backends.get(name).prime_runtime(threads):
-            used[name] = memory.delta(memory.rss_bytes(), before)
+            used[name] = memory.delta(memory.settled_rss_bytes(), before)
     return used
 
 
@@ -201,9 +201,9 @@ def _load_checked(records: Sequence[EngineRecord], threads: int | None, autotune
     check the inputs against it: integer ranges within the model's embeddings, the user's arrays (``data``).
     Each runner goes in before its checks, so that the caller closes every one it loaded."""
     for record in records:
-        before = memory.rss_bytes()
+        before = memory.settled_rss_bytes()  # settled: the deltas do not depend on the load order
         runners[record.key] = load_runner(record, threads, log_warnings=True)
-        load_rss[record.key] = (before, memory.rss_bytes())
+        load_rss[record.key] = (before, memory.settled_rss_bytes())
         set_autotune(runners[record.key], autotune)
         preflight.check_integer_feeds(onnx_of(record), runners[record.key].inputs, int_range, data)
         if data is not None:

@@ -6,6 +6,12 @@ from pathlib import Path
 import numpy as np
 
 OPSET = 17
+# The size `trtprof demo` makes. 64 channels give ONNX Runtime's CPU integer kernels (QLinearConv, U8S8)
+# enough work per call that int8 beats fp32 by ~1.5-2x at batch 1 on a 2-core AVX2 CPU (busy or quiet),
+# a difference the demo's suggested compare decides within its default budget; 32x32 pixels keep the
+# demo's batch-32 bench short (benchmarks/demo_decisive_cpu.sh, docs/demo.md).
+DEMO_CHANNELS = 64
+DEMO_IMAGE = 32
 
 
 def make_demo_model(path: Path, *, channels: int = 32, image: int = 64, classes: int = 100, seed: int = 0) -> Path:

@@ -58,6 +58,17 @@ def parse_int_range(text: str) -> tuple[int, int]:
     return low, high
 
 
+def fixed_batch(inputs: Sequence[TensorSpec]) -> int | None:
+    """The batch size a model's inputs fix: every input with dims has the same integer dim 0. None when
+    any input's dim 0 is dynamic, the inputs fix different ones, or none has dims (then batch 1 is the
+    default). Commands default to it, so that a model exported at batch 4 runs without --batch-sizes 4."""
+    firsts = {spec.shape[0] for spec in inputs if spec.shape}
+    if len(firsts) != 1:
+        return None
+    (first,) = firsts
+    return first if isinstance(first, int) else None
+
+
 def resolve_shapes(
     inputs: Sequence[TensorSpec],
     batch_size: int,

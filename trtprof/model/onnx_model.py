@@ -108,6 +108,23 @@ def inspect_model(path: Path) -> ModelInfo:
     return describe(model, Path(path))
 
 
+def model_fixed_batch(path: Path) -> int | None:
+    """The batch size an ONNX file's inputs fix (``inputs.fixed_batch``), read without its weights; None for
+    a dynamic batch and for anything that is not a readable ONNX file (the command's own checks then say
+    what is wrong with it, in its words)."""
+    from .inputs import fixed_batch
+
+    path = Path(path)
+    if path.suffix.lower() != ".onnx" or not path.is_file():
+        return None
+    try:
+        model = _import_onnx().load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - unreadable: the build's load says why, in one line
+        return None
+    initializers = {init.name for init in model.graph.initializer}
+    return fixed_batch([_value_info_spec(vi) for vi in model.graph.input if vi.name not in initializers])
+
+
 @dataclass(frozen=True, eq=False)
 class OnnxModel:
     """One ONNX model read once: its path, content hash, parsed graph and input/output specs, handed to

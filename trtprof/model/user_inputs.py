@@ -115,6 +115,10 @@ def _arrays(source: str, arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
     if len(set(counts.values())) > 1:
         raise BadInput(f"--inputs {source}: inputs have different sample counts "
                        f"({', '.join(f'{k} {n}' for k, n in counts.items())})")
+    for name, arr in out.items():  # all NaN/inf: every output is NaN in both arms, "cosine 1.0 (exact)" says nothing
+        if arr.dtype.kind in "fc" and not np.isfinite(arr).any():
+            raise BadInput(f"--inputs {source}: input {name!r} has no finite value (all NaN or inf): nothing to "
+                           "measure accuracy or ranges on")
     return out
 
 

@@ -20,7 +20,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-RSS_METHOD = "resident set size (/proc/self/statm) before/after loading the engine and around its timed runs"
+RSS_METHOD = ("resident set size (/proc/self/statm) before/after loading the engine and around its timed runs, "
+              "the C heap's free pages handed back first (malloc_trim) so that the load order does not move it")
 # What a negative RSS delta says about the engine's memory: nothing. RSS counts pages (4 KiB) of the
 # whole process; another thread, the allocator or Python freeing memory meanwhile moves it by more.
 RSS_RESOLUTION = ("RSS is process-wide (page-granular); a delta below zero means memory freed elsewhere in the "
@@ -43,6 +44,33 @@ def rss_bytes() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def settled_rss_bytes() -> int | None:
+    """``rss_bytes`` after handing the C heap's free pages back to the kernel (glibc ``malloc_trim(0)``).
+
+    Why: the engines bench loads and runs one after another in one process. Without it, pages one engine
+    freed stay resident and the next engine's allocations reuse them, so its RSS delta depended on the
+    load order (an int8 engine measured 0.09-0.45 MiB after fp32, below its own 0.39 MiB artifact, and
+    2.0-2.4 MiB when loaded first; with the trim 1.2-1.3 against 1.4-1.8 MiB, issue 44). Elsewhere
+    (no glibc): the plain RSS."""
+    _malloc_trim()
+    return rss_bytes()
+
+
+def _malloc_trim() -> bool:
+    """glibc's ``malloc_trim(0)``; False where there is no glibc (macOS, musl) or it cannot be loaded."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)
+    return True
 
 
 def proc_kib_field(path: str, key: str) -> int | None:

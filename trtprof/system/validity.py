@@ -244,7 +244,8 @@ def check_casts(casts: Sequence[str]) -> Reason | None:
     return Reason("fp16_is_fp32", f"{', '.join(casts)} ran FP32 kernels behind casts (asked for fp16): "
                   "not a measurement of FP16",
                   "FP16 arithmetic needs a GPU backend (tensorrt, or torch on CUDA); on this CPU compare fp32 "
-                  "with int8 or bf16 where the hardware has them")
+                  "with int8 (--precisions fp32,int8: ONNX Runtime's CPU provider has integer Conv/MatMul/Gemm "
+                  "kernels; it has no BF16 ones, so trtprof refuses bf16 there)")
 
 
 def check_heavy_fp32(heavy: Sequence[HeavyCensus]) -> Reason | None:
