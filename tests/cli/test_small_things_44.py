@@ -90,7 +90,7 @@ def test_compare_defaults_to_the_fixed_batch(static_batch_model, conv_model, cap
     from trtprof.cli.compare import default_batch_sizes
 
     assert default_batch_sizes([str(static_batch_model)]) == (2,)
-    assert "the model fixes its batch to 2" in capsys.readouterr().err
+    assert "the model fixes its batch to 2" in capsys.readouterr().out  # stdout: stderr is for the one-line error
     assert default_batch_sizes([str(conv_model)]) == ()  # dynamic: compare's own default (1)
     assert default_batch_sizes([str(static_batch_model), str(conv_model)]) == ()  # an A/B that disagrees
 
@@ -99,9 +99,9 @@ def test_profile_runs_a_model_fixed_at_batch_2_without_batch_size(static_batch_m
     out = tmp_path / "layers.json"
     code = main(["profile", str(static_batch_model), "--precisions", "fp32,fp16", "--engines", str(tmp_path / "engines"),
                  "--backend", "onnxruntime", "--iterations", "2", "--warmup", "1", "--out", str(out)])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    assert "batch size 2: the model fixes its batch to 2" in err and out.is_file()
+    got = capsys.readouterr()
+    assert code == 0, got.err
+    assert "batch size 2: the model fixes its batch to 2" in got.out and out.is_file()
 
 
 def test_profile_still_refuses_an_explicit_batch_the_model_cannot_run(static_batch_model, tmp_path, capsys):

@@ -214,7 +214,8 @@ def default_batch_sizes(models: list[str]) -> tuple[int, ...]:
     if len(fixed) != 1 or None in fixed:
         return ()
     (batch,) = fixed
-    print(f"batch size {batch}: the model fixes its batch to {batch} (--batch-sizes to choose)", file=sys.stderr)
+    if batch != 1:  # on stdout, as the start-up lines: a bad input's stderr stays one line
+        print(f"batch size {batch}: the model fixes its batch to {batch} (--batch-sizes to choose)")
     return (batch,)  # type: ignore[return-value]
 
 

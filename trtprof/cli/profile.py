@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,8 +127,8 @@ def default_batch_size(model: Path) -> int:
     from ..model.onnx_model import model_fixed_batch
 
     fixed = model_fixed_batch(model)
-    if fixed is not None:
-        print(f"batch size {fixed}: the model fixes its batch to {fixed} (--batch-size to choose)", file=sys.stderr)
+    if fixed is not None and fixed != 1:  # on stdout: a bad input's stderr stays one line
+        print(f"batch size {fixed}: the model fixes its batch to {fixed} (--batch-size to choose)")
     return fixed or 1
 
 
