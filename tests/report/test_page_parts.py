@@ -24,12 +24,26 @@ def unbroken(html: str) -> str:
     return html.replace("<wbr>", "")
 
 
-def test_a_long_list_breaks_after_its_commas_and_nowhere_else():
+def test_a_long_list_breaks_after_its_commas_and_never_inside_a_word():
     value = ",".join(f"{n}:fp32" for n in NODES)
     assert len(value) > 1100
     out = kit.breakable(value)
     assert unbroken(out) == kit.esc(value)  # nothing added but break opportunities
-    assert out.count("<wbr>") == len(NODES) - 1 and all(p.endswith(",") for p in out.split("<wbr>")[:-1])
+    parts = out.split("<wbr>")
+    assert all(p.endswith(("/", ",")) for p in parts[:-1])  # after a comma or a path's slash
+    assert sum(p.endswith(",") for p in parts) == len(NODES) - 1  # after every comma
+    assert all(re.fullmatch(r"[\w.:/,-]+", p) for p in parts) and max(map(len, parts)) < kit.LONG_TOKEN
+
+
+def test_a_kernel_name_breaks_between_its_names():
+    kernel = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::Add<c10::Half>>"
+    out = kit.breakable(kernel)
+    assert unbroken(out) == kit.esc(kernel)
+    assert "<wbr>" in out and max(len(p) for chunk in out.split() for p in chunk.split("<wbr>")) <= kit.LONG_TOKEN + 3
+    cudnn = "sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32_warpgroupsize1x1x1"
+    assert unbroken(kit.breakable(cudnn)) == cudnn and all(p.endswith("_") for p in kit.breakable(cudnn).split("<wbr>")[:-1])
+    # a keep-list's pieces are short: it breaks at its commas and slashes, never after an underscore
+    assert "_<wbr>" not in kit.breakable(",".join(f"{n}:fp32" for n in NODES))
 
 
 @pytest.mark.parametrize("length, breaks", [(kit.LONG_TOKEN, False), (kit.LONG_TOKEN + 1, True)])

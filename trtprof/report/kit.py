@@ -96,18 +96,25 @@ def verdict_class(cell: Any) -> str:
     return f' class="v-{words[0]}"' if words and words[0] in VERDICT_WORDS else ""
 
 
-# A token longer than this (a keep-list of node names joined by commas, 1,137 characters on a real model) may
-# break after each of its commas; a shorter one never breaks, so "[0.93, 1.07]" and "a,b" stay whole
+# A token longer than this (a keep-list of node names joined by commas, 1,137 characters on a real model; a
+# CUDA kernel's C++ name) may break after each comma, slash, semicolon or "::" and before a "(" or "<"; a
+# piece of it still longer (a cuDNN kernel's 151-character name) also after its underscores; a shorter token
+# never breaks, so "[0.93, 1.07]" and "a,b" stay whole
 LONG_TOKEN = 40
+BREAK_AT = re.compile(r"(?<=[,/;])|(?<=::)|(?=[(<])")
+BREAK_LONG_PIECE_AT = re.compile(r"(?<=_)")
 
 
 def breakable(value: Any) -> str:
-    """``esc(value)`` with a line-break opportunity (``<wbr>``) after each comma inside a token longer than
-    ``LONG_TOKEN`` characters: a page never scrolls sideways for a list of names, and a name never breaks."""
+    """``esc(value)`` with a line-break opportunity (``<wbr>``) at each ``BREAK_AT`` inside a token longer than
+    ``LONG_TOKEN`` characters: a page never scrolls sideways for a list of names, and a name never breaks
+    inside a word ("layer-precisions", "fp32")."""
     out = []
     for token in re.split(r"(\s+)", "–" if value is None else str(value)):
-        if len(token) > LONG_TOKEN and "," in token:
-            out.append(",<wbr>".join(esc(part) for part in token.split(",")))
+        if len(token) > LONG_TOKEN:
+            pieces = [p for part in BREAK_AT.split(token) if part
+                      for p in (BREAK_LONG_PIECE_AT.split(part) if len(part) > LONG_TOKEN else [part]) if p]
+            out.append("<wbr>".join(esc(piece) for piece in pieces))
         else:
             out.append(esc(token))
     return "".join(out)
