@@ -69,8 +69,8 @@ def test_the_bench_page_writes_each_explanation_once(cli_pages):
     notes = re.findall(r'<li id="note-\d+">(.*?)</li>', page)
     assert notes and len(notes) == len(set(notes))
     results = page.split("<h2>Results</h2>")[1]  # (the stamp at the top merges the rows' stamps)
-    for note in notes:
-        assert results.count(note) == 1, note
+    for note in notes:  # each note one item of the list, written nowhere else under the heading
+        assert results.count(f">{note}</li>") == 1 and results.count(f"<td>{note}") == 0, note
     cells = results.split("</table>")[0]
     assert "(note 1)" in cells
 
