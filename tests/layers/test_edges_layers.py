@@ -111,7 +111,7 @@ def test_a_layer_that_ran_fp32_in_both_arms_is_never_an_fp16_slower_layer():
 
 
 def test_the_page_and_the_text_table_never_mark_a_layer_that_ran_fp32_in_both_as_slower():
-    from trtprof.layers.html import layers_section
+    from trtprof.report.layers_section import layers_section
     from trtprof.layers.table import format_table
 
     def table_json(mark: str) -> dict:

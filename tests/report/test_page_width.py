@@ -1,12 +1,16 @@
-"""The pages a person reads fit a 1280 px window: no horizontal scroll (issue 34).
+"""The pages a person reads fit a 1280 px window: no horizontal scroll (issue 34, issue 44 item 5).
 
-Each page is written by the real ``trtprof report`` and measured in headless Chromium by
-``tools/page_width.py`` (``document.documentElement.scrollWidth``). Skipped where chromium is missing
-(CI has none); ``tools/screenshots.sh`` makes the committed images of the same pages.
+Each page is written by the real CLI and measured in headless Chromium by ``tools/page_width.py``
+(``document.documentElement.scrollWidth``): every page kind the CLI writes (compare, A/B, what-if, fix-fp16,
+bench, serving, sweep and its cell pages, timeline; ``cli_pages.make_pages`` runs the commands on small
+generated models), the committed results of real runs, and a fix-fp16 file whose ``--layer-precisions``
+list is over 1,100 characters. Skipped where chromium is missing; ``.ci/run`` installs it (Debian's
+``chromium`` package) so CI measures them. ``tools/screenshots.sh`` makes the committed images.
 """
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +20,8 @@ import pytest
 from trtprof.cli import main
 from trtprof.measure.results import BenchResult, ResultSet
 
+from .cli_pages import KINDS
+from .long_tokens import long_keep_list_fix
 from .test_report import synthetic_compare_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +32,10 @@ page_width = importlib.util.module_from_spec(spec)
 sys.modules["page_width"] = page_width
 spec.loader.exec_module(page_width)
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(page_width.chromium() is None, reason="needs chromium")]
+# .ci/run installs chromium and sets TRTPROF_NEED_CHROMIUM: there a missing browser fails, never skips
+NEED_CHROMIUM = bool(os.environ.get("TRTPROF_NEED_CHROMIUM"))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(page_width.chromium() is None and not NEED_CHROMIUM,
+                                                   reason="needs chromium (apt-get install -y chromium)")]
 pytest.importorskip("matplotlib")
 
 # committed result files of real runs (H200): a compare with --layers (the widest tables), a serving
@@ -80,6 +89,27 @@ def test_page_of_a_committed_result_fits_1280_px(tmp_path, name):
 def test_page_fits_1280_px(tmp_path, make):
     m = page_width.measure(page_of(make(tmp_path), tmp_path, make.__name__))
     assert m["scroll_width"] <= page_width.WINDOW_PX, m["too_wide"]
+
+
+def fits(page: Path) -> None:
+    m = page_width.measure(page)
+    assert m["window"] == page_width.WINDOW_PX
+    assert m["scroll_width"] <= page_width.WINDOW_PX, f"{page.name}: {m['scroll_width']} px: {m['too_wide']}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_page_the_cli_writes_fits_1280_px(cli_pages, kind):
+    fits(cli_pages[kind])
+    if kind == "sweep":  # and the page of each cell the matrix links
+        cells = sorted((cli_pages[kind].parent / "sweep_cells").glob("*.html"))
+        assert cells
+        for cell in cells:
+            fits(cell)
+
+
+def test_a_keep_list_of_1100_characters_fits_1280_px(tmp_path):
+    """The case of issue 44: one unbroken keep-list made a compare page 9,941 px wide."""
+    fits(page_of(long_keep_list_fix(tmp_path), tmp_path, "fix-long"))
 
 
 def test_the_measurement_sees_a_page_that_is_too_wide(tmp_path):

@@ -59,6 +59,7 @@ class Search:
     trials: list[Trial] = field(default_factory=list)
     keep: tuple[str, ...] | None = None
     stopped: str = ""  # why the search stopped early ("" when it finished)
+    model: str = ""  # the model as the user named it: the page's ``reuse: trtprof build MODEL …`` line
 
     @property
     def option(self) -> str:
@@ -74,6 +75,7 @@ class Search:
         return {"budget": self.budget, "evaluation": self.evaluation, "inputs": self.inputs, "nodes": self.nodes,
                 "max_builds": self.max_builds, "builds": len(self.trials), "keep": list(self.keep or []),
                 "found": self.keep is not None, "option": self.option, "stopped": self.stopped or None,
+                **({"model": self.model} if self.model else {}),
                 "trials": [t.to_json() for t in self.trials]}
 
 
@@ -295,7 +297,7 @@ def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
     seed_nodes = analysis.open_nodes if not analysis.suggestion_error else []
     nodes = candidate_nodes(proto)
     search = Search(budget=budget.text, evaluation=evaluation, inputs=ref.inputs, nodes=len(nodes),
-                    max_builds=max_builds)
+                    max_builds=max_builds, model=str(model))
     search_keep_list(evaluate, nodes, seed_nodes, search, on_trial)
     if on_search_done is not None:
         on_search_done(Fix(search, None, analysis))

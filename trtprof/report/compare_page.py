@@ -21,11 +21,12 @@ from ..util.files import atomic_write_text
 from ..errors import BadInput
 from ..convert.fp16range import predicted_lines
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
-from ..layers.html import layers_section
+from .layers_section import layers_section
+from .intro import intro_html, ratio_note
 from .timeline_page import compare_section
 from .checks import check_compare, check_page_objects, check_stamps
 from .stamp import page_validity, validity_html
-from .kit import Toned, document, esc, file_b64, fmt, img, png_b64, pyplot, table
+from .kit import Toned, breakable, bullets, document, esc, file_b64, flat_pairs, fmt, img, line_html, png_b64, pyplot, sections_table, table
 from ..measure.results import BenchResult, read_json, results_from_json
 from ..schemas import COMPARE_READABLE, RESULTS
 from ..util.thirdparty import warning_lines
@@ -90,9 +91,8 @@ def comparison_caveats_html(comparisons: Sequence[ComparisonResult], results: Se
             lines += [f"{c.label(side)}: {w}" for w in (r.warnings + warning_lines(r.third_party_warnings)
                                                         if r is not None else [])]
         if lines:
-            items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-            out.append(f'<div class="warn"><b>batch {c.batch_size}, {html.escape(c.candidate)} vs '
-                       f'{html.escape(c.baseline)}</b><ul>{items}</ul></div>')
+            out.append(f'<div class="warn"><b>batch {esc(c.batch_size)}, {esc(c.candidate)} vs '
+                       f'{esc(c.baseline)}</b>{bullets(lines)}</div>')
     return out
 
 
@@ -345,20 +345,9 @@ def method_paragraph(settings: Mapping[str, Any]) -> str:
             "source; the exact method is listed under Environment and settings).</p>")
 
 
-def _flat(prefix: str, value: Any) -> list[tuple[str, str]]:
-    """(dotted key, text) pairs of a nested JSON value; lists of scalars joined with commas."""
-    if isinstance(value, Mapping):
-        return [pair for k, v in value.items() for pair in _flat(f"{prefix}.{k}" if prefix else str(k), v)]
-    if isinstance(value, (list, tuple)) and not any(isinstance(v, (Mapping, list, tuple)) for v in value):
-        return [(prefix, ", ".join(fmt(v, ".4g") for v in value) or "–")]
-    if isinstance(value, (list, tuple)):
-        return [pair for i, v in enumerate(value) for pair in _flat(f"{prefix}[{i}]", v)]
-    return [(prefix, fmt(value, ".4g") if isinstance(value, float) else str(value))]
-
-
-def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
+def environment_sections(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The environment (host, packages, GPUs, backend), the device's peak rates and the measurement
-    settings as (section, item, value) rows: a table one reads, not a JSON dump."""
+    settings as (section, value) pairs for ``kit.sections_table``: a table one reads, not a JSON dump."""
     env = data.get("environment") or {}
     sections: list[tuple[str, Any]] = [(k, v) for k, v in env.items() if k != "gpus"]
     sections += [(f"GPU {g.get('index', i)}", {k: v for k, v in g.items() if k != "index"})  # index: in the name
@@ -367,11 +356,13 @@ def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
         sections.append(("device peak", data["device_peak"]))
     if data.get("settings"):
         sections.append(("settings", data["settings"]))
-    rows = []
-    for section, value in sections:
-        for i, (key, text) in enumerate(_flat("", value if isinstance(value, Mapping) else {"value": value})):
-            rows.append([section if i == 0 else "", key, text])  # the section named once, on its first row
-    return rows
+    return sections
+
+
+def environment_rows(data: Mapping[str, Any]) -> list[list[str]]:
+    """``environment_sections`` as (section, item, value) rows, the section named on its first row."""
+    return [[section if i == 0 else "", key, text] for section, value in environment_sections(data)
+            for i, (key, text) in enumerate(flat_pairs("", value if isinstance(value, Mapping) else {"value": value}))]
 
 
 def verdict_table_html(comparisons: Sequence[ComparisonResult]) -> str:
@@ -389,98 +380,161 @@ def verdict_table_html(comparisons: Sequence[ComparisonResult]) -> str:
 
 def environment_html(data: Mapping[str, Any]) -> str:
     """The environment and settings section: ``environment_rows`` as a left-aligned table."""
-    return ("<h2>Environment and settings</h2><style>.env td,.env th{text-align:left}</style><div class=\"env\">"
-            + table(("section", "item", "value"), environment_rows(data)) + "</div>")
+    return "<h2>Environment and settings</h2>" + sections_table(environment_sections(data))
 
 
 def render_html(data: Mapping[str, Any]) -> str:
-    """The page: verdict table, warnings, speedup plot, per-batch histograms and ECDFs, diagnosis,
-    roofline, environment. Every image is a data: URI; no external resource is referenced."""
+    """The page: what it is (``intro``), the stamp, verdict, warnings, speedup plot, per-batch histograms and
+    ECDFs, diagnosis, roofline, environment. Every image is a data: URI; no external resource is referenced."""
     results: list[BenchResult] = data["parsed_results"]
     title = f"trtprof report: {data.get('model', '')}" + (f" [{data['backend']}]" if data.get("backend") else "")
     parts = [f"<h1>{html.escape(title)}</h1>",
              f"<p>created {html.escape(str(data.get('created', '')))}</p>",
+             intro_html(data),  # an A/B, a what-if, a fix-fp16: said first, with what was changed or found
              validity_html(page_validity(data))]  # the stamp before any number (trtprof.report.stamp)
     if data["kind"] == "compare":
-        comparisons: list[ComparisonResult] = data["parsed_comparisons"]
-        settings = data.get("settings", {})
-        parts.append("<h2>Verdict</h2>" + verdict_table_html(comparisons) + method_paragraph(settings))
-        parts.extend(comparison_caveats_html(comparisons, results))  # stamp + warnings beside each verdict
-        for c in comparisons:
-            if c.verdict_note:
-                parts.append(f"<p><b>batch {esc(c.batch_size)}, {html.escape(c.effective_label('candidate'))} vs "
-                             f"{html.escape(c.baseline)}: {html.escape(c.shown().page_words)}</b> — "
-                             f"{html.escape(c.verdict_note)}</p>")
-        for w in data.get("warnings", []):
-            parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
-        if comparisons:
-            parts.append("<h2>Speedup vs batch size</h2>" + img(speedup_figure(comparisons), "speedup vs batch size"))
-        parts.append("<h2>Why: diagnosis</h2>")
-        for c in comparisons:
-            items = "".join(f"<li><b>{html.escape(f.rule)}</b>: {html.escape(f.message)}</li>"
-                            for f in c.diagnosis) or "<li>no rule found evidence</li>"
-            parts.append(f"<h3>batch {esc(c.batch_size)}: {html.escape(c.effective_label('candidate'))} vs "
-                         f"{html.escape(c.baseline)} ({esc(plural(c.loads, 'load'))} × "
-                         f"{esc(plural(c.rounds or 0, 'round'))}, stopped: "
-                         f"{html.escape(c.stop_reason or '?')})</h3><ul>{items}</ul>")
-        acc_parts = []
-        for c in comparisons:
-            notes = accuracy_notes(c)
-            if notes:
-                items = "".join(f"<li>{html.escape(line)}</li>" for line in notes)
-                acc_parts.append(f"<h3>batch {esc(c.batch_size)}: {html.escape(c.effective_label('candidate'))} vs "
-                                 f"{html.escape(c.baseline)}</h3><ul>{items}</ul>")
-        if acc_parts:
-            legend = "".join(f"<li>{html.escape(line)}</li>" for line in accuracy_legend(comparisons))
-            parts.append("<h2>Accuracy: verdict, predicted vs observed</h2>" + "".join(acc_parts)
-                         + (f"<h3>What the metrics mean</h3><ul>{legend}</ul>" if legend else ""))
-        if data.get("layers"):
-            parts.append(layers_section(data["layers"]))
-        parts.append(compare_section(data))  # compare --timeline ('' without one)
-        roof_rows = []
-        for c in comparisons:
-            for side in ("baseline", "candidate"):
-                r = c.roofline.get(side)
-                if r:
-                    roof_rows.append([str(c.batch_size), c.label(side), fmt(r.get("flops")), fmt(r.get("bytes")),
-                                      fmt(r.get("intensity_flop_per_byte")), fmt(r.get("achieved_flops_per_s")),
-                                      fmt(r.get("peak_flops_per_s")), fmt(r.get("share_of_peak"), ".1%")
-                                      if r.get("share_of_peak") is not None else "–"])
-        if roof_rows:
-            parts.append("<h2>Roofline</h2><p>FLOPs count Conv, ConvTranspose, MatMul and Gemm (2 per MAC); bytes are "
-                         "weights plus every activation written once (unfused).</p>")
-            parts.append(table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s",
-                                 "peak FLOP/s", "share of peak"), roof_rows))
+        parts += compare_parts(data)
     else:
-        # every warning and the stamp of a result in its own row, beside the numbers they qualify
-        rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n),
-                 fmt_rate(r.throughput_per_s), "; ".join(result_caveats(r)) or "–"]
-                for r, label in zip(results, engine_labels(results))]
-        if rows:  # a serving-only file has no bench results: no empty table (its sections follow)
-            parts.append("<h2>Results</h2><style>.bench td:last-child,.bench th:last-child{text-align:left}</style><div class=\"bench\">"
-                         + table(("engine", "batch", "median ms", "p99 ms", "n", "samples/s", "validity and warnings"),
-                                 rows) + "</div>")
-        if len({r.batch_size for r in results}) > 1:
-            parts.append("<h2>Latency vs batch size</h2>" + img(latency_figure(results), "latency vs batch"))
-    if results:
-        parts.append("<h2>Latency distributions</h2>")
-        hists = histogram_figures(results)
-        by_batch: dict[int, list[BenchResult]] = defaultdict(list)
-        for r in results:
-            by_batch[r.batch_size].append(r)
-        shapes = _shape_captions(data)
-        for batch, group in sorted(by_batch.items()):
-            parts.append(f"<h3>batch {esc(batch)}</h3>")
-            if shapes.get(batch):
-                parts.append(f"<p>{html.escape(shapes[batch])}</p>")
-            if batch in hists:
-                parts.append(img(hists[batch], f"histogram batch {batch}"))
-            parts.append(img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
+        parts += bench_parts(results)
+    parts += distribution_parts(data, results)
     from .serving_page import sections
 
     parts.extend(sections(data))
     parts.append(environment_html(data))
     return document(title, parts)
+
+
+def compare_parts(data: Mapping[str, Any]) -> list[str]:
+    """A compare page's own sections, from the verdict to the roofline."""
+    comparisons: list[ComparisonResult] = data["parsed_comparisons"]
+    # the two sentences on how the verdict was reached above the tables they explain (docs/report.md)
+    parts = ["<h2>Verdict</h2>" + method_paragraph(data.get("settings", {})) + verdict_table_html(comparisons),
+             ratio_note([(f"batch {c.batch_size}, {c.effective_label('candidate')} vs {c.effective_label('baseline')}",
+                          c.speedup.estimate, median_ms(c, "baseline"), median_ms(c, "candidate"))
+                         for c in comparisons])]
+    parts.extend(comparison_caveats_html(comparisons, data["parsed_results"]))  # stamp + warnings beside each
+    for c in comparisons:
+        if c.verdict_note:
+            parts.append(f"<p><b>batch {esc(c.batch_size)}, {esc(c.effective_label('candidate'))} vs "
+                         f"{esc(c.baseline)}: {esc(c.shown().page_words)}</b> — {breakable(c.verdict_note)}</p>")
+    for w in data.get("warnings", []):
+        parts.append(f'<div class="warn"><b>WARNING:</b> {line_html(w)}</div>')
+    if comparisons:
+        parts.append("<h2>Speedup vs batch size</h2>" + img(speedup_figure(comparisons), "speedup vs batch size"))
+    parts.append(diagnosis_html(comparisons))
+    parts.append(accuracy_html(comparisons))
+    if data.get("layers"):
+        parts.append(layers_section(data["layers"]))
+    parts.append(compare_section(data))  # compare --timeline ('' without one)
+    parts.append(roofline_html(comparisons))
+    return [p for p in parts if p]
+
+
+def diagnosis_html(comparisons: Sequence[ComparisonResult]) -> str:
+    """Why: each comparison's findings, under its batch, arms, loads and why it stopped."""
+    parts = ["<h2>Why: diagnosis</h2>"]
+    for c in comparisons:
+        items = "".join(f"<li><b>{esc(f.rule)}</b>: {line_html(f.message)}</li>"
+                        for f in c.diagnosis) or "<li>no rule found evidence</li>"
+        parts.append(f"<h3>batch {esc(c.batch_size)}: {esc(c.effective_label('candidate'))} vs "
+                     f"{esc(c.baseline)} ({esc(plural(c.loads, 'load'))} × "
+                     f"{esc(plural(c.rounds or 0, 'round'))}, stopped: {esc(c.stop_reason or '?')})</h3><ul>{items}</ul>")
+    return "".join(parts)
+
+
+def accuracy_html(comparisons: Sequence[ComparisonResult]) -> str:
+    """Accuracy, predicted vs observed, per comparison (a keep-list to copy as a command block), and the legend."""
+    acc_parts = [f"<h3>batch {esc(c.batch_size)}: {esc(c.effective_label('candidate'))} vs {esc(c.baseline)}</h3>"
+                 + bullets(accuracy_notes(c)) for c in comparisons if accuracy_notes(c)]
+    if not acc_parts:
+        return ""
+    legend = bullets(accuracy_legend(comparisons))
+    return ("<h2>Accuracy: verdict, predicted vs observed</h2>" + "".join(acc_parts)
+            + (f"<h3>What the metrics mean</h3>{legend}" if legend else ""))
+
+
+def roofline_html(comparisons: Sequence[ComparisonResult]) -> str:
+    """The roofline table (FLOPs, bytes, achieved and peak FLOP/s per arm); '' when no arm has one."""
+    rows = []
+    for c in comparisons:
+        for side in ("baseline", "candidate"):
+            r = c.roofline.get(side)
+            if r:
+                rows.append([str(c.batch_size), c.label(side), fmt(r.get("flops")), fmt(r.get("bytes")),
+                             fmt(r.get("intensity_flop_per_byte")), fmt(r.get("achieved_flops_per_s")),
+                             fmt(r.get("peak_flops_per_s")), fmt(r.get("share_of_peak"), ".1%")
+                             if r.get("share_of_peak") is not None else "–"])
+    if not rows:
+        return ""
+    return ("<h2>Roofline</h2><p>FLOPs count Conv, ConvTranspose, MatMul and Gemm (2 per MAC); bytes are "
+            "weights plus every activation written once (unfused).</p>"
+            + table(("batch", "precision", "FLOPs", "bytes", "FLOP/byte", "achieved FLOP/s", "peak FLOP/s",
+                     "share of peak"), rows))
+
+
+# a caveat's own words (what was measured on this row) end at its first ": " within this many characters;
+# what follows (why it matters, what to do) is the same paragraph on every row it qualifies
+CAVEAT_HEAD_CHARS = 100
+
+
+def split_caveat(text: str) -> tuple[str, str]:
+    """(the row's own words, the explanation): "latency CV is 18.8% (> 10%)" and "the CPU numbers are noisy
+    …: run on a quiet machine …"; ("", text) when the text has no such head."""
+    head, sep, rest = text.partition(": ")
+    return (head, rest) if sep and rest and len(head) <= CAVEAT_HEAD_CHARS else ("", text)
+
+
+def caveat_notes(results: Sequence[BenchResult]) -> tuple[list[str], list[str]]:
+    """Each result's caveats as its own words with note numbers ("latency CV is 18.8% (> 10%) (note 2)",
+    "–" for none) and the distinct notes in order: the paragraph that explains a caveat of six engines is
+    written once under the table, not in six cells."""
+    notes: dict[str, int] = {}
+    cells = []
+    for r in results:
+        said = []
+        for text in dict.fromkeys(result_caveats(r)):
+            head, rest = split_caveat(text)
+            number = notes.setdefault(rest, len(notes) + 1)
+            said.append(f"{head} (note {number})" if head else f"note {number}")
+        cells.append("; ".join(said) or "–")
+    return cells, list(notes)
+
+
+def bench_parts(results: Sequence[BenchResult]) -> list[str]:
+    """A bench page's results table (each caveat a numbered note below it) and latency vs batch size."""
+    parts = []
+    cells, notes = caveat_notes(results)
+    rows = [[label, str(r.batch_size), fmt_ms(r.latency.p50), fmt_ms(r.latency.p99), str(r.latency.n),
+             fmt_rate(r.throughput_per_s), cell] for r, label, cell in zip(results, engine_labels(results), cells)]
+    if rows:  # a serving-only file has no bench results: no empty table (its sections follow)
+        listed = "".join(f'<li id="note-{i}">{line_html(n)}</li>' for i, n in enumerate(notes, 1))
+        parts.append("<h2>Results</h2><style>.bench td:last-child,.bench th:last-child{text-align:left}</style>"
+                     '<div class="bench">' + table(("engine", "batch", "median ms", "p99 ms", "n", "samples/s",
+                                                     "validity and warnings"), rows) + "</div>"
+                     + (f'<h3>Notes</h3><ol class="notes">{listed}</ol>' if notes else ""))
+    if len({r.batch_size for r in results}) > 1:
+        parts.append("<h2>Latency vs batch size</h2>" + img(latency_figure(results), "latency vs batch"))
+    return parts
+
+
+def distribution_parts(data: Mapping[str, Any], results: Sequence[BenchResult]) -> list[str]:
+    """Per batch size: the distributions' shape in words, the histogram and the ECDF."""
+    if not results:
+        return []
+    parts = ["<h2>Latency distributions</h2>"]
+    hists = histogram_figures(results)
+    by_batch: dict[int, list[BenchResult]] = defaultdict(list)
+    for r in results:
+        by_batch[r.batch_size].append(r)
+    shapes = _shape_captions(data)
+    for batch, group in sorted(by_batch.items()):
+        parts.append(f"<h3>batch {esc(batch)}</h3>")
+        if shapes.get(batch):
+            parts.append(f"<p>{breakable(shapes[batch])}</p>")
+        if batch in hists:
+            parts.append(img(hists[batch], f"histogram batch {batch}"))
+        parts.append(img(ecdf_figure(group, batch), f"ECDF batch {batch}"))
+    return parts
 
 
 def write_report(path: Path, out: Path, raw: dict[str, Any] | None = None) -> tuple[Path, str]:

@@ -15,8 +15,9 @@ import base64
 import html
 import io
 import math
+import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..util.console import unescape_figure_text
 from ..util.outputs import GENERATOR_META
@@ -28,7 +29,10 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.v-faster{ba
 .v-no{background:#eee}.v-equivalent{background:#e3ecf7}.v-inconclusive{background:#eee}.v-provisional{background:#fff0c2}
 .v-broken{background:#f1d3f4;font-weight:bold}.warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}
 img{max-width:100%;display:block;margin:.5em 0}pre{background:#f7f7f7;padding:1em;overflow:auto;font-size:.8em}
-li{margin:.3em 0}
+li{margin:.3em 0}p,li,td,th,.warn{overflow-wrap:break-word}
+pre.cmd{white-space:pre;overflow-x:auto;max-width:100%;margin:.3em 0;padding:.5em 1em}
+.intro{background:#eef4fb;border-left:5px solid #4a7fc1;padding:.5em 1em;margin:.5em 0}
+.v-difference{background:#eee}.valid{margin:.5em 0}
 """
 
 
@@ -92,18 +96,94 @@ def verdict_class(cell: Any) -> str:
     return f' class="v-{words[0]}"' if words and words[0] in VERDICT_WORDS else ""
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: int | None = None) -> str:
-    """An HTML table, every cell escaped; the cells of ``verdict_col`` get the class ``v-<first word>``
-    so the CSS colours faster/slower/equivalent/inconclusive."""
+# A token longer than this (a keep-list of node names joined by commas, 1,137 characters on a real model; a
+# CUDA kernel's C++ name) may break after each comma, slash, semicolon or "::" and before a "(" or "<"; a
+# piece of it still longer (a cuDNN kernel's 151-character name) also after its underscores; a shorter token
+# never breaks, so "[0.93, 1.07]" and "a,b" stay whole
+LONG_TOKEN = 40
+BREAK_AT = re.compile(r"(?<=[,/;])|(?<=::)|(?=[(<])")
+BREAK_LONG_PIECE_AT = re.compile(r"(?<=_)")
+
+
+def breakable(value: Any) -> str:
+    """``esc(value)`` with a line-break opportunity (``<wbr>``) at each ``BREAK_AT`` inside a token longer than
+    ``LONG_TOKEN`` characters: a page never scrolls sideways for a list of names, and a name never breaks
+    inside a word ("layer-precisions", "fp32")."""
+    out = []
+    for token in re.split(r"(\s+)", "–" if value is None else str(value)):
+        if len(token) > LONG_TOKEN:
+            pieces = [p for part in BREAK_AT.split(token) if part
+                      for p in (BREAK_LONG_PIECE_AT.split(part) if len(part) > LONG_TOKEN else [part]) if p]
+            out.append("<wbr>".join(esc(piece) for piece in pieces))
+        else:
+            out.append(esc(token))
+    return "".join(out)
+
+
+def command(text: Any) -> str:
+    """A command to copy (``trtprof build m.onnx --fp16 --layer-precisions …``) as a ``<pre class="cmd">``
+    block that scrolls on its own: the page keeps its width, the command keeps every character on one line."""
+    return f'<pre class="cmd"><code>{esc(text)}</code></pre>'
+
+
+# where a line's copyable part starts: a trtprof command, or a build option given on its own
+COMMAND_START = re.compile(r"(trtprof (?:build|compare|bench|profile) |--layer-precisions )")
+
+
+def line_html(line: Any) -> str:
+    """One line of prose as HTML: its copyable tail (from ``COMMAND_START``, when the tail is longer than
+    ``LONG_TOKEN``) as a ``command`` block, the prose before it breakable."""
+    text = str(line)
+    found = COMMAND_START.search(text)
+    if found is None or len(text) - found.start() <= LONG_TOKEN:
+        return breakable(text)
+    return breakable(text[:found.start()].rstrip()) + command(text[found.start():])
+
+
+def bullets(lines: Sequence[Any]) -> str:
+    """``<ul>`` of ``line_html`` items; '' for no lines."""
+    return f"<ul>{''.join(f'<li>{line_html(line)}</li>' for line in lines)}</ul>" if lines else ""
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], verdict_col: int | None = None,
+          links: Mapping[tuple[int, int], str] | None = None) -> str:
+    """An HTML table, every cell escaped (``breakable``); the cells of ``verdict_col`` get the class
+    ``v-<first word>`` so the CSS colours faster/slower/equivalent/inconclusive, a ``Toned`` cell its tone in
+    any column; ``links``: {(row, column): href} makes that cell a link."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
-    for row in rows:
+    for i, row in enumerate(rows):
         cells = []
-        for i, cell in enumerate(row):
-            cls = verdict_class(cell) if verdict_col is not None and i == verdict_col else ""
-            cells.append(f"<td{cls}>{esc(cell)}</td>")
+        for j, cell in enumerate(row):
+            cls = verdict_class(cell) if j == verdict_col or isinstance(cell, Toned) else ""
+            text = breakable(cell)
+            if links and (i, j) in links:
+                text = f'<a href="{esc(links[(i, j)])}">{text}</a>'
+            cells.append(f"<td{cls}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def flat_pairs(prefix: str, value: Any) -> list[tuple[str, str]]:
+    """(dotted key, text) pairs of a nested JSON value, lists of scalars joined with commas: settings, an
+    environment or an executor as table rows one reads, not a JSON dump."""
+    if isinstance(value, Mapping):
+        return [pair for k, v in value.items() for pair in flat_pairs(f"{prefix}.{k}" if prefix else str(k), v)]
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, (Mapping, list, tuple)) for v in value):
+        return [(prefix, ", ".join(fmt(v, ".4g") for v in value) or "–")]
+    if isinstance(value, (list, tuple)):
+        return [pair for i, v in enumerate(value) for pair in flat_pairs(f"{prefix}[{i}]", v)]
+    return [(prefix, fmt(value, ".4g") if isinstance(value, float) else str(value))]
+
+
+def sections_table(sections: Sequence[tuple[str, Any]]) -> str:
+    """(section, nested value) pairs as one left-aligned (section, item, value) table, each section named once."""
+    rows = []
+    for section, value in sections:
+        for i, (key, text) in enumerate(flat_pairs("", value if isinstance(value, Mapping) else {"value": value})):
+            rows.append([section if i == 0 else "", key, text])
+    return ('<style>.env td,.env th{text-align:left}</style><div class="env">'
+            + table(("section", "item", "value"), rows) + "</div>")
 
 
 def img(b64: str, alt: str) -> str:

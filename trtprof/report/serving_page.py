@@ -7,15 +7,9 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
-from .kit import esc
+from .kit import breakable, esc, table
 from .stamp import validity_html
 from ..util.labels import fmt_ms, fmt_rate
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def memory_rows(results: Sequence[Any]) -> list[list[str]]:
@@ -48,7 +42,7 @@ def memory_section(results: Sequence[Any], max_batch: Sequence[Mapping[str, Any]
         return ""
     return ("<h2>Memory and size</h2><p>Artifact bytes on disk and memory in use while the engine infers "
             "(what each backend can measure; see the last column).</p>"
-            + _table(("engine", "batch", "artifact", "memory in use", "measured as", "method"), rows) + fits)
+            + table(("engine", "batch", "artifact", "memory in use", "measured as", "method"), rows) + fits)
 
 
 def _figure_b64(sweep: Mapping[str, Any]) -> str:
@@ -105,20 +99,32 @@ def slo_section(slo: Mapping[str, Any]) -> str:
             text += f" — {v['reason']}"
         verdicts.append(f"<li><b>{html.escape(text)}</b></li>")
     return (f"<h2>Throughput at p99 ≤ {target:g} ms</h2><p>{html.escape(slo['method'])}.</p>"
-            + _table(("precision", "batch", "in flight", "samples/s", "p99 ms", "why none"), rows)
+            + table(("precision", "batch", "in flight", "samples/s", "p99 ms", "why none"), rows)
             + f"<ul>{''.join(verdicts)}</ul>")
+
+
+def energy_note(points: Sequence[Mapping[str, Any]]) -> str:
+    """The one reason energy was not measured, when every measured point shares it ("CPU backend: …"): said
+    once above the table, whose cells then read "n/a"; '' when any point has energy or the reasons differ."""
+    energies = [p.get("energy") or {} for p in points if not (p.get("failed") and not p.get("rounds"))]
+    reasons = {str(e.get("reason", "not measured")) for e in energies}
+    if not energies or any(e.get("joules_per_inference") is not None for e in energies) or len(reasons) != 1:
+        return ""
+    return reasons.pop()
 
 
 def serving_section(sweep: Mapping[str, Any]) -> str:
     settings = sweep.get("settings", {})
+    no_energy = energy_note(sweep["points"])
     parts = ["<h2>Throughput under concurrency</h2>", validity_html(sweep.get("validity"), "serving"),
              f"<p>Closed loop: N requests in flight (N threads; on a GPU each with its own stream and execution "
              f"context), {esc(settings.get('rounds'))} rounds of {esc(settings.get('window_s'))} s windows per point, "
              f"interleaved across precisions. Throughput: median over rounds; latency: per request, "
              f"pooled.</p>",
              f'<img alt="latency vs throughput" src="data:image/png;base64,{_figure_b64(sweep)}">',
-             _table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
-                     "memory in use", "energy per inference"), point_rows(sweep["points"]))]
+             f"<p>Energy per inference: n/a at every point ({breakable(no_energy)}).</p>" if no_energy else "",
+             table(("precision", "batch", "in flight", "samples/s", "requests/s", "p50 ms", "p99 ms",
+                    "memory in use", "energy per inference"), point_rows(sweep["points"], reasons=not no_energy))]
     fits = sweep.get("fits") or {}
     if any(f["did_not_fit"] for f in fits.values()):
         items = "".join(f"<li>{html.escape(arm)}: largest batch measured {esc(f['largest_batch_measured'])}; did not fit: "

@@ -2,8 +2,6 @@
 with one row per comparison, and an HTML page that links one page per cell (``trtprof report``)."""
 from __future__ import annotations
 
-import html
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -11,7 +9,9 @@ from typing import Any, Mapping, Sequence
 from ..util.files import atomic_write_text
 from ..util.datafile import safe_name
 from ..errors import BadInput
-from ..report.kit import document, esc, verdict_class
+from ..report.kit import TONES, Toned, document, esc, fmt, line_html, table
+from ..report.stamp import page_validity, validity_html
+from ..system.validity import merge
 from ..report.compare_page import load, render_html
 from ..measure.results import read_json
 from ..schemas import SWEEP
@@ -139,25 +139,59 @@ def cell_result_files(merged: Mapping[str, Any], path: Path) -> list[tuple[str, 
     return out
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], links: Mapping[tuple[int, int], str] | None = None) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = []
-    for i, row in enumerate(rows):
-        tds = []
-        for j, cell in enumerate(row):
-            cls = verdict_class(cell.split()[-1] if cell else "")
-            text = esc(cell)
-            if links and (i, j) in links:
-                text = f'<a href="{html.escape(links[(i, j)])}">{text}</a>'
-            tds.append(f"<td{cls}>{text}</td>")
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+def verdict_cell(cell: str) -> str:
+    """A matrix cell coloured by its verdict, the last word of "0.968× [0.54, 1.73] inconclusive" (kit.Toned)."""
+    words = cell.split()
+    return Toned(cell, words[-1]) if words and words[-1] in TONES else cell
 
 
-_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0;"
-        "font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em}th{background:#f3f3f3}.v-faster{background:#d8f5d0}"
-        ".v-slower{background:#f8d4d4}.v-equivalent,.v-difference{background:#eee}.v-inconclusive{background:#fff0c2}"
-        ".warn{background:#fff0c2;border-left:5px solid #e0a000;padding:.5em 1em;margin:.5em 0}")
+def sweep_validity(cell_pages: Sequence[Mapping[str, Any]], merged: Mapping[str, Any]) -> str:
+    """The validity box of the whole sweep: every measured cell's stamp merged (``report.stamp``), and the
+    cells that measured nothing counted, before any number; '' for cells made before stamps existed."""
+    found = [v for v in (page_validity(d) for d in cell_pages) if v is not None]
+    box = validity_html(merge(found), f"{len(found)} measured cell(s)") if found else ""
+    unmeasured = sum(int(merged.get(k) or 0) for k in ("cells_failed", "cells_missing"))
+    if unmeasured:
+        box += (f'<div class="warn"><b>{esc(unmeasured)} cell(s) measured nothing</b> (failed or missing: see '
+                "Cells below); the matrix has no verdict for them.</div>")
+    return box
+
+
+def executor_html(executor: Any) -> str:
+    """How the sweep ran: its scalar settings as one two-column table, each list of records (the worker
+    slots, the engine pre-builds) as a table of its own with a column per field; '' without an executor."""
+    if not isinstance(executor, Mapping):
+        return ""
+    scalars = [[str(k), fmt_value(v)] for k, v in executor.items() if not isinstance(v, (list, Mapping))]
+    parts = ["<h2>Executor</h2>" + table(("setting", "value"), scalars)]
+    for key, value in executor.items():
+        records = [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+        if isinstance(value, Mapping):
+            records = [value]
+        if records:
+            fields = list(dict.fromkeys(k for r in records for k in r))
+            parts.append(f"<h3>{esc(key)}</h3>" + table(fields, [[fmt_value(r.get(f)) for f in fields] for r in records]))
+    return "".join(parts)
+
+
+def fmt_value(value: Any) -> str:
+    """A JSON value in a cell: lists joined with commas, None as "–", a float to 4 significant digits."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_value(v) for v in value) or "–"
+    return fmt(value, ".4g") if isinstance(value, float) else "–" if value is None else str(value)
+
+
+def cell_rows(merged: Mapping[str, Any], pages: Mapping[str, str]) -> tuple[list[list[str]], dict[tuple[int, int], str]]:
+    """The Cells table's rows and the links from each cell's name to its own page."""
+    rows: list[list[str]] = []
+    links: dict[tuple[int, int], str] = {}
+    for e in merged.get("entries", []):
+        if e.get("id") in pages:
+            links[(len(rows), 0)] = pages[e["id"]]
+        rows.append([str(e.get("name")), str(e.get("status")), device_type(e),
+                     str((e.get("slot") or {}).get("name") or "–"), str(e.get("wall_s") or "–"),
+                     ", ".join(b.get("name") or "" for b in e.get("beside") or []) or "–", str(e.get("error") or "")])
+    return rows, links
 
 
 def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
@@ -169,35 +203,30 @@ def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
     out.parent.mkdir(parents=True, exist_ok=True)
     pages_dir = out.parent / f"{out.stem}_cells"
     pages: dict[str, str] = {}
+    cells: list[Mapping[str, Any]] = []
     for cell_id, cell_json in cell_pages:
         pages_dir.mkdir(exist_ok=True)
         page_path = pages_dir / f"{cell_id}.html"
-        atomic_write_text(page_path, render_html(load(cell_json)))
+        cells.append(load(cell_json))
+        atomic_write_text(page_path, render_html(cells[-1]))
         pages[cell_id] = f"{pages_dir.name}/{page_path.name}"
     headers, rows = matrix(merged)
     parts = [f"<h1>trtprof sweep</h1><p>{esc(merged.get('cells_ok'))} ok, {esc(merged.get('cells_failed'))} failed, "
              f"{esc(merged.get('cells_missing'))} missing of {esc(merged.get('cells_total'))} cells; created "
-             f"{esc(merged.get('created'))}</p>"]
+             f"{esc(merged.get('created'))}</p>", sweep_validity(cells, merged)]
     for w in merged.get("warnings", []):
-        parts.append(f'<div class="warn"><b>WARNING:</b> {html.escape(w)}</div>')
+        parts.append(f'<div class="warn"><b>WARNING:</b> {line_html(w)}</div>')
     if rows:
         parts.append("<h2>Verdict matrix</h2><p>speedup = baseline median / candidate median, with its CI and "
-                     "verdict, as each cell's trtprof compare reported it.</p>" + _table(headers, rows))
-    cell_rows: list[list[str]] = []
-    links: dict[tuple[int, int], str] = {}
-    for e in merged.get("entries", []):
-        i = len(cell_rows)
-        cell_rows.append([str(e.get("name")), str(e.get("status")), device_type(e),
-                          str((e.get("slot") or {}).get("name") or "–"), str(e.get("wall_s") or "–"),
-                          ", ".join(b.get("name") or "" for b in e.get("beside") or []) or "–", str(e.get("error") or "")])
-        if e.get("id") in pages:
-            links[(i, 0)] = pages[e["id"]]
-    parts.append("<h2>Cells</h2>" + _table(("cell", "status", "device", "worker", "wall s", "ran beside", "error"),
-                                           cell_rows, links))
+                     "verdict, as each cell's trtprof compare reported it.</p>"
+                     + table(headers, [[verdict_cell(c) for c in row] for row in rows]))
+    cell_table, links = cell_rows(merged, pages)
+    parts.append("<h2>Cells</h2>" + table(("cell", "status", "device", "worker", "wall s", "ran beside", "error"),
+                                          cell_table, links=links))
     env = environments(merged)
     if env:
-        parts.append("<h2>Environment</h2>" + _table(("host", "device", "GPU UUID", "driver", "python", "libraries"), env))
-    parts.append("<h2>Executor</h2><pre>" + html.escape(json.dumps(merged.get("executor"), indent=1)) + "</pre>")
-    text = document("trtprof sweep", parts, css=_CSS)
+        parts.append("<h2>Environment</h2>" + table(("host", "device", "GPU UUID", "driver", "python", "libraries"), env))
+    parts.append(executor_html(merged.get("executor")))
+    text = document("trtprof sweep", parts)
     atomic_write_text(out, text)
     return out, markdown(merged)

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 from ..util.files import atomic_write_text
 from ..system.validity import stamp_lines
 from ..report.stamp import page_validity, validity_html
-from ..report.kit import document, esc, fixed_column, fmt, img, table
+from ..report.kit import document, esc, fixed_column, fmt, img, sections_table, table
 from ..compare.result import ComparisonResult
 from ..report.compare_page import environment_html, speedup_figure
 from ..schemas import TRAIN_COMPARE as SCHEMA
@@ -143,6 +143,17 @@ def markdown(data: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def per_arm_sections(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Each batch's solo pass as table sections (median step, each arm without its loss curve, the largest
+    batch that fits): read as a table through the page kit, not a JSON dump."""
+    out = []
+    for b in data.get("batches", []):
+        arms = {k: {kk: vv for kk, vv in v.items() if kk != "losses"} for k, v in (b.get("arms") or {}).items()}
+        out.append((f"batch {b.get('batch_size')}", {"median_step_ms": b.get("median_step_ms"), "arms": arms,
+                                                     "max_batch": b.get("max_batch")}))
+    return out
+
+
 def render_html(data: Mapping[str, Any]) -> str:
     title = f"trtprof train-compare: {data.get('model', '')} [{data.get('backend', '')}, {data.get('device', '')}]"
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>created {html.escape(str(data.get('created', '')))}</p>",
@@ -164,10 +175,7 @@ def render_html(data: Mapping[str, Any]) -> str:
                         for f in c.get("diagnosis", [])) or "<li>no rule found evidence</li>"
         parts.append(f"<h3>batch {esc(c['batch_size'])}: {html.escape(c['candidate'])} vs {html.escape(c['baseline'])}</h3>"
                      f"<ul>{items}</ul>")
-    parts.append("<h2>Per arm (solo pass)</h2><pre>" + html.escape(json.dumps(
-        [{"batch_size": b["batch_size"], "median_step_ms": b["median_step_ms"],
-          "arms": {k: {kk: vv for kk, vv in v.items() if kk != "losses"} for k, v in b["arms"].items()},
-          "max_batch": b.get("max_batch")} for b in data.get("batches", [])], indent=1, default=str)) + "</pre>")
+    parts.append("<h2>Per arm (solo pass)</h2>" + sections_table(per_arm_sections(data)))
     parts.append(environment_html(data))  # the same readable table as the inference pages, not a JSON dump
     return document(title, parts)
 

@@ -1,6 +1,8 @@
 """The per-layer section of the HTML report: top layers per batch size, FP16-slower rows highlighted.
 
-Kept here, not in report.py, so the report stays one page builder and this section one idea.
+Its own module so the compare page stays one page builder and this section one idea; in ``report/`` (it was
+``layers/html.py``) so that every page is drawn with the page kit (issue 41 item 5): ``layers/`` owns the
+table's data (``layers.table``), the report draws it.
 """
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import html
 from typing import Any, Mapping
 
 from ..util.wording import plural
-from .table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, fmt_layer_ms, rows_by_time, same_fp32_kernels
+from .kit import breakable, esc
+from ..layers.table import SEPARATE_RUN_NOTE, SLOWER_MARGIN, fmt_layer_ms, rows_by_time, same_fp32_kernels
 
 TOP_ROWS = 15
 # names (layer, op, kind) left-aligned like text; the numbers stay right-aligned; a layer's name (a long path
@@ -46,11 +49,11 @@ def layers_section(layers: Mapping[str, Mapping[str, Any]], top: int = TOP_ROWS)
             for p in precisions:
                 ks = [k for k in r["kernels"].get(p, []) if k.get("tensor_core") is not None]
                 cells.append(f"{sum(1 for k in ks if k['tensor_core'])}/{len(ks)}" if ks else "–")
-            body.append(f'<tr class="{cls}">' + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+            body.append(f'<tr class="{cls}">' + "".join(f"<td>{breakable(c)}</td>" for c in cells) + "</tr>")
         totals = ", ".join(f"{html.escape(p)} {fmt_layer_ms(v, missing='–')} ms"
                            for p, v in table.get("totals_ms", {}).items())
         parts.append(f"<h3>batch {html.escape(str(batch))} (sum of layer medians: {totals})</h3>"
-                     "<table class=\"layers\"><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+                     "<table class=\"layers\"><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head)
                      + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
         if len(rows) > top:
             parts.append(f"<p>… and {plural(len(rows) - top, 'more layer')} (JSON has all).</p>")
