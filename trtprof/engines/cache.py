@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ..errors import BadInput, CacheCorrupt, TrtprofError, first_line
+from ..errors import WRITE_ERRNOS, BadInput, CacheCorrupt, TrtprofError, first_line
 from ..model.onnx_model import sha256_file
 from ..util.datafile import check_bounded
 from ..util.files import atomic_write_text, file_lock, safe_stem, unlink_quietly, user_mode
@@ -256,7 +256,12 @@ class EngineCache:
             os.close(fd)
             tmp = Path(tmp_name)
             try:
-                record = build(tmp)
+                try:
+                    record = build(tmp)
+                except OSError as err:  # a backend's write to the temp artifact: a full disk names no file
+                    if err.filename is not None or err.errno not in WRITE_ERRNOS:
+                        raise
+                    raise OSError(err.errno, err.strerror, str(self.root / artifact_name)) from err
                 if not tmp.is_file() or tmp.stat().st_size == 0:
                     raise CacheCorrupt("backend wrote no artifact", path=self.root / artifact_name)
                 record.artifact = artifact_name
