@@ -111,6 +111,10 @@ def check_validity(v: Any, where: str, path: Path) -> None:
             raise _bad(path, f"{where}.reasons[{j}]", r, "a reason with string code, text and advice")
     if not isinstance(checked, list) or not all(isinstance(c, str) for c in checked):
         raise _bad(path, f"{where}.checked", checked, "a list of strings")
+    if "valid" in v and not isinstance(v["valid"], bool):  # a float stamp was a traceback (issue 45)
+        raise _bad(path, f"{where}.valid", v["valid"], "true or false")
+    if v.get("stamp") is not None and not isinstance(v["stamp"], str):
+        raise _bad(path, f"{where}.stamp", v["stamp"], "a string")
 
 
 def check_stamps(data: Mapping[str, Any], path: Path) -> None:
@@ -136,6 +140,11 @@ def check_page_objects(data: Mapping[str, Any], path: Path) -> None:
     for key in PAGE_OBJECTS:
         if data.get(key) is not None and not isinstance(data[key], Mapping):
             raise _bad(path, key, data[key], "an object")
+    if "settings" in data and data["settings"] is None:  # every writer writes an object or no key (issue 45)
+        raise _bad(path, "settings", None, "an object")
+    gpus = (data.get("environment") or {}).get("gpus")
+    if gpus is not None and not isinstance(gpus, list):  # `gpus: -1` was a traceback (issue 45)
+        raise _bad(path, "environment.gpus", gpus, "a list")
 
 
 def check_compare(data: Mapping[str, Any], path: Path) -> None:
