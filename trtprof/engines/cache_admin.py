@@ -130,11 +130,14 @@ def _read_entry(meta: Path, short: str, locked: set[str]) -> tuple[EngineRecord 
 
 def own_names(stem: str, record: EngineRecord | None) -> set[str]:
     """The names of the files a build of entry ``stem`` wrote besides its metadata: the artifact the
-    metadata names (unreadable metadata: the artifact name of each built-in backend) and, for
+    metadata names (unreadable metadata, or one naming another file: the artifact name of each built-in
+    backend) and, for
     TensorRT-RTX, its runtime caches (matched by ``is_own``). Nothing else beside an entry is its own."""
     if record is not None:
         match = ENTRY_NAME.fullmatch(record.artifact)
-        return {record.artifact} if match and match["stem"] == stem and not record.artifact.endswith(META_SUFFIX) else set()
+        if match and match["stem"] == stem and not record.artifact.endswith(META_SUFFIX):
+            return {record.artifact}
+    # unreadable metadata, or metadata naming a file not its own (a corrupt entry): what a build writes
     return {stem + suffix for suffix in ARTIFACT_SUFFIXES}
 
 
