@@ -51,11 +51,11 @@ def check_comparison(c: Any, where: str, path: Path) -> None:
     for key in SPEEDUP_FIELDS:
         if not _is_number(speedup.get(key)):
             raise _bad(path, f"{where}.speedup.{key}", speedup.get(key), "a number")
-    for key in ("accuracy", "latency", "roofline"):
+    for key in ("accuracy", "latency", "roofline", "shape"):
         if c.get(key) is not None and not isinstance(c[key], Mapping):
             raise _bad(path, f"{where}.{key}", c[key], "an object")
     for side in ("baseline", "candidate"):  # the per-arm blocks the page reads keys of
-        for key in ("latency", "roofline"):
+        for key in ("latency", "roofline", "shape"):
             block = (c.get(key) or {}).get(side)
             if block is not None and not isinstance(block, Mapping):
                 raise _bad(path, f"{where}.{key}.{side}", block, "an object")
@@ -122,7 +122,8 @@ def check_stamps(data: Mapping[str, Any], path: Path) -> None:
     each serving sweep's), checked before the page draws them."""
     check_validity(data.get("validity"), "validity", path)
     for key in ("comparisons", "results"):
-        for i, item in enumerate(data.get(key) or []):
+        items = data.get(key)
+        for i, item in enumerate(items if isinstance(items, list) else []):  # not a list: refused by its reader
             if isinstance(item, Mapping):
                 check_validity(item.get("validity"), f"{key}[{i}].validity", path)
     serving = data.get("serving")

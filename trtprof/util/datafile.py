@@ -115,7 +115,7 @@ def _float_range_int(text: str) -> int:
     page or a statistic took it as a number)."""
     value = int(text)
     if abs(value) > sys.float_info.max:
-        raise _Refused(f"integer of {len(text.lstrip('-'))} digits is beyond the range of a float")
+        raise _Refused(f"integer of {len(text.lstrip('-'))} digits is too large: beyond the range of a float")
     return value
 
 
