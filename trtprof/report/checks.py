@@ -74,6 +74,7 @@ ACCURACY_TEXT = ("caveat", "inputs")
 # formatted as numbers by the verdict table and accuracy.summary_line
 ACCURACY_NUMBERS = ("cosine", "top1", "top5", "snr_db", "max_err_scaled", "mean_err_scaled", "max_abs_err",
                     "max_rel_err", "mismatch_fraction", "rtol", "atol")
+ACCURACY_MAY_BE_NULL = ("top1", "top5", "snr_db")  # what a writer leaves null (no classes; an exact match)
 
 
 def check_accuracy(acc: Mapping[str, Any], where: str, path: Path) -> None:
@@ -88,6 +89,8 @@ def check_accuracy(acc: Mapping[str, Any], where: str, path: Path) -> None:
     for key in ACCURACY_NUMBERS:
         if acc.get(key) is not None and not _is_number(acc[key]):
             raise _bad(path, f"{where}.{key}", acc[key], "a number")
+        if key in acc and acc[key] is None and key not in ACCURACY_MAY_BE_NULL:  # formatted whenever present
+            raise _bad(path, f"{where}.{key}", None, "a number")
     findings = (acc.get("predicted") or {}).get("findings", [])
     if not isinstance(findings, list) or not all(isinstance(f, Mapping) for f in findings):
         raise _bad(path, f"{where}.predicted.findings", findings, "a list of objects")
