@@ -250,10 +250,10 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
     started = time.perf_counter()
     covering = (None if settings.rebuild or backends.capabilities(spec.backend).batch_independent
                 else cache.find_covering(spec, environment))
-    if covering is not None:
-        covering = range_for_these_inputs(covering, onnx_path, info, spec, settings)
-        return BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started)
     stem_name = model.stem if model.is_file() else model.name
+    if covering is not None:
+        covering = range_for_these_inputs(as_named(covering, stem_name, model), onnx_path, info, spec, settings)
+        return BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started)
 
     def build(tmp: Path) -> EngineRecord:
         t0 = time.perf_counter()
@@ -287,8 +287,16 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
         key, cache.entry_stem(stem_name, spec, key), impl.artifact_suffix, build, rebuild=settings.rebuild
     )
     if not built:  # the engine is the same, the inputs its analysis ran on may not be
-        record = range_for_these_inputs(record, onnx_path, info, spec, settings)
+        record = range_for_these_inputs(as_named(record, stem_name, model), onnx_path, info, spec, settings)
     return BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started)
+
+
+def as_named(record: EngineRecord, stem_name: str, model: Path) -> EngineRecord:
+    """A cache hit served for a renamed copy of the model it was built from (same bytes, same key) is
+    reported under this model's name, in memory (the entry on disk keeps its own): was the first name."""
+    if record.model == stem_name:
+        return record
+    return dataclasses.replace(record, model=stem_name, model_path=str(model.resolve()))
 
 
 def range_metadata(analysis: Any, data: Any) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ..errors import BadInput, CacheCorrupt, TrtprofError
+from ..errors import WRITE_ERRNOS, BadInput, CacheCorrupt, TrtprofError, first_line
 from ..model.onnx_model import sha256_file
+from ..util.datafile import check_bounded
 from ..util.files import atomic_write_text, file_lock, safe_stem, unlink_quietly, user_mode
 from ..spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
@@ -30,6 +31,14 @@ META_SUFFIX = ".json"
 # the names EngineCache.entry_stem + an extension give: ``cache prune`` and ``bench DIR`` know entries by it
 ENTRY_NAME = re.compile(r"(?P<stem>[\w-]+\.[a-z0-9]+\.[a-z0-9_-]+\.(?P<short>[0-9a-f]{12}))(?:\.[A-Za-z0-9_]+){1,2}")
 LOCK_DIR = ".locks"
+# What a build writes beside an entry's metadata: the artifact, ``<stem><suffix>`` with the suffix of the
+# backend that built it (tests/engines/test_prune_own_files.py checks every registered backend's is here),
+# and TensorRT-RTX's runtime cache per GPU, ``<stem>.<smXY>.rtxcache`` (backends/tensorrt/rtx.py). Only
+# these names are ever an entry's files: a user's ``<stem>.onnx.bak`` beside it is not.
+ARTIFACT_SUFFIXES = (".onnx", ".plan", ".torch.zip")
+RUNTIME_CACHE = re.compile(r"\.(?:sm\d+|nogpu)\.rtxcache")
+RUNTIME_CACHE_BACKEND = "tensorrt-rtx"
+MAX_META_BYTES = 16 << 20  # a record with the FP16 range analysis of a large model is ~1 MB
 LOCK_TIMEOUT_S = 3600  # a TensorRT build of a large model can take many minutes
 
 
@@ -108,9 +117,18 @@ class EngineRecord:
         """The record in ``meta_path``; CacheCorrupt for anything that is not one (bad JSON, a JSON
         list, missing or wrongly typed fields), so ``build`` replaces it and ``bench`` refuses it."""
         try:
+            size = Path(meta_path).stat().st_size
+            if size > MAX_META_BYTES:
+                raise ValueError(f"{size:,} bytes, more than the {MAX_META_BYTES:,} metadata ever takes")
             data = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+            check_bounded(data, "engine metadata")  # walked by from_json and json.dumps: no deeper than 64
+        except BadInput as err:
+            raise CacheCorrupt(first_line(err), path=meta_path) from err
         except (OSError, ValueError) as err:
-            raise CacheCorrupt(f"unreadable engine metadata ({type(err).__name__}: {err})", path=meta_path) from err
+            raise CacheCorrupt(f"unreadable engine metadata ({type(err).__name__}: {first_line(err)})",
+                               path=meta_path) from err
+        except RecursionError as err:  # 100,000 nested lists: the parser's own recursion limit
+            raise CacheCorrupt("unreadable engine metadata (nested too deeply)", path=meta_path) from err
         if not isinstance(data, dict):
             raise CacheCorrupt(f"engine metadata is a JSON {type(data).__name__}, not an object "
                                "(rebuild with `trtprof build --rebuild`)", path=meta_path)
@@ -126,11 +144,25 @@ class EngineRecord:
             raise CacheCorrupt(f"engine metadata has the wrong shape ({type(err).__name__}: {err}); "
                                "rebuild with `trtprof build --rebuild`", path=meta_path) from err
 
-    def verify(self) -> None:
-        """Raise CacheCorrupt unless the artifact exists and matches its recorded sha256."""
+    def check_artifact(self) -> Path:
+        """The artifact's path; CacheCorrupt when it is not the entry's own regular file: missing, a
+        symlink (trtprof writes none and follows none: a link could serve any file as this engine), or
+        a name that is not ``<this entry's stem>.<ext>``. ``bench`` (through ``verify``) and ``cache
+        ls``/``prune`` ask this same question, so they agree on what is corrupt."""
         path = self.artifact_path
+        if path.is_symlink():
+            raise CacheCorrupt("artifact is a symlink; trtprof writes none and never follows one "
+                               "(rebuild with `trtprof build --rebuild`)", path=path)
+        own, meta = ENTRY_NAME.fullmatch(self.artifact), ENTRY_NAME.fullmatch(Path(self.meta_path or "").name)
+        if own is None or self.artifact.endswith(META_SUFFIX) or (meta is not None and own["stem"] != meta["stem"]):
+            raise CacheCorrupt("artifact is not the entry's own file (its metadata names another)", path=path)
         if not path.is_file():
             raise CacheCorrupt("artifact is missing (rebuild with `trtprof build --rebuild`)", path=path)
+        return path
+
+    def verify(self) -> None:
+        """Raise CacheCorrupt unless the artifact is the entry's own file and matches its recorded sha256."""
+        path = self.check_artifact()
         actual = sha256_file(path)
         if actual != self.artifact_sha256:
             raise CacheCorrupt(
@@ -224,7 +256,12 @@ class EngineCache:
             os.close(fd)
             tmp = Path(tmp_name)
             try:
-                record = build(tmp)
+                try:
+                    record = build(tmp)
+                except OSError as err:  # a backend's write to the temp artifact: a full disk names no file
+                    if err.filename is not None or err.errno not in WRITE_ERRNOS:
+                        raise
+                    raise OSError(err.errno, err.strerror, str(self.root / artifact_name)) from err
                 if not tmp.is_file() or tmp.stat().st_size == 0:
                     raise CacheCorrupt("backend wrote no artifact", path=self.root / artifact_name)
                 record.artifact = artifact_name

@@ -12,8 +12,11 @@ Only trtprof's own files are ever classified, listed for removal or removed: a f
 trtprof's when its name follows the entry scheme ``<stem>.<precision>.<backend>.<12 hex>.<ext>``
 (or the temp form ``.<that>.<random>.tmp``) *and* its content or the dir proves it: metadata that
 reads as a record with that short key, or a lock of that key in ``.locks/`` (written by every
-build). Anything else (a user's model, results, a symlink) is ``foreign``: counted, never touched.
-Symlinks are never followed, and an artifact name from metadata is used only if it is the entry's own.
+build). An entry's files are exactly its metadata, the artifact the metadata names and (TensorRT-RTX)
+its runtime caches: a user's ``<stem>.onnx.bak`` or ``<stem>.notes.txt`` beside it is not one of them
+(issue 45: any ``<stem>.<a>.<b>`` counted). Anything else (a user's model, results, a symlink) is
+``foreign``: counted, never touched. Symlinks are never followed: an artifact that is a symlink makes its
+entry corrupt (``EngineRecord.check_artifact``, the check ``bench`` makes too), the link itself is left.
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .cache import ENTRY_NAME, LOCK_DIR, META_SUFFIX, CacheCorrupt, EngineRecord
+from .cache import (ARTIFACT_SUFFIXES, ENTRY_NAME, LOCK_DIR, META_SUFFIX, RUNTIME_CACHE, RUNTIME_CACHE_BACKEND,
+                    CacheCorrupt, EngineRecord)
 from ..util.files import file_lock, unlink_quietly
 from ..errors import BadInput
 from ..util.wording import plural
@@ -124,6 +128,59 @@ def _read_entry(meta: Path, short: str, locked: set[str]) -> tuple[EngineRecord 
     return record, ""
 
 
+def own_names(stem: str, record: EngineRecord | None) -> set[str]:
+    """The names of the files a build of entry ``stem`` wrote besides its metadata: the artifact the
+    metadata names (unreadable metadata, or one naming another file: the artifact name of each built-in
+    backend) and, for
+    TensorRT-RTX, its runtime caches (matched by ``is_own``). Nothing else beside an entry is its own."""
+    if record is not None:
+        match = ENTRY_NAME.fullmatch(record.artifact)
+        if match and match["stem"] == stem and not record.artifact.endswith(META_SUFFIX):
+            return {record.artifact}
+    # unreadable metadata, or metadata naming a file not its own (a corrupt entry): what a build writes
+    return {stem + suffix for suffix in ARTIFACT_SUFFIXES}
+
+
+def is_own(name: str, stem: str, names: set[str]) -> bool:
+    """Whether ``name`` is one of entry ``stem``'s files (``own_names``, or a TensorRT-RTX runtime cache)."""
+    if name in names:
+        return True
+    backend = stem.split(".")[2] if stem.count(".") == 3 else ""
+    return backend == RUNTIME_CACHE_BACKEND and name.startswith(stem) and bool(RUNTIME_CACHE.fullmatch(name[len(stem):]))
+
+
+def _entry_item(meta: Path, stem: str, read: tuple[EngineRecord | None, str], files: list[Path],
+                claimed: set[Path], verify: bool) -> CacheItem:
+    """The item of one metadata file: it and exactly its own files (regular files, never a symlink)."""
+    record, problem = read
+    names = own_names(stem, record)
+    item_files = [meta, *(p for p in files if p not in claimed and is_own(p.name, stem, names))]
+    claimed.update(item_files)
+    status = CORRUPT if record is None else OK
+    if record is not None:
+        try:
+            record.verify() if verify else record.check_artifact()
+        except CacheCorrupt as err:
+            status, problem = CORRUPT, err.message
+    return CacheItem(status, item_files, record, problem, *_stat(item_files))
+
+
+def _stray(f: Path, locked: set[str], stems: set[str]) -> str | None:
+    """A file without metadata: TEMP (``.<own name>.<random>.tmp``), ORPHAN (an artifact or runtime cache
+    name whose entry has no metadata), or None (foreign) — and only with its key's build lock as proof."""
+    temp = TEMP_NAME.fullmatch(f.name)
+    name = temp.group("entry") if temp else f.name
+    match = ENTRY_NAME.fullmatch(name)
+    if match is None or match.group("short") not in locked:
+        return None
+    stem = match["stem"]
+    if temp is not None:
+        return TEMP if is_own(name, stem, own_names(stem, None) | {stem + META_SUFFIX}) else None
+    if stem in stems or not is_own(name, stem, own_names(stem, None)):
+        return None  # beside an entry's metadata and not named by it, or not a name a build writes
+    return ORPHAN
+
+
 def scan_dir(root: Path, *, verify: bool = False) -> CacheScan:
     """Classify every file of ``root`` (see the module doc). ``verify`` also checks each artifact's
     sha256, which reads every artifact: ``cache ls`` does, ``bench``'s pre-scan does not."""
@@ -135,38 +192,23 @@ def scan_dir(root: Path, *, verify: bool = False) -> CacheScan:
     locked = _locked_keys(root)
     claimed: set[Path] = {p for p in files if p.is_symlink()}
     scan.foreign.extend(sorted(claimed))
+    stems: set[str] = set()
     for meta in (p for p in files if p.suffix == META_SUFFIX and p not in claimed):
         match = ENTRY_NAME.fullmatch(meta.name)
         read = _read_entry(meta, match.group("short"), locked) if match else None
-        if read is None:
+        if read is None or match is None:
             continue
-        record, problem = read
-        stem = match.group("stem")  # type: ignore[union-attr]
-        siblings = [p for p in files if p != meta and p not in claimed and ENTRY_NAME.fullmatch(p.name)
-                    and p.name.startswith(stem + ".")]
-        item_files = [meta, *siblings]
-        claimed.update(item_files)
-        status = CORRUPT if record is None else OK
-        if record is not None:
-            artifact = meta.parent / record.artifact
-            try:
-                if artifact not in siblings:  # a name outside the entry is never followed
-                    raise CacheCorrupt("artifact is missing (or not the entry's own file)", path=artifact)
-                if verify:
-                    record.verify()
-            except CacheCorrupt as err:
-                status, problem = CORRUPT, err.message
-        scan.items.append(CacheItem(status, item_files, record, problem, *_stat(item_files)))
+        stems.add(match["stem"])
+        scan.items.append(_entry_item(meta, match["stem"], read, files, claimed, verify))
     for f in files:
         if f in claimed:
             continue
-        match = _entry_name(f.name)
-        if match is None or match.group("short") not in locked:
+        status = _stray(f, locked, stems)
+        if status is None:
             scan.foreign.append(f)
-        elif f.name.startswith("."):
-            scan.items.append(CacheItem(TEMP, [f], None, "temp file", *_stat([f])))
         else:
-            scan.items.append(CacheItem(ORPHAN, [f], None, "no metadata JSON", *_stat([f])))
+            scan.items.append(CacheItem(status, [f], None, "temp file" if status == TEMP else "no metadata JSON",
+                                        *_stat([f])))
     return scan
 
 

@@ -223,6 +223,8 @@ def check_entry_fields(item: Mapping[str, Any], where: str) -> None:
     for key in ENTRY_OBJECTS:
         if key in item and not isinstance(item[key], dict):
             raise BadInput(f"{where}.{key}: expected an object, not {type(item[key]).__name__}")
+    if not isinstance((item.get("stats") or {}).get("latency_ms"), dict):  # every page and plot reads it
+        raise BadInput(f"{where}.stats.latency_ms: expected an object (the latency statistics)")
     check_stat_order(item.get("stats") or {}, where)
     check_warning_lists(item, where)
     for section in ("engine", "memory"):  # byte counts: formatted as sizes on every page

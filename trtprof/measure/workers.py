@@ -19,10 +19,10 @@ This module is the parent's side; what runs inside the worker (its loop, one han
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import TrtprofError
+from ..util.scratch import marked_dir
 from ..util.thirdparty import SINK_ENV, clean_lines
 from .concurrent import Span, record
 from .interleave import LoadLost
@@ -97,9 +98,10 @@ class Worker:
             env.pop(PARENT_ENV, None)
         self.stderr = tempfile.TemporaryFile()
         # where the worker's capture blocks write what its libraries say (util.thirdparty.SINK_ENV): read
-        # when it dies inside one, removed at close
-        fd, self.capture_path = tempfile.mkstemp(prefix="trtprof-worker-", suffix=".log")
-        os.close(fd)
+        # when it dies inside one, removed at close; in a marked dir, so that after a kill -9 of this
+        # process the next trtprof command removes it (util.scratch.clean_stale)
+        self.log_dir = marked_dir("worker")
+        self.capture_path = str(self.log_dir / "capture.log")
         env[SINK_ENV] = self.capture_path
         argv = [sys.executable, "-m", "trtprof.measure.workers", *(["--preload", ",".join(preload)] if preload else [])]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
@@ -214,8 +216,7 @@ class Worker:
                     except OSError:  # BrokenPipeError flushing to a worker that died: nothing to tell it
                         pass
             self.stderr.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self.capture_path)
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
 
 def capture_tail(path: str) -> str:

@@ -141,7 +141,10 @@ class OnnxModel:
     def load(cls, path: Path) -> "OnnxModel":
         """Read, check, hash and describe ``path`` (one ``BadModel`` line for every way it is wrong)."""
         path = Path(path)
-        content = path.read_bytes() if path.is_file() else None  # load_onnx names what else it is
+        try:
+            content = path.read_bytes() if path.is_file() else None  # load_onnx names what else it is
+        except OSError as err:  # /proc/self/mem is a "regular file" whose read fails (EIO)
+            raise BadModel(f"cannot read the model ({err.strerror or err})", path=path) from err
         proto = load_onnx(path, content)
         info = describe(proto, path, sha256=hashlib.sha256(content or b"").hexdigest())
         return cls(path=path, sha256=info.sha256, proto=proto, info=info)

@@ -10,6 +10,10 @@ whose leading dimension is the sample:
 * ``loader.py:fn``: a Python function (no arguments) returning or yielding feed dicts, as
   Polygraphy's data loaders do; the dicts are concatenated along dim 0.
 
+Every form is bounded before it is read (``npyfiles.InputCap``: at most 1,000,000 samples and half the
+memory available now): files by their declared sizes, a loader by what it has yielded so far, stopped
+(``close``) as soon as it passes the cap, so one that yields forever ends in one line.
+
 Accuracy and the range analysis use every sample, in batches of the size being compared (the last
 batch filled up by cycling from the first sample, its extra outputs dropped); timing uses the first
 batch. Everything is checked against the model before any work: names, dtypes, ranks and fixed dims
@@ -17,6 +21,7 @@ batch. Everything is checked against the model before any work: names, dtypes, r
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +30,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import BadInput
-from .npyfiles import load_npy, load_npz
+from .npyfiles import InputCap, load_folder, load_npz
 
 RANDOM_INPUTS = "random inputs"
 
@@ -38,18 +43,19 @@ class InputData:
     arrays: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, text: str | Path) -> "InputData":
-        """``.npz`` file, directory of ``.npy`` files, or ``file.py:function``."""
+    def load(cls, text: str | Path, cap: InputCap | None = None) -> "InputData":
+        """``.npz`` file, directory of ``.npy`` files, or ``file.py:function``, within ``cap`` (default:
+        ``InputCap.now()``, from the memory available now)."""
         text = str(text)
         path = Path(text)
-        if path.is_dir():  # regular files inside the folder only: a FIFO named x.npy would block forever
-            return cls(text, _arrays(text, {p.stem: load_npy(p, f"--inputs {text}: {p.name}", folder=path)
-                                            for p in sorted(path.glob("*.npy"))}))
+        cap = InputCap.now() if cap is None else cap
+        if path.is_dir():
+            return cls(text, _arrays(text, load_folder(path, f"--inputs {text}", cap)))
         if path.suffix == ".npz" and path.exists():
-            return cls(text, _arrays(text, load_npz(path, f"--inputs {text}")))
+            return cls(text, _arrays(text, load_npz(path, f"--inputs {text}", cap)))
         file, sep, fn = text.rpartition(":")
         if sep and file.endswith(".py"):
-            return cls(text, _arrays(text, _from_loader(Path(file), fn, text)))
+            return cls(text, _arrays(text, _from_loader(Path(file), fn, text, cap)))
         if not path.exists():
             raise BadInput(f"--inputs {text}: no such file or directory")
         raise BadInput(f"--inputs {text}: expected an .npz file, a directory of .npy files or file.py:function")
@@ -122,7 +128,7 @@ def _arrays(source: str, arrays: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def _from_loader(file: Path, fn: str, source: str) -> dict[str, np.ndarray]:
+def _from_loader(file: Path, fn: str, source: str, cap: InputCap) -> dict[str, np.ndarray]:
     """Run ``fn`` of ``file`` (a function returning or yielding feed dicts); concatenate the dicts."""
     if not file.is_file():
         raise BadInput(f"--inputs {source}: no such file {file}")
@@ -136,13 +142,13 @@ def _from_loader(file: Path, fn: str, source: str) -> dict[str, np.ndarray]:
         if not callable(func):
             raise BadInput(f"--inputs {source}: {file} has no function {fn!r}")
         produced = func()
-        feeds = [produced] if isinstance(produced, Mapping) else list(produced)
+        feeds = [produced] if isinstance(produced, Mapping) else _bounded_feeds(produced, source, cap)
     except BadInput:
         raise
     except SystemExit as err:  # sys.exit(0) in a loader must not end trtprof with 0 and nothing done
         raise BadInput(f"--inputs {source}: the data loader called sys.exit({err.code!r}) instead of returning "
                        "feed dicts") from err
-    except Exception as err:  # noqa: BLE001 - the user's code: any error is theirs, reported in one line
+    except (Exception, GeneratorExit) as err:  # noqa: BLE001 - the user's code: any error is theirs, one line
         raise BadInput(f"--inputs {source}: the data loader failed: {type(err).__name__}: {err}") from err
     if not feeds or not all(isinstance(f, Mapping) for f in feeds):
         raise BadInput(f"--inputs {source}: {fn}() must return or yield dicts of input name → array")
@@ -153,6 +159,32 @@ def _from_loader(file: Path, fn: str, source: str) -> dict[str, np.ndarray]:
         return {n: np.concatenate([np.asarray(f[n]) for f in feeds], axis=0) for n in names}
     except ValueError as err:
         raise BadInput(f"--inputs {source}: the feed dicts cannot be stacked along dim 0 ({err})") from err
+
+
+def _bounded_feeds(produced: Any, source: str, cap: InputCap) -> list[Any]:
+    """The feed dicts of an iterable (a generator, a list), taken one at a time and counted: past
+    ``cap``'s samples or bytes the iterable is closed and the loader refused, never iterated to its end
+    (one that yields forever would take the machine)."""
+    feeds: list[Any] = []
+    samples = nbytes = 0
+    iterator = iter(produced)
+    try:
+        for feed in iterator:
+            feeds.append(feed)
+            if not isinstance(feed, Mapping):
+                break  # refused by the caller, with the others
+            arrays = [np.asarray(v) for v in feed.values()]
+            samples += int(arrays[0].shape[0]) if arrays and arrays[0].ndim else 1
+            nbytes += sum(a.nbytes for a in arrays)
+            where, what = f"--inputs {source}", "the data loader was stopped after yielding"
+            cap.check_samples(samples, where, what)
+            cap.check_bytes(nbytes, where, what)
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):  # a generator that misbehaves on close: it is stopped anyway
+                close()
+    return feeds
 
 
 def load_inputs(text: str | Path | None) -> InputData | None:

@@ -51,11 +51,11 @@ def check_comparison(c: Any, where: str, path: Path) -> None:
     for key in SPEEDUP_FIELDS:
         if not _is_number(speedup.get(key)):
             raise _bad(path, f"{where}.speedup.{key}", speedup.get(key), "a number")
-    for key in ("accuracy", "latency", "roofline"):
+    for key in ("accuracy", "latency", "roofline", "shape"):
         if c.get(key) is not None and not isinstance(c[key], Mapping):
             raise _bad(path, f"{where}.{key}", c[key], "an object")
     for side in ("baseline", "candidate"):  # the per-arm blocks the page reads keys of
-        for key in ("latency", "roofline"):
+        for key in ("latency", "roofline", "shape"):
             block = (c.get(key) or {}).get(side)
             if block is not None and not isinstance(block, Mapping):
                 raise _bad(path, f"{where}.{key}.{side}", block, "an object")
@@ -74,6 +74,7 @@ ACCURACY_TEXT = ("caveat", "inputs")
 # formatted as numbers by the verdict table and accuracy.summary_line
 ACCURACY_NUMBERS = ("cosine", "top1", "top5", "snr_db", "max_err_scaled", "mean_err_scaled", "max_abs_err",
                     "max_rel_err", "mismatch_fraction", "rtol", "atol")
+ACCURACY_MAY_BE_NULL = ("top1", "top5", "snr_db")  # what a writer leaves null (no classes; an exact match)
 
 
 def check_accuracy(acc: Mapping[str, Any], where: str, path: Path) -> None:
@@ -88,6 +89,8 @@ def check_accuracy(acc: Mapping[str, Any], where: str, path: Path) -> None:
     for key in ACCURACY_NUMBERS:
         if acc.get(key) is not None and not _is_number(acc[key]):
             raise _bad(path, f"{where}.{key}", acc[key], "a number")
+        if key in acc and acc[key] is None and key not in ACCURACY_MAY_BE_NULL:  # formatted whenever present
+            raise _bad(path, f"{where}.{key}", None, "a number")
     findings = (acc.get("predicted") or {}).get("findings", [])
     if not isinstance(findings, list) or not all(isinstance(f, Mapping) for f in findings):
         raise _bad(path, f"{where}.predicted.findings", findings, "a list of objects")
@@ -111,6 +114,10 @@ def check_validity(v: Any, where: str, path: Path) -> None:
             raise _bad(path, f"{where}.reasons[{j}]", r, "a reason with string code, text and advice")
     if not isinstance(checked, list) or not all(isinstance(c, str) for c in checked):
         raise _bad(path, f"{where}.checked", checked, "a list of strings")
+    if "valid" in v and not isinstance(v["valid"], bool):  # a float stamp was a traceback (issue 45)
+        raise _bad(path, f"{where}.valid", v["valid"], "true or false")
+    if v.get("stamp") is not None and not isinstance(v["stamp"], str):
+        raise _bad(path, f"{where}.stamp", v["stamp"], "a string")
 
 
 def check_stamps(data: Mapping[str, Any], path: Path) -> None:
@@ -118,7 +125,8 @@ def check_stamps(data: Mapping[str, Any], path: Path) -> None:
     each serving sweep's), checked before the page draws them."""
     check_validity(data.get("validity"), "validity", path)
     for key in ("comparisons", "results"):
-        for i, item in enumerate(data.get(key) or []):
+        items = data.get(key)
+        for i, item in enumerate(items if isinstance(items, list) else []):  # not a list: refused by its reader
             if isinstance(item, Mapping):
                 check_validity(item.get("validity"), f"{key}[{i}].validity", path)
     serving = data.get("serving")
@@ -136,6 +144,11 @@ def check_page_objects(data: Mapping[str, Any], path: Path) -> None:
     for key in PAGE_OBJECTS:
         if data.get(key) is not None and not isinstance(data[key], Mapping):
             raise _bad(path, key, data[key], "an object")
+    if "settings" in data and data["settings"] is None:  # every writer writes an object or no key (issue 45)
+        raise _bad(path, "settings", None, "an object")
+    gpus = (data.get("environment") or {}).get("gpus")
+    if gpus is not None and not isinstance(gpus, list):  # `gpus: -1` was a traceback (issue 45)
+        raise _bad(path, "environment.gpus", gpus, "a list")
 
 
 def check_compare(data: Mapping[str, Any], path: Path) -> None:

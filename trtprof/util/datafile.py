@@ -15,6 +15,7 @@ import io
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,18 +94,51 @@ def check_bounded(data: Any, where: str, *, max_nodes: int = MAX_NODES, max_dept
             stack.extend((v, depth + 1) for v in value)
 
 
+class _Refused(ValueError):
+    """A value ``strict_json`` refuses while parsing (its message is the one line)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, refusing a key given twice: ``json`` keeps the last silently, so a
+    second ``"environment": "x"`` turned a file's environment into a string (issue 45). trtprof never
+    writes one."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Refused(f"key {twice[:60]!r} appears twice in one object (a damaged or edited file)")
+    return out
+
+
+def _float_range_int(text: str) -> int:
+    """An integer literal, refused beyond a float's range (``10**400`` was an OverflowError wherever a
+    page or a statistic took it as a number)."""
+    value = int(text)
+    if abs(value) > sys.float_info.max:
+        raise _Refused(f"integer of {len(text.lstrip('-'))} digits is too large: beyond the range of a float")
+    return value
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` refusing duplicate keys and integers beyond a float's range (``_Refused``)."""
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_float_range_int)
+
+
 def load_json(path: Path, what: str, limit: int = MAX_FILE_BYTES) -> Any:
     """JSON from ``path`` (or gzip-compressed JSON: ``.json.gz``) within the size and structure bounds;
-    BadInput naming the file otherwise.
+    BadInput naming the file otherwise (also for a key given twice in one object and an integer beyond a
+    float's range: ``strict_json``).
     NaN/Infinity literals parse (trtprof writes them for undefined statistics); callers that need
     finite numbers check with ``finite_samples``."""
     text = read_text(path, limit, what)
     try:
-        data = json.loads(text)
+        data = strict_json(text)
     except RecursionError as err:
         raise BadInput(f"{what}: nested too deeply", path=path) from err
+    except _Refused as err:
+        raise BadInput(f"{what}: {err}", path=path) from err
     except ValueError as err:
-        raise BadInput(f"{what} is not valid JSON ({err})", path=path) from err
+        raise BadInput(f"{what} is not valid JSON ({first_line(err)})", path=path) from err
     check_bounded(data, str(path))
     return data
 

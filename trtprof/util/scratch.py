@@ -7,6 +7,12 @@ it carries trtprof's marker (a regular file, naming the pid of the dir's name), 
 gone *and* it is older than a day. The name alone is not enough: a user's
 ``trtprof-results-p999999-final/`` was deleted on it (issue 36). The pid alone is not enough either:
 a live pid whose start time differs from the marker's is another process that reused the pid.
+
+A measurement worker's log (what its libraries write, read by its parent when it dies) lives in a
+marked dir of its own, ``trtprof-worker-p<parent pid>-*`` (``marked_dir``): a compare killed with
+SIGKILL left three unmarked ``trtprof-worker-*.log`` files per run that nothing removed (issue 45).
+Those dirs (``IMMEDIATE_KINDS``) go as soon as their owner is gone, without the day's wait: the marker's
+start time tells a dead owner from a reused pid, and only the live parent ever reads the log.
 """
 from __future__ import annotations
 
@@ -23,7 +29,8 @@ PREFIX = "trtprof-"
 STALE_AFTER_S = 86400  # a day: no single trtprof step holds a temp dir that long
 MARKER = ".trtprof-scratch"  # inside each temp dir: "pid <pid> start <start id>", written at creation
 MARKER_MAX_BYTES = 200  # a marker is one short line; anything larger is not ours
-_OWNED = re.compile(r"trtprof-[a-z]+(?:-[0-9a-f]+)?-p(?P<pid>\d+)-.+")
+_OWNED = re.compile(r"trtprof-(?P<kind>[a-z]+)(?:-[0-9a-f]+)?-p(?P<pid>\d+)-.+")
+IMMEDIATE_KINDS = frozenset({"worker"})  # removed once the owner is gone (its start time known), at any age
 
 
 @contextmanager
@@ -33,6 +40,14 @@ def temp_dir(kind: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{kind}-p{os.getpid()}-") as tmp:
         (Path(tmp) / MARKER).write_text(marker_text(os.getpid(), process_start_id(os.getpid())), encoding="utf-8")
         yield Path(tmp)
+
+
+def marked_dir(kind: str) -> Path:
+    """A fresh marked temp dir ``trtprof-<kind>-p<pid>-XXXX`` that outlives the block that made it: its
+    owner removes it (``shutil.rmtree``); if the owner is killed first, the next trtprof command does."""
+    path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-p{os.getpid()}-"))
+    (path / MARKER).write_text(marker_text(os.getpid(), process_start_id(os.getpid())), encoding="utf-8")
+    return path
 
 
 def process_start_id(pid: int) -> str | None:
@@ -83,7 +98,7 @@ def _alive(pid: int) -> bool:
 
 def clean_stale(root: Path | None = None, *, now: float | None = None) -> list[Path]:
     """Remove trtprof temp dirs under ``root`` (default ``$TMPDIR``) whose owner pid is dead and whose
-    last change is more than STALE_AFTER_S ago; return them. Only dirs named *and marked* by ``temp_dir``
+    last change is more than STALE_AFTER_S ago (``IMMEDIATE_KINDS``: at any age); return them. Only dirs named *and marked* by ``temp_dir``
     are touched, never followed through a symlink; errors (another user's dir) are skipped."""
     root = Path(tempfile.gettempdir() if root is None else root)
     now = time.time() if now is None else now
@@ -100,7 +115,10 @@ def clean_stale(root: Path | None = None, *, now: float | None = None) -> list[P
             owner = read_marker(path)
             if owner is None or owner[0] != int(match.group("pid")):  # not trtprof's: a user's, left alone
                 continue
-            if owner_alive(*owner) or now - path.stat().st_mtime <= STALE_AFTER_S:
+            if owner_alive(*owner):
+                continue
+            immediate = match.group("kind") in IMMEDIATE_KINDS and owner[1] != "?"
+            if not immediate and now - path.stat().st_mtime <= STALE_AFTER_S:
                 continue
             shutil.rmtree(path)
             removed.append(path)
