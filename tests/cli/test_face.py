@@ -250,7 +250,8 @@ def test_profile_on_a_static_model_names_its_own_option(tmp_path, capsys):
         dim.ClearField("dim_param")
         dim.dim_value = 4
     onnx.save(model, str(path))
-    code = main(["profile", str(path), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime",
+    # without --batch-size profile takes the fixed 4 (issue 44 #6); a batch the model cannot run names profile's option
+    code = main(["profile", str(path), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime", "--batch-size", "2",
                  "--out", str(tmp_path / "l.json")])
     err = capsys.readouterr().err
     assert code == 2 and "(use --batch-size 4)" in err and "--batch-sizes" not in err

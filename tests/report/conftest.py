@@ -13,4 +13,8 @@ def cli_pages(tmp_path_factory) -> dict[str, Path]:
     pytest.importorskip("matplotlib")
     from .cli_pages import make_pages
 
-    return make_pages(tmp_path_factory.mktemp("cli-pages"))
+    # a session fixture runs before the suite's function-level TRTPROF_ALLOW_FEWER_LOADS (tests/conftest.py):
+    # its tiny budgets (sweep cells in subprocesses included) measure fewer loads as --allow-fewer-loads asks
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRTPROF_ALLOW_FEWER_LOADS", "1")
+        return make_pages(tmp_path_factory.mktemp("cli-pages"))
