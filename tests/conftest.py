@@ -166,3 +166,13 @@ def mixed_fp16_model(tmp_path: Path) -> Path:
     graph = helper.make_graph(nodes, "mixed_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], [w, g])
     return _save(graph, tmp_path / "mixed_cnn.onnx")
+
+
+def one_line_error(code: int, err: str, *needles: str) -> str:
+    """The CLI's bad-input contract: exit 2, one non-blank line on stderr holding every needle, no traceback;
+    that line."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]

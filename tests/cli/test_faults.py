@@ -15,6 +15,7 @@ from trtprof.cli import main
 
 from .test_cli import _assert_clean_failure
 from .test_user_errors import run_main as _run
+from ..conftest import one_line_error
 
 FAULTS_DIR = Path(__file__).parent.parent / "faults"
 REPO = Path(__file__).resolve().parents[2]
@@ -77,24 +78,16 @@ def test_ort_allocation_failure_while_running_is_exit_2_naming_the_batch(engines
 
 # --- cache prune / ls touch only trtprof's entries ----------------------------------------------
 
-def _one_line(code: int, err: str, *needles: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
-
-
 def test_prune_refuses_a_folder_that_is_not_an_engines_dir(conv_model, tmp_path, capsys):
     """Was: `prune DIR --corrupt` on a model folder removed the model and the results (exit 0)."""
     results = tmp_path / "results.json"
     results.write_text('{"schema": 1, "results": []}')
     for argv in (["--corrupt"], ["--corrupt", "--dry-run"], ["--older-than", "0s"], ["--model", "convnet"]):
         code, out, err = _run(capsys, "cache", "prune", str(tmp_path), *argv)
-        _one_line(code, err, str(tmp_path), "holds no trtprof engine entry", "2 other files")
+        one_line_error(code, err, str(tmp_path), "holds no trtprof engine entry", "2 other files")
         assert "remove" not in out
     code, _, err = _run(capsys, "cache", "ls", str(tmp_path))
-    _one_line(code, err, "holds no trtprof engine entry")
+    one_line_error(code, err, "holds no trtprof engine entry")
     assert conv_model.exists() and results.exists()
 
 
@@ -103,7 +96,7 @@ def test_prune_and_ls_refuse_a_filesystem_root_and_home(where, capsys):
     folder = "/" if where == "root" else str(Path.home())
     for argv in (["prune", folder, "--corrupt", "--dry-run"], ["ls", folder]):
         code, out, err = _run(capsys, "cache", *argv)
-        _one_line(code, err, folder, "filesystem root or a home dir")
+        one_line_error(code, err, folder, "filesystem root or a home dir")
         assert out == ""
 
 
@@ -150,7 +143,7 @@ def test_prune_in_a_read_only_dir_is_one_line(engines, capsys):
         code, _, err = _run(capsys, "cache", "prune", str(engines), "--corrupt")
     finally:
         engines.chmod(0o755)
-    _one_line(code, err, str(engines), "cannot remove", "Permission denied")
+    one_line_error(code, err, str(engines), "cannot remove", "Permission denied")
     assert meta.exists()
 
 
@@ -163,18 +156,18 @@ def test_bench_out_inside_the_engines_dir_is_refused(engines, tmp_path, capsys):
     """Was: `bench e5 --out e5/results.json` exited 0, then `bench e5` failed on that file."""
     before = sorted(p.name for p in engines.iterdir())
     code, out, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(engines / "results.json"))
-    _one_line(code, err, "--out", "inside the engines dir")
+    one_line_error(code, err, "--out", "inside the engines dir")
     assert "median" not in out and sorted(p.name for p in engines.iterdir()) == before
     code, _, err = _run(capsys, "bench", str(engines), *FAST, "--csv", str(engines / "sub" / "r.csv"),
                         "--out", str(tmp_path / "r.json"))
-    _one_line(code, err, "--csv", "inside the engines dir")
+    one_line_error(code, err, "--csv", "inside the engines dir")
     # an engine of another engines dir is refused the same way (found by its build locks)
     other = tmp_path / "other"
     other.mkdir()
     (other / ".locks").mkdir()
     (other / ".locks" / ("ab" * 32 + ".lock")).touch()
     code, _, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(other / "r.json"))
-    _one_line(code, err, "--out", "inside the engines dir", str(other))
+    one_line_error(code, err, "--out", "inside the engines dir", str(other))
     assert main(["bench", str(engines), *FAST, "--out", str(tmp_path / "r.json")]) == 0  # next to it is fine
 
 
@@ -183,9 +176,9 @@ def test_out_naming_an_engine_metadata_file_is_refused(engines, tmp_path, capsys
     original = meta.read_bytes()
     moved = tmp_path / "elsewhere" / meta.name  # even outside the engines dir: the name is an engine's
     code, _, err = _run(capsys, "bench", str(meta), *FAST, "--out", str(meta))
-    _one_line(code, err, "--out", "inside the engines dir")
+    one_line_error(code, err, "--out", "inside the engines dir")
     code, _, err = _run(capsys, "bench", str(meta), *FAST, "--out", str(moved))
-    _one_line(code, err, "--out", "named like an engine's file")
+    one_line_error(code, err, "--out", "named like an engine's file")
     assert meta.read_bytes() == original and not moved.exists()
 
 
@@ -193,10 +186,10 @@ def test_out_and_csv_naming_one_file_is_refused(engines, tmp_path, capsys):
     """Was: `--out x.json --csv x.json` kept the CSV and lost the JSON."""
     target = tmp_path / "x.json"
     code, out, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(target), "--csv", str(target))
-    _one_line(code, err, "--csv", "same file as --out")
+    one_line_error(code, err, "--csv", "same file as --out")
     code, out, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(target),
                           "--csv", str(tmp_path / "." / "x.json"))
-    _one_line(code, err, "--csv", "same file as --out")
+    one_line_error(code, err, "--csv", "same file as --out")
     assert not target.exists() and "median" not in out
 
 
@@ -206,7 +199,7 @@ def test_sweep_out_inside_its_engines_dir_is_refused(conv_model, tmp_path, capsy
     for out in (engines, engines / "sweep"):
         code, _, err = _run(capsys, "sweep", "--models", str(conv_model), "--engines", str(engines),
                             "--out", str(out), "--batch-sizes", "1")
-        _one_line(code, err, "--out", "inside the engines dir")
+        one_line_error(code, err, "--out", "inside the engines dir")
     assert not engines.exists()
 
 
@@ -248,7 +241,7 @@ def _spec(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
 
 def _sweep_line(capsys, spec: Path, *extra: str) -> str:
     code, out, err = _run(capsys, "sweep", str(spec), "--out", str(spec.parent / "sweep_out"), *extra)
-    line = _one_line(code, err)
+    line = one_line_error(code, err)
     assert not (spec.parent / "sweep_out" / "cells.jsonl").exists()
     return line
 
@@ -362,7 +355,7 @@ def test_report_never_writes_where_an_entry_id_points(entry_id, tmp_path, capsys
     sweep = _fake_sweep(tmp_path, entry_id)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     code, _, err = _run(capsys, "report", str(sweep), "-o", str(tmp_path / "report" / "r.html"))
-    _one_line(code, err, "entries[0].id", "not a plain name")
+    one_line_error(code, err, "entries[0].id", "not a plain name")
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
     assert not Path("/tmp/abs.html").exists()
 
@@ -370,7 +363,7 @@ def test_report_never_writes_where_an_entry_id_points(entry_id, tmp_path, capsys
 def test_report_refuses_a_result_file_outside_cells(tmp_path, capsys):
     sweep = _fake_sweep(tmp_path, "ok", result_file="../../etc/passwd")
     code, _, err = _run(capsys, "report", str(sweep), "-o", str(tmp_path / "r.html"))
-    _one_line(code, err, "entries[0].result_file", "cells/ok.json")
+    one_line_error(code, err, "entries[0].result_file", "cells/ok.json")
 
 
 @pytest.mark.parametrize("entries", ['"x"', "[5]"])
@@ -380,7 +373,7 @@ def test_report_refuses_entries_of_the_wrong_shape(entries, tmp_path, capsys):
     sweep = tmp_path / "sweep.json"
     sweep.write_text(f'{{"schema": "{SCHEMA}", "entries": {entries}}}')
     code, _, err = _run(capsys, "report", str(sweep), "-o", str(tmp_path / "r.html"))
-    _one_line(code, err, "entries", "expected")
+    one_line_error(code, err, "entries", "expected")
     assert not (tmp_path / "r.html").exists()
 
 
@@ -389,7 +382,7 @@ def test_results_file_nested_too_deeply_is_one_line(tmp_path, capsys):
     deep.write_text("[" * 100000 + "]" * 100000)
     for argv in (["report", str(deep), "-o", str(tmp_path / "r.html")], ["plot", str(deep), "--out", str(tmp_path / "p")]):
         code, _, err = _run(capsys, *argv)
-        _one_line(code, err, str(deep), "nested")
+        one_line_error(code, err, str(deep), "nested")
 
 
 @pytest.fixture
@@ -414,7 +407,7 @@ def test_report_and_plot_accept_only_finite_samples(where, value, needle, result
     for argv in (["report", str(results_file), "-o", str(tmp_path / "r.html")],
                  ["plot", str(results_file), "--out", str(tmp_path / "plots")]):
         code, _, err = _run(capsys, *argv)
-        _one_line(code, err, str(results_file), needle)
+        one_line_error(code, err, str(results_file), needle)
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "plots").exists()
 
 
@@ -425,7 +418,7 @@ def test_results_of_the_wrong_shape_are_one_line(results, results_file, tmp_path
     for argv in (["report", str(results_file), "-o", str(tmp_path / "r.html")],
                  ["plot", str(results_file), "--out", str(tmp_path / "plots")]):
         code, _, err = _run(capsys, *argv)
-        _one_line(code, err, str(results_file), "results")
+        one_line_error(code, err, str(results_file), "results")
 
 
 @pytest.mark.parametrize("sizes", [[0, -3], [], [1.5], [True], "1"])
@@ -435,7 +428,7 @@ def test_metadata_with_impossible_batch_sizes_is_corrupt_not_a_crash(sizes, engi
     data["spec"]["batch_sizes"] = sizes
     meta.write_text(json.dumps(data))
     code, _, err = _run(capsys, "bench", str(engines), *FAST, "--out", str(tmp_path / "r.json"))
-    _one_line(code, err, str(meta), "batch_sizes")
+    one_line_error(code, err, str(meta), "batch_sizes")
     assert not (tmp_path / "r.json").exists()
 
 
@@ -586,7 +579,7 @@ def test_compare_refuses_a_huge_batch_before_allocating(conv_model, tmp_path, ca
     out = tmp_path / "c.json"
     code, _, err = _run(capsys, "compare", str(conv_model), "--batch-sizes", "2000000000", "--backend", "onnxruntime",
                         "--engines", str(tmp_path / "e"), "--out", str(out))
-    line = _one_line(code, err, "batch size 2000000000", "GiB", "try --batch-sizes")
+    line = one_line_error(code, err, "batch size 2000000000", "GiB", "try --batch-sizes")
     suggested = int(line.split("try --batch-sizes ")[1].split()[0])
     assert 1 <= suggested < 2000000000 and not out.exists()
 
@@ -617,7 +610,7 @@ def test_compare_of_built_engines_refuses_a_huge_batch_before_allocating(conv_mo
     capsys.readouterr()
     out = tmp_path / "c.json"
     code, _, err = _run(capsys, "compare", str(engines), "--batch-sizes", "2000000000", "--out", str(out))
-    _one_line(code, err, "batch size 2000000000 needs", "try --batch-sizes")
+    one_line_error(code, err, "batch size 2000000000 needs", "try --batch-sizes")
     assert not out.exists()
 
 
@@ -646,7 +639,7 @@ def test_prune_that_cannot_remove_is_one_line(engines, monkeypatch, capsys):
     meta.write_text("[]")
     monkeypatch.setattr(admin, "unlink_quietly", refused)
     code, _, err = _run(capsys, "cache", "prune", str(engines), "--corrupt")
-    _one_line(code, err, str(engines), "cannot remove", "Permission denied")
+    one_line_error(code, err, str(engines), "cannot remove", "Permission denied")
     assert meta.exists()
 
 

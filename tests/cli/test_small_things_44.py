@@ -15,15 +15,7 @@ from trtprof.model.onnx_model import model_fixed_batch
 from trtprof.model.user_inputs import InputData
 from trtprof.spec import TensorSpec
 
-from ..conftest import tree_snapshot
-
-
-def _one_line(code: int, err: str, *needles: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+from ..conftest import one_line_error, tree_snapshot
 
 
 # --- an all-NaN --inputs file -------------------------------------------------------------------------
@@ -55,7 +47,7 @@ def test_compare_refuses_an_all_nan_inputs_file_before_building(conv_model, tmp_
     nan = _npz(tmp_path / "nan.npz", np.full((2, 3, 16, 16), np.nan, np.float32))
     code = main(["compare", str(conv_model), "--inputs", str(nan), "--engines", str(engines),
                  "--out", str(tmp_path / "c.json")])
-    _one_line(code, capsys.readouterr().err, str(nan), "no finite value")
+    one_line_error(code, capsys.readouterr().err, str(nan), "no finite value")
     assert tree_snapshot(engines) == {} and not (tmp_path / "c.json").exists()
 
 
@@ -107,7 +99,7 @@ def test_profile_runs_a_model_fixed_at_batch_2_without_batch_size(static_batch_m
 def test_profile_still_refuses_an_explicit_batch_the_model_cannot_run(static_batch_model, tmp_path, capsys):
     code = main(["profile", str(static_batch_model), "--precisions", "fp32,fp16", "--batch-size", "1",
                  "--engines", str(tmp_path / "engines"), "--backend", "onnxruntime", "--out", str(tmp_path / "l.json")])
-    _one_line(code, capsys.readouterr().err, "static batch of 2", "--batch-size 2")
+    one_line_error(code, capsys.readouterr().err, "static batch of 2", "--batch-size 2")
 
 
 # --- build --int8: no raw ORT warning ------------------------------------------------------------------
@@ -161,7 +153,7 @@ def test_ab_with_a_bad_second_model_builds_nothing(conv_model, tmp_path, capsys,
     engines = tmp_path / "engines"
     code = main(["compare", str(conv_model), str(tmp_path / second), "--engines", str(engines),
                  "--out", str(tmp_path / "ab.json")])
-    _one_line(code, capsys.readouterr().err, second)
+    one_line_error(code, capsys.readouterr().err, second)
     assert tree_snapshot(engines) == {} and not (tmp_path / "ab.json").exists()
 
 

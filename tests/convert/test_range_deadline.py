@@ -11,9 +11,9 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from onnx import TensorProto, helper  # noqa: E402
-
 from trtprof.convert import fp16range as fr  # noqa: E402
+
+from .test_edges_fp16 import _negs  # noqa: E402  (one chain of Neg nodes for both files)
 
 
 class TickClock:
@@ -25,14 +25,6 @@ class TickClock:
     def __call__(self) -> float:
         self.t += 1.0
         return self.t
-
-
-def _negs(n: int):
-    nodes = [helper.make_node("Neg", ["x" if i == 0 else f"t{i - 1}"], [f"t{i}" if i < n - 1 else "y"], name=f"n{i}")
-             for i in range(n)]
-    graph = helper.make_graph(nodes, "negs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def _analysis(n: int) -> fr.RangeAnalysis:
