@@ -9,6 +9,7 @@ import argparse
 import functools
 import importlib
 import inspect as pyinspect  # the name `inspect` is the subcommand module trtprof.cli.inspect
+import errno
 import sys
 import time
 from typing import Sequence
@@ -96,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "the virtual memory limit (ulimit -v) is too small; raise it", file=sys.stderr)
         return 2
     except OSError as err:
-        if args.debug or err.errno not in WRITE_ERRNOS:
+        if args.debug or (err.errno not in WRITE_ERRNOS and err.errno != errno.ENAMETOOLONG):
             raise
         print(f"trtprof {args.command}: error: {write_failure(err)}", file=sys.stderr)  # full disk, ulimit -f
         return 2

@@ -242,6 +242,28 @@ def _probe_writable_dir(folder: Path, option: str, path: Path) -> None:
     os.unlink(tmp)
 
 
+NAME_MAX_FALLBACK = 255  # bytes in one file name where the file system does not say (Linux's NAME_MAX)
+PATH_MAX_FALLBACK = 4096  # bytes in a whole path (Linux's PATH_MAX)
+
+
+def check_name_length(path: Path, option: str) -> None:
+    """Refuse, before any work, a path the file system cannot hold: a name (any part) longer than the
+    folder's NAME_MAX, or a whole path longer than PATH_MAX, in bytes, in one line (issue 45: such names
+    failed after the work, with a traceback)."""
+    raw = os.fsencode(str(path))
+    try:  # an ancestor whose own name is too long raises too: then the usual maximum
+        name_max = os.pathconf(_existing_ancestor(path), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = NAME_MAX_FALLBACK
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if longest > name_max:
+        raise BadInput(f"{option}: a name in the path is {longest} bytes; the file system takes at most {name_max}",
+                       path=Path(os.fsdecode(raw[:120])) if len(raw) > 120 else path)
+    if len(os.fsencode(str(path.absolute()))) > PATH_MAX_FALLBACK:
+        raise BadInput(f"{option}: the path is {len(raw)} bytes; at most {PATH_MAX_FALLBACK} can be opened",
+                       path=Path(os.fsdecode(raw[:120])))
+
+
 def _existing_ancestor(path: Path) -> Path:
     for parent in path.parents:
         if parent.exists():
@@ -328,6 +350,7 @@ def check_output_file(path: Path | None, option: str, suffix: str = ".json",
     if path is None:
         return
     path = Path(path)
+    check_name_length(path, option)
     check_not_engines_place(path, option, engines)
     check_replaceable(path, option, kind, args)
     if path.is_dir():

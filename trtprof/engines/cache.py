@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping
 from ..errors import WRITE_ERRNOS, BadInput, CacheCorrupt, TrtprofError, first_line
 from ..model.onnx_model import sha256_file
 from ..util.datafile import check_bounded
-from ..util.files import atomic_write_text, file_lock, safe_stem, unlink_quietly, user_mode
+from ..util.files import atomic_write_text, file_lock, safe_stem, temp_prefix, unlink_quietly, user_mode
 from ..spec import CACHE_SCHEMA, BuildSpec, CacheKey, Precision, TensorSpec
 
 META_SUFFIX = ".json"
@@ -251,7 +251,7 @@ class EngineCache:
                 except CacheCorrupt:
                     pass  # rebuild below, replacing the damaged entry
             artifact_name = f"{stem}{suffix}"
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{artifact_name}.", suffix=".tmp", dir=self.root)
+            fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(artifact_name), suffix=".tmp", dir=self.root)
             os.fchmod(fd, user_mode())
             os.close(fd)
             tmp = Path(tmp_name)

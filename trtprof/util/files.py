@@ -34,7 +34,7 @@ def user_mode() -> int:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, user_mode())  # results and engines are shared files, not secrets
         with os.fdopen(fd, "wb") as fh:
@@ -68,9 +68,30 @@ def unlink_quietly(path: Path) -> None:
         pass
 
 
+# the longest stem trtprof puts in a file name it derives (an engine entry, a trace): a 245-character model
+# name once made its engine entry's name (stem + precision + backend + key + suffix) pass the 255 bytes a file
+# name may have, after the build (issue 45)
+STEM_MAX = 96
+# the longest part of an output's own name kept in its temp file's name (``.NAME.XXXXXXXX.tmp``), so that any
+# name the file system takes can be written atomically
+TEMP_NAME_PART_MAX = 120
+
+
 def safe_stem(text: str) -> str:
-    """A file-name-safe stem: letters, digits, '-' and '_' kept, anything else '_'."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text) or "model"
+    """A file-name-safe stem: letters, digits, '-' and '_' kept, anything else '_'; longer than ``STEM_MAX``,
+    its first characters and a hash of the whole (distinct long names stay distinct)."""
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in text) or "model"
+    if len(stem) <= STEM_MAX:
+        return stem
+    import hashlib
+
+    return f"{stem[:STEM_MAX - 9]}-{hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+
+
+def temp_prefix(name: str) -> str:
+    """The prefix of an atomic write's temp file for the file ``name``: ``.name.``, the name cut to
+    ``TEMP_NAME_PART_MAX`` characters (a 250-character output name must still leave room for the temp's)."""
+    return f".{name[:TEMP_NAME_PART_MAX]}."
 
 
 def now_iso() -> str:
