@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -58,6 +59,11 @@ def test_two_engines_of_one_precision_are_told_apart_in_table_and_csv(conv_model
     data["spec"]["batch_sizes"] = [1, 8]
     data["key"] = "f" * 64
     twin = engines / meta.name.replace(meta.name.split(".")[3], "ffffffffffff")
+    # the twin's own artifact (an entry whose metadata names another entry's file is corrupt, issue 45)
+    artifact = engines / Path(data["artifact"]).name
+    twin_artifact = artifact.with_name(artifact.name.replace(meta.name.split(".")[3], "ffffffffffff"))
+    twin_artifact.write_bytes(artifact.read_bytes())
+    data["artifact"] = str(Path(data["artifact"]).with_name(twin_artifact.name))
     twin.write_text(json.dumps(data))
     capsys.readouterr()
     out, table = tmp_path / "r.json", tmp_path / "r.csv"

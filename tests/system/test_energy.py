@@ -110,7 +110,7 @@ def test_the_driver_reads_the_counter_at_the_window_edge_and_divides_by_its_infe
     def request():
         meter.requests += 1
 
-    w = run_window([lambda: nullcontext(request)], ServingConfig(warmup_s=0.0, window_s=0.01, min_requests=1),
+    w = run_window([lambda: nullcontext(request)], ServingConfig(warmup_s=0.0, window_s=0.2, min_requests=3),
                    meter=meter, batch_size=4)
     assert w.energy["inferences"] == 4 * w.requests and w.energy["joules_per_inference"] == 2.0 / (4 * w.requests)
     assert energy.per_inference(energy.not_available("x"), 10) == {"status": "n/a", "reason": "x"}

@@ -59,6 +59,11 @@ def check_comparison(c: Any, where: str, path: Path) -> None:
             block = (c.get(key) or {}).get(side)
             if block is not None and not isinstance(block, Mapping):
                 raise _bad(path, f"{where}.{key}.{side}", block, "an object")
+    for key in SPEEDUP_RATIOS:
+        if speedup.get(key) is not None and not _is_number(speedup[key]):
+            raise _bad(path, f"{where}.speedup.{key}", speedup[key], "a number")
+    for side in ("baseline", "candidate"):
+        check_shape((c.get("shape") or {}).get(side) or {}, f"{where}.shape.{side}", path)
     if c.get("accuracy"):
         check_accuracy(c["accuracy"], f"{where}.accuracy", path)
     diagnosis = c.get("diagnosis", [])
@@ -67,6 +72,25 @@ def check_comparison(c: Any, where: str, path: Path) -> None:
     for j, f in enumerate(diagnosis):
         if not (isinstance(f, Mapping) and isinstance(f.get("rule"), str) and isinstance(f.get("message"), str)):
             raise _bad(path, f"{where}.diagnosis[{j}]", f, "a finding with a string rule and message")
+
+
+SPEEDUP_RATIOS = ("median_ratio", "mean_ratio")  # optional numbers the page divides
+SHAPE_NUMBERS = ("p99_over_median", "tail_ratio")  # optional numbers the shape caption formats
+
+
+def check_shape(shape: Mapping[str, Any], where: str, path: Path) -> None:
+    """One arm's latency-distribution shape as the page's caption reads it: a multimodal arm's ``modes`` an
+    integer and ``mode_ms`` a list of numbers; the tail ratios numbers (the results fuzz found each as a traceback)."""
+    if shape.get("multimodal"):
+        if not _is_int(shape.get("modes")):
+            raise _bad(path, f"{where}.modes", shape.get("modes"), "an integer")
+        modes = shape.get("mode_ms", [])
+        if not isinstance(modes, list) or not all(_is_number(m) for m in modes):
+            raise _bad(path, f"{where}.mode_ms", modes, "a list of numbers")
+    for key in SHAPE_NUMBERS:
+        value = shape.get(key)
+        if value is not None and not _is_number(value):
+            raise _bad(path, f"{where}.{key}", value, "a number")
 
 
 ACCURACY_OBJECTS = ("verdict", "predicted", "field_docs")  # read with .get by the page
