@@ -3,6 +3,7 @@ output-path checks made before any long work, and SIGTERM handled like Ctrl-C.""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -227,6 +228,24 @@ def thread_count(text: str) -> int:
     cores = usable_cores()
     return int(Bound(int, 1, MAX_THREADS_PER_CORE * cores,
                      why=f"{MAX_THREADS_PER_CORE} per usable core, {cores} here")(text))
+
+
+# --- results files: whatever a file holds, reading it is one line or a page --------------------------
+
+# what rendering a results file that passed its checks can still raise on a value of the wrong kind in a field
+# no check names (the results fuzz finds new ones as the pages grow: issue 45)
+RENDER_ERRORS = (TypeError, KeyError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError)
+
+
+@contextlib.contextmanager
+def rendering(path: Path):
+    """Around drawing a page or plots from the results file ``path``: an error of ``RENDER_ERRORS`` is a field of
+    the wrong kind that no check named, said in one line (exit 2; --debug shows where)."""
+    try:
+        yield
+    except RENDER_ERRORS as err:
+        raise BadInput(f"cannot draw it: a field holds a value of the wrong kind or is missing "
+                       f"({type(err).__name__}: {str(err)[:80]})", path=path) from err
 
 
 # --- output paths: checked before the work whose result they will hold ----------------------------

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 from pathlib import Path
 
 from ..errors import BadInput
@@ -25,9 +26,17 @@ def run(args: argparse.Namespace) -> int:
     results = ResultSet.read(args.results)
     if not results.results:
         raise BadInput("results file has no entries", path=args.results)
-    names = plot_names(results.results, args.format) + [
-        f"latency_vs_throughput{_serving_suffix(i, results.serving)}.{args.format}" for i in range(len(results.serving or []))]
+    with _common.rendering(args.results):
+        names = plot_names(results.results, args.format) + [
+            f"latency_vs_throughput{_serving_suffix(i, results.serving)}.{args.format}"
+            for i in range(len(results.serving or []))]
     _common.check_folder_files(args.out, "--out", [(name, IMAGE) for name in names], args)  # before any plot is drawn
+    with _common.rendering(args.results):
+        _draw(args, results)
+    return 0
+
+
+def _draw(args: argparse.Namespace, results: Any) -> None:
     for path in plot_all(results.results, args.out, args.format):
         print(path)
     if results.serving:  # bench --concurrency: one latency–throughput curve per model and backend
@@ -36,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
         for i, sweep in enumerate(results.serving):
             print(latency_throughput_figure(
                 sweep, args.out / f"latency_vs_throughput{_serving_suffix(i, results.serving)}.{args.format}"))
-    return 0
 
 
 def _serving_suffix(i: int, sweeps) -> str:

@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     _common.check_output_file(args.out, "--out", ".html", kind=HTML_PAGE, args=args)
     _common.check_folder_files(args.out.parent, "--out", [(name, HTML_PAGE) for name in cell_pages(args.results, args.out)],
                                args)
-    out, summary = write_report(args.results, args.out)  # picks the page by the file's schema
+    with _common.rendering(args.results):
+        out, summary = write_report(args.results, args.out)  # picks the page by the file's schema
     print(summary, end="")
     print(f"report: {out}")
     return 0
