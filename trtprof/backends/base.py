@@ -151,6 +151,13 @@ class Capabilities:
     # the extra that installs it (``pip install 'trtprof[EXTRA]'``), for messages
     extra: str | None = None
 
+    @property
+    def host_clock_on_gpu(self) -> bool:
+        """A GPU backend whose per-layer and timeline times are host times (no ``kernel_times``): ONNX Runtime's
+        session profiler on its CUDA EP times each node's launch, not its kernels (layers.timeline,
+        diagnose.layer_rules)."""
+        return self.device == "cuda" and not self.kernel_times
+
 
 DEFAULT_CAPABILITIES = Capabilities()
 

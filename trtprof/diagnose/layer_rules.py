@@ -156,8 +156,7 @@ def host_clock(table: LayerTable | None, candidate: str) -> Finding | None:
     prof = table.profiles.get(candidate) if table is not None else None
     if prof is None:
         return None
-    caps = backends.capabilities(prof.backend)
-    if caps.device != "cuda" or caps.kernel_times:
+    if not backends.capabilities(prof.backend).host_clock_on_gpu:
         return None
     return Finding(
         "layer_times_host_clock",

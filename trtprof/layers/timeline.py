@@ -81,8 +81,7 @@ def host_clock(t: Timeline) -> bool:
     """A GPU backend's timeline whose spans are host times (``Capabilities.kernel_times`` False): ONNX
     Runtime's session profiler on its CUDA EP times each node's compute function on the host, which only
     launches the node's kernels (release builds of onnxruntime-gpu have no CUPTI kernel records)."""
-    caps = backends.capabilities(t.backend)
-    return caps.device == "cuda" and not caps.kernel_times
+    return backends.capabilities(t.backend).host_clock_on_gpu
 
 
 def host_clock_finding(t: Timeline) -> TimelineFinding:
@@ -107,7 +106,7 @@ def finding_items(timelines: Sequence[Timeline]) -> list[TimelineFinding]:
     for t in timelines:
         caps = backends.capabilities(t.backend)
         where = "GPU" if caps.device == "cuda" else "CPU"
-        if where == "GPU" and not caps.kernel_times:
+        if caps.host_clock_on_gpu:
             out.append(host_clock_finding(t))  # its spans say when the host launched each node, not GPU time
         elif t.idle_share >= HOST_BOUND_IDLE_SHARE and where == "GPU" and t.settings.get("cuda_graph") is True:
             out.append(graph_gaps_finding(t))
