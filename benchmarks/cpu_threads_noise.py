@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 def main(argv: list[str] | None = None) -> int:
     from trtprof.measure.bench import bench_one, load_runner
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.system.environment import collect
     from trtprof.system.noise import cpu_state
     from trtprof.model.demo import make_demo_model

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from trtprof.system import cuda, nvml
 from trtprof.measure import timing  # noqa: E402
 from trtprof.measure.bench import load_runner  # noqa: E402
-from trtprof.build.pipeline import BuildSettings, build_engines  # noqa: E402
+from trtprof.builder.pipeline import BuildSettings, build_engines  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
 from trtprof.measure.timing import TimingConfig  # noqa: E402
 

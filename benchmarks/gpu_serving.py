@@ -163,7 +163,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
     ``stop()`` true: no further point starts (``--max-s``); the sweep keeps what it measured."""
     from gpu_fidelity import MAKERS
 
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.inputs import parse_batch_sizes
     from trtprof.serving.driver import ServingConfig
     from trtprof.serving.sweep import sweep_records

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from trtprof.system import cuda
     from trtprof.backends.base import set_autotune
     from trtprof.measure.bench import load_runner
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.inputs import make_inputs, parse_batch_sizes, resolve_shapes
     from trtprof.serving.driver import Workers, gpu_sessions, run_window
     from trtprof.spec import Precision

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from trtprof.measure.bench import bench_one, load_runner
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.system.environment import collect, cpu_name
 from trtprof.model.inputs import make_inputs, resolve_shapes
 from trtprof.model.demo import make_demo_model

@@ -73,7 +73,7 @@ def make_mlp(path: Path, layers: int, width: int = WIDTH, seed: int = 0, feature
 def truth_ratio(models: list[Path], engines: Path, seconds: float) -> dict:
     """lat(A)/lat(B) measured here: both loaded in this process, blocks alternated (A B, B A, …)."""
     from trtprof.measure.bench import load_runner
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.inputs import make_inputs
     from trtprof.spec import Precision
     from trtprof.measure.timing import TimingConfig, time_host

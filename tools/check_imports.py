@@ -246,7 +246,7 @@ def wing_of(module: str) -> str:
 # The wings from the lowest up, as README.md's "Layout" lists them (tests/project/test_layout_order.py keeps the
 # two equal): a wing may import the wings on its own level or below, never one above. Wings on one level
 # (``errors spec schemas``) may import each other, circles aside.
-WING_ORDER = ("errors spec schemas", "util", "system", "model", "engines", "convert", "backends", "build", "stats",
+WING_ORDER = ("errors spec schemas", "util", "system", "model", "engines", "convert", "backends", "builder", "stats",
               "measure", "layers", "diagnose", "compare", "report", "serving sweep train", "cli")
 WING_LEVEL = {f"trtprof.{name}": level for level, names in enumerate(WING_ORDER) for name in names.split()}
 

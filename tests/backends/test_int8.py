@@ -87,7 +87,7 @@ def test_compare_fp32_int8_on_a_matmul_model(mlp_model, tmp_path, capsys):
 
 
 def test_calibration_is_part_of_the_cache_key():
-    from trtprof.build.pipeline import key_spec
+    from trtprof.builder.pipeline import key_spec
     from trtprof.model.user_inputs import InputData
 
     def key(**options):

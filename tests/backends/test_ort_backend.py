@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from trtprof.measure.bench import load_runner
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.model.inputs import make_inputs, resolve_shapes
 from trtprof.spec import Precision
 from trtprof.measure.timing import TimingConfig, time_host

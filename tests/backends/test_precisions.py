@@ -90,7 +90,7 @@ def test_precision_names_parse_and_sort():
 
 def _torch_engine(model: Path, tmp_path: Path, precision: Precision):
     from trtprof.backends import get
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
 
     (outcome,) = build_engines(model, [precision], (16,),
                                BuildSettings(engines_dir=tmp_path / "engines", backend="torch"))

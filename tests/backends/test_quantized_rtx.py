@@ -13,7 +13,7 @@ trt = pytest.importorskip("tensorrt_rtx", reason="tensorrt_rtx not installed: pi
 if getattr(trt, "IS_FAKE", False):  # pragma: no cover - a contract test leaked its fake
     pytest.skip("the fake tensorrt_rtx is installed", allow_module_level=True)
 
-from trtprof.build.pipeline import BuildSettings, build_engines  # noqa: E402
+from trtprof.builder.pipeline import BuildSettings, build_engines  # noqa: E402
 from trtprof.cli import main  # noqa: E402
 from trtprof.errors import UnsupportedPrecision  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402

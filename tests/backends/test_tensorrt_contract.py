@@ -16,7 +16,7 @@ import pytest
 from trtprof import backends
 from trtprof.backends.tensorrt import TensorRTBackend, compat
 from trtprof.backends.tensorrt import device as trt_device
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.errors import BadInput, BuildFailed, CacheCorrupt, IncompatibleEngine, MissingDependency
 from trtprof.spec import BuildSpec, Precision
 

@@ -34,7 +34,7 @@ _REASON = _skip_reason()
 # skip at collection (CI fails on any skip in that run)
 pytestmark = [pytest.mark.tensorrt, pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=str(_REASON))]
 
-from trtprof.build.pipeline import BuildSettings, build_engines  # noqa: E402
+from trtprof.builder.pipeline import BuildSettings, build_engines  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402
 
 BATCHES = [1, 4]

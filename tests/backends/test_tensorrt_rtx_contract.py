@@ -19,7 +19,7 @@ from trtprof import backends
 from trtprof.backends.tensorrt import compat, targets
 from trtprof.backends.tensorrt import device as trt_device
 from trtprof.backends.tensorrt.rtx import TensorRTRTXBackend
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.errors import BackendUnavailable, BadInput, IncompatibleEngine, MissingDependency
 from trtprof.spec import Precision
 

@@ -19,7 +19,7 @@ if getattr(trt, "IS_FAKE", False):  # pragma: no cover - a contract test leaked 
     pytest.skip("the fake tensorrt_rtx is installed", allow_module_level=True)
 
 from trtprof.system import cuda  # noqa: E402
-from trtprof.build.pipeline import BuildSettings, build_engines  # noqa: E402
+from trtprof.builder.pipeline import BuildSettings, build_engines  # noqa: E402
 from trtprof.cli import main  # noqa: E402
 from trtprof.errors import BadInput, BuildFailed  # noqa: E402
 from trtprof.spec import Precision  # noqa: E402

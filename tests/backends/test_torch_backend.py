@@ -127,7 +127,7 @@ def test_runner_writes_the_profilers_buffers_and_matches_onnxruntime(tmp_path, c
     poisoned output buffer): proves the zero-copy wrapping, the stream and the precision handling."""
     torch = pytest.importorskip("torch")
     ort = pytest.importorskip("onnxruntime")
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
 
     (outcome,) = build_engines(conv_model, [Precision(precision)], (3,),
                                settings=BuildSettings(engines_dir=tmp_path / "e", backend="torch"))

@@ -173,7 +173,7 @@ def test_per_layer_profiling_gets_the_folded_graph_one_submodule_per_node(tmp_pa
 def test_the_cache_key_keeps_the_batch_sizes_where_folding_applies(tmp_path, conv_model, fake_gpu_machine):
     import onnx
 
-    from trtprof.build.pipeline import key_spec
+    from trtprof.builder.pipeline import key_spec
 
     shape_arithmetic_model(tmp_path / "shapes.onnx")
     folded_proto, plain_proto = onnx.load(str(tmp_path / "shapes.onnx")), onnx.load(str(conv_model))

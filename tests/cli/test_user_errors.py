@@ -186,7 +186,7 @@ def test_allocation_failure_while_running_names_batch_and_memory(conv_model, tmp
     take the test machine's memory with it, or need a GPU) becomes OutOfMemory with the batch size;
     another error passes through as it was."""
     from trtprof.measure.bench import bench_one
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.errors import OutOfMemory
     from trtprof.spec import Precision
     from trtprof.measure.timing import TimingConfig
@@ -299,7 +299,7 @@ def test_signal_during_bench_keeps_finished_entries(signum, conv_model, tmp_path
 def test_interrupted_bench_library_call_returns_partial_set(conv_model, tmp_path):
     """bench_records turns a KeyboardInterrupt in the loop into interrupted=True with the rest pending."""
     from trtprof.measure.bench import bench_records
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
     from trtprof.measure.timing import TimingConfig
 

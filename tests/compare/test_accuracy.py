@@ -67,7 +67,7 @@ def test_fp16_overflow_through_the_real_build_is_flagged(tmp_path):
     pytest.importorskip("onnxruntime")
     from trtprof.compare.accuracy import run_outputs
     from trtprof.measure.bench import load_runner
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.inputs import make_inputs, resolve_shapes
     from trtprof.spec import Precision
 

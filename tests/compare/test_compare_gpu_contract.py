@@ -58,7 +58,7 @@ def fake_time_device(runner, feeds, config):
 
 def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tmp_path, monkeypatch):
     from trtprof.measure import bench
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
 
     outcomes = build_engines(conv_model, [Precision.FP32, Precision.FP16], [1, 2],

@@ -4,7 +4,7 @@ Before: the arrays' shapes stood in for ``--shape`` with dim 0 their sample coun
 build spec, so a model fixed at ``[1, 3, 16, 16]`` compared on a 4-sample file got a second fp32 and fp16
 engine keyed ``[4, 3, 16, 16]``; ``cache ls`` showed twins, ``bench engines/`` measured both. Now the
 batch comes from the batch sizes, the inputs feed them: the build keys only the overrides that fix a dim
-the model leaves open besides the batch, with that batch dim as 1 (``build.pipeline.key_shapes``)."""
+the model leaves open besides the batch, with that batch dim as 1 (``builder.pipeline.key_shapes``)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
-from trtprof.build.pipeline import key_shapes  # noqa: E402
+from trtprof.builder.pipeline import key_shapes  # noqa: E402
 from trtprof.cli import main  # noqa: E402
 from trtprof.spec import TensorSpec  # noqa: E402
 

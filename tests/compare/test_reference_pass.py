@@ -27,7 +27,7 @@ def untimed(data):
 
 @pytest.fixture
 def arms(conv_model, tmp_path):
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
 
     built = build_engines(conv_model, [Precision.FP32, Precision.FP16], [1, 4],

@@ -154,7 +154,7 @@ def test_the_torch_build_records_the_memory_format_and_refuses_a_model_without_c
 
 def test_nchw_and_nhwc_engines_have_different_cache_keys_and_are_never_picked_silently():
     from trtprof.backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
-    from trtprof.build.pipeline import key_spec
+    from trtprof.builder.pipeline import key_spec
     from trtprof.engines.cache import EngineRecord
     from trtprof.compare.core import select_records
 
@@ -342,7 +342,7 @@ def test_the_channels_last_engine_runs_nhwc_on_the_gpu_and_agrees_with_nchw(tmp_
     with NCHW within FP16 rounding (5e-3 of the scale, as test_torch_backend's fp16 check)."""
     from trtprof.measure import bench
     from trtprof.backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
 
     src = _conv_elu(tmp_path)
     runs = {}

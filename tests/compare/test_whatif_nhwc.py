@@ -12,7 +12,7 @@ import pytest
 
 from trtprof import backends
 from trtprof.backends import onnxruntime_cuda as oc
-from trtprof.build.pipeline import RUNNER_OPTIONS, key_spec
+from trtprof.builder.pipeline import RUNNER_OPTIONS, key_spec
 from trtprof.cli import main
 from trtprof.compare import ab, whatif
 from trtprof.errors import BadInput, TrtprofError

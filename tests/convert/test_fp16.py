@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.cli import main
 from trtprof.spec import Precision
 

@@ -9,7 +9,7 @@ import numpy as np
 
 
 def _build(model: Path, engines: Path, data_path: Path | None):
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.user_inputs import load_inputs
     from trtprof.spec import Precision
 

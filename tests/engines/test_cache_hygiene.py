@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.build.pipeline import BuildSettings, build_engines, key_spec
+from trtprof.builder.pipeline import BuildSettings, build_engines, key_spec
 from trtprof.engines.cache import EngineCache, EngineRecord, list_engines
 from trtprof.util.files import atomic_write_bytes
 from trtprof.engines.cache_admin import CORRUPT, OK, ORPHAN, TEMP, parse_age, scan_dir, select

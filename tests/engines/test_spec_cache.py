@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.engines.cache import EngineCache, EngineRecord, list_engines
 from trtprof.errors import CacheCorrupt
 from trtprof.spec import BuildSpec, CacheKey, Precision
@@ -105,8 +105,8 @@ def test_failed_build_leaves_nothing(tmp_path):
 
 def _build_in_process(args):
     model, engines = args
-    from trtprof.build.pipeline import BuildSettings
-    from trtprof.build.pipeline import build_engines as build
+    from trtprof.builder.pipeline import BuildSettings
+    from trtprof.builder.pipeline import build_engines as build
 
     (outcome,) = build(Path(model), [Precision.FP32],
                        settings=BuildSettings(engines_dir=Path(engines), backend="onnxruntime"))

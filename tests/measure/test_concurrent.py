@@ -21,7 +21,7 @@ def test_an_overlap_is_counted_only_inside_timed_spans():
 @pytest.fixture
 def fp32_record(conv_model, tmp_path):
     pytest.importorskip("onnxruntime")
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
 
     (outcome,) = build_engines(conv_model, [Precision.FP32], [1],

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trtprof.system import cuda
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.cli import main
 from trtprof.measure.maxbatch import SearchSettings, find_max_batch, fit_line, search
 from trtprof.spec import Precision

@@ -15,7 +15,7 @@ pytest.importorskip("onnxruntime")
 
 @pytest.fixture
 def fp32_record(conv_model, tmp_path):
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
 
     (outcome,) = build_engines(conv_model, [Precision.FP32], [1],

@@ -69,7 +69,7 @@ def test_three_forms_give_the_same_samples(tmp_path):
 
 def test_all_samples_through_the_runner_in_batches(tmp_path):
     from trtprof.measure.bench import load_runner
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
     from trtprof.model.user_inputs import InputData, run_all
 

@@ -165,7 +165,7 @@ def test_cpu_state_is_recorded_and_threads_applied(conv_model, tmp_path, capsys)
 
 def test_threads_is_passed_to_the_onnxruntime_session(conv_model, tmp_path):
     from trtprof.measure.bench import load_runner
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
 
     (outcome,) = build_engines(conv_model, [Precision.FP32],

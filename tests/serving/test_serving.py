@@ -258,7 +258,7 @@ def test_slo_verdict_is_inconclusive_with_a_reason_when_a_precision_misses_or_ha
 
 @pytest.fixture
 def engines(tmp_path: Path) -> Path:
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.demo import make_demo_model
     from trtprof.spec import Precision
 

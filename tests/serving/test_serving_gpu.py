@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.gpu,
 
 @pytest.fixture
 def torch_arms(tmp_path):
-    from trtprof.build.pipeline import BuildSettings, build_engines
+    from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.demo import make_demo_model
     from trtprof.spec import Precision
 

@@ -8,7 +8,7 @@ import pytest
 
 from trtprof.system import cuda, memory
 from trtprof.measure.bench import bench_records
-from trtprof.build.pipeline import BuildSettings, build_engines
+from trtprof.builder.pipeline import BuildSettings, build_engines
 from trtprof.measure.results import ResultSet
 from trtprof.spec import Precision
 from trtprof.measure.timing import TimingConfig

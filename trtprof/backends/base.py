@@ -107,11 +107,11 @@ class Capabilities:
     # with CUDA events around ``enqueue`` on the profiler's stream (measure.timing)
     device: DeviceKind = "cpu"
     # one artifact serves every batch size (ONNX Runtime keeps the dynamic batch, torch converts the graph):
-    # the cache key leaves the batch set out (build.pipeline.key_spec); TensorRT bakes the profile in
+    # the cache key leaves the batch set out (builder.pipeline.key_spec); TensorRT bakes the profile in
     batch_independent: bool = False
     # its build fixes every input shape at each batch size of the spec and folds the shape arithmetic
     # that makes constant (convert.fixed_shapes), when the graph has any: such an engine holds one module
-    # per batch size, so the cache key keeps the batch set even where ``batch_independent`` (build.pipeline.key_spec)
+    # per batch size, so the cache key keeps the batch set even where ``batch_independent`` (builder.pipeline.key_spec)
     fixed_shapes: bool = False
     # the per-layer profiler ``profile`` and ``compare --layers`` use for its engines (layers.profile), or None
     layer_profiler: LayerProfiler | None = None

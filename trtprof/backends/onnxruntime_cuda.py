@@ -56,7 +56,7 @@ CUDA_OPTIONS: dict[str, str] = {
     "do_copy_in_default_stream": "1",
 }
 # The runner option ``--what-if nhwc`` sets (a build option applied at load: the engine file is the same, the
-# session differs, so it stays in the cache key, build.pipeline.RUNNER_OPTIONS): ORT's own option name, so a
+# session differs, so it stays in the cache key, builder.pipeline.RUNNER_OPTIONS): ORT's own option name, so a
 # result's recorded provider options carry it under the same name; "1" runs Conv (and pooling, BatchNorm)
 # with ORT's NHWC kernels, transposing at the edges of each NHWC region.
 LAYOUT_OPTION = "prefer_nhwc"

@@ -36,7 +36,7 @@ fixes every input shape at each of the engine's batch sizes, folds what that mak
 folded graph, gives the shape arguments that are now constant to the converted calls as Python ints
 (``torch_static.bake_constant_arguments``) and exports each module with every dim static. One engine
 then holds one module per batch size (``torch_artifact``: ``fixed/b<N>/``), so its cache key keeps
-the batch sizes (``Capabilities.fixed_shapes``, ``build.pipeline.key_spec``); the runner loads the
+the batch sizes (``Capabilities.fixed_shapes``, ``builder.pipeline.key_spec``); the runner loads the
 module of the shapes it is prepared for, and converts the unfolded graph for any other shapes (said in
 ``loaded_by``). The engine JSON lists each batch size's fold (``fixed_shapes``: ``fixed_batch``, the
 nodes removed by op type, the shape ops and host-side shape modules left). A graph whose shapes stay

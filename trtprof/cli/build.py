@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..build.pipeline import BuildOutcome, BuildSettings, build_engines
+from ..builder.pipeline import BuildOutcome, BuildSettings, build_engines
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from ..util.wording import plural

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..measure.bench import bench_records
-from ..build.pipeline import BuildSettings, build_engines
+from ..builder.pipeline import BuildSettings, build_engines
 from ..model.inputs import parse_batch_sizes
 from ..report.plots import plot_all
 from ..model.demo import DEMO_CHANNELS, DEMO_IMAGE, make_demo_model

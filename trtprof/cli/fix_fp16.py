@@ -55,7 +55,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..build.pipeline import BuildSettings
+    from ..builder.pipeline import BuildSettings
     from ..compare.fix_fp16 import fix_fp16
 
     _common.check_output_file(args.out, "--out", kind=COMPARE_JSON, args=args)

@@ -26,7 +26,7 @@ from .rename_inputs import pair_inputs
 from .. import backends
 from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
-from ..build.pipeline import BuildSettings, as_onnx, build_engines
+from ..builder.pipeline import BuildSettings, as_onnx, build_engines
 from ..util.files import atomic_write_text
 from .core import BuildTally, CompareHooks, CompareOptions, compare_records, resolve_records
 from ..errors import BadInput, TrtprofError

@@ -35,7 +35,7 @@ from .result import ArmLatency, ComparisonResult, SpeedupSummary
 from .. import backends
 from ..backends.base import set_autotune
 from ..measure.bench import effective_precision
-from ..build.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
+from ..builder.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
 from ..engines.cache import EngineRecord, list_engines
 from ..util.files import atomic_write_text, now_iso
 from ..util.signals import interrupts_noted

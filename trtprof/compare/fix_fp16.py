@@ -252,7 +252,7 @@ def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
     """Search a keep-list meeting ``options.accuracy_budget`` (accuracy.AccuracyBudget) on the user's inputs
     (``options.data``, else random inputs of ``options.seed`` with ``options.shapes``), build it, and compare it
     with FP32 under ``options`` (compare.core.CompareOptions: ``compare_records``' speedup, CI, verdicts).
-    ``settings`` (build.pipeline.BuildSettings): where and with which backend the engines are built; the shapes
+    ``settings`` (builder.pipeline.BuildSettings): where and with which backend the engines are built; the shapes
     and the user's inputs travel in ``options`` alone (one carrier), so ``settings`` must not set them.
     ``on_search_done`` gets the search's ``Fix`` (no comparison yet) as soon as the search ends, before the
     measurement: a keep-list found in minutes is shown, and kept, whatever happens to the measurement (issue 36)."""
@@ -260,7 +260,7 @@ def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
 
     from ..convert import fp16range
     from ..measure.bench import effective_precision, load_runner
-    from ..build.pipeline import BuildSettings, as_onnx, build_engines
+    from ..builder.pipeline import BuildSettings, as_onnx, build_engines
     from ..model.onnx_model import load_onnx
     from ..spec import Precision
     from ..model.user_inputs import run_all
@@ -312,7 +312,7 @@ def measure_fix(model: Any, base: Any, search: Search, batch_size: int, options:
     """Build the keep-list found (with its range analysis) and compare it with FP32 under ``options``
     (compare.core.CompareOptions): the speed cost of the fix, with the same CI and verdicts as ``trtprof compare``."""
     from .core import compare_records
-    from ..build.pipeline import build_engines
+    from ..builder.pipeline import build_engines
     from ..spec import Precision
 
     build_options = {"layer_precisions": keep_option(search.keep or ())}

@@ -142,7 +142,7 @@ def dynamic_inputs(model: Any) -> list[str]:
 def has_shape_arithmetic(model: Any) -> bool:
     """Would fixing the input shapes change this graph? True when an input has a dynamic dim and a node
     computes on shapes (``SHAPE_OPS``): what ``fold_shapes`` folds. Cheap (no inference): the build's
-    cache key reads it (``build.pipeline.key_spec``)."""
+    cache key reads it (``builder.pipeline.key_spec``)."""
     if not dynamic_inputs(model):
         return False
     return any(n.op_type in SHAPE_OPS for n in all_nodes(model.graph))
