@@ -63,17 +63,19 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import BadModel, BuildFailed, TrtprofError, UnsupportedPrecision
+from ..errors import BadModel, TrtprofError, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
 from ..system.preflight import is_out_of_memory
 from .base import Availability, BackendBase, BuildReport, Capabilities, RunnerBase
 from . import torch_artifact
 from .torch_artifact import first_line
+from .torch_fuse import PASSES as MODULE_PASSES, fusion_note
 from .torch_convert import LOW_DTYPES, follow_precision, import_torch, precision_note, to_torch_module
 from .torch_convert import (  # noqa: F401 - the conversion's other names callers take from backends.torch
     fold_identity_initializers, import_onnx2torch, register_type_widened_versions)
 
 if TYPE_CHECKING:
+    from .torch_fixed import FixedShapeModules
     import onnx
 
     from ..engines.cache import EngineRecord
@@ -139,6 +141,7 @@ class DeviceArray:
 
 
 class TorchRunner(RunnerBase):
+    per_node: Any = None  # the conversion without torch_fuse's rewrites (per-layer profiling), set by the loader
     """A loaded torch module on the GPU, driven by the profiler's buffers and stream."""
 
     device = "cuda"
@@ -148,7 +151,7 @@ class TorchRunner(RunnerBase):
     def __init__(self, module: Any, precision: Precision, inputs: tuple[TensorSpec, ...],
                  outputs: tuple[TensorSpec, ...], *, cast_io: bool = True, memory_format: str = CONTIGUOUS,
                  device: str = "cuda", nhwc_inputs: frozenset[str] = frozenset(),
-                 fixed: FixedShapeModules | None = None) -> None:
+                 fixed: "FixedShapeModules | None" = None) -> None:
         self._torch = import_torch()
         # "cpu" only for the what-if's output check and its tests (infer); timing is on CUDA
         self.device = device
@@ -193,6 +196,19 @@ class TorchRunner(RunnerBase):
         self.module = self.reconvert = None  # one module in memory at a time
         self.module, self.loaded_by, self.reconvert, self.fixed_batch = self.fixed.module_for(dict(key))
         self._selected = key
+        self._bound = None
+
+    def use_per_node_module(self, why: str) -> None:
+        """Swap the module for onnx2torch's conversion of the same graph with one submodule per ONNX node
+        (``torch_fuse``'s rewrites left out; same precision and memory format): per-layer ranges need it."""
+        if self.fixed is not None and self._selected is not None:
+            self.module = self.fixed.per_node_module(dict(self._selected))
+        elif self.per_node is not None:
+            self.module = self.per_node()
+        else:
+            return
+        self.reconvert, self.per_node = None, None
+        self.loaded_by = f"{torch_artifact.LOADED_CONVERTED} ({why})"
         self._bound = None
 
     def use_converted_module(self, why: str) -> bool:
@@ -416,6 +432,7 @@ class TorchBackend(BackendBase):
             "cudnn": torch.backends.cudnn.version(),
             "onnx2torch": _version("onnx2torch"),
             "artifact": torch_artifact.FORMAT,  # engines of another format are other engines (rebuilt)
+            "module_passes": MODULE_PASSES,  # … and so are modules rewritten otherwise (torch_fuse)
             "gpu": torch.cuda.get_device_name(0),
             "compute_capability": f"{major}.{minor}",
         }
@@ -445,6 +462,7 @@ class TorchBackend(BackendBase):
             module = self._check_fp8(proto, notes)
         else:
             module = to_torch_module(proto)  # fail at build time, not at bench time
+            fused_note(module, notes, extra)
         if spec.precision in LOW_DTYPES and not keep:
             counts = follow_precision(import_torch(), module, getattr(import_torch(), LOW_DTYPES[spec.precision]))
             notes[notes.index(LOW_PRECISION_PENDING)] = precision_note(spec.precision, counts)
@@ -535,7 +553,7 @@ def build_fixed(base: Any, folds: Mapping[int, Any], spec: BuildSpec, model: Pat
         graph, graph_notes, _ = graph_in_precision(result.model, spec, keep)
         fold_identity_initializers(graph)
         module = to_torch_module(graph)
-        baked = bake_constant_arguments(module)
+        baked, fused = bake_constant_arguments(module), module.trtprof_fusions
         counts = None
         if spec.precision in LOW_DTYPES and not keep:
             counts = follow_precision(torch, module, getattr(torch, LOW_DTYPES[spec.precision]))
@@ -552,10 +570,10 @@ def build_fixed(base: Any, folds: Mapping[int, Any], spec: BuildSpec, model: Pat
         per_batch.append({"fixed_batch": batch, "input_shapes": {k: list(v) for k, v in result.input_shapes.items()},
                           "folded": dict(result.removed), "nodes_before": result.nodes_before,
                           "nodes_after": result.nodes_after, "remaining_shape_ops": dict(result.remaining_shape_ops),
-                          "static_arguments": baked, "host_shape_modules": host, "module_loaded_by": loaded_by,
+                          "static_arguments": baked, "host_shape_modules": host, "module_loaded_by": loaded_by, "fused": fused,
                           **({"low_precision_tensors": counts} if counts is not None else {})})
         host_text = ("; still on the host: " + ", ".join(f"{k} {v}" for k, v in sorted(host.items()))) if host else ""
-        notes.append(f"batch {batch}: {result.line()}{host_text}; {export_note}")
+        notes.append(f"batch {batch}: {result.line()}{host_text}{fusion_note(fused, lead='; ')}; {export_note}")
         if first is None:
             first = (module, counts)
     module, counts = first
@@ -573,6 +591,13 @@ def build_fixed(base: Any, folds: Mapping[int, Any], spec: BuildSpec, model: Pat
              "fixed_shapes": per_batch, "fixed_batches": [p["fixed_batch"] for p in per_batch]}
     return BuildReport(metadata=build_metadata(spec, base, (memory_format, nhwc), identity_folded, loaded_by,
                                                n_params, extra), notes=notes)
+
+
+def fused_note(module: Any, notes: list[str], extra: dict[str, Any]) -> None:
+    """Say what ``torch_fuse`` put back in the converted module (a note, and ``fused`` in the metadata)."""
+    extra["fused"] = module.trtprof_fusions
+    if any(module.trtprof_fusions.values()):
+        notes.append(fusion_note(module.trtprof_fusions))
 
 
 def memory_format_notes(spec: BuildSpec, module: Any, proto: Any, notes: list[str]) -> tuple[str, tuple[str, ...]]:
@@ -623,12 +648,20 @@ def runner_from_artifact(artifact: Path, record: "EngineRecord", device: str = "
                                  tuple(record.outputs), converted=converted, memory_format=memory_format, device=device)
 
     if saved.fixed and precision is not Precision.FP8:
+        from .torch_fixed import FixedShapeModules
+
         fixed = FixedShapeModules(Path(artifact), saved, precision, converted=converted, memory_format=memory_format,
                                   device=device)
         return TorchRunner(None, precision, tuple(record.inputs), tuple(record.outputs), cast_io=not converted,
                            memory_format=memory_format, device=device, nhwc_inputs=fixed.nhwc_inputs, fixed=fixed)
+    def per_node() -> Any:  # per-layer ranges need one submodule per ONNX node: torch_fuse's rewrites left out
+        return module_from_proto(onnx_proto(saved.onnx_bytes, artifact), precision, converted=converted,
+                                 memory_format=memory_format, device=device, fuse=False)
+
     if saved.exported is None or precision is Precision.FP8:
-        return from_onnx()
+        runner = from_onnx()
+        runner.per_node = per_node if precision is not Precision.FP8 else None
+        return runner
     torch = import_torch()
     try:
         module = torch_artifact.exported_module(torch, saved.exported, artifact).to(device)
@@ -637,6 +670,7 @@ def runner_from_artifact(artifact: Path, record: "EngineRecord", device: str = "
     except Exception as err:  # noqa: BLE001 - a program this torch cannot read: convert instead, said
         runner = from_onnx()
         runner.loaded_by = f"{torch_artifact.LOADED_CONVERTED} (the saved program did not load: {first_line(err)})"
+        runner.per_node = per_node
         return runner
     nhwc: frozenset[str] = frozenset()
     if memory_format == CHANNELS_LAST:
@@ -648,6 +682,7 @@ def runner_from_artifact(artifact: Path, record: "EngineRecord", device: str = "
                          memory_format=memory_format, device=device, nhwc_inputs=nhwc)
     runner.loaded_by = torch_artifact.LOADED_EXPORTED
     runner.reconvert = lambda: from_onnx().module
+    runner.per_node = per_node
     return runner
 
 
@@ -753,17 +788,18 @@ def runner_from_proto(proto: Any, precision: Precision, inputs: tuple[TensorSpec
 
 
 def module_from_proto(proto: Any, precision: Precision, *, converted: bool = False, memory_format: str = CONTIGUOUS,
-                      device: str = "cuda", bake: bool = False) -> Any:
+                      device: str = "cuda", bake: bool = False, fuse: bool = True) -> Any:
     """An ONNX graph converted (onnx2torch; fp8: torch_fp8's chain) into a module on ``device`` in the
     precision's dtype and the memory format; ``bake``: its constant shape arguments as Python ints
-    (``torch_static``, for a graph folded at fixed shapes)."""
+    (``torch_static``, for a graph folded at fixed shapes); ``fuse``: with ``torch_fuse``'s rewrites
+    (off for per-layer profiling, which needs one submodule per ONNX node)."""
     torch = import_torch()
     if precision is Precision.FP8:
         from .torch_fp8 import fp8_module, mlp_chain
 
         module = fp8_module(mlp_chain(proto), torch).eval().to(device)
     else:
-        module = to_torch_module(proto)
+        module = to_torch_module(proto, fuse=fuse)
         if bake:
             from .torch_static import bake_constant_arguments
 
@@ -776,82 +812,6 @@ def module_from_proto(proto: Any, precision: Precision, *, converted: bool = Fal
     if device == "cuda":
         torch.cuda.synchronize()
     return module
-
-
-class FixedShapeModules:
-    """The modules of an engine built at fixed shapes (``build_fixed``; one ``torch_artifact.FixedEntry``
-    per batch size), for a runner: ``module_for(shapes)`` loads the module folded at exactly these
-    input shapes — its saved ``torch.export`` program, else its folded graph converted — and, for shapes
-    the engine was not built at, the unfolded graph (``model.onnx``) converted, as an engine without
-    fixed shapes loads. Each is loaded when a runner first meets its shapes (a measurement load runs
-    one batch size); the runner keeps one at a time."""
-
-    def __init__(self, artifact: Path, saved: torch_artifact.TorchArtifact, precision: Precision, *, converted: bool,
-                 memory_format: str, device: str) -> None:
-        self.artifact = Path(artifact)
-        self.saved = saved
-        self.precision = precision
-        self.converted = converted
-        self.memory_format = memory_format
-        self.device = device
-        self.entries = {e.key: e for e in saved.fixed}
-        self._base: Any = None
-        self.nhwc_inputs = (frozenset(conv_fed_inputs(self.base())) if memory_format == CHANNELS_LAST
-                            else frozenset())
-
-    @property
-    def batches(self) -> list[int]:
-        return sorted(e.batch for e in self.saved.fixed)
-
-    def base(self) -> Any:
-        """The unfolded graph (parsed once)."""
-        if self._base is None:
-            self._base = onnx_proto(self.saved.onnx_bytes, self.artifact)
-        return self._base
-
-    def graph(self, entry: torch_artifact.FixedEntry) -> Any:
-        """The folded graph of ``entry``, with the initializers it shares with the unfolded one."""
-        proto = onnx_proto(torch_artifact.read_member(self.artifact, entry.onnx_member), self.artifact)
-        return torch_artifact.attach_shared(proto, self.base(), entry.shared, self.artifact)
-
-    def convert(self, proto: Any, bake: bool) -> Any:
-        return module_from_proto(proto, self.precision, converted=self.converted, memory_format=self.memory_format,
-                                 device=self.device, bake=bake)
-
-    def module_for(self, shapes: Mapping[str, Any]) -> tuple[Any, str, Any, int | None]:
-        """(module, how it was loaded, a converter of the same graph for per-layer profiling or None,
-        the batch size it was fixed at or None) for these input shapes."""
-        entry = self.entries.get(torch_artifact.shapes_key(shapes))
-        if entry is None:
-            built = ", ".join(map(str, self.batches))
-            try:
-                module = self.convert(self.base(), bake=False)
-            except BuildFailed as err:  # an If on a size, say: only the folded graphs convert
-                raise BadModel(f"this torch engine was built at fixed shapes for batch {built}; the unfolded graph, "
-                               f"which other shapes need, does not convert ({err.message}): build it at this "
-                               "batch size (--batch-sizes)", path=self.artifact) from err
-            why = f"no fixed-shape module for these shapes: the engine has batch {built}"
-            return module, f"{torch_artifact.LOADED_CONVERTED} ({why})", None, None
-
-        def from_graph() -> Any:
-            return self.convert(self.graph(entry), bake=True)
-
-        if entry.exported_member is None:
-            return from_graph(), torch_artifact.LOADED_CONVERTED, None, entry.batch
-        torch = import_torch()
-        try:
-            data = torch_artifact.read_member(self.artifact, entry.exported_member)
-            module = torch_artifact.exported_module(torch, data, self.artifact).to(self.device)
-        except BadModel:
-            raise
-        except Exception as err:  # noqa: BLE001 - a program this torch cannot read: convert instead, said
-            return (from_graph(), f"{torch_artifact.LOADED_CONVERTED} (the saved program did not load: {first_line(err)})",
-                    None, entry.batch)
-        if self.memory_format == CHANNELS_LAST:
-            module = module.to(memory_format=torch.channels_last)
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        return module, torch_artifact.LOADED_EXPORTED, from_graph, entry.batch
 
 
 def _version(package: str) -> str | None:

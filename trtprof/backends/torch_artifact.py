@@ -23,7 +23,7 @@ each batch size of the engine, and each batch size gets its own module: ``fixed/
 folded graph, without the initializers it shares byte for byte with ``model.onnx``: they are named in
 the manifest and put back when it is read) and ``fixed/b<N>/exported.pt2`` (its program, exported with
 every dim static). The manifest's ``fixed`` lists them (batch, input shapes, members, note); a runner
-loads the one whose input shapes it meets (``backends.torch.FixedShapeModules``), and converts
+loads the one whose input shapes it meets (``backends.torch_fixed.FixedShapeModules``), and converts
 ``model.onnx`` (the unfolded graph) for any other shapes.
 
 No unpickling: ``torch.export.load`` unpickles tensors its archive marks ``use_pickle`` (tensor

@@ -12,6 +12,7 @@ import types
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from .torch_fuse import fuse_module
 from ..errors import BadModel, BuildFailed, MissingDependency, TrtprofError
 from ..spec import Precision
 from .torch_artifact import first_line
@@ -179,16 +180,20 @@ def explicit_cumsum_direction(model: "onnx.ModelProto") -> int:
     return mended
 
 
-def to_torch_module(model: "onnx.ModelProto") -> Any:
+def to_torch_module(model: "onnx.ModelProto", *, fuse: bool = True) -> Any:
     """onnx2torch conversion (CPU, float32), with its failures as BuildFailed naming the op: any
     exception of the converter (NotImplementedError, KeyError, ValueError, AssertionError, ...) is a
     model it cannot convert, said in one line. CumSum's direction is written out first
-    (``explicit_cumsum_direction``: the graph is changed in place, its meaning is not)."""
+    (``explicit_cumsum_direction``: the graph is changed in place, its meaning is not); the kernels the
+    export took apart are put back (``torch_fuse``: Linear, GELU; ``fuse=False``: not, for training, which
+    trains the initializers, and per-layer profiles, which need a submodule per node), counted in
+    ``module.trtprof_fusions``."""
     onnx2torch = import_onnx2torch()
     explicit_cumsum_direction(model)
     try:
         module = onnx2torch.convert(model)
         mend_flatten(module)
+        module.trtprof_fusions = fuse_module(module) if fuse else {}
         return module
     except TrtprofError:
         raise

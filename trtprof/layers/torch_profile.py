@@ -280,7 +280,7 @@ def onnx_node_labels(onnx_model: Any) -> tuple[dict[str, str], dict[str, str], l
 def per_node_module(runner: Any) -> Any:
     """The runner's module as onnx2torch converts it, one submodule per ONNX node: a runner loaded from
     a saved ``torch.export`` program (one flat graph of ATen ops) swaps to the conversion first."""
-    swap = getattr(runner, "use_converted_module", None)
+    swap = getattr(runner, "use_per_node_module", None)
     if swap is not None:
         swap("per-layer ranges need one submodule per ONNX node")
     return runner.module

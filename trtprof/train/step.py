@@ -149,7 +149,7 @@ def load_module(model: Path, proto: Any = None) -> tuple[Any, tuple[TensorSpec, 
         proto = load_onnx(Path(model))
     info = describe(proto, Path(model))
     fold_identity_initializers(proto)
-    module = to_torch_module(proto).float().train()
+    module = to_torch_module(proto, fuse=False).float().train()  # its initializers are what trains
     params = [p for p in module.parameters() if p.requires_grad]
     if not params:
         raise BadModel("the model has no trainable weights after conversion (nothing to train)", path=model)
