@@ -1,6 +1,6 @@
 """The modules of a torch engine built at fixed shapes (``backends.torch.build_fixed``), for its runner:
 one folded module per batch size, loaded when a runner first meets its shapes (moved out of
-``backends.torch`` to keep that module within its length)."""
+``backends.torch`` to keep that module within its length; the conversion it calls is ``torch_module``'s)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from ..errors import BadModel, BuildFailed
 from ..spec import Precision
 from . import torch_artifact
-from .torch import CHANNELS_LAST, conv_fed_inputs, module_from_proto, onnx_proto
+from .torch_module import CHANNELS_LAST, conv_fed_inputs, module_from_proto, onnx_proto
 from .torch_artifact import first_line
 from .torch_convert import import_torch
 
