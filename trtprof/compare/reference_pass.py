@@ -58,7 +58,7 @@ def range_deadline(options: Any, say: Callable[[str], None] | None) -> fp16range
 
 def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options: Any, model: Any,
                 pool: Any, say: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The fields of ``core.Reference`` from load 0's worker (``pool``): its arms' facts; the FP16 range
+    """The fields of ``measuring.Reference`` from load 0's worker (``pool``): its arms' facts; the FP16 range
     analysis (when a candidate is fp16) here, on the smallest batch size's inputs made from the same
     seed, while the other workers are still starting; then the accuracy pass, alone once they have
     all loaded their engines (``WorkerPool.outputs`` says why). No engine is loaded here."""
