@@ -10,7 +10,7 @@ from .comparison import Comparison
 from .measuring import Measured, Reference, candidate_accuracy
 from .options import CompareOptions
 from ..diagnose.findings import Finding
-from ..diagnose.rules import diagnose
+from ..diagnose.rules import PairEvidence, diagnose
 from ..engines.cache import EngineRecord
 from ..errors import TrtprofError
 from ..layers.profile import ProfileRun, graph_facts, profile_records
@@ -71,9 +71,9 @@ def analyse_pair(batch: int, cand: str, measured: Measured, reference: Reference
             roof[side] = {**achieved(cost, result.stats[stage].p50, peak, result.precision), "timed_stage": stage,
                           "flops_by_op": cost.flops_by_op, "counted_ops": list(cost.counted_ops)}
     rates = peak.rates if peak is not None else None
-    findings = diagnose(base_result, cand_result, series=evidence.series, rates=rates, speedup=speed.estimate,
-                        roofline=roof.get("candidate"), device_kind=reference.devices.get(cand),
-                        layers=evidence.tables.get(batch), graph=evidence.graphs.get(batch))
+    findings = diagnose(base_result, cand_result, PairEvidence(
+        series=evidence.series, rates=rates, speedup=speed.estimate, roofline=roof.get("candidate"),
+        device_kind=reference.devices.get(cand), layers=evidence.tables.get(batch), graph=evidence.graphs.get(batch)))
     if acc.flagged:
         msg = (f"{cand} produced {acc.nonfinite} non-finite output values (inf/NaN) at batch {batch} where "
                f"{baseline} is finite: FP16 overflow (max 65504); keep the overflowing layers in FP32 "

@@ -41,17 +41,9 @@ from ..schemas import COMPARE as SCHEMA
 from ..stats.speedup import CONFIDENCE, ENGINE_METHOD, METHOD
 from ..system.noise import cpu_state
 from ..system.validity import merge as merge_validity
-from .analysis import ELEMENT_BYTES, Evidence, analyse, analyse_pair, compare_timeline  # noqa: F401 - re-exported
+from .analysis import analyse, compare_timeline
 from .comparison import Comparison
-from .measuring import (  # noqa: F401 - re-exported
-    Measured,
-    Reference,
-    accuracy_of,
-    load_reference,
-    measure,
-    measure_warnings,
-    start_and_load,
-)
+from .measuring import load_reference, measure, measure_warnings, start_and_load  # noqa: F401 - load_reference re-exported
 from .options import (  # noqa: F401 - re-exported
     ISOLATION_IN_PROCESS,
     ISOLATION_PROCESS,
