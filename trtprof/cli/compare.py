@@ -286,13 +286,17 @@ def print_accuracy_legend() -> None:
 
 
 def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tuple[int, ...], serving,
-                report: cmp.CompareReport) -> None:
-    """After the verdicts: the --concurrency sweep of the same engines (already built, so resolving
-    them again is a cache hit) and, with --slo-ms, the throughput-at-target verdicts."""
+                report: cmp.CompareReport, built: Mapping[str, Any]) -> None:
+    """After the verdicts: the --concurrency sweep of the same engines (``built``: precision → the record
+    compare built or found for the model, so the model is not read again; from an engines dir, resolved
+    again from it) and, with --slo-ms, the throughput-at-target verdicts."""
     from ..serving.sweep import sweep_records
 
-    settings = BuildSettings(shapes=_common.shapes(args), engines_dir=Path(args.engines), backend=args.backend)
-    records, _, sizes = cmp.resolve_records(args.model[0], precisions, sizes, settings)
+    if built:
+        records, sizes = built, tuple(sizes) or (1,)  # as resolve_records sizes a model's build
+    else:
+        settings = BuildSettings(shapes=_common.shapes(args), engines_dir=Path(args.engines), backend=args.backend)
+        records, _, sizes = cmp.resolve_records(args.model[0], precisions, sizes, settings)
     arms = {label: records[str(p)] for label, p in zip(cmp.arm_labels(precisions), precisions)}
     on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
     try:
@@ -338,7 +342,8 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
             layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
         )  # compare_model and the A/B leave the engine builds out of the budget
-        hooks = run_hooks(args, plan)
+        built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
+        hooks = run_hooks(args, plan, built)
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):
             if is_ab:
@@ -348,7 +353,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
                 report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
                                            backend=args.backend, hooks=hooks)
     if serving is not None and not report.interrupted and not report.lost:
-        run_serving(args, precisions, sizes, serving, report)
+        run_serving(args, precisions, sizes, serving, report, built)
     report.seal()  # the printed result and the saved JSON are one value from here on
     data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
     print_results(args, data, report)
@@ -358,11 +363,11 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     return exit_status(args, data, report)
 
 
-def run_hooks(args: argparse.Namespace, plan: RoundPlan) -> cmp.CompareHooks:
+def run_hooks(args: argparse.Namespace, plan: RoundPlan, built: dict[str, Any]) -> cmp.CompareHooks:
     """What a compare prints while it runs: the launch line once, before the first build or measurement
-    says anything; each engine built or found; each batch size's budget, looks of the stopping rule
-    (stderr) and verdict; one-off notes (stderr) and the start-up's parts (stdout, as the build's lines:
-    stderr before a bad input's error stays that one line)."""
+    says anything; each engine built or found (kept in ``built`` by precision); each batch size's budget,
+    looks of the stopping rule (stderr) and verdict; one-off notes (stderr) and the start-up's parts
+    (stdout, as the build's lines: stderr before a bad input's error stays that one line)."""
     launch = [_common.launch_line(args)]  # printed once, before the first build or measurement says anything
 
     def announce() -> None:
@@ -391,6 +396,7 @@ def run_hooks(args: argparse.Namespace, plan: RoundPlan) -> cmp.CompareHooks:
     def on_built(outcome: Any) -> None:  # compare_model and the A/B leave the builds out of the budget
         announce()
         print_outcome(outcome)
+        built[outcome.record.precision] = outcome.record
 
     def on_budget(batch: int, line: str) -> None:  # before the batch size's rounds (BatchWindow.fitted)
         announce()
