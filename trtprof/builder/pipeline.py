@@ -40,28 +40,28 @@ FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
 RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION, LAYOUT_OPTION)
 
 
-def key_spec(spec: BuildSpec, model: Any = None) -> BuildSpec:
-    """The part of ``spec`` that changes the artifact, for the cache key; ``model`` (the ONNX proto the
-    engine is built from) tells whether a fixed-shape backend folds it at each batch size."""
+def key_spec(spec: BuildSpec, proto: Any = None) -> BuildSpec:
+    """The part of ``spec`` that changes the artifact, for the cache key; ``proto`` (the ONNX graph the
+    engine is built from, ``OnnxModel.proto``) tells whether a fixed-shape backend folds it at each batch size."""
     caps = backends.capabilities(spec.backend)
     if caps.batch_independent:
         # the calibration (int8/fp8) changes the artifact too; its batch is recorded among its options
         kept = tuple((k, v) for k, v in spec.options
                      if k in FP16_KEEP_OPTIONS or k in RUNNER_OPTIONS or k.startswith("calibration"))
-        batches = spec.batch_sizes if caps.fixed_shapes and folds_at_each_batch(spec, model) else ()
+        batches = spec.batch_sizes if caps.fixed_shapes and folds_at_each_batch(spec, proto) else ()
         return dataclasses.replace(spec, batch_sizes=batches, options=kept)
     return spec
 
 
-def folds_at_each_batch(spec: BuildSpec, model: Any) -> bool:
-    """Does a fixed-shape backend build ``model`` at each batch size (its graph has shape arithmetic on a
-    dynamic input; fp8's module is rebuilt from the MLP chain, unfolded)? Without a model, no: the key of
-    a batch-independent engine (``build_one`` always passes the model it builds from)."""
-    if spec.precision is Precision.FP8 or model is None:
+def folds_at_each_batch(spec: BuildSpec, proto: Any) -> bool:
+    """Does a fixed-shape backend build the graph ``proto`` at each batch size (it has shape arithmetic on a
+    dynamic input; fp8's module is rebuilt from the MLP chain, unfolded)? Without a graph, no: the key of
+    a batch-independent engine (``build_one`` always passes the graph it builds from)."""
+    if spec.precision is Precision.FP8 or proto is None:
         return False
     from ..convert.fixed_shapes import has_shape_arithmetic
 
-    return has_shape_arithmetic(model)
+    return has_shape_arithmetic(proto)
 
 
 @dataclass
@@ -330,12 +330,12 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
     return BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started, model=model)
 
 
-def as_named(record: EngineRecord, stem_name: str, model: Path) -> EngineRecord:
-    """A cache hit served for a renamed copy of the model it was built from (same bytes, same key) is
-    reported under this model's name, in memory (the entry on disk keeps its own): was the first name."""
+def as_named(record: EngineRecord, stem_name: str, path: Path) -> EngineRecord:
+    """A cache hit served for a renamed copy (the user's file ``path``) of the model it was built from (same
+    bytes, same key) is reported under this name, in memory (the entry on disk keeps its own): was the first name."""
     if record.model == stem_name:
         return record
-    return dataclasses.replace(record, model=stem_name, model_path=str(model.resolve()))
+    return dataclasses.replace(record, model=stem_name, model_path=str(path.resolve()))
 
 
 def range_metadata(analysis: Any, data: Any) -> dict[str, Any]:

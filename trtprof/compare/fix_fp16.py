@@ -83,13 +83,13 @@ class BuildLimit(Exception):
     """``max_builds`` evaluations done."""
 
 
-def candidate_nodes(model: Any) -> list[str]:
-    """Nodes a keep-list may name, in graph (topological) order: trtprof's names for them
-    (``prepare_for_fp16``), without Constants and trtprof's own output Identities."""
+def candidate_nodes(proto: Any) -> list[str]:
+    """Nodes of the graph ``proto`` a keep-list may name, in graph (topological) order: trtprof's names for
+    them (``prepare_for_fp16``), without Constants and trtprof's own output Identities."""
     from ..convert.fp16 import prepare_for_fp16
     from ..convert.fp16_fixes import DETACH_NODE_PREFIX
 
-    prepared, _ = prepare_for_fp16(model)
+    prepared, _ = prepare_for_fp16(proto)
     return [n.name for n in prepared.graph.node
             if n.op_type != "Constant" and not n.name.startswith(DETACH_NODE_PREFIX)]
 
@@ -158,9 +158,9 @@ def _trial(evaluate: Callable[[Sequence[str]], Any], stage: str, keep: tuple[str
 # ---------------------------------------------------------------------------------------------
 
 
-def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[str, np.ndarray]],
+def emulated_outputs(proto: Any, keep: Sequence[str], batches: Sequence[Mapping[str, np.ndarray]],
                      samples: int | None, batch_size: int) -> dict[str, np.ndarray]:
-    """The FP16 graph keeping ``keep`` in FP32, run with numpy float16 arithmetic (onnx.reference)
+    """The FP16 graph of ``proto`` keeping ``keep`` in FP32, run with numpy float16 arithmetic (onnx.reference)
     on every batch; outputs joined as the reference's are (``user_inputs.join_batches``: along dim 0,
     trimmed to ``samples``, where dim 0 is the batch), one batch of random inputs (``samples`` None) as
     it came (a rank-0 output stays one)."""
@@ -171,11 +171,11 @@ def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[
     from ..convert.fp16range import build_error
     from ..model.user_inputs import join_batches
 
-    error = build_error(model, keep)
+    error = build_error(proto, keep)
     if error:
         raise BuildFailed(f"the FP16 graph keeping {len(keep)} node(s) in FP32 does not build: {error}")
-    evaluator = ReferenceEvaluator(convert_fp16(model, keep_fp32_nodes=keep).model)
-    names = [o.name for o in model.graph.output]
+    evaluator = ReferenceEvaluator(convert_fp16(proto, keep_fp32_nodes=keep).model)
+    names = [o.name for o in proto.graph.output]
     parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for feeds in batches:
