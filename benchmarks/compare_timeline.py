@@ -33,6 +33,7 @@ import trtprof.cli as cli  # noqa: E402
 from trtprof.compare import ab
 from trtprof.measure import interleave, workers  # noqa: E402
 from trtprof.compare import core as cmp  # noqa: E402
+from trtprof.compare import measuring  # noqa: E402
 from trtprof.cli import _common  # noqa: E402
 from trtprof.cli import compare as cli_compare  # noqa: E402
 
@@ -53,8 +54,10 @@ def wrap(owner, name: str) -> None:
     setattr(owner, name, timed)
 
 
-for owner, name in [(cmp, "resolve_records"), (ab, "resolve_records"), (cmp, "compare_records"), (cmp, "load_reference"),
-                    (cmp, "preload_analysis"), (cmp, "measure"), (cmp, "run_interleaved"), (cmp, "analyse"),
+# each name wrapped where its caller looks it up (compare.core calls the phases; compare.measuring the loop)
+for owner, name in [(cmp, "resolve_records"), (ab, "resolve_records"), (cmp, "compare_records"),
+                    (measuring, "load_reference"), (measuring, "preload_analysis"), (cmp, "measure"),
+                    (measuring, "run_interleaved"), (cmp, "analyse"),
                     (cmp, "collect"), (_common, "write_compare_outputs"), (cli_compare, "print_comparison"),
                     (workers.WorkerPool, "spawn"), (workers.WorkerPool, "start"), (workers.WorkerPool, "close"),
                     # the accuracy pass by load 0's worker (issue 33; absent before it: skipped)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from trtprof.builder.pipeline import BuildSettings  # noqa: E402
 from trtprof.compare.core import resolve_records  # noqa: E402
 from trtprof.layers import timeline as tl  # noqa: E402
 from trtprof.layers.profile import engine_feeds  # noqa: E402
@@ -53,8 +54,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     precisions = [Precision.parse(p) for p in args.precisions.split(",")]
-    records, _, _ = resolve_records(args.model, precisions, (args.batch_size,), engines_dir=args.engines,
-                                    backend=args.backend)
+    records, _, _ = resolve_records(args.model, precisions, (args.batch_size,),
+                                    BuildSettings(engines_dir=args.engines, backend=args.backend))
     rows = {}
     for name, record in records.items():
         tl.record_timeline(record, args.batch_size, cuda_graph=args.cuda_graph)  # imports and first-call costs once

@@ -80,7 +80,7 @@ def test_gpu_shaped_samples_flow_into_diagnosis_roofline_and_json(conv_model, tm
     # in-process loads: the fakes are monkeypatched into this process, a worker process would not see them
     options = cmp.CompareOptions(plan=RoundPlan(time_budget_s=0.0, round_iterations=50),
                                  isolation=cmp.ISOLATION_IN_PROCESS)
-    report = cmp.compare_records(records, [1, 2], options, source=conv_model)
+    report = cmp.compare_records(records, [1, 2], options, model=outcomes[0].model)
     data = json.loads(json.dumps(report.to_json()))
     assert data["device_peak"]["compute_capability"] == "9.0"
     for c in data["comparisons"]:

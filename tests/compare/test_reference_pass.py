@@ -32,7 +32,7 @@ def arms(conv_model, tmp_path):
 
     built = build_engines(conv_model, [Precision.FP32, Precision.FP16], [1, 4],
                           settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
-    return {o.record.precision: o.record for o in built}, built[0].source
+    return {o.record.precision: o.record for o in built}, built[0].model
 
 
 def test_the_workers_reference_is_the_parents(arms):
@@ -70,7 +70,7 @@ def test_compare_gives_the_same_accuracy_verdict_with_and_without_workers(arms, 
     for isolation in (cmp.ISOLATION_IN_PROCESS, cmp.ISOLATION_PROCESS):
         loaded.clear()
         reports[isolation] = cmp.compare_records(records, [1, 4], cmp.CompareOptions(plan=TINY, isolation=isolation),
-                                                 source=model).to_json()
+                                                 model=model).to_json()
         if isolation == cmp.ISOLATION_PROCESS:
             assert loaded == []  # the workers load their engines in their own processes
         else:

@@ -146,7 +146,7 @@ def test_unstable_clocks_from_nvml_state_and_compute_cv():
 def test_diagnose_collects_only_rules_with_evidence():
     base = crafted("fp32", compute_ms=1.0, h2d_ms=0.1, d2h_ms=0.1, metadata={"tf32": False})
     cand = crafted("fp16", compute_ms=0.3, h2d_ms=0.2, d2h_ms=0.2)
-    rules = [f.rule for f in dg.diagnose(base, cand, rates=PEAKS["9.0"], speedup=1.5)]
+    rules = [f.rule for f in dg.diagnose(base, cand, dg.PairEvidence(rates=PEAKS["9.0"], speedup=1.5))]
     assert rules == ["transfer_bound", "tf32", "hardware"]
     assert dg.diagnose(crafted("fp32"), crafted("fp16")) == []
 
@@ -166,7 +166,7 @@ def test_int8_not_faster_names_the_fp32_nodes_between_qdq():
     assert "18 run FP32 between DequantizeLinear and QuantizeLinear (Add×16, BatchNormalization×2)" in f.message
     assert "80 Q/DQ conversion nodes" in f.message and f.evidence["node_precision"]["fp32"]["Add"] == 16
     assert any(x.rule == "int8_not_faster" for x in dg.diagnose(crafted("fp32", backend="onnxruntime"),
-                                                                  _int8(census), speedup=1 / 2.3))
+                                                                  _int8(census), dg.PairEvidence(speedup=1 / 2.3)))
 
 
 def test_int8_not_faster_threshold_and_silence():

@@ -226,7 +226,7 @@ def test_diagnose_runs_the_layer_rules_when_given_a_layer_table():
 
     layers = table({"conv": 1.0}, {"conv": 0.5, "cast": 0.5}, {"cast": "cast"})
     rules = [f.rule for f in dg.diagnose(crafted("fp32", compute_ms=1.0), crafted("fp16", compute_ms=1.0),
-                                         layers=layers, device_kind="cuda")]
+                                         dg.PairEvidence(layers=layers, device_kind="cuda"))]
     assert "cast_reformat" in rules
     assert "cast_reformat" not in [f.rule for f in dg.diagnose(crafted("fp32", compute_ms=1.0),
                                                                crafted("fp16", compute_ms=1.0))]

@@ -166,14 +166,15 @@ def test_the_unsearched_cudnn_mode(mode, fires):
 def test_every_finding_names_the_recorded_search_mode_and_diagnose_assembles_them():
     why = "all compute graph nodes have not been partitioned to the CUDAExecutionProvider"
     base, cand = result("fp32", mode="eager", capture_failed=why), result("fp16", mode="eager", capture_failed=why)
-    found = dg.diagnose(base, cand, layers=table(with_shape_nodes(2, 2)), graph=GRAPH, device_kind="cuda", speedup=1.1)
+    found = dg.diagnose(base, cand, dg.PairEvidence(layers=table(with_shape_nodes(2, 2)), graph=GRAPH, device_kind="cuda",
+                                                      speedup=1.1))
     by_rule = {f.rule: f for f in found}
     assert {"ort_cpu_nodes", "ort_nchw", "ort_graph_refused"} <= set(by_rule)
     assert all(by_rule[r].evidence["cudnn_conv_algo_search"] == "EXHAUSTIVE"
                for r in ("ort_cpu_nodes", "ort_nchw", "ort_graph_refused"))
     # the same results on the CPU onnxruntime backend: none of these rules speak
     cpu = [result(p, backend="onnxruntime", mode="eager", capture_failed=why) for p in ("fp32", "fp16")]
-    found = dg.diagnose(*cpu, layers=table(with_shape_nodes(2, 2), backend="onnxruntime"), graph=GRAPH)
+    found = dg.diagnose(*cpu, dg.PairEvidence(layers=table(with_shape_nodes(2, 2), backend="onnxruntime"), graph=GRAPH))
     assert not {f.rule for f in found} & {"ort_cpu_nodes", "ort_nchw", "ort_graph_refused", "ort_cudnn_search"}
 
 

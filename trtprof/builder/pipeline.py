@@ -40,28 +40,28 @@ FP16_KEEP_OPTIONS = ("layer_precisions", "keep_fp32_ops")
 RUNNER_OPTIONS = (MEMORY_FORMAT_OPTION, LAYOUT_OPTION)
 
 
-def key_spec(spec: BuildSpec, model: Any = None) -> BuildSpec:
-    """The part of ``spec`` that changes the artifact, for the cache key; ``model`` (the ONNX proto the
-    engine is built from) tells whether a fixed-shape backend folds it at each batch size."""
+def key_spec(spec: BuildSpec, proto: Any = None) -> BuildSpec:
+    """The part of ``spec`` that changes the artifact, for the cache key; ``proto`` (the ONNX graph the
+    engine is built from, ``OnnxModel.proto``) tells whether a fixed-shape backend folds it at each batch size."""
     caps = backends.capabilities(spec.backend)
     if caps.batch_independent:
         # the calibration (int8/fp8) changes the artifact too; its batch is recorded among its options
         kept = tuple((k, v) for k, v in spec.options
                      if k in FP16_KEEP_OPTIONS or k in RUNNER_OPTIONS or k.startswith("calibration"))
-        batches = spec.batch_sizes if caps.fixed_shapes and folds_at_each_batch(spec, model) else ()
+        batches = spec.batch_sizes if caps.fixed_shapes and folds_at_each_batch(spec, proto) else ()
         return dataclasses.replace(spec, batch_sizes=batches, options=kept)
     return spec
 
 
-def folds_at_each_batch(spec: BuildSpec, model: Any) -> bool:
-    """Does a fixed-shape backend build ``model`` at each batch size (its graph has shape arithmetic on a
-    dynamic input; fp8's module is rebuilt from the MLP chain, unfolded)? Without a model, no: the key of
-    a batch-independent engine (``build_one`` always passes the model it builds from)."""
-    if spec.precision is Precision.FP8 or model is None:
+def folds_at_each_batch(spec: BuildSpec, proto: Any) -> bool:
+    """Does a fixed-shape backend build the graph ``proto`` at each batch size (it has shape arithmetic on a
+    dynamic input; fp8's module is rebuilt from the MLP chain, unfolded)? Without a graph, no: the key of
+    a batch-independent engine (``build_one`` always passes the graph it builds from)."""
+    if spec.precision is Precision.FP8 or proto is None:
         return False
     from ..convert.fixed_shapes import has_shape_arithmetic
 
-    return has_shape_arithmetic(model)
+    return has_shape_arithmetic(proto)
 
 
 @dataclass
@@ -69,7 +69,7 @@ class BuildOutcome:
     record: EngineRecord
     built: bool  # False: cache hit
     seconds: float  # wall time of this call for this engine (lookup or build)
-    source: OnnxModel | None = None  # the ONNX model it was built from, read once (compare hands it on)
+    model: OnnxModel  # the ONNX model it was built from, read once (compare hands it on)
 
     @property
     def status(self) -> str:
@@ -160,8 +160,20 @@ class BuildSettings:
     data: Any = None
 
 
+def load_model(path: Path, settings: BuildSettings = BuildSettings(), *,
+               on_convert: Callable[[Any], None] | None = None) -> OnnxModel:
+    """The user's model file read once: an ONNX file as it is, a TensorFlow model converted first (cached
+    by content in ``settings.engines_dir``, with ``settings.check`` and ``settings.convert_options``;
+    ``on_convert`` hears it), its ``origin`` then the TensorFlow path the engines are named after."""
+    path = Path(path)
+    onnx_path = as_onnx(path, Path(settings.engines_dir), check=settings.check, on_convert=on_convert,
+                        **(settings.convert_options or {}))
+    model = OnnxModel.load(onnx_path)
+    return model if onnx_path == path else dataclasses.replace(model, origin=path)
+
+
 def build_engines(
-    model: Path,
+    path: Path,
     precisions: Sequence[Precision],
     batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
     settings: BuildSettings = BuildSettings(),
@@ -170,23 +182,50 @@ def build_engines(
     on_done: Callable[[BuildOutcome], None] | None = None,
     on_source: Callable[[OnnxModel], None] | None = None,
 ) -> list[BuildOutcome]:
-    """Build (or find in the cache) one engine per precision.
+    """Build (or find in the cache) one engine per precision of the user's model file ``path`` (ONNX or
+    TensorFlow): the backend and every precision are checked first, then the file is read once
+    (``load_model``; ``on_convert`` hears a TensorFlow conversion) and ``build_model_engines`` builds from
+    that ``OnnxModel`` (``on_done``, ``on_source``: as there)."""
+    checked = _checked(settings, precisions)  # before any file is read: a bad backend or precision says so first
+    model = load_model(path, settings, on_convert=on_convert)
+    return _build_all(model, checked, batch_sizes, settings, on_done, on_source)
+
+
+def build_model_engines(
+    model: OnnxModel,
+    precisions: Sequence[Precision],
+    batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES,
+    settings: BuildSettings = BuildSettings(),
+    *,
+    on_done: Callable[[BuildOutcome], None] | None = None,
+    on_source: Callable[[OnnxModel], None] | None = None,
+) -> list[BuildOutcome]:
+    """Build (or find in the cache) one engine per precision of ``model`` (read once: ``load_model``).
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
-    ``on_convert`` hears a TensorFlow conversion, ``on_done`` each engine built or found; ``on_source``
-    gets the model read once, after those checks and before any engine is built or looked up (compare's
-    memory preflight: a compare that cannot fit is refused before it builds)."""
+    ``on_done`` hears each engine built or found; ``on_source`` gets the model after those checks and
+    before any engine is built or looked up (compare's memory preflight: a compare that cannot fit is
+    refused before it builds)."""
+    return _build_all(model, _checked(settings, precisions), batch_sizes, settings, on_done, on_source)
+
+
+def _checked(settings: BuildSettings, precisions: Sequence[Precision]) -> tuple[Any, list[Precision], Any]:
+    """(the backend, the precisions without repeats (FP32 when none), its options as it normalizes them),
+    every precision checked against the backend."""
     impl = backends.resolve_for_build(settings.backend)
     precisions = list(dict.fromkeys(precisions)) or [Precision.FP32]
-    options = _checked_options(impl, settings, precisions)
-    onnx_path = as_onnx(Path(model), Path(settings.engines_dir), check=settings.check, on_convert=on_convert,
-                        **(settings.convert_options or {}))
-    source = OnnxModel.load(onnx_path)  # read once: the cache key's hash, the checks, the FP16 range analysis
-    info = source.info
-    _check_request(source, precisions, batch_sizes, settings, options)
+    return impl, precisions, _checked_options(impl, settings, precisions)
+
+
+def _build_all(model: OnnxModel, checked: tuple[Any, list[Precision], Any], batch_sizes: Sequence[int],
+               settings: BuildSettings, on_done: Callable[[BuildOutcome], None] | None,
+               on_source: Callable[[OnnxModel], None] | None) -> list[BuildOutcome]:
+    impl, precisions, options = checked
+    info = model.info
+    _check_request(model, precisions, batch_sizes, settings, options)
     if on_source is not None:
-        on_source(source)
+        on_source(model)
     environment = impl.environment()
     cache = EngineCache(Path(settings.engines_dir))
     outcomes = []
@@ -201,8 +240,7 @@ def build_engines(
                      {k: v for k, v in (options or {}).items() if k not in FP16_KEEP_OPTIONS})
             | quantization_options(precision, batch=min(batch_sizes), data=settings.data),
         )
-        outcome = dataclasses.replace(build_one(impl, cache, environment, spec, Path(model), source, settings),
-                                      source=source)
+        outcome = build_one(impl, cache, environment, spec, model, settings)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
@@ -223,11 +261,11 @@ def _checked_options(impl: Any, settings: BuildSettings, precisions: Sequence[Pr
     return options
 
 
-def _check_request(source: OnnxModel, precisions: Sequence[Precision], batch_sizes: Sequence[int],
+def _check_request(model: OnnxModel, precisions: Sequence[Precision], batch_sizes: Sequence[int],
                    settings: BuildSettings, options: Mapping[str, Any] | None) -> None:
     """What can be checked against the model before any engine is built: the user's inputs, every batch
     size's shapes, the FP16 range analysis' memory, FP16-only options without an FP16 build."""
-    onnx_path, info = source.path, source.info
+    onnx_path, info = model.path, model.info
     if settings.data is not None:
         settings.data.check(info.inputs, model_path=str(onnx_path))
         preflight.check_data_indices(onnx_path, settings.data)  # ids past an embedding: before any build
@@ -240,37 +278,38 @@ def _check_request(source: OnnxModel, precisions: Sequence[Precision], batch_siz
         raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in keep_options)} apply to --fp16 builds only")
 
 
-def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: BuildSpec, model: Path,
-              source: OnnxModel, settings: BuildSettings) -> BuildOutcome:
+def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: BuildSpec, model: OnnxModel,
+              settings: BuildSettings) -> BuildOutcome:
     """One engine: a cached engine whose batch profile covers ``spec`` (TensorRT), else the cache's
-    entry for the exact key, else a build (the backend reads ``source.path``: its build takes a file);
-    an FP16 build records the FP16 range analysis of ``source``'s graph."""
-    onnx_path, info = source.path, source.info
-    key = CacheKey.derive(key_spec(spec, source.proto), environment)
+    entry for the exact key, else a build (the backend reads ``model.path``: its build takes a file);
+    an FP16 build records the FP16 range analysis of ``model``'s graph. The engine is named after the
+    user's file (``model.origin``: a TensorFlow model's, else the ONNX file)."""
+    onnx_path, info, named = model.path, model.info, model.user_path
+    key = CacheKey.derive(key_spec(spec, model.proto), environment)
     started = time.perf_counter()
     covering = (None if settings.rebuild or backends.capabilities(spec.backend).batch_independent
                 else cache.find_covering(spec, environment))
-    stem_name = model.stem if model.is_file() else model.name
+    stem_name = named.stem if named.is_file() else named.name
     if covering is not None:
-        covering = range_for_these_inputs(as_named(covering, stem_name, model), onnx_path, info, spec, settings)
-        return BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started)
+        covering = range_for_these_inputs(as_named(covering, stem_name, named), model, spec, settings)
+        return BuildOutcome(record=covering, built=False, seconds=time.perf_counter() - started, model=model)
 
     def build(tmp: Path) -> EngineRecord:
         t0 = time.perf_counter()
-        model_memory.check_build(model_memory.weight_bytes(source.proto, onnx_path.parent),
+        model_memory.check_build(model_memory.weight_bytes(model.proto, onnx_path.parent),
                                  preflight.available_memory_bytes(), onnx_path.name)  # issue 36: before the build
         quantized = ({"calibration": calibration_feeds(info.inputs, spec, settings.data)}
                      if spec.option("calibration") else {})
         report = impl.build(onnx_path, spec, tmp, **quantized)
         if settings.range_check and spec.precision is Precision.FP16:
-            analysis = fp16range.for_build(source, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
+            analysis = fp16range.for_build(model, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
                                            data=settings.data)
             report.metadata.update(range_metadata(analysis, settings.data))
             report.notes.extend(analysis.lines())
         return EngineRecord(
             key=key.hexdigest,
             model=stem_name,
-            model_path=str(model.resolve()),
+            model_path=str(named.resolve()),
             spec=spec,
             environment=environment,
             artifact="",
@@ -287,16 +326,16 @@ def build_one(impl: Any, cache: EngineCache, environment: dict[str, Any], spec: 
         key, cache.entry_stem(stem_name, spec, key), impl.artifact_suffix, build, rebuild=settings.rebuild
     )
     if not built:  # the engine is the same, the inputs its analysis ran on may not be
-        record = range_for_these_inputs(as_named(record, stem_name, model), onnx_path, info, spec, settings)
-    return BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started)
+        record = range_for_these_inputs(as_named(record, stem_name, named), model, spec, settings)
+    return BuildOutcome(record=record, built=built, seconds=time.perf_counter() - started, model=model)
 
 
-def as_named(record: EngineRecord, stem_name: str, model: Path) -> EngineRecord:
-    """A cache hit served for a renamed copy of the model it was built from (same bytes, same key) is
-    reported under this model's name, in memory (the entry on disk keeps its own): was the first name."""
+def as_named(record: EngineRecord, stem_name: str, path: Path) -> EngineRecord:
+    """A cache hit served for a renamed copy (the user's file ``path``) of the model it was built from (same
+    bytes, same key) is reported under this name, in memory (the entry on disk keeps its own): was the first name."""
     if record.model == stem_name:
         return record
-    return dataclasses.replace(record, model=stem_name, model_path=str(model.resolve()))
+    return dataclasses.replace(record, model=stem_name, model_path=str(path.resolve()))
 
 
 def range_metadata(analysis: Any, data: Any) -> dict[str, Any]:
@@ -305,7 +344,7 @@ def range_metadata(analysis: Any, data: Any) -> dict[str, Any]:
             "fp16_range_lines": analysis.lines()}
 
 
-def range_for_these_inputs(record: EngineRecord, onnx_path: Path, info: Any, spec: BuildSpec,
+def range_for_these_inputs(record: EngineRecord, model: OnnxModel, spec: BuildSpec,
                            settings: BuildSettings) -> EngineRecord:
     """A cached FP16 engine whose range analysis ran on other inputs (another --inputs, or random ones)
     gets the analysis rerun on these, in memory (the cache entry keeps its own): its notes and metadata
@@ -314,7 +353,7 @@ def range_for_these_inputs(record: EngineRecord, onnx_path: Path, info: Any, spe
         return record
     if record.backend_metadata.get("fp16_range_inputs") == fp16range.inputs_key(settings.data):
         return record
-    analysis = fp16range.for_build(onnx_path, info.inputs, spec.min_batch, spec.shape_overrides(), spec,
+    analysis = fp16range.for_build(model, model.inputs, spec.min_batch, spec.shape_overrides(), spec,
                                    data=settings.data)
     old = record.backend_metadata.get("fp16_range_lines")
     if old is None:  # recorded before the key: its lines are the stored analysis's

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ..builder.pipeline import BuildSettings
 from ..compare import core as cmp
 from ..measure import workers
 from ..measure.budget import FEWER_LOADS_ENV, FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, TimeBudget, fewer_loads_allowed
@@ -55,6 +56,39 @@ def add_parser(sub) -> None:
                     "or within --target-ci or the time budget is spent; per batch size print the speedup with its "
                     "hierarchical CI, a verdict (faster, slower, equivalent, inconclusive), the accuracy delta and "
                     "the reasons. --precisions fp32,fp32 measures the noise floor (A/A).")
+    add_arm_args(p)
+    _common.add_shape_args(p, batch_default=None)
+    for action in p._actions:  # the shared help describes bench; say what compare does
+        if action.dest == "batch_sizes":
+            action.help = ("batch sizes, comma-separated (default: the batch a model fixes, else 1; the built sizes "
+                           "for an engines dir); two or more let the overhead-bound diagnosis fit latency vs batch")
+    p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
+    _common.add_backend_arg(p)
+    add_loop_args(p)
+    p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
+    p.add_argument("--md", action="store_true", help="also print the Markdown summary")
+    p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
+    _common.add_launch_args(p)
+    _common.add_autotune_arg(p)
+    p.add_argument("--layers", action="store_true",
+                   help="also profile every precision layer by layer (a separate run after the timing; "
+                        "as `trtprof profile`) and diagnose from the per-layer table")
+    _timeline.add_compare_args(p)
+    p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
+                   help="accuracy budget for the OK / DEGRADED / BROKEN verdict (default "
+                        f"{DEFAULT_BUDGET}; metrics: {', '.join(BUDGET_METRICS)}; see docs/accuracy.md)")
+    _common.add_inputs_arg(p, what="accuracy and the FP16 range analysis run on all its samples, timing on "
+                                   "the first batch")
+    p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
+    p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
+    _serving.add_serving_args(p)
+    _common.add_common_debug(p)
+    _common.add_force_arg(p)
+    p.set_defaults(func=run)
+
+
+def add_arm_args(p: argparse.ArgumentParser) -> None:
+    """What is compared: one model's precisions, or an A/B (two models, two backends, a what-if)."""
     p.add_argument("model", type=Path, nargs="+", metavar="MODEL_OR_ENGINES",
                    help="ONNX/TensorFlow model (missing engines are built), or an engines dir; two of them: an A/B "
                         "of the two (the first is the baseline; see docs/ab-and-what-if.md); or a results file of "
@@ -74,13 +108,11 @@ def add_parser(sub) -> None:
     p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16); the same precision twice (fp32,fp32) "
                         "is an A/A run: one engine loaded independently as two arms, the noise floor")
-    _common.add_shape_args(p, batch_default=None)
-    for action in p._actions:  # the shared help describes bench; say what compare does
-        if action.dest == "batch_sizes":
-            action.help = ("batch sizes, comma-separated (default: the batch a model fixes, else 1; the built sizes "
-                           "for an engines dir); two or more let the overhead-bound diagnosis fit latency vs batch")
-    p.add_argument("--engines", type=Path, default=Path("engines"), help="engine cache dir (default ./engines)")
-    _common.add_backend_arg(p)
+
+
+def add_loop_args(p: argparse.ArgumentParser) -> None:
+    """How the loads and rounds run and stop: the target CI, the margin of every verdict, the time
+    budget, the loads, where the workers run and how many iterations a round holds."""
     p.add_argument("--target-ci", type=_common.fraction, default=DEFAULT_TARGET_CI,
                    help=f"also stop when the speedup's CI half-width is within this fraction of it "
                         f"(default {DEFAULT_TARGET_CI})")
@@ -111,26 +143,6 @@ def add_parser(sub) -> None:
                         "(for backends that cannot be started in a subprocess; misses process-level variation)")
     p.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help=f"iterations per precision per round (default: about {DEFAULT_ROUND_S:g} s worth)")
-    p.add_argument("--out", type=Path, default=Path("compare.json"), help="JSON output (default compare.json)")
-    p.add_argument("--md", action="store_true", help="also print the Markdown summary")
-    p.add_argument("--no-copies", action="store_true", help="GPU: time compute only, without H2D/D2H copies")
-    _common.add_launch_args(p)
-    _common.add_autotune_arg(p)
-    p.add_argument("--layers", action="store_true",
-                   help="also profile every precision layer by layer (a separate run after the timing; "
-                        "as `trtprof profile`) and diagnose from the per-layer table")
-    _timeline.add_compare_args(p)
-    p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
-                   help="accuracy budget for the OK / DEGRADED / BROKEN verdict (default "
-                        f"{DEFAULT_BUDGET}; metrics: {', '.join(BUDGET_METRICS)}; see docs/accuracy.md)")
-    _common.add_inputs_arg(p, what="accuracy and the FP16 range analysis run on all its samples, timing on "
-                                   "the first batch")
-    p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
-    p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
-    _serving.add_serving_args(p)
-    _common.add_common_debug(p)
-    _common.add_force_arg(p)
-    p.set_defaults(func=run)
 
 
 def parse_precisions(text: str) -> list[Precision]:
@@ -251,8 +263,8 @@ def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[i
 
     if args.what_if:
         precision = str(Precision.parse(args.precision or "fp16"))
-        return ab.compare_what_if(args.model[0], args.what_if, precision, sizes, options, engines_dir=args.engines,
-                                  backend=args.backend, hooks=hooks)
+        return ab.what_if_experiment(args.what_if)(args.model[0], precision, sizes, options, engines_dir=args.engines,
+                                                   backend=args.backend, hooks=hooks)
     precision = str(Precision.parse(args.precision or "fp32"))
     arms = ab.ab_arms(list(args.model), precision, named_backends(args))
     return ab.compare_ab(arms, sizes, options, engines_dir=args.engines, hooks=hooks)
@@ -274,13 +286,17 @@ def print_accuracy_legend() -> None:
 
 
 def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tuple[int, ...], serving,
-                report: cmp.CompareReport) -> None:
-    """After the verdicts: the --concurrency sweep of the same engines (already built, so resolving
-    them again is a cache hit) and, with --slo-ms, the throughput-at-target verdicts."""
+                report: cmp.CompareReport, built: Mapping[str, Any]) -> None:
+    """After the verdicts: the --concurrency sweep of the same engines (``built``: precision → the record
+    compare built or found for the model, so the model is not read again; from an engines dir, resolved
+    again from it) and, with --slo-ms, the throughput-at-target verdicts."""
     from ..serving.sweep import sweep_records
 
-    records, _, sizes = cmp.resolve_records(args.model[0], precisions, sizes, engines_dir=args.engines,
-                                            backend=args.backend, shapes=_common.shapes(args))
+    if built:
+        records, sizes = built, tuple(sizes) or (1,)  # as resolve_records sizes a model's build
+    else:
+        settings = BuildSettings(shapes=_common.shapes(args), engines_dir=Path(args.engines), backend=args.backend)
+        records, _, sizes = cmp.resolve_records(args.model[0], precisions, sizes, settings)
     arms = {label: records[str(p)] for label, p in zip(cmp.arm_labels(precisions), precisions)}
     on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
     try:
@@ -316,6 +332,48 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else default_batch_sizes(args.model)
     timeline = _timeline.compare_request(args, sizes, cmp.arm_labels(precisions), is_ab)  # files checked now
+    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None,
+                                          refuses=not fewer_loads_allowed(args.allow_fewer_loads))
+                   if clock is not None else None)
+    ab_outcome = None
+    with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
+        options = cmp.CompareOptions(
+            plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
+            layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
+        )  # compare_model and the A/B leave the engine builds out of the budget
+        built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
+        hooks = run_hooks(args, plan, built)
+        with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
+                            args.device):
+            if is_ab:
+                ab_outcome = run_ab(args, options, sizes, hooks)
+                report = ab_outcome.report
+            else:
+                report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
+                                           backend=args.backend, hooks=hooks)
+    if serving is not None and not report.interrupted and not report.lost:
+        run_serving(args, precisions, sizes, serving, report, built)
+    report.seal()  # the printed result and the saved JSON are one value from here on
+    data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
+    print_results(args, data, report)
+    _common.write_compare_outputs(args.out, (ab_outcome if ab_outcome is not None else report).write_json,
+                                  data["warnings"], args.md)
+    _timeline.write_compare_files(args, data.get("timeline"), str(data.get("model", "")))
+    return exit_status(args, data, report)
+
+
+def run_hooks(args: argparse.Namespace, plan: RoundPlan, built: dict[str, Any]) -> cmp.CompareHooks:
+    """What a compare prints while it runs: the launch line once, before the first build or measurement
+    says anything; each engine built or found (kept in ``built`` by precision); each batch size's budget,
+    looks of the stopping rule (stderr) and verdict; one-off notes (stderr) and the start-up's parts
+    (stdout, as the build's lines: stderr before a bad input's error stays that one line)."""
+    launch = [_common.launch_line(args)]  # printed once, before the first build or measurement says anything
+
+    def announce() -> None:
+        if launch[0] is not None:
+            print(launch[0], file=sys.stderr)
+            launch[0] = None
 
     def on_progress(batch: int, p: Progress) -> None:
         announce()
@@ -335,47 +393,23 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
                   f"{outcome.elapsed_s:.1f} of {round(outcome.budget_s, 1):g} s spent with {outcome.reserve_s:.1f} s "
                   f"kept for the end, stopped: {outcome.stop_reason})", file=sys.stderr)
 
-    launch = [_common.launch_line(args)]  # printed once, before the first build or measurement says anything
-
-    def announce() -> None:
-        if launch[0] is not None:
-            print(launch[0], file=sys.stderr)
-            launch[0] = None
-
     def on_built(outcome: Any) -> None:  # compare_model and the A/B leave the builds out of the budget
         announce()
         print_outcome(outcome)
+        built[outcome.record.precision] = outcome.record
 
     def on_budget(batch: int, line: str) -> None:  # before the batch size's rounds (BatchWindow.fitted)
         announce()
         print(f"  batch {batch}: budget: {line}", file=sys.stderr)
 
-    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None,
-                                          refuses=not fewer_loads_allowed(args.allow_fewer_loads))
-                   if clock is not None else None)
-    ab_outcome = None
-    with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
-        options = cmp.CompareOptions(
-            plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-            layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
-        )  # compare_model and the A/B leave the engine builds out of the budget
-        hooks = cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget,
-                                 on_note=lambda line: print(line, file=sys.stderr),
-                                 on_startup=lambda line: print(line, flush=True))  # stdout, as the build's lines:
-        # stderr before a bad input's error stays that one line
-        with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
-                            args.device):
-            if is_ab:
-                ab_outcome = run_ab(args, options, sizes, hooks)
-                report = ab_outcome.report
-            else:
-                report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,
-                                           backend=args.backend, hooks=hooks)
-    if serving is not None and not report.interrupted and not report.lost:
-        run_serving(args, precisions, sizes, serving, report)
-    report.seal()  # the printed result and the saved JSON are one value from here on
-    data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
+    return cmp.CompareHooks(on_built=on_built, on_progress=on_progress, on_batch=on_batch, on_budget=on_budget,
+                            on_note=lambda line: print(line, file=sys.stderr),
+                            on_startup=lambda line: print(line, flush=True))
+
+
+def print_results(args: argparse.Namespace, data: Mapping[str, Any], report: cmp.CompareReport) -> None:
+    """The result as saved (``data``, the sealed report's JSON): every comparison, eager fallbacks, the
+    accuracy legend, the layer tables, the what-if lines, the serving sweep, third-party warnings."""
     for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
         print_comparison(ComparisonResult.from_json(c))
     for line in eager_fallback_lines(data.get("results", [])):
@@ -396,14 +430,16 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
                            f"{args.out}: results[].third_party_warnings")
     if library:
         print(library)
-    _common.write_compare_outputs(args.out, (ab_outcome if ab_outcome is not None else report).write_json,
-                                  data["warnings"], args.md)
-    _timeline.write_compare_files(args, data.get("timeline"), str(data.get("model", "")))
+
+
+def exit_status(args: argparse.Namespace, data: Mapping[str, Any], report: cmp.CompareReport) -> int:
+    """0; 130 after an interrupt (what finished is kept); 2 when a worker died (kill -9, the OOM killer:
+    what finished is in the JSON, the run failed), each with its line on stderr."""
     if report.interrupted:
         print(f"interrupted: kept {plural(len({c['batch_size'] for c in data['comparisons']}), 'finished batch size')}; "
               f"not measured: {', '.join(map(str, report.pending)) or 'nothing'}", file=sys.stderr)
         return _common.EXIT_INTERRUPTED
-    if report.lost:  # a worker died (kill -9, the OOM killer): what finished is in the JSON, the run failed
+    if report.lost:
         kept = sorted({c["batch_size"] for c in data["comparisons"]})
         print(f"trtprof compare: error: {report.lost}; kept batch sizes {', '.join(map(str, kept)) or 'none'}"
               + (f" (partial: {', '.join(map(str, report.partial))})" if report.partial else "")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,26 +78,28 @@ def behind_casts_finding(candidate: str, backend: str) -> dict:
 
 def _resolve(args: argparse.Namespace, path: Path, precisions, shapes, given_shapes, data) -> tuple[dict, Any]:
     """The engines to profile (built or found) and the model they came from."""
-    from ..compare.core import resolve_records
+    from ..builder.pipeline import BuildSettings
+    from ..compare.records import resolve_records
 
+    settings = BuildSettings(engines_dir=Path(args.engines), backend=args.backend)
     try:
         try:
-            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
-                                                 backend=args.backend, shapes=shapes)
+            records, source, _ = resolve_records(path, precisions, (args.batch_size,),
+                                                 replace(settings, shapes=shapes))
         except BadInput:
             if data is None or shapes == given_shapes:
                 raise
             # the --inputs arrays named an input the model lacks: build with --shape alone; the check of
             # the inputs against the engine's inputs below then says which names are wrong
-            records, source, _ = resolve_records(path, precisions, (args.batch_size,), engines_dir=args.engines,
-                                                 backend=args.backend, shapes=given_shapes)
+            records, source, _ = resolve_records(path, precisions, (args.batch_size,),
+                                                 replace(settings, shapes=given_shapes))
     except StaticBatch as err:  # this command's option is --batch-size
         raise err.for_option("--batch-size") from err
     return records, source
 
 
 def _iteration_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """--iterations and --warmup as profile_records' keywords (absent: its defaults)."""
+    """--iterations and --warmup as ProfileRun's keywords (absent: its defaults)."""
     kwargs = {}
     if args.iterations is not None:
         kwargs["iterations"] = args.iterations
@@ -167,9 +170,9 @@ def run(args: argparse.Namespace) -> int:
             _timeline.check_trace_path(args.trace_dir / trace_name(model, name, args.batch_size))
     kwargs = _iteration_kwargs(args)
     try:
-        table = lp.profile_records(records, [args.batch_size], onnx_path=source, shapes=shapes, seed=args.seed,
-                                   int_range=_common.int_range(args), autotune=args.autotune, data=data,
-                                   **kwargs)[args.batch_size]
+        run = lp.ProfileRun(shapes=shapes, seed=args.seed, int_range=_common.int_range(args),
+                            autotune=args.autotune, data=data, **kwargs)
+        table = lp.profile_records(records, [args.batch_size], run, model=source)[args.batch_size]
     except StaticBatch as err:
         raise err.for_option("--batch-size") from err
     data = table.to_json()

@@ -26,12 +26,12 @@ from .rename_inputs import pair_inputs
 from .. import backends
 from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
-from ..builder.pipeline import BuildSettings, as_onnx, build_engines
+from ..builder.pipeline import BuildSettings, as_onnx, build_engines, build_model_engines
 from ..util.files import atomic_write_text
 from .core import BuildTally, CompareHooks, CompareOptions, compare_records, resolve_records
 from ..errors import BadInput, TrtprofError
 from ..model.inputs import make_inputs, resolve_shapes
-from ..model.onnx_model import inspect_model
+from ..model.onnx_model import OnnxModel, inspect_model
 from ..spec import Precision
 
 
@@ -88,31 +88,33 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
                  shapes: Mapping[str, tuple[int, ...]] | None = None,
                  on_built: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], tuple[int, ...], Any]:
     """Build (or find) each arm's engine: label → record, the batch sizes, the baseline's ONNX model
-    (``onnx_model.OnnxModel``, read once, or None)."""
+    (``onnx_model.OnnxModel``, read once, or None). Arms of one file (a what-if's original and its changed
+    arm built with options) share the model its first arm read."""
     records: dict[str, Any] = {}
     sizes: tuple[int, ...] = tuple(batch_sizes)
-    onnx_paths = []
-    run_dir = engines_dir
-    for arm in arms:
-        engines_dir = Path(arm.engines_dir) if arm.engines_dir is not None else run_dir
+    models: dict[Path, Any] = {}  # the user's file → its OnnxModel, read once
+    first = None
+    for k, arm in enumerate(arms):
+        model: OnnxModel | None
+        settings = BuildSettings(shapes=shapes, engines_dir=Path(arm.engines_dir or engines_dir), backend=arm.backend)
+        precisions = [Precision.parse(arm.precision)]
         if arm.options:  # a model file built with options (a what-if's changed arm): no engines dir to search
             arm_sizes = tuple(batch_sizes) or (1,)
-            settings = BuildSettings(shapes=shapes, engines_dir=Path(engines_dir), backend=arm.backend,
-                                     options=dict(arm.options))
-            outcome, = build_engines(arm.model, [Precision.parse(arm.precision)], arm_sizes, settings=settings,
-                                     on_done=on_built)
-            records[arm.label] = outcome.record
-            onnx_paths.append(outcome.source)
+            settings = replace(settings, options=dict(arm.options))
+            known = models.get(Path(arm.model))
+            outcome, = (build_model_engines(known, precisions, arm_sizes, settings, on_done=on_built) if known
+                        else build_engines(arm.model, precisions, arm_sizes, settings, on_done=on_built))
+            records[arm.label], model = outcome.record, outcome.model
         else:
-            found, onnx_path, arm_sizes = resolve_records(arm.model, [Precision.parse(arm.precision)], batch_sizes,
-                                                          engines_dir=engines_dir,
-                                                          backend=arm.backend, shapes=shapes, on_built=on_built)
+            found, model, arm_sizes = resolve_records(arm.model, precisions, batch_sizes, settings, on_built=on_built)
             records[arm.label] = found[arm.precision]
-            onnx_paths.append(onnx_path)
+        if model is not None:
+            models.setdefault(Path(arm.model), model)
+        first = model if k == 0 else first
         sizes = tuple(s for s in (sizes or arm_sizes) if s in arm_sizes) if sizes else arm_sizes
     if not sizes:
         raise BadInput("the two arms were built for no common batch size; pass --batch-sizes")
-    return records, sizes, onnx_paths[0]
+    return records, sizes, first
 
 
 def io_mismatch(a_label: str, a: Any, b_label: str, b: Any) -> str:
@@ -189,20 +191,20 @@ def check_compatible(records: Mapping[str, Any]) -> None:
 
 
 def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: CompareOptions = CompareOptions(), *,
-               engines_dir: Path, analysis_onnx: Path | None = None,
+               engines_dir: Path, analyse_baseline: bool = False,
                hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """Resolve, check, then measure the arms through ``compare.compare_records`` (baseline first).
 
     The roofline and FP16 range analysis read one source graph: with two different models they are
     skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept.
-    ``analysis_onnx``: the graph to analyse anyway (a what-if: the original's), the caller drops
-    what does not apply to the changed arm."""
+    ``analyse_baseline``: analyse the baseline's graph anyway (a what-if: the original's; its arms come
+    first), the caller drops what does not apply to the changed arm."""
     # inputs that differ only in name: the second arm built from a copy with the first's (rename_inputs)
     arms, paired = pair_inputs(arms, whatif.whatif_dir(Path(engines_dir)), model_io)
     check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds
     builds = BuildTally(hooks.on_built)
-    records, sizes, onnx_path = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
-                                             on_built=builds)
+    records, sizes, model = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
+                                         on_built=builds)
     options = options.leaving_out(builds.seconds)  # engine builds: a one-off, left out of the time budget
     check_compatible(records)
     base = next(iter(records))
@@ -211,7 +213,7 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     if pairs:
         options = replace(options, output_pairs=pairs)
     same_model = len({str(a.model) for a in arms}) == 1
-    report = compare_records(records, sizes, options, source=onnx_path if same_model else analysis_onnx,
+    report = compare_records(records, sizes, options, model=model if same_model or analyse_baseline else None,
                              hooks=hooks)
     report.warnings.extend(paired)
     for label, found in pairs.items():  # one line: what was compared with what
@@ -220,43 +222,41 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
                                + " (the names differ; dtypes and shapes match)")
     report.model = " vs ".join(dict.fromkeys(r.model for r in records.values()))
     report.backend = " vs ".join(dict.fromkeys(r.backend for r in records.values()))
-    if not same_model and analysis_onnx is None:
+    if not same_model and not analyse_baseline:
         report.warnings.append("A/B of two models: roofline and FP16 range analysis skipped (they read one graph)")
     return AbOutcome(report, list(arms))
 
 
-def compare_what_if(model: Path, what_if: str, precision: str, batch_sizes: Sequence[int],
-                    options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
-                    hooks: CompareHooks = CompareHooks()) -> AbOutcome:
-    """``--what-if pad-channels``: the original against its padded copy (outputs checked identical
-    first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
-    "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer.
-    ``--what-if channels-last``: ``compare_channels_last``; ``--what-if nhwc``: ``compare_nhwc``;
-    ``--what-if ort-fusions``: ``compare_ort_fusions``."""
+def what_if_experiment(what_if: str) -> Callable[..., AbOutcome]:
+    """The function that runs ``--what-if what_if``: ``compare_pad_channels``, ``compare_channels_last``,
+    ``compare_nhwc`` or ``compare_ort_fusions``, each called as ``(path, precision, batch_sizes, options, *,
+    engines_dir, backend, hooks)``; an unknown experiment is a ``BadInput`` naming the known ones."""
     if what_if not in whatif.WHAT_IFS:
         raise BadInput(f"--what-if {what_if}: known experiments are {', '.join(whatif.WHAT_IFS)}")
-    if what_if == whatif.CHANNELS_LAST:
-        return compare_channels_last(model, precision, batch_sizes, options, engines_dir=engines_dir,
-                                     backend=backend, hooks=hooks)
-    if what_if == whatif.NHWC:
-        return compare_nhwc(model, precision, batch_sizes, options, engines_dir=engines_dir, backend=backend,
-                            hooks=hooks)
-    if what_if == whatif.ORT_FUSIONS:
-        return compare_ort_fusions(model, precision, batch_sizes, options, engines_dir=engines_dir,
-                                   backend=backend, hooks=hooks)
-    source = as_onnx(Path(model), Path(engines_dir))
+    return {whatif.CHANNELS_LAST: compare_channels_last, whatif.NHWC: compare_nhwc,
+            whatif.ORT_FUSIONS: compare_ort_fusions}.get(what_if, compare_pad_channels)
+
+
+def compare_pad_channels(path: Path, precision: str, batch_sizes: Sequence[int],
+                         options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
+                         hooks: CompareHooks = CompareHooks()) -> AbOutcome:
+    """``--what-if pad-channels``: the original against its padded copy (outputs checked identical
+    first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
+    "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer."""
+    what_if = whatif.PAD_CHANNELS
+    source = as_onnx(Path(path), Path(engines_dir))
     area = whatif.whatif_dir(Path(engines_dir))
     padded = area / f"{source.stem}.{what_if}.onnx"
     change = whatif.pad_channels(source, padded)
     if not change.padded:
-        raise BadInput(f"{model}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
+        raise BadInput(f"{path}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
                        f"{whatif.PAD_MULTIPLE} (or none can be padded: {change.skipped}); nothing to measure")
     caught: list[str] = []  # ONNX Runtime's warnings while checking the copy: for the JSON, not the terminal
     identical = whatif.check_identical(source, padded, what_if_feeds(source, batch_sizes, options), caught)
     label = f"{precision}+{what_if}"
     arms = original_arms(source, backend, precision)
     arms.append(ArmSpec(label, padded, backend, precision, engines_dir=area))
-    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
     outcome.report.model = source.stem
     for c in outcome.report.comparisons:  # the original's FLOPs are not the padded copy's
         if c.candidate == label:
@@ -284,7 +284,7 @@ def what_if_feeds(source: Path, batch_sizes: Sequence[int], options: CompareOpti
                        seed=options.seed)
 
 
-def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int],
+def compare_channels_last(path: Path, precision: str, batch_sizes: Sequence[int],
                           options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
                           hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """``--what-if channels-last``: the same model on the torch backend, the changed arm built with the
@@ -298,7 +298,7 @@ def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int
         raise BadInput(f"--what-if {what_if} runs on --backend {' or '.join(able) or '(none installed)'} only (it sets "
                        f"PyTorch's memory format; --backend {backend} has none to set)")
     runtime = able[0] if backend == "auto" else backend
-    source = as_onnx(Path(model), Path(engines_dir))
+    source = as_onnx(Path(path), Path(engines_dir))
     targets = whatif.channels_last_targets(source)
     resolve_for_build(runtime)  # no GPU here: the one-line "cannot build here", before any build
     identical = whatif.check_channels_last(source, what_if_feeds(source, batch_sizes, options))
@@ -306,7 +306,7 @@ def compare_channels_last(model: Path, precision: str, batch_sizes: Sequence[int
     arms = original_arms(source, runtime, precision)
     arms.append(ArmSpec(label, source, runtime, precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),),
                         engines_dir=whatif.whatif_dir(Path(engines_dir))))
-    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
     outcome.report.model = source.stem
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
                        "changed_model": None, "option": {MEMORY_FORMAT_OPTION: CHANNELS_LAST}, "change": targets,
@@ -321,7 +321,7 @@ def layout_backends() -> dict[str, str]:
     return {n: option for n in backends.names() if (option := backends.capabilities(n).layout_option)}
 
 
-def compare_nhwc(model: Path, precision: str, batch_sizes: Sequence[int], options: CompareOptions = CompareOptions(),
+def compare_nhwc(path: Path, precision: str, batch_sizes: Sequence[int], options: CompareOptions = CompareOptions(),
                  *, engines_dir: Path, backend: str = "auto", hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """``--what-if nhwc``: the same engine file on a backend whose capabilities name a ``layout_option``
     (ONNX Runtime's CUDA EP: ``prefer_nhwc``), the changed arm loaded with that option at "1" — a runner
@@ -337,7 +337,7 @@ def compare_nhwc(model: Path, precision: str, batch_sizes: Sequence[int], option
                        f"--backend {backend} has none to set)")
     runtime = next(iter(able)) if backend == "auto" else backend
     option = able[runtime]
-    source = as_onnx(Path(model), Path(engines_dir))
+    source = as_onnx(Path(path), Path(engines_dir))
     targets = whatif.nhwc_targets(source, option)
     resolve_for_build(runtime)  # no GPU or no CUDA EP here: the one-line "cannot build here", before any build
     caught: list[str] = []
@@ -346,7 +346,7 @@ def compare_nhwc(model: Path, precision: str, batch_sizes: Sequence[int], option
     arms = original_arms(source, runtime, precision)
     arms.append(ArmSpec(label, source, runtime, precision, ((option, whatif.NHWC_ON),),
                         engines_dir=whatif.whatif_dir(Path(engines_dir))))
-    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
     outcome.report.model = source.stem
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
                        "changed_model": None, "option": {option: whatif.NHWC_ON}, "change": targets,
@@ -374,7 +374,7 @@ def first_available(names: Sequence[str]) -> str:
     return names[0]
 
 
-def compare_ort_fusions(model: Path, precision: str, batch_sizes: Sequence[int],
+def compare_ort_fusions(path: Path, precision: str, batch_sizes: Sequence[int],
                         options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
                         hooks: CompareHooks = CompareHooks()) -> AbOutcome:
     """``--what-if ort-fusions``: the original against a copy run through ONNX Runtime's transformer optimizer
@@ -391,12 +391,12 @@ def compare_ort_fusions(model: Path, precision: str, batch_sizes: Sequence[int],
                        f"fused copy uses ONNX Runtime's contrib ops, com.microsoft; --backend {backend} does not run them)")
     runtime = first_available(able) if backend == "auto" else backend
     resolve_for_build(runtime)  # no GPU for onnxruntime-cuda: its one line, before the optimizer runs
-    source = as_onnx(Path(model), Path(engines_dir))
+    source = as_onnx(Path(path), Path(engines_dir))
     area = whatif.whatif_dir(Path(engines_dir))
     fused = area / f"{source.stem}.{what_if}.onnx"
     change = whatif.ort_fusions(source, fused)
     if not change.fused:
-        raise BadInput(f"{model}: --what-if {what_if}: onnxruntime.transformers.optimizer (model type "
+        raise BadInput(f"{path}: --what-if {what_if}: onnxruntime.transformers.optimizer (model type "
                        f"{change.model_type}) fused nothing here (no attention, layer-norm or Gelu pattern it "
                        "knows); nothing to measure")
     caught = list(change.log)  # the optimizer's and ORT's lines: for the JSON, not the terminal
@@ -404,7 +404,7 @@ def compare_ort_fusions(model: Path, precision: str, batch_sizes: Sequence[int],
     label = f"{precision}+{what_if}"
     arms = original_arms(source, runtime, precision)
     arms.append(ArmSpec(label, fused, runtime, precision, engines_dir=area))
-    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analysis_onnx=source, hooks=hooks)
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
     outcome.report.model = source.stem
     outcome.report.warnings.append(f"{label}: roofline and FP16 range analysis are the original's (the fused copy "
                                    "computes the same products)")

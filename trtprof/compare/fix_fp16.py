@@ -83,13 +83,13 @@ class BuildLimit(Exception):
     """``max_builds`` evaluations done."""
 
 
-def candidate_nodes(model: Any) -> list[str]:
-    """Nodes a keep-list may name, in graph (topological) order: trtprof's names for them
-    (``prepare_for_fp16``), without Constants and trtprof's own output Identities."""
+def candidate_nodes(proto: Any) -> list[str]:
+    """Nodes of the graph ``proto`` a keep-list may name, in graph (topological) order: trtprof's names for
+    them (``prepare_for_fp16``), without Constants and trtprof's own output Identities."""
     from ..convert.fp16 import prepare_for_fp16
     from ..convert.fp16_fixes import DETACH_NODE_PREFIX
 
-    prepared, _ = prepare_for_fp16(model)
+    prepared, _ = prepare_for_fp16(proto)
     return [n.name for n in prepared.graph.node
             if n.op_type != "Constant" and not n.name.startswith(DETACH_NODE_PREFIX)]
 
@@ -158,9 +158,9 @@ def _trial(evaluate: Callable[[Sequence[str]], Any], stage: str, keep: tuple[str
 # ---------------------------------------------------------------------------------------------
 
 
-def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[str, np.ndarray]],
+def emulated_outputs(proto: Any, keep: Sequence[str], batches: Sequence[Mapping[str, np.ndarray]],
                      samples: int | None, batch_size: int) -> dict[str, np.ndarray]:
-    """The FP16 graph keeping ``keep`` in FP32, run with numpy float16 arithmetic (onnx.reference)
+    """The FP16 graph of ``proto`` keeping ``keep`` in FP32, run with numpy float16 arithmetic (onnx.reference)
     on every batch; outputs joined as the reference's are (``user_inputs.join_batches``: along dim 0,
     trimmed to ``samples``, where dim 0 is the batch), one batch of random inputs (``samples`` None) as
     it came (a rank-0 output stays one)."""
@@ -171,11 +171,11 @@ def emulated_outputs(model: Any, keep: Sequence[str], batches: Sequence[Mapping[
     from ..convert.fp16range import build_error
     from ..model.user_inputs import join_batches
 
-    error = build_error(model, keep)
+    error = build_error(proto, keep)
     if error:
         raise BuildFailed(f"the FP16 graph keeping {len(keep)} node(s) in FP32 does not build: {error}")
-    evaluator = ReferenceEvaluator(convert_fp16(model, keep_fp32_nodes=keep).model)
-    names = [o.name for o in model.graph.output]
+    evaluator = ReferenceEvaluator(convert_fp16(proto, keep_fp32_nodes=keep).model)
+    names = [o.name for o in proto.graph.output]
     parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for feeds in batches:
@@ -246,12 +246,13 @@ def keep_option(nodes: Sequence[str]) -> str | None:
     return ",".join(f"{n}:fp32" for n in nodes) or None
 
 
-def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
+def fix_fp16(path: Any, batch_size: int, options: Any, settings: Any = None, *,
              max_builds: int = DEFAULT_MAX_BUILDS, on_trial: Callable[[Trial], None] | None = None,
              on_search_done: Callable[["Fix"], None] | None = None) -> Fix:
-    """Search a keep-list meeting ``options.accuracy_budget`` (accuracy.AccuracyBudget) on the user's inputs
+    """Search a keep-list for the user's model file ``path`` (ONNX or TensorFlow: read once by the first build,
+    every later build and evaluation takes that ``OnnxModel``) meeting ``options.accuracy_budget`` (accuracy.AccuracyBudget) on the user's inputs
     (``options.data``, else random inputs of ``options.seed`` with ``options.shapes``), build it, and compare it
-    with FP32 under ``options`` (compare.core.CompareOptions: ``compare_records``' speedup, CI, verdicts).
+    with FP32 under ``options`` (compare.options.CompareOptions: ``compare_records``' speedup, CI, verdicts).
     ``settings`` (builder.pipeline.BuildSettings): where and with which backend the engines are built; the shapes
     and the user's inputs travel in ``options`` alone (one carrier), so ``settings`` must not set them.
     ``on_search_done`` gets the search's ``Fix`` (no comparison yet) as soon as the search ends, before the
@@ -260,8 +261,7 @@ def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
 
     from ..convert import fp16range
     from ..measure.bench import effective_precision, load_runner
-    from ..builder.pipeline import BuildSettings, as_onnx, build_engines
-    from ..model.onnx_model import load_onnx
+    from ..builder.pipeline import BuildSettings, build_engines, build_model_engines
     from ..spec import Precision
     from ..model.user_inputs import run_all
 
@@ -273,8 +273,10 @@ def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
         raise ValueError("fix_fp16: the shapes and the user's inputs travel in options, not in settings")
     engines_dir = settings.engines_dir
     common = replace(settings, shapes=shapes, engines_dir=Path(engines_dir), range_check=False, data=data)
-    base, plain = (o.record for o in build_engines(model, [Precision.FP32, Precision.FP16], [batch_size], common))
-    proto = load_onnx(as_onnx(Path(model), Path(engines_dir)))
+    built = build_engines(path, [Precision.FP32, Precision.FP16], [batch_size], common)
+    base, plain = (o.record for o in built)
+    model = built[0].model  # the user's file read once (a TensorFlow model: its conversion)
+    proto = model.proto
     ref = reference_outputs(base, batch_size, data, shapes, seed)
     evaluation = EMULATED if effective_precision(plain) in fp16range.NOT_FP16 else ENGINE
 
@@ -282,9 +284,9 @@ def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
         if evaluation == EMULATED:
             outputs = emulated_outputs(proto, keep, ref.batches, ref.samples, batch_size)
         else:
-            [built] = build_engines(model, [Precision.FP16], [batch_size],
-                                    replace(common, options={"layer_precisions": keep_option(keep)}))
-            runner = load_runner(built.record)
+            [trial] = build_model_engines(model, [Precision.FP16], [batch_size],
+                                          replace(common, options={"layer_precisions": keep_option(keep)}))
+            runner = load_runner(trial.record)
             try:
                 outputs = run_all(runner, data, batch_size) if data is not None else \
                     {k: np.asarray(v) for k, v in runner.infer(ref.batches[0]).items()}
@@ -297,26 +299,24 @@ def fix_fp16(model: Any, batch_size: int, options: Any, settings: Any = None, *,
     seed_nodes = analysis.open_nodes if not analysis.suggestion_error else []
     nodes = candidate_nodes(proto)
     search = Search(budget=budget.text, evaluation=evaluation, inputs=ref.inputs, nodes=len(nodes),
-                    max_builds=max_builds, model=str(model))
+                    max_builds=max_builds, model=str(path))
     search_keep_list(evaluate, nodes, seed_nodes, search, on_trial)
     if on_search_done is not None:
         on_search_done(Fix(search, None, analysis))
     if search.keep is None:
         return Fix(search, None, analysis)
-    return Fix(search, measure_fix(model, base, search, batch_size, options, common,
-                                   as_onnx(Path(model), Path(engines_dir))), analysis)
+    return Fix(search, measure_fix(model, base, search, batch_size, options, common), analysis)
 
 
-def measure_fix(model: Any, base: Any, search: Search, batch_size: int, options: Any, common: Any,
-                source: Any) -> Any:
-    """Build the keep-list found (with its range analysis) and compare it with FP32 under ``options``
-    (compare.core.CompareOptions): the speed cost of the fix, with the same CI and verdicts as ``trtprof compare``."""
+def measure_fix(model: Any, base: Any, search: Search, batch_size: int, options: Any, common: Any) -> Any:
+    """Build the keep-list found (with its range analysis) from ``model`` (onnx_model.OnnxModel, read once)
+    and compare it with FP32 under ``options`` (compare.options.CompareOptions): the speed cost of the fix,
+    with the same CI and verdicts as ``trtprof compare``."""
     from .core import compare_records
-    from ..builder.pipeline import build_engines
+    from ..builder.pipeline import build_model_engines
     from ..spec import Precision
 
     build_options = {"layer_precisions": keep_option(search.keep or ())}
-    [fixed] = build_engines(model, [Precision.FP16], [batch_size],
-                            replace(common, options=build_options, range_check=True))
-    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], options,
-                           source=fixed.source or source)  # the build's model, read once
+    [fixed] = build_model_engines(model, [Precision.FP16], [batch_size],
+                                  replace(common, options=build_options, range_check=True))
+    return compare_records({"fp32": base, "fp16": fixed.record}, [batch_size], options, model=model)

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..util.files import now_iso
-from .core import Comparison
+from .comparison import Comparison
 from ..errors import BadInput
 from ..measure.results import BenchResult
 from ..schemas import COMPARE

@@ -22,11 +22,12 @@ from ..convert import fp16range
 from ..measure import bench
 from ..measure.concurrent import Span
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..model.onnx_model import OnnxModel
 from ..system import preflight
 
 
 def checked_shapes(first: Any, baseline: Any, batch_sizes: Sequence[int], options: Any,
-                   model: Any) -> tuple[dict[int, dict[str, tuple[int, ...]]], dict[int, int]]:
+                   model: OnnxModel | None) -> tuple[dict[int, dict[str, tuple[int, ...]]], dict[int, int]]:
     """The checks before any measurement, on the baseline arm (a runner or its ``ArmFacts``: ``inputs``,
     ``device``) of ``first``, its record: the user's inputs (refused, exit 2), the integer feeds, every batch
     size's input shapes and whether its inputs fit in memory. Returns the shapes and the inputs' bytes
@@ -56,9 +57,9 @@ def range_deadline(options: Any, say: Callable[[str], None] | None) -> fp16range
     return fp16range.Deadline(at=options.time_budget.analysis_deadline(now), say=say)
 
 
-def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options: Any, model: Any,
+def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options: Any, model: OnnxModel | None,
                 pool: Any, say: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The fields of ``core.Reference`` from load 0's worker (``pool``): its arms' facts; the FP16 range
+    """The fields of ``measuring.Reference`` from load 0's worker (``pool``): its arms' facts; the FP16 range
     analysis (when a candidate is fp16) here, on the smallest batch size's inputs made from the same
     seed, while the other workers are still starting; then the accuracy pass, alone once they have
     all loaded their engines (``WorkerPool.outputs`` says why). No engine is loaded here."""

@@ -4,7 +4,7 @@ its serialised form (``to_json``/``from_json``, round-trip tested on committed c
 
 torch.utils.benchmark's ``Measurement`` is both the object and what is saved; this is the same idea for
 compare's ``comparisons`` entries (issue 32: the CLI printed a dict by string keys). The live
-``core.Comparison`` (raw samples, Speedup, BenchResults) makes one with ``result()``; the schema
+``comparison.Comparison`` (raw samples, Speedup, BenchResults) makes one with ``result()``; the schema
 (``schemas.COMPARE``) is unchanged. The accuracy block, the shapes, the roofline and the half-widths stay
 plain JSON objects (their writers own their fields); keys this type does not know (a newer writer's)
 are kept in ``extra`` and written back unchanged.

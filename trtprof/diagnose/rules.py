@@ -6,6 +6,7 @@ absent: a missing stage is not a finding. Thresholds are named constants with th
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -408,24 +409,32 @@ def unstable_clocks(result: BenchResult) -> Finding | None:
     )
 
 
-def diagnose(
-    baseline: BenchResult,
-    candidate: BenchResult,
-    *,
-    series: Mapping[str, Sequence[BenchResult]] | None = None,
-    rates: PeakRates | None = None,
-    speedup: float | None = None,
-    roofline: Mapping[str, Any] | None = None,
-    device_kind: str | None = None,
-    layers: Any = None,
-    graph: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[Finding]:
+@dataclass(frozen=True)
+class PairEvidence:
+    """What the rules draw on besides one baseline/candidate pair's results, as one record (each part
+    optional: a rule without its evidence says nothing). ``series``: each precision's results across batch
+    sizes (the overhead fit); ``rates``: the device's peak rates; ``speedup``: the measured estimate;
+    ``roofline``: the candidate's achieved rates; ``device_kind``: "cuda"/"cpu"; ``layers`` (a
+    ``layers.LayerTable`` of this batch size) and ``graph`` (``layers.graph.node_facts``): the layer rules."""
+
+    series: Mapping[str, Sequence[BenchResult]] | None = None
+    rates: PeakRates | None = None
+    speedup: float | None = None
+    roofline: Mapping[str, Any] | None = None
+    device_kind: str | None = None
+    layers: Any = None
+    graph: Mapping[str, Mapping[str, Any]] | None = None
+
+
+def diagnose(baseline: BenchResult, candidate: BenchResult, evidence: PairEvidence = PairEvidence()) -> list[Finding]:
     """Every rule that has evidence for one baseline/candidate pair at one batch size.
 
-    ``layers`` (a ``layers.LayerTable`` of this batch size) and ``graph`` (``layers.graph.node_facts``)
-    enable the layer rules: FP16-slower layers, cast/reformat share, tensor-core-ineligible layers,
-    GPU idle gaps. The ONNX-Runtime-on-GPU rules (``ort_rules``: CPU EP nodes, NCHW, the refused graph,
-    the cuDNN search mode) speak where the capabilities and the recorded provider options say they apply."""
+    ``evidence.layers`` and ``evidence.graph`` enable the layer rules: FP16-slower layers, cast/reformat
+    share, tensor-core-ineligible layers, GPU idle gaps. The ONNX-Runtime-on-GPU rules (``ort_rules``: CPU EP
+    nodes, NCHW, the refused graph, the cuDNN search mode) speak where the capabilities and the recorded
+    provider options say they apply."""
+    series, rates, speedup, roofline = evidence.series, evidence.rates, evidence.speedup, evidence.roofline
+    device_kind, layers, graph = evidence.device_kind, evidence.layers, evidence.graph
     series = series or {}
     findings = [
         gpu_underutilised(series.get(candidate.precision, []), candidate.batch_size),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from .. import backends
@@ -17,7 +17,7 @@ from ..backends.base import set_autotune
 from ..engines.cache import EngineRecord
 from ..errors import BadInput, BackendUnavailable, TrtprofError
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
-from ..model.onnx_model import OnnxModel, as_model
+from ..model.onnx_model import OnnxModel
 from ..system.preflight import check_integer_feeds
 from .graph import node_facts
 from .ort import profile_onnxruntime
@@ -62,19 +62,34 @@ def engine_feeds(record: EngineRecord, runner: Any, batch_size: int, *,
     return input_shapes, feeds
 
 
-def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iterations: int = DEFAULT_ITERATIONS,
-                   warmup: int = DEFAULT_WARMUP, shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                   int_range: tuple[int, int] | None = None, autotune: bool = True,
-                   data: Any = None) -> dict[int, PrecisionProfile]:
+@dataclass(frozen=True)
+class ProfileRun:
+    """How every engine's profiled run goes, as one record (``trtprof profile`` fills it from its flags,
+    ``compare --layers`` from its CompareOptions): ``iterations`` profiled after ``warmup``, on the inputs the
+    latency run measures (``shapes`` overrides; seeded random inputs, ``seed`` and ``int_range``, or the
+    first batch of the user's, ``data``), with ``autotune`` set as the timing ran it."""
+
+    iterations: int = DEFAULT_ITERATIONS
+    warmup: int = DEFAULT_WARMUP
+    shapes: Mapping[str, tuple[int, ...]] | None = None
+    seed: int = 0
+    int_range: tuple[int, int] | None = None
+    autotune: bool = True
+    data: Any = None
+
+
+def profile_record(record: EngineRecord, batch_sizes: Sequence[int],
+                   run: ProfileRun = ProfileRun()) -> dict[int, PrecisionProfile]:
     """One engine's per-layer profile at each batch size, with the profiler of the backend that
-    built it (the engine is loaded once); on the first batch of the user's inputs (``data``) if given."""
+    built it (the engine is loaded once); on the first batch of the user's inputs (``run.data``) if given."""
+    iterations, warmup, data = run.iterations, run.warmup, run.data
     if iterations < 1:
         raise BadInput(f"--iterations must be at least 1, got {iterations}")
     out: dict[int, PrecisionProfile] = {}
-    with loaded_engine(record, "per-layer profiler", autotune) as runner:
+    with loaded_engine(record, "per-layer profiler", run.autotune) as runner:
         if data is not None:
             data.check(runner.inputs, model_path=record.model_path)
-        check_integer_feeds(bench.onnx_of(record), runner.inputs, int_range or DEFAULT_INT_RANGE, data)
+        check_integer_feeds(bench.onnx_of(record), runner.inputs, run.int_range or DEFAULT_INT_RANGE, data)
         onnx_model = None
         caps = backends.capabilities(record.backend)
         if caps.layer_profiler == "torch-profiler":
@@ -82,8 +97,8 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
 
             onnx_model = engine_onnx(record.artifact_path)
         for batch_size in batch_sizes:
-            input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed,
-                                               int_range=int_range, data=data)
+            input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=run.shapes, seed=run.seed,
+                                               int_range=run.int_range, data=data)
             if caps.layer_profiler == "ort-session":
                 out[batch_size] = profile_onnxruntime(record, feeds, iterations=iterations, warmup=warmup,
                                                       batch_size=batch_size, device=caps.device)
@@ -97,43 +112,32 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int], *, iteratio
     return out
 
 
-def graph_facts(onnx_path: OnnxModel | Path | None, record: EngineRecord, batch_size: int,
+def graph_facts(model: OnnxModel | None, record: EngineRecord, batch_size: int,
                 shapes: Mapping[str, tuple[int, ...]] | None = None) -> dict[str, dict[str, Any]]:
-    """Node facts (shapes, tensor-core eligibility) of the source ONNX at this batch size (an
-    ``OnnxModel``, read once by the caller, or a path read here); {} when the model cannot be read or
-    shape-inferred (the table then has no graph column, nothing is claimed)."""
-    if onnx_path is None:
+    """Node facts (shapes, tensor-core eligibility) of the source ONNX ``model`` (read once by the caller)
+    at this batch size; {} without a model and when it cannot be shape-inferred (the table then has no
+    graph column, nothing is claimed)."""
+    if model is None:
         return {}
     try:
-        model = as_model(onnx_path).proto  # type: ignore[union-attr]
         overrides = {**record.spec.shape_overrides(), **(shapes or {})}
         input_shapes = resolve_shapes(tuple(record.inputs), batch_size, overrides, model_path=record.model_path)
-        return node_facts(model, input_shapes)
+        return node_facts(model.proto, input_shapes)
     except (TrtprofError, ValueError, KeyError, OSError):
         return {}
 
 
-def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], *,
-                    onnx_path: OnnxModel | Path | None = None,
-                    iterations: int = DEFAULT_ITERATIONS, warmup: int = DEFAULT_WARMUP,
-                    shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                    int_range: tuple[int, int] | None = None, autotune: bool = True,
-                    graphs: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
-                    data: Any = None) -> dict[int, LayerTable]:
+def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], run: ProfileRun = ProfileRun(),
+                    *, model: OnnxModel | None = None,
+                    graphs: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None) -> dict[int, LayerTable]:
     """Every precision of ``records`` (precision → record, baseline first), one engine after the
-    other, at every batch size: one LayerTable per batch size. ``graphs``: ``graph_facts`` of the
-    baseline record already computed per batch size (those batch sizes are not computed again);
-    ``onnx_path``: the source model, an ``OnnxModel`` or a path (read once here, not per batch size)."""
-    try:
-        onnx_path = as_model(onnx_path)
-    except (TrtprofError, OSError):
-        onnx_path = None  # no graph column, as graph_facts gives for a model it cannot read
-    per: dict[str, dict[int, PrecisionProfile]] = {
-        name: profile_record(rec, batch_sizes, iterations=iterations, warmup=warmup, shapes=shapes, seed=seed,
-                             int_range=int_range, autotune=autotune, data=data)
-        for name, rec in records.items()}
+    other, at every batch size (each as ``run`` says): one LayerTable per batch size. ``graphs``:
+    ``graph_facts`` of the baseline record already computed per batch size (those batch sizes are not
+    computed again); ``model``: the source ONNX model, read once (onnx_model.OnnxModel; None: no graph column)."""
+    per: dict[str, dict[int, PrecisionProfile]] = {name: profile_record(rec, batch_sizes, run)
+                                                   for name, rec in records.items()}
     first = next(iter(records.values()))
     known = graphs or {}
     return {b: LayerTable(batch_size=b, precisions=tuple(records), profiles={n: per[n][b] for n in records},
-                          graph=known[b] if b in known else graph_facts(onnx_path, first, b, shapes))
+                          graph=known[b] if b in known else graph_facts(model, first, b, run.shapes))
             for b in batch_sizes}

@@ -48,7 +48,7 @@ def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
 def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[int | None, int | None]],
                      batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
                      int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
-    """compare's accuracy pass in this worker, as the parent ran it before (``compare.core.load_reference``
+    """compare's accuracy pass in this worker, as the parent ran it before (``compare.measuring.load_reference``
     without a pool): per batch size the seeded random inputs of the baseline's specs (``make_inputs``:
     the very arrays the parent would make), every arm once through ``Runner.infer`` (host in, host out),
     the memory in use read around each inference (``outputs_and_memory``); an allocation failure is

@@ -130,12 +130,17 @@ class OnnxModel:
     """One ONNX model read once: its path, content hash, parsed graph and input/output specs, handed to
     the build, the accuracy pass, the FP16 range analysis and the per-layer graph facts so that none of
     them reads the file again (issue 32: compare read it four times, the graph facts once per batch size).
-    Treat ``proto`` as read-only: a consumer that changes a graph copies it first."""
+    Treat ``proto`` as read-only: a consumer that changes a graph copies it first.
+
+    The one type a model travels as through build, compare, profile and fix-fp16, under the parameter
+    name ``model`` (issue 41): the user's path becomes one once, at the edge (``builder.pipeline.load_model``,
+    which converts a TensorFlow model first, or ``as_model``); a parameter named ``path`` is the user's file."""
 
     path: Path
     sha256: str
     proto: "onnx.ModelProto"
     info: ModelInfo
+    origin: Path | None = None  # the user's file it was converted from (TensorFlow); None: ``path`` itself
 
     @classmethod
     def load(cls, path: Path) -> "OnnxModel":
@@ -148,6 +153,11 @@ class OnnxModel:
         proto = load_onnx(path, content)
         info = describe(proto, path, sha256=hashlib.sha256(content or b"").hexdigest())
         return cls(path=path, sha256=info.sha256, proto=proto, info=info)
+
+    @property
+    def user_path(self) -> Path:
+        """The file the user named: the TensorFlow model it was converted from, else the ONNX file."""
+        return self.origin if self.origin is not None else self.path
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:

@@ -203,6 +203,15 @@ def comparison_pairs(arms: Sequence[Any]) -> list[tuple[str, str]]:
     return pairs
 
 
+def pair_speedup(outcome: InterleavedOutcome, baseline: str, cand: str) -> Any:
+    """``cand`` against ``baseline`` as of the loop's last look: the loop's own speedup against its
+    baseline, else (a graphed arm against its eager arm) one taken from their blocks under the loop's
+    margin (``plan.margin``, which every speedup of the loop carries): one margin for every verdict."""
+    if baseline == outcome.arms[0].name:
+        return outcome.speedups[cand]
+    return outcome.speedup(baseline, cand, margin=outcome.speedups[cand].margin)
+
+
 def _comparison(trainer: Trainer, run: _BatchRun, baseline: str, cand: str, options: TrainOptions,
                 warnings: list[str]) -> dict[str, Any]:
     """One candidate against one baseline at one batch size: speedup, verdict (or why it is not
@@ -212,7 +221,7 @@ def _comparison(trainer: Trainer, run: _BatchRun, baseline: str, cand: str, opti
     # One in-process load (training runners are stateful and built here): its rounds are the
     # clusters of the CI and the method says "one load only" (compare's schema-2 statistics);
     # the loop's speedup as of its last look, as compare reports it.
-    speed = outcome.speedups[cand] if baseline == outcome.arms[0].name else outcome.speedup(baseline, cand)
+    speed = pair_speedup(outcome, baseline, cand)
     peer = None
     if cand == "amp-bf16" and "amp-fp16" in solo:
         peer = (solo["amp-fp16"], medians["amp-fp16"] / medians["amp-bf16"])

@@ -1,0 +1,394 @@
+"""The load and measure phases of a comparison: every engine's outputs and input shapes once before any
+timing (``load_reference``: load 0's worker, or in-process), then per batch size independent loads in
+interleaved rounds (``measure``: ``interleave.run_interleaved`` in its budget's window), each arm's
+``BenchResult`` and every candidate's accuracy delta kept in ``Measured``."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+# accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those attributes
+# with fakes, which a name bound here at import time would not see.
+from . import accuracy, reference_pass
+from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
+from .options import ISOLATION_PROCESS, CompareHooks, CompareOptions, budget_line
+from ..backends.base import set_autotune
+from ..convert import fp16range
+from ..engines.cache import EngineRecord
+from ..measure import bench, workers
+from ..measure.bench import effective_precision
+from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget
+from ..measure.interleave import (
+    FLOOR_LOADS,
+    ROUND_WARMUP,
+    Arm,
+    InProcessLoad,
+    InterleavedOutcome,
+    Progress,
+    RoundPlan,
+    run_interleaved,
+)
+from ..measure.results import BenchResult
+from ..measure.workers import trim
+from ..model.inputs import make_inputs
+from ..model import roofline
+from ..model.onnx_model import OnnxModel
+from ..model.user_inputs import run_all
+from ..system import preflight
+from ..system.memory import artifact_bytes, outputs_and_memory, rss_bytes
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What one load of every engine tells before any timing (load 0's worker, or in-process): the
+    input shapes per batch size (all checked up front), each arm's device and autotune setting, the
+    outputs (accuracy), and the FP16 range prediction."""
+
+    shapes: dict[int, dict[str, tuple[int, ...]]]
+    devices: dict[str, str]
+    autotune: dict[str, Any]
+    outputs: dict[int, dict[str, Any]]
+    fp16_range: Any
+    memory: dict[int, dict[str, dict[str, Any]]]  # batch → arm → memory in use (trtprof.system.memory)
+
+    @property
+    def on_gpu(self) -> bool:
+        return any(d == "cuda" for d in self.devices.values())
+
+
+@dataclass
+class Measured:
+    """The timing phase's yield: per batch size the interleaved outcome and one BenchResult per arm;
+    after an interrupt, only the batch sizes decided before it (``pending`` the rest)."""
+
+    outcomes: dict[int, InterleavedOutcome] = field(default_factory=dict)
+    per_batch: dict[int, dict[str, BenchResult]] = field(default_factory=dict)
+    interrupted: bool = False
+    pending: list[int] = field(default_factory=list)
+    budget: TimeBudget = TimeBudget(0.0, start=0.0, launch_s=0.0)  # the budget measured under (began)
+    lost: str = ""  # a worker died: which load, how, during which batch size (issue 36)
+    partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that
+    accuracy: dict[int, dict[str, Any]] = field(default_factory=dict)  # batch → candidate → AccuracyDelta
+    concurrent: dict[str, Any] = field(default_factory=dict)  # WorkerPool.concurrent: what ran beside the timing
+    startup_s: float = 0.0  # of the budget, spent before measuring began (the launch, the accuracy pass, …)
+    reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
+
+    def budget_account(self, plan: RoundPlan) -> dict[str, Any]:
+        """What the budget covered, for the JSON (``spent_s``, when the JSON is made: CompareReport)."""
+        basis, basis_s = self.budget.reserve_basis
+        return {"time_budget_s": plan.time_budget_s, "counts_from": self.budget.counts_from,
+                "batch_sizes": len(self.outcomes) + len(self.pending),
+                "launch_s": round(self.budget.launch_s or 0.0, 3), "startup_s": round(self.startup_s, 3),
+                "reserve_s": round(self.reserve_s, 3), "reserve_basis": basis, "reserve_basis_s": round(basis_s, 3),
+                "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
+                                       "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun,
+                                       "budget_note": o.budget_note}
+                              for b, o in self.outcomes.items()}}
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return list(self.outcomes)
+
+    @property
+    def results(self) -> list[BenchResult]:
+        return [r for batch in self.per_batch.values() for r in batch.values()]
+
+
+def start_pool(records: Mapping[str, EngineRecord], options: CompareOptions, say: Callable[[str], None]) -> Any:
+    """The worker processes of the minimum loads, started now and waited for after the accuracy pass: their
+    imports and engine loads (seconds to tens of seconds for a torch model on a GPU host) overlap the
+    parent's own, and every later load's cost is what the first load shows (``BatchWindow.fitted``)."""
+    ahead = min(options.plan.min_loads, workers.SPAWN_AHEAD)
+    pool = workers.WorkerPool(records, device=options.device, autotune=options.plan.autotune,
+                              planned=options.plan.min_loads)
+    pool.spawn(ahead)
+    say(f"{ahead} worker processes starting (each imports trtprof and loads every engine: one load each)")
+    return pool
+
+
+def start_and_load(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
+                   model: OnnxModel | None, say: Callable[[str], None]) -> tuple[Reference, Any, Any]:
+    """The worker processes started (``isolation="process"``: ``start_pool``), then the load phase
+    (``load_reference``) while they start, and the device's peak rates on a GPU: (the reference, the pool or
+    None, the peak or None). A failure or Ctrl-C before measuring leaves no worker running."""
+    pool = None
+    try:
+        if options.isolation == ISOLATION_PROCESS:
+            pool = start_pool(records, options, say)
+        reference = load_reference(records, batch_sizes, options, model, pool, say=say)
+        peak = roofline.query_device_peak() if reference.on_gpu else None
+    except BaseException:
+        if pool is not None:
+            pool.kill()
+            pool.close()
+        raise
+    return reference, pool, peak
+
+
+def measure_warnings(measured: Measured) -> list[str]:
+    """What the measure phase warns of: a worker lost, an interrupt (the batch sizes kept and those not
+    measured), the floor of loads run past the budget."""
+    warnings: list[str] = []
+    if measured.lost:
+        warnings.append(f"{measured.lost}: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}"
+                        + (f" (partial: {', '.join(map(str, measured.partial))})" if measured.partial else "")
+                        + f"; not measured: {', '.join(map(str, measured.pending)) or 'nothing'}")
+    if measured.interrupted:
+        warnings.append(f"interrupted: kept batch sizes {', '.join(map(str, measured.batch_sizes)) or 'none'}; "
+                        f"not measured: {', '.join(map(str, measured.pending)) or 'nothing'}")
+    warnings.extend(o.floor_overrun if len(measured.outcomes) == 1 else f"batch {b}: {o.floor_overrun}"
+                    for b, o in measured.outcomes.items() if o.floor_overrun)
+    return warnings
+
+
+def worker_loads(records: Mapping[str, EngineRecord], options: CompareOptions, pool: Any,
+                 shapes: Mapping[str, tuple[int, ...]], fixed: Any) -> Callable[[int], Any]:
+    """``open_load`` for one batch size: worker ``index`` of ``pool``, else fresh in-process runners."""
+    def open_load(index: int) -> Any:
+        if pool is None:
+            return in_process_load(records, options, shapes, fixed)
+        return pool.load(index, shapes, options.seed, options.ints, fixed=fixed)
+
+    return open_load
+
+
+def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
+                   model: OnnxModel | None, pool: Any, say: Callable[[str], None] | None = None) -> Reference:
+    """The load phase: the outputs of every engine at each batch size (the accuracy delta) and the input
+    shapes, before the timing. With worker processes (``pool``) load 0's worker computes them
+    (``reference_pass.from_worker``); in-process, or on the user's ``--inputs``, every engine is loaded once
+    in this process, then closed (on a failure the caller, ``compare_records``, kills the worker pool);
+    after closing, its idle memory is trimmed. ``say`` hears each part as it begins (``StartupLog``)."""
+    say = say or (lambda line: None)
+    if pool is not None and options.data is None:  # load 0's worker computes it: no engine loaded here (issue 33)
+        return Reference(**reference_pass.from_worker(records, batch_sizes, options, model, pool, say=say))
+    say(f"the accuracy pass: every engine loaded here once, run on "
+        f"{'your --inputs' if options.data is not None else 'the seeded inputs'} at batch "
+        f"{', '.join(map(str, batch_sizes))}")
+    names = list(records)
+    baseline = names[0]
+    first = records[baseline]
+    runners: dict[str, Any] = {}
+    load_rss: dict[str, tuple[int | None, int | None]] = {}
+    memory: dict[int, dict[str, dict[str, Any]]] = {}
+    try:
+        for name in names:
+            rss_before = rss_bytes()
+            runners[name] = bench.load_runner(records[name])
+            load_rss[name] = (rss_before, rss_bytes())
+        autotune = {name: set_autotune(runners[name], options.plan.autotune) for name in names}
+        data = options.data
+        all_shapes, needed = reference_pass.checked_shapes(first, runners[baseline], batch_sizes, options, model)
+        devices = {name: runners[name].device for name in names}
+        outputs = {}
+        fp16_range = None
+        for batch in batch_sizes:
+            with preflight.allocation_guard(batch, needed[batch]):
+                feeds = make_inputs(runners[baseline].inputs, all_shapes[batch], seed=options.seed,
+                                    int_range=options.ints, data=data)
+                if batch == min(batch_sizes):  # FP16 range risks predicted from the FP32 model, one batch (issue 10)
+                    fp16_range = fp16range.for_compare(model, records, feeds, data=data,
+                                                       seeded_as_build=reference_pass.seeded_as_build(options),
+                                                       deadline=reference_pass.range_deadline(options, say))
+                outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
+                    runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
+    finally:
+        for runner in runners.values():
+            runner.close()
+        if pool is not None:  # after close, so that what the closed runners held is given back too
+            trim(runners)  # the parent idles while the loads measure: keep no autotuning workspaces
+    return Reference(shapes=all_shapes, devices=devices, autotune=autotune, outputs=outputs, fp16_range=fp16_range,
+                     memory=memory)
+
+
+def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions,
+                    input_shapes: Mapping[str, tuple[int, ...]], fixed: Any) -> InProcessLoad:
+    """One load without a worker process: every engine loaded afresh here, fed the same seeded inputs
+    (or ``fixed``, the first batch of the user's inputs)."""
+    names = list(records)
+    fresh = {name: bench.load_runner(records[name], log_warnings=True) for name in names}  # its blocks capture them
+    for r in fresh.values():
+        set_autotune(r, options.plan.autotune)
+    batch_feeds = fixed if fixed is not None else \
+        make_inputs(fresh[names[0]].inputs, input_shapes, seed=options.seed, int_range=options.ints)
+
+    def close() -> None:
+        for r in fresh.values():
+            r.close()
+
+    return InProcessLoad({n: (fresh[n], batch_feeds) for n in names}, on_close=close)
+
+
+def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
+            pool: Any, hooks: CompareHooks, *, budget: TimeBudget | None = None) -> Measured:
+    """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
+    in-process runners) in interleaved rounds until the speedup's CI is decided, each batch size in its
+    ``budget.window`` (``budget``: began; default: ``options.time_budget`` from now): done ``k+1``
+    budgets after the start and one budget after it began, less its share of the reserve for what runs
+    after measuring (``budget.reserve_s``).
+    Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed in every case."""
+    names = list(records)
+    budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
+    measured = Measured(budget=budget)
+    try:
+        StartupLog(hooks.on_startup, budget)("importing the statistics the analysis after measuring needs (scipy)")
+        preload_analysis()  # while the workers start: inside the budget's clock, not after it
+        measured.startup_s = budget.elapsed_s(time.perf_counter())
+        measured.reserve_s = budget.reserve_s(len(batch_sizes))
+        if pool is not None:  # the floor's workers, and those started with them (WorkerPool.start says why);
+            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # workers never handed a load are killed at close
+        for k, batch in enumerate(batch_sizes):
+            try:
+                shapes = reference.shapes[batch]
+                fixed = (options.data.batch(batch, dtypes=input_dtypes(records[names[0]]))
+                         if options.data is not None else None)
+
+                open_load = worker_loads(records, options, pool, shapes, fixed)
+                def progress(p: Progress, batch: int = batch) -> None:
+                    if hooks.on_progress is not None:
+                        hooks.on_progress(batch, p)
+
+                outcome = run_interleaved(names, open_load, options.plan, on_progress=progress,
+                                          window=budget.window(k, time.perf_counter(), len(batch_sizes)),
+                                          load_ready=pool.ready if pool is not None else None,
+                                          on_note=budget_line(hooks, batch, records[names[0]].spec.backend))
+                keep_outcome(measured, batch, outcome, records, options, reference, shapes)
+                judge_accuracy(measured, batch, names, reference, options)
+                if hooks.on_batch is not None:
+                    hooks.on_batch(batch, outcome)
+            except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)
+                measured.interrupted = True
+                if pool is not None:
+                    pool.kill()
+                break
+            except BudgetTooSmall as err:  # a given budget that cannot hold the minimum: its line names the batch
+                if len(batch_sizes) > 1:
+                    raise BudgetTooSmall(f"batch {batch}: {err}") from err
+                raise
+            except workers.WorkerDied as err:  # kill -9 / OOM killer: keep what was decided (issue 36)
+                keep_lost_batch(measured, batch, err, records, options, reference, shapes)
+                if pool is not None:
+                    pool.kill()
+                break
+    finally:
+        if pool is not None:
+            close_keeping_results(pool, measured)
+            measured.concurrent = pool.concurrent
+    measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
+    return measured
+
+
+def judge_accuracy(measured: Measured, batch: int, names: Sequence[str], reference: Reference,
+                   options: CompareOptions) -> None:
+    """Every candidate's accuracy delta at ``batch`` (``candidate_accuracy``), kept for the analysis and
+    its verdict put on the outcome before the batch size is announced: the line that says FASTER must
+    know whether the outputs are BROKEN (compare.verdict_words)."""
+    deltas = {cand: candidate_accuracy(batch, names[0], cand, measured, reference, options) for cand in names[1:]}
+    measured.accuracy[batch] = deltas
+    outcome = measured.outcomes[batch]
+    outcome.accuracy = {cand: str((d.verdict or {}).get("verdict")) for cand, d in deltas.items() if d.verdict}
+
+
+def candidate_accuracy(batch: int, baseline: str, cand: str, measured: Measured, reference: Reference,
+                       options: CompareOptions) -> AccuracyDelta:
+    """One candidate's accuracy delta against the baseline's outputs at ``batch`` (its outputs renamed
+    to the baseline's for an A/B by position)."""
+    outputs = reference.outputs[batch]
+    renamed = (options.output_pairs or {}).get(cand) or {}  # compare.ab.outputs_by_position
+    cand_outputs = {renamed.get(k, k): v for k, v in outputs[cand].items()}
+    return accuracy_of(outputs[baseline], cand_outputs, reference.fp16_range, measured.per_batch[batch][cand],
+                       options.accuracy_budget, options.data, options.seed)
+
+
+def keep_lost_batch(measured: Measured, batch: int, err: Any, records: Mapping[str, EngineRecord],
+                    options: CompareOptions, reference: Reference, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """A worker died during ``batch``: say which and how (``measured.lost``); the rounds every load
+    finished before it are kept as that batch size's outcome, marked partial (``measured.partial``)."""
+    measured.lost = f"{err.message} during batch size {batch}"
+    if err.partial is None:
+        return
+    keep_outcome(measured, batch, err.partial, records, options, reference, shapes)
+    measured.partial.append(batch)
+
+
+def keep_outcome(measured: Measured, batch: int, outcome: Any, records: Mapping[str, EngineRecord],
+                 options: CompareOptions, reference: Reference, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """A batch size's interleaved outcome and each arm's result from it, into ``measured``."""
+    measured.per_batch[batch] = {
+        arm.name: arm_result(records[arm.name], arm, batch, outcome, options, reference, shapes)
+        for arm in outcome.arms}
+    measured.outcomes[batch] = outcome
+
+
+def arm_result(record: EngineRecord, arm: Arm, batch_size: int, outcome: InterleavedOutcome, options: CompareOptions,
+               reference: Reference, input_shapes: Mapping[str, tuple[int, ...]]) -> BenchResult:
+    """One arm's ``BenchResult`` at ``batch_size`` from the interleaved ``outcome``: its pooled samples, its
+    engine, how it was timed (``options.plan``, ``options.seed``; its device, autotune setting and memory in use
+    as the load phase found them, ``reference``)."""
+    plan, device_kind = options.plan, reference.devices[arm.name]
+    clock = "perf_counter_ns" if device_kind == "cpu" else "cuda_events"
+    warnings = list(arm.notes)
+    if record.backend_metadata.get("effective_precision") not in (None, record.precision):
+        warnings.append(f"requested {record.precision}, effective {record.backend_metadata['effective_precision']}"
+                        + (": " + record.notes[0] if record.notes else ""))
+    return BenchResult.from_samples(
+        stages=arm.pooled(), span_s=arm.span_s, blocks=arm.block_spans, batch_size=batch_size, model=record.model,
+        precision=record.precision, backend=record.backend,
+        engine={"key": record.key, "artifact": str(record.artifact_path), "artifact_bytes": artifact_bytes(record.artifact_path),
+                "effective_precision": effective_precision(record), "build_seconds": record.build_seconds,
+                "backend_metadata": record.backend_metadata, "environment": record.environment,
+                "notes": list(record.notes)},
+        config={"interleaved": True, "arm": arm.name, "loads": outcome.loads, "rounds": outcome.rounds, "round_iterations": outcome.round_iterations[arm.name],
+                "round_warmup": ROUND_WARMUP, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
+                "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
+                "elapsed_s": round(outcome.elapsed_s, 3),  # of the budget (the first batch size: from compare's start)
+                "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": plan.cuda_graph and clock == "cuda_events",
+                "clock": clock, "autotune": reference.autotune[arm.name],
+                "input_shapes": {k: list(v) for k, v in input_shapes.items()}, "seed": options.seed},
+        warnings=warnings,
+        device=arm.device,
+        memory=reference.memory[batch_size][arm.name] or {},
+        third_party_warnings=arm.third_party.to_json(),
+    )
+
+
+def close_keeping_results(pool: Any, measured: Measured) -> None:
+    """Close the workers; a Ctrl-C/SIGTERM while they exit (after the last batch size, when every
+    verdict is in) kills them instead and keeps what was measured, like one during the rounds."""
+    try:
+        pool.close()
+    except KeyboardInterrupt:
+        measured.interrupted = True
+        pool.kill()
+        pool.close()
+
+
+def preload_analysis() -> None:
+    """Import what the analysis after measuring needs (scipy.stats and scipy.signal: 0.75 s on the idle
+    2-core machine, 2–3 s loaded) before measuring, while the workers start: the budget's clock then
+    counts it and the loop plans around it, instead of it running after the budget is spent."""
+    from scipy import signal, stats  # noqa: F401
+
+
+def reference_outputs(runners: Mapping[str, Any], feeds: Mapping[str, Any], data: Any, batch: int) -> dict[str, Any]:
+    """Every arm's outputs for the accuracy delta: on ``feeds`` (one random batch), or on all of the
+    user's samples in batches of ``batch`` (``data``)."""
+    if data is not None:
+        return {name: run_all(runner, data, batch) for name, runner in runners.items()}
+    return {name: accuracy.run_outputs(runner, feeds) for name, runner in runners.items()}
+
+
+def input_dtypes(record: EngineRecord) -> dict[str, Any]:
+    return {t.name: np.dtype(t.dtype) for t in record.inputs}
+
+
+def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16_range: Any, cand_result: Any,
+                budget: Any, data: Any, seed: int) -> Any:
+    """The accuracy delta of one candidate: metrics on what the outputs were computed on, the FP16
+    range prediction and caveat (fp16), and the verdict against ``budget``."""
+    inputs = data.describe() if data is not None else f"random inputs (seed {seed})"
+    acc = fp16range.annotate(compare_outputs(reference, candidate, inputs=inputs), fp16_range, cand_result)
+    return replace(acc, verdict=judge(acc, budget if budget is not None else AccuracyBudget.parse(None)))

@@ -1,0 +1,88 @@
+"""Which engines a comparison measures: arm labels, one engine per precision from an engines dir
+(``select_records``), or a model's engines found or built (``resolve_records``)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..builder.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
+from ..engines.cache import EngineRecord, list_engines
+from ..errors import BadInput
+from ..model.onnx_model import OnnxModel
+
+
+def arm_labels(precisions: Sequence[Any]) -> list[str]:
+    """Labels of the arms: the precision, with ``#2``, ``#3`` … when one repeats (A/A: fp32, fp32#2)."""
+    seen: dict[str, int] = {}
+    labels = []
+    for p in precisions:
+        name = str(p)
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return labels
+
+
+def select_records(records: Sequence[EngineRecord], precisions: Sequence[Any],
+                   backend: str = "auto") -> dict[str, EngineRecord]:
+    """One engine per precision from an engines dir, in the order of ``precisions`` (first = baseline)."""
+    wanted = list(dict.fromkeys(str(p) for p in precisions))  # A/A names one precision twice
+    chosen: dict[str, EngineRecord] = {}
+    for precision in wanted:
+        matches = [r for r in records if r.precision == precision and (backend == "auto" or r.backend == backend)]
+        if not matches:
+            have = sorted({f"{r.precision}/{r.backend}" for r in records})
+            raise BadInput(f"no {precision} engine here (have: {', '.join(have) or 'none'}); build it or pass the model")
+        # a torch engine's memory format (--what-if channels-last) makes it another engine: never picked silently
+        keys = {(r.model, r.backend + "".join(f"+{v}" for k, v in r.spec.options if k in RUNNER_OPTIONS))
+                for r in matches}
+        if len(keys) > 1:
+            raise BadInput(f"several {precision} engines here ({', '.join(sorted(f'{m}/{b}' for m, b in keys))}); "
+                           "narrow with --backend where their backends differ, else keep one per folder (give a "
+                           "what-if its own --engines folder)")
+        chosen[precision] = max(matches, key=lambda r: r.created)
+    models = {r.model_path for r in chosen.values()}
+    if len(models) > 1:
+        raise BadInput(f"the engines come from different models ({', '.join(sorted(models))})")
+    return chosen
+
+
+def resolve_records(
+    path: Any,
+    precisions: Sequence[Any],
+    batch_sizes: Sequence[int],
+    settings: BuildSettings = BuildSettings(),
+    *,
+    on_built: Callable[[Any], None] | None = None,
+    on_source: Callable[[OnnxModel], None] | None = None,
+) -> tuple[dict[str, EngineRecord], OnnxModel | None, tuple[int, ...]]:
+    """The user's ``path`` (an ONNX or TensorFlow model, or an engines dir) → (precision → record, the ONNX
+    model read once or None, batch sizes).
+
+    An engines dir (a folder with engine JSONs, not a TF SavedModel) → its engines of the asked
+    precisions (``settings.backend`` narrows them); batch sizes default to those every chosen engine was
+    built for; the ONNX source is optional (None when it is gone or cannot be converted). Otherwise the
+    model's missing engines are built at ``batch_sizes`` (default 1) with ``settings`` (its engines dir,
+    backend, shapes, and the user's inputs, ``settings.data``, for what builds use them: the FP16 range
+    analysis and the int8/fp8 calibration). ``on_source`` gets the ONNX model once it is read, before
+    anything is built (build_engines) or loaded."""
+    path = Path(path)
+    if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
+        records = select_records(list_engines(path), precisions, settings.backend)
+        built = set.intersection(*(set(r.spec.batch_sizes) for r in records.values()))
+        sizes = tuple(batch_sizes) or tuple(sorted(built))
+        loaded = None
+        source = Path(next(iter(records.values())).model_path)
+        if source.exists():
+            try:
+                loaded = OnnxModel.load(as_onnx(source, path))
+            except Exception:  # graph facts and roofline are optional here: a TF source without TF installed
+                loaded = None
+        if loaded is not None and on_source is not None:
+            on_source(loaded)
+    else:
+        sizes = tuple(batch_sizes) or (1,)
+        outcomes = build_engines(path, list(dict.fromkeys(precisions)), sizes, settings=settings,
+                                 on_done=on_built, on_source=on_source)
+        records = {o.record.precision: o.record for o in outcomes}
+        loaded = outcomes[0].model  # read once by the build (its hash is the engines' key)
+    return records, loaded, sizes
