@@ -146,6 +146,40 @@ class BatchWindow:
 
 
 @dataclass(frozen=True)
+class BudgetStart:
+    """Where a time budget counts from and how it behaves, without its seconds: those are carried once, by
+    the plan (``RoundPlan.time_budget_s``), and ``budget`` joins the two (issue 41 #3: ``CompareOptions``
+    carried the seconds twice, kept equal by a ``ValueError``). ``start``: a ``time.perf_counter()`` value
+    (None: when the comparison begins); ``imports_s``: what the end's reserve is a multiple of (None: the
+    launch); ``grows``: the default budget (no --time-budget-s); ``refuses``: a given one too small for the
+    minimum stops before measuring."""
+
+    start: float | None = None
+    imports_s: float | None = None
+    counts_from: str = "compare start"
+    grows: bool = False
+    refuses: bool = False
+
+    @classmethod
+    def for_command(cls, clock: CommandClock, *, grows: bool = False, refuses: bool = False) -> BudgetStart:
+        """The CLI's: from the command's start, its imports the reserve's basis; ``grows``: the default (no
+        --time-budget-s); ``refuses``: a given one (without ``FEWER_LOADS_FLAG``)."""
+        return cls(start=clock.started, imports_s=clock.imports_s, counts_from="command start (engine builds left out)",
+                   grows=grows, refuses=refuses and not grows)
+
+    def leaving_out(self, seconds: float) -> BudgetStart:
+        """The same start with ``seconds`` (engine builds, a one-off) not counted: it moves later."""
+        if self.start is None or seconds <= 0:
+            return self
+        return replace(self, start=self.start + seconds)
+
+    def budget(self, per_batch_s: float) -> TimeBudget:
+        """The budget of ``per_batch_s`` seconds per batch size from this start."""
+        return TimeBudget(per_batch_s, start=self.start, imports_s=self.imports_s, counts_from=self.counts_from,
+                          grows=self.grows, refuses=self.refuses)
+
+
+@dataclass(frozen=True)
 class TimeBudget:
     """``per_batch_s`` seconds per batch size, counted from ``start`` (a ``time.perf_counter()`` value;
     None: when the comparison begins, which ``began`` fixes), ``imports_s`` the seconds the command's
@@ -166,8 +200,7 @@ class TimeBudget:
         """The CLI's budget: from the command's start, its imports the reserve's basis; ``grows``: the
         default (no --time-budget-s), which grows to what the minimum loads need (``BatchWindow.fitted``);
         ``refuses``: a given one (without ``FEWER_LOADS_FLAG``), which stops when the minimum does not fit."""
-        return cls(per_batch_s, start=clock.started, imports_s=clock.imports_s,
-                   counts_from="command start (engine builds left out)", grows=grows, refuses=refuses and not grows)
+        return BudgetStart.for_command(clock, grows=grows, refuses=refuses).budget(per_batch_s)
 
     def leaving_out(self, seconds: float) -> TimeBudget:
         """The same budget with ``seconds`` (engine builds, a one-off) not counted: its start moves later."""
