@@ -31,8 +31,25 @@ def fewer_loads_allowed(flag: bool, environ: Mapping[str, str] | None = None) ->
     return flag or (os.environ if environ is None else environ).get(FEWER_LOADS_ENV, "") == "1"
 
 
+@dataclass(frozen=True)
+class MinimumCost:
+    """What the minimum design was reckoned to need once a batch size's first load was open: ``least_s``
+    seconds from the budget's start (the loads, the minimum rounds at their least blocks, the reserve and the
+    slack), what that load took (``first_load_s``), and when it was open (``startup_s`` from the budget's
+    start: the start-up before it included). ``measure.budget_memo`` keeps it for the next run."""
+
+    least_s: float
+    first_load_s: float
+    startup_s: float
+
+
 class BudgetTooSmall(BadInput):
-    """A given --time-budget-s cannot hold the minimum design: said before the first round (exit 2)."""
+    """A given --time-budget-s cannot hold the minimum design: said before the first round (exit 2);
+    ``cost``: what the minimum was reckoned to need (None: not reckoned here)."""
+
+    def __init__(self, message: str, *, cost: MinimumCost | None = None) -> None:
+        super().__init__(message)
+        self.cost = cost
 
 
 # What runs after measuring (telling the workers to exit, the analysis, printing, writing the JSON, the
@@ -270,3 +287,16 @@ class StartupLog:
     def __call__(self, what: str) -> None:
         if self.say is not None:
             self.say(f"start-up, {self.budget.elapsed_s(self.clock()):.1f} s in: {what}")
+
+
+def preload_analysis(say: Callable[[str], None]) -> None:
+    """Import what the analysis after measuring needs (scipy.stats and scipy.signal: 0.75 s on the idle
+    2-core machine, 2–6 s loaded) before measuring, while the workers start: the budget's clock then
+    counts it and the loop plans around it, instead of it running after the budget is spent. Said and
+    done once (a second call finds them imported)."""
+    import sys
+
+    if "scipy.stats" in sys.modules and "scipy.signal" in sys.modules:
+        return
+    say("importing the statistics the analysis after measuring needs (scipy)")
+    from scipy import signal, stats  # noqa: F401
