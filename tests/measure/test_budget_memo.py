@@ -3,6 +3,7 @@ engines needed more (measure.budget_memo), and compare's first line before its m
 clocks (named so) for the seconds; real CLI runs for the order of the lines (no timing threshold)."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -14,7 +15,7 @@ import pytest
 
 from trtprof.measure import budget_memo
 from trtprof.measure.budget import BatchWindow, BudgetTooSmall, MinimumCost, StartupLog, TimeBudget
-from trtprof.measure.budget_memo import PRIOR_MARGIN, PriorMinimum
+from trtprof.measure.budget_memo import PRIOR_MARGIN, QUIETER_SHARE, PriorMinimum
 
 
 def records(folder, shas=("a" * 64, "b" * 64)):
@@ -33,7 +34,7 @@ REFUSING = BatchWindow(started=0.0, budget_s=6.0, per_batch_s=6.0, refuses=True)
 
 @pytest.mark.parametrize("least_s, refused", [(PRIOR_MARGIN * 6.0, False), (PRIOR_MARGIN * 6.0 + 0.01, True)])
 def test_an_earlier_need_just_over_the_margin_refuses_and_one_just_inside_gets_its_probe(least_s, refused):
-    line = budget_memo.prior_refusal(prior(least_s), REFUSING)
+    line = budget_memo.prior_refusal(prior(least_s), REFUSING, load_now=7.6)
     assert bool(line) is refused
     if refused:
         need = math.ceil(least_s)
@@ -45,12 +46,18 @@ def test_an_earlier_need_just_over_the_margin_refuses_and_one_just_inside_gets_i
         assert "within reach" in budget_memo.before_loading_line(prior(least_s), REFUSING)
 
 
+@pytest.mark.parametrize("load_now, refused", [(QUIETER_SHARE * 7.6, True), (QUIETER_SHARE * 7.6 - 0.01, False)])
+def test_a_much_quieter_machine_gets_its_probe_rather_than_an_earlier_hour_s_refusal(load_now, refused):
+    """The memo was made at load 7.6; at under half of that the first load is the probe again."""
+    assert bool(budget_memo.prior_refusal(prior(60.0), REFUSING, load_now)) is refused
+
+
 def test_only_a_refusing_budget_is_refused_or_told_before_loading():
     for window in (BatchWindow(started=0.0, budget_s=6.0, grows=True),  # the default: grows to fit
                    BatchWindow(started=0.0, budget_s=6.0)):  # --allow-fewer-loads: measures anyway
-        assert budget_memo.prior_refusal(prior(600.0), window) == ""
+        assert budget_memo.prior_refusal(prior(600.0), window, load_now=7.6) == ""
         assert budget_memo.before_loading_line(prior(600.0), window) == ""
-    assert budget_memo.prior_refusal(None, REFUSING) == ""
+    assert budget_memo.prior_refusal(None, REFUSING, load_now=7.6) == ""
     assert "the first load is the probe" in budget_memo.before_loading_line(None, REFUSING)
 
 
@@ -77,7 +84,8 @@ def test_the_memo_is_per_engine_set_batch_size_and_isolation(tmp_path):
     assert budget_memo.memo_path({"a": SimpleNamespace(meta_path=None)}, 1, "process") is None
 
 
-def test_check_before_loading_refuses_on_its_fake_clock_or_says_what_is_known(tmp_path):
+def test_check_before_loading_refuses_on_its_fake_clock_or_says_what_is_known(tmp_path, monkeypatch):
+    monkeypatch.setattr(budget_memo.os, "getloadavg", lambda: (4.0, 4.0, 4.0))  # then and now
     recs = records(tmp_path)
     budget = TimeBudget(6.0, start=100.0, refuses=True).began(101.0)
     said: list[str] = []
@@ -107,7 +115,7 @@ def test_a_probe_s_refusal_carries_the_need_its_line_names(monkeypatch):
     assert cost is not None and cost.first_load_s == pytest.approx(4.0, abs=0.5) and cost.least_s > 12.0
     assert f"give --time-budget-s {math.ceil(cost.least_s)}," in str(refused.value)
     line = budget_memo.prior_refusal(PriorMinimum(cost, "then", 1.0),
-                                     BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0, refuses=True))
+                                     BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0, refuses=True), 1.0)
     assert f"give --time-budget-s {math.ceil(cost.least_s)}," in line
     _, out, _ = costly_run(4.0, grows=False, budget_s=60.0, refuses=True)  # measured: the outcome carries it too
     assert out.minimum is not None and out.minimum.least_s <= 60.0
@@ -160,8 +168,9 @@ def test_a_real_cli_run_probes_then_the_next_is_refused_before_loading(conv_mode
     """Real CLI runs (their own processes, worker processes, stdout and stderr in one pipe): --time-budget-s 1
     cannot hold 6 loads × 4 rounds anywhere (the workers' start-up alone takes longer). The first run: the early
     line first, then the start-up's, the probe said, the refusal with the seconds the minimum needs, no round.
-    The second run of the same engines: refused before any worker starts, with an earlier run's need. No clock
-    is read here: the order and the words are the claim."""
+    The second run of the same engines: refused before any worker starts, with an earlier run's need (its memo's
+    load set to 0, so that a machine quieter than then cannot make it probe again). No clock is read here: the
+    order and the words are the claim."""
     engines, out = tmp_path / "e", tmp_path / "c.json"
     first = compare_cli(conv_model, engines, out, "1")
     lines = first.stdout.splitlines()
@@ -175,6 +184,8 @@ def test_a_real_cli_run_probes_then_the_next_is_refused_before_loading(conv_mode
     match = re.search(r"--time-budget-s 1 is too small here: the first load took \d+\.\d s .* need about (\d+) s per "
                       r"batch size; give --time-budget-s (\d+),", lines[-1])
     assert match and match[1] == match[2] and int(match[1]) > 1
+    (memo,) = (engines / budget_memo.MEMO_DIR).iterdir()  # made at load 0: the machine is never quieter now
+    memo.write_text(json.dumps({**json.loads(memo.read_text(encoding="utf-8")), "load": 0.0}), encoding="utf-8")
     second = compare_cli(conv_model, engines, out, "1")
     lines = second.stdout.splitlines()
     assert second.returncode == 2 and not out.exists(), second.stdout[-3000:]

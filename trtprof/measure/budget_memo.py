@@ -28,6 +28,9 @@ MEMO_DIR = ".budget"  # inside the engines dir: not an entry (cache ls/prune rea
 # seconds (the same light_squeezenet needed 26 s at load 2 and 76 s at load 9), and a budget that may fit
 # now gets its probe (the first load) rather than a refusal from another hour's load.
 PRIOR_MARGIN = 1.25
+# … and only while the machine is about as busy as it was then: at a 1-min load average under this share of
+# the memo's, the first load is the probe again (and its reckoning replaces the memo).
+QUIETER_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -84,11 +87,13 @@ def remember(path: Path | None, cost: MinimumCost | None) -> None:
         pass
 
 
-def prior_refusal(prior: PriorMinimum | None, window: BatchWindow) -> str:
+def prior_refusal(prior: PriorMinimum | None, window: BatchWindow, load_now: float) -> str:
     """The line a given budget stops with before anything is loaded, where ``prior`` (an earlier run of
-    these engines) needed over ``PRIOR_MARGIN`` × ``window``'s budget for the minimum design; "" otherwise
-    (no memo, a budget that grows or may proceed, or one that may fit)."""
-    if prior is None or not window.refuses or prior.cost.least_s <= PRIOR_MARGIN * window.budget_s:
+    these engines) needed over ``PRIOR_MARGIN`` × ``window``'s budget for the minimum design and the machine
+    (its 1-min load average ``load_now``) is not much quieter than then (``QUIETER_SHARE``); "" otherwise (no
+    memo, a budget that grows or may proceed, one that may fit, or a quieter machine)."""
+    if prior is None or not window.refuses or prior.cost.least_s <= PRIOR_MARGIN * window.budget_s \
+            or load_now < QUIETER_SHARE * prior.load:
         return ""
     need_s = math.ceil(prior.cost.least_s)
     cost = prior.cost
@@ -100,16 +105,17 @@ def prior_refusal(prior: PriorMinimum | None, window: BatchWindow) -> str:
 
 
 def before_loading_line(prior: PriorMinimum | None, window: BatchWindow) -> str:
-    """What the start-up says of the minimum before the workers start, for a given budget that refuses ("" for
-    one that grows or proceeds): an earlier run's need within reach, or that the first load is the probe."""
+    """What the start-up says of the minimum before the workers start, for a given budget that refuses and was
+    not refused by ``prior_refusal`` ("" for one that grows or proceeds): an earlier run's need, or that the
+    first load is the probe."""
     if not window.refuses:
         return ""
     if prior is None:
         return ("nothing known yet of these engines' loads here: the first load is the probe of what the minimum "
                 "needs (a budget too small is refused after it, before any round)")
     return (f"an earlier run of these engines ({prior.recorded}, load {prior.load:.1f}) needed about "
-            f"{math.ceil(prior.cost.least_s)} s for the minimum: within reach of this budget, the first load "
-            "tells")
+            f"{math.ceil(prior.cost.least_s)} s for the minimum: within reach of this budget or on a quieter "
+            "machine, the first load tells")
 
 
 def checked_before_loading(records: Mapping[str, Any], batch_sizes: Sequence[int], isolation: str, budget: TimeBudget,
@@ -119,7 +125,7 @@ def checked_before_loading(records: Mapping[str, Any], batch_sizes: Sequence[int
     (``before_loading_line``) on ``say``, which is returned (the start-up's log from here on)."""
     window = budget.window(0, say.clock(), len(batch_sizes))
     prior = recall(memo_path(records, batch_sizes[0], isolation))
-    refusal = prior_refusal(prior, window)
+    refusal = prior_refusal(prior, window, os.getloadavg()[0])
     if refusal:
         raise BudgetTooSmall(refusal if len(batch_sizes) == 1 else f"batch {batch_sizes[0]}: {refusal}")
     line = before_loading_line(prior, window)
