@@ -55,14 +55,22 @@ def test_a_window_without_a_per_batch_budget_plans_its_slack_on_its_own_budget()
     assert BatchWindow(started=0.0, budget_s=12.0).slack_basis_s == 12.0
 
 
-def test_compare_options_refuse_a_budget_that_disagrees_with_the_plan():
+def test_compare_options_carry_the_budget_s_seconds_once_in_the_plan():
+    """Issue 41 #3: the seconds live in ``plan.time_budget_s`` only; ``budget_start`` says where they count
+    from (and whether they grow or refuse), so the two cannot disagree and nothing checks that they do."""
     from trtprof.compare.core import CompareOptions
+    from trtprof.measure.budget import BudgetStart
     from trtprof.measure.interleave import RoundPlan
 
-    assert CompareOptions(plan=RoundPlan(time_budget_s=4.0), budget=TimeBudget(4.0)).time_budget.per_batch_s == 4.0
+    assert "budget" not in {f.name for f in dataclasses.fields(CompareOptions)}
+    assert not {f.name for f in dataclasses.fields(BudgetStart)} & {"per_batch_s", "time_budget_s"}
+    start = BudgetStart.for_command(CommandClock(started=100.0, imported=100.5), refuses=True)
+    options = CompareOptions(plan=RoundPlan(time_budget_s=4.0), budget_start=start)
+    assert options.time_budget == TimeBudget(4.0, start=100.0, imports_s=0.5, counts_from=start.counts_from,
+                                             refuses=True)
+    assert dataclasses.replace(options, plan=RoundPlan(time_budget_s=7.0)).time_budget.per_batch_s == 7.0  # the plan's, always
     assert CompareOptions(plan=RoundPlan(time_budget_s=4.0)).time_budget == TimeBudget(4.0)
-    with pytest.raises(ValueError, match="plan"):
-        CompareOptions(plan=RoundPlan(time_budget_s=4.0), budget=TimeBudget(5.0))
+    assert TimeBudget.for_command(4.0, CommandClock(started=100.0, imported=100.5), refuses=True) == options.time_budget
 
 
 def test_the_build_tally_leaves_out_only_engines_really_built_and_passes_each_on():
@@ -71,6 +79,7 @@ def test_the_build_tally_leaves_out_only_engines_really_built_and_passes_each_on
     from types import SimpleNamespace
 
     from trtprof.compare.core import BuildTally, CompareOptions
+    from trtprof.measure.budget import BudgetStart
     from trtprof.measure.interleave import RoundPlan
 
     heard: list[object] = []
@@ -80,7 +89,7 @@ def test_the_build_tally_leaves_out_only_engines_really_built_and_passes_each_on
     tally(hit)
     assert tally.seconds == 40.0 and heard == [built, hit]
     options = CompareOptions(plan=RoundPlan(time_budget_s=10.0),
-                             budget=TimeBudget.for_command(10.0, CommandClock(started=100.0, imported=100.5)))
+                             budget_start=BudgetStart.for_command(CommandClock(started=100.0, imported=100.5)))
     assert options.leaving_out(tally.seconds).time_budget.start == 140.0
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..builder.pipeline import BuildSettings
 from ..compare import core as cmp
 from ..measure import workers
-from ..measure.budget import FEWER_LOADS_ENV, FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, TimeBudget, fewer_loads_allowed
+from ..measure.budget import FEWER_LOADS_ENV, FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, BudgetStart, fewer_loads_allowed
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..compare.result import ArmLatency, ComparisonResult
 from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
@@ -332,15 +332,15 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
     sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else default_batch_sizes(args.model)
     timeline = _timeline.compare_request(args, sizes, cmp.arm_labels(precisions), is_ab)  # files checked now
-    time_budget = (TimeBudget.for_command(plan.time_budget_s, clock, grows=args.time_budget_s is None,
-                                          refuses=not fewer_loads_allowed(args.allow_fewer_loads))
-                   if clock is not None else None)
+    budget_start = (BudgetStart.for_command(clock, grows=args.time_budget_s is None,
+                                            refuses=not fewer_loads_allowed(args.allow_fewer_loads))
+                    if clock is not None else None)
     ab_outcome = None
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
-            layers=args.layers, accuracy_budget=budget, data=data, budget=time_budget, timeline=timeline,
+            layers=args.layers, accuracy_budget=budget, data=data, budget_start=budget_start, timeline=timeline,
         )  # compare_model and the A/B leave the engine builds out of the budget
         built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
         hooks = run_hooks(args, plan, built)

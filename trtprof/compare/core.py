@@ -33,6 +33,7 @@ from ..util.files import atomic_write_text, now_iso
 from ..util.signals import interrupts_noted
 from ..system.environment import collect
 from ..errors import BadInput
+from ..measure import budget_memo
 from ..measure.budget import StartupLog, TimeBudget
 from ..measure.interleave import STOP_CONFIDENCE, RoundPlan
 from ..model.onnx_model import OnnxModel
@@ -152,14 +153,15 @@ def compare_records(
     in interleaved rounds), analyse (``analyse``: speedup, accuracy, roofline, diagnosis per candidate)
     and assemble (the ``CompareReport``). Worker processes (``isolation="process"``) are spawned before
     the load phase so that their start-up overlaps it, and reused across batch sizes. The first batch
-    size's budget starts at ``options.budget``'s start (the CLI: its process's start), else here: imports, the
+    size's budget starts at ``options.budget_start`` (the CLI: its process's start), else here: imports, the
     accuracy pass and the workers' start-up, which overlap, are part of it; so is what runs after
     measuring, for which the measure phase keeps a reserve (issue 27: the budget is the budget)."""
     budget = options.time_budget.began(time.perf_counter())  # launch_s: the interpreter, imports, cache lookup
     if options.timeline is not None:  # a --timeline-batch not compared: refused before measuring
         options.timeline.pick(batch_sizes)
     host_before = cpu_state()  # the load average before measuring, not one our own run raised (system.validity)
-    say = StartupLog(hooks.on_startup, budget)
+    say = budget_memo.checked_before_loading(records, batch_sizes, options.isolation, budget,
+                                             StartupLog(hooks.on_startup, budget))
     reference, pool, peak = start_and_load(records, batch_sizes, options, model, say)
     measured = measure(records, batch_sizes, options, reference, pool, hooks, budget=budget)
     warnings = measure_warnings(measured)

@@ -20,7 +20,8 @@ from ..convert import fp16range
 from ..engines.cache import EngineRecord
 from ..measure import bench, workers
 from ..measure.bench import effective_precision
-from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget
+from ..measure import budget_memo
+from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget, preload_analysis
 from ..measure.interleave import (
     FLOOR_LOADS,
     ROUND_WARMUP,
@@ -106,6 +107,7 @@ def start_pool(records: Mapping[str, EngineRecord], options: CompareOptions, say
                               planned=options.plan.min_loads)
     pool.spawn(ahead)
     say(f"{ahead} worker processes starting (each imports trtprof and loads every engine: one load each)")
+    preload_analysis(say)  # while they start, not once load 0's worker is ready (issue 44 #2)
     return pool
 
 
@@ -234,8 +236,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
     budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
     measured = Measured(budget=budget)
     try:
-        StartupLog(hooks.on_startup, budget)("importing the statistics the analysis after measuring needs (scipy)")
-        preload_analysis()  # while the workers start: inside the budget's clock, not after it
+        preload_analysis(StartupLog(hooks.on_startup, budget))  # inside the budget's clock, not after it
         measured.startup_s = budget.elapsed_s(time.perf_counter())
         measured.reserve_s = budget.reserve_s(len(batch_sizes))
         if pool is not None:  # the floor's workers, and those started with them (WorkerPool.start says why);
@@ -255,6 +256,8 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                                           window=budget.window(k, time.perf_counter(), len(batch_sizes)),
                                           load_ready=pool.ready if pool is not None else None,
                                           on_note=budget_line(hooks, batch, records[names[0]].spec.backend))
+                if k == 0:  # the first batch size's start-up is the command's: the next run's estimate
+                    budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), outcome.minimum)
                 keep_outcome(measured, batch, outcome, records, options, reference, shapes)
                 judge_accuracy(measured, batch, names, reference, options)
                 if hooks.on_batch is not None:
@@ -265,8 +268,10 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                     pool.kill()
                 break
             except BudgetTooSmall as err:  # a given budget that cannot hold the minimum: its line names the batch
+                if k == 0:  # kept: the next run with these engines is refused before it loads anything
+                    budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), err.cost)
                 if len(batch_sizes) > 1:
-                    raise BudgetTooSmall(f"batch {batch}: {err}") from err
+                    raise BudgetTooSmall(f"batch {batch}: {err}", cost=err.cost) from err
                 raise
             except workers.WorkerDied as err:  # kill -9 / OOM killer: keep what was decided (issue 36)
                 keep_lost_batch(measured, batch, err, records, options, reference, shapes)
@@ -366,11 +371,6 @@ def close_keeping_results(pool: Any, measured: Measured) -> None:
         pool.close()
 
 
-def preload_analysis() -> None:
-    """Import what the analysis after measuring needs (scipy.stats and scipy.signal: 0.75 s on the idle
-    2-core machine, 2–3 s loaded) before measuring, while the workers start: the budget's clock then
-    counts it and the loop plans around it, instead of it running after the budget is spent."""
-    from scipy import signal, stats  # noqa: F401
 
 
 def reference_outputs(runners: Mapping[str, Any], feeds: Mapping[str, Any], data: Any, batch: int) -> dict[str, Any]:

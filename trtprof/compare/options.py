@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from .. import backends
-from ..measure.budget import TimeBudget
+from ..measure.budget import BudgetStart, TimeBudget
 from ..measure.interleave import InterleavedOutcome, Progress, RoundPlan
 from ..model.inputs import DEFAULT_INT_RANGE
 
@@ -23,10 +23,10 @@ class CompareOptions:
 
     ``shapes``: input shape overrides (name → shape); ``seed``/``int_range``: the random inputs;
     ``data`` (user_inputs.InputData) replaces them: accuracy runs on all its samples, timing on its
-    first batch; ``budget`` (measure.budget.TimeBudget): where the time budget counts from and what
-    its end's reserve is a multiple of (the CLI: its process's start and imports; ``compare_model``
-    leaves the engine builds out; default: ``plan.time_budget_s`` from when ``compare_records`` begins,
-    the reserve a multiple of the launch up to it); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
+    first batch; ``budget_start`` (measure.budget.BudgetStart): where the time budget (its seconds:
+    ``plan.time_budget_s``, carried there only) counts from and what its end's reserve is a multiple of (the
+    CLI: its process's start and imports; ``compare_model`` leaves the engine builds out; default: from when
+    ``compare_records`` begins, the reserve a multiple of the launch up to it); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
     candidate its accuracy verdict; ``isolation``: every load a worker process (``device`` sets its
     CUDA_VISIBLE_DEVICES) or fresh in-process runners; ``layers``: also profile every engine layer by
     layer after the timing."""
@@ -41,12 +41,8 @@ class CompareOptions:
     accuracy_budget: Any = None
     output_pairs: Mapping[str, Mapping[str, str]] | None = None  # arm → {its output: baseline's} (A/B by position)
     data: Any = None
-    budget: TimeBudget | None = None
+    budget_start: BudgetStart | None = None  # where plan.time_budget_s counts from (its one carrier: the plan)
     timeline: Any = None  # compare.timeline.TimelineRequest: one batch size's timelines after the timing
-
-    def __post_init__(self) -> None:
-        if self.budget is not None and self.budget.per_batch_s != self.plan.time_budget_s:
-            raise ValueError(f"budget {self.budget.per_batch_s} s per batch size, plan {self.plan.time_budget_s} s")
 
     @property
     def ints(self) -> tuple[int, int]:
@@ -54,12 +50,12 @@ class CompareOptions:
 
     @property
     def time_budget(self) -> TimeBudget:
-        """The budget given, else ``plan.time_budget_s`` from when the comparison begins."""
-        return self.budget if self.budget is not None else TimeBudget(self.plan.time_budget_s)
+        """``plan.time_budget_s`` from ``budget_start``, else from when the comparison begins."""
+        return (self.budget_start or BudgetStart()).budget(self.plan.time_budget_s)
 
     def leaving_out(self, seconds: float) -> CompareOptions:
         """These options with ``seconds`` (engine builds: a one-off) left out of the time budget."""
-        return replace(self, budget=self.time_budget.leaving_out(seconds))
+        return replace(self, budget_start=(self.budget_start or BudgetStart()).leaving_out(seconds))
 
 
 class BuildTally:

@@ -5,6 +5,7 @@ Layout in the engines dir, for model ``resnet50.onnx`` built fp16 by TensorRT wi
     resnet50.fp16.tensorrt.3f2a9c01d4e7.plan     the artifact
     resnet50.fp16.tensorrt.3f2a9c01d4e7.json     its metadata (spec, environment, sha256, notes)
     .locks/3f2a9c01d4e7….lock                    a filelock per key
+    .budget/5e1c….json                           compare's memo of what the minimum needed (measure.budget_memo)
 
 The metadata file is written last and marks a complete entry; an artifact without it is debris from
 an interrupted build and is never served. Both files are written to a temp name in the same folder

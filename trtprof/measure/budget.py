@@ -31,8 +31,25 @@ def fewer_loads_allowed(flag: bool, environ: Mapping[str, str] | None = None) ->
     return flag or (os.environ if environ is None else environ).get(FEWER_LOADS_ENV, "") == "1"
 
 
+@dataclass(frozen=True)
+class MinimumCost:
+    """What the minimum design was reckoned to need once a batch size's first load was open: ``least_s``
+    seconds from the budget's start (the loads, the minimum rounds at their least blocks, the reserve and the
+    slack), what that load took (``first_load_s``), and when it was open (``startup_s`` from the budget's
+    start: the start-up before it included). ``measure.budget_memo`` keeps it for the next run."""
+
+    least_s: float
+    first_load_s: float
+    startup_s: float
+
+
 class BudgetTooSmall(BadInput):
-    """A given --time-budget-s cannot hold the minimum design: said before the first round (exit 2)."""
+    """A given --time-budget-s cannot hold the minimum design: said before the first round (exit 2);
+    ``cost``: what the minimum was reckoned to need (None: not reckoned here)."""
+
+    def __init__(self, message: str, *, cost: MinimumCost | None = None) -> None:
+        super().__init__(message)
+        self.cost = cost
 
 
 # What runs after measuring (telling the workers to exit, the analysis, printing, writing the JSON, the
@@ -146,6 +163,40 @@ class BatchWindow:
 
 
 @dataclass(frozen=True)
+class BudgetStart:
+    """Where a time budget counts from and how it behaves, without its seconds: those are carried once, by
+    the plan (``RoundPlan.time_budget_s``), and ``budget`` joins the two (issue 41 #3: ``CompareOptions``
+    carried the seconds twice, kept equal by a ``ValueError``). ``start``: a ``time.perf_counter()`` value
+    (None: when the comparison begins); ``imports_s``: what the end's reserve is a multiple of (None: the
+    launch); ``grows``: the default budget (no --time-budget-s); ``refuses``: a given one too small for the
+    minimum stops before measuring."""
+
+    start: float | None = None
+    imports_s: float | None = None
+    counts_from: str = "compare start"
+    grows: bool = False
+    refuses: bool = False
+
+    @classmethod
+    def for_command(cls, clock: CommandClock, *, grows: bool = False, refuses: bool = False) -> BudgetStart:
+        """The CLI's: from the command's start, its imports the reserve's basis; ``grows``: the default (no
+        --time-budget-s); ``refuses``: a given one (without ``FEWER_LOADS_FLAG``)."""
+        return cls(start=clock.started, imports_s=clock.imports_s, counts_from="command start (engine builds left out)",
+                   grows=grows, refuses=refuses and not grows)
+
+    def leaving_out(self, seconds: float) -> BudgetStart:
+        """The same start with ``seconds`` (engine builds, a one-off) not counted: it moves later."""
+        if self.start is None or seconds <= 0:
+            return self
+        return replace(self, start=self.start + seconds)
+
+    def budget(self, per_batch_s: float) -> TimeBudget:
+        """The budget of ``per_batch_s`` seconds per batch size from this start."""
+        return TimeBudget(per_batch_s, start=self.start, imports_s=self.imports_s, counts_from=self.counts_from,
+                          grows=self.grows, refuses=self.refuses)
+
+
+@dataclass(frozen=True)
 class TimeBudget:
     """``per_batch_s`` seconds per batch size, counted from ``start`` (a ``time.perf_counter()`` value;
     None: when the comparison begins, which ``began`` fixes), ``imports_s`` the seconds the command's
@@ -166,8 +217,7 @@ class TimeBudget:
         """The CLI's budget: from the command's start, its imports the reserve's basis; ``grows``: the
         default (no --time-budget-s), which grows to what the minimum loads need (``BatchWindow.fitted``);
         ``refuses``: a given one (without ``FEWER_LOADS_FLAG``), which stops when the minimum does not fit."""
-        return cls(per_batch_s, start=clock.started, imports_s=clock.imports_s,
-                   counts_from="command start (engine builds left out)", grows=grows, refuses=refuses and not grows)
+        return BudgetStart.for_command(clock, grows=grows, refuses=refuses).budget(per_batch_s)
 
     def leaving_out(self, seconds: float) -> TimeBudget:
         """The same budget with ``seconds`` (engine builds, a one-off) not counted: its start moves later."""
@@ -237,3 +287,16 @@ class StartupLog:
     def __call__(self, what: str) -> None:
         if self.say is not None:
             self.say(f"start-up, {self.budget.elapsed_s(self.clock()):.1f} s in: {what}")
+
+
+def preload_analysis(say: Callable[[str], None]) -> None:
+    """Import what the analysis after measuring needs (scipy.stats and scipy.signal: 0.75 s on the idle
+    2-core machine, 2–6 s loaded) before measuring, while the workers start: the budget's clock then
+    counts it and the loop plans around it, instead of it running after the budget is spent. Said and
+    done once (a second call finds them imported)."""
+    import sys
+
+    if "scipy.stats" in sys.modules and "scipy.signal" in sys.modules:
+        return
+    say("importing the statistics the analysis after measuring needs (scipy)")
+    from scipy import signal, stats  # noqa: F401

@@ -23,11 +23,11 @@ leave a large t quantile), otherwise round pairs.
 The budget is a ``budget.BatchWindow``: wall time from its ``started`` up to its ``budget_s`` (the CLI
 counts from its process's start, ``clock.process_start``, so that imports, the cache lookup, the accuracy
 pass and the workers' start-up are inside the first batch size's budget; compare gives each batch size
-its window from one ``budget.TimeBudget``, keeping ``reserve_s`` for what runs after measuring): blocks
-are sized so that the minimum design (``min_loads`` × ``min_rounds``) fits in the budget, a load or a sweep
-that would end past it is not started, and below the minimum only the floor of two loads × one round pair runs regardless (without
-it there is no interval at all). When the floor ends past the deadline the outcome says so in one
-line (``floor_overrun``).
+its window from one ``budget.TimeBudget``, keeping ``reserve_s`` for what runs after measuring): blocks are
+sized so that the minimum design (``min_loads`` × ``min_rounds``) fits in the budget (a given budget that cannot
+hold it is refused after the first load, before any round: ``BudgetTooSmall``), a load or a sweep that would end
+past it is not started, and below the minimum only the floor of two loads × one round pair runs regardless
+(without it there is no interval at all); the outcome says so when the floor ends past it (``floor_overrun``).
 
 Everything time-related goes through an injectable ``clock`` and every measurement through a
 ``Load`` (``InProcessLoad`` takes an injectable ``measure``): the calibration simulation
@@ -47,7 +47,7 @@ import numpy as np
 from . import timing
 from ..errors import TrtprofError
 from ..system import nvml
-from .budget import BatchWindow, BudgetTooSmall
+from .budget import BatchWindow, BudgetTooSmall, MinimumCost
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .timing import Samples, TimingConfig
 from ..util.thirdparty import AT_LOAD, AT_RUN, Tally, third_party_warnings
@@ -347,6 +347,7 @@ class InterleavedOutcome:
     # per candidate, its accuracy verdict (OK/DEGRADED/BROKEN) where the caller judged it before announcing
     # the batch size (compare: a BROKEN candidate's verdict is never shown as plainly faster)
     accuracy: dict[str, str] = field(default_factory=dict)
+    minimum: MinimumCost | None = None  # what the minimum design was reckoned to need after the first load
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -491,11 +492,11 @@ class _Loop:
         self.round_s = 0.0  # seconds per round (all arms), measured on the last rounds
         self.load_open_s = 0.0  # seconds the last load took to open and warm up
         self.first_open_s = 0.0  # from ``started`` until the first load was open and warm (start-up included)
-        self.first_load_s = 0.0  # what the first load took to open and warm up (fit_window)
         self.grown = False  # did fit_window grow the window?
         self.load_ready: Callable[[int], bool] | None = None
         self.on_note: Callable[[str], None] | None = None
         self.budget_note = ""
+        self.minimum: MinimumCost | None = None  # reckoned after the first load (fit_window): what it took, …
         self.speedups: dict[str, Speedup] = {}
 
     def elapsed(self) -> float:
@@ -587,18 +588,17 @@ class _Loop:
         """After the first load, before any round: what the minimum loads × rounds need from the budget's
         start, each later load costing what this one did less the part of its warm-up a later load skips
         (``FIRST_WARMUP_MS`` per arm here, ``LOAD_WARMUP_MS`` later; ``first_warm_s``: what the warm-up took,
-        a worker's start-up it waited for included, which is not skipped), rounds ``round_s``, with the
-        reserve and the slack; the window grows to it or the note says how long it would need
-        (``BatchWindow.fitted``)."""
+        a worker's start-up it waited for included, which is not skipped), rounds ``round_s``, with the reserve and
+        the slack (kept: ``minimum``); the window grows to it or the note says how long it would need (``fitted``)."""
         plan = self.plan
         by_design_s = min(first_warm_s, len(self.names) * FIRST_WARMUP_MS / 1e3)  # the time-bound warm-up
         later_s = max(self.load_open_s - by_design_s * (1 - LOAD_WARMUP_MS / FIRST_WARMUP_MS), 0.0)
         # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
-        self.first_load_s = self.load_open_s
         before_s = self.window.budget_s
         least_s = self.minimum_needs_s(later_s, self.round_s)
+        self.minimum = MinimumCost(least_s, self.load_open_s, self.first_open_s)
         if self.window.refuses and not self.window.minimum_fits(least_s):  # a given budget: stop, say what it needs
-            raise BudgetTooSmall(self.window.refusal(least_s, self.load_open_s, plan.min_loads, plan.min_rounds))
+            raise BudgetTooSmall(self.window.refusal(least_s, self.load_open_s, plan.min_loads, plan.min_rounds), cost=self.minimum)
         self.window, self.budget_note = self.window.fitted(
             self.minimum_needs_s(later_s, round_s), self.load_open_s, plan.min_loads, plan.min_rounds, least_s=least_s)
         self.grown = self.window.budget_s > before_s
@@ -620,7 +620,7 @@ class _Loop:
         were done before its warm-up, and the window fitted to its 1.8 s left room for 3 of the 6 loads
         where later ones took ~4 s (2026-12-02). Only a grown window is refitted, and it grows further
         only (``BatchWindow.fitted``, up to its cap); one line says so."""
-        if not self.window.grows or not self.grown or self.load_open_s <= REFIT_LOAD_RATIO * self.first_load_s:
+        if (first := self.minimum) is None or not self.grown or self.load_open_s <= REFIT_LOAD_RATIO * first.first_load_s:
             return
         plan = self.plan
         window, note = self.window.fitted(self.minimum_needs_s(self.load_open_s, round_s), self.load_open_s,
@@ -684,4 +684,4 @@ class _Loop:
                                   elapsed_s=self.elapsed(), round_iterations={n: self.iterations for n in self.names},
                                   half_widths=half, loads=len(self.loads), speedups=self.speedups,
                                   round_s=self.round_s, budget_s=self.budget_s, reserve_s=self.reserve_s,
-                                  floor_overrun=self.floor_overrun, budget_note=self.budget_note)
+                                  floor_overrun=self.floor_overrun, budget_note=self.budget_note, minimum=self.minimum)
