@@ -255,13 +255,14 @@ def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_s
 def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any], *, warmup: int,
                          batch_size: int, backend: str, device: str = "cpu") -> Timeline:
     """``warmup`` unrecorded-for-the-timeline runs, then one more; the timeline is that last run."""
-    from ..backends.onnxruntime import ort_session
+    from ..backends.onnxruntime import SessionSettings, ort_session
     from ..spec import Precision
     from ..util.scratch import temp_dir
 
     with temp_dir("orttl") as tmp:
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
-                              profile_prefix=str(Path(tmp) / "ort"), device="cuda" if device == "cuda" else "cpu")
+                              settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort")),
+                              device="cuda" if device == "cuda" else "cpu")
         for _ in range(warmup + 1):
             session.run(None, dict(feeds))
         events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
