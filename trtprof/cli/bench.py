@@ -5,7 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..measure.bench import bench_path
+from ..measure.bench import BenchHooks, bench_path
+from ..model.inputs import FeedSettings
 from ..engines.cache_admin import scan_dir
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..errors import BadInput, write_failure
@@ -245,9 +246,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         with sigterm_as_interrupt():
             results = bench_path(
-                args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
-                seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,
-                on_plan=on_plan, threads=args.threads, autotune=args.autotune, data=data,
+                args.path, config, batch_sizes=_common.batch_sizes(args),
+                feed=FeedSettings(shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+                                  data=data),
+                hooks=BenchHooks(on_plan=on_plan, on_start=on_start, on_result=on_result),
+                threads=args.threads, autotune=args.autotune,
             )
     finally:
         close()
