@@ -52,6 +52,7 @@ from ..measure.interleave import (
     Arm,
     InProcessLoad,
     InterleavedOutcome,
+    LoopHooks,
     Progress,
     RoundPlan,
     run_interleaved,
@@ -665,10 +666,12 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                     if hooks.on_progress is not None:
                         hooks.on_progress(batch, p)
 
-                outcome = run_interleaved(names, open_load, options.plan, on_progress=progress,
+                outcome = run_interleaved(names, open_load, options.plan,
                                           window=budget.window(k, time.perf_counter(), len(batch_sizes)),
-                                          load_ready=pool.ready if pool is not None else None,
-                                          on_note=budget_line(hooks, batch, records[names[0]].spec.backend))
+                                          hooks=LoopHooks(on_progress=progress,
+                                                          load_ready=pool.ready if pool is not None else None,
+                                                          on_note=budget_line(hooks, batch,
+                                                                              records[names[0]].spec.backend)))
                 keep_outcome(measured, batch, outcome, records, options, reference, shapes)
                 judge_accuracy(measured, batch, names, reference, options)
                 if hooks.on_batch is not None:
