@@ -51,8 +51,7 @@ from ..measure.interleave import (
     STOP_CONFIDENCE,
     Arm,
     InProcessLoad,
-    InterleavedOutcome,
-    LoopHooks,
+    InterleavedOutcome, LoopHooks,
     Progress,
     RoundPlan,
     run_interleaved,
@@ -666,12 +665,10 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                     if hooks.on_progress is not None:
                         hooks.on_progress(batch, p)
 
-                outcome = run_interleaved(names, open_load, options.plan,
-                                          window=budget.window(k, time.perf_counter(), len(batch_sizes)),
-                                          hooks=LoopHooks(on_progress=progress,
-                                                          load_ready=pool.ready if pool is not None else None,
-                                                          on_note=budget_line(hooks, batch,
-                                                                              records[names[0]].spec.backend)))
+                loop_hooks = LoopHooks(progress, budget_line(hooks, batch, records[names[0]].spec.backend),
+                                       pool.ready if pool is not None else None)
+                outcome = run_interleaved(names, open_load, options.plan, hooks=loop_hooks,
+                                          window=budget.window(k, time.perf_counter(), len(batch_sizes)))
                 keep_outcome(measured, batch, outcome, records, options, reference, shapes)
                 judge_accuracy(measured, batch, names, reference, options)
                 if hooks.on_batch is not None:
