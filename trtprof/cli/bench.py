@@ -184,7 +184,7 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
     """The --concurrency sweep over the benched engines, per model and backend; a Ctrl-C keeps the
     single-stream results (the file then says the sweep was not finished)."""
     from ..engines.cache import list_engines
-    from ..serving.sweep import group_arms, sweep_records
+    from ..serving.sweep import SweepHooks, group_arms, sweep_records
 
     groups = group_arms(list_engines(args.path))
     batches = _common.batch_sizes(args)
@@ -194,8 +194,9 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
                 sizes = batches or tuple(sorted(set.intersection(*(set(r.spec.batch_sizes) for r in arms.values()))))
                 on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
                 try:
-                    sweep = sweep_records(arms, sizes, serving, shapes=_common.shapes(args), seed=args.seed,
-                                          int_range=_common.int_range(args), autotune=args.autotune, on_point=on_point)
+                    feed = FeedSettings(shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args))
+                    sweep = sweep_records(arms, sizes, serving, feed=feed, autotune=args.autotune,
+                                          hooks=SweepHooks(on_point=on_point))
                 finally:
                     close()
                 results.serving.append(sweep.to_json())
