@@ -44,9 +44,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .budget import BatchWindow, BudgetTooSmall
+from ..errors import TrtprofError
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, speedup_ci, verdict
 from .loads import (  # noqa: F401  (re-exported: the workers, compare, train and the tests import them from here)
-    Arm, InProcessLoad, Load, LoadLost, Measure, load_order, measure_block, round_order, with_load_warnings)
+    Arm, InProcessLoad, Load, Measure, load_order, measure_block, round_order, with_load_warnings)
 from .timing import Samples, TimingConfig
 
 DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is within ±0.5 % (half the margin)
@@ -95,6 +96,13 @@ STOP_DECISIVE = "decisive"
 STOP_TARGET = "target"
 STOP_BUDGET = "time_budget"
 STOP_LOAD_LOST = "load_lost"  # a load's process died: the outcome holds the rounds finished before (partial)
+
+
+class LoadLost(TrtprofError):
+    """A load is gone mid-run (its worker process died). ``partial``: the outcome of the rounds every
+    load finished before, set by ``run_interleaved`` (None when there were none)."""
+
+    partial: "InterleavedOutcome | None" = None
 
 
 @dataclass(frozen=True)

@@ -1,33 +1,22 @@
 """What ``interleave``'s loop measures through: a ``Load`` (one instance of every arm: a worker process,
 ``trtprof.measure.workers``, or ``InProcessLoad`` here), the block measured through the shared timing loop
 (``measure_block``), the arm order of a load's first round and of every round after it, and an ``Arm``:
-one precision's samples per load and round with its notes and device state. ``LoadLost``: a load gone
-mid-run. The loop itself, its plan and its stopping rules are ``trtprof.measure.interleave``'s.
+one precision's samples per load and round with its notes and device state. The loop itself, its plan,
+its stopping rules and ``LoadLost`` (a load gone mid-run) are ``trtprof.measure.interleave``'s.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from . import timing
-from ..errors import TrtprofError
 from ..system import nvml
 from ..stats.speedup import engine_median_ci
 from .timing import Samples, TimingConfig
 from ..util.thirdparty import AT_LOAD, AT_RUN, Tally, third_party_warnings
-
-if TYPE_CHECKING:
-    from .interleave import InterleavedOutcome
-
-
-class LoadLost(TrtprofError):
-    """A load is gone mid-run (its worker process died). ``partial``: the outcome of the rounds every
-    load finished before, set by ``run_interleaved`` (None when there were none)."""
-
-    partial: "InterleavedOutcome | None" = None
 
 
 def measure_block(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig) -> Samples:
