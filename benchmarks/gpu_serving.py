@@ -166,7 +166,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
     from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.model.inputs import parse_batch_sizes
     from trtprof.serving.driver import ServingConfig
-    from trtprof.serving.sweep import sweep_records
+    from trtprof.serving.sweep import SweepHooks, sweep_records
     from trtprof.spec import Precision
 
     model = MAKERS[name](work / f"{name}.onnx")
@@ -184,7 +184,7 @@ def run_model(name: str, args, settings: dict, work: Path, stop=None) -> tuple[d
         print(f"  {name} {p.arm} batch {p.batch_size} x{p.concurrency} round {r + 1}: "
               f"{p.windows[-1].requests_per_s * p.batch_size:,.0f} samples/s", flush=True)
 
-    return sweep_records(arms, sizes, config, autotune=True, on_point=on_point, stop=stop).to_json(), slo
+    return sweep_records(arms, sizes, config, autotune=True, hooks=SweepHooks(on_point=on_point, stop=stop)).to_json(), slo
 
 
 def write_model(name: str, data: dict, slo: float, log: list, out_dir: Path, summary: list[str]) -> Path:

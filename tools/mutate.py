@@ -56,6 +56,7 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "trtprof/stats/speedup.py": ("tests/stats/test_edges_speedup.py", "tests/compare/test_compare.py"),
     "trtprof/engines/cache.py": ("tests/engines/test_edges_cache.py", "tests/engines/test_spec_cache.py", "tests/engines/test_cache_hygiene.py"),
     "trtprof/convert/fp16range.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
+    "trtprof/convert/fp16range_records.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
     "trtprof/convert/fp16.py": ("tests/convert/test_edges_fp16.py", "tests/convert/test_fp16.py"),
     "trtprof/diagnose/rules.py": ("tests/diagnose/test_edges_diagnose.py", "tests/diagnose/test_diagnose.py"),
 }
@@ -65,7 +66,9 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
 _FP16_SLOW = ("tests/convert/test_fp16.py::test_compare_on_a_model_zoo_graph_predicts_its_overflows",
               "tests/convert/test_fp16.py::test_the_prediction_holds_on_a_model_zoo_graph_in_real_fp16_arithmetic",
               "tests/convert/test_fp16.py::test_compare_predicts_the_overflow_cpu_fp16_does_not_show")
-DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/convert/fp16range.py": _FP16_SLOW, "trtprof/convert/fp16.py": _FP16_SLOW}
+DESELECTED: dict[str, tuple[str, ...]] = {"trtprof/convert/fp16range.py": _FP16_SLOW,
+                                          "trtprof/convert/fp16range_records.py": _FP16_SLOW,
+                                          "trtprof/convert/fp16.py": _FP16_SLOW}
 
 # (module, text, mutation) → why no test can distinguish the mutant from the original. ``text`` is
 # found in the mutant's ``text`` (its source line, then ⟨the mutated node⟩), so a moved line still matches.
@@ -94,7 +97,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("trtprof/convert/fp16range.py", "kept = data if data.samples <= MAX_SAMPLES", "`<=` → `<`"): "differs only for exactly MAX_SAMPLES samples, whose first MAX_SAMPLES are all of them: the same arrays, the same batches (the copy's label is not returned; 512 vs 513 samples is tested)",
     ("trtprof/convert/fp16range.py", "if f.covered or budget <= 0 or", "`<=` → `<`"): "MAX_CHECKED = 1 + 2 × FINDINGS_SHOWN: the budget reaches 0 only after the combined keep-list and every printed finding of both kinds were built, so a finding met at budget 0 is never printed and `< 0` skips nothing more (the budget's last build is tested)",
     ("trtprof/convert/fp16range.py", "batch = int(np.shape(next(iter(feeds.values())))[0]) if feeds else 1", "1 → 2"): "feeds are empty only for a model without inputs, and --inputs data always holds an array (InputData refuses none) whose name such a model lacks (data.check refuses it): with data, feeds are never empty",
-    ("trtprof/convert/fp16range.py", 'if predicted.get("skipped"):', "guard `if …: return` removed (test → False)"): "a skipped analysis' JSON has no findings (RangeAnalysis(skipped=…) is the only place a skip is made), so the code after the guard also returns [summary]",
+    ("trtprof/convert/fp16range_records.py", 'if predicted.get("skipped"):', "guard `if …: return` removed (test → False)"): "a skipped analysis' JSON has no findings (RangeAnalysis(skipped=…) is the only place a skip is made), so the code after the guard also returns [summary]",
 }
 
 # The hand mutations issue 26 found surviving, as text edits: each is run beside the sampled mutants
@@ -102,8 +105,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
 HAND: tuple[tuple[str, str, str, str], ...] = (
     ("trtprof/stats/speedup.py", "t quantile 0.975 → 0.95", "special.stdtrit(max(df, 1), 0.5 + confidence / 2)",
      "special.stdtrit(max(df, 1), confidence)"),
-    ("trtprof/convert/fp16range.py", "overflow at 2 × 65520", "if t.max_abs >= FP16_INF_FROM]", "if t.max_abs >= 2 * FP16_INF_FROM]"),
-    ("trtprof/convert/fp16range.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero <= FP16_ZERO_UPTO)",
+    ("trtprof/convert/fp16range_records.py", "overflow at 2 × 65520", "if t.max_abs >= FP16_INF_FROM]", "if t.max_abs >= 2 * FP16_INF_FROM]"),
+    ("trtprof/convert/fp16range_records.py", "underflow at 2⁻¹⁴", "np.count_nonzero(nonzero <= FP16_ZERO_UPTO)",
      "np.count_nonzero(nonzero <= FP16_MIN_NORMAL)"),
     ("trtprof/engines/cache.py", "the schema check skipped", 'if data.get("schema") != CACHE_SCHEMA:', "if False:"),
     ("trtprof/engines/cache.py", "an empty artifact accepted", "if not tmp.is_file() or tmp.stat().st_size == 0:",

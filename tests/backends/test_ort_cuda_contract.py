@@ -12,7 +12,7 @@ import pytest
 
 from trtprof import backends
 from trtprof.backends import onnxruntime_cuda as oc
-from trtprof.backends.onnxruntime import CUDA_EP, provider_list
+from trtprof.backends.onnxruntime import CUDA_EP, SessionSettings, provider_list
 from trtprof.errors import BadModel, UnsupportedPrecision
 from trtprof.measure import timing
 from trtprof.spec import BuildSpec, Precision, TensorSpec
@@ -94,8 +94,8 @@ def fake_ort(monkeypatch):
     def session(path, precision, *, path_, **kw):  # pragma: no cover - replaced below
         raise AssertionError
 
-    def fake_session(model, precision, *, path, log_severity=4, device="cpu", cuda_options=None, configure=None,
-                     **kw):
+    def fake_session(model, precision, *, path, settings=SessionSettings(), device="cpu", cuda_options=None, **kw):
+        log_severity, configure = settings.log_severity, settings.configure
         overrides: dict[str, int] = {}
         if configure is not None:  # what the runner sets on ORT's SessionOptions (free-dimension overrides)
             configure(SimpleNamespace(add_free_dimension_override_by_name=overrides.__setitem__))

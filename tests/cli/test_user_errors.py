@@ -298,7 +298,7 @@ def test_signal_during_bench_keeps_finished_entries(signum, conv_model, tmp_path
 
 def test_interrupted_bench_library_call_returns_partial_set(conv_model, tmp_path):
     """bench_records turns a KeyboardInterrupt in the loop into interrupted=True with the rest pending."""
-    from trtprof.measure.bench import bench_records
+    from trtprof.measure.bench import BenchHooks, bench_records
     from trtprof.builder.pipeline import BuildSettings, build_engines
     from trtprof.spec import Precision
     from trtprof.measure.timing import TimingConfig
@@ -312,7 +312,8 @@ def test_interrupted_bench_library_call_returns_partial_set(conv_model, tmp_path
         if len(seen) == 2:
             raise KeyboardInterrupt  # as if Ctrl-C arrived right after the second entry
 
-    results = bench_records([o.record for o in outcomes], TimingConfig(warmup=1, iterations=3), on_result=on_result)
+    results = bench_records([o.record for o in outcomes], TimingConfig(warmup=1, iterations=3),
+                            hooks=BenchHooks(on_result=on_result))
     assert results.interrupted and [r.batch_size for r in results.results] == [1, 2]
     assert [p["batch_size"] for p in results.pending] == [4]
     assert results.to_json()["pending"] == results.pending

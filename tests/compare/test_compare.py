@@ -200,7 +200,7 @@ def run_sim(case: cal.Case, ratio: float, plan: interleave.RoundPlan, seed: int 
     world = RecordingWorld(case, seed)
     names = ("base", "cand")
     out = interleave.run_interleaved(names, lambda i: world.open_load(i, names, (ratio, 1.0)), plan,
-                                     clock=world.clock, on_progress=progress)
+                                     clock=world.clock, hooks=interleave.LoopHooks(on_progress=progress))
     return world, out
 
 

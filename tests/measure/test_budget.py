@@ -226,7 +226,7 @@ def costly_run(open_s: float, *, grows: bool, budget_s: float = 12.0, refuses: b
     plan = interleave.RoundPlan(time_budget_s=budget_s, round_iterations=20)
     window = BatchWindow(started=0.0, budget_s=budget_s, per_batch_s=budget_s, grows=grows, refuses=refuses)
     out = interleave.run_interleaved(names, open_load, plan, clock=clock, window=window,
-                                     on_note=lambda line: log.append(("note", line)))
+                                     hooks=interleave.LoopHooks(on_note=lambda line: log.append(("note", line))))
     return clock, out, log
 
 
@@ -362,7 +362,7 @@ def pre_warmed_run(later_open_s: float, *, launch_s: float = 8.0):
     plan = interleave.RoundPlan(time_budget_s=12.0, round_iterations=20)
     window = BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0, grows=True)
     out = interleave.run_interleaved(names, open_load, plan, clock=clock, window=window,
-                                     on_note=lambda line: log.append(("note", line)))
+                                     hooks=interleave.LoopHooks(on_note=lambda line: log.append(("note", line))))
     return clock, out, log
 
 

@@ -474,7 +474,7 @@ def test_the_sweep_stops_before_a_point_when_told_and_keeps_what_it_measured(eng
         return calls["n"] > 3  # three points measured, the fourth refused
 
     sweep = serving_sweep.sweep_records(arms, (1, 2), ServingConfig(concurrency=(1,), window_s=0.02, rounds=2),
-                                        stop=stop).to_json()
+                                        hooks=serving_sweep.SweepHooks(stop=stop)).to_json()
     assert sum(len(p["rounds"]) for p in sweep["points"]) == 3
     assert all(p["rounds"] for p in sweep["points"])  # no empty point for what was never started
 

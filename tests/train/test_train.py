@@ -84,19 +84,20 @@ def test_step_trains_and_each_runner_starts_from_the_same_weights(tmp_path):
     falls; the source module is never touched (each runner owns a deep copy)."""
     import torch
 
-    from trtprof.train.step import ARMS, TorchTrainStep, load_module
+    from trtprof.train.step import ARMS, StepSettings, TorchTrainStep, load_module
 
     module, inputs, _ = load_module(_model(tmp_path))
     before = [p.detach().clone() for p in module.parameters()]
     feeds = {"input": np.random.default_rng(0).standard_normal((4, 3, 8, 8)).astype(np.float32)}
-    a = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu", optimizer="adam")
-    b = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu", optimizer="adam")
+    a = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu", settings=StepSettings(optimizer="adam"))
+    b = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu", settings=StepSettings(optimizer="adam"))
     la = [float(a.infer(feeds)["loss"][0]) for _ in range(15)]
     lb = [float(b.infer(feeds)["loss"][0]) for _ in range(15)]
     assert la == lb
     assert la[-1] < la[0]
     assert all(torch.equal(p, q) for p, q in zip(before, module.parameters()))
-    sgd = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu", optimizer="sgd", loss="cross-entropy")
+    sgd = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu",
+                         settings=StepSettings(optimizer="sgd", loss="cross-entropy"))
     ce = [float(sgd.infer(feeds)["loss"][0]) for _ in range(15)]
     assert np.isfinite(ce).all() and ce[-1] < ce[0]
 
@@ -106,7 +107,7 @@ def test_bf16_autocast_really_runs_in_bf16_on_cpu(tmp_path):
     """The arm is applied, not just named: the same step under amp-bf16 gives a different (but
     close) loss, and the profiler sees bfloat16 casts."""
     from trtprof.train.reasons import profile_kernels
-    from trtprof.train.step import ARMS, TorchTrainStep, load_module
+    from trtprof.train.step import ARMS, StepSettings, TorchTrainStep, load_module
 
     module, inputs, _ = load_module(_model(tmp_path))
     feeds = {"input": np.random.default_rng(0).standard_normal((4, 3, 8, 8)).astype(np.float32)}
@@ -125,7 +126,7 @@ def test_cross_entropy_needs_logits(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
 
     from trtprof.errors import BadInput
-    from trtprof.train.step import ARMS, TorchTrainStep, load_module
+    from trtprof.train.step import ARMS, StepSettings, TorchTrainStep, load_module
 
     w = numpy_helper.from_array(np.ones((2, 4), np.float32), "w")
     axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
@@ -138,7 +139,7 @@ def test_cross_entropy_needs_logits(tmp_path):
     path = tmp_path / "vec.onnx"
     onnx.save(model, str(path))
     module, inputs, _ = load_module(path)
-    runner = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu", loss="cross-entropy")
+    runner = TorchTrainStep(module, ARMS["fp32"], inputs, device="cpu", settings=StepSettings(loss="cross-entropy"))
     with pytest.raises(BadInput, match="logits"):
         runner.infer({"x": np.ones((3, 4), np.float32)})
 
@@ -296,11 +297,11 @@ def test_rediagnose_reclassifies_stored_kernels_and_rederives_reasons():
 
 
 def test_tf32_share_reason():
-    from trtprof.train.reasons import StepProfile, findings_for
+    from trtprof.train.reasons import RunFacts, StepProfile, findings_for
 
     base = StepProfile("fp32", step_ms=10, kernel_ms=9.5, kernel_ms_by_class={"fp32": 9.5})
     cand = StepProfile("tf32", step_ms=10, kernel_ms=9.5, kernel_ms_by_class={"fp32": 9.0, "tf32": 0.5})
-    found = {f.rule: f for f in findings_for(base, cand, layers=[], skipped_steps=None, steps_run=5)}
+    found = {f.rule: f for f in findings_for(base, cand, RunFacts(steps_run=5), layers=[])}
     assert "no TF32 algorithm" in found["tf32_share"].message
     assert abs(found["tf32_share"].evidence["tf32_kernel_share"] - 0.5 / 9.5) < 1e-12
 

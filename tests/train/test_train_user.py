@@ -293,29 +293,30 @@ def _profiles(step_ms=10.0):
 
 
 def test_phase_shares_only_when_the_profiling_pass_agrees_with_the_timed_step():
-    from trtprof.train.reasons import PROFILE_STEP_AGREEMENT, findings_for
+    from trtprof.train.reasons import PROFILE_STEP_AGREEMENT, RunFacts, findings_for
 
     base, cand = _profiles(10.0)
-    inside = findings_for(base, cand, layers=[], skipped_steps=None, steps_run=3, device="cpu",
-                          timed_ms=10.0 / (PROFILE_STEP_AGREEMENT * 0.99))
+    inside = findings_for(base, cand, RunFacts(steps_run=3, device="cpu", timed_ms=10.0 / (PROFILE_STEP_AGREEMENT * 0.99)),
+                          layers=[])
     rules = {f.rule: f for f in inside}
     assert "optimizer_step" in rules and "phase_split" not in rules
     assert "4 ms of a 10 ms step (40%)" in rules["optimizer_step"].message
     assert "(100%)" in rules["casts"].message  # a cast time above the step is capped at the step
-    outside = {f.rule: f for f in findings_for(base, cand, layers=[], skipped_steps=None, steps_run=3, device="cpu",
-                                               timed_ms=10.0 / (PROFILE_STEP_AGREEMENT * 1.01))}
+    outside = {f.rule: f for f in findings_for(base, cand, RunFacts(steps_run=3, device="cpu",
+                                                                    timed_ms=10.0 / (PROFILE_STEP_AGREEMENT * 1.01)),
+                                               layers=[])}
     assert "phase_split" in outside and "optimizer_step" not in outside and "casts" not in outside
 
 
 def test_tensor_core_reason_is_gpu_only():
-    from trtprof.train.reasons import findings_for
+    from trtprof.train.reasons import RunFacts, findings_for
 
     base, cand = _profiles()
     layers = [{"name": "c", "op": "Conv", "in_channels": 3, "out_channels": 3, "kernel": [3, 3],
                "tensor_core_eligible": False}]
-    peer = dict(peer=base, peer_speedup=1.2)  # a median ratio is a speed claim: GPU only too
-    on = {f.rule for f in findings_for(base, cand, layers=layers, skipped_steps=None, steps_run=3, device="cuda", **peer)}
-    off = {f.rule for f in findings_for(base, cand, layers=layers, skipped_steps=None, steps_run=3, device="cpu", **peer)}
+    peer = (base, 1.2)  # a median ratio is a speed claim: GPU only too
+    on = {f.rule for f in findings_for(base, cand, RunFacts(steps_run=3, device="cuda"), layers=layers, peer=peer)}
+    off = {f.rule for f in findings_for(base, cand, RunFacts(steps_run=3, device="cpu"), layers=layers, peer=peer)}
     assert {"tensor_core_eligibility", "bf16_vs_fp16"} <= on and "cpu_only" in off
     assert not {"tensor_core_eligibility", "bf16_vs_fp16"} & off
 
@@ -357,15 +358,15 @@ def _mem(peak, state, saved, rest):
 
 
 def test_memory_finding_names_workspace_when_it_is_most_of_the_difference():
-    from trtprof.train.reasons import WORKSPACE_SHARE, findings_for
+    from trtprof.train.reasons import WORKSPACE_SHARE, RunFacts, findings_for
 
     base, cand = _profiles()
     b = _mem(100, 50, 30, 20)
 
     def finding(rest_delta):
         c = _mem(200, 50, 30 + 100 - rest_delta, 20 + rest_delta)
-        found = {f.rule: f for f in findings_for(base, cand, layers=[], skipped_steps=None, steps_run=3,
-                                                 memory={"baseline": b, "candidate": c}, autotune=True)}
+        found = {f.rule: f for f in findings_for(base, cand, RunFacts(steps_run=3, memory={"baseline": b, "candidate": c},
+                                                                      autotune=True), layers=[])}
         return found["memory"].message
 
     assert "working memory, not parameters or activations" in finding(100 * WORKSPACE_SHARE * 1.02)

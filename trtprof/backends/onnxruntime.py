@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import BadModel, BuildFailed, MissingDependency, OutputNotWritten, UnsupportedPrecision
 from ..spec import BuildSpec, Precision, TensorSpec
@@ -58,18 +59,35 @@ def _session_error(err: Exception, path: Path) -> Exception:
     return BadModel(f"onnxruntime cannot load the model: {ort_cause(text) or type(err).__name__}", path=path)
 
 
-def ort_session(model: bytes | str | Path, precision: Precision, *, optimized_out: Path | None = None, path: Path,
-             threads: int | None = None, profile_prefix: str | None = None, keep_optimizations: bool = False,
-             log_severity: int = 4, device: DeviceKind = "cpu", cuda_options: Mapping[str, str] | None = None,
-             configure: Any = None):
-    """``log_severity`` 4, fatal only: ORT's warnings would flood the output, and its errors come back as
+@dataclass(frozen=True)
+class SessionSettings:
+    """How an ORT session is set up, beyond its provider (``ort_session``'s ``device``/``cuda_options``).
+
+    ``log_severity`` 4, fatal only: ORT's warnings would flood the output, and its errors come back as
     exceptions that trtprof turns into one line; the build's session logs warnings (2) inside
     ``util.thirdparty.third_party_warnings``, which keeps them for the engine's metadata.
-    ``device``/``cuda_options``: the provider (``provider_list``); ``configure(options)`` sets further
-    session options (the CUDA backend's graph and its what-ifs)."""
+    ``threads``: intra-op threads (inter-op 1); ``profile_prefix``: ORT's per-node profile;
+    ``optimized_out``: where ORT saves the graph it runs, ``keep_optimizations`` the fully optimized one;
+    ``configure(options)`` sets further session options (the CUDA backend's graph and its what-ifs)."""
+
+    threads: int | None = None
+    log_severity: int = 4
+    profile_prefix: str | None = None
+    optimized_out: Path | None = None
+    keep_optimizations: bool = False
+    configure: Callable[[Any], None] | None = None
+
+
+def ort_session(model: bytes | str | Path, precision: Precision, *, path: Path,
+                settings: SessionSettings = SessionSettings(), device: DeviceKind = "cpu",
+                cuda_options: Mapping[str, str] | None = None) -> Any:
+    """An ORT inference session for ``model`` set up as ``settings`` say; ``device``/``cuda_options``:
+    the provider (``provider_list``). A refusal is ``BadModel`` naming ``path``."""
+    threads, profile_prefix, optimized_out = settings.threads, settings.profile_prefix, settings.optimized_out
+    keep_optimizations, configure = settings.keep_optimizations, settings.configure
     ort = import_ort()
     options = ort.SessionOptions()
-    options.log_severity_level = log_severity
+    options.log_severity_level = settings.log_severity
     if threads is not None:
         # intra-op: the threads one operator uses; inter-op 1 runs nodes one after another, so the
         # total is what the user asked for (ORT's default is one thread per core, often noisy).
@@ -112,8 +130,8 @@ def precision_census(model_bytes: bytes, precision: Precision, path: Path,
     with temp_dir("ort") as tmp:
         out = tmp / "executed.onnx"
         try:
-            ort_session(model_bytes, precision, optimized_out=out, path=path, log_severity=log_severity,
-                        device=device)
+            ort_session(model_bytes, precision, path=path, device=device,
+                        settings=SessionSettings(log_severity=log_severity, optimized_out=out))
         except BadModel as err:
             if not _loads_without_writing(model_bytes, precision, path, device):
                 raise
@@ -345,7 +363,7 @@ class OnnxRuntimeBackend(BackendBase):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
         model.ir_version = min(model.ir_version, 8)
         session = ort_session(model.SerializeToString(), Precision.FP32, path=Path("<runtime start-up>"),
-                              threads=threads, device=self.device)
+                              settings=SessionSettings(threads=threads), device=self.device)
         session.run(None, {"x": np.zeros(1, np.float32)})
         del session
         return True
@@ -355,6 +373,7 @@ class OnnxRuntimeBackend(BackendBase):
         """``log_warnings``: the session logs ORT's warnings about this engine, at load and at every run
         (as a default ORT session does), for a caller that captures them (``measure.bench.load_runner``,
         issue 34); otherwise fatal errors only."""
-        session = ort_session(Path(artifact), record.spec.precision, path=Path(artifact), threads=threads,
-                              log_severity=ORT_WARNING if log_warnings else 4)
+        session = ort_session(Path(artifact), record.spec.precision, path=Path(artifact),
+                              settings=SessionSettings(threads=threads,
+                                                       log_severity=ORT_WARNING if log_warnings else 4))
         return OnnxRuntimeRunner(session, record.inputs, record.outputs)

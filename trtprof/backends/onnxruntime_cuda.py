@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 from ..errors import BackendUnavailable, BadModel, UnsupportedPrecision
 from ..spec import Precision, TensorSpec
 from .base import Availability, Capabilities, DeviceKind, RunnerBase
-from .onnxruntime import CUDA_EP, ORT_WARNING, OnnxRuntimeBackend, import_ort, ort_cause, ort_session
+from .onnxruntime import (CUDA_EP, ORT_WARNING, OnnxRuntimeBackend, SessionSettings, import_ort, ort_cause,
+                          ort_session)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -341,9 +342,9 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
                 for name, value in (dims or {}).items():
                     so.add_free_dimension_override_by_name(name, int(value))
 
-            return ort_session(Path(artifact), precision, path=Path(artifact), log_severity=severity, device="cuda",
-                               cuda_options={**options, "enable_cuda_graph": "1" if with_graph else "0"},
-                               configure=configure if dims else None)
+            settings = SessionSettings(log_severity=severity, configure=configure if dims else None)
+            return ort_session(Path(artifact), precision, path=Path(artifact), settings=settings, device="cuda",
+                               cuda_options={**options, "enable_cuda_graph": "1" if with_graph else "0"})
 
         refused = None
         try:

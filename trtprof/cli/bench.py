@@ -5,7 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..measure.bench import bench_path
+from ..measure.bench import BenchHooks, bench_path
+from ..model.inputs import FeedSettings
 from ..engines.cache_admin import scan_dir
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..errors import BadInput, write_failure
@@ -183,7 +184,7 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
     """The --concurrency sweep over the benched engines, per model and backend; a Ctrl-C keeps the
     single-stream results (the file then says the sweep was not finished)."""
     from ..engines.cache import list_engines
-    from ..serving.sweep import group_arms, sweep_records
+    from ..serving.sweep import SweepHooks, group_arms, sweep_records
 
     groups = group_arms(list_engines(args.path))
     batches = _common.batch_sizes(args)
@@ -193,8 +194,9 @@ def run_serving(args: argparse.Namespace, results: ResultSet, serving) -> None:
                 sizes = batches or tuple(sorted(set.intersection(*(set(r.spec.batch_sizes) for r in arms.values()))))
                 on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
                 try:
-                    sweep = sweep_records(arms, sizes, serving, shapes=_common.shapes(args), seed=args.seed,
-                                          int_range=_common.int_range(args), autotune=args.autotune, on_point=on_point)
+                    feed = FeedSettings(shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args))
+                    sweep = sweep_records(arms, sizes, serving, feed=feed, autotune=args.autotune,
+                                          hooks=SweepHooks(on_point=on_point))
                 finally:
                     close()
                 results.serving.append(sweep.to_json())
@@ -245,9 +247,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         with sigterm_as_interrupt():
             results = bench_path(
-                args.path, config, batch_sizes=_common.batch_sizes(args), shapes=_common.shapes(args),
-                seed=args.seed, int_range=_common.int_range(args), on_start=on_start, on_result=on_result,
-                on_plan=on_plan, threads=args.threads, autotune=args.autotune, data=data,
+                args.path, config, batch_sizes=_common.batch_sizes(args),
+                feed=FeedSettings(shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
+                                  data=data),
+                hooks=BenchHooks(on_plan=on_plan, on_start=on_start, on_result=on_result),
+                threads=args.threads, autotune=args.autotune,
             )
     finally:
         close()

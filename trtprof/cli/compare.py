@@ -15,7 +15,7 @@ from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, Accur
 from ..compare.result import ArmLatency, ComparisonResult
 from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
 from ..errors import BadInput
-from ..model.inputs import parse_batch_sizes
+from ..model.inputs import FeedSettings, parse_batch_sizes
 from ..measure.interleave import (
     DEFAULT_ROUND_S,
     DEFAULT_TARGET_CI,
@@ -290,7 +290,7 @@ def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tu
     """After the verdicts: the --concurrency sweep of the same engines (``built``: precision → the record
     compare built or found for the model, so the model is not read again; from an engines dir, resolved
     again from it) and, with --slo-ms, the throughput-at-target verdicts."""
-    from ..serving.sweep import sweep_records
+    from ..serving.sweep import SweepHooks, sweep_records
 
     if built:
         records, sizes = built, tuple(sizes) or (1,)  # as resolve_records sizes a model's build
@@ -301,8 +301,8 @@ def run_serving(args: argparse.Namespace, precisions: list[Precision], sizes: tu
     on_point, close = _serving.progress(len(arms) * len(sizes) * len(serving.concurrency) * serving.rounds)
     try:
         with sigterm_as_interrupt():
-            sweep = sweep_records(arms, sizes, serving, shapes=_common.shapes(args), seed=args.seed,
-                                  int_range=_common.int_range(args), autotune=args.autotune, on_point=on_point)
+            sweep = sweep_records(arms, sizes, serving, autotune=args.autotune, hooks=SweepHooks(on_point=on_point),
+                                  feed=FeedSettings(_common.shapes(args), args.seed, _common.int_range(args)))
     except KeyboardInterrupt:
         report.warnings.append("interrupted during the --concurrency sweep: no serving results")
         return

@@ -50,7 +50,7 @@ def default_output(model: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..convert.tf.conversion import convert_tf
+    from ..convert.tf.conversion import TfConvertOptions, convert_tf
 
     output = args.output or default_output(args.model)
     from ._common import check_output_file
@@ -60,10 +60,7 @@ def run(args: argparse.Namespace) -> int:
     result = convert_tf(
         args.model,
         output,
-        opset=args.opset,
-        inputs=args.inputs,
-        outputs=args.outputs,
-        signature=args.signature,
+        TfConvertOptions(opset=args.opset, inputs=args.inputs, outputs=args.outputs, signature=args.signature),
         check=args.check,
         atol=args.atol,
         rtol=args.rtol,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..measure.bench import bench_records
+from ..measure.bench import BenchHooks, bench_records
 from ..builder.pipeline import BuildSettings, build_engines
-from ..model.inputs import parse_batch_sizes
+from ..model.inputs import FeedSettings, parse_batch_sizes
 from ..report.plots import plot_all
 from ..model.demo import DEMO_CHANNELS, DEMO_IMAGE, make_demo_model
 from ..util.signals import sigterm_as_interrupt
@@ -76,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         with sigterm_as_interrupt():
             results = bench_records(benched(outcomes, candidate), _common.timing_config(args),
-                                    seed=args.seed, int_range=_common.int_range(args), threads=args.threads,
-                                    on_plan=on_plan, on_start=on_start, on_result=on_result)
+                                    feed=FeedSettings(seed=args.seed, int_range=_common.int_range(args)),
+                                    hooks=BenchHooks(on_plan=on_plan, on_start=on_start, on_result=on_result),
+                                    threads=args.threads)
     finally:
         close()
     print_table(results)

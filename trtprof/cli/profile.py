@@ -198,9 +198,11 @@ def write_timelines(args: argparse.Namespace, records, shapes, data) -> list[dic
     """Record every precision's timeline (one engine after the other), print what they say, write the
     PNG, the page and the trace files; their JSON for the result file."""
     from ..layers.timeline import record_timeline
+    from ..model.inputs import FeedSettings
 
-    timelines = [record_timeline(rec, args.batch_size, shapes=shapes, seed=args.seed, int_range=_common.int_range(args),
-                                 data=data, cuda_graph=args.cuda_graph, copies=args.copies, autotune=args.autotune)
+    feed = FeedSettings(shapes=shapes, seed=args.seed, int_range=_common.int_range(args), data=data)
+    timelines = [record_timeline(rec, args.batch_size, feed, cuda_graph=args.cuda_graph, copies=args.copies,
+                                 autotune=args.autotune)
                  for rec in records.values()]
     model = next(iter(records.values())).model
     _timeline.write_timeline_files(timelines, model, args.out, args.trace_dir, args.batch_size)

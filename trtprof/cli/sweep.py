@@ -104,7 +104,7 @@ def check_sweep_folder(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sweep.runner import read_interference, run_sweep
+    from ..sweep.runner import ExecutorSettings, read_interference, run_sweep
     from ..sweep.spec import load_spec
 
     _common.check_output_dir(args.out, "--out", engines=[args.engines])  # before any cell runs (issue 12)
@@ -134,9 +134,10 @@ def run(args: argparse.Namespace) -> int:
             print(_line(rec, done, total), flush=True)
 
     with sigterm_as_interrupt():  # SIGTERM, like Ctrl-C, keeps the finished cells and writes sweep.json
-        outcome = run_sweep(spec, args.out, executor=args.executor, slots=slots, resume=args.resume,
-                            address=args.address, ray_cpus_per_cell=args.ray_cpus_per_cell,
-                            timeout_s=args.cell_timeout_s, interference=interference, on_record=on_record)
+        executor = ExecutorSettings(name=args.executor, slots=slots, address=args.address,
+                                    ray_cpus_per_cell=args.ray_cpus_per_cell, timeout_s=args.cell_timeout_s)
+        outcome = run_sweep(spec, args.out, executor=executor, resume=args.resume, interference=interference,
+                            on_record=on_record)
     from ..sweep.matrix import markdown
 
     if outcome.skipped:

@@ -28,6 +28,7 @@ from ..measure.interleave import (
     Arm,
     InProcessLoad,
     InterleavedOutcome,
+    LoopHooks,
     Progress,
     RoundPlan,
     run_interleaved,
@@ -252,10 +253,10 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                     if hooks.on_progress is not None:
                         hooks.on_progress(batch, p)
 
-                outcome = run_interleaved(names, open_load, options.plan, on_progress=progress,
-                                          window=budget.window(k, time.perf_counter(), len(batch_sizes)),
-                                          load_ready=pool.ready if pool is not None else None,
-                                          on_note=budget_line(hooks, batch, records[names[0]].spec.backend))
+                loop_hooks = LoopHooks(progress, budget_line(hooks, batch, records[names[0]].spec.backend),
+                                       pool.ready if pool is not None else None)
+                outcome = run_interleaved(names, open_load, options.plan, hooks=loop_hooks,
+                                          window=budget.window(k, time.perf_counter(), len(batch_sizes)))
                 if k == 0:  # the first batch size's start-up is the command's: the next run's estimate
                     budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), outcome.minimum)
                 keep_outcome(measured, batch, outcome, records, options, reference, shapes)

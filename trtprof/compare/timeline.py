@@ -21,6 +21,7 @@ from ..diagnose.findings import Finding
 from ..errors import BadInput
 from ..layers.profile import DEFAULT_WARMUP
 from ..layers.timeline import Timeline, finding_items, record_timeline
+from ..model.inputs import FeedSettings
 
 CHOSEN_SMALLEST = "the smallest batch size compared (--timeline-batch picks another)"
 CHOSEN_BY_USER = "--timeline-batch"
@@ -55,8 +56,8 @@ def record_timelines(records: Mapping[str, Any], batch_sizes: Sequence[int], opt
     timelines, seconds = [], {}
     for label, record in records.items():
         t0 = time.perf_counter()
-        t = record_timeline(record, batch, warmup=request.warmup, shapes=options.shapes, seed=options.seed,
-                            int_range=options.int_range, data=options.data, cuda_graph=plan.cuda_graph,
+        feed = FeedSettings(shapes=options.shapes, seed=options.seed, int_range=options.int_range, data=options.data)
+        t = record_timeline(record, batch, feed, warmup=request.warmup, cuda_graph=plan.cuda_graph,
                             copies=plan.copies, autotune=plan.autotune)
         seconds[label] = round(time.perf_counter() - t0, 3)
         timelines.append(replace(t, precision=label))  # the arm's label: an A/A's two arms stay apart

@@ -185,14 +185,15 @@ def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterati
     """Run ``warmup`` + ``iterations`` inferences of ``record``'s engine (engines.cache.EngineRecord: its
     artifact and precision) on a fresh profiling session (on ``device``'s provider) and parse its trace; the
     profile is labelled with the engine's backend."""
-    from ..backends.onnxruntime import ort_session
+    from ..backends.onnxruntime import SessionSettings, ort_session
     from ..spec import Precision
 
     artifact, precision, backend = Path(record.artifact_path), record.precision, record.backend
     with temp_dir("ortprof") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
-                              profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized, keep_optimizations=True,
+                              settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized,
+                                                       keep_optimizations=True),
                               device="cuda" if device == "cuda" else "cpu")
         for _ in range(warmup + iterations):
             session.run(None, dict(feeds))

@@ -23,12 +23,15 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from .. import backends
 from ..util.console import unescape_figure_text
 
 from .timeline_model import COLOURS, KINDS, Span, Timeline, kernel_kind
+
+if TYPE_CHECKING:
+    from ..model.inputs import FeedSettings
 
 # An iteration whose device is idle for at least this share of it is launch- or host-bound: more than a
 # third of the time nothing runs, so a faster kernel (FP16) cannot shorten the iteration by much.
@@ -255,13 +258,14 @@ def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_s
 def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any], *, warmup: int,
                          batch_size: int, backend: str, device: str = "cpu") -> Timeline:
     """``warmup`` unrecorded-for-the-timeline runs, then one more; the timeline is that last run."""
-    from ..backends.onnxruntime import ort_session
+    from ..backends.onnxruntime import SessionSettings, ort_session
     from ..spec import Precision
     from ..util.scratch import temp_dir
 
     with temp_dir("orttl") as tmp:
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
-                              profile_prefix=str(Path(tmp) / "ort"), device="cuda" if device == "cuda" else "cpu")
+                              settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort")),
+                              device="cuda" if device == "cuda" else "cpu")
         for _ in range(warmup + 1):
             session.run(None, dict(feeds))
         events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
@@ -341,20 +345,20 @@ def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, 
     return from_torch_trace(trace, precision, batch_size, window=window, node_prefix=node_prefix, settings=settings)
 
 
-def record_timeline(record: Any, batch_size: int, *, warmup: int = 5,
-                    shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                    int_range: tuple[int, int] | None = None, data: Any = None, cuda_graph: bool = False,
-                    copies: bool = True, autotune: bool | None = None) -> Timeline:
+def record_timeline(record: Any, batch_size: int, feed: "FeedSettings | None" = None, *, warmup: int = 5,
+                    cuda_graph: bool = False, copies: bool = True, autotune: bool | None = None) -> Timeline:
     """One engine's timeline at ``batch_size`` with its backend's profiler, on the same seeded inputs (or
-    the first batch of the user's) that the latency and per-layer runs use (``layers.profile``'s
+    the first batch of the user's: ``feed``) that the latency and per-layer runs use (``layers.profile``'s
     ``engine_feeds``). A torch engine runs the timing loop's own iteration (its buffers, stream, copies
     and, with ``cuda_graph``, graph replay), with ``autotune`` as the timing ran it. The timeline is
     labelled with the engine's backend (a plugin may use a profiler of the built-in backends)."""
+    from ..model.inputs import FeedSettings
     from .profile import engine_feeds, loaded_engine
 
+    feed = feed or FeedSettings()  # the default: seed 0's random inputs
     with loaded_engine(record, "timeline", autotune) as runner:
-        input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=shapes, seed=seed, int_range=int_range,
-                                           data=data)
+        input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=feed.shapes, seed=feed.seed,
+                                           int_range=feed.int_range, data=feed.data)
         caps = backends.capabilities(record.backend)
         if caps.timeline == "tensorrt-sequence":  # per-layer times only: a sequence (see from_precision_profile)
             from .tensorrt import profile_tensorrt

@@ -15,7 +15,7 @@ from ..util.thirdparty import tally_json, third_party_warnings
 from .interleave import measure_block
 from ..system.environment import collect
 from ..errors import BadInput
-from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+from ..model.inputs import FeedSettings, make_inputs, resolve_shapes
 from ..system.noise import cpu_noise_warning, cpu_state
 from .results import BenchResult, ResultSet, stamp_result
 from .timing import TimingConfig
@@ -25,6 +25,17 @@ from .timing import TimingConfig
 class BenchPlan:
     record: EngineRecord
     batch_size: int
+
+
+@dataclass(frozen=True)
+class BenchHooks:
+    """What ``bench_records`` tells its caller as it goes (each optional): the whole plan once every input
+    was checked (``on_plan``), each engine × batch size as it starts (``on_start``) and as it ends
+    (``on_result``, with its result)."""
+
+    on_plan: Callable[[list[BenchPlan]], None] | None = None
+    on_start: Callable[[BenchPlan], None] | None = None
+    on_result: Callable[[BenchResult], None] | None = None
 
 
 def plan(records: Iterable[EngineRecord], batch_sizes: Sequence[int] | None = None) -> list[BenchPlan]:
@@ -92,16 +103,14 @@ def bench_one(
     batch_size: int,
     config: TimingConfig,
     *,
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
-    seed: int = 0,
-    int_range: tuple[int, int] = DEFAULT_INT_RANGE,
+    feed: FeedSettings = FeedSettings(),
     threads: int | None = None,
-    data: Any = None,
     load_rss: tuple[int | None, int | None] = (None, None),
 ) -> BenchResult:
     """Time one engine at one batch size, on seeded random inputs or the first batch of the user's
-    (``data``, user_inputs.InputData). ``load_rss``: the process RSS before and after this engine was
-    loaded (CPU runners report memory as RSS deltas, ``trtprof.system.memory``)."""
+    (``feed``: its ``data``, user_inputs.InputData). ``load_rss``: the process RSS before and after this
+    engine was loaded (CPU runners report memory as RSS deltas, ``trtprof.system.memory``)."""
+    shapes, seed, int_range, data = feed.shapes, feed.seed, feed.int_range, feed.data
     overrides = dict(record.spec.shape_overrides())
     overrides.update(shapes or {})
     overrides.update(data.shape_overrides() if data is not None else {})
@@ -226,22 +235,20 @@ def bench_records(
     config: TimingConfig,
     *,
     batch_sizes: Sequence[int] | None = None,
-    shapes: Mapping[str, tuple[int, ...]] | None = None,
-    seed: int = 0,
-    int_range: tuple[int, int] = DEFAULT_INT_RANGE,
-    on_result: Callable[[BenchResult], None] | None = None,
-    on_start: Callable[[BenchPlan], None] | None = None,
-    on_plan: Callable[[list[BenchPlan]], None] | None = None,
+    feed: FeedSettings = FeedSettings(),
+    hooks: BenchHooks = BenchHooks(),
     threads: int | None = None,
     autotune: bool = True,
-    data: Any = None,
 ) -> ResultSet:
-    """Bench every engine × batch size. All inputs are checked (engines load, shapes resolve, integer
-    ranges fit the model's embeddings, the largest inputs fit in memory) before the first
-    measurement, so a bad request fails in a second rather than after minutes of timing.
+    """Bench every engine × batch size on ``feed``'s inputs, telling ``hooks`` as it goes. All inputs are
+    checked (engines load, shapes resolve, integer ranges fit the model's embeddings, the largest inputs
+    fit in memory) before the first measurement, so a bad request fails in a second rather than after
+    minutes of timing.
 
     Ctrl-C (KeyboardInterrupt) during the measurements keeps what finished: the returned set has
     ``interrupted`` True and ``pending`` lists what was still to run."""
+    shapes, int_range, data = feed.shapes, feed.int_range, feed.data
+    on_plan, on_start, on_result = hooks.on_plan, hooks.on_start, hooks.on_result
     items = plan(records, batch_sizes)
     runners: dict[str, Any] = {}
     load_rss: dict[str, tuple[int | None, int | None]] = {}
@@ -260,8 +267,7 @@ def bench_records(
                 if on_start is not None:
                     on_start(item)
                 result = bench_one(item.record, runners[item.record.key], item.batch_size, config,
-                                   shapes=shapes, seed=seed, int_range=int_range, threads=threads, data=data,
-                                   load_rss=load_rss.get(item.record.key, (None, None)))
+                                   feed=feed, threads=threads, load_rss=load_rss.get(item.record.key, (None, None)))
             except KeyboardInterrupt:
                 interrupted, pending = True, pending_json(items[index:])
                 break

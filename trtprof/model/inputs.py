@@ -1,6 +1,7 @@
 """Concrete input shapes per batch size, and random input data per dtype."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -11,6 +12,18 @@ from ..spec import TensorSpec
 DEFAULT_INT_RANGE = (0, 100)
 INT_RANGE_MIN, INT_RANGE_MAX = -(2**63), 2**64 - 1  # int64's least, uint64's most: the widest integer inputs
 MAX_BATCH_SIZE = 2**31 - 1  # TensorRT profiles and most runtimes hold dims as int32; no real batch is larger
+
+
+@dataclass(frozen=True)
+class FeedSettings:
+    """What a run feeds an engine (``make_inputs``): seeded random inputs (``seed``, integers drawn from
+    ``int_range``) or the first batch of the user's ``--inputs`` (``data``, user_inputs.InputData), at the
+    input shapes ``shapes`` fixes beyond the engine's own (``--shape``)."""
+
+    shapes: Mapping[str, tuple[int, ...]] | None = None
+    seed: int = 0
+    int_range: tuple[int, int] = DEFAULT_INT_RANGE
+    data: Any = None
 
 
 def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:

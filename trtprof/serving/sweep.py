@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .. import backends
+from ..model.inputs import FeedSettings
 from ..system import energy, memory, nvml, preflight
 from ..system.noise import cpu_state
 from ..system.validity import FP32_BEHIND_CASTS, Facts, HeavyCensus, Validity, assess
@@ -242,13 +243,21 @@ def _finished(config: ServingConfig, arms: Mapping[str, Any], points: Mapping[An
     return result
 
 
+@dataclass(frozen=True)
+class SweepHooks:
+    """The caller's side of ``sweep_records`` (each optional): ``on_point(point, round)`` hears every point
+    measured; ``stop()`` true before a point ends the sweep there, keeping what was measured."""
+
+    on_point: Callable[[Point, int], None] | None = None
+    stop: Callable[[], bool] | None = None
+
+
 def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: ServingConfig, *,
-                  shapes: Mapping[str, tuple[int, ...]] | None = None, seed: int = 0,
-                  int_range: tuple[int, int] | None = None, autotune: bool = True,
-                  on_point: Callable[[Point, int], None] | None = None, workers: Workers | None = None,
-                  stop: Callable[[], bool] | None = None) -> ServingSweep:
+                  feed: FeedSettings = FeedSettings(), autotune: bool = True, hooks: SweepHooks = SweepHooks(),
+                  workers: Workers | None = None) -> ServingSweep:
     """Every arm (label → engine record; the first is the baseline) × batch size × concurrency, in
-    ``config.rounds`` interleaved rounds; with ``config.slo_ms`` also the throughput at that p99.
+    ``config.rounds`` interleaved rounds; with ``config.slo_ms`` also the throughput at that p99. The inputs:
+    ``feed``'s seeded random ones at its shapes (its ``data``, the user's ``--inputs``, is not used here).
 
     Every window runs on the same long-lived threads (``workers``, or the sweep's own), so that
     per-thread state such as PyTorch's cuDNN plan cache is built once, not in every window
@@ -256,6 +265,9 @@ def sweep_records(arms: Mapping[str, Any], batch_sizes: Sequence[int], config: S
     what was measured (a benchmark's time bound)."""
     from ..measure.bench import load_runner
     from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
+
+    shapes, seed, int_range = feed.shapes, feed.seed, feed.int_range
+    on_point, stop = hooks.on_point, hooks.stop
 
     names = list(arms)
     host_before = cpu_state()  # the load average before the sweep, not one it raised

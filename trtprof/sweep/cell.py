@@ -215,17 +215,31 @@ def run_cell(cell: Cell, slot: Slot, *, processes: Processes | None = None, time
         log_text = log_path.read_text(encoding="utf-8", errors="replace")
     if attempts[-1].get("error") is not None:
         result = None
-    return cell_record(cell, slot, attempts=attempts, result=result, log_text=log_text, started_epoch=started_epoch)
+    return cell_record(cell, slot, CellRun(attempts=attempts, result=result, log_text=log_text,
+                                           started_epoch=started_epoch))
 
 
-def cell_record(cell: Cell, slot: Slot, *, attempts: list[dict[str, Any]], result: Mapping[str, Any] | None,
-                log_text: str, started_epoch: float, finished_epoch: float | None = None,
-                error: str | None = None) -> dict[str, Any]:
-    """``error`` overrides the last attempt's (a cell that never ran has no attempts); ``finished_epoch``
-    defaults to now (a cell that never ran passes its start: no duration, so it is nobody's neighbour)."""
+@dataclass(frozen=True)
+class CellRun:
+    """What running a cell left: its attempts, its result JSON (None: it failed), its log's text and when it
+    started. ``error`` overrides the last attempt's (a cell that never ran has no attempts); ``finished_epoch``
+    None is now (a cell that never ran passes its start: no duration, so it is nobody's neighbour)."""
+
+    attempts: list[dict[str, Any]]
+    result: Mapping[str, Any] | None
+    log_text: str
+    started_epoch: float
+    finished_epoch: float | None = None
+    error: str | None = None
+
+
+def cell_record(cell: Cell, slot: Slot, run: CellRun) -> dict[str, Any]:
+    """The sweep's JSON record of ``cell`` run on ``slot`` (``run``: what the run left)."""
     from ..system.environment import host, package_versions
 
-    finished_epoch = time.time() if finished_epoch is None else finished_epoch
+    attempts, result, log_text, error = run.attempts, run.result, run.log_text, run.error
+    started_epoch = run.started_epoch
+    finished_epoch = time.time() if run.finished_epoch is None else run.finished_epoch
     env_json = (result or {}).get("environment") or {}
     failed = result is None
     return {

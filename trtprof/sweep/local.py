@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import BadInput
-from .cell import Interrupted, Processes, Slot, build_model, cell_record, run_cell
+from .cell import CellRun, Interrupted, Processes, Slot, build_model, cell_record, run_cell
 from .spec import Cell
 
 
@@ -163,8 +163,8 @@ def run_local(cells: Sequence[Cell], slots: Sequence[Slot], on_record: Callable[
         if res["ok"]:
             runnable.append(cell)
         else:
-            on_record(cell_record(cell, slot, attempts=res["attempts"], result=None, log_text=res["log"],
-                                  started_epoch=t0))
+            on_record(cell_record(cell, slot, CellRun(attempts=res["attempts"], result=None, log_text=res["log"],
+                                                      started_epoch=t0)))
     _pool(runnable, slots, lambda cell, slot: on_record(run_cell(cell, slot, processes=processes,
                                                                   timeout_s=timeout_s, build=False)), processes)
     return summary

@@ -14,7 +14,7 @@ import os
 from typing import Any, Callable, Sequence
 
 from ..errors import BadInput, MissingDependency
-from .cell import Slot, cell_record, run_cell
+from .cell import CellRun, Slot, cell_record, run_cell
 from .spec import Cell
 
 TASK_RETRIES = 1  # a task whose worker/node died is run once more, then recorded as failed
@@ -58,8 +58,8 @@ def _failed(cell: Cell, error: str) -> dict[str, Any]:
     import time
 
     now = time.time()
-    return cell_record(cell, Slot(name="ray"), attempts=[], result=None, log_text="", started_epoch=now,
-                       finished_epoch=now, error=error)
+    return cell_record(cell, Slot(name="ray"), CellRun(attempts=[], result=None, log_text="", started_epoch=now,
+                                                       finished_epoch=now, error=error))
 
 
 def run_ray(cells: Sequence[Cell], on_record: Callable[[dict[str, Any]], None], *, address: str | None = None,

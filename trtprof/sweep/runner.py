@@ -39,20 +39,30 @@ def spec_json(spec: SweepSpec) -> dict[str, Any]:
             "models": [model_json(m) for m in spec.models]}
 
 
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """Where the cells run: ``name`` ``local`` (this host's ``slots``, each cell at most ``timeout_s``) or
+    ``ray`` (the cluster at ``address``, ``ray_cpus_per_cell`` CPUs for a cell without a GPU)."""
+
+    name: str = "local"
+    slots: Sequence[Slot] = ()
+    address: str | None = None
+    ray_cpus_per_cell: int = 1
+    timeout_s: float | None = None
+
+
 def run_sweep(
     spec: SweepSpec,
     out_dir: Path,
     *,
-    executor: str = "local",
-    slots: Sequence[Slot] = (),
+    executor: ExecutorSettings = ExecutorSettings(),
     resume: bool = False,
-    address: str | None = None,
-    ray_cpus_per_cell: int = 1,
-    timeout_s: float | None = None,
     interference: Mapping[str, Any] | None = None,
     on_record: Callable[[dict[str, Any], int, int], None] | None = None,
 ) -> SweepOutcome:
-    """Run what is not done yet; on Ctrl-C keep what finished, write the merged file, report it."""
+    """Run what is not done yet through ``executor``; on Ctrl-C keep what finished, write the merged file,
+    report it."""
+    slots, address, timeout_s = executor.slots, executor.address, executor.timeout_s
     store = SweepStore(out_dir, resume=resume)
     cells = spec.cells()
     done = store.done_ids() if resume else set()
@@ -68,7 +78,7 @@ def run_sweep(
 
     started = time.perf_counter()
     interrupted = False
-    if executor == "local":
+    if executor.name == "local":
         from .local import run_local
 
         info: dict[str, Any] = {"name": "local", "slots": [s.to_json() for s in slots]}
@@ -76,16 +86,16 @@ def run_sweep(
             info["prebuild"] = run_local(todo, slots, record, timeout_s=timeout_s)
         except KeyboardInterrupt:
             interrupted = True
-    elif executor == "ray":
+    elif executor.name == "ray":
         from .ray_executor import run_ray
 
         info = {"name": "ray", "address": address}
         try:
-            info = run_ray(todo, record, address=address, cpus_per_cell=ray_cpus_per_cell)
+            info = run_ray(todo, record, address=address, cpus_per_cell=executor.ray_cpus_per_cell)
         except KeyboardInterrupt:
             interrupted = True
     else:
-        raise BadInput(f"--executor {executor!r}: choose local or ray")
+        raise BadInput(f"--executor {executor.name!r}: choose local or ray")
     wall = time.perf_counter() - started
     info.update({"run_wall_s": round(wall, 3), "cells_run": ran, "cells_skipped": len(cells) - len(todo),
                  "interrupted": interrupted, "finished": now_iso()})

@@ -13,24 +13,28 @@ from ..system.preflight import is_out_of_memory
 from . import memory as mem
 from . import reasons as rs
 from .run import ArmRun, Trainer, TrainOptions
-from .step import TorchTrainStep, TrainArm, check_arm, import_torch, load_module
+from .step import StepSettings, TorchTrainStep, TrainArm, check_arm, import_torch, load_module
 
 TUNE_STEPS = 2  # cuDNN times its algorithms on the first step of a shape; the second confirms the choice
+
+
+def step_settings(options: TrainOptions, loss_fn: Callable[[Any], Any] | None = None,
+                  optimizer_fn: Callable[[Any], Any] | None = None) -> StepSettings:
+    """``options``' step settings (optimizer, loss, seed, autotune), with a factory's own loss/optimizer."""
+    return StepSettings(optimizer=options.optimizer, loss=options.loss, seed=options.seed, autotune=options.autotune,
+                        loss_fn=loss_fn, optimizer_fn=optimizer_fn)
 
 
 class TorchTrainer(Trainer):
     framework = "torch"
 
-    def __init__(self, module: Any, inputs: tuple, *, device: str, optimizer: str, loss: str, seed: int,
-                 autotune: bool = True, layers: list[dict[str, Any]] | None = None,
-                 source: dict[str, Any] | None = None, loss_fn: Callable[[Any], Any] | None = None,
-                 optimizer_fn: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, module: Any, inputs: tuple, *, device: str, settings: StepSettings,
+                 layers: list[dict[str, Any]] | None = None, source: dict[str, Any] | None = None) -> None:
         self.module, self.inputs = module, tuple(inputs)
         self.layers = layers if layers is not None else rs.module_tensor_core_layers(module)
         self.source = source or {}
         self.device = device
-        self.optimizer, self.loss, self.seed, self.autotune = optimizer, loss, seed, autotune
-        self.loss_fn, self.optimizer_fn = loss_fn, optimizer_fn
+        self.settings, self.autotune = settings, settings.autotune
 
     @classmethod
     def from_onnx(cls, model: Path, *, device: str, options: TrainOptions) -> "TorchTrainer":
@@ -43,23 +47,19 @@ class TorchTrainer(Trainer):
         layers = rs.tensor_core_layers(proto)  # before load_module's pre-pass changes the graph
         source = {"kind": "onnx", "path": str(path), **training_layers(proto)}
         module, inputs, _ = load_module(path, proto)
-        return cls(module, inputs, device=device, optimizer=options.optimizer, loss=options.loss, seed=options.seed,
-                   autotune=options.autotune, layers=layers, source=source)
+        return cls(module, inputs, device=device, settings=step_settings(options), layers=layers, source=source)
 
     @classmethod
     def from_factory(cls, user: Any, spec: str, *, device: str, options: TrainOptions) -> "TorchTrainer":
         """The user's own ``nn.Module`` from ``factory.load_factory``: trained as it is written (``device``: the
         resolved one, not ``options.device``'s "auto")."""
         source = {"kind": "module", "factory": spec, **user.to_json()}
-        return cls(user.module, user.inputs, device=device, optimizer=options.optimizer, loss=options.loss,
-                   seed=options.seed, autotune=options.autotune, source=source, loss_fn=user.loss_fn,
-                   optimizer_fn=user.optimizer_fn)
+        return cls(user.module, user.inputs, device=device, source=source,
+                   settings=step_settings(options, loss_fn=user.loss_fn, optimizer_fn=user.optimizer_fn))
 
     def make_runner(self, arm: TrainArm) -> TorchTrainStep:
         check_arm(arm, self.device)
-        return TorchTrainStep(self.module, arm, self.inputs, device=self.device, optimizer=self.optimizer,
-                              loss=self.loss, seed=self.seed, autotune=self.autotune, loss_fn=self.loss_fn,
-                              optimizer_fn=self.optimizer_fn)
+        return TorchTrainStep(self.module, arm, self.inputs, device=self.device, settings=self.settings)
 
     def tune(self, arm: TrainArm, feeds: Mapping[str, np.ndarray]) -> None:
         """GPU with autotuning: two steps of a throwaway copy, so cuDNN has timed its algorithms for
@@ -102,10 +102,12 @@ class TorchTrainer(Trainer):
                  timed_ms: float | None = None) -> list[Any]:
         if base.profile is None or cand.profile is None:
             return []
-        return rs.findings_for(base.profile, cand.profile, layers=self.layers, skipped_steps=cand.skipped_steps,
-                               steps_run=steps, memory={"baseline": base.memory, "candidate": cand.memory},
-                               peer=peer[0].profile if peer else None, peer_speedup=peer[1] if peer else None,
-                               device=self.device, timed_ms=timed_ms, autotune=self.autotune)
+        run = rs.RunFacts(steps_run=steps, skipped_steps=cand.skipped_steps, timed_ms=timed_ms,
+                          memory={"baseline": base.memory, "candidate": cand.memory}, device=self.device,
+                          autotune=self.autotune)
+        peer_profile = peer[0].profile if peer else None
+        return rs.findings_for(base.profile, cand.profile, run, layers=self.layers,
+                               peer=(peer_profile, peer[1]) if peer and peer_profile is not None else None)
 
     def max_batch(self, arm: TrainArm, make_feeds: Callable[[int], Mapping[str, np.ndarray]],
                   limit: int, *, start: int = 1, resolution: float = 0.1) -> dict[str, Any] | None:

@@ -384,23 +384,29 @@ def _kernel_findings(baseline: StepProfile, candidate: StepProfile) -> list[Find
     return out
 
 
-def findings_for(
-    baseline: StepProfile,
-    candidate: StepProfile,
-    *,
-    layers: Sequence[Mapping[str, Any]],
-    skipped_steps: int | None,
-    steps_run: int,
-    memory: Mapping[str, Any] | None = None,
-    peer: StepProfile | None = None,
-    peer_speedup: float | None = None,
-    device: str = "cuda",
-    timed_ms: float | None = None,
-    autotune: bool | None = None,
-) -> list[Finding]:
-    """Every cause with evidence for one candidate arm against the baseline at one batch size.
-    ``timed_ms``: the candidate's median step in the timed rounds (its phase split is reported only
-    when the profiling pass agrees with it); ``autotune``: what cuDNN ran with (memory wording)."""
+@dataclass(frozen=True)
+class RunFacts:
+    """What a comparison knows of the candidate's run beside the two step profiles: the steps it ran and
+    skipped (GradScaler), ``timed_ms`` its median step in the timed rounds (its phase split is reported only
+    when the profiling pass agrees with it), ``memory`` both arms' (``{"baseline": …, "candidate": …}``),
+    the device, and ``autotune``: what cuDNN ran with (memory wording)."""
+
+    steps_run: int
+    skipped_steps: int | None = None
+    timed_ms: float | None = None
+    memory: Mapping[str, Any] | None = None
+    device: str = "cuda"
+    autotune: bool | None = None
+
+
+def findings_for(baseline: StepProfile, candidate: StepProfile, run: RunFacts, *,
+                 layers: Sequence[Mapping[str, Any]], peer: tuple[StepProfile, float] | None = None) -> list[Finding]:
+    """Every cause with evidence for one candidate arm against the baseline at one batch size, from the
+    profiles and what ``run`` says; ``peer``: amp-fp16's profile and amp-bf16's speed over it (median step
+    ratio), for an amp-bf16 candidate."""
+    skipped_steps, steps_run, timed_ms, memory = run.skipped_steps, run.steps_run, run.timed_ms, run.memory
+    device, autotune = run.device, run.autotune
+    peer_speedup = peer[1] if peer is not None else None
     out = _kernel_findings(baseline, candidate)
     amp = candidate.arm.startswith("amp-")
     out += _phase_findings(baseline, candidate, skipped_steps, steps_run, timed_ms)
@@ -418,7 +424,7 @@ def findings_for(
                             "kernel_ms": candidate.kernel_ms, "step_ms": candidate.step_ms}))
     if amp and layers and device == "cuda":  # tensor cores: a GPU-only reason
         out.append(_tensor_core_finding(layers))
-    if device == "cuda" and peer is not None and peer_speedup is not None and candidate.arm == "amp-bf16":
+    if device == "cuda" and peer_speedup is not None and candidate.arm == "amp-bf16":
         out.append(Finding("bf16_vs_fp16",
                            f"amp-bf16 is {peer_speedup:.3f}× amp-fp16 (median step ratio): BF16 needs no GradScaler "
                            "(no unscale, no inf check, no host read-back) at the cost of 3 fewer mantissa bits",

@@ -38,17 +38,15 @@ def rediagnose(data: Mapping[str, Any]) -> dict[str, Any]:
         batch, base, cand = c["batch_size"], c["baseline"], c["candidate"]
         if (batch, base) not in profiles or (batch, cand) not in profiles:
             continue
-        peer = peer_speed = None
+        peer = None
         if cand == "amp-bf16" and (batch, "amp-fp16") in profiles:
-            peer, peer_speed = profiles[(batch, "amp-fp16")], medians[batch]["amp-fp16"] / medians[batch]["amp-bf16"]
-        findings = rs.findings_for(profiles[(batch, base)], profiles[(batch, cand)], layers=layers,
-                                   skipped_steps=runs[(batch, cand)].get("skipped_steps"),
-                                   steps_run=runs[(batch, cand)].get("steps", 0),
-                                   memory={"baseline": runs[(batch, base)].get("memory"),
-                                           "candidate": runs[(batch, cand)].get("memory")},
-                                   peer=peer, peer_speedup=peer_speed, device=device,
-                                   timed_ms=medians[batch].get(cand),
-                                   autotune=out.get("settings", {}).get("cudnn_benchmark"))
+            peer = profiles[(batch, "amp-fp16")], medians[batch]["amp-fp16"] / medians[batch]["amp-bf16"]
+        run = rs.RunFacts(steps_run=runs[(batch, cand)].get("steps", 0),
+                          skipped_steps=runs[(batch, cand)].get("skipped_steps"), timed_ms=medians[batch].get(cand),
+                          memory={"baseline": runs[(batch, base)].get("memory"),
+                                  "candidate": runs[(batch, cand)].get("memory")},
+                          device=device, autotune=out.get("settings", {}).get("cudnn_benchmark"))
+        findings = rs.findings_for(profiles[(batch, base)], profiles[(batch, cand)], run, layers=layers, peer=peer)
         c["diagnosis"] = [f.to_json() for f in findings]
         if "timing_notes" in c:
             c["timing_notes"] = {side: training_notes(notes) for side, notes in c["timing_notes"].items()}

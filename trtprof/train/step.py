@@ -175,6 +175,20 @@ def check_arm(arm: TrainArm, device: str) -> None:
         raise UnsupportedPrecision(f"{arm.name}: this GPU has no bfloat16 support")
 
 
+@dataclass(frozen=True)
+class StepSettings:
+    """How every arm's step trains: the optimizer and loss by name (``OPTIMIZERS``, ``LOSSES``), the seed of
+    the cross-entropy targets, cuDNN autotuning while the step runs (GPU), and the user's factory's own
+    ``loss_fn``/``optimizer_fn`` (``factory.load_factory``), which replace the named ones."""
+
+    optimizer: str = "adam"
+    loss: str = "mae-to-ones"
+    seed: int = 0
+    autotune: bool = True
+    loss_fn: Callable[[Any], Any] | None = None
+    optimizer_fn: Callable[[Any], Any] | None = None
+
+
 class TorchTrainStep:
     """Runner whose one call is a whole training step on a private copy of the module.
 
@@ -184,10 +198,9 @@ class TorchTrainStep:
     """
 
     def __init__(self, module: Any, arm: TrainArm, inputs: tuple[TensorSpec, ...], *, device: str,
-                 optimizer: str = "adam", loss: str = "mae-to-ones", seed: int = 0, autotune: bool = True,
-                 loss_fn: Callable[[Any], Any] | None = None,
-                 optimizer_fn: Callable[[Any], Any] | None = None) -> None:
+                 settings: StepSettings = StepSettings()) -> None:
         torch = import_torch()
+        optimizer, loss = settings.optimizer, settings.loss
         if optimizer not in OPTIMIZERS:
             raise BadInput(f"--optimizer {optimizer!r}: choose {' or '.join(OPTIMIZERS)}")
         if loss not in LOSSES:
@@ -198,12 +211,12 @@ class TorchTrainStep:
         self.inputs = inputs
         self.outputs = (LOSS_OUTPUT,)
         self.loss_name = loss
-        self.seed = seed
-        self.autotune = autotune  # cudnn.benchmark while the step runs (GPU)
-        self.loss_fn = loss_fn
+        self.seed = settings.seed
+        self.autotune = settings.autotune  # cudnn.benchmark while the step runs (GPU)
+        self.loss_fn = settings.loss_fn
         self.module = copy.deepcopy(module).to(device).train()
         params = [p for p in self.module.parameters() if p.requires_grad]
-        self.optimizer = make_optimizer(torch, params, optimizer, optimizer_fn, capturable=arm.graphed)
+        self.optimizer = make_optimizer(torch, params, optimizer, settings.optimizer_fn, capturable=arm.graphed)
         self._graph: tuple[tuple, Any, list[Any], Any] | None = None  # (shapes, CUDAGraph, static ins, static loss)
         self.scaler = torch.amp.GradScaler(device) if arm.grad_scaler else None
         self._dtype = getattr(torch, arm.autocast_dtype) if arm.autocast_dtype else None

@@ -322,14 +322,14 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
     model, out = Path(model), Path(out)
     features = TrtFeatures.of(trt)
     options = BuildOptions.from_spec(spec)
-    notes: list[str] = []
-    metadata: dict[str, Any] = {"tensorrt_version": trt.__version__, "library": lib.product,
-                                "precision": spec.precision.value}
+    report = BuildReport(metadata={"tensorrt_version": trt.__version__, "library": lib.product,
+                                   "precision": spec.precision.value})
+    notes, metadata = report.notes, report.metadata  # filled in place by the steps below
 
     onnx_bytes, conversion = _graph_to_parse(model, spec, options, features, metadata, notes, calibration)
 
     parsed = parse_network(trt, features, model, spec, onnx_bytes, conversion)
-    config, flags, shapes = configure_builder(trt, features, parsed, spec, options, model, metadata, notes)
+    config, flags, shapes = configure_builder(trt, features, parsed, spec, options, model, report)
     cache_status, network_dtypes = build_plan(trt, features, parsed, config, out, model, notes)
 
     metadata.update(
@@ -360,7 +360,7 @@ def build_engine(model: Path, spec: BuildSpec, out: Path, lib: Library = TENSORR
                             f"layer (effective {effective})")
     if parsed.tail:
         metadata["builder_warnings"] = list(parsed.tail.messages)
-    return BuildReport(metadata=metadata, notes=notes)
+    return report
 
 
 @dataclass
@@ -394,11 +394,10 @@ def parse_network(trt: ModuleType, features: TrtFeatures, model: Path, spec: Bui
 
 
 def configure_builder(trt: ModuleType, features: TrtFeatures, parsed: ParsedNetwork, spec: BuildSpec,
-                      options: BuildOptions, model: Path, metadata: dict[str, Any],
-                      notes: list[str]) -> tuple[Any, list[str], dict[str, Any]]:
+                      options: BuildOptions, model: Path, report: BuildReport) -> tuple[Any, list[str], dict[str, Any]]:
     """The builder config: memory and optimisation level, precision flags, compute-capability targets
-    (TensorRT-RTX) and the optimization profile. Returns (config, flags, profile shapes); notes and
-    metadata get what the precision and target settings say."""
+    (TensorRT-RTX) and the optimization profile. Returns (config, flags, profile shapes); the build's
+    ``report`` (its notes and metadata) gets what the precision and target settings say."""
     config = parsed.builder.create_builder_config()
     if options.workspace_mb is not None:
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, options.workspace_mb << 20)
@@ -406,9 +405,9 @@ def configure_builder(trt: ModuleType, features: TrtFeatures, parsed: ParsedNetw
         config.builder_optimization_level = options.builder_optimization_level
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # layer names/tactics for `inspect`
     flags, precision_notes = _apply_weak_precision(config, parsed.network, spec.precision, options, features, trt)
-    notes.extend(precision_notes)
+    report.notes.extend(precision_notes)
     if features.compute_capability_targets:
-        metadata.update(apply_compute_capabilities(config, spec, trt))
+        report.metadata.update(apply_compute_capabilities(config, spec, trt))
     elif spec.option("compute_capability") is not None:
         raise BadInput(f"--compute-capability is a TensorRT-RTX option; {features.version_text} builds for this GPU")
 

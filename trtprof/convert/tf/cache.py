@@ -60,7 +60,8 @@ def convert_cached_result(path: Path, cache_dir: Path, *, check: bool = True, **
         hit = usable_hit()
         if hit is not None:
             return hit
-        result = conversion.convert_tf(path, onnx_path, check=check, source_sha256=sha, **options)
+        result = conversion.convert_tf(path, onnx_path, conversion.TfConvertOptions(**options), check=check,
+                                         source_sha256=sha)
         data = result.to_json()
         data["onnx_sha256"] = sha256_file(onnx_path)
         atomic_write_text(meta_path, json.dumps(data, indent=2, sort_keys=True) + "\n")

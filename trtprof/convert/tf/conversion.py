@@ -64,21 +64,31 @@ class ConversionResult:
         )
 
 
+@dataclass(frozen=True)
+class TfConvertOptions:
+    """The conversion options that change the ONNX file (``cache`` keys its entries on the same four):
+    the opset (None: tf2onnx's default), the graph's input/output tensors with optional shapes (a list,
+    or the ``--inputs``/``--outputs`` text) and the SavedModel signature."""
+
+    opset: int | None = None
+    inputs: Sequence[tuple[str, Shape | None]] | str | None = None
+    outputs: Sequence[tuple[str, Shape | None]] | str | None = None
+    signature: str | None = None
+
+
 def convert_tf(
     model: Path,
     output: Path,
+    options: TfConvertOptions = TfConvertOptions(),
     *,
-    opset: int | None = None,
-    inputs: Sequence[tuple[str, Shape | None]] | str | None = None,
-    outputs: Sequence[tuple[str, Shape | None]] | str | None = None,
-    signature: str | None = None,
     check: bool = True,
     atol: float = DEFAULT_ATOL,
     rtol: float = DEFAULT_RTOL,
     source_sha256: str | None = None,
 ) -> ConversionResult:
-    """Convert ``model`` to ONNX at ``output``, validate it and (unless ``check=False``) compare it
-    with TensorFlow. Raises BuildFailed when the check fails; the file is then not written."""
+    """Convert ``model`` to ONNX at ``output`` as ``options`` say, validate it and (unless ``check=False``)
+    compare it with TensorFlow. Raises BuildFailed when the check fails; the file is then not written."""
+    opset, inputs, outputs, signature = options.opset, options.inputs, options.outputs, options.signature
     model, output = Path(model), Path(output)
     fmt = detect_format(model)
     input_args = parse_tensor_list(inputs) if isinstance(inputs, str) else list(inputs or [])
