@@ -40,8 +40,8 @@ def compare_file(tmp_path: Path) -> tuple[Path, dict]:
 
 def bench_file(tmp_path: Path) -> tuple[Path, dict]:
     src = tmp_path / "results.json"
-    ResultSet(environment={"host": "h"}, results=[synthetic_result(p, 2, m, seed=1) for p, m in (("fp32", 1.0), ("fp16", 0.6))]
-              ).write_json(src)
+    results = [synthetic_result(p, 2, m, seed=1) for p, m in (("fp32", 1.0), ("fp16", 0.6))]
+    ResultSet(environment={"host": "h"}, results=results).write_json(src)
     data = with_unknown_keys(json.loads(src.read_text()))
     src.write_text(json.dumps(data))
     return src, data

@@ -184,11 +184,10 @@ class ResultSet:
             "results": [r.to_json() for r in self.results],
             "interrupted": self.interrupted,
         }
-        stamps = [Validity.from_json(r.validity) for r in self.results if r.validity]
-        if self.validity is not None:
+        if self.validity is not None:  # the file's, as read
             data["validity"] = self.validity
-        elif stamps:  # every result's stamp as one (each result keeps its own)
-            data["validity"] = merge(stamps).to_json()
+        elif any(r.validity for r in self.results):  # every result's stamp as one (each result keeps its own)
+            data["validity"] = merge([Validity.from_json(r.validity) for r in self.results if r.validity]).to_json()
         if self.interrupted or self.pending:
             data["pending"] = self.pending
         if self.serving:
