@@ -71,15 +71,29 @@ def test_a_bench_file_reads_into_its_value_and_writes_back_every_key(tmp_path):
         assert value.to_json() == data
 
 
-def test_import_append_keeps_a_newer_writer_s_keys(tmp_path, capsys):
+def counting_reads(monkeypatch) -> list[Path]:
+    """Every results/data file read from here on (``util.datafile.load_json``: every reader goes through it)."""
+    reads: list[Path] = []
+    load_json = datafile.load_json
+
+    def counted(path, *args, **kwargs):
+        reads.append(Path(path))
+        return load_json(path, *args, **kwargs)
+
+    monkeypatch.setattr(datafile, "load_json", counted)
+    return reads
+
+
+def test_import_append_keeps_a_newer_writer_s_keys_and_compare_reads_the_file_once(tmp_path, capsys, monkeypatch):
     """``import trtexec --append`` reads the results file it adds to through the same value, and writes it
-    back with the keys it did not know."""
+    back with the keys it did not know; ``compare`` on the imported runs reads the file once."""
     data_dir = Path(__file__).resolve().parents[1] / "data" / "trtexec"
     out = tmp_path / "results.json"
     for i, precision in enumerate(("fp32", "fp16")):
         code, _, err = run_main(capsys, "import", "trtexec", "--times",
                                 str(data_dir / f"resnet50-rtx3090-{precision}.timing.json.gz"), "--precision",
-                                precision, "--batch-size", "32", "--out", str(out), *(["--append"] if i else []))
+                                precision, "--batch-size", "32", "--model", "resnet50", "--out", str(out),
+                                *(["--append"] if i else []))
         assert code == 0, err
         if not i:
             first = json.loads(out.read_text())
@@ -89,6 +103,10 @@ def test_import_append_keeps_a_newer_writer_s_keys(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["from_a_newer_writer"] == {"kept": 1} and data["results"][0]["future_entry_field"] == 2
     assert [r["precision"] for r in data["results"]] == ["fp32", "fp16"]
+    reads = counting_reads(monkeypatch)
+    code, printed, err = run_main(capsys, "compare", str(out), "--out", str(tmp_path / "cmp.json"))
+    assert code == 0, err
+    assert reads == [out] and "speedup" in printed
 
 
 def test_other_schemas_are_kept_as_read_and_a_stranger_is_one_line(tmp_path):
@@ -107,14 +125,7 @@ def test_other_schemas_are_kept_as_read_and_a_stranger_is_one_line(tmp_path):
 def test_each_command_reads_its_results_file_once(tmp_path, capsys, monkeypatch, command):
     pytest.importorskip("matplotlib")
     src, _ = compare_file(tmp_path) if command == "report" else bench_file(tmp_path)
-    reads = []
-    load_json = datafile.load_json
-
-    def counted(path, *args, **kwargs):
-        reads.append(Path(path))
-        return load_json(path, *args, **kwargs)
-
-    monkeypatch.setattr(datafile, "load_json", counted)
+    reads = counting_reads(monkeypatch)
     out = ["-o", str(tmp_path / "r.html")] if command == "report" else ["--out", str(tmp_path / "plots")]
     code, _, err = run_main(capsys, command, str(src), *out)
     assert code == 0, err

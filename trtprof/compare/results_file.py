@@ -63,7 +63,11 @@ def read_bench(path: Path) -> ResultSet:
     """A bench results file (``plot``, ``import trtexec --append``, ``compare`` on imported runs): anything
     else is one BadInput line."""
     path = Path(path)
-    data = read_json(path)
+    return bench_value(read_json(path), path)
+
+
+def bench_value(data: Mapping[str, Any], path: Path) -> ResultSet:
+    """``data``, read from ``path``, as a bench results file's value (``read_bench`` after the read)."""
     check_bench_file(data, path)
     value = results_value(data, path)
     assert isinstance(value, ResultSet)
