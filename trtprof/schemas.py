@@ -10,7 +10,7 @@ from __future__ import annotations
 RESULTS = "trtprof.results/1"  # trtprof bench (results.ResultSet)
 # /2: hierarchical CI (loads × rounds), four verdicts (faster/slower/equivalent/inconclusive),
 # loads, verdict_note, shape and mean_ratio added; field names of /1 kept.
-COMPARE = "trtprof.compare/2"  # trtprof compare (compare.CompareReport)
+COMPARE = "trtprof.compare/2"  # trtprof compare (compare.report_value.CompareDocument)
 COMPARE_V1 = "trtprof.compare/1"  # three verdicts, i.i.d. + round CI; still read by report and sweep
 COMPARE_READABLE = (COMPARE, COMPARE_V1)
 SWEEP = "trtprof.sweep/1"  # trtprof sweep's merged sweep.json (sweep.store)

@@ -31,7 +31,7 @@ def test_every_schema_string_lives_in_schemas_py():
 
 
 def test_writers_use_the_shared_strings():
-    from trtprof.compare import core as compare
+    from trtprof.compare import report_value as compare
     from trtprof.sweep import store
     from trtprof.train import page, run
 

@@ -12,6 +12,7 @@ from ..compare import core as cmp
 from ..measure import workers
 from ..measure.budget import FEWER_LOADS_ENV, FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, BudgetStart, fewer_loads_allowed
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
+from ..compare.report_value import CompareDocument
 from ..compare.result import ArmLatency, ComparisonResult
 from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
 from ..errors import BadInput
@@ -354,11 +355,10 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
                                            backend=args.backend, hooks=hooks)
     if serving is not None and not report.interrupted and not report.lost:
         run_serving(args, precisions, sizes, serving, report, built)
-    report.seal()  # the printed result and the saved JSON are one value from here on
-    data = ab_outcome.to_json() if ab_outcome is not None else report.to_json()
-    print_results(args, data, report)
-    _common.write_compare_outputs(args.out, (ab_outcome if ab_outcome is not None else report).write_json,
-                                  data["warnings"], args.md)
+    doc = ab_outcome.document() if ab_outcome is not None else report.seal().document()  # printed and saved
+    data = doc.to_json()
+    print_results(args, doc, report)
+    _common.write_compare_outputs(args.out, doc.write_json, data["warnings"], args.md)
     _timeline.write_compare_files(args, data.get("timeline"), str(data.get("model", "")))
     return exit_status(args, data, report)
 
@@ -407,11 +407,12 @@ def run_hooks(args: argparse.Namespace, plan: RoundPlan, built: dict[str, Any]) 
                             on_startup=lambda line: print(line, flush=True))
 
 
-def print_results(args: argparse.Namespace, data: Mapping[str, Any], report: cmp.CompareReport) -> None:
-    """The result as saved (``data``, the sealed report's JSON): every comparison, eager fallbacks, the
+def print_results(args: argparse.Namespace, doc: CompareDocument, report: cmp.CompareReport) -> None:
+    """The result as saved (``doc``, the sealed report's one value): every comparison, eager fallbacks, the
     accuracy legend, the layer tables, the what-if lines, the serving sweep, third-party warnings."""
-    for c in data["comparisons"]:  # printed from what is saved: the typed result of each entry
-        print_comparison(ComparisonResult.from_json(c))
+    data = doc.to_json()
+    for c in doc.comparisons:
+        print_comparison(c)
     for line in eager_fallback_lines(data.get("results", [])):
         print(line)
     if data["comparisons"]:

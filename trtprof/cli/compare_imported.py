@@ -23,12 +23,14 @@ def is_results_file(args: argparse.Namespace) -> bool:
         return False
     from ..measure.results import read_json
 
-    return read_json(args.model[0]).get("schema") == RESULTS
+    data = read_json(args.model[0])
+    args.results_json = data  # read once: ``run`` takes the file's JSON from here
+    return data.get("schema") == RESULTS
 
 
 def run(args: argparse.Namespace) -> int:
     from ..compare.imported import compare_imported
-    from ..measure.results import ResultSet
+    from ..compare.results_file import bench_value, read_bench
 
     path = args.model[0]
     _common.check_output_file(args.out, "--out", kind=COMPARE_JSON, args=args)
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.margin < 0.5:
         raise BadInput("--margin must be between 0 and 0.5 (e.g. 0.01 for ±1 %)")
     precisions = [str(Precision.parse(t)) for t in args.precisions.split(",") if t.strip()] if args.precisions else None
-    stored = ResultSet.read(path)
+    read = getattr(args, "results_json", None)  # is_results_file read it
+    stored = bench_value(read, path) if read is not None else read_bench(path)
     data = compare_imported(stored.results, path, precisions=precisions, margin=args.margin,
                             environment=stored.environment)
     from ..compare.result import ComparisonResult

@@ -39,11 +39,12 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..util.files import now_iso
+    from ..compare.results_file import read_bench
     from ..measure.results import ResultSet
     from ..measure.trtexec import read_run, to_result
 
     _common.check_output_file(args.out, "--out", kind=RESULTS_JSON, args=args)
-    existing = ResultSet.read(args.out) if args.out.exists() else None  # refuses a file trtprof did not write
+    existing = read_bench(args.out) if args.out.exists() else None  # refuses a file trtprof did not write
     if args.append and existing is None:
         raise BadInput("--append: no results file to add to", path=args.out)
     run_ = read_run(args.times, args.profile, args.layer_info)
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     results = [*(existing.results if existing is not None and args.append else []), result]
     environment = existing.environment if existing is not None and args.append else {
         "source": "trtexec", "device": "not recorded (trtexec's JSON exports do not name the GPU)"}
-    ResultSet(environment=environment, results=results, created=now_iso()).write_json(args.out)
+    kept = existing.extra if existing is not None and args.append else {}  # keys of a newer writer: written back
+    ResultSet(environment=environment, results=results, created=now_iso(), extra=kept).write_json(args.out)
     lat = result.latency
     print(f"{result.model} {result.precision} batch {result.batch_size}: {lat.n} trtexec iterations, median "
           f"{lat.p50:.4g} ms (p99 {lat.p99:.4g} ms), {fmt_rate(result.throughput_per_s)}/s; one load")

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import BadInput
 from ..report.plots import plot_all, plot_names
 from ..util.outputs import IMAGE
-from ..measure.results import ResultSet
+from ..compare.results_file import read_bench
 from . import _common
 
 
@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _common.check_output_dir(args.out, "--out")
-    results = ResultSet.read(args.results)
+    with _common.rendering(args.results):
+        results = read_bench(args.results)  # read once, checked, typed
     if not results.results:
         raise BadInput("results file has no entries", path=args.results)
     with _common.rendering(args.results):

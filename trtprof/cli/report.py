@@ -23,13 +23,16 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..compare.results_file import read_results
     from .pages import cell_pages, write_report
 
     _common.check_output_file(args.out, "--out", ".html", kind=HTML_PAGE, args=args)
-    _common.check_folder_files(args.out.parent, "--out", [(name, HTML_PAGE) for name in cell_pages(args.results, args.out)],
-                               args)
+    with _common.rendering(args.results):  # a wrong kind no check names: one line, as while drawing
+        doc = read_results(args.results)  # read once, checked, typed: every page below takes this value
+    _common.check_folder_files(args.out.parent, "--out",
+                               [(name, HTML_PAGE) for name in cell_pages(doc, args.results, args.out)], args)
     with _common.rendering(args.results):
-        out, summary = write_report(args.results, args.out)  # picks the page by the file's schema
+        out, summary = write_report(doc, args.results, args.out)  # picks the page by the file's schema
     print(summary, end="")
     print(f"report: {out}")
     return 0

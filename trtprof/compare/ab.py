@@ -16,18 +16,17 @@ accuracy is compared, inputs by building the second arm from a copy with the fir
 """
 from __future__ import annotations
 
-import json
 from dataclasses import replace, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import whatif
 from .rename_inputs import pair_inputs
+from .report_value import CompareDocument
 from .. import backends
 from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
 from ..builder.pipeline import BuildSettings, as_onnx, build_engines, build_model_engines
-from ..util.files import atomic_write_text
 from .core import BuildTally, CompareHooks, CompareOptions, compare_records, resolve_records
 from ..errors import BadInput, TrtprofError
 from ..model.inputs import make_inputs, resolve_shapes
@@ -56,17 +55,21 @@ class AbOutcome:
     arms: list[ArmSpec]
     what_if: dict[str, Any] = field(default_factory=dict)
 
+    def document(self) -> CompareDocument:
+        """The report's ``CompareDocument`` (sealed first: the budget spent fixed) with the A/B block (``ab``)
+        at its end: what the CLI prints and saves."""
+        doc = self.report.seal().document()
+        ab = {"arms": [{"label": a.label, "model": str(a.model), "backend": a.backend, "precision": a.precision,
+                        **({"options": dict(a.options)} if a.options else {}),
+                        **({"engines_dir": str(a.engines_dir)} if a.engines_dir is not None else {})}
+                       for a in self.arms], **({"what_if": self.what_if} if self.what_if else {})}
+        return replace(doc, blocks={**doc.blocks, "ab": ab})
+
     def to_json(self) -> dict[str, Any]:
-        data = self.report.to_json()
-        data["ab"] = {"arms": [{"label": a.label, "model": str(a.model), "backend": a.backend, "precision": a.precision,
-                                **({"options": dict(a.options)} if a.options else {}),
-                                **({"engines_dir": str(a.engines_dir)} if a.engines_dir is not None else {})}
-                               for a in self.arms], **({"what_if": self.what_if} if self.what_if else {})}
-        return data
+        return self.document().to_json()
 
     def write_json(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=True) + "\n")
+        self.document().write_json(path)
 
 
 def ab_arms(models: Sequence[Path], precision: str, backends: Sequence[str] = ()) -> list[ArmSpec]:

@@ -18,9 +18,8 @@ here (``from trtprof.compare import core as cmp``: ``cmp.CompareOptions``, ``cmp
 """
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -29,21 +28,16 @@ from ..model import roofline  # noqa: F401 - re-exported: tests replace roofline
 from ..system import model_memory, preflight
 from ..builder.pipeline import BuildSettings
 from ..engines.cache import EngineRecord
-from ..util.files import atomic_write_text, now_iso
+from ..util.files import now_iso
 from ..util.signals import interrupts_noted
 from ..system.environment import collect
 from ..errors import BadInput
 from ..measure import budget_memo
-from ..measure.budget import StartupLog, TimeBudget
-from ..measure.interleave import STOP_CONFIDENCE, RoundPlan
+from ..measure.budget import StartupLog
 from ..model.onnx_model import OnnxModel
-from ..measure.results import BenchResult
-from ..schemas import COMPARE as SCHEMA
-from ..stats.speedup import CONFIDENCE, ENGINE_METHOD, METHOD
 from ..system.noise import cpu_state
-from ..system.validity import merge as merge_validity
 from .analysis import analyse, compare_timeline
-from .comparison import Comparison
+from .comparison import Comparison  # noqa: F401 - re-exported
 from .measuring import load_reference, measure, measure_warnings, start_and_load  # noqa: F401 - load_reference re-exported
 from .options import (  # noqa: F401 - re-exported
     ISOLATION_IN_PROCESS,
@@ -54,85 +48,13 @@ from .options import (  # noqa: F401 - re-exported
     budget_line,
 )
 from .records import arm_labels, resolve_records, select_records  # noqa: F401 - re-exported
+from .report_value import CompareReport
 from .stamp import stamp_all
 
 
 # ---------------------------------------------------------------------------------------------
 # The whole comparison: engines → loads × interleaved rounds → speedup, accuracy, diagnosis, roofline
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class CompareReport:
-    model: str
-    backend: str
-    plan: RoundPlan
-    comparisons: list[Comparison]
-    results: list[BenchResult]  # one per precision × batch size (raw samples inside)
-    environment: dict[str, Any]
-    created: str = ""
-    device_peak: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
-    isolation: str = ISOLATION_PROCESS
-    layers: dict[int, Any] = field(default_factory=dict)  # batch → layers.LayerTable (compare --layers)
-    interrupted: bool = False  # Ctrl-C/SIGTERM: the comparisons are the batch sizes finished before it
-    pending: list[int] = field(default_factory=list)  # batch sizes not measured because of the interrupt
-    serving: dict[str, Any] | None = None  # --concurrency sweep and --slo-ms verdicts (trtprof.serving.sweep)
-    budget: dict[str, Any] = field(default_factory=dict)  # Measured.budget_account: what the time budget covered
-    time_budget: TimeBudget | None = None  # the budget it ran under (began: its start fixed)
-    lost: str = ""  # a measurement worker died: which load and how (the CLI exits 2 with it)
-    partial: list[int] = field(default_factory=list)  # batch sizes kept from the rounds before that death
-    timeline: dict[str, Any] | None = None  # compare --timeline: compare.timeline.record_timelines's block
-    concurrent: dict[str, Any] = field(default_factory=dict)  # measure.concurrent.record: what ran beside the timing
-    spent_s: float | None = None  # the budget spent, fixed by seal(): to_json reads no clock once sealed
-
-    def seal(self) -> "CompareReport":
-        """Fix what the report says about time (the budget spent, after measuring, the analysis and any
-        serving sweep), so that every ``to_json`` after it — the printed result and the saved file — is the
-        same value (issue 41: the printed and the saved result differed by the clock read in between)."""
-        if self.time_budget is not None and self.spent_s is None:
-            self.spent_s = round(self.time_budget.elapsed_s(time.perf_counter()), 3)
-        return self
-
-    def to_json(self) -> dict[str, Any]:
-        """Pure once ``seal``ed (the CLI seals before it prints); before that the budget spent is read now."""
-        extra = {"layers": {str(b): t.to_json() for b, t in self.layers.items()}} if self.layers else {}
-        if self.timeline is not None:
-            extra["timeline"] = self.timeline
-        if self.serving is not None:
-            extra["serving"] = self.serving
-        if self.budget:  # spent: after measuring and the analysis (fixed by seal())
-            spent = self.spent_s
-            if spent is None and self.time_budget is not None:
-                spent = round(self.time_budget.elapsed_s(time.perf_counter()), 3)
-            extra["budget"] = {**self.budget, "spent_s": spent}
-        return {
-            "schema": SCHEMA,
-            "created": self.created,
-            "model": self.model,
-            "backend": self.backend,
-            "settings": {**self.plan.to_json(), "min_rounds": self.plan.min_rounds, "confidence": CONFIDENCE,
-                         "stop_confidence": STOP_CONFIDENCE, "isolation": self.isolation,
-                         "method": {"speedup": METHOD, "median_ci": ENGINE_METHOD}},
-            **({"validity": merge_validity([c.validity for c in self.comparisons]).to_json()}
-               if any(c.validity is not None for c in self.comparisons) else {}),
-            "comparisons": [{**c.to_json(), **({"partial": True} if c.batch_size in self.partial else {})}
-                            for c in self.comparisons],
-            "warnings": self.warnings,
-            "device_peak": self.device_peak,
-            "environment": self.environment,
-            "results": [r.to_json() for r in self.results],
-            "interrupted": self.interrupted,
-            "pending_batch_sizes": self.pending,
-            "worker_lost": self.lost or None,
-            "concurrent_with_timing": self.concurrent or None,
-            **extra,
-        }
-
-    def write_json(self, path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(self.to_json(), indent=1, allow_nan=True) + "\n")
 
 
 def compare_records(

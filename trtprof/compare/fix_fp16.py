@@ -203,7 +203,8 @@ class Fix:
     analysis: Any = None  # fp16range.RangeAnalysis that seeded the search
 
     def to_json(self) -> dict[str, Any]:
-        data = self.report.to_json() if self.report is not None else {"schema": None, "comparisons": []}
+        # sealed: the budget spent fixed once, so this JSON reads no clock (compare.report_value)
+        data = self.report.seal().to_json() if self.report is not None else {"schema": None, "comparisons": []}
         data["fix_fp16"] = {**self.search.to_json(),
                             "range_analysis": self.analysis.to_json() if self.analysis is not None else None}
         return data

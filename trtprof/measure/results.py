@@ -24,6 +24,12 @@ from ..system.validity import FP32_BEHIND_CASTS, Facts, HeavyCensus, Validity, a
 CSV_STATS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv")
 
 
+# the keys of one result entry that BenchResult types (to_json writes them; any other is kept in ``extra``)
+ENTRY_KEYS = ("model", "precision", "backend", "batch_size", "engine", "config", "stats", "throughput_per_s",
+              "throughput", "memory", "energy", "span_s", "warnings", "third_party_warnings", "validity", "device",
+              "samples_ms", "stage_samples_ms")
+
+
 @dataclass
 class BenchResult:
     """One engine × batch size measurement."""
@@ -48,6 +54,7 @@ class BenchResult:
     # the runtime library's own warnings at load and while timing, each once with a count
     # (``util.thirdparty.Tally``: [{"message", "during", "count", "of"}])
     third_party_warnings: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # keys read that this type does not know: written back
 
     @property
     def latency(self) -> LatencyStats:
@@ -101,6 +108,7 @@ class BenchResult:
             "device": self.device,
             "samples_ms": self.samples_ms["latency_ms"],
             "stage_samples_ms": {k: v for k, v in self.samples_ms.items() if k != "latency_ms"},
+            **self.extra,
         }
 
     @classmethod
@@ -124,6 +132,7 @@ class BenchResult:
             energy=dict(data.get("energy", {})),
             validity=dict(data.get("validity") or {}),
             third_party_warnings=[dict(w) for w in data.get("third_party_warnings") or []],
+            extra={k: v for k, v in data.items() if k not in ENTRY_KEYS},
         )
 
 
@@ -148,8 +157,14 @@ def stamp_result(result: BenchResult, cpu: Mapping[str, Any] | None, host_timed:
     return validity
 
 
+SET_KEYS = ("schema", "created", "environment", "results", "interrupted", "validity", "pending", "serving", "max_batch")
+
+
 @dataclass
 class ResultSet:
+    """A bench results file's content (``trtprof bench``, ``import trtexec``): what ``plot``, ``report`` and
+    ``compare`` on imported runs read, once (``compare.results_file.read_results``)."""
+
     environment: dict[str, Any]
     results: list[BenchResult]
     created: str = ""
@@ -157,6 +172,9 @@ class ResultSet:
     pending: list[dict[str, Any]] = field(default_factory=list)  # what an interrupted run did not measure
     serving: list[dict[str, Any]] = field(default_factory=list)  # --concurrency sweeps (trtprof.serving.sweep)
     max_batch: list[dict[str, Any]] = field(default_factory=list)  # --find-max-batch, per engine (trtprof.measure.maxbatch)
+    # the file's own stamp as read (None: merged from the results' stamps when written, as bench does)
+    validity: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # top-level keys read that this type does not know
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -166,16 +184,17 @@ class ResultSet:
             "results": [r.to_json() for r in self.results],
             "interrupted": self.interrupted,
         }
-        stamps = [Validity.from_json(r.validity) for r in self.results if r.validity]
-        if stamps:  # every result's stamp as one (each result keeps its own)
-            data["validity"] = merge(stamps).to_json()
-        if self.interrupted:
+        if self.validity is not None:  # the file's, as read
+            data["validity"] = self.validity
+        elif any(r.validity for r in self.results):  # every result's stamp as one (each result keeps its own)
+            data["validity"] = merge([Validity.from_json(r.validity) for r in self.results if r.validity]).to_json()
+        if self.interrupted or self.pending:
             data["pending"] = self.pending
         if self.serving:
             data["serving"] = self.serving
         if self.max_batch:
             data["max_batch"] = self.max_batch
-        return data
+        return {**data, **self.extra}
 
     def write_json(self, path: Path) -> None:
         path = Path(path)
@@ -189,16 +208,38 @@ class ResultSet:
 
     @classmethod
     def read(cls, path: Path) -> "ResultSet":
+        """A bench results file for its results (tests, tools); the commands read through
+        ``compare.results_file.read_bench``, which checks the blocks the pages read as well."""
         path = Path(path)
         data = read_json(path)
-        if data.get("schema") != SCHEMA:
-            raise BadInput(f"not a trtprof results file (schema {data.get('schema')!r}, expected {SCHEMA!r})", path=path)
-        if "results" not in data:
-            raise BadInput("damaged results file (no results list)", path=path)
-        results = results_from_json(data["results"], path)
+        check_bench_file(data, path)
+        return cls.from_json(data, path)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: Path) -> "ResultSet":
+        """A results file's JSON (schemas.RESULTS; the caller checked the schema), each entry checked
+        (``results_from_json``); keys this type does not know are kept in ``extra``."""
+        results = results_from_json(data.get("results", []), path)
+        validity = data.get("validity")
         return cls(environment=data.get("environment", {}), results=results, created=data.get("created", ""),
-                   interrupted=bool(data.get("interrupted", False)), pending=list(data.get("pending", [])),
-                   serving=list(data.get("serving", [])), max_batch=list(data.get("max_batch", [])))
+                   interrupted=bool(data.get("interrupted", False)), pending=as_read(data.get("pending")),
+                   serving=as_read(data.get("serving")), max_batch=as_read(data.get("max_batch")),
+                   validity=dict(validity) if isinstance(validity, Mapping) else None,
+                   extra={k: v for k, v in data.items() if k not in SET_KEYS})
+
+
+def check_bench_file(data: Mapping[str, Any], path: Path) -> None:
+    """A bench results file's schema, and its results list there (what ``plot`` and ``import`` need)."""
+    if data.get("schema") != SCHEMA:
+        raise BadInput(f"not a trtprof results file (schema {data.get('schema')!r}, expected {SCHEMA!r})", path=path)
+    if "results" not in data:
+        raise BadInput("damaged results file (no results list)", path=path)
+
+
+def as_read(value: Any) -> Any:
+    """A list block as the file has it (a copy of a list; what is not a list kept as it is for the page's own
+    checks to name); absent or null: an empty list."""
+    return list(value) if isinstance(value, list) else [] if value is None else value
 
 
 ENTRY_TEXT = ("model", "precision", "backend")

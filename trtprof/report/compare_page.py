@@ -24,48 +24,33 @@ from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from .layers_section import layers_section
 from .intro import intro_html, ratio_note
 from .timeline_page import compare_section
-from .checks import check_compare, check_page_objects, check_stamps
+from ..compare.report_value import CompareDocument
+from ..compare.results_file import ResultsFile, read_results
 from .stamp import page_validity, validity_html
 from .kit import Toned, breakable, bullets, document, esc, file_b64, flat_pairs, fmt, img, line_html, png_b64, pyplot, sections_table, table
-from ..measure.results import BenchResult, read_json, results_from_json
-from ..schemas import COMPARE_READABLE, RESULTS
+from ..measure.results import BenchResult, ResultSet
 from ..util.thirdparty import warning_lines
 from ..util.wording import plural, times
 
 
-def load(path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON as a dict with ``kind`` "compare" or "bench"; one-line errors for anything else.
-    ``data``: the file's JSON already read with ``read_json`` (it is then not read again). A compare
-    file's entries are also there typed, ``parsed_comparisons`` (``compare.result.ComparisonResult``):
-    what the page reads."""
+def load(path: Path, doc: ResultsFile | None = None) -> dict[str, Any]:
+    """What the page reads: the file's JSON (the typed value's ``to_json()``) with ``kind`` "compare" or
+    "bench" and the typed entries, ``parsed_comparisons`` (``compare.result.ComparisonResult``) and
+    ``parsed_results`` (``measure.results.BenchResult``). ``doc``: the file already read
+    (``compare.results_file.read_results``; it is then not read again). One-line errors for anything else."""
     path = Path(path)
-    if data is None:
-        data = read_json(path)
-    schema = data.get("schema")
-    if schema in COMPARE_READABLE:
-        kind = "compare"
-    elif schema == RESULTS:
-        kind = "bench"
-    else:
-        raise BadInput(f"not a trtprof compare or results file (schema {schema!r})", path=path)
-    if kind == "compare":
-        check_compare(data, path)  # types of every rendered field, before any is rendered (issue 36)
-    check_stamps(data, path)
-    check_page_objects(data, path)
-    results = results_from_json(data.get("results", []), path)
-    if kind == "bench":  # a results file names no single model/backend: title it by what it holds
-        data = {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
-                "backend": data.get("backend") or ", ".join(sorted({r.backend for r in results}))}
-    comparisons = comparisons_of(data, path) if kind == "compare" else []
-    return {**data, "kind": kind, "parsed_results": results, "parsed_comparisons": comparisons}
-
-
-def comparisons_of(data: Mapping[str, Any], path: Path) -> list[ComparisonResult]:
-    """The file's ``comparisons`` typed; an entry missing what every writer wrote is one BadInput line."""
-    try:
-        return [ComparisonResult.from_json(c) for c in data.get("comparisons") or []]
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise BadInput(f"a comparison entry is incomplete ({type(err).__name__}: {err})", path=path) from err
+    if doc is None:
+        doc = read_results(path)
+    if isinstance(doc, CompareDocument):
+        return {**doc.to_json(), "kind": "compare", "parsed_results": list(doc.results),
+                "parsed_comparisons": list(doc.comparisons)}
+    if isinstance(doc, ResultSet):  # a results file names no single model/backend: title it by what it holds
+        data = doc.to_json()
+        results = doc.results
+        return {**data, "model": data.get("model") or ", ".join(sorted({r.model for r in results})) or path.stem,
+                "backend": data.get("backend") or ", ".join(sorted({r.backend for r in results})),
+                "kind": "bench", "parsed_results": results, "parsed_comparisons": []}
+    raise BadInput(f"not a trtprof compare or results file (schema {doc.schema!r})", path=path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,10 +522,10 @@ def distribution_parts(data: Mapping[str, Any], results: Sequence[BenchResult]) 
     return parts
 
 
-def write_report(path: Path, out: Path, raw: dict[str, Any] | None = None) -> tuple[Path, str]:
+def write_report(path: Path, out: Path, doc: ResultsFile | None = None) -> tuple[Path, str]:
     """Write the HTML page of a compare or bench file next to nothing else; return (html path, Markdown
-    summary). ``raw``: the file's JSON already read (``trtprof.cli.pages`` reads it to pick the page)."""
-    data = load(path, raw)
+    summary). ``doc``: the file already read (``trtprof.cli.pages`` reads it to pick the page)."""
+    data = load(path, doc)
     page = render_html(data)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

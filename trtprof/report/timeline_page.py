@@ -43,7 +43,7 @@ def timeline_section(timelines: Sequence[Mapping[str, Any]], model: str = "", no
 
 def compare_section(data: Mapping[str, Any]) -> str:
     """The compare page's Timeline section (``compare --timeline``); '' when the file has none. The
-    block's types were checked when the file was read (``report.checks.check_timeline``)."""
+    block's types were checked when the file was read (``compare.checks.check_timeline``)."""
     block = data.get("timeline")
     if not block:
         return ""

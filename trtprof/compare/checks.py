@@ -4,6 +4,10 @@ Why: a compare.json may come from anyone (a colleague, a CI artifact, a fuzzer).
 every value (``kit.esc``), but a ``batch_size`` of ``"<script>"`` or a ``verdict`` of ``null`` is not
 a compare result at all: it is refused with one line naming the field (exit 2), not rendered, and not
 a traceback in a format string (issue 36).
+
+Run once, when the file is read into its typed value (``report_value.CompareDocument.from_json``; a
+bench file's stamps and blocks in ``results_file.results_value``); here, below the pages, because that
+value is made in ``compare``.
 """
 from __future__ import annotations
 
