@@ -86,7 +86,6 @@ if TYPE_CHECKING:
 SUPPORTED = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 
 
-
 @contextmanager
 def tf32_mode(torch: Any, enabled: bool) -> Iterator[None]:
     """Set TF32 for matmul and cuDNN for a block and restore the previous setting (cheap when the
@@ -140,8 +139,8 @@ class DeviceArray:
 
 
 class TorchRunner(RunnerBase):
-    per_node: Any = None  # the conversion without torch_fuse's rewrites (per-layer profiling), set by the loader
     """A loaded torch module on the GPU, driven by the profiler's buffers and stream."""
+    per_node: Any = None  # the conversion without torch_fuse's rewrites (per-layer profiling), set by the loader
 
     device = "cuda"
     autotune: bool  # always set here (RunnerBase's None means "no such setting")
@@ -653,6 +652,7 @@ def runner_from_artifact(artifact: Path, record: "EngineRecord", device: str = "
                                   device=device)
         return TorchRunner(None, precision, tuple(record.inputs), tuple(record.outputs), cast_io=not converted,
                            memory_format=memory_format, device=device, nhwc_inputs=fixed.nhwc_inputs, fixed=fixed)
+
     def per_node() -> Any:  # per-layer ranges need one submodule per ONNX node: torch_fuse's rewrites left out
         return module_from_proto(onnx_proto(saved.onnx_bytes, artifact), precision, converted=converted,
                                  memory_format=memory_format, device=device, fuse=False)

@@ -91,11 +91,12 @@ def _gelu_match(gm: Any, erf: Any, torch: Any) -> tuple[Any, Any] | None:
     div = erf.args[0]
     if not hasattr(div, "op") or _only_user(div) is not erf or _module_type(gm, div) != "OnnxBinaryMathOperation":
         return None
-    if gm.get_submodule(div.target).math_op_function is torch.add or len(div.args) != 2:
+    divide = gm.get_submodule(div.target)
+    # a division (onnx2torch's private _onnx_div): 2 / 2 == 1, where add, mul and sub give 4, 4 and 0
+    two = torch.tensor(2.0)
+    if len(div.args) != 2 or divide.broadcast is not None or divide.math_op_function(two, two).item() != 1.0:
         return None
     x, root2 = div.args
-    if gm.get_submodule(div.target).math_op_function(torch.tensor(2.0), torch.tensor(2.0)).item() != 1.0:
-        return None  # a division (onnx2torch's _onnx_div): 2 / 2 == 1, where mul and sub give 4 and 0
     add = _only_user(erf)
     if not _scalar(gm, root2, 2.0 ** 0.5) or add is None or not _binary(gm, add, torch.add):
         return None
