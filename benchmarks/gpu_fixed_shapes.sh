@@ -11,6 +11,10 @@
 #     OUT=/tmp/out bash benchmarks/gpu_fixed_shapes.sh vit       # compare ViT-B/16 fp32,fp16 at 1,64 (defaults)
 #     OUT=/tmp/out bash benchmarks/gpu_fixed_shapes.sh bert      # the same for BERT-base
 #     OUT=/tmp/out bash benchmarks/gpu_fixed_shapes.sh r50       # ResNet-50 defaults, then the gpu tests
+#     OUT=/tmp/out bash benchmarks/gpu_fixed_shapes.sh census    # BERT-base's kernels: trtprof vs transformers
+#     OUT=/tmp/out bash benchmarks/gpu_fixed_shapes.sh more-build   # export and build Swin-T, MobileViT-S, GPT-2, DeiT-S
+#     OUT=/tmp/out bash benchmarks/gpu_fixed_shapes.sh more         # compare each of them, fp32,fp16 at 1,32
+# MODELS="vit_b16 bert_base" (build) and MORE="swin_tiny mobilevit_s gpt2 deit_small" choose the models.
 # Results under $OUT/r: one .txt per step, summary.txt (rc and wall time), the compare JSONs, the
 # engine JSONs' fixed_shapes (fixed_shapes.txt).
 set -u
@@ -22,11 +26,8 @@ tp() { local name=$1; shift; local t0=$SECONDS; timeout ${TO:-300} python3 -m tr
        grep -E "^batch|VALID|rc=|Error|error:|eager|capture|folded|torch.export|still on the host" "$R/$name.txt" | head -30; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >"$R/nvidia-smi.txt"
 date -u >>"$R/summary.txt"
-if [ "$PART" = build ]; then
-python3 benchmarks/export_zoo_models.py $M resnet50 vit_b16 bert_base 2>&1 | grep exported
-for m in vit_b16 bert_base; do
-  TO=400 tp build_$m build --backend torch --fp32 --fp16 $M/$m.onnx --engines $E/$m --batch-sizes 1,64
-  python3 - "$E/$m" >>"$R/fixed_shapes.txt" <<'EOF'
+MORE=${MORE:-swin_tiny mobilevit_s gpt2 deit_small}
+fixed_shapes() { python3 - "$1" >>"$R/fixed_shapes.txt" <<'EOF'
 import json, sys
 from pathlib import Path
 for meta in sorted(Path(sys.argv[1]).glob("*.json")):
@@ -34,10 +35,34 @@ for meta in sorted(Path(sys.argv[1]).glob("*.json")):
     backend = data.get("backend_metadata", {})
     print(meta.name, backend.get("module_loaded_by"), json.dumps(backend.get("fixed_shapes", backend.get("fixed_shapes_note"))))
 EOF
+}
+if [ "$PART" = more-build ]; then
+python3 benchmarks/export_zoo_models.py $M $MORE 2>&1 | grep -E "exported|failed" | tee -a "$R/summary.txt"
+for m in $MORE; do
+  [ -f $M/$m.onnx ] || continue
+  TO=200 tp build_$m build --backend torch --fp32 --fp16 $M/$m.onnx --engines $E/$m --batch-sizes 1,32
+  fixed_shapes "$E/$m"
+done
+elif [ "$PART" = more ]; then
+for m in $MORE; do
+  [ -d $E/$m ] || continue
+  TO=${TOC:-170} tp compare_$m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,32 --engines $E/$m --out "$R/compare_$m.json"
+done
+elif [ "$PART" = census ]; then
+for spec in "fp16 64" "fp32 64" "fp16 1"; do set -- $spec
+  timeout 120 python3 benchmarks/torch_kernel_census.py $E/${BERT:-bert_base} --model bert_base --precision $1 --batch $2 \
+    >"$R/census_bert_$1_b$2.txt" 2>&1; echo "census bert $1 b$2 rc=$?" | tee -a "$R/summary.txt"
+  head -14 "$R/census_bert_$1_b$2.txt"
+done
+elif [ "$PART" = build ]; then
+python3 benchmarks/export_zoo_models.py $M resnet50 ${MODELS:-vit_b16 bert_base} 2>&1 | grep exported
+for m in ${MODELS:-vit_b16 bert_base}; do
+  TO=400 tp build_$m build --backend torch --fp32 --fp16 $M/$m.onnx --engines $E/$m --batch-sizes 1,64
+  fixed_shapes "$E/$m"
 done
 cat "$R/fixed_shapes.txt"
 elif [ "$PART" = vit ] || [ "$PART" = bert ]; then
-  m=vit_b16; [ "$PART" = bert ] && m=bert_base
+  m=vit_b16; [ "$PART" = bert ] && m=${BERT:-bert_base}
   TO=560 tp compare_$m compare $M/$m.onnx --backend torch --precisions fp32,fp16 --batch-sizes 1,64 --engines $E/$m --out "$R/compare_$m.json"
 elif [ "$PART" = r50 ]; then
 TO=300 tp compare_r50 compare $M/resnet50.onnx --backend torch --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --engines $E/r50 --out "$R/compare_r50.json"
