@@ -12,7 +12,7 @@ its docstring says why, in a paragraph that begins ``Why this module is long:``.
 Length is counted from the ``def`` line (its decorators included) to the function's last line, docstring
 and comments included, as a reader scrolls it; parameters count ``self``/``cls``, ``*args`` and
 ``**kwargs``. A function is named by its path relative to the package's parent and its qualified name
-(``trtprof/cli/compare.py:run``, ``trtprof/backends/torch.py:TorchRunner.__init__``); a module by its path.
+(``trtprof/cli/compare.py:run``, ``trtprof/backends/torch_runner.py:TorchRunner.__init__``); a module by its path.
 
 The allow-list (default ``tools/long_functions_allow.txt`` for the default package) is a ratchet for code
 written before the limits: each line ``NAME lines=N params=P`` excuses one offender at its current size.
