@@ -71,6 +71,21 @@ def test_a_bench_file_reads_into_its_value_and_writes_back_every_key(tmp_path):
         assert value.to_json() == data
 
 
+@pytest.mark.parametrize("kind", ["compare", "bench"])
+def test_unknown_keys_in_a_result_s_stats_survive_read_and_write(tmp_path, kind):
+    """A newer writer's key at the top level, in a result, and in a result's ``stats`` (``LatencyStats`` dropped
+    the last): read into the value and written back, the file is what it was."""
+    src, data = compare_file(tmp_path) if kind == "compare" else bench_file(tmp_path)
+    data["results"][0]["stats"]["latency_ms"]["future_stat"] = {"p999": 1.5}
+    data["results"][1]["stats"]["latency_ms"]["p9999"] = 2.0
+    src.write_text(json.dumps(data))
+    value = read_results(src)
+    assert value.results[0].latency.extra == {"future_stat": {"p999": 1.5}}
+    assert value.results[1].latency.extra == {"p9999": 2.0}
+    value.write_json(tmp_path / "again.json")
+    assert dumped(json.loads((tmp_path / "again.json").read_text())) == dumped(data)
+
+
 def counting_reads(monkeypatch) -> list[Path]:
     """Every results/data file read from here on (``util.datafile.load_json``: every reader goes through it)."""
     reads: list[Path] = []
