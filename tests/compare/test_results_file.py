@@ -71,6 +71,21 @@ def test_a_bench_file_reads_into_its_value_and_writes_back_every_key(tmp_path):
         assert value.to_json() == data
 
 
+@pytest.mark.parametrize("kind", ["compare", "bench"])
+def test_unknown_keys_in_a_result_s_stats_survive_read_and_write(tmp_path, kind):
+    """A newer writer's key at the top level, in a result, and in a result's ``stats`` (``LatencyStats`` dropped
+    the last): read into the value and written back, the file is what it was."""
+    src, data = compare_file(tmp_path) if kind == "compare" else bench_file(tmp_path)
+    data["results"][0]["stats"]["latency_ms"]["future_stat"] = {"p999": 1.5}
+    data["results"][1]["stats"]["latency_ms"]["p9999"] = 2.0
+    src.write_text(json.dumps(data))
+    value = read_results(src)
+    assert value.results[0].latency.extra == {"future_stat": {"p999": 1.5}}
+    assert value.results[1].latency.extra == {"p9999": 2.0}
+    value.write_json(tmp_path / "again.json")
+    assert dumped(json.loads((tmp_path / "again.json").read_text())) == dumped(data)
+
+
 def counting_reads(monkeypatch) -> list[Path]:
     """Every results/data file read from here on (``util.datafile.load_json``: every reader goes through it)."""
     reads: list[Path] = []
@@ -139,3 +154,56 @@ def test_a_malformed_compare_file_is_one_line_naming_the_field(tmp_path, capsys)
     code, _, err = run_main(capsys, "report", str(src), "-o", str(tmp_path / "r.html"))
     assert_one_line(code, err, str(src), "comparisons[1].speedup.estimate")
     assert not (tmp_path / "r.html").exists()
+
+
+def printed_markdown(printed: str, out: Path) -> str:
+    """The Markdown summary ``--md`` printed: after the blank line that follows the warnings, before the last
+    line (``compare: OUT``)."""
+    lines = printed.splitlines()
+    assert lines[-1] == f"compare: {out}"
+    start = max(i for i, line in enumerate(lines) if line.startswith("# trtprof: "))
+    assert lines[start - 1] == ""
+    return "\n".join(lines[start:-1]) + "\n"
+
+
+def test_compare_md_is_the_document_s_summary_without_reading_the_file_back(conv_model, tmp_path, capsys,
+                                                                             monkeypatch):
+    """``compare --md`` made its Markdown by reading the file it had just written; now from the document it
+    wrote: the same Markdown as the file read afterwards gives, and no read of the file."""
+    pytest.importorskip("onnxruntime")
+    from trtprof.report.compare_page import load, markdown_summary
+
+    out = tmp_path / "compare.json"
+    reads = counting_reads(monkeypatch)
+    code, printed, err = run_main(capsys, "compare", str(conv_model), "--in-process", "--engines", str(tmp_path / "e"),
+                                  "--out", str(out), "--batch-sizes", "1,2", "--backend", "onnxruntime",
+                                  "--time-budget-s", "0.5", "--round-iterations", "20", "--md")
+    assert code == 0, err
+    assert out not in reads  # was: read once, for the Markdown
+    md = printed_markdown(printed, out)
+    assert "| batch |" in md and md.count("| fp16 ") + md.count("| fp32 ") >= 2
+    assert md == markdown_summary(load(out))
+
+
+def test_compare_md_on_imported_runs_reads_only_the_results_file(tmp_path, capsys, monkeypatch):
+    data_dir = Path(__file__).resolve().parents[1] / "data" / "trtexec"
+    results = tmp_path / "results.json"
+    for i, precision in enumerate(("fp32", "fp16")):
+        code, _, err = run_main(capsys, "import", "trtexec", "--times",
+                                str(data_dir / f"resnet50-rtx3090-{precision}.timing.json.gz"), "--precision",
+                                precision, "--batch-size", "32", "--model", "resnet50", "--out", str(results),
+                                *(["--append"] if i else []))
+        assert code == 0, err
+    out = tmp_path / "cmp.json"
+    reads = counting_reads(monkeypatch)
+    code, printed, err = run_main(capsys, "compare", str(results), "--out", str(out), "--md")
+    assert code == 0, err
+    assert reads == [results]  # was [results, out]
+    from trtprof.report.compare_page import load, markdown_summary
+
+    md = printed_markdown(printed, out)
+    assert "resnet50" in md and md == markdown_summary(load(out))
+    saved = read_results(out)
+    assert saved.comparisons and all(  # the lines printed are the saved comparisons'
+        f"\nbatch {c.batch_size}: {c.candidate} vs {c.baseline}  speedup {c.speedup.estimate:.3f}× " in printed
+        for c in saved.comparisons)

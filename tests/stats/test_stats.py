@@ -41,6 +41,17 @@ def test_empty_samples_raise():
 def test_json_roundtrip():
     s = LatencyStats.from_samples([1.0, 2.0, 3.0, 10.0])
     assert LatencyStats.from_json(s.to_json()) == s
+    assert s.extra == {} and "extra" not in s.to_json()
+
+
+def test_a_newer_writer_s_stats_keys_are_kept_and_written_back():
+    """Issue 41 item 2: ``from_json`` dropped the keys it did not type; now they are kept in ``extra`` and
+    ``to_json`` writes them back after the typed ones, as read."""
+    data = {**LatencyStats.from_samples([1.0, 2.0, 3.0, 10.0]).to_json(), "p999": 9.9, "trimmed": {"mean": 2.0}}
+    s = LatencyStats.from_json(data)
+    assert s.extra == {"p999": 9.9, "trimmed": {"mean": 2.0}}
+    assert s.to_json() == data and list(s.to_json()) == list(data)
+    assert s.p50 == 2.5 and hash(s) == hash(LatencyStats.from_json(data))  # still hashable, the extra aside
 
 
 def test_median_ci_covers_the_true_median():

@@ -7,7 +7,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..engines.cache import ENTRY_NAME
 from ..engines.cache_admin import TEMP_NAME, is_engines_dir
@@ -19,6 +19,9 @@ from ..util.outputs import OutputKind
 from ..util.signals import signals_deferred
 from ..spec import Precision
 from ..measure.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, MAX_ITERATIONS, TimingConfig
+
+if TYPE_CHECKING:
+    from ..compare.report_value import CompareDocument
 
 
 def add_common_debug(parser: argparse.ArgumentParser) -> None:
@@ -400,10 +403,12 @@ def check_output_dir(path: Path, option: str, engines: Sequence[Path | None] = (
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
-def write_compare_outputs(out: Path, write: Callable[[Path], None], warnings: Sequence[str], md: bool) -> None:
+def write_compare_outputs(out: Path, write: Callable[[Path], None], warnings: Sequence[str],
+                          md: CompareDocument | None) -> None:
     """The end of every ``compare``: the JSON written with Ctrl-C/SIGTERM deferred (a full disk is one
     line saying the comparisons are printed above), then the warnings, the Markdown summary on
-    request, and where the JSON is."""
+    request (``md``: the document just written, its summary made from that value, the file not read
+    back; None without --md), and where the JSON is."""
     with signals_deferred():  # a second Ctrl-C must not lose the finished comparisons
         try:
             write(out)
@@ -411,9 +416,9 @@ def write_compare_outputs(out: Path, write: Callable[[Path], None], warnings: Se
             raise write_failure(err, out, kept="the comparisons are printed above") from err
     for w in warnings:
         print(f"WARNING: {w}")
-    if md:
+    if md is not None:
         from ..report.compare_page import load, markdown_summary
 
         print()
-        print(markdown_summary(load(out)), end="")
+        print(markdown_summary(load(out, md)), end="")
     print(f"compare: {out}")

@@ -358,7 +358,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     doc = ab_outcome.document() if ab_outcome is not None else report.seal().document()  # printed and saved
     data = doc.to_json()
     print_results(args, doc, report)
-    _common.write_compare_outputs(args.out, doc.write_json, data["warnings"], args.md)
+    _common.write_compare_outputs(args.out, doc.write_json, data["warnings"], doc if args.md else None)
     _timeline.write_compare_files(args, data.get("timeline"), str(data.get("model", "")))
     return exit_status(args, data, report)
 

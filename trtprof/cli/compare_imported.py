@@ -44,9 +44,10 @@ def run(args: argparse.Namespace) -> int:
     stored = bench_value(read, path) if read is not None else read_bench(path)
     data = compare_imported(stored.results, path, precisions=precisions, margin=args.margin,
                             environment=stored.environment)
-    from ..compare.result import ComparisonResult
+    from ..compare.report_value import CompareDocument
 
-    for c in map(ComparisonResult.from_json, data["comparisons"]):  # printed from what is saved
+    doc = CompareDocument.from_json(data, args.out)  # what is saved, as one value: printed, and its Markdown
+    for c in doc.comparisons:
         s = c.speedup
         print(f"batch {c.batch_size}: {c.candidate} vs {c.baseline}  speedup {s.estimate:.3f}× "
               f"[95% CI {s.ci_low:.3f}, {s.ci_high:.3f}]  {c.verdict.upper()}  "
@@ -58,5 +59,5 @@ def run(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, json.dumps(data, indent=1, allow_nan=True) + "\n")
 
-    _common.write_compare_outputs(args.out, write, data["warnings"], args.md)
+    _common.write_compare_outputs(args.out, write, data["warnings"], doc if args.md else None)
     return 0

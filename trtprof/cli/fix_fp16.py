@@ -95,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
               f"{args.out}, not measured", file=sys.stderr)
         return _common.EXIT_INTERRUPTED
     interrupted = fix.report is not None and fix.report.interrupted
-    write_fix(args.out, fix.to_json(), interrupted=interrupted)
-    print_measured(fix)
+    doc = fix.document()  # one value, saved and printed (None: nothing was measured)
+    write_fix(args.out, doc.to_json() if doc is not None else fix.to_json(), interrupted=interrupted)
+    print_measured(fix.search, doc)
     print(f"fix-fp16: {args.out}")
     if interrupted:
         print("trtprof fix-fp16: interrupted during the measurement; the keep-list is above", file=sys.stderr)
@@ -136,22 +137,22 @@ def print_search(s, model: Path) -> None:
     print(f"reuse: trtprof build {shlex.quote(str(model))} --fp16 {s.option}".rstrip())
 
 
-def print_measured(fix) -> None:
-    """The measured cost of the keep-list (after ``print_search``)."""
-    s = fix.search
+def print_measured(s, doc) -> None:
+    """The measured cost of the search's keep-list (after ``print_search``), from ``doc``: the document the
+    JSON holds (``compare.fix_fp16.Fix.document``; None when nothing was measured)."""
     if s.keep is None:
         return
     best = s.best
     score = f", cosine {best.cosine:.6g}" + (f", top-1 {best.top1:.2%}" if best.top1 is not None else "") if best else ""
-    if fix.report is not None and fix.report.comparisons:
-        c = fix.report.comparisons[0]
+    if doc is not None and doc.comparisons:
+        c = doc.comparisons[0]
         sp = c.speedup
-        acc = c.accuracy
+        acc = c.accuracy or {}
         from .compare import print_comparison
 
-        print_comparison(c.result())
+        print_comparison(c)
         relation = {"faster": "faster than", "slower": "slower than", "equivalent": "equivalent to"}.get(
             c.verdict, "(inconclusive) vs")
         print(f"fp16 with {len(s.keep)} node(s) in fp32: {sp.estimate:.3g}× [{sp.ci_low:.3g}, {sp.ci_high:.3g}] "
               f"{relation} fp32{score} ({'emulated FP16' if s.evaluation == 'emulated' else 'FP16 engine'}); "
-              f"the measured engine: accuracy {acc.verdict['label']}, cosine {acc.cosine:.6g} on {acc.inputs}")
+              f"the measured engine: accuracy {acc['verdict']['label']}, cosine {acc['cosine']:.6g} on {acc['inputs']}")

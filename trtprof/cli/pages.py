@@ -12,7 +12,7 @@ from pathlib import Path
 from ..compare.results_file import OtherResults, ResultsFile
 from ..report.compare_page import write_report as write_compare_report
 from ..schemas import SWEEP, TRAIN_COMPARE
-from ..sweep.matrix import cell_result_files, load_sweep, write_sweep_report
+from ..sweep.matrix import cell_result_files, write_sweep_report
 from ..train.page import markdown as train_markdown, write_html as write_train_html
 
 
@@ -20,7 +20,7 @@ def write_report(doc: ResultsFile, path: Path, out: Path) -> tuple[Path, str]:
     """Write the page for ``doc``, the result file at ``path`` read, to ``out``; return (html path,
     Markdown summary)."""
     if isinstance(doc, OtherResults) and doc.schema == SWEEP:
-        return write_sweep_report(path, out)  # the matrix and each cell's page (sweep.matrix reads its cells)
+        return write_sweep_report(doc.data, path, out)  # the matrix and each cell's page (it reads the cells)
     if isinstance(doc, OtherResults) and doc.schema == TRAIN_COMPARE:
         data = doc.to_json()
         return write_train_html(data, out), train_markdown(data)
@@ -32,4 +32,4 @@ def cell_pages(doc: ResultsFile, path: Path, out: Path) -> list[str]:
     ``out``'s folder), known before anything is written; none for other result files."""
     if not (isinstance(doc, OtherResults) and doc.schema == SWEEP):
         return []
-    return [f"{Path(out).stem}_cells/{cell_id}.html" for cell_id, _ in cell_result_files(load_sweep(path), Path(path))]
+    return [f"{Path(out).stem}_cells/{cell_id}.html" for cell_id, _ in cell_result_files(doc.data, Path(path))]

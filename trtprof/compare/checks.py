@@ -6,8 +6,8 @@ a compare result at all: it is refused with one line naming the field (exit 2), 
 a traceback in a format string (issue 36).
 
 Run once, when the file is read into its typed value (``report_value.CompareDocument.from_json``; a
-bench file's stamps and blocks in ``results_file.results_value``); here, below the pages, because that
-value is made in ``compare``.
+bench file's stamps and blocks, and a sweep's counts and entries, in ``results_file.results_value``); here,
+below the pages, because that value is made in ``compare``.
 """
 from __future__ import annotations
 
@@ -214,3 +214,27 @@ def check_timeline(block: Any, path: Path) -> None:
             Timeline.from_json(t)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise BadInput(f"timeline.timelines[{i}]: not a timeline ({type(err).__name__}: {err})", path=path) from err
+
+
+SWEEP_COUNTS = ("cells_ok", "cells_failed", "cells_missing", "cells_total")  # numbers on the sweep's page
+
+
+def check_sweep(data: Mapping[str, Any], path: Path) -> None:
+    """A sweep's merged file (``sweep.matrix`` renders it): its counts are integers >= 0, checked as numbers
+    and not rendered as given (issue 36), and its entries a list of objects."""
+    for key in SWEEP_COUNTS:
+        value = data.get(key)
+        if value is not None and (not _is_int(value) or value < 0):
+            raise _bad(path, key, value, "an integer >= 0")
+    sweep_entries(data, path)
+
+
+def sweep_entries(merged: Mapping[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The sweep's entries, each an object (BadInput naming the first that is not)."""
+    items = merged.get("entries", [])
+    if not isinstance(items, list):
+        raise BadInput(f"entries: expected a list, not {type(items).__name__}", path=path)
+    for i, e in enumerate(items):
+        if not isinstance(e, dict):
+            raise BadInput(f"entries[{i}]: expected an object, not {type(e).__name__}", path=path)
+    return items

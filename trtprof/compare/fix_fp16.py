@@ -21,9 +21,12 @@ the result says so. ``max_builds`` bounds the evaluations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .report_value import CompareDocument
 
 DEFAULT_MAX_BUILDS = 24  # ≈ 2 + 2·log2(2000 nodes): enough to bisect any model trtprof has met
 # How outputs of a keep-list candidate are obtained
@@ -202,12 +205,21 @@ class Fix:
     report: Any = None  # compare.CompareReport of fp32 vs fp16 with the keep-list
     analysis: Any = None  # fp16range.RangeAnalysis that seeded the search
 
+    def search_json(self) -> dict[str, Any]:
+        """The file's ``fix_fp16`` block: the search, and the range analysis that seeded it."""
+        return {**self.search.to_json(), "range_analysis": self.analysis.to_json() if self.analysis is not None else None}
+
+    def document(self) -> CompareDocument | None:
+        """The result as one value (``report_value.CompareDocument``), what the CLI prints and saves: the
+        sealed comparison's document with the ``fix_fp16`` block last; None without a measurement."""
+        if self.report is None:
+            return None
+        doc = self.report.seal().document()  # sealed: the budget spent fixed once, it reads no clock
+        return replace(doc, blocks={**doc.blocks, "fix_fp16": self.search_json()})
+
     def to_json(self) -> dict[str, Any]:
-        # sealed: the budget spent fixed once, so this JSON reads no clock (compare.report_value)
-        data = self.report.seal().to_json() if self.report is not None else {"schema": None, "comparisons": []}
-        data["fix_fp16"] = {**self.search.to_json(),
-                            "range_analysis": self.analysis.to_json() if self.analysis is not None else None}
-        return data
+        doc = self.document()
+        return doc.to_json() if doc is not None else {"schema": None, "comparisons": [], "fix_fp16": self.search_json()}
 
 
 @dataclass(frozen=True)

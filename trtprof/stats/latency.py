@@ -5,8 +5,8 @@ inflated by the outliers it is meant to find.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -14,6 +14,8 @@ MAD_TO_SIGMA = 1.4826  # consistency constant: 1.4826 · MAD ≈ σ for a normal
 OUTLIER_MADS = 5.0  # hyperfine-style: beyond 5 robust σ from the median is an outlier
 PERCENTILES = (50, 90, 95, 99)
 CONFIDENCE = 0.95  # two-sided level of every interval trtprof reports
+# the keys of one stats object that LatencyStats types, in the order it writes them (any other read is kept in ``extra``)
+STAT_KEYS = ("n", "mean", "std", "min", "p50", "p90", "p95", "p99", "max", "cv", "iqr", "mad", "outliers")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class LatencyStats:
     iqr: float
     mad: float  # median absolute deviation (raw, not scaled)
     outliers: int  # samples more than OUTLIER_MADS robust σ from the median
+    # keys read that this type does not know (a newer writer's): written back by ``to_json``
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def median(self) -> float:
@@ -65,11 +69,12 @@ class LatencyStats:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**{k: getattr(self, k) for k in STAT_KEYS}, **self.extra}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "LatencyStats":
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+    def from_json(cls, data: Mapping[str, Any]) -> "LatencyStats":
+        """A ``stats`` object as ``to_json`` writes it; keys this type does not know are kept in ``extra``."""
+        return cls(**{k: data[k] for k in STAT_KEYS}, extra={k: v for k, v in data.items() if k not in STAT_KEYS})
 
 
 def median_ci_exact(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:

@@ -13,8 +13,7 @@ from ..report.kit import TONES, Toned, document, esc, fmt, line_html, table
 from ..report.stamp import page_validity, validity_html
 from ..system.validity import merge
 from ..report.compare_page import load, render_html
-from ..measure.results import read_json
-from ..schemas import SWEEP
+from ..compare.checks import sweep_entries as entries
 from .rows import csv_rows, device_type
 
 
@@ -97,32 +96,6 @@ def markdown(merged: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-COUNTS = ("cells_ok", "cells_failed", "cells_missing", "cells_total")
-
-
-def load_sweep(path: Path) -> dict[str, Any]:
-    data = read_json(Path(path))
-    if data.get("schema") != SWEEP:
-        raise BadInput(f"not a trtprof sweep file (schema {data.get('schema')!r})", path=path)
-    for key in COUNTS:  # numbers on the page: checked as numbers, not rendered as given (issue 36)
-        value = data.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise BadInput(f"{key}: {str(value)[:60]!r} is not an integer >= 0", path=path)
-    entries(data, path)
-    return data
-
-
-def entries(merged: Mapping[str, Any], path: Path) -> list[dict[str, Any]]:
-    """The sweep's entries, each an object (BadInput naming the first that is not)."""
-    items = merged.get("entries", [])
-    if not isinstance(items, list):
-        raise BadInput(f"entries: expected a list, not {type(items).__name__}", path=path)
-    for i, e in enumerate(items):
-        if not isinstance(e, dict):
-            raise BadInput(f"entries[{i}]: expected an object, not {type(e).__name__}", path=path)
-    return items
-
-
 def cell_result_files(merged: Mapping[str, Any], path: Path) -> list[tuple[str, Path]]:
     """(cell id, its result JSON) of each ok cell. The id names a page file, so it must be a plain
     name, and the result file must be the cell's own ``cells/<id>.json``: data never becomes a path."""
@@ -194,11 +167,12 @@ def cell_rows(merged: Mapping[str, Any], pages: Mapping[str, str]) -> tuple[list
     return rows, links
 
 
-def write_sweep_report(path: Path, out: Path) -> tuple[Path, str]:
+def write_sweep_report(merged: Mapping[str, Any], path: Path, out: Path) -> tuple[Path, str]:
     """``out`` (the matrix) plus ``<out stem>_cells/<cell id>.html`` (each compare/bench cell's own page,
-    rendered by ``trtprof.report.compare_page``); the matrix links them. Returns (html path, Markdown)."""
+    rendered by ``trtprof.report.compare_page``); the matrix links them. ``merged``: the sweep file at
+    ``path`` as read once and checked (``compare.results_file.read_results``), not read again here; each
+    cell's file is read once, for its page. Returns (html path, Markdown)."""
     path, out = Path(path), Path(out)
-    merged = load_sweep(path)
     cell_pages = cell_result_files(merged, path)  # validated before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
     pages_dir = out.parent / f"{out.stem}_cells"

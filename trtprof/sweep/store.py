@@ -40,46 +40,39 @@ class SweepStore:
             raise BadInput("already holds a sweep: pass --resume to continue it, or another --out", path=self.out)
         (self.out / "cells").mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        if resume:
-            self.repair_log()
+        # the log's records, in order: read once (on --resume; a new sweep's log is empty), then each record
+        # this run adds as a later read would give it back (``add``), so ``latest`` never reads the log again
+        self._records: list[dict[str, Any]] = self.repair_log() if resume else []
 
-    def repair_log(self) -> int:
-        """Cut a torn last line (a run killed mid-write) before anything is appended, so the next
-        record starts on its own line instead of being glued to the fragment and lost with it.
-        Returns the bytes cut. The fragment is an unfinished record of trtprof's own, never a user's."""
-        if not self.log.exists():
-            return 0
-        data = self.log.read_bytes()
-        keep = data.rfind(b"\n") + 1
-        if keep == len(data):
-            return 0
-        with open(self.log, "r+b") as fh:
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return len(data) - keep
-
-    def read_records(self) -> list[dict[str, Any]]:
-        """Every complete line, in order (a torn last line is skipped)."""
+    def repair_log(self) -> list[dict[str, Any]]:
+        """Read the log once: cut a torn last line (a run killed mid-write) before anything is appended, so
+        the next record starts on its own line instead of being glued to the fragment and lost with it, and
+        return the records of the lines kept (``parse_records``). The fragment is an unfinished record of
+        trtprof's own, never a user's."""
         if not self.log.exists():
             return []
-        out = []
-        for line in self.log.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            # the id names files under cells/: only a plain name is ever used (issue 21)
-            if isinstance(rec, dict) and isinstance(rec.get("id"), str) and SAFE_NAME.fullmatch(rec["id"]) \
-                    and ".." not in rec["id"]:
-                out.append(rec)
-        return out
+        data = self.log.read_bytes()
+        keep = data.rfind(b"\n") + 1
+        if keep != len(data):
+            with open(self.log, "r+b") as fh:
+                fh.truncate(keep)
+                fh.flush()
+                os.fsync(fh.fileno())
+        return parse_records(data[:keep].decode("utf-8", errors="replace"))
+
+    def read_records(self) -> list[dict[str, Any]]:
+        """Every complete line of the log as it is now on disk, in order (a torn last line is skipped)."""
+        if not self.log.exists():
+            return []
+        return parse_records(self.log.read_text(encoding="utf-8", errors="replace"))
 
     def latest(self) -> dict[str, dict[str, Any]]:
-        """The last record of each cell id (a cell re-run on --resume replaces its failed record)."""
+        """The last record of each cell id (a cell re-run on --resume replaces its failed record): of the
+        records read at the start and those added since, without reading the log again."""
         latest: dict[str, dict[str, Any]] = {}
-        for rec in self.read_records():
-            latest[rec["id"]] = rec
+        with self._lock:
+            for rec in self._records:
+                latest[rec["id"]] = rec
         return latest
 
     def done_ids(self) -> set[str]:
@@ -98,10 +91,12 @@ class SweepStore:
                 rec["result_file"] = f"cells/{rec['id']}.json"
             atomic_write_text(self.out / "cells" / f"{rec['id']}.log", log_tail)
             rec["log_file"] = f"cells/{rec['id']}.log"
+            line = json.dumps(rec, allow_nan=True)
             with open(self.log, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(rec, allow_nan=True) + "\n")
+                fh.write(line + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
+            self._records.append(json.loads(line))  # the record as the log holds it (a read would give this)
         return rec
 
     def add_run(self, info: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -122,6 +117,22 @@ class SweepStore:
             atomic_write_text(path, json.dumps(merged, indent=1, allow_nan=True) + "\n")
             atomic_write_text(self.out / CSV, to_csv(merged))
         return path
+
+
+def parse_records(text: str) -> list[dict[str, Any]]:
+    """The records of the log's ``text``, in order: a line that is not JSON (a torn last line) is skipped,
+    and so is a record whose id is not a plain name."""
+    out = []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        # the id names files under cells/: only a plain name is ever used (issue 21)
+        if isinstance(rec, dict) and isinstance(rec.get("id"), str) and SAFE_NAME.fullmatch(rec["id"]) \
+                and ".." not in rec["id"]:
+            out.append(rec)
+    return out
 
 
 def neighbours(records: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
