@@ -1,39 +1,21 @@
 """Issue 41, item 3: one model value. The user's file becomes one ``OnnxModel`` once (``builder.pipeline.
 load_model``: parsed by ``onnx_model.load_onnx``), and that value travels through the build, compare, the
 serving sweep after it and fix-fp16's builds, under the name ``model``; nothing downstream parses the file
-again. The count of ``load_onnx`` calls outside the backends is the check (it parsed the file twice in a
-compare with a serving sweep, three times in a fix-fp16 run); a backend's build of a new engine reads the
-file itself (its build takes a file: ``backends/*``) and is not counted."""
+again. The count of parses outside the backends is the check (``parses`` in conftest: ``load_onnx`` and raw
+``onnx.load`` calls; it parsed the file twice in a compare with a serving sweep, three times in a fix-fp16
+run, twice in a build with --inputs); a backend's build of a new engine reads the file itself (its build
+takes a file: ``backends/*``) and is not counted."""
 from __future__ import annotations
 
-import inspect
 import json
-from pathlib import Path
 
-import numpy as np
 import pytest
 
-import trtprof
 from trtprof.cli import main
-from trtprof.model import onnx_model
+
+from .conftest import bisection_run
 
 pytest.importorskip("onnxruntime")
-
-
-@pytest.fixture
-def parses(monkeypatch):
-    """Every file ``load_onnx`` parses outside a backend's build, in order (the real parse still runs)."""
-    seen: list[str] = []
-    real = onnx_model.load_onnx
-    backends_dir = str(Path(trtprof.__file__).parent / "backends")
-
-    def counting(path, *args, **kwargs):
-        if not any(frame.filename.startswith(backends_dir) for frame in inspect.stack()[1:]):
-            seen.append(str(path))
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(onnx_model, "load_onnx", counting)
-    return seen
 
 
 def test_a_compare_with_a_serving_sweep_parses_the_model_once(conv_model, tmp_path, parses):
@@ -47,17 +29,24 @@ def test_a_compare_with_a_serving_sweep_parses_the_model_once(conv_model, tmp_pa
 
 
 def test_fix_fp16_parses_the_model_once(tmp_path, parses):
-    from .test_fix_fp16 import FAST, cancellation_model
-
-    model = cancellation_model(tmp_path / "m.onnx")
-    npz = tmp_path / "x.npz"
-    np.savez(npz, x=np.random.default_rng(3).standard_normal((24, 64)).astype(np.float32))
-    out = tmp_path / "fix.json"
-    assert main(["fix-fp16", str(model), "--engines", str(tmp_path / "e"), "--batch-size", "8", "--out", str(out),
-                 "--inputs", str(npz), "--accuracy", "cosine>=0.9999", *FAST]) == 0
-    data = json.loads(out.read_text())
+    model, _, data = bisection_run(tmp_path)
     assert data["fix_fp16"]["keep"] == ["shift", "unshift"] and data["comparisons"]  # found, then measured
     assert parses == [str(model)]
+
+
+def test_a_build_with_inputs_parses_the_model_once(conv_model, tmp_path, parses, capsys):
+    """``trtprof build`` reaches the builder with the ``OnnxModel`` of its front step (``open_model``): the
+    --inputs check against the model's embeddings reads its graph, not the file again (it did: onnx.load)."""
+    import numpy as np
+
+    npz = tmp_path / "x.npz"
+    np.savez(npz, input=np.random.default_rng(0).standard_normal((2, 3, 16, 16)).astype(np.float32))
+    argv = ["build", str(conv_model), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime", "--fp32", "--fp16"]
+    assert main([*argv, "--inputs", str(npz)]) == 0
+    assert parses == [str(conv_model)]
+    assert main(argv) == 0  # the cache hits of a second build: one more read
+    assert parses == [str(conv_model)] * 2
+    assert capsys.readouterr().out.count("cache hit") == 2
 
 
 def test_a_model_read_once_builds_and_finds_what_its_path_does(conv_model, tmp_path):
