@@ -63,3 +63,44 @@ def test_a_model_read_once_builds_and_finds_what_its_path_does(conv_model, tmp_p
         (first.record.key, "convnet", str(conv_model.resolve()))
     loaded = load_model(conv_model, settings)
     assert loaded.origin is None and loaded.user_path == conv_model and loaded.sha256 == first.model.sha256
+
+
+def test_a_pad_channels_what_if_parses_the_model_once(conv_model, tmp_path, parses):
+    """The what-if's original is read once (``ab.what_if_model``) and its padded copy is the ``OnnxModel`` that
+    made it (``OnnxModel.save``): its targets, the identity check's inputs and all three arms' builds take
+    those values (it parsed the original eight times and read the copy back three times)."""
+    out = tmp_path / "c.json"
+    assert main(["compare", str(conv_model), "--what-if", "pad-channels", "--engines", str(tmp_path / "e"),
+                 "--backend", "onnxruntime", "--batch-sizes", "1", "--time-budget-s", "0.3", "--round-iterations", "3",
+                 "--in-process", "--out", str(out)]) == 0
+    what_if = json.loads(out.read_text())["ab"]["what_if"]
+    assert what_if["change"]["padded"] and what_if["outputs_max_rel_diff"] <= what_if["identical_rtol"]
+    assert parses == [str(conv_model)]
+
+
+def test_the_what_ifs_change_a_copy_of_the_graph_they_are_given(tmp_path, parses):
+    """Each what-if step takes the ``OnnxModel`` and reads no file; the graph it was given stays as it was
+    (the padding, the torch runner's Identity pre-pass and the optimizer work on copies or serialize it)."""
+    import importlib.util
+
+    import numpy as np
+
+    from trtprof.compare import whatif
+    from trtprof.model.demo import make_demo_model
+    from trtprof.model.onnx_model import OnnxModel
+
+    model = OnnxModel.load(make_demo_model(tmp_path / "m.onnx", channels=12, image=16, classes=10))
+    before = model.proto.SerializeToString()
+    parses.clear()
+    change, copy = whatif.pad_channels(model, tmp_path / "p.onnx")
+    assert set(change.padded) == {"conv0", "conv1", "fc"} and copy.path.is_file()
+    assert whatif.channels_last_targets(model)["convs"] == ["conv0", "conv1", "conv2"]
+    assert whatif.nhwc_targets(model, "prefer_nhwc")["Conv"] == 3
+    if importlib.util.find_spec("onnx2torch") is not None:
+        feeds = {"input": np.random.default_rng(0).standard_normal((2, 3, 16, 16)).astype(np.float32)}
+        assert whatif.check_channels_last(model, feeds, device="cpu") <= whatif.CHANNELS_LAST_RTOL
+    if importlib.util.find_spec("torch") is not None:  # the optimizer imports it while it fuses
+        whatif.ort_fusions(model, tmp_path / "f.onnx")  # a ConvNet: nothing fused, nothing written
+    # nothing here is read (the optimizer reads back its own output, in a temporary folder of its own)
+    assert not [path for path in parses if path.startswith(str(tmp_path))] and len(parses) <= 1
+    assert model.proto.SerializeToString() == before

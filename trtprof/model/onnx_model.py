@@ -154,6 +154,24 @@ class OnnxModel:
         info = describe(proto, path, sha256=hashlib.sha256(content or b"").hexdigest())
         return cls(path=path, sha256=info.sha256, proto=proto, info=info)
 
+    @classmethod
+    def save(cls, proto: "onnx.ModelProto", path: Path) -> "OnnxModel":
+        """Write ``proto`` to ``path`` (the bytes ``onnx.save`` writes) and return it as the ``OnnxModel``
+        ``load`` would read back, hashed and described from memory: a changed copy (a what-if's) is built
+        from the graph that made it, not read again. ``proto`` is the copy's from then on (read-only)."""
+        path = Path(path)
+        content = proto.SerializeToString()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        info = describe(proto, path, sha256=hashlib.sha256(content).hexdigest())
+        return cls(path=path, sha256=info.sha256, proto=proto, info=info)
+
+    def copy_proto(self) -> "onnx.ModelProto":
+        """A copy of the graph for a consumer that changes it (``proto`` itself stays as read)."""
+        proto = type(self.proto)()
+        proto.CopyFrom(self.proto)
+        return proto
+
     @property
     def user_path(self) -> Path:
         """The file the user named: the TensorFlow model it was converted from, else the ONNX file."""
