@@ -133,8 +133,9 @@ class OnnxModel:
     Treat ``proto`` as read-only: a consumer that changes a graph copies it first.
 
     The one type a model travels as through build, compare, profile and fix-fp16, under the parameter
-    name ``model`` (issue 41): the user's path becomes one once, at the edge (``builder.pipeline.load_model``,
-    which converts a TensorFlow model first, or ``as_model``); a parameter named ``path`` is the user's file."""
+    name ``model`` (issue 41): the user's path becomes one once, at the edge (``builder.pipeline.open_model``
+    before a build, ``load_model`` beneath it, which converts a TensorFlow model first, or ``as_model``); a
+    changed copy becomes one as it is written (``save``); a parameter named ``path`` is the user's file."""
 
     path: Path
     sha256: str
