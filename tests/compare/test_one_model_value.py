@@ -1,10 +1,11 @@
 """Issue 41, item 3: one model value. The user's file becomes one ``OnnxModel`` once (``builder.pipeline.
-load_model``: parsed by ``onnx_model.load_onnx``), and that value travels through the build, compare, the
-serving sweep after it and fix-fp16's builds, under the name ``model``; nothing downstream parses the file
-again. The count of parses outside the backends is the check (``parses`` in conftest: ``load_onnx`` and raw
-``onnx.load`` calls; it parsed the file twice in a compare with a serving sweep, three times in a fix-fp16
-run, twice in a build with --inputs); a backend's build of a new engine reads the file itself (its build
-takes a file: ``backends/*``) and is not counted."""
+open_model``, the front step of build, compare and fix-fp16: parsed by ``onnx_model.load_onnx``), and that
+value travels through the build, compare, the serving sweep after it, fix-fp16's builds and the what-ifs,
+under the name ``model``; nothing downstream parses the file again. The count of parses outside the backends
+is the check (``parses`` in conftest: ``load_onnx`` and raw ``onnx.load`` calls; it parsed the file twice in
+a compare with a serving sweep, twice in a build or fix-fp16 run with --inputs, eleven times in a pad-channels
+what-if); a backend's build of a new engine reads the file itself (its build takes a file: ``backends/*``)
+and is not counted."""
 from __future__ import annotations
 
 import json
@@ -47,6 +48,18 @@ def test_a_build_with_inputs_parses_the_model_once(conv_model, tmp_path, parses,
     assert main(argv) == 0  # the cache hits of a second build: one more read
     assert parses == [str(conv_model)] * 2
     assert capsys.readouterr().out.count("cache hit") == 2
+
+
+def test_the_front_step_checks_the_backend_and_precisions_before_it_reads_the_file(tmp_path, capsys):
+    """``open_model``: a precision the backend refuses is said before the (missing) file is looked at."""
+    missing = tmp_path / "missing.onnx"
+    argv = ["build", str(missing), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime"]
+    assert main([*argv, "--bf16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "bf16 is not available on onnxruntime" in err and "\n" not in err
+    assert main([*argv, "--fp32"]) == 2  # the same command with a precision it builds: the file's line
+    err = capsys.readouterr().err.strip()
+    assert str(missing) in err and "no such file" in err and "\n" not in err
 
 
 def test_a_model_read_once_builds_and_finds_what_its_path_does(conv_model, tmp_path):
