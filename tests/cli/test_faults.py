@@ -510,9 +510,9 @@ def test_sigterm_of_a_build_says_interrupted_like_ctrl_c(conv_model, tmp_path):
 
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-c", "import time, sys; from trtprof.cli import main; "
-                             "import trtprof.cli.build as b; real = b.build_engines\n"
+                             "import trtprof.cli.build as b; real = b.build_model_engines\n"
                              "def slow(*a, **k):\n print('started', flush=True); time.sleep(60)\n"
-                             "b.build_engines = slow\nsys.exit(main(sys.argv[1:]))",
+                             "b.build_model_engines = slow\nsys.exit(main(sys.argv[1:]))",
                              "build", str(conv_model), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout.readline().strip() == "started"  # the build is under way (a slow fake build)

@@ -12,6 +12,7 @@ import pytest
 from trtprof.compare import ab, whatif
 from trtprof.cli import main
 from trtprof.model.demo import make_demo_model
+from trtprof.model.onnx_model import OnnxModel
 from trtprof.spec import TensorSpec
 
 pytest.importorskip("onnxruntime")
@@ -26,7 +27,7 @@ def feeds_for(model: Path, batch: int = 2) -> dict[str, np.ndarray]:
 
 def test_pad_channels_pads_every_conv_and_gemm_to_multiples_of_8_and_keeps_the_outputs(tmp_path):
     src = make_demo_model(tmp_path / "m.onnx", channels=12, image=16, classes=10)
-    change = whatif.pad_channels(src, tmp_path / "p.onnx")
+    change, copy = whatif.pad_channels(OnnxModel.load(src), tmp_path / "p.onnx")
     assert set(change.padded) == {"conv0", "conv1", "fc"} and change.skipped == {"conv2": "channels already multiples of 8"}
     for dims in change.padded.values():
         assert all(new % whatif.PAD_MULTIPLE == 0 and new >= old for old, new in dims.values())
@@ -37,6 +38,8 @@ def test_pad_channels_pads_every_conv_and_gemm_to_multiples_of_8_and_keeps_the_o
     padded = onnx.load(str(tmp_path / "p.onnx"))
     convs = [i for i in padded.graph.initializer if i.name.endswith("_W")]
     assert convs and all(i.dims[0] % 8 == 0 and i.dims[1] % 8 == 0 for i in convs)
+    again = OnnxModel.load(tmp_path / "p.onnx")  # the copy as returned is the file as read back
+    assert (copy.path, copy.sha256, copy.info) == (again.path, again.sha256, again.info)
 
 
 @pytest.mark.parametrize("factor, refused", [(0.5, False), (2.0, True)])
@@ -184,7 +187,7 @@ def test_what_if_pad_channels_runs_against_the_original_and_says_what_suggested_
 
 def test_what_if_on_a_model_with_nothing_to_pad_is_refused(tmp_path, capsys):
     src = make_demo_model(tmp_path / "net.onnx", channels=8, image=16, classes=16)
-    whatif_change = whatif.pad_channels(src, tmp_path / "p.onnx")
+    whatif_change, _ = whatif.pad_channels(OnnxModel.load(src), tmp_path / "p.onnx")
     assert set(whatif_change.padded) == {"conv0"}  # only the 3-channel image input is not a multiple of 8
     import onnx
     from onnx import helper

@@ -17,6 +17,7 @@ pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from ..convert.test_keeplists import shared_scale_model  # noqa: E402
+from .conftest import bisection_run  # noqa: E402
 
 FAST = ["--backend", "onnxruntime", "--time-budget-s", "0.3", "--round-iterations", "3", "--in-process"]
 
@@ -95,13 +96,8 @@ def test_overflow_model_broken_predicted_then_fixed_measured_and_the_option_buil
 
 
 def test_bisection_finds_what_the_range_analysis_cannot(tmp_path, capsys):
-    model = cancellation_model(tmp_path / "m.onnx")
-    npz = tmp_path / "x.npz"
-    np.savez(npz, x=np.random.default_rng(3).standard_normal((24, 64)).astype(np.float32))
-    out = tmp_path / "fix.json"
-    assert main(["fix-fp16", str(model), "--engines", str(tmp_path / "e"), "--batch-size", "8", "--out", str(out),
-                 "--inputs", str(npz), "--accuracy", "cosine>=0.9999", *FAST]) == 0
-    search = json.loads(out.read_text())["fix_fp16"]
+    _, npz, data = bisection_run(tmp_path)
+    search = data["fix_fp16"]
     assert search["trials"][0]["verdict"] == "DEGRADED" and search["inputs"] == f"inputs {npz} (24 samples)"
     assert search["range_analysis"]["findings"] == []  # nothing to seed with
     assert search["keep"] == ["shift", "unshift"]

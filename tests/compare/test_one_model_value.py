@@ -1,39 +1,22 @@
 """Issue 41, item 3: one model value. The user's file becomes one ``OnnxModel`` once (``builder.pipeline.
-load_model``: parsed by ``onnx_model.load_onnx``), and that value travels through the build, compare, the
-serving sweep after it and fix-fp16's builds, under the name ``model``; nothing downstream parses the file
-again. The count of ``load_onnx`` calls outside the backends is the check (it parsed the file twice in a
-compare with a serving sweep, three times in a fix-fp16 run); a backend's build of a new engine reads the
-file itself (its build takes a file: ``backends/*``) and is not counted."""
+open_model``, the front step of build, compare and fix-fp16: parsed by ``onnx_model.load_onnx``), and that
+value travels through the build, compare, the serving sweep after it, fix-fp16's builds and the what-ifs,
+under the name ``model``; nothing downstream parses the file again. The count of parses outside the backends
+is the check (``parses`` in conftest: ``load_onnx`` and raw ``onnx.load`` calls; it parsed the file twice in
+a compare with a serving sweep, twice in a build or fix-fp16 run with --inputs, eleven times in a pad-channels
+what-if); a backend's build of a new engine reads the file itself (its build takes a file: ``backends/*``)
+and is not counted."""
 from __future__ import annotations
 
-import inspect
 import json
-from pathlib import Path
 
-import numpy as np
 import pytest
 
-import trtprof
 from trtprof.cli import main
-from trtprof.model import onnx_model
+
+from .conftest import bisection_run
 
 pytest.importorskip("onnxruntime")
-
-
-@pytest.fixture
-def parses(monkeypatch):
-    """Every file ``load_onnx`` parses outside a backend's build, in order (the real parse still runs)."""
-    seen: list[str] = []
-    real = onnx_model.load_onnx
-    backends_dir = str(Path(trtprof.__file__).parent / "backends")
-
-    def counting(path, *args, **kwargs):
-        if not any(frame.filename.startswith(backends_dir) for frame in inspect.stack()[1:]):
-            seen.append(str(path))
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(onnx_model, "load_onnx", counting)
-    return seen
 
 
 def test_a_compare_with_a_serving_sweep_parses_the_model_once(conv_model, tmp_path, parses):
@@ -47,17 +30,36 @@ def test_a_compare_with_a_serving_sweep_parses_the_model_once(conv_model, tmp_pa
 
 
 def test_fix_fp16_parses_the_model_once(tmp_path, parses):
-    from .test_fix_fp16 import FAST, cancellation_model
-
-    model = cancellation_model(tmp_path / "m.onnx")
-    npz = tmp_path / "x.npz"
-    np.savez(npz, x=np.random.default_rng(3).standard_normal((24, 64)).astype(np.float32))
-    out = tmp_path / "fix.json"
-    assert main(["fix-fp16", str(model), "--engines", str(tmp_path / "e"), "--batch-size", "8", "--out", str(out),
-                 "--inputs", str(npz), "--accuracy", "cosine>=0.9999", *FAST]) == 0
-    data = json.loads(out.read_text())
+    model, _, data = bisection_run(tmp_path)
     assert data["fix_fp16"]["keep"] == ["shift", "unshift"] and data["comparisons"]  # found, then measured
     assert parses == [str(model)]
+
+
+def test_a_build_with_inputs_parses_the_model_once(conv_model, tmp_path, parses, capsys):
+    """``trtprof build`` reaches the builder with the ``OnnxModel`` of its front step (``open_model``): the
+    --inputs check against the model's embeddings reads its graph, not the file again (it did: onnx.load)."""
+    import numpy as np
+
+    npz = tmp_path / "x.npz"
+    np.savez(npz, input=np.random.default_rng(0).standard_normal((2, 3, 16, 16)).astype(np.float32))
+    argv = ["build", str(conv_model), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime", "--fp32", "--fp16"]
+    assert main([*argv, "--inputs", str(npz)]) == 0
+    assert parses == [str(conv_model)]
+    assert main(argv) == 0  # the cache hits of a second build: one more read
+    assert parses == [str(conv_model)] * 2
+    assert capsys.readouterr().out.count("cache hit") == 2
+
+
+def test_the_front_step_checks_the_backend_and_precisions_before_it_reads_the_file(tmp_path, capsys):
+    """``open_model``: a precision the backend refuses is said before the (missing) file is looked at."""
+    missing = tmp_path / "missing.onnx"
+    argv = ["build", str(missing), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime"]
+    assert main([*argv, "--bf16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "bf16 is not available on onnxruntime" in err and "\n" not in err
+    assert main([*argv, "--fp32"]) == 2  # the same command with a precision it builds: the file's line
+    err = capsys.readouterr().err.strip()
+    assert str(missing) in err and "no such file" in err and "\n" not in err
 
 
 def test_a_model_read_once_builds_and_finds_what_its_path_does(conv_model, tmp_path):
@@ -74,3 +76,44 @@ def test_a_model_read_once_builds_and_finds_what_its_path_does(conv_model, tmp_p
         (first.record.key, "convnet", str(conv_model.resolve()))
     loaded = load_model(conv_model, settings)
     assert loaded.origin is None and loaded.user_path == conv_model and loaded.sha256 == first.model.sha256
+
+
+def test_a_pad_channels_what_if_parses_the_model_once(conv_model, tmp_path, parses):
+    """The what-if's original is read once (``ab.what_if_model``) and its padded copy is the ``OnnxModel`` that
+    made it (``OnnxModel.save``): its targets, the identity check's inputs and all three arms' builds take
+    those values (it parsed the original eight times and read the copy back three times)."""
+    out = tmp_path / "c.json"
+    assert main(["compare", str(conv_model), "--what-if", "pad-channels", "--engines", str(tmp_path / "e"),
+                 "--backend", "onnxruntime", "--batch-sizes", "1", "--time-budget-s", "0.3", "--round-iterations", "3",
+                 "--in-process", "--out", str(out)]) == 0
+    what_if = json.loads(out.read_text())["ab"]["what_if"]
+    assert what_if["change"]["padded"] and what_if["outputs_max_rel_diff"] <= what_if["identical_rtol"]
+    assert parses == [str(conv_model)]
+
+
+def test_the_what_ifs_change_a_copy_of_the_graph_they_are_given(tmp_path, parses):
+    """Each what-if step takes the ``OnnxModel`` and reads no file; the graph it was given stays as it was
+    (the padding, the torch runner's Identity pre-pass and the optimizer work on copies or serialize it)."""
+    import importlib.util
+
+    import numpy as np
+
+    from trtprof.compare import whatif
+    from trtprof.model.demo import make_demo_model
+    from trtprof.model.onnx_model import OnnxModel
+
+    model = OnnxModel.load(make_demo_model(tmp_path / "m.onnx", channels=12, image=16, classes=10))
+    before = model.proto.SerializeToString()
+    parses.clear()
+    change, copy = whatif.pad_channels(model, tmp_path / "p.onnx")
+    assert set(change.padded) == {"conv0", "conv1", "fc"} and copy.path.is_file()
+    assert whatif.channels_last_targets(model)["convs"] == ["conv0", "conv1", "conv2"]
+    assert whatif.nhwc_targets(model, "prefer_nhwc")["Conv"] == 3
+    if importlib.util.find_spec("onnx2torch") is not None:
+        feeds = {"input": np.random.default_rng(0).standard_normal((2, 3, 16, 16)).astype(np.float32)}
+        assert whatif.check_channels_last(model, feeds, device="cpu") <= whatif.CHANNELS_LAST_RTOL
+    if importlib.util.find_spec("torch") is not None:  # the optimizer imports it while it fuses
+        whatif.ort_fusions(model, tmp_path / "f.onnx")  # a ConvNet: nothing fused, nothing written
+    # nothing here is read (the optimizer reads back its own output, in a temporary folder of its own)
+    assert not [path for path in parses if path.startswith(str(tmp_path))] and len(parses) <= 1
+    assert model.proto.SerializeToString() == before

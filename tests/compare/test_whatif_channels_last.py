@@ -16,6 +16,7 @@ from trtprof.system import cuda
 from trtprof.cli import main
 from trtprof.errors import BadInput, BadModel, TrtprofError
 from trtprof.model.demo import make_demo_model
+from trtprof.model.onnx_model import OnnxModel
 from trtprof.spec import BuildSpec, CacheKey, Precision, TensorSpec
 
 needs_onnx2torch = pytest.mark.skipif(importlib.util.find_spec("onnx2torch") is None, reason="onnx2torch missing")
@@ -70,7 +71,7 @@ def test_the_channels_last_runner_feeds_the_module_nhwc_and_gives_the_nchw_outpu
     assert x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
     assert set(got) == set(ref) and all(got[k].flags["C_CONTIGUOUS"] for k in got)
     assert whatif.max_relative_difference(ref, got) <= whatif.CHANNELS_LAST_RTOL
-    assert whatif.check_channels_last(src, _feeds(), device="cpu") <= whatif.CHANNELS_LAST_RTOL
+    assert whatif.check_channels_last(OnnxModel.load(src), _feeds(), device="cpu") <= whatif.CHANNELS_LAST_RTOL
 
 
 @needs_onnx2torch
@@ -85,7 +86,7 @@ def test_an_nhwc_input_behind_a_transpose_is_handed_over_as_it_is(tmp_path):
 
     src = _conv_elu(tmp_path)
     assert conv_fed_inputs(onnx.load(str(src))) == ()
-    targets = whatif.channels_last_targets(src)
+    targets = whatif.channels_last_targets(OnnxModel.load(src))
     assert targets["inputs"] == [] and targets["inputs_left"] == ["image"] and targets["convs"]
     nhwc = _runner(src, CHANNELS_LAST)
     assert nhwc.nhwc_inputs == frozenset()
@@ -223,7 +224,7 @@ def test_a_conv1d_model_has_no_2d_conv_to_change(tmp_path):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     with pytest.raises(BadInput, match=r"has no 2-D Conv with constant 4-D weights \(initializers\); "
                                        r"nothing to change$"):
-        whatif.channels_last_targets(path)
+        whatif.channels_last_targets(OnnxModel.load(path))
 
 
 def _conv_with_weight_from(path: Path, op: str) -> Path:
@@ -250,13 +251,13 @@ def test_conv_weights_computed_by_a_node_are_refused_saying_so(tmp_path):
     with pytest.raises(BadInput, match=r"no 2-D Conv with constant 4-D weights \(initializers\); the weights of "
                                        r"its 1 Conv\(s\) come from Constant nodes, and the torch runner "
                                        r"\(onnx2torch\) loads"):
-        whatif.channels_last_targets(_conv_with_weight_from(tmp_path / "const.onnx", "Constant"))
+        whatif.channels_last_targets(OnnxModel.load(_conv_with_weight_from(tmp_path / "const.onnx", "Constant")))
 
 
 def test_a_conv_weight_behind_identity_counts_as_the_torch_runner_folds_it(tmp_path):
     """torch.onnx.export puts shared weights behind Identity nodes; the torch runner's pre-pass folds them
     into initializers, so channels-last changes that Conv (it was refused as having no 2-D Conv)."""
-    targets = whatif.channels_last_targets(_conv_with_weight_from(tmp_path / "id.onnx", "Identity"))
+    targets = whatif.channels_last_targets(OnnxModel.load(_conv_with_weight_from(tmp_path / "id.onnx", "Identity")))
     assert targets == {"inputs": ["x"], "inputs_left": [], "convs": ["conv"]}
 
 
@@ -264,7 +265,7 @@ def test_a_conv_weight_behind_identity_counts_as_the_torch_runner_folds_it(tmp_p
 def test_the_conv_behind_identity_runs_channels_last_on_cpu(tmp_path):
     src = _conv_with_weight_from(tmp_path / "id.onnx", "Identity")
     feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)}
-    assert whatif.check_channels_last(src, feeds, device="cpu") <= whatif.CHANNELS_LAST_RTOL
+    assert whatif.check_channels_last(OnnxModel.load(src), feeds, device="cpu") <= whatif.CHANNELS_LAST_RTOL
 
 
 def test_onnx_light_resnet50_with_constant_of_shape_weights_is_refused_in_one_line(tmp_path, capsys):

@@ -17,6 +17,7 @@ from trtprof.cli import main
 from trtprof.compare import ab, whatif
 from trtprof.errors import BadInput, TrtprofError
 from trtprof.model.demo import make_demo_model
+from trtprof.model.onnx_model import OnnxModel
 from trtprof.spec import BuildSpec, CacheKey, Precision
 
 from tests.compare.test_whatif_channels_last import _mlp  # a model with no Conv: nothing to change
@@ -57,10 +58,10 @@ def test_a_model_without_conv_or_pooling_is_refused_in_one_line(tmp_path, capsys
 
 def test_nhwc_targets_count_what_the_option_switches(tmp_path):
     src = make_demo_model(tmp_path / "net.onnx", channels=8, image=16, classes=10)
-    targets = whatif.nhwc_targets(src, "prefer_nhwc")
+    targets = whatif.nhwc_targets(OnnxModel.load(src), "prefer_nhwc")
     assert targets.get("Conv", 0) >= 1 and set(targets) <= set(whatif.NHWC_OPS)
     with pytest.raises(BadInput, match="nothing to change"):
-        whatif.nhwc_targets(_mlp(tmp_path / "mlp.onnx"), "prefer_nhwc")
+        whatif.nhwc_targets(OnnxModel.load(_mlp(tmp_path / "mlp.onnx")), "prefer_nhwc")
 
 
 @pytest.mark.skipif(cuda.device_count() > 0, reason="the refusal of a machine without a GPU")

@@ -16,6 +16,7 @@ from trtprof.cli import main
 from trtprof.compare import ab, whatif
 from trtprof.errors import BadInput, BadModel, TrtprofError
 from trtprof.model.demo import make_demo_model
+from trtprof.model.onnx_model import OnnxModel
 from trtprof.system import cuda
 
 pytest.importorskip("onnxruntime.transformers.optimizer")
@@ -74,7 +75,7 @@ def _feeds(batch: int = 2) -> dict[str, np.ndarray]:
 def test_the_optimizer_fuses_the_layer_norm_and_gelu_patterns_and_keeps_the_outputs(tmp_path, residual, fused):
     src = tiny_bert(tmp_path / "bert.onnx", residual=residual)
     out = tmp_path / "area" / "bert.ort-fusions.onnx"
-    change = whatif.ort_fusions(src, out)
+    change = whatif.ort_fusions(OnnxModel.load(src), out)
     assert change.model_type == "bert" and change.before == {} and change.fused == fused
     assert change.nodes[1] < change.nodes[0] and out.is_file()
     assert change.to_json()["optimizer"] == {"opt_level": 1, "use_gpu": False, "attention_mask_format": "2-D mask"}
@@ -90,7 +91,7 @@ def test_a_fusion_that_changes_the_function_is_refused(tmp_path):
 
     src = tiny_bert(tmp_path / "bert.onnx")
     out = tmp_path / "bert.ort-fusions.onnx"
-    whatif.ort_fusions(src, out)
+    whatif.ort_fusions(OnnxModel.load(src), out)
     model = onnx.load(str(out))
     node = next(n for n in model.graph.node if n.op_type == "SkipLayerNormalization")
     gamma = next(i for i in model.graph.initializer if i.name == node.input[2])
@@ -138,7 +139,7 @@ def test_a_backend_without_ort_contrib_ops_is_refused_in_one_line(tmp_path, caps
 def test_an_optimizer_that_cannot_be_imported_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime.transformers.optimizer", None)
     with pytest.raises(BadInput, match=r"needs onnxruntime.transformers.optimizer, which cannot be imported here") as err:
-        whatif.ort_fusions(tiny_bert(tmp_path / "bert.onnx"), tmp_path / "out.onnx")
+        whatif.ort_fusions(OnnxModel.load(tiny_bert(tmp_path / "bert.onnx")), tmp_path / "out.onnx")
     assert "\n" not in str(err.value) and not (tmp_path / "out.onnx").exists()
 
 
@@ -151,7 +152,7 @@ def test_an_optimizer_failure_is_one_line_naming_the_model(tmp_path, monkeypatch
     monkeypatch.setattr(optimizer, "optimize_model", broken)
     with pytest.raises(BadModel, match=r"optimizer failed on the model \(RuntimeError: symbolic shape inference "
                                        r"failed at node 7\)") as err:
-        whatif.ort_fusions(tiny_bert(tmp_path / "bert.onnx"), tmp_path / "out.onnx")
+        whatif.ort_fusions(OnnxModel.load(tiny_bert(tmp_path / "bert.onnx")), tmp_path / "out.onnx")
     assert "\n" not in str(err.value)
 
 
@@ -209,6 +210,6 @@ def test_an_optimizer_that_needs_torch_here_says_so_in_one_line(tmp_path, monkey
     from trtprof.errors import MissingDependency
 
     with pytest.raises(MissingDependency) as err:
-        whatif.ort_fusions(make_demo_model(tmp_path / "net.onnx"), tmp_path / "out.onnx")
+        whatif.ort_fusions(OnnxModel.load(make_demo_model(tmp_path / "net.onnx")), tmp_path / "out.onnx")
     assert "torch is not installed" in str(err.value) and "trtprof[torch]" in str(err.value)
     assert "\n" not in str(err.value)

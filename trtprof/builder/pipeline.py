@@ -172,6 +172,16 @@ def load_model(path: Path, settings: BuildSettings = BuildSettings(), *,
     return model if onnx_path == path else dataclasses.replace(model, origin=path)
 
 
+def open_model(path: Path, precisions: Sequence[Precision], settings: BuildSettings = BuildSettings(), *,
+               on_convert: Callable[[Any], None] | None = None) -> OnnxModel:
+    """The front step of a build from the user's argument: the backend and every precision are checked
+    first (a bad backend or precision says so before any file is read), then the file ``path`` becomes the
+    ``OnnxModel`` every later step takes (``load_model``: read once, a TensorFlow model converted first;
+    ``on_convert`` hears it). ``trtprof build``, compare and fix-fp16 call it, then ``build_model_engines``."""
+    _checked(settings, precisions)
+    return load_model(path, settings, on_convert=on_convert)
+
+
 def build_engines(
     path: Path,
     precisions: Sequence[Precision],
@@ -182,13 +192,11 @@ def build_engines(
     on_done: Callable[[BuildOutcome], None] | None = None,
     on_source: Callable[[OnnxModel], None] | None = None,
 ) -> list[BuildOutcome]:
-    """Build (or find in the cache) one engine per precision of the user's model file ``path`` (ONNX or
-    TensorFlow): the backend and every precision are checked first, then the file is read once
-    (``load_model``; ``on_convert`` hears a TensorFlow conversion) and ``build_model_engines`` builds from
-    that ``OnnxModel`` (``on_done``, ``on_source``: as there)."""
-    checked = _checked(settings, precisions)  # before any file is read: a bad backend or precision says so first
-    model = load_model(path, settings, on_convert=on_convert)
-    return _build_all(model, checked, batch_sizes, settings, on_done, on_source)
+    """``build_model_engines`` for a caller holding the user's file ``path`` (ONNX or TensorFlow: tests,
+    benchmarks, the demo): ``open_model`` (``on_convert`` hears a TensorFlow conversion), then the build
+    from that ``OnnxModel`` (``on_done``, ``on_source``: as there)."""
+    model = open_model(path, precisions, settings, on_convert=on_convert)
+    return build_model_engines(model, precisions, batch_sizes, settings, on_done=on_done, on_source=on_source)
 
 
 def build_model_engines(
@@ -200,7 +208,7 @@ def build_model_engines(
     on_done: Callable[[BuildOutcome], None] | None = None,
     on_source: Callable[[OnnxModel], None] | None = None,
 ) -> list[BuildOutcome]:
-    """Build (or find in the cache) one engine per precision of ``model`` (read once: ``load_model``).
+    """Build (or find in the cache) one engine per precision of ``model`` (read once: ``open_model``).
 
     Everything that can be checked before building is checked first — backend, every precision,
     every batch size against the model's shapes — so a bad request fails before any file is written.
@@ -268,7 +276,7 @@ def _check_request(model: OnnxModel, precisions: Sequence[Precision], batch_size
     onnx_path, info = model.path, model.info
     if settings.data is not None:
         settings.data.check(info.inputs, model_path=str(onnx_path))
-        preflight.check_data_indices(onnx_path, settings.data)  # ids past an embedding: before any build
+        preflight.check_data_indices(onnx_path, settings.data, model.proto)  # ids past an embedding: before any build
     for batch in batch_sizes:
         resolve_shapes(info.inputs, batch, settings.shapes, model_path=str(onnx_path))
     if settings.range_check and Precision.FP16 in precisions:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..builder.pipeline import BuildOutcome, BuildSettings, build_engines
+from ..builder.pipeline import BuildOutcome, BuildSettings, build_model_engines, open_model
 from ..errors import BadInput
 from ..model.inputs import parse_batch_sizes
 from ..util.wording import plural
@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         range_check=not args.no_range_check,
         data=data,
     )
-    build_engines(args.model, _common.precisions_from_flags(args), sizes, settings,
-                  on_convert=_print_conversion, on_done=print_outcome)
+    precisions = _common.precisions_from_flags(args)
+    model = open_model(args.model, precisions, settings, on_convert=_print_conversion)  # the file read once
+    build_model_engines(model, precisions, sizes, settings, on_done=print_outcome)
     return 0

@@ -26,11 +26,11 @@ from .report_value import CompareDocument
 from .. import backends
 from ..backends import resolve_for_build
 from ..backends.torch import CHANNELS_LAST, MEMORY_FORMAT_OPTION
-from ..builder.pipeline import BuildSettings, as_onnx, build_engines, build_model_engines
+from ..builder.pipeline import BuildSettings, build_model_engines, load_model, open_model
 from .core import BuildTally, CompareHooks, CompareOptions, compare_records, resolve_records
 from ..errors import BadInput, TrtprofError
 from ..model.inputs import make_inputs, resolve_shapes
-from ..model.onnx_model import OnnxModel, inspect_model
+from ..model.onnx_model import OnnxModel
 from ..spec import Precision
 
 
@@ -45,6 +45,8 @@ class ArmSpec:
     precision: str
     options: tuple[tuple[str, Any], ...] = ()
     engines_dir: Path | None = None  # where this arm's engine is built (a what-if's: the what-if area); None: the run's
+    # the arm's model already read (a what-if's original and changed copy): built from it, ``model`` not read again
+    loaded: OnnxModel | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -91,8 +93,9 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
                  shapes: Mapping[str, tuple[int, ...]] | None = None,
                  on_built: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], tuple[int, ...], Any]:
     """Build (or find) each arm's engine: label → record, the batch sizes, the baseline's ONNX model
-    (``onnx_model.OnnxModel``, read once, or None). Arms of one file (a what-if's original and its changed
-    arm built with options) share the model its first arm read."""
+    (``onnx_model.OnnxModel``, read once, or None). An arm that carries its model (``ArmSpec.loaded``: a
+    what-if's) is built from it; arms of one file (a what-if's original and its changed arm built with
+    options) share the model its first arm read."""
     records: dict[str, Any] = {}
     sizes: tuple[int, ...] = tuple(batch_sizes)
     models: dict[Path, Any] = {}  # the user's file → its OnnxModel, read once
@@ -101,13 +104,13 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
         model: OnnxModel | None
         settings = BuildSettings(shapes=shapes, engines_dir=Path(arm.engines_dir or engines_dir), backend=arm.backend)
         precisions = [Precision.parse(arm.precision)]
-        if arm.options:  # a model file built with options (a what-if's changed arm): no engines dir to search
+        if arm.options or arm.loaded is not None:  # a model file (a what-if's): no engines dir to search
             arm_sizes = tuple(batch_sizes) or (1,)
-            settings = replace(settings, options=dict(arm.options))
-            known = models.get(Path(arm.model))
-            outcome, = (build_model_engines(known, precisions, arm_sizes, settings, on_done=on_built) if known
-                        else build_engines(arm.model, precisions, arm_sizes, settings, on_done=on_built))
-            records[arm.label], model = outcome.record, outcome.model
+            settings = replace(settings, options=dict(arm.options)) if arm.options else settings
+            known = arm.loaded or models.get(Path(arm.model))
+            model = known if known is not None else open_model(arm.model, precisions, settings)
+            outcome, = build_model_engines(model, precisions, arm_sizes, settings, on_done=on_built)
+            records[arm.label] = outcome.record
         else:
             found, model, arm_sizes = resolve_records(arm.model, precisions, batch_sizes, settings, on_built=on_built)
             records[arm.label] = found[arm.precision]
@@ -169,9 +172,14 @@ def model_io(path: Path) -> Any:
     return describe(load_onnx(path, weights=False), path, sha256="-")
 
 
+def arm_io(arm: ArmSpec) -> Any:
+    """``model_io`` of an arm: the inputs and outputs of the model it carries (``loaded``), else of its file."""
+    return arm.loaded.info if arm.loaded is not None else model_io(arm.model)
+
+
 def check_models_compatible(arms: Sequence[ArmSpec]) -> None:
     """``check_compatible`` on the ONNX files themselves, before any engine is built or loaded."""
-    infos = [(a, model_io(a.model)) for a in arms if not a.options]
+    infos = [(a, arm_io(a)) for a in arms if not a.options]
     known = [(a, i) for a, i in infos if i is not None]
     for (a, ia), (b, ib) in zip(known, known[1:]):
         why = io_mismatch(a.label, ia, b.label, ib)
@@ -203,7 +211,7 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     ``analyse_baseline``: analyse the baseline's graph anyway (a what-if: the original's; its arms come
     first), the caller drops what does not apply to the changed arm."""
     # inputs that differ only in name: the second arm built from a copy with the first's (rename_inputs)
-    arms, paired = pair_inputs(arms, whatif.whatif_dir(Path(engines_dir)), model_io)
+    arms, paired = pair_inputs(arms, whatif.whatif_dir(Path(engines_dir)), arm_io)
     check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds
     builds = BuildTally(hooks.on_built)
     records, sizes, model = resolve_arms(arms, batch_sizes, engines_dir=engines_dir, shapes=options.shapes,
@@ -247,20 +255,20 @@ def compare_pad_channels(path: Path, precision: str, batch_sizes: Sequence[int],
     first), at ``precision``; at fp16 the original's fp32 is the baseline, so the line reads
     "fp16 vs fp32 0.76× → padded fp16 vs fp32 …×" — the finding's number and the measured answer."""
     what_if = whatif.PAD_CHANNELS
-    source = as_onnx(Path(path), Path(engines_dir))
+    source = what_if_model(path, engines_dir)
     area = whatif.whatif_dir(Path(engines_dir))
-    padded = area / f"{source.stem}.{what_if}.onnx"
-    change = whatif.pad_channels(source, padded)
+    change, copy = whatif.pad_channels(source, area / f"{source.path.stem}.{what_if}.onnx")
+    padded = copy.path
     if not change.padded:
         raise BadInput(f"{path}: --what-if {what_if}: every Conv/Gemm already has channels in multiples of "
                        f"{whatif.PAD_MULTIPLE} (or none can be padded: {change.skipped}); nothing to measure")
     caught: list[str] = []  # ONNX Runtime's warnings while checking the copy: for the JSON, not the terminal
-    identical = whatif.check_identical(source, padded, what_if_feeds(source, batch_sizes, options), caught)
+    identical = whatif.check_identical(source.path, padded, what_if_feeds(source, batch_sizes, options), caught)
     label = f"{precision}+{what_if}"
     arms = original_arms(source, backend, precision)
-    arms.append(ArmSpec(label, padded, backend, precision, engines_dir=area))
+    arms.append(ArmSpec(label, padded, backend, precision, engines_dir=area, loaded=copy))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
-    outcome.report.model = source.stem
+    outcome.report.model = source.path.stem
     for c in outcome.report.comparisons:  # the original's FLOPs are not the padded copy's
         if c.candidate == label:
             c.roofline.pop("candidate", None)
@@ -273,16 +281,25 @@ def compare_pad_channels(path: Path, precision: str, batch_sizes: Sequence[int],
     return outcome
 
 
-def original_arms(source: Path, backend: str, precision: str) -> list[ArmSpec]:
-    """The original's arms of a what-if: at fp16 its fp32 (the baseline) and its fp16, else ``precision``."""
+def what_if_model(path: Path, engines_dir: Path) -> OnnxModel:
+    """A what-if's original, the user's file ``path`` read once (``load_model``: a TensorFlow model converted
+    into ``engines_dir``): its targets, its changed copy, the identity check's inputs and its arms all take
+    this ``OnnxModel``. Its engines are named after the ONNX file measured, as its copies are (no ``origin``)."""
+    return replace(load_model(Path(path), BuildSettings(engines_dir=Path(engines_dir))), origin=None)
+
+
+def original_arms(source: OnnxModel, backend: str, precision: str) -> list[ArmSpec]:
+    """The original's arms of a what-if: at fp16 its fp32 (the baseline) and its fp16, else ``precision``;
+    each carries ``source``, read once."""
     if precision == "fp16":
-        return [ArmSpec("fp32", source, backend, "fp32"), ArmSpec("fp16", source, backend, "fp16")]
-    return [ArmSpec(precision, source, backend, precision)]
+        return [ArmSpec("fp32", source.path, backend, "fp32", loaded=source),
+                ArmSpec("fp16", source.path, backend, "fp16", loaded=source)]
+    return [ArmSpec(precision, source.path, backend, precision, loaded=source)]
 
 
-def what_if_feeds(source: Path, batch_sizes: Sequence[int], options: CompareOptions) -> dict[str, Any]:
+def what_if_feeds(source: OnnxModel, batch_sizes: Sequence[int], options: CompareOptions) -> dict[str, Any]:
     """The inputs the identity checks run on: the smallest batch size, the run's seed and shapes."""
-    inputs = inspect_model(source).inputs
+    inputs = source.inputs
     return make_inputs(inputs, resolve_shapes(inputs, min(batch_sizes or (1,)), options.shapes or {}),
                        seed=options.seed)
 
@@ -301,16 +318,16 @@ def compare_channels_last(path: Path, precision: str, batch_sizes: Sequence[int]
         raise BadInput(f"--what-if {what_if} runs on --backend {' or '.join(able) or '(none installed)'} only (it sets "
                        f"PyTorch's memory format; --backend {backend} has none to set)")
     runtime = able[0] if backend == "auto" else backend
-    source = as_onnx(Path(path), Path(engines_dir))
+    source = what_if_model(path, engines_dir)
     targets = whatif.channels_last_targets(source)
     resolve_for_build(runtime)  # no GPU here: the one-line "cannot build here", before any build
     identical = whatif.check_channels_last(source, what_if_feeds(source, batch_sizes, options))
     label = f"{precision}+{what_if}"
     arms = original_arms(source, runtime, precision)
-    arms.append(ArmSpec(label, source, runtime, precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),),
-                        engines_dir=whatif.whatif_dir(Path(engines_dir))))
+    arms.append(ArmSpec(label, source.path, runtime, precision, ((MEMORY_FORMAT_OPTION, CHANNELS_LAST),),
+                        engines_dir=whatif.whatif_dir(Path(engines_dir)), loaded=source))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
-    outcome.report.model = source.stem
+    outcome.report.model = source.path.stem
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
                        "changed_model": None, "option": {MEMORY_FORMAT_OPTION: CHANNELS_LAST}, "change": targets,
                        "outputs_max_rel_diff": identical, "identical_rtol": whatif.CHANNELS_LAST_RTOL,
@@ -340,17 +357,17 @@ def compare_nhwc(path: Path, precision: str, batch_sizes: Sequence[int], options
                        f"--backend {backend} has none to set)")
     runtime = next(iter(able)) if backend == "auto" else backend
     option = able[runtime]
-    source = as_onnx(Path(path), Path(engines_dir))
+    source = what_if_model(path, engines_dir)
     targets = whatif.nhwc_targets(source, option)
     resolve_for_build(runtime)  # no GPU or no CUDA EP here: the one-line "cannot build here", before any build
     caught: list[str] = []
-    identical = whatif.check_nhwc(source, what_if_feeds(source, batch_sizes, options), option, caught)
+    identical = whatif.check_nhwc(source.path, what_if_feeds(source, batch_sizes, options), option, caught)
     label = f"{precision}+{what_if}"
     arms = original_arms(source, runtime, precision)
-    arms.append(ArmSpec(label, source, runtime, precision, ((option, whatif.NHWC_ON),),
-                        engines_dir=whatif.whatif_dir(Path(engines_dir))))
+    arms.append(ArmSpec(label, source.path, runtime, precision, ((option, whatif.NHWC_ON),),
+                        engines_dir=whatif.whatif_dir(Path(engines_dir)), loaded=source))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
-    outcome.report.model = source.stem
+    outcome.report.model = source.path.stem
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],
                        "changed_model": None, "option": {option: whatif.NHWC_ON}, "change": targets,
                        "outputs_max_rel_diff": identical, "identical_rtol": whatif.NHWC_RTOL,
@@ -394,21 +411,21 @@ def compare_ort_fusions(path: Path, precision: str, batch_sizes: Sequence[int],
                        f"fused copy uses ONNX Runtime's contrib ops, com.microsoft; --backend {backend} does not run them)")
     runtime = first_available(able) if backend == "auto" else backend
     resolve_for_build(runtime)  # no GPU for onnxruntime-cuda: its one line, before the optimizer runs
-    source = as_onnx(Path(path), Path(engines_dir))
+    source = what_if_model(path, engines_dir)
     area = whatif.whatif_dir(Path(engines_dir))
-    fused = area / f"{source.stem}.{what_if}.onnx"
+    fused = area / f"{source.path.stem}.{what_if}.onnx"
     change = whatif.ort_fusions(source, fused)
     if not change.fused:
         raise BadInput(f"{path}: --what-if {what_if}: onnxruntime.transformers.optimizer (model type "
                        f"{change.model_type}) fused nothing here (no attention, layer-norm or Gelu pattern it "
                        "knows); nothing to measure")
     caught = list(change.log)  # the optimizer's and ORT's lines: for the JSON, not the terminal
-    close = whatif.check_fused(source, fused, what_if_feeds(source, batch_sizes, options), caught)
+    close = whatif.check_fused(source.path, fused, what_if_feeds(source, batch_sizes, options), caught)
     label = f"{precision}+{what_if}"
     arms = original_arms(source, runtime, precision)
     arms.append(ArmSpec(label, fused, runtime, precision, engines_dir=area))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
-    outcome.report.model = source.stem
+    outcome.report.model = source.path.stem
     outcome.report.warnings.append(f"{label}: roofline and FP16 range analysis are the original's (the fused copy "
                                    "computes the same products)")
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if],

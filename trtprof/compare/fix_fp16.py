@@ -262,8 +262,8 @@ def keep_option(nodes: Sequence[str]) -> str | None:
 def fix_fp16(path: Any, batch_size: int, options: Any, settings: Any = None, *,
              max_builds: int = DEFAULT_MAX_BUILDS, on_trial: Callable[[Trial], None] | None = None,
              on_search_done: Callable[["Fix"], None] | None = None) -> Fix:
-    """Search a keep-list for the user's model file ``path`` (ONNX or TensorFlow: read once by the first build,
-    every later build and evaluation takes that ``OnnxModel``) meeting ``options.accuracy_budget`` (accuracy.AccuracyBudget) on the user's inputs
+    """Search a keep-list for the user's model file ``path`` (ONNX or TensorFlow: read once, ``open_model``;
+    every build and evaluation takes that ``OnnxModel``) meeting ``options.accuracy_budget`` (accuracy.AccuracyBudget) on the user's inputs
     (``options.data``, else random inputs of ``options.seed`` with ``options.shapes``), build it, and compare it
     with FP32 under ``options`` (compare.options.CompareOptions: ``compare_records``' speedup, CI, verdicts).
     ``settings`` (builder.pipeline.BuildSettings): where and with which backend the engines are built; the shapes
@@ -274,7 +274,7 @@ def fix_fp16(path: Any, batch_size: int, options: Any, settings: Any = None, *,
 
     from ..convert import fp16range
     from ..measure.bench import effective_precision, load_runner
-    from ..builder.pipeline import BuildSettings, build_engines, build_model_engines
+    from ..builder.pipeline import BuildSettings, build_model_engines, open_model
     from ..spec import Precision
     from ..model.user_inputs import run_all
 
@@ -286,9 +286,9 @@ def fix_fp16(path: Any, batch_size: int, options: Any, settings: Any = None, *,
         raise ValueError("fix_fp16: the shapes and the user's inputs travel in options, not in settings")
     engines_dir = settings.engines_dir
     common = replace(settings, shapes=shapes, engines_dir=Path(engines_dir), range_check=False, data=data)
-    built = build_engines(path, [Precision.FP32, Precision.FP16], [batch_size], common)
-    base, plain = (o.record for o in built)
-    model = built[0].model  # the user's file read once (a TensorFlow model: its conversion)
+    precisions = [Precision.FP32, Precision.FP16]
+    model = open_model(path, precisions, common)  # the user's file read once (a TensorFlow model: its conversion)
+    base, plain = (o.record for o in build_model_engines(model, precisions, [batch_size], common))
     proto = model.proto
     ref = reference_outputs(base, batch_size, data, shapes, seed)
     evaluation = EMULATED if effective_precision(plain) in fp16range.NOT_FP16 else ENGINE

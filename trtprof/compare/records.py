@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..builder.pipeline import RUNNER_OPTIONS, BuildSettings, as_onnx, build_engines
+from ..builder.pipeline import RUNNER_OPTIONS, BuildSettings, build_model_engines, load_model, open_model
 from ..engines.cache import EngineRecord, list_engines
 from ..errors import BadInput
 from ..model.onnx_model import OnnxModel
@@ -63,26 +63,38 @@ def resolve_records(
     built for; the ONNX source is optional (None when it is gone or cannot be converted). Otherwise the
     model's missing engines are built at ``batch_sizes`` (default 1) with ``settings`` (its engines dir,
     backend, shapes, and the user's inputs, ``settings.data``, for what builds use them: the FP16 range
-    analysis and the int8/fp8 calibration). ``on_source`` gets the ONNX model once it is read, before
-    anything is built (build_engines) or loaded."""
+    analysis and the int8/fp8 calibration), from the model read once (``open_model``). ``on_source`` gets
+    the ONNX model once it is read, before anything is built (``build_model_engines``) or loaded."""
     path = Path(path)
-    if path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists():
-        records = select_records(list_engines(path), precisions, settings.backend)
-        built = set.intersection(*(set(r.spec.batch_sizes) for r in records.values()))
-        sizes = tuple(batch_sizes) or tuple(sorted(built))
-        loaded = None
-        source = Path(next(iter(records.values())).model_path)
-        if source.exists():
-            try:
-                loaded = OnnxModel.load(as_onnx(source, path))
-            except Exception:  # graph facts and roofline are optional here: a TF source without TF installed
-                loaded = None
-        if loaded is not None and on_source is not None:
-            on_source(loaded)
-    else:
-        sizes = tuple(batch_sizes) or (1,)
-        outcomes = build_engines(path, list(dict.fromkeys(precisions)), sizes, settings=settings,
-                                 on_done=on_built, on_source=on_source)
-        records = {o.record.precision: o.record for o in outcomes}
-        loaded = outcomes[0].model  # read once by the build (its hash is the engines' key)
+    if is_engines_dir(path):
+        return engines_dir_records(path, precisions, batch_sizes, settings, on_source)
+    precisions = list(dict.fromkeys(precisions))
+    sizes = tuple(batch_sizes) or (1,)
+    model = open_model(path, precisions, settings)  # the front step: read once (a TensorFlow model converted)
+    outcomes = build_model_engines(model, precisions, sizes, settings=settings, on_done=on_built, on_source=on_source)
+    return {o.record.precision: o.record for o in outcomes}, model, sizes
+
+
+def is_engines_dir(path: Path) -> bool:
+    """A folder with engine JSONs that is not a TensorFlow SavedModel: an engines dir, not a model."""
+    return path.is_dir() and any(path.glob("*.json")) and not (path / "saved_model.pb").exists()
+
+
+def engines_dir_records(path: Path, precisions: Sequence[Any], batch_sizes: Sequence[int], settings: BuildSettings,
+                        on_source: Callable[[OnnxModel], None] | None
+                        ) -> tuple[dict[str, EngineRecord], OnnxModel | None, tuple[int, ...]]:
+    """``resolve_records`` for an engines dir: its engines of ``precisions``, the batch sizes, and the ONNX
+    model they were built from when it can still be read (None otherwise: it is optional here)."""
+    records = select_records(list_engines(path), precisions, settings.backend)
+    built = set.intersection(*(set(r.spec.batch_sizes) for r in records.values()))
+    sizes = tuple(batch_sizes) or tuple(sorted(built))
+    loaded = None
+    source = Path(next(iter(records.values())).model_path)
+    if source.exists():
+        try:  # the engines' source read once (a TensorFlow model: converted, cached in this dir)
+            loaded = load_model(source, BuildSettings(engines_dir=path))
+        except Exception:  # graph facts and roofline are optional here: a TF source without TF installed
+            loaded = None
+    if loaded is not None and on_source is not None:
+        on_source(loaded)
     return records, loaded, sizes

@@ -81,24 +81,24 @@ def renamed_copy(model: Path, mapping: dict[str, str], out: Path) -> Path | None
 
 def pair_inputs(arms: Sequence[Any], area: Path, describe: Any) -> tuple[list[Any], list[str]]:
     """The arms with each one whose inputs pair by position with the baseline's replaced by its renamed
-    copy (built in ``area``), and one line per such arm saying what was paired. ``describe(path)``: a
-    model's inputs and outputs (``ab.model_io``), None for what is not an ONNX file (left as it is)."""
+    copy (built in ``area``), and one line per such arm saying what was paired. ``describe(arm)``: its
+    model's inputs and outputs (``ab.arm_io``), None for what is not an ONNX file (left as it is)."""
     from dataclasses import replace
 
     arms = list(arms)
-    base = describe(arms[0].model) if arms and not arms[0].options else None
+    base = describe(arms[0]) if arms and not arms[0].options else None
     if base is None:
         return arms, []
     lines = []
     for k, arm in enumerate(arms[1:], start=1):
-        info = describe(arm.model) if not arm.options else None
+        info = describe(arm) if not arm.options else None
         mapping = inputs_by_position(base, info) if info is not None else {}
         if not mapping:
             continue
         copy = renamed_copy(arm.model, mapping, Path(area) / RENAMED_DIR / Path(arm.model).name)
         if copy is None:
             continue  # the names clash: the check that follows refuses the pair, naming the inputs
-        arms[k] = replace(arm, model=copy, engines_dir=Path(area))
+        arms[k] = replace(arm, model=copy, engines_dir=Path(area), loaded=None)
         lines.append(f"inputs paired by position ({arm.label} → {arms[0].label}): "
                      + ", ".join(f"{b} ↔ {a}" for b, a in mapping.items())
                      + f" (the names differ; dtypes and shapes match; {arm.label} is built from a copy with "

@@ -40,7 +40,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import BadInput, BadModel, MissingDependency, TrtprofError
-from ..model.onnx_model import load_onnx
+from ..model.onnx_model import OnnxModel
 from ..util.thirdparty import third_party_warnings
 
 PAD_MULTIPLE = 8  # FP16 tensor cores want channel counts in multiples of 8 (cuDNN, TensorRT docs)
@@ -117,15 +117,18 @@ def _round_up(n: int) -> int:
     return -(-n // PAD_MULTIPLE) * PAD_MULTIPLE
 
 
-def pad_channels(source: Path, out: Path) -> PadReport:
-    """Write ``out``: ``source`` with every group-1 Conv and every Gemm padded as the module docstring says."""
+def pad_channels(source: OnnxModel, out: Path) -> tuple[PadReport, OnnxModel]:
+    """Write ``out``: ``source`` (read once: an empty, truncated or non-ONNX file was refused in one line
+    naming it, issue 34) with every group-1 Conv and every Gemm padded as the module docstring says, built
+    from a copy of its graph; the report and the padded copy as the ``OnnxModel`` it is (not read back)."""
     import onnx
     from onnx import numpy_helper
 
-    model = load_onnx(Path(source))  # an empty, truncated or non-ONNX file: one line naming it (issue 34)
+    model = source.copy_proto()
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     if opset < MIN_OPSET:
-        raise BadInput(f"{source}: --what-if {PAD_CHANNELS} needs ONNX opset ≥ {MIN_OPSET} (the model has {opset})")
+        raise BadInput(f"{source.path}: --what-if {PAD_CHANNELS} needs ONNX opset ≥ {MIN_OPSET} (the model has "
+                       f"{opset})")
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     padded: dict[str, dict[str, tuple[int, int]]] = {}
@@ -159,9 +162,7 @@ def pad_channels(source: Path, out: Path) -> PadReport:
     del graph.initializer[:]
     graph.initializer.extend(kept)
     onnx.checker.check_model(model)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(out))
-    return PadReport(padded, skipped)
+    return PadReport(padded, skipped), OnnxModel.save(model, out)
 
 
 def _attr(node: Any, name: str, default: Any) -> Any:
@@ -325,7 +326,7 @@ def check_fused(original: Path, fused: Path, feeds: Mapping[str, np.ndarray],
                                original, fused)
 
 
-def channels_last_targets(source: Path) -> dict[str, list[str]]:
+def channels_last_targets(source: OnnxModel) -> dict[str, list[str]]:
     """What channels-last would change: the 2-D Convs (4-D weights: NHWC kernels, and their
     activations) and the 4-D inputs that feed a Conv directly (converted to NHWC; ``inputs_left``:
     other 4-D inputs, e.g. NHWC inputs behind a Transpose, which already give the Conv channels-last
@@ -335,20 +336,19 @@ def channels_last_targets(source: Path) -> dict[str, list[str]]:
     Constant — is refused here, by what it is, rather than failing the build)."""
 
     from ..backends.torch import conv_fed_inputs, fold_identity_initializers
-    from ..model.onnx_model import inspect_model
 
-    model = load_onnx(Path(source))  # a damaged file: one line naming it, before torch is asked anything
+    model = source.copy_proto()  # the pre-pass changes it
     fold_identity_initializers(model)
     inits = {i.name: i for i in model.graph.initializer}
     conv_nodes = [(k, n) for k, n in enumerate(model.graph.node) if n.op_type == "Conv" and len(n.input) > 1]
     convs = [n.name or f"Conv_{k}" for k, n in conv_nodes if n.input[1] in inits and len(inits[n.input[1]].dims) == 4]
-    four_d = [t.name for t in inspect_model(source).inputs if len(t.shape) == 4]
+    four_d = [t.name for t in source.inputs if len(t.shape) == 4]
     if not four_d or not convs:
         lacks = " and ".join(w for w, have in (("no 4-D input", four_d),
                                                ("no 2-D Conv with constant 4-D weights (initializers)", convs))
                              if not have)
         why = (_computed_weights(model, [n for _, n in conv_nodes], inits) if not convs else "") or "nothing to change"
-        raise BadInput(f"{source}: --what-if {CHANNELS_LAST}: the model has {lacks}; {why}")
+        raise BadInput(f"{source.path}: --what-if {CHANNELS_LAST}: the model has {lacks}; {why}")
     inputs = list(conv_fed_inputs(model))
     return {"inputs": inputs, "inputs_left": [n for n in four_d if n not in inputs], "convs": convs}
 
@@ -364,44 +364,42 @@ def _computed_weights(model: Any, convs: list[Any], inits: Mapping[str, Any]) ->
             "(onnx2torch) loads Conv weights from initializers only")
 
 
-def check_channels_last(source: Path, feeds: Mapping[str, np.ndarray], *, device: str = "cuda") -> float:
-    """Run ``source`` through the torch runner in NCHW and in channels-last (FP32, TF32 off, on
-    ``device``) on ``feeds``; return the largest difference relative to the output's scale, refused
-    beyond ``CHANNELS_LAST_RTOL``. The runner checks the inputs it converts reach the module NHWC."""
+def check_channels_last(source: OnnxModel, feeds: Mapping[str, np.ndarray], *, device: str = "cuda") -> float:
+    """Run ``source`` through the torch runner in NCHW and in channels-last (FP32, TF32 off, on ``device``)
+    on ``feeds``, each layout's module made from a copy of its graph (read once); return the largest
+    difference relative to the output's scale, refused beyond ``CHANNELS_LAST_RTOL``. The runner checks
+    the inputs it converts reach the module NHWC."""
     from ..backends.torch import (
         CHANNELS_LAST as NHWC,
         CONTIGUOUS,
         fold_identity_initializers,
         runner_from_proto,
     )
-    from ..model.onnx_model import inspect_model, load_onnx
     from ..spec import Precision
 
-    info = inspect_model(source)
     outs = []
     for layout in (CONTIGUOUS, NHWC):
-        proto = load_onnx(source)
+        proto = source.copy_proto()
         fold_identity_initializers(proto)  # the torch backend's pre-pass (its artifact)
-        runner = runner_from_proto(proto, Precision.FP32, info.inputs, info.outputs, memory_format=layout,
+        runner = runner_from_proto(proto, Precision.FP32, source.inputs, source.outputs, memory_format=layout,
                                    device=device)
         try:
             outs.append(runner.infer(feeds))
         finally:
             runner.close()
     return refuse_if_different(max_relative_difference(outs[0], outs[1]), CHANNELS_LAST_RTOL,
-                               f"{CHANNELS_LAST} module's", f"{source} (NCHW)", f"{source} ({CHANNELS_LAST})")
+                               f"{CHANNELS_LAST} module's", f"{source.path} (NCHW)", f"{source.path} ({CHANNELS_LAST})")
 
 
-def nhwc_targets(source: Path, option: str) -> dict[str, int]:
-    """What ``--what-if nhwc`` would change: per op type of ``NHWC_OPS``, how many nodes the model has.
-    Refused in one line for a model with none of them (``option`` would change nothing)."""
-    model = load_onnx(Path(source), weights=False)
+def nhwc_targets(source: OnnxModel, option: str) -> dict[str, int]:
+    """What ``--what-if nhwc`` would change: per op type of ``NHWC_OPS``, how many nodes the model (read
+    once) has. Refused in one line for a model with none of them (``option`` would change nothing)."""
     counts: dict[str, int] = {}
-    for node in model.graph.node:
+    for node in source.proto.graph.node:
         if node.op_type in NHWC_OPS and node.domain in ("", "ai.onnx"):
             counts[node.op_type] = counts.get(node.op_type, 0) + 1
     if not counts:
-        raise BadInput(f"{source}: --what-if {NHWC}: the model has no {'/'.join(NHWC_OPS[:3])} or pooling node, "
+        raise BadInput(f"{source.path}: --what-if {NHWC}: the model has no {'/'.join(NHWC_OPS[:3])} or pooling node, "
                        f"whose kernels {option} switches to NHWC; nothing to change")
     return counts
 
@@ -473,10 +471,10 @@ def transformer_model_type(model: Any) -> str:
     return "bert"
 
 
-def ort_fusions(source: Path, out: Path) -> FusionReport:
-    """Run ``onnxruntime.transformers.optimizer.optimize_model`` on ``source`` (model type by
-    ``transformer_model_type``, ``FUSION_OPT_LEVEL``, on the CPU provider) and write the copy to ``out``
-    when it fused something. The attention mask stays a 2-D mask (the optimizer's BERT default turns it
+def ort_fusions(source: OnnxModel, out: Path) -> FusionReport:
+    """Run ``onnxruntime.transformers.optimizer.optimize_model`` on a copy of ``source``'s graph (the model
+    read once: the optimizer takes the graph, not the file; model type by ``transformer_model_type``,
+    ``FUSION_OPT_LEVEL``, on the CPU provider) and write the fused copy to ``out`` when it fused something. The attention mask stays a 2-D mask (the optimizer's BERT default turns it
     into per-row lengths, which is another function for a mask that is not a prefix of ones, as random
     inputs are). Refused in one line when the optimizer cannot be imported or fails on the model. What
     the optimizer and ORT log meanwhile is kept in ``log``."""
@@ -486,25 +484,25 @@ def ort_fusions(source: Path, out: Path) -> FusionReport:
     except ImportError as err:
         raise BadInput(f"--what-if {ORT_FUSIONS} needs onnxruntime.transformers.optimizer, which cannot be imported "
                        f"here ({type(err).__name__}: {err}); it ships with onnxruntime (and onnxruntime-gpu)") from err
-    model = load_onnx(Path(source))  # a damaged file: one line naming it
+    model = source.proto
     model_type = transformer_model_type(model)
     options = FusionOptions(model_type)
     options.attention_mask_format = AttentionMaskFormat.AttentionMask
     settings: dict[str, Any] = {"opt_level": FUSION_OPT_LEVEL, "use_gpu": False, "attention_mask_format": "2-D mask"}
     with third_party_warnings() as caught:
         try:
-            optimized = optimize_model(str(source), model_type=model_type, opt_level=FUSION_OPT_LEVEL, use_gpu=False,
-                                       optimization_options=options)
+            optimized = optimize_model(source.copy_proto(), model_type=model_type,  # a copy: it changes its input
+                                       opt_level=FUSION_OPT_LEVEL, use_gpu=False, optimization_options=options)
         except ModuleNotFoundError as err:
             if err.name != "torch":
                 raise BadModel(f"--what-if {ORT_FUSIONS}: onnxruntime.transformers.optimizer failed on the model "
-                               f"({type(err).__name__}: {err})", path=source) from err
+                               f"({type(err).__name__}: {err})", path=source.path) from err
             # its fusion passes import torch while they run (not at import): the what-if needs torch installed
             raise MissingDependency("torch", "torch", why=f"onnxruntime.transformers.optimizer imports it while it "
                                                           f"fuses: --what-if {ORT_FUSIONS} needs it") from err
         except Exception as err:  # noqa: BLE001 - the optimizer raises anything; one line naming it
             raise BadModel(f"--what-if {ORT_FUSIONS}: onnxruntime.transformers.optimizer failed on the model "
-                           f"({type(err).__name__}: {' '.join(str(err).split())[:300]})", path=source) from err
+                           f"({type(err).__name__}: {' '.join(str(err).split())[:300]})", path=source.path) from err
     fused = optimized.model
     report = FusionReport(model_type, fused_op_counts(model), fused_op_counts(fused),
                           (len(model.graph.node), len(fused.graph.node)), settings, tuple(caught))

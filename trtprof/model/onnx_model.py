@@ -133,8 +133,9 @@ class OnnxModel:
     Treat ``proto`` as read-only: a consumer that changes a graph copies it first.
 
     The one type a model travels as through build, compare, profile and fix-fp16, under the parameter
-    name ``model`` (issue 41): the user's path becomes one once, at the edge (``builder.pipeline.load_model``,
-    which converts a TensorFlow model first, or ``as_model``); a parameter named ``path`` is the user's file."""
+    name ``model`` (issue 41): the user's path becomes one once, at the edge (``builder.pipeline.open_model``
+    before a build, ``load_model`` beneath it, which converts a TensorFlow model first, or ``as_model``); a
+    changed copy becomes one as it is written (``save``); a parameter named ``path`` is the user's file."""
 
     path: Path
     sha256: str
@@ -153,6 +154,24 @@ class OnnxModel:
         proto = load_onnx(path, content)
         info = describe(proto, path, sha256=hashlib.sha256(content or b"").hexdigest())
         return cls(path=path, sha256=info.sha256, proto=proto, info=info)
+
+    @classmethod
+    def save(cls, proto: "onnx.ModelProto", path: Path) -> "OnnxModel":
+        """Write ``proto`` to ``path`` (the bytes ``onnx.save`` writes) and return it as the ``OnnxModel``
+        ``load`` would read back, hashed and described from memory: a changed copy (a what-if's) is built
+        from the graph that made it, not read again. ``proto`` is the copy's from then on (read-only)."""
+        path = Path(path)
+        content = proto.SerializeToString()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        info = describe(proto, path, sha256=hashlib.sha256(content).hexdigest())
+        return cls(path=path, sha256=info.sha256, proto=proto, info=info)
+
+    def copy_proto(self) -> "onnx.ModelProto":
+        """A copy of the graph for a consumer that changes it (``proto`` itself stays as read)."""
+        proto = type(self.proto)()
+        proto.CopyFrom(self.proto)
+        return proto
 
     @property
     def user_path(self) -> Path:
