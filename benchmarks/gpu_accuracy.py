@@ -18,7 +18,7 @@ downloaded here (no pretrained weights, no dataset), so instead:
   median top-1/top-2 margin, so the reader can judge whether top-1 agreement means anything.
 
 Then, through the real CLI: ``trtprof compare MODEL --backend torch --precisions fp32,tf32,fp16
---inputs images.npz --batch-sizes 32`` (accuracy on all samples, timing on the first batch, the
+--inputs images.npz --accuracy-samples all --batch-sizes 32`` (accuracy on all samples, timing on the first batch, the
 accuracy verdict beside the speed verdict) and ``trtprof report`` for the HTML page. Nothing here
 times anything itself.
 
@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out_dir / "compare.json"
         extra = ["--accuracy", args.accuracy] if args.accuracy else []
         rc = trtprof(["compare", str(model_path), "--backend", backend, "--precisions", precisions,
-                      "--batch-sizes", args.batch_sizes, "--inputs", str(npz), "--engines", str(work / "engines"),
+                      "--batch-sizes", args.batch_sizes, "--inputs", str(npz), "--accuracy-samples", "all",
+                      "--engines", str(work / "engines"),
                       "--time-budget-s", args.time_budget_s, "--out", str(out), "--md", *extra])
         if rc == 0:
             rc = trtprof(["report", str(out), "-o", str(args.out_dir / "report.html")])

@@ -95,7 +95,8 @@ def test_compare_on_a_classifier_with_npz_inputs_gets_top1_and_a_verdict(tmp_pat
     out = tmp_path / "c.json"
     assert main(["compare", str(model), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime",
                  "--batch-sizes", "8", "--time-budget-s", "0.2", "--round-iterations", "3", "--out", str(out),
-                 "--inputs", str(npz), "--accuracy", "cosine>=0.999,top1>=0.99", "--md"]) == 0
+                 "--inputs", str(npz), "--accuracy-samples", "all", "--accuracy", "cosine>=0.999,top1>=0.99",
+                 "--md"]) == 0
     text = capsys.readouterr().out
     acc = json.loads(out.read_text())["comparisons"][0]["accuracy"]
     assert acc["inputs"] == f"inputs {npz} ({SAMPLES} samples)"
@@ -104,7 +105,8 @@ def test_compare_on_a_classifier_with_npz_inputs_gets_top1_and_a_verdict(tmp_pat
     assert acc["verdict"]["verdict"] == ("OK" if acc["cosine"] >= 0.999 and acc["top1"] >= 0.99 else "DEGRADED")
     assert acc["verdict"]["budget"] == "cosine>=0.999,top1>=0.99"
     assert [c["threshold"] for c in acc["verdict"]["checked"]] == ["cosine>=0.999", "top1>=0.99"]
-    assert f"accuracy vs fp32: {acc['verdict']['label']} [cosine>=0.999,top1>=0.99" in text
+    assert acc["samples"] == acc["samples_total"] == SAMPLES  # --accuracy-samples all: whatever the budget
+    assert f"accuracy vs fp32: {acc['verdict']['label']} on all {SAMPLES} samples [cosine>=0.999,top1>=0.99" in text
     assert f"top-1 {acc['top1']:.2%}" in text and f"(on inputs {npz} ({SAMPLES} samples))" in text
     assert "top1: share of samples whose top-1 class agrees" in text  # the one-line legend
     assert f"| {acc['verdict']['label']} (inputs {npz} ({SAMPLES} samples)) |" in text  # Markdown verdict table
@@ -126,6 +128,8 @@ def test_without_inputs_every_accuracy_figure_says_random(tmp_path, capsys):
     assert "(on random inputs (seed 0))" in text and "(random inputs (seed 0)) |" in text
     acc = json.loads(out.read_text())["comparisons"][0]["accuracy"]
     assert acc["inputs"] == "random inputs (seed 0)" and acc["outputs"][0]["samples"] == 4
+    assert "samples_total" not in acc and "samples" not in acc and "samples" not in acc["verdict"]  # as before
+    assert " on all " not in text  # the verdict line as before: no count on random inputs
 
 
 def _bad(tmp_path, **arrays) -> Path:

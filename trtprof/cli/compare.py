@@ -10,7 +10,15 @@ from typing import Any, Callable, Mapping, Sequence
 from ..builder.pipeline import BuildSettings
 from ..compare import core as cmp
 from ..measure import workers
-from ..measure.budget import FEWER_LOADS_ENV, FEWER_LOADS_FLAG, GROWN_BUDGET_CAP_S, BudgetStart, fewer_loads_allowed
+from ..measure.budget import (
+    FEWER_LOADS_ENV,
+    FEWER_LOADS_FLAG,
+    GROWN_BUDGET_CAP_S,
+    RANGE_ANALYSIS_SHARE,
+    BudgetStart,
+    fewer_loads_allowed,
+)
+from ..compare.accuracy_pass import check_samples, parse_samples
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
 from ..compare.report_value import CompareDocument
 from ..compare.result import ArmLatency, ComparisonResult
@@ -78,8 +86,13 @@ def add_parser(sub) -> None:
     p.add_argument("--accuracy", default=None, metavar="METRIC>=V,…",
                    help="accuracy budget for the OK / DEGRADED / BROKEN verdict (default "
                         f"{DEFAULT_BUDGET}; metrics: {', '.join(BUDGET_METRICS)}; see docs/accuracy.md)")
-    _common.add_inputs_arg(p, what="accuracy and the FP16 range analysis run on all its samples, timing on "
-                                   "the first batch")
+    _common.add_inputs_arg(p, what="accuracy and the FP16 range analysis run on its samples, each within its "
+                                   "share of the time budget (--accuracy-samples), timing on the first batch")
+    p.add_argument("--accuracy-samples", type=parse_samples, default=None, metavar="all|N",
+                   help="with --inputs: the samples the accuracy verdict rests on; default: as many as "
+                        f"{RANGE_ANALYSIS_SHARE * 100:.0f} %% of a batch size's --time-budget-s allows (whole batches, at least "
+                        "one; the pass says when it stops early, the verdict and the JSON give the count); 'all': "
+                        "every sample, N: the first N, whatever the budget (docs/accuracy.md)")
     p.add_argument("--seed", type=_common.seed_value, default=0, help="seed of the random inputs")
     p.add_argument("--int-range", default="0,100", metavar="LOW,HIGH", help="range of random integer inputs")
     _serving.add_serving_args(p)
@@ -276,8 +289,18 @@ def print_accuracy(c: ComparisonResult) -> None:
     acc = c.accuracy or {}
     v = acc.get("verdict") or {}
     if v:
-        print(f"  accuracy vs {c.baseline}: {v['label']} [{v['budget']}: {v['reason']}]")
+        on = samples_words(acc)
+        print(f"  accuracy vs {c.baseline}: {v['label']}{on} [{v['budget']}: {v['reason']}]")
     print(f"    {summary_line(acc)}" + (" (not FP16's error: see caveat)" if acc.get("caveat") else ""))
+
+
+def samples_words(acc: Mapping[str, Any]) -> str:
+    """How many of the user's samples the verdict rests on (" on 1,024 of 10,000 samples", " on all 100
+    samples"); "" on random inputs (the JSON has no count)."""
+    ran, total = acc.get("samples"), acc.get("samples_total")
+    if ran is None:
+        return ""
+    return f" on all {ran:,} samples" if ran == total else f" on {ran:,} of {total:,} samples"
 
 
 def print_accuracy_legend() -> None:
@@ -328,6 +351,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     first_line(args, plan, clock)  # within the first seconds, before any engine is found, built or loaded
     budget = AccuracyBudget.parse(args.accuracy)
     data = _common.load_inputs(args)
+    check_samples(args.accuracy_samples, data)
     serving = _serving.serving_config(args, copies=not args.no_copies)
     if serving is not None and is_ab:  # refused before any build or measurement
         raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
@@ -342,6 +366,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
             isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
             layers=args.layers, accuracy_budget=budget, data=data, budget_start=budget_start, timeline=timeline,
+            accuracy_samples=args.accuracy_samples,
         )  # compare_model and the A/B leave the engine builds out of the budget
         built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
         hooks = run_hooks(args, plan, built)

@@ -88,6 +88,10 @@ class AccuracyDelta:
     inputs: str = "random inputs"  # what the outputs were computed on (user data or random)
     verdict: dict[str, Any] | None = None  # trtprof.compare.accuracy.judge: OK / DEGRADED / BROKEN
     constant_outputs: tuple[str, ...] = ()  # outputs that are constant where the reference varies
+    # the user's --inputs: how many samples the metrics rest on, of how many (compare.accuracy_pass: the pass
+    # is bounded by the time budget); None on random inputs (and then left out of the JSON)
+    samples: int | None = None
+    samples_total: int | None = None
 
     @property
     def flagged(self) -> bool:
@@ -98,6 +102,9 @@ class AccuracyDelta:
         data = asdict(self)
         data["outputs"] = [asdict(o) for o in self.outputs]
         data["nonfinite_flag"] = self.flagged
+        for key in ("samples", "samples_total"):
+            if data[key] is None:  # random inputs: the JSON as before
+                del data[key]
         data["field_docs"] = FIELD_DOCS
         return data
 
@@ -344,7 +351,8 @@ def judge(acc: AccuracyDelta, budget: AccuracyBudget) -> dict[str, Any]:
     label = observed if predicted in (None, observed) else f"{observed} (predicted {predicted})"
     return {"verdict": observed, "predicted": predicted, "label": label, "budget": budget.text,
             "reason": reason, "checked": checked, "not_applicable": skipped, "inputs": acc.inputs,
-            "observed_not_fp16": bool(acc.caveat)}
+            "observed_not_fp16": bool(acc.caveat),
+            **({"samples": acc.samples, "samples_total": acc.samples_total} if acc.samples is not None else {})}
 
 
 def _measured(value: float) -> str:

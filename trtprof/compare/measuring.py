@@ -12,7 +12,7 @@ import numpy as np
 
 # accuracy, bench, roofline and workers are used as modules (bench.load_runner, ...): tests replace those attributes
 # with fakes, which a name bound here at import time would not see.
-from . import accuracy, reference_pass
+from . import accuracy, accuracy_pass, reference_pass
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
 from .options import ISOLATION_PROCESS, CompareHooks, CompareOptions, budget_line
 from ..backends.base import set_autotune
@@ -38,7 +38,6 @@ from ..measure.workers import trim
 from ..model.inputs import make_inputs
 from ..model import roofline
 from ..model.onnx_model import OnnxModel
-from ..model.user_inputs import run_all
 from ..system import preflight
 from ..system.memory import artifact_bytes, outputs_and_memory, rss_bytes
 
@@ -55,6 +54,7 @@ class Reference:
     outputs: dict[int, dict[str, Any]]
     fp16_range: Any
     memory: dict[int, dict[str, dict[str, Any]]]  # batch → arm → memory in use (trtprof.system.memory)
+    samples: dict[int, Any] = field(default_factory=dict)  # batch → accuracy_pass.SampleCount (--inputs only)
 
     @property
     def on_gpu(self) -> bool:
@@ -164,13 +164,14 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
     shapes, before the timing. With worker processes (``pool``) load 0's worker computes them
     (``reference_pass.from_worker``); in-process, or on the user's ``--inputs``, every engine is loaded once
     in this process, then closed (on a failure the caller, ``compare_records``, kills the worker pool);
-    after closing, its idle memory is trimmed. ``say`` hears each part as it begins (``StartupLog``)."""
+    after closing, its idle memory is trimmed. On the user's inputs the pass at each batch size runs as many
+    samples as its share of the budget allows (``accuracy_pass.user_outputs``; ``Reference.samples``: how
+    many), and says so when it stops early. ``say`` hears each part as it begins (``StartupLog``)."""
     say = say or (lambda line: None)
     if pool is not None and options.data is None:  # load 0's worker computes it: no engine loaded here (issue 33)
         return Reference(**reference_pass.from_worker(records, batch_sizes, options, model, pool, say=say))
-    say(f"the accuracy pass: every engine loaded here once, run on "
-        f"{'your --inputs' if options.data is not None else 'the seeded inputs'} at batch "
-        f"{', '.join(map(str, batch_sizes))}")
+    on = f"your --inputs, {accuracy_pass.start_words(options)}," if options.data is not None else "the seeded inputs"
+    say(f"the accuracy pass: every engine loaded here once, run on {on} at batch {', '.join(map(str, batch_sizes))}")
     names = list(records)
     baseline = names[0]
     first = records[baseline]
@@ -186,7 +187,7 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
         data = options.data
         all_shapes, needed = reference_pass.checked_shapes(first, runners[baseline], batch_sizes, options, model)
         devices = {name: runners[name].device for name in names}
-        outputs = {}
+        outputs, samples = {}, {}
         fp16_range = None
         for batch in batch_sizes:
             with preflight.allocation_guard(batch, needed[batch]):
@@ -196,15 +197,21 @@ def load_reference(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
                     fp16_range = fp16range.for_compare(model, records, feeds, data=data,
                                                        seeded_as_build=reference_pass.seeded_as_build(options),
                                                        deadline=reference_pass.range_deadline(options, say))
-                outputs[batch], memory[batch] = outputs_and_memory(  # the accuracy pass, memory read around it
-                    runners, load_rss, lambda r, f=feeds, b=batch: reference_outputs({"arm": r}, f, data, b)["arm"])
+                if data is None:  # the accuracy pass, memory read around it
+                    outputs[batch], memory[batch] = outputs_and_memory(
+                        runners, load_rss, lambda r, f=feeds: accuracy.run_outputs(r, f))
+                else:  # the user's samples, bounded by the budget (issue 44 #2)
+                    outputs[batch], memory[batch], samples[batch] = accuracy_pass.user_outputs(
+                        runners, load_rss, data, batch, options)
+                    if samples[batch].cut:
+                        say(samples[batch].stop_line(batch))
     finally:
         for runner in runners.values():
             runner.close()
         if pool is not None:  # after close, so that what the closed runners held is given back too
             trim(runners)  # the parent idles while the loads measure: keep no autotuning workspaces
     return Reference(shapes=all_shapes, devices=devices, autotune=autotune, outputs=outputs, fp16_range=fp16_range,
-                     memory=memory)
+                     memory=memory, samples=samples)
 
 
 def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions,
@@ -305,8 +312,11 @@ def candidate_accuracy(batch: int, baseline: str, cand: str, measured: Measured,
     outputs = reference.outputs[batch]
     renamed = (options.output_pairs or {}).get(cand) or {}  # compare.ab.outputs_by_position
     cand_outputs = {renamed.get(k, k): v for k, v in outputs[cand].items()}
+    count = reference.samples.get(batch)
+    inputs = (count.describe(options.data.source) if count is not None else options.data.describe()) \
+        if options.data is not None else f"random inputs (seed {options.seed})"
     return accuracy_of(outputs[baseline], cand_outputs, reference.fp16_range, measured.per_batch[batch][cand],
-                       options.accuracy_budget, options.data, options.seed)
+                       options.accuracy_budget, inputs, count)
 
 
 def keep_lost_batch(measured: Measured, batch: int, err: Any, records: Mapping[str, EngineRecord],
@@ -374,22 +384,17 @@ def close_keeping_results(pool: Any, measured: Measured) -> None:
 
 
 
-def reference_outputs(runners: Mapping[str, Any], feeds: Mapping[str, Any], data: Any, batch: int) -> dict[str, Any]:
-    """Every arm's outputs for the accuracy delta: on ``feeds`` (one random batch), or on all of the
-    user's samples in batches of ``batch`` (``data``)."""
-    if data is not None:
-        return {name: run_all(runner, data, batch) for name, runner in runners.items()}
-    return {name: accuracy.run_outputs(runner, feeds) for name, runner in runners.items()}
-
-
 def input_dtypes(record: EngineRecord) -> dict[str, Any]:
     return {t.name: np.dtype(t.dtype) for t in record.inputs}
 
 
 def accuracy_of(reference: Mapping[str, Any], candidate: Mapping[str, Any], fp16_range: Any, cand_result: Any,
-                budget: Any, data: Any, seed: int) -> Any:
-    """The accuracy delta of one candidate: metrics on what the outputs were computed on, the FP16
-    range prediction and caveat (fp16), and the verdict against ``budget``."""
-    inputs = data.describe() if data is not None else f"random inputs (seed {seed})"
-    acc = fp16range.annotate(compare_outputs(reference, candidate, inputs=inputs), fp16_range, cand_result)
+                budget: Any, inputs: str, count: Any = None) -> Any:
+    """The accuracy delta of one candidate: metrics on what the outputs were computed on (``inputs``, in
+    words; ``count``: how many of the user's samples, an ``accuracy_pass.SampleCount``, None on random
+    inputs), the FP16 range prediction and caveat (fp16), and the verdict against ``budget``."""
+    acc = compare_outputs(reference, candidate, inputs=inputs)
+    if count is not None:
+        acc = replace(acc, samples=count.ran, samples_total=count.total)
+    acc = fp16range.annotate(acc, fp16_range, cand_result)
     return replace(acc, verdict=judge(acc, budget if budget is not None else AccuracyBudget.parse(None)))

@@ -22,8 +22,10 @@ class CompareOptions:
     instead of a dozen loose parameters.
 
     ``shapes``: input shape overrides (name → shape); ``seed``/``int_range``: the random inputs;
-    ``data`` (user_inputs.InputData) replaces them: accuracy runs on all its samples, timing on its
-    first batch; ``budget_start`` (measure.budget.BudgetStart): where the time budget (its seconds:
+    ``data`` (user_inputs.InputData) replaces them: accuracy runs on its samples as far as its share of the
+    budget allows (``accuracy_pass``), timing on its first batch; ``accuracy_samples`` (``--accuracy-samples``:
+    "all", or a number) insists on every sample, or the first N, whatever the budget (None: bounded by it);
+    ``budget_start`` (measure.budget.BudgetStart): where the time budget (its seconds:
     ``plan.time_budget_s``, carried there only) counts from and what its end's reserve is a multiple of (the
     CLI: its process's start and imports; ``compare_model`` leaves the engine builds out; default: from when
     ``compare_records`` begins, the reserve a multiple of the launch up to it); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
@@ -41,6 +43,7 @@ class CompareOptions:
     accuracy_budget: Any = None
     output_pairs: Mapping[str, Mapping[str, str]] | None = None  # arm → {its output: baseline's} (A/B by position)
     data: Any = None
+    accuracy_samples: int | str | None = None  # --accuracy-samples: "all", N, or None (bounded by the budget)
     budget_start: BudgetStart | None = None  # where plan.time_budget_s counts from (its one carrier: the plan)
     timeline: Any = None  # compare.timeline.TimelineRequest: one batch size's timelines after the timing
 

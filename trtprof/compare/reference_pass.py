@@ -10,8 +10,9 @@ seeded inputs, before any timing. This process runs the FP16 range analysis (ONN
 model: no engine) while the other workers start. Same feeds, same reference arm, same metrics: the same verdict as before
 (tests/compare/test_reference_pass.py compares the two paths).
 
-With the user's ``--inputs`` the accuracy pass runs on all of their samples, which would travel to the
-worker and their outputs back through the pipe: that case stays in the parent (``load_reference``).
+With the user's ``--inputs`` the accuracy pass runs on their samples (as many as its share of the budget
+allows: ``accuracy_pass``), which would travel to the worker and their outputs back through the pipe: that
+case stays in the parent (``load_reference``).
 """
 from __future__ import annotations
 

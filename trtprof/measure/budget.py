@@ -78,7 +78,8 @@ GROWN_BUDGET_CAP_S = 60.0
 # compare's FP16 range analysis (advisory: it predicts overflow a GPU's FP16 would meet) starts no run of the
 # model and no keep-list check after this share of one batch size's budget from when it began (issue 44 #2:
 # 7.1 s of a 6-s budget, 5.4 s of it keep-lists the build had checked). Start-up must leave the minimum design
-# most of the budget; the first run always happens, and the analysis says what it left out.
+# most of the budget; the first run always happens, and the analysis says what it left out. The accuracy pass on
+# the user's --inputs has the same share at each batch size (compare.accuracy_pass: its first batch always runs).
 RANGE_ANALYSIS_SHARE = 0.15
 
 
@@ -250,7 +251,8 @@ class TimeBudget:
         return now - self.started
 
     def analysis_deadline(self, now: float) -> float:
-        """The clock value past which compare's FP16 range analysis starts nothing more (``RANGE_ANALYSIS_SHARE``)."""
+        """The clock value past which compare's FP16 range analysis, or its accuracy pass on the user's inputs at
+        one batch size, starts nothing more (``RANGE_ANALYSIS_SHARE``)."""
         return now + RANGE_ANALYSIS_SHARE * self.per_batch_s
 
     def window(self, index: int, now: float, batch_sizes: int) -> BatchWindow:

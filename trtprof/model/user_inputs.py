@@ -15,8 +15,8 @@ memory available now): files by their declared sizes, a loader by what it has yi
 (``close``) as soon as it passes the cap, so one that yields forever ends in one line.
 
 Accuracy and the range analysis use every sample, in batches of the size being compared (the last
-batch filled up by cycling from the first sample, its extra outputs dropped); timing uses the first
-batch. Everything is checked against the model before any work: names, dtypes, ranks and fixed dims
+batch filled up by cycling from the first sample, its extra outputs dropped; compare bounds both by its
+time budget: ``compare.accuracy_pass``); timing uses the first batch. Everything is checked against the model before any work: names, dtypes, ranks and fixed dims
 (a refusal names the input; exit 2).
 """
 from __future__ import annotations
