@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from trtprof.cli import _common, _serving, main, make_parser
+from trtprof.compare.accuracy_pass import parse_samples
 from trtprof.spec import Precision
 
 DAY_S = 86_400
@@ -63,6 +64,7 @@ BOUNDS: dict[tuple[str, str], tuple[type, float, float, bool, bool]] = {
     ("build", "--builder-opt-level"): (int, 0, 5, False, False),
     ("compare", "--margin"): (float, 0, 0.5, True, True),
     ("compare", "--min-loads"): (int, 2, 64, False, False),
+    ("compare", "--accuracy-samples"): (int, 1, INT32, False, False),  # or "all" (tests/compare/test_accuracy_pass.py)
     ("fix-fp16", "--max-builds"): (int, 1, 1000, False, False),
     **{(c, "--iterations"): (int, 1, 10_000, False, False) for c in ("profile", "inspect")},
     ("profile", "--top"): (int, 0, 1_000_000, False, False),
@@ -132,7 +134,8 @@ def test_every_numeric_option_has_a_bound(parser):
             key = (command, option)
             if key in CHECKED_IN_COMMAND:
                 continue
-            if isinstance(action.type, Bound) or action.type in (_common.thread_count, _serving.concurrency_levels):
+            if isinstance(action.type, Bound) or action.type in (_common.thread_count, _serving.concurrency_levels,
+                                                                  parse_samples):
                 found.add(key)
                 if isinstance(action.type, Bound):
                     assert math.isfinite(action.type.maximum), key

@@ -229,8 +229,9 @@ def test_accuracy_samples_all_runs_every_sample(conv_model, npz, tmp_path, capsy
 
 
 @pytest.mark.parametrize("value,why", [
-    ("0", "expected 'all' or at least 1 sample, got 0"),
-    ("some", "expected 'all' or a number of samples, got 'some'"),
+    ("0", "expected 'all' or a number of samples: '0' must be > 0"),
+    ("2147483648", "expected 'all' or a number of samples: '2147483648': at most 2,147,483,647 (int32)"),
+    ("some", "expected 'all' or a number of samples: 'some' is not an integer"),
 ])
 def test_a_bad_count_is_exit_2_in_one_line(conv_model, tmp_path, capsys, value, why):
     from trtprof.cli import main

@@ -28,26 +28,26 @@ from ..errors import BadInput
 from ..measure.budget import RANGE_ANALYSIS_SHARE
 from ..model.user_inputs import join_batches
 from ..system.memory import outputs_and_memory
+from ..util.bounds import Bound
 
 ALL_SAMPLES = "all"  # --accuracy-samples all: every sample, whatever the budget
+SAMPLES = Bound(int, 1, 2**31 - 1, why="int32")  # --accuracy-samples N
 SAMPLES_FLAG = "--accuracy-samples"
 # The clock of the pass and its deadline (a time.perf_counter() value, as the budget's): tests replace it.
 CLOCK: Callable[[], float] = time.perf_counter
 
 
 def parse_samples(text: str) -> int | str:
-    """``--accuracy-samples``: ``all`` or a whole number of samples, at least 1 (else exit 2, one line)."""
+    """``--accuracy-samples``: ``all`` or a whole number of samples, 1 … 2,147,483,647 (``SAMPLES``; else exit 2,
+    one line: docs/safety.md)."""
     import argparse
 
     if text.strip().lower() == ALL_SAMPLES:
         return ALL_SAMPLES
     try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'all' or a number of samples, got {text!r}") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"expected 'all' or at least 1 sample, got {count}")
-    return count
+        return int(SAMPLES.parse(text))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected 'all' or a number of samples: {err}") from None
 
 
 def check_samples(asked: int | str | None, data: Any) -> None:
