@@ -215,6 +215,13 @@ class RunnerBase:
     use_converted_module: Any = None  # use_converted_module() -> context manager: profile onnx2torch's module
 
 
+# What the ``in_use_bytes`` of a runner's ``memory_report()`` measures, in words, by the report's "kind": read back
+# from a result (which keeps the report, not the runner) where a batch-size search names the memory at its answer
+# (measure.maxbatch.fit_memory); a kind not listed is "in use"
+MEMORY_REPORT_WORDS: Mapping[str, str] = {"torch_allocator": "torch allocator peak",  # TorchRunner
+                                          "tensorrt": "TensorRT context + IO buffers"}  # TensorRTRunner (and RTX's)
+
+
 def set_autotune(runner: Any, enabled: bool) -> bool | None:
     """Switch a runner's kernel autotuning (cuDNN benchmark mode on torch) and return what it now
     does; None for runners without the setting (ONNX Runtime CPU, TensorRT, which always times its
