@@ -150,6 +150,10 @@ class Capabilities:
     fp16_fallback_cause: str | None = None
     # the extra that installs it (``pip install 'trtprof[EXTRA]'``), for messages
     extra: str | None = None
+    # its runtime keeps a cache of JIT-compiled kernels per GPU beside each engine, ``<stem>.<smXY>.rtxcache``
+    # (TensorRT-RTX): ``cache ls/prune`` count it among the entry's files (engines.cache_admin.scan_dir, told by
+    # ``backends.keeps_runtime_cache``)
+    runtime_cache: bool = False
 
     @property
     def host_clock_on_gpu(self) -> bool:

@@ -5,6 +5,7 @@ import argparse
 import time
 from pathlib import Path
 
+from .. import backends
 from ..engines.cache_admin import OK, CacheItem, check_cache_dir, parse_age, remove, scan_dir, select
 from ..errors import BadInput
 from ..util.texttable import grid
@@ -67,7 +68,7 @@ def _row(item: CacheItem, now: float) -> tuple:
 
 def _scan(root: Path):
     check_cache_dir(root)
-    scan = scan_dir(root, verify=True)
+    scan = scan_dir(root, verify=True, runtime_caches=backends.keeps_runtime_cache)
     check_cache_dir(root, scan)
     return scan
 
