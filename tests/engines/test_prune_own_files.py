@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from trtprof import backends
+from trtprof.cli._common import keeps_runtime_cache
 from trtprof.engines.cache import EngineCache, EngineRecord
 from trtprof.engines.cache_admin import CORRUPT, OK, scan_dir
 from trtprof.spec import BuildSpec, CacheKey, Precision, TensorSpec
@@ -98,10 +99,10 @@ def test_a_tensorrt_rtx_runtime_cache_is_its_entrys_and_nothing_else_is(tmp_path
              plan.with_name(f"{plan.stem}.sm89.txt")]
     for p in users:
         p.write_text("mine")
-    (item,) = scan_dir(tmp_path, verify=True, runtime_caches=backends.keeps_runtime_cache).items
+    (item,) = scan_dir(tmp_path, verify=True, runtime_caches=keeps_runtime_cache).items
     assert item.status == OK and sorted(f.name for f in item.files) == sorted(
         [plan.with_suffix(".json").name, plan.name, runtime_cache.name])
-    assert sorted(p.name for p in scan_dir(tmp_path, runtime_caches=backends.keeps_runtime_cache).foreign) == sorted(
+    assert sorted(p.name for p in scan_dir(tmp_path, runtime_caches=keeps_runtime_cache).foreign) == sorted(
         p.name for p in users)
     # told of no backend that keeps runtime caches (scan_dir's default), the cache file is left alone
     (item,) = scan_dir(tmp_path).items
@@ -111,7 +112,7 @@ def test_a_tensorrt_rtx_runtime_cache_is_its_entrys_and_nothing_else_is(tmp_path
 def test_runtime_caches_are_counted_for_the_backends_whose_capabilities_say_so(tmp_path, capsys):
     """Only TensorRT-RTX declares ``runtime_cache``; the CLI asks the backend, by the entry stem's backend part. A
     ``.sm89.rtxcache`` beside an entry of a backend that keeps none is not trtprof's: prune leaves it."""
-    assert [n for n in backends.names() if backends.keeps_runtime_cache(n)] == ["tensorrt-rtx"]
+    assert [n for n in backends.names() if keeps_runtime_cache(n)] == ["tensorrt-rtx"]
     plan = _rtx_entry(tmp_path)
     runtime_cache = plan.with_name(f"{plan.stem}.sm89.rtxcache")
     runtime_cache.write_bytes(b"kernels")

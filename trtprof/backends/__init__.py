@@ -80,12 +80,6 @@ def capabilities(name: str) -> "Capabilities":
         return DEFAULT_CAPABILITIES
 
 
-def keeps_runtime_cache(name: str) -> bool:
-    """Whether the engines of backend ``name`` keep runtime caches beside them (``Capabilities.runtime_cache``):
-    what ``cache ls/prune`` and ``bench DIR`` tell ``engines.cache_admin.scan_dir``."""
-    return capabilities(name).runtime_cache
-
-
 def get(name: str) -> "Backend":
     """The backend called ``name`` (not checked for availability)."""
     _read_plugins()

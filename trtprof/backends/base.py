@@ -152,7 +152,7 @@ class Capabilities:
     extra: str | None = None
     # its runtime keeps a cache of JIT-compiled kernels per GPU beside each engine, ``<stem>.<smXY>.rtxcache``
     # (TensorRT-RTX): ``cache ls/prune`` count it among the entry's files (engines.cache_admin.scan_dir, told by
-    # ``backends.keeps_runtime_cache``)
+    # cli._common.keeps_runtime_cache)
     runtime_cache: bool = False
 
     @property

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from ..measure.bench import BenchHooks, bench_path
 from ..model.inputs import FeedSettings
-from .. import backends
 from ..engines.cache_admin import scan_dir
 from ..util.labels import engine_labels, fmt_ms, fmt_rate
 from ..errors import BadInput, write_failure
@@ -240,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     serving = _serving.serving_config(args, copies=config.copies)
     fit_settings = max_batch_settings(args)
     if args.path.is_dir():
-        for problem in scan_dir(args.path, runtime_caches=backends.keeps_runtime_cache).problems():
+        for problem in scan_dir(args.path, runtime_caches=_common.keeps_runtime_cache).problems():
             print(f"warning: {problem}", file=sys.stderr)
         print_whatif_area(args.path)
     found = search_max_batch(args, fit_settings) if fit_settings is not None else []

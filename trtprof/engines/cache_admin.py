@@ -36,7 +36,7 @@ OK, CORRUPT, ORPHAN, TEMP = "ok", "corrupt", "orphan", "temp"
 _SHORT_KEY = re.compile(r"\.([0-9a-f]{12})(?:\.|$)")
 TEMP_NAME = re.compile(r"\.(?P<entry>.+)\.[A-Za-z0-9_]+\.tmp")
 # backend name (an entry stem's third part) -> whether its engines keep runtime caches beside them
-# (``backends.keeps_runtime_cache``: engines/ sits below backends/ and cannot ask them itself)
+# (``cli._common.keeps_runtime_cache`` asks the backend's capabilities: engines/ sits below backends/)
 RuntimeCaches = Callable[[str], bool]
 
 
@@ -193,7 +193,7 @@ def _stray(f: Path, locked: set[str], stems: set[str], runtime_caches: RuntimeCa
 def scan_dir(root: Path, *, verify: bool = False, runtime_caches: RuntimeCaches = no_runtime_caches) -> CacheScan:
     """Classify every file of ``root`` (see the module doc). ``verify`` also checks each artifact's
     sha256, which reads every artifact: ``cache ls`` does, ``bench``'s pre-scan does not. ``runtime_caches``
-    says which backends' entries keep runtime caches beside them (the CLI passes ``backends.keeps_runtime_cache``);
+    says which backends' entries keep runtime caches beside them (the CLI passes ``cli._common.keeps_runtime_cache``);
     by default none do, and such a file is foreign."""
     root = Path(root)
     if not root.is_dir():
