@@ -408,8 +408,7 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
             issue(raw)
             measured.append(wait(slots[0])[1])
 
-        t = timeline_torch(one, record.precision, batch_size, warmup=warmup, backend=record.backend,
-                           settings=base_settings)
+        t = timeline_torch(one, record.precision, batch_size, warmup=warmup, backend=record.backend, settings=base_settings)
         one()  # the same iteration unprofiled: the profiler's own slow-down shows against it
         ev_profiled, ev_unprofiled = measured[-2], measured[-1]
         labels = "none: a CUDA graph replay runs no Python, so no ONNX node is known"
