@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from trtprof import backends
+from trtprof.cli._common import keeps_runtime_cache
 from trtprof.engines.cache import EngineCache, EngineRecord
 from trtprof.engines.cache_admin import CORRUPT, OK, scan_dir
 from trtprof.spec import BuildSpec, CacheKey, Precision, TensorSpec
@@ -97,10 +99,28 @@ def test_a_tensorrt_rtx_runtime_cache_is_its_entrys_and_nothing_else_is(tmp_path
              plan.with_name(f"{plan.stem}.sm89.txt")]
     for p in users:
         p.write_text("mine")
-    (item,) = scan_dir(tmp_path, verify=True).items
+    (item,) = scan_dir(tmp_path, verify=True, runtime_caches=keeps_runtime_cache).items
     assert item.status == OK and sorted(f.name for f in item.files) == sorted(
         [plan.with_suffix(".json").name, plan.name, runtime_cache.name])
-    assert sorted(p.name for p in scan_dir(tmp_path).foreign) == sorted(p.name for p in users)
+    assert sorted(p.name for p in scan_dir(tmp_path, runtime_caches=keeps_runtime_cache).foreign) == sorted(
+        p.name for p in users)
+    # told of no backend that keeps runtime caches (scan_dir's default), the cache file is left alone
+    (item,) = scan_dir(tmp_path).items
+    assert runtime_cache not in item.files and runtime_cache in scan_dir(tmp_path).foreign
+
+
+def test_runtime_caches_are_counted_for_the_backends_whose_capabilities_say_so(tmp_path, capsys):
+    """Only TensorRT-RTX declares ``runtime_cache``; the CLI asks the backend, by the entry stem's backend part. A
+    ``.sm89.rtxcache`` beside an entry of a backend that keeps none is not trtprof's: prune leaves it."""
+    assert [n for n in backends.names() if keeps_runtime_cache(n)] == ["tensorrt-rtx"]
+    plan = _rtx_entry(tmp_path)
+    runtime_cache = plan.with_name(f"{plan.stem}.sm89.rtxcache")
+    runtime_cache.write_bytes(b"kernels")
+    other = tmp_path / plan.name.replace("tensorrt-rtx", "tensorrt").replace(".plan", ".sm89.rtxcache")
+    other.write_bytes(b"not a runtime cache of anything")
+    code, out, err = run_main(capsys, "cache", "prune", str(tmp_path), "--older-than", "0s")
+    assert code == 0, err
+    assert not plan.exists() and not runtime_cache.exists() and other.exists()
 
 
 def test_every_builtin_backends_artifact_suffix_is_known_to_the_cache():

@@ -282,7 +282,7 @@ def test_tensorrt_profile_maps_to_the_table_fake_engine():
     from trtprof.layers.tensorrt import from_tensorrt
 
     prof, inspection = fake_tensorrt_profile()
-    out = from_tensorrt(prof, inspection, "fp16")
+    out = from_tensorrt(prof, inspection, "fp16", backend="tensorrt")
     by = {layer.name: layer for layer in out.layers}
     assert by["conv1 + relu1"].kernels[0].tensor_core is True and by["conv1 + relu1"].kind == "compute"
     assert by["Reformatting CopyNode for Input Tensor 0 to conv1"].kind == "reformat"

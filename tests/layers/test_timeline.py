@@ -129,18 +129,20 @@ def test_torch_trace_keeps_the_window_launches_and_labels_them_by_innermost_rang
         {"ph": "X", "name": "Memcpy HtoD", "ts": 1001, "dur": 2, "cat": "gpu_memcpy", "args": {"stream": 7}},
         {"ph": "X", "name": "Memcpy late", "ts": 1300, "dur": 2, "cat": "gpu_memcpy", "args": {"stream": 7}},
     ]}
-    t = from_torch_trace(trace, "fp16", 32, window="trtprof.timeline.iteration", node_prefix="trtprof.layer/")
+    t = from_torch_trace(trace, "fp16", 32, window="trtprof.timeline.iteration", backend="torch",
+                         node_prefix="trtprof.layer/")
     assert [(s.name, s.kind, s.node, s.start_us, s.dur_us) for s in t.spans] == [
         ("Memcpy HtoD", "copy", None, 1, 2), ("implicit_gemm_fprop", "conv", "Conv_0", 20, 30),
         ("Memcpy DtoH", "copy", None, 60, 10)]
-    assert t.window_us == 100 and t.busy_us() == 42
+    assert t.window_us == 100 and t.busy_us() == 42 and t.backend == "torch"
     with pytest.raises(ValueError, match="no host range"):
-        from_torch_trace(trace, "fp16", 32, window="other")
+        from_torch_trace(trace, "fp16", 32, window="other", backend="torch")
 
 
 def test_layer_times_end_to_end_make_a_sequence_without_a_measured_idle():
-    t = from_layer_times([("conv1", "Convolution", 0.5), ("cast", "Cast", 0.1)], "fp16", 8, "TensorRT IProfiler")
-    assert [(s.start_us, s.dur_us) for s in t.spans] == [(0, 500), (500, 100)]
+    t = from_layer_times([("conv1", "Convolution", 0.5), ("cast", "Cast", 0.1)], "fp16", 8, "TensorRT IProfiler",
+                         backend="tensorrt")
+    assert [(s.start_us, s.dur_us) for s in t.spans] == [(0, 500), (500, 100)] and t.backend == "tensorrt"
     assert t.idle_share == 0 and t.settings == {"idle_measured": False}
 
 
@@ -204,7 +206,7 @@ def test_tensorrt_layer_profile_becomes_a_sequence_fake_engine():
     from .test_layers import fake_tensorrt_profile
 
     prof, inspection = fake_tensorrt_profile()
-    t = from_precision_profile(from_tensorrt(prof, inspection, "fp16"))
+    t = from_precision_profile(from_tensorrt(prof, inspection, "fp16", backend="tensorrt"))
     assert [(s.name, s.kind, s.start_us, s.dur_us) for s in t.spans] == [
         ("Reformatting CopyNode for Input Tensor 0 to conv1", "reformat", 0, 50), ("conv1 + relu1", "conv", 50, 500)]
     assert t.backend == "tensorrt" and t.batch_size == 8 and t.window_us == pytest.approx(550)

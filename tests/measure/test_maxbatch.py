@@ -323,3 +323,14 @@ def test_tensorrt_search_stops_at_the_engines_profile(tmp_path):
     assert (found["largest_fit"], found["limit"], found["stopped_by"]) == (8, 8, "engine_profile")
     assert found["at_largest_fit"]["memory"]["kind"] == "tensorrt" and found["at_largest_fit"]["io_bytes"] > 0
     assert "optimization profile ends at batch 8" in fit_line(found)
+
+
+@pytest.mark.parametrize("kind,words", [("torch_allocator", "torch allocator peak 1024 B"),
+                                        ("tensorrt", "TensorRT context + IO buffers 1024 B"),
+                                        ("n/a", "in use 1024 B"), (None, "in use 1024 B")])
+def test_fit_memory_names_the_figure_by_the_memory_report_kind(kind, words):
+    """The words come from the runners' declaration (``backends.base.MEMORY_REPORT_WORDS``) by the kind the
+    result kept: a kind it does not list is "in use"."""
+    from trtprof.measure.maxbatch import fit_memory
+
+    assert fit_memory({"in_use_bytes": 1024, "memory": {"kind": kind}}) == words

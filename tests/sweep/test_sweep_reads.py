@@ -148,3 +148,17 @@ def test_a_new_sweep_never_reads_its_journal(tmp_path, monkeypatch):
     store = SweepStore(out, resume=False)
     store.add({"id": "aaaaaaaaaaaa", "status": "ok"})
     assert list(store.latest()) == ["aaaaaaaaaaaa"] and reads == []
+
+
+def test_the_environment_table_names_the_runtime_packages_in_their_order():
+    """One row per (host, GPU); its libraries are the runtimes' packages a cell recorded, in
+    ``system.environment.RUNTIME_PACKAGES``' order, others left out; a missing cell adds no row."""
+    from trtprof.sweep.matrix import environments
+
+    packages = {"numpy": "2.0", "cuda-bindings": "12.9", "tensorrt-rtx": "1.1", "tensorrt": "10.13", "torch": "2.8",
+                "onnxruntime": "1.22", "onnx": "1.18"}
+    entry = {"status": "ok", "host": {"hostname": "h", "python": "3.12"}, "gpu": {"uuid": "GPU-1", "driver": "580"},
+             "packages": packages}
+    rows = environments({"entries": [entry, {**entry, "status": "missing", "gpu": {"uuid": "GPU-2"}}]})
+    assert rows == [["h", rows[0][1], "GPU-1", "580", "3.12",
+                     "onnxruntime 1.22, torch 2.8, tensorrt 10.13, tensorrt-rtx 1.1, cuda-bindings 12.9"]]

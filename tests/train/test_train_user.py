@@ -516,3 +516,20 @@ def test_gpu_factory_autotuned_graphed_and_memory_breakdown(tiny, tmp_path):
     assert graphed["config"]["cuda_graph"] is True
     for run in data["batches"][0]["arms"].values():
         assert run["all_finite"] and run["memory"]["state_mib"] > 0 and "workspace_and_temporaries_mib" in run["memory"]
+
+
+@pytest.mark.parametrize("device,cudnn_autotune,autotune,recorded", [
+    ("cuda", True, True, True), ("cuda", True, False, False),  # torch on a GPU: as --autotune says
+    ("cpu", True, True, None), ("cuda", False, True, None)])  # no cuDNN on the CPU; a trainer without the setting
+def test_settings_record_cudnn_autotuning_only_for_a_trainer_that_has_it_on_a_gpu(device, cudnn_autotune, autotune,
+                                                                                   recorded):
+    """The trainer declares the setting (``Trainer.cudnn_autotune``, True for TorchTrainer); its name is not asked."""
+    from trtprof.measure.interleave import RoundPlan
+    from trtprof.train.pytorch import TorchTrainer
+    from trtprof.train.run import Trainer, TrainOptions, run_settings
+
+    assert TorchTrainer.cudnn_autotune is True and TorchTrainer.framework == "torch" and Trainer.cudnn_autotune is False
+    trainer = Trainer()
+    trainer.device, trainer.cudnn_autotune = device, cudnn_autotune
+    settings = run_settings(trainer, RoundPlan(), TrainOptions(autotune=autotune))
+    assert settings["cudnn_benchmark"] is recorded and settings["autotune"] is autotune

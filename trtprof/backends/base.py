@@ -150,6 +150,10 @@ class Capabilities:
     fp16_fallback_cause: str | None = None
     # the extra that installs it (``pip install 'trtprof[EXTRA]'``), for messages
     extra: str | None = None
+    # its runtime keeps a cache of JIT-compiled kernels per GPU beside each engine, ``<stem>.<smXY>.rtxcache``
+    # (TensorRT-RTX): ``cache ls/prune`` count it among the entry's files (engines.cache_admin.scan_dir, told by
+    # cli._common.keeps_runtime_cache)
+    runtime_cache: bool = False
 
     @property
     def host_clock_on_gpu(self) -> bool:
@@ -213,6 +217,13 @@ class RunnerBase:
     hold_mode: Any = None  # hold_mode() -> context manager setting thread-wide flags once for every thread
     # per-layer profiling (layers.torch_profile)
     use_converted_module: Any = None  # use_converted_module() -> context manager: profile onnx2torch's module
+
+
+# What the ``in_use_bytes`` of a runner's ``memory_report()`` measures, in words, by the report's "kind": read back
+# from a result (which keeps the report, not the runner) where a batch-size search names the memory at its answer
+# (measure.maxbatch.fit_memory); a kind not listed is "in use"
+MEMORY_REPORT_WORDS: Mapping[str, str] = {"torch_allocator": "torch allocator peak",  # TorchRunner
+                                          "tensorrt": "TensorRT context + IO buffers"}  # TensorRTRunner (and RTX's)
 
 
 def set_autotune(runner: Any, enabled: bool) -> bool | None:

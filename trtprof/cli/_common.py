@@ -24,6 +24,15 @@ if TYPE_CHECKING:
     from ..compare.report_value import CompareDocument
 
 
+def keeps_runtime_cache(backend: str) -> bool:
+    """Whether the engines of ``backend`` keep runtime caches beside them (``Capabilities.runtime_cache``): what
+    ``cache ls/prune`` and ``bench DIR`` tell ``engines.cache_admin.scan_dir``. Asked only of an entry stem's
+    backend with a file named like a runtime cache beside it."""
+    from .. import backends
+
+    return backends.capabilities(backend).runtime_cache
+
+
 def add_common_debug(parser: argparse.ArgumentParser) -> None:
     """List ``--debug`` in a subcommand's help too (``main`` accepts it anywhere on the line)."""
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")

@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     serving = _serving.serving_config(args, copies=config.copies)
     fit_settings = max_batch_settings(args)
     if args.path.is_dir():
-        for problem in scan_dir(args.path).problems():
+        for problem in scan_dir(args.path, runtime_caches=_common.keeps_runtime_cache).problems():
             print(f"warning: {problem}", file=sys.stderr)
         print_whatif_area(args.path)
     found = search_max_batch(args, fit_settings) if fit_settings is not None else []

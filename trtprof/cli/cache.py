@@ -9,7 +9,7 @@ from ..engines.cache_admin import OK, CacheItem, check_cache_dir, parse_age, rem
 from ..errors import BadInput
 from ..util.texttable import grid
 from ..util.wording import plural
-from ._common import add_common_debug
+from ._common import add_common_debug, keeps_runtime_cache
 
 
 def add_parser(sub) -> None:
@@ -67,7 +67,7 @@ def _row(item: CacheItem, now: float) -> tuple:
 
 def _scan(root: Path):
     check_cache_dir(root)
-    scan = scan_dir(root, verify=True)
+    scan = scan_dir(root, verify=True, runtime_caches=keeps_runtime_cache)
     check_cache_dir(root, scan)
     return scan
 

@@ -34,11 +34,11 @@ ENTRY_NAME = re.compile(r"(?P<stem>[\w-]+\.[a-z0-9]+\.[a-z0-9_-]+\.(?P<short>[0-
 LOCK_DIR = ".locks"
 # What a build writes beside an entry's metadata: the artifact, ``<stem><suffix>`` with the suffix of the
 # backend that built it (tests/engines/test_prune_own_files.py checks every registered backend's is here),
-# and TensorRT-RTX's runtime cache per GPU, ``<stem>.<smXY>.rtxcache`` (backends/tensorrt/rtx.py). Only
+# and TensorRT-RTX's runtime cache per GPU, ``<stem>.<smXY>.rtxcache`` (backends/tensorrt/rtx.py; a backend whose
+# capabilities say ``runtime_cache``: which one is the caller's to say, cache_admin.scan_dir). Only
 # these names are ever an entry's files: a user's ``<stem>.onnx.bak`` beside it is not.
 ARTIFACT_SUFFIXES = (".onnx", ".plan", ".torch.zip")
 RUNTIME_CACHE = re.compile(r"\.(?:sm\d+|nogpu)\.rtxcache")
-RUNTIME_CACHE_BACKEND = "tensorrt-rtx"
 MAX_META_BYTES = 16 << 20  # a record with the FP16 range analysis of a large model is ~1 MB
 LOCK_TIMEOUT_S = 3600  # a TensorRT build of a large model can take many minutes
 

@@ -12,8 +12,8 @@ Only trtprof's own files are ever classified, listed for removal or removed: a f
 trtprof's when its name follows the entry scheme ``<stem>.<precision>.<backend>.<12 hex>.<ext>``
 (or the temp form ``.<that>.<random>.tmp``) *and* its content or the dir proves it: metadata that
 reads as a record with that short key, or a lock of that key in ``.locks/`` (written by every
-build). An entry's files are exactly its metadata, the artifact the metadata names and (TensorRT-RTX)
-its runtime caches: a user's ``<stem>.onnx.bak`` or ``<stem>.notes.txt`` beside it is not one of them
+build). An entry's files are exactly its metadata, the artifact the metadata names and (TensorRT-RTX:
+a backend whose capabilities say ``runtime_cache``, which the caller tells ``scan_dir``) its runtime caches: a user's ``<stem>.onnx.bak`` or ``<stem>.notes.txt`` beside it is not one of them
 (issue 45: any ``<stem>.<a>.<b>`` counted). Anything else (a user's model, results, a symlink) is
 ``foreign``: counted, never touched. Symlinks are never followed: an artifact that is a symlink makes its
 entry corrupt (``EngineRecord.check_artifact``, the check ``bench`` makes too), the link itself is left.
@@ -25,10 +25,9 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
-from .cache import (ARTIFACT_SUFFIXES, ENTRY_NAME, LOCK_DIR, META_SUFFIX, RUNTIME_CACHE, RUNTIME_CACHE_BACKEND,
-                    CacheCorrupt, EngineRecord)
+from .cache import ARTIFACT_SUFFIXES, ENTRY_NAME, LOCK_DIR, META_SUFFIX, RUNTIME_CACHE, CacheCorrupt, EngineRecord
 from ..util.files import file_lock, unlink_quietly
 from ..errors import BadInput
 from ..util.wording import plural
@@ -36,6 +35,14 @@ from ..util.wording import plural
 OK, CORRUPT, ORPHAN, TEMP = "ok", "corrupt", "orphan", "temp"
 _SHORT_KEY = re.compile(r"\.([0-9a-f]{12})(?:\.|$)")
 TEMP_NAME = re.compile(r"\.(?P<entry>.+)\.[A-Za-z0-9_]+\.tmp")
+# backend name (an entry stem's third part) -> whether its engines keep runtime caches beside them
+# (``cli._common.keeps_runtime_cache`` asks the backend's capabilities: engines/ sits below backends/)
+RuntimeCaches = Callable[[str], bool]
+
+
+def no_runtime_caches(backend: str) -> bool:
+    """``scan_dir``'s default: no backend's runtime caches are counted (such a file is foreign, left alone)."""
+    return False
 
 
 @dataclass
@@ -141,20 +148,22 @@ def own_names(stem: str, record: EngineRecord | None) -> set[str]:
     return {stem + suffix for suffix in ARTIFACT_SUFFIXES}
 
 
-def is_own(name: str, stem: str, names: set[str]) -> bool:
-    """Whether ``name`` is one of entry ``stem``'s files (``own_names``, or a TensorRT-RTX runtime cache)."""
+def is_own(name: str, stem: str, names: set[str], runtime_caches: RuntimeCaches = no_runtime_caches) -> bool:
+    """Whether ``name`` is one of entry ``stem``'s files (``own_names``, or a runtime cache of a backend that
+    ``runtime_caches`` says keeps them: TensorRT-RTX)."""
     if name in names:
         return True
     backend = stem.split(".")[2] if stem.count(".") == 3 else ""
-    return backend == RUNTIME_CACHE_BACKEND and name.startswith(stem) and bool(RUNTIME_CACHE.fullmatch(name[len(stem):]))
+    return (bool(backend) and name.startswith(stem) and bool(RUNTIME_CACHE.fullmatch(name[len(stem):]))
+            and runtime_caches(backend))
 
 
 def _entry_item(meta: Path, stem: str, read: tuple[EngineRecord | None, str], files: list[Path],
-                claimed: set[Path], verify: bool) -> CacheItem:
+                claimed: set[Path], verify: bool, runtime_caches: RuntimeCaches) -> CacheItem:
     """The item of one metadata file: it and exactly its own files (regular files, never a symlink)."""
     record, problem = read
     names = own_names(stem, record)
-    item_files = [meta, *(p for p in files if p not in claimed and is_own(p.name, stem, names))]
+    item_files = [meta, *(p for p in files if p not in claimed and is_own(p.name, stem, names, runtime_caches))]
     claimed.update(item_files)
     status = CORRUPT if record is None else OK
     if record is not None:
@@ -165,7 +174,7 @@ def _entry_item(meta: Path, stem: str, read: tuple[EngineRecord | None, str], fi
     return CacheItem(status, item_files, record, problem, *_stat(item_files))
 
 
-def _stray(f: Path, locked: set[str], stems: set[str]) -> str | None:
+def _stray(f: Path, locked: set[str], stems: set[str], runtime_caches: RuntimeCaches) -> str | None:
     """A file without metadata: TEMP (``.<own name>.<random>.tmp``), ORPHAN (an artifact or runtime cache
     name whose entry has no metadata), or None (foreign) — and only with its key's build lock as proof."""
     temp = TEMP_NAME.fullmatch(f.name)
@@ -175,15 +184,17 @@ def _stray(f: Path, locked: set[str], stems: set[str]) -> str | None:
         return None
     stem = match["stem"]
     if temp is not None:
-        return TEMP if is_own(name, stem, own_names(stem, None) | {stem + META_SUFFIX}) else None
-    if stem in stems or not is_own(name, stem, own_names(stem, None)):
+        return TEMP if is_own(name, stem, own_names(stem, None) | {stem + META_SUFFIX}, runtime_caches) else None
+    if stem in stems or not is_own(name, stem, own_names(stem, None), runtime_caches):
         return None  # beside an entry's metadata and not named by it, or not a name a build writes
     return ORPHAN
 
 
-def scan_dir(root: Path, *, verify: bool = False) -> CacheScan:
+def scan_dir(root: Path, *, verify: bool = False, runtime_caches: RuntimeCaches = no_runtime_caches) -> CacheScan:
     """Classify every file of ``root`` (see the module doc). ``verify`` also checks each artifact's
-    sha256, which reads every artifact: ``cache ls`` does, ``bench``'s pre-scan does not."""
+    sha256, which reads every artifact: ``cache ls`` does, ``bench``'s pre-scan does not. ``runtime_caches``
+    says which backends' entries keep runtime caches beside them (the CLI passes ``cli._common.keeps_runtime_cache``);
+    by default none do, and such a file is foreign."""
     root = Path(root)
     if not root.is_dir():
         raise BadInput("no such engines dir", path=root)
@@ -199,11 +210,11 @@ def scan_dir(root: Path, *, verify: bool = False) -> CacheScan:
         if read is None or match is None:
             continue
         stems.add(match["stem"])
-        scan.items.append(_entry_item(meta, match["stem"], read, files, claimed, verify))
+        scan.items.append(_entry_item(meta, match["stem"], read, files, claimed, verify, runtime_caches))
     for f in files:
         if f in claimed:
             continue
-        status = _stray(f, locked, stems)
+        status = _stray(f, locked, stems, runtime_caches)
         if status is None:
             scan.foreign.append(f)
         else:

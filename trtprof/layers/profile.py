@@ -104,9 +104,10 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int],
                                                       batch_size=batch_size, device=caps.device)
             elif caps.layer_profiler == "torch-profiler":
                 out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
-                                                batch_size=batch_size, onnx_model=onnx_model)
+                                                batch_size=batch_size, backend=record.backend, onnx_model=onnx_model)
             else:
-                out[batch_size] = profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations)
+                out[batch_size] = profile_tensorrt(runner, input_shapes, feeds, record.precision, iterations=iterations,
+                                                  backend=record.backend)
             # labelled with the engine's backend (a plugin may use a profiler of the built-in backends)
             out[batch_size] = dataclasses.replace(out[batch_size], backend=record.backend)
     return out

@@ -278,7 +278,7 @@ def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any
 GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "copy", "gpu_memset": "copy"}
 
 
-def from_torch_trace(trace: Mapping[str, Any], precision: str, batch_size: int, *, window: str,
+def from_torch_trace(trace: Mapping[str, Any], precision: str, batch_size: int, *, window: str, backend: str,
                      node_prefix: str = "", settings: Mapping[str, Any] | None = None) -> Timeline:
     """One iteration from a torch.profiler Chrome trace (``export_chrome_trace``): the GPU activities
     whose launch lies inside the host range named ``window``; each labelled with the innermost host
@@ -317,11 +317,11 @@ def from_torch_trace(trace: Mapping[str, Any], precision: str, batch_size: int, 
     shifted = tuple(sorted((Span(s.name, s.kind, s.lane, s.start_us - origin, s.dur_us, s.node) for s in spans),
                            key=lambda s: s.start_us))
     window_us = max(max(s.end_us for s in shifted), w_end - origin)
-    return Timeline(precision, batch_size, "torch", "torch.profiler (CUPTI): GPU kernels and copies per stream",
+    return Timeline(precision, batch_size, backend, "torch.profiler (CUPTI): GPU kernels and copies per stream",
                     shifted, window_us, dict(settings or {}))
 
 
-def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, warmup: int,
+def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, warmup: int, backend: str,
                    settings: Mapping[str, Any] | None = None, node_prefix: str = "") -> Timeline:
     """``warmup`` calls of ``one`` (one whole iteration as the timing loop runs it: copies, enqueue or graph
     replay, synchronisation), then one more under torch.profiler inside a host range; its timeline."""
@@ -342,7 +342,8 @@ def timeline_torch(one: Callable[[], None], precision: str, batch_size: int, *, 
         path = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(path))
         trace = json.loads(path.read_text(encoding="utf-8"))
-    return from_torch_trace(trace, precision, batch_size, window=window, node_prefix=node_prefix, settings=settings)
+    return from_torch_trace(trace, precision, batch_size, window=window, backend=backend, node_prefix=node_prefix,
+                            settings=settings)
 
 
 def record_timeline(record: Any, batch_size: int, feed: "FeedSettings | None" = None, *, warmup: int = 5,
@@ -364,7 +365,7 @@ def record_timeline(record: Any, batch_size: int, feed: "FeedSettings | None" = 
             from .tensorrt import profile_tensorrt
 
             timeline = from_precision_profile(profile_tensorrt(runner, input_shapes, feeds, record.precision,
-                                                               iterations=warmup + 1))
+                                                               iterations=warmup + 1, backend=record.backend))
         elif caps.timeline == "ort-session":
             timeline = timeline_onnxruntime(Path(record.artifact_path), record.precision, feeds, warmup=warmup,
                                             batch_size=batch_size, backend=record.backend, device=caps.device)
@@ -407,7 +408,7 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
             issue(raw)
             measured.append(wait(slots[0])[1])
 
-        t = timeline_torch(one, record.precision, batch_size, warmup=warmup, settings=base_settings)
+        t = timeline_torch(one, record.precision, batch_size, warmup=warmup, backend=record.backend, settings=base_settings)
         one()  # the same iteration unprofiled: the profiler's own slow-down shows against it
         ev_profiled, ev_unprofiled = measured[-2], measured[-1]
         labels = "none: a CUDA graph replay runs no Python, so no ONNX node is known"
@@ -419,7 +420,8 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
             label_of, _ops, _order = onnx_node_labels(engine_onnx(record.artifact_path))
             handles = install_layer_ranges(per_node_module(runner), label_of)
             try:
-                labelled = timeline_torch(one, record.precision, batch_size, warmup=1, node_prefix=PREFIX)
+                labelled = timeline_torch(one, record.precision, batch_size, warmup=1, backend=record.backend,
+                                          node_prefix=PREFIX)
             finally:
                 for h in handles:
                     h.remove()
@@ -436,7 +438,7 @@ def timeline_torch_runner(runner: Any, record: Any, feeds: Mapping[str, Any], ba
 
 
 def from_layer_times(layers: Iterable[tuple[str, str, float]], precision: str, batch_size: int,
-                     source: str) -> Timeline:
+                     source: str, *, backend: str) -> Timeline:
     """Per-layer times without start instants (TensorRT's IProfiler), laid end to end in one lane:
     a sequence of the engine's layers, no gaps by construction (the idle share is not measured)."""
     spans, t = [], 0.0
@@ -444,14 +446,14 @@ def from_layer_times(layers: Iterable[tuple[str, str, float]], precision: str, b
         spans.append(Span(name=name, kind=kernel_kind(name, op), lane="engine (layers end to end)",
                           start_us=t, dur_us=ms * 1e3, node=name))
         t += ms * 1e3
-    return Timeline(precision, batch_size, "tensorrt", source, tuple(spans), t, {"idle_measured": False})
+    return Timeline(precision, batch_size, backend, source, tuple(spans), t, {"idle_measured": False})
 
 
 def from_precision_profile(profile: Any) -> Timeline:
     """A per-layer profile without start instants (``layers.table.PrecisionProfile``, e.g. TensorRT's)
     as a sequence: its layers end to end, in the order the profiler reported them."""
     return from_layer_times(((layer.name, layer.op_type, layer.median_ms) for layer in profile.layers),
-                            profile.precision, profile.batch_size, profile.source)
+                            profile.precision, profile.batch_size, profile.source, backend=profile.backend)
 
 
 # ---------------------------------------------------------------------------------------------------

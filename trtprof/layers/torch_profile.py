@@ -214,8 +214,9 @@ def summarize(attributed: Mapping[str, Mapping[int, Mapping[str, list[float]]]],
 
 
 def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: int, warmup: int,
-                  batch_size: int, onnx_model: Any = None) -> PrecisionProfile:
-    """Profile a loaded ``TorchRunner`` eagerly: ``warmup`` unprofiled calls, then ``iterations``."""
+                  batch_size: int, backend: str, onnx_model: Any = None) -> PrecisionProfile:
+    """Profile a loaded ``TorchRunner`` eagerly: ``warmup`` unprofiled calls, then ``iterations``; the profile is
+    labelled ``backend`` (the engine record's)."""
     import torch
     from torch.profiler import record_function
 
@@ -248,7 +249,7 @@ def profile_torch(runner: Any, feeds: Mapping[str, np.ndarray], *, iterations: i
     attributed, totals, iteration_ids, attribution = attribute_profile(prof)
     layers = summarize(attributed, iteration_ids, op_types, order, half=half)
     total = float(np.median([totals.get(i, 0.0) for i in iteration_ids])) / 1e3 if iteration_ids else None
-    return PrecisionProfile(precision=runner.precision.value, backend="torch", source=SOURCE, batch_size=batch_size,
+    return PrecisionProfile(precision=runner.precision.value, backend=backend, source=SOURCE, batch_size=batch_size,
                             iterations=iterations, layers=layers, iteration_total_ms=total,
                             config={"warmup": warmup, "autotune": runner.autotune, "tf32": runner.tf32,
                                     "attribution": attribution, "profiled_elapsed_ms_per_iteration": elapsed_ms,

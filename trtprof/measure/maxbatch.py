@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .. import backends
+from ..backends.base import MEMORY_REPORT_WORDS
 from ..system import memory, preflight
 from ..errors import BadInput, TrtprofError, first_line
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
@@ -374,8 +375,7 @@ def fit_memory(at: Mapping[str, Any]) -> str:
         return f"peak RSS growth {memory.fmt_size(at['peak_bytes'])}"
     used = at.get("in_use_bytes")
     kind = (at.get("memory") or {}).get("kind")
-    what = {"torch_allocator": "torch allocator peak",
-            "tensorrt": "TensorRT context + IO buffers"}.get(str(kind), "in use")
+    what = MEMORY_REPORT_WORDS.get(str(kind), "in use")
     text = f"{what} {memory.fmt_size(used)}" if used is not None else "memory n/a"
     if at.get("device_total_bytes"):
         text += (f"; device {memory.fmt_size(at['device_used_bytes'])} of "

@@ -11,6 +11,7 @@ from ..util.datafile import safe_name
 from ..errors import BadInput
 from ..report.kit import TONES, Toned, document, esc, fmt, line_html, table
 from ..report.stamp import page_validity, validity_html
+from ..system.environment import RUNTIME_PACKAGES
 from ..system.validity import merge
 from ..report.compare_page import load, render_html
 from ..compare.checks import sweep_entries as entries
@@ -63,8 +64,7 @@ def environments(merged: Mapping[str, Any]) -> list[list[str]]:
             continue
         host, gpu, pk = e.get("host") or {}, e.get("gpu") or {}, e.get("packages") or {}
         key = (str(host.get("hostname")), str(gpu.get("uuid") or device_type(e)))
-        libs = ", ".join(f"{k} {pk[k]}" for k in ("onnxruntime", "torch", "tensorrt", "tensorrt-rtx", "cuda-bindings")
-                         if k in pk)
+        libs = ", ".join(f"{k} {pk[k]}" for k in RUNTIME_PACKAGES if k in pk)
         seen.setdefault(key, [key[0], device_type(e), str(gpu.get("uuid") or "–"), str(gpu.get("driver") or "–"),
                               str(host.get("python") or ""), libs])
     return list(seen.values())

@@ -11,6 +11,10 @@ from .. import __version__
 
 PACKAGES = ("numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "onnxconverter-common", "torch", "tensorrt",
             "tensorflow", "tensorflow-cpu", "tf2onnx", "onnx2torch", "cuda-python", "cuda-bindings")
+# the inference runtimes' packages, whose versions a sweep's environment table shows (sweep.matrix.environments):
+# the names pip knows them by, as a result's "packages" records them (tensorrt-rtx is not in PACKAGES: shown only where
+# a record lists it)
+RUNTIME_PACKAGES = ("onnxruntime", "torch", "tensorrt", "tensorrt-rtx", "cuda-bindings")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..backends.torch import TorchBackend
 from ..measure.maxbatch import find_max_batch
 from ..system.preflight import is_out_of_memory
 from . import memory as mem
@@ -26,7 +27,8 @@ def step_settings(options: TrainOptions, loss_fn: Callable[[Any], Any] | None = 
 
 
 class TorchTrainer(Trainer):
-    framework = "torch"
+    framework = TorchBackend.name  # it trains the torch backend's module (results: "<framework>-train")
+    cudnn_autotune = True
 
     def __init__(self, module: Any, inputs: tuple, *, device: str, settings: StepSettings,
                  layers: list[dict[str, Any]] | None = None, source: dict[str, Any] | None = None) -> None:
@@ -137,7 +139,7 @@ class TorchTrainer(Trainer):
 
     def environment(self) -> dict[str, Any]:
         torch = import_torch()
-        env: dict[str, Any] = {"framework": "torch", "torch": torch.__version__, "device": self.device,
+        env: dict[str, Any] = {"framework": self.framework, "torch": torch.__version__, "device": self.device,
                                # what every arm's step ran with (the global flag is restored after each)
                                "cudnn_benchmark": bool(self.autotune) if self.device == "cuda" else None,
                                "tensor_core_layers": self.layers[:50], "source": self.source}

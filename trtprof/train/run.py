@@ -129,6 +129,9 @@ class Trainer:
 
     framework = ""
     device = "cpu"
+    # its steps run with cuDNN autotuning as ``--autotune`` says where ``device`` is "cuda" (torch): the settings
+    # record it as ``cudnn_benchmark`` (None where it does not apply)
+    cudnn_autotune = False
     inputs: tuple = ()
 
     def make_runner(self, arm: Any) -> Any:
@@ -302,13 +305,14 @@ def _batch_entry(trainer: Trainer, arms: Sequence[Any], run: _BatchRun, options:
     return entry
 
 
-def _settings(trainer: Trainer, plan: RoundPlan, options: TrainOptions) -> dict[str, Any]:
+def run_settings(trainer: Trainer, plan: RoundPlan, options: TrainOptions) -> dict[str, Any]:
+    """The result's "settings": the round plan and the options as the arms ran."""
     return {"target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s,
             "round_iterations": plan.round_iterations, "min_rounds": plan.min_rounds,
             "confidence": CONFIDENCE, "equivalence_margin": plan.margin,
             "copies": plan.copies, "cuda_graph": False, **options.to_json(),
             # cuDNN autotuning as the arms ran (None: not applicable on this device/framework)
-            "cudnn_benchmark": options.autotune if trainer.device == "cuda" and trainer.framework == "torch"
+            "cudnn_benchmark": options.autotune if trainer.device == "cuda" and trainer.cudnn_autotune
             else None}
 
 
@@ -345,7 +349,7 @@ def compare_training(trainer: Trainer, arms: Sequence[Any], plan: RoundPlan, opt
         "validity": merge_validity([Validity.from_json(c["validity"]) for c in comparisons]).to_json(),
         "schema": SCHEMA, "created": now_iso(), "model": workload.name, "backend": backend, "device": trainer.device,
         "arms": [a.to_json() for a in arms],
-        "settings": _settings(trainer, plan, options),
+        "settings": run_settings(trainer, plan, options),
         "comparisons": comparisons,
         "batches": per_batch,
         "warnings": warnings,

@@ -62,7 +62,7 @@ class TensorRTRTXBackend(BackendBase):
     name = "tensorrt-rtx"
     artifact_suffix = ".plan"
     # no per-layer profiler wired for its runtime here (it cannot run on these machines; never run)
-    capabilities = Capabilities(device="cuda", tensorrt_plan=True, extra="tensorrt-rtx")
+    capabilities = Capabilities(device="cuda", tensorrt_plan=True, runtime_cache=True, extra="tensorrt-rtx")
 
     def installed(self) -> Availability:
         return Availability(True) if rtx_installed() else Availability(False, NOT_INSTALLED)
