@@ -117,3 +117,38 @@ def test_the_what_ifs_change_a_copy_of_the_graph_they_are_given(tmp_path, parses
     # nothing here is read (the optimizer reads back its own output, in a temporary folder of its own)
     assert not [path for path in parses if path.startswith(str(tmp_path))] and len(parses) <= 1
     assert model.proto.SerializeToString() == before
+
+
+def test_a_two_file_ab_parses_each_file_once(tmp_path, parses):
+    """``compare A.onnx B.onnx``: each arm carries its file read once (``ab.load_arms``): the input pairing,
+    the compatibility check and the build take that ``OnnxModel`` (it parsed each file three times)."""
+    from trtprof.model.demo import make_demo_model
+
+    a = make_demo_model(tmp_path / "small.onnx", channels=8, image=16, classes=10)
+    b = make_demo_model(tmp_path / "wide.onnx", channels=16, image=16, classes=10)
+    out = tmp_path / "ab.json"
+    assert main(["compare", str(a), str(b), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime",
+                 "--batch-sizes", "1", "--time-budget-s", "0.3", "--round-iterations", "3", "--in-process",
+                 "--out", str(out)]) == 0
+    assert [arm["label"] for arm in json.loads(out.read_text())["ab"]["arms"]] == ["small", "wide"]
+    assert sorted(p for p in parses if p.startswith(str(tmp_path)) and "/e/" not in p) == [str(a), str(b)]
+
+
+def test_an_ab_paired_by_position_parses_each_file_once(tmp_path, parses):
+    """Inputs that differ only in name: the renamed copy is written from B's ``OnnxModel`` and built from the
+    copy that made it (``OnnxModel.save``), not read back (A was parsed three times, B twice, the copy twice)."""
+    from trtprof.compare import whatif
+    from trtprof.compare.rename_inputs import RENAMED_DIR
+    from trtprof.model.demo import make_demo_model
+
+    from .test_ab_inputs_by_position import with_input_named
+
+    a = make_demo_model(tmp_path / "a.onnx", channels=8, image=16, classes=10)
+    b = with_input_named(a, "pixels", tmp_path / "b.onnx")
+    engines, out = tmp_path / "e", tmp_path / "ab.json"
+    parses.clear()
+    assert main(["compare", str(a), str(b), "--engines", str(engines), "--backend", "onnxruntime", "--batch-sizes",
+                 "1", "--time-budget-s", "0.3", "--round-iterations", "3", "--in-process", "--out", str(out)]) == 0
+    copy = whatif.whatif_dir(engines) / RENAMED_DIR / "b.onnx"
+    assert [arm["model"] for arm in json.loads(out.read_text())["ab"]["arms"]] == [str(a), str(copy)]
+    assert sorted(p for p in parses if not p.startswith(str(engines)) or p == str(copy)) == [str(a), str(b)]
