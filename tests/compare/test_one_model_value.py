@@ -152,3 +152,40 @@ def test_an_ab_paired_by_position_parses_each_file_once(tmp_path, parses):
     copy = whatif.whatif_dir(engines) / RENAMED_DIR / "b.onnx"
     assert [arm["model"] for arm in json.loads(out.read_text())["ab"]["arms"]] == [str(a), str(copy)]
     assert sorted(p for p in parses if not p.startswith(str(engines)) or p == str(copy)) == [str(a), str(b)]
+
+
+PROFILE_FAST = ["--backend", "onnxruntime", "--iterations", "2", "--warmup", "1"]
+
+
+def users_files(parses: list[str], tmp_path, engines) -> list[str]:
+    """The parses of files the user gave (the engines and the profiler's own files left out)."""
+    return [p for p in parses if p.startswith(str(tmp_path)) and not p.startswith(str(engines))]
+
+
+def test_profile_without_batch_size_parses_the_model_once(static_batch_model, tmp_path, parses, capsys):
+    """``trtprof profile MODEL``: the batch the model fixes comes from the ``OnnxModel`` it builds from
+    (``cli.profile._open``), not from a read of its own (it parsed the file twice)."""
+    engines, out = tmp_path / "e", tmp_path / "layers.json"
+    assert main(["profile", str(static_batch_model), "--engines", str(engines), "--out", str(out),
+                 *PROFILE_FAST]) == 0
+    assert "batch size 2: the model fixes its batch to 2" in capsys.readouterr().out
+    assert json.loads(out.read_text())["table"]["rows"]
+    assert users_files(parses, tmp_path, engines) == [str(static_batch_model)]
+
+
+def test_profile_fallback_build_takes_the_model_read_once(conv_model, tmp_path, parses, capsys):
+    """--inputs naming an input the model lacks: profile builds again with --shape alone (its fallback
+    ``resolve_records``) from the ``OnnxModel`` it read, then refuses the names in the same one line (the
+    fallback read the file a second time)."""
+    import numpy as np
+
+    npz = tmp_path / "x.npz"
+    np.savez(npz, wrong=np.zeros((2, 3, 16, 16), np.float32))
+    engines = tmp_path / "e"
+    assert main(["profile", str(conv_model), "--engines", str(engines), "--batch-size", "2", "--inputs", str(npz),
+                 "--out", str(tmp_path / "l.json"), *PROFILE_FAST]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"trtprof profile: error: {conv_model}: --inputs {npz}: lacks input(s) input; has unknown "
+                   "name(s) wrong (model inputs: input)")
+    assert list(engines.glob("convnet.fp32.*.json"))  # the fallback built (the names are said after it)
+    assert users_files(parses, tmp_path, engines) == [str(conv_model)]
