@@ -9,6 +9,7 @@ and is not counted."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -189,3 +190,18 @@ def test_profile_fallback_build_takes_the_model_read_once(conv_model, tmp_path, 
                    "name(s) wrong (model inputs: input)")
     assert list(engines.glob("convnet.fp32.*.json"))  # the fallback built (the names are said after it)
     assert users_files(parses, tmp_path, engines) == [str(conv_model)]
+
+
+def test_an_ab_without_batch_sizes_parses_each_file_once(static_batch_model, tmp_path, parses, capsys):
+    """The default batch sizes of ``compare A.onnx B.onnx`` (the batch both fix) come from the arms' models
+    (``cli.compare.user_arms``, read once before anything is built), not from reads of their own."""
+    import shutil
+
+    b = Path(shutil.copy(static_batch_model, tmp_path / "again.onnx"))
+    out = tmp_path / "ab.json"
+    assert main(["compare", str(static_batch_model), str(b), "--engines", str(tmp_path / "e"), "--backend",
+                 "onnxruntime", "--time-budget-s", "0.3", "--round-iterations", "3", "--in-process",
+                 "--out", str(out)]) == 0
+    assert "batch size 2: the model fixes its batch to 2" in capsys.readouterr().out
+    assert [c["batch_size"] for c in json.loads(out.read_text())["comparisons"]] == [2]
+    assert sorted(p for p in parses if "/e/" not in p) == sorted([str(static_batch_model), str(b)])
