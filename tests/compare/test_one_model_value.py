@@ -1,7 +1,8 @@
 """Issue 41, item 3: one model value. The user's file becomes one ``OnnxModel`` once (``builder.pipeline.
 open_model``, the front step of build, compare and fix-fp16: parsed by ``onnx_model.load_onnx``), and that
-value travels through the build, compare, the serving sweep after it, fix-fp16's builds and the what-ifs,
-under the name ``model``; nothing downstream parses the file again. The count of parses outside the backends
+value travels through the build, compare, the serving sweep after it, fix-fp16's builds, the what-ifs, an
+A/B's arms (``ab.load_arms``) and profile (``cli.profile._open``), under the name ``model``; nothing downstream
+parses the file again. The count of parses outside the backends
 is the check (``parses`` in conftest: ``load_onnx`` and raw ``onnx.load`` calls; it parsed the file twice in
 a compare with a serving sweep, twice in a build or fix-fp16 run with --inputs, eleven times in a pad-channels
 what-if); a backend's build of a new engine reads the file itself (its build takes a file: ``backends/*``)
