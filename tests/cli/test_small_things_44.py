@@ -78,6 +78,18 @@ def test_model_fixed_batch_reads_the_onnx_file(static_batch_model, conv_model, t
     assert model_fixed_batch(tmp_path) is None and model_fixed_batch(tmp_path / "missing.onnx") is None
 
 
+def test_model_fixed_batch_of_a_model_read_takes_its_inputs(static_batch_model, conv_model, tmp_path):
+    """An ``OnnxModel`` already read (profile's): its inputs, as its file's; a TensorFlow model's conversion
+    none, as that model's file (not an ONNX file) has none."""
+    from dataclasses import replace
+
+    from trtprof.model.onnx_model import OnnxModel
+
+    static = OnnxModel.load(static_batch_model)
+    assert model_fixed_batch(static) == 2 and model_fixed_batch(OnnxModel.load(conv_model)) is None
+    assert model_fixed_batch(replace(static, origin=tmp_path / "saved_model")) is None
+
+
 def test_compare_defaults_to_the_fixed_batch(static_batch_model, conv_model, capsys):
     from trtprof.cli.compare import default_batch_sizes
 

@@ -1,7 +1,8 @@
 """Issue 41, item 3: one model value. The user's file becomes one ``OnnxModel`` once (``builder.pipeline.
 open_model``, the front step of build, compare and fix-fp16: parsed by ``onnx_model.load_onnx``), and that
-value travels through the build, compare, the serving sweep after it, fix-fp16's builds and the what-ifs,
-under the name ``model``; nothing downstream parses the file again. The count of parses outside the backends
+value travels through the build, compare, the serving sweep after it, fix-fp16's builds, the what-ifs, an
+A/B's arms (``ab.load_arms``) and profile (``cli.profile._open``), under the name ``model``; nothing downstream
+parses the file again. The count of parses outside the backends
 is the check (``parses`` in conftest: ``load_onnx`` and raw ``onnx.load`` calls; it parsed the file twice in
 a compare with a serving sweep, twice in a build or fix-fp16 run with --inputs, eleven times in a pad-channels
 what-if); a backend's build of a new engine reads the file itself (its build takes a file: ``backends/*``)
@@ -9,6 +10,7 @@ and is not counted."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +119,90 @@ def test_the_what_ifs_change_a_copy_of_the_graph_they_are_given(tmp_path, parses
     # nothing here is read (the optimizer reads back its own output, in a temporary folder of its own)
     assert not [path for path in parses if path.startswith(str(tmp_path))] and len(parses) <= 1
     assert model.proto.SerializeToString() == before
+
+
+def test_a_two_file_ab_parses_each_file_once(tmp_path, parses):
+    """``compare A.onnx B.onnx``: each arm carries its file read once (``ab.load_arms``): the input pairing,
+    the compatibility check and the build take that ``OnnxModel`` (it parsed each file three times)."""
+    from trtprof.model.demo import make_demo_model
+
+    a = make_demo_model(tmp_path / "small.onnx", channels=8, image=16, classes=10)
+    b = make_demo_model(tmp_path / "wide.onnx", channels=16, image=16, classes=10)
+    out = tmp_path / "ab.json"
+    assert main(["compare", str(a), str(b), "--engines", str(tmp_path / "e"), "--backend", "onnxruntime",
+                 "--batch-sizes", "1", "--time-budget-s", "0.3", "--round-iterations", "3", "--in-process",
+                 "--out", str(out)]) == 0
+    assert [arm["label"] for arm in json.loads(out.read_text())["ab"]["arms"]] == ["small", "wide"]
+    assert sorted(p for p in parses if p.startswith(str(tmp_path)) and "/e/" not in p) == [str(a), str(b)]
+
+
+def test_an_ab_paired_by_position_parses_each_file_once(tmp_path, parses):
+    """Inputs that differ only in name: the renamed copy is written from B's ``OnnxModel`` and built from the
+    copy that made it (``OnnxModel.save``), not read back (A was parsed three times, B twice, the copy twice)."""
+    from trtprof.compare import whatif
+    from trtprof.compare.rename_inputs import RENAMED_DIR
+    from trtprof.model.demo import make_demo_model
+
+    from .test_ab_inputs_by_position import with_input_named
+
+    a = make_demo_model(tmp_path / "a.onnx", channels=8, image=16, classes=10)
+    b = with_input_named(a, "pixels", tmp_path / "b.onnx")
+    engines, out = tmp_path / "e", tmp_path / "ab.json"
+    parses.clear()
+    assert main(["compare", str(a), str(b), "--engines", str(engines), "--backend", "onnxruntime", "--batch-sizes",
+                 "1", "--time-budget-s", "0.3", "--round-iterations", "3", "--in-process", "--out", str(out)]) == 0
+    copy = whatif.whatif_dir(engines) / RENAMED_DIR / "b.onnx"
+    assert [arm["model"] for arm in json.loads(out.read_text())["ab"]["arms"]] == [str(a), str(copy)]
+    assert sorted(p for p in parses if not p.startswith(str(engines)) or p == str(copy)) == [str(a), str(b)]
+
+
+PROFILE_FAST = ["--backend", "onnxruntime", "--iterations", "2", "--warmup", "1"]
+
+
+def users_files(parses: list[str], tmp_path, engines) -> list[str]:
+    """The parses of files the user gave (the engines and the profiler's own files left out)."""
+    return [p for p in parses if p.startswith(str(tmp_path)) and not p.startswith(str(engines))]
+
+
+def test_profile_without_batch_size_parses_the_model_once(static_batch_model, tmp_path, parses, capsys):
+    """``trtprof profile MODEL``: the batch the model fixes comes from the ``OnnxModel`` it builds from
+    (``cli.profile._open``), not from a read of its own (it parsed the file twice)."""
+    engines, out = tmp_path / "e", tmp_path / "layers.json"
+    assert main(["profile", str(static_batch_model), "--engines", str(engines), "--out", str(out),
+                 *PROFILE_FAST]) == 0
+    assert "batch size 2: the model fixes its batch to 2" in capsys.readouterr().out
+    assert json.loads(out.read_text())["table"]["rows"]
+    assert users_files(parses, tmp_path, engines) == [str(static_batch_model)]
+
+
+def test_profile_fallback_build_takes_the_model_read_once(conv_model, tmp_path, parses, capsys):
+    """--inputs naming an input the model lacks: profile builds again with --shape alone (its fallback
+    ``resolve_records``) from the ``OnnxModel`` it read, then refuses the names in the same one line (the
+    fallback read the file a second time)."""
+    import numpy as np
+
+    npz = tmp_path / "x.npz"
+    np.savez(npz, wrong=np.zeros((2, 3, 16, 16), np.float32))
+    engines = tmp_path / "e"
+    assert main(["profile", str(conv_model), "--engines", str(engines), "--batch-size", "2", "--inputs", str(npz),
+                 "--out", str(tmp_path / "l.json"), *PROFILE_FAST]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"trtprof profile: error: {conv_model}: --inputs {npz}: lacks input(s) input; has unknown "
+                   "name(s) wrong (model inputs: input)")
+    assert list(engines.glob("convnet.fp32.*.json"))  # the fallback built (the names are said after it)
+    assert users_files(parses, tmp_path, engines) == [str(conv_model)]
+
+
+def test_an_ab_without_batch_sizes_parses_each_file_once(static_batch_model, tmp_path, parses, capsys):
+    """The default batch sizes of ``compare A.onnx B.onnx`` (the batch both fix) come from the arms' models
+    (``cli.compare.user_arms``, read once before anything is built), not from reads of their own."""
+    import shutil
+
+    b = Path(shutil.copy(static_batch_model, tmp_path / "again.onnx"))
+    out = tmp_path / "ab.json"
+    assert main(["compare", str(static_batch_model), str(b), "--engines", str(tmp_path / "e"), "--backend",
+                 "onnxruntime", "--time-budget-s", "0.3", "--round-iterations", "3", "--in-process",
+                 "--out", str(out)]) == 0
+    assert "batch size 2: the model fixes its batch to 2" in capsys.readouterr().out
+    assert [c["batch_size"] for c in json.loads(out.read_text())["comparisons"]] == [2]
+    assert sorted(p for p in parses if "/e/" not in p) == sorted([str(static_batch_model), str(b)])

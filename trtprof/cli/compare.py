@@ -230,13 +230,14 @@ def check_model_paths(models: Sequence[str]) -> None:
             detect_format(model)  # a SavedModel, or a BadModel line saying what the directory is not
 
 
-def default_batch_sizes(models: list[str]) -> tuple[int, ...]:
+def default_batch_sizes(models: Sequence[Any]) -> tuple[int, ...]:
     """Without --batch-sizes: the batch every given ONNX model fixes (a model exported at batch 4 runs at 4,
     not at a default 1 it cannot run), said in one line; else () for the defaults (1 for a model, the built
-    sizes for an engines dir)."""
-    from ..model.onnx_model import model_fixed_batch
+    sizes for an engines dir). ``models``: the user's paths, or the ``OnnxModel`` an A/B arm read (not read
+    again)."""
+    from ..model.onnx_model import OnnxModel, model_fixed_batch
 
-    fixed = {model_fixed_batch(Path(m)) for m in models}
+    fixed = {model_fixed_batch(m if isinstance(m, OnnxModel) else Path(m)) for m in models}
     if len(fixed) != 1 or None in fixed:
         return ()
     (batch,) = fixed
@@ -270,18 +271,26 @@ def preload_backends(args: argparse.Namespace) -> list[str]:
     return [b for b in dict.fromkeys(named_backends(args)) if b != "auto"]
 
 
+def user_arms(args: argparse.Namespace) -> list[Any]:
+    """A plain A/B's arms (two models, or one model on two backends: ``ab.ab_arms``), each ONNX file read once
+    (``ab.load_arms``): the default batch sizes, the input checks and the builds take that ``OnnxModel``."""
+    from ..compare import ab
+
+    precision = str(Precision.parse(args.precision or "fp32"))
+    return ab.load_arms(ab.ab_arms(list(args.model), precision, named_backends(args)))
+
+
 def run_ab(args: argparse.Namespace, options: cmp.CompareOptions, sizes: tuple[int, ...],
-           hooks: cmp.CompareHooks) -> Any:
-    """Two models, two backends, or a what-if: ``trtprof.compare.ab``."""
+           hooks: cmp.CompareHooks, arms: Sequence[Any] | None = None) -> Any:
+    """Two models, two backends (``arms``: ``user_arms``, read once), or a what-if: ``trtprof.compare.ab``."""
     from ..compare import ab
 
     if args.what_if:
         precision = str(Precision.parse(args.precision or "fp16"))
         return ab.what_if_experiment(args.what_if)(args.model[0], precision, sizes, options, engines_dir=args.engines,
                                                    backend=args.backend, hooks=hooks)
-    precision = str(Precision.parse(args.precision or "fp32"))
-    arms = ab.ab_arms(list(args.model), precision, named_backends(args))
-    return ab.compare_ab(arms, sizes, options, engines_dir=args.engines, hooks=hooks)
+    return ab.compare_ab(arms if arms is not None else user_arms(args), sizes, options, engines_dir=args.engines,
+                         hooks=hooks)
 
 
 def print_accuracy(c: ComparisonResult) -> None:
@@ -355,7 +364,9 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     serving = _serving.serving_config(args, copies=not args.no_copies)
     if serving is not None and is_ab:  # refused before any build or measurement
         raise BadInput("--concurrency/--slo-ms: serving sweeps compare precisions of one model, not an A/B")
-    sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else default_batch_sizes(args.model)
+    arms = user_arms(args) if is_ab and not args.what_if else None  # an A/B's files read once, before any build
+    sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else default_batch_sizes(
+        args.model if arms is None else [a.loaded if a.loaded is not None else a.model for a in arms])
     timeline = _timeline.compare_request(args, sizes, cmp.arm_labels(precisions), is_ab)  # files checked now
     budget_start = (BudgetStart.for_command(clock, grows=args.time_budget_s is None,
                                             refuses=not fewer_loads_allowed(args.allow_fewer_loads))
@@ -373,7 +384,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
                             args.device):
             if is_ab:
-                ab_outcome = run_ab(args, options, sizes, hooks)
+                ab_outcome = run_ab(args, options, sizes, hooks, arms)
                 report = ab_outcome.report
             else:
                 report = cmp.compare_model(args.model[0], precisions, sizes, options, engines_dir=args.engines,

@@ -76,8 +76,22 @@ def behind_casts_finding(candidate: str, backend: str) -> dict:
                        "layer here says anything about FP16 arithmetic; profile on a GPU backend for that"}
 
 
-def _resolve(args: argparse.Namespace, path: Path, precisions, shapes, given_shapes, data) -> tuple[dict, Any]:
-    """The engines to profile (built or found) and the model they came from."""
+def _open(args: argparse.Namespace, path: Path, precisions) -> Any:
+    """The user's model read once (``open_model``: backend and precisions checked first, a TensorFlow model
+    converted), the ``OnnxModel`` the default batch size, the builds and the graph facts take; None for an
+    engines dir (its engines' source is read by ``resolve_records``)."""
+    from ..builder.pipeline import BuildSettings, open_model
+    from ..compare.records import is_engines_dir
+
+    if is_engines_dir(path):
+        return None
+    return open_model(path, precisions, BuildSettings(engines_dir=Path(args.engines), backend=args.backend))
+
+
+def _resolve(args: argparse.Namespace, path: Path, precisions, shapes, given_shapes, data,
+             model: Any = None) -> tuple[dict, Any]:
+    """The engines to profile (built or found) and the model they came from (``model``: the user's file
+    already read, ``_open``: each build takes it, the file is not read again)."""
     from ..builder.pipeline import BuildSettings
     from ..compare.records import resolve_records
 
@@ -85,14 +99,14 @@ def _resolve(args: argparse.Namespace, path: Path, precisions, shapes, given_sha
     try:
         try:
             records, source, _ = resolve_records(path, precisions, (args.batch_size,),
-                                                 replace(settings, shapes=shapes))
+                                                 replace(settings, shapes=shapes), model=model)
         except BadInput:
             if data is None or shapes == given_shapes:
                 raise
             # the --inputs arrays named an input the model lacks: build with --shape alone; the check of
             # the inputs against the engine's inputs below then says which names are wrong
             records, source, _ = resolve_records(path, precisions, (args.batch_size,),
-                                                 replace(settings, shapes=given_shapes))
+                                                 replace(settings, shapes=given_shapes), model=model)
     except StaticBatch as err:  # this command's option is --batch-size
         raise err.for_option("--batch-size") from err
     return records, source
@@ -125,8 +139,9 @@ def _findings(table, records, effective: dict) -> list[dict]:
     return findings
 
 
-def default_batch_size(model: Path) -> int:
-    """Without --batch-size: the batch the model fixes (said in one line), else 1."""
+def default_batch_size(model: Any) -> int:
+    """Without --batch-size: the batch the model fixes (said in one line), else 1 (``model``: the
+    ``OnnxModel`` read, else the user's path: an engines dir has none)."""
     from ..model.onnx_model import model_fixed_batch
 
     fixed = model_fixed_batch(model)
@@ -156,12 +171,13 @@ def run(args: argparse.Namespace) -> int:
     # after load_inputs: --inputs fixes the dims --shape would; the profiled runs take them once the
     # inputs were checked against the engine's inputs (a wrong name is then said as such)
     shapes = _common.shapes(args)
-    if args.batch_size is None:  # a model exported at batch 4 profiles at 4, not at a 1 it cannot run
-        args.batch_size = default_batch_size(Path(args.model))
     path = Path(args.model)
     if not path.exists():
         raise BadInput("no such file or directory", path=path)
-    records, source = _resolve(args, path, precisions, shapes, given_shapes, data)
+    model = _open(args, path, precisions)  # the user's file read once (None: an engines dir)
+    if args.batch_size is None:  # a model exported at batch 4 profiles at 4, not at a 1 it cannot run
+        args.batch_size = default_batch_size(model if model is not None else path)
+    records, source = _resolve(args, path, precisions, shapes, given_shapes, data, model)
     if args.trace_dir is not None:  # before profiling: a trace name taken by a user's file is refused now
         from ..layers.timeline import trace_name
 

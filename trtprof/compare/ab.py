@@ -45,7 +45,8 @@ class ArmSpec:
     precision: str
     options: tuple[tuple[str, Any], ...] = ()
     engines_dir: Path | None = None  # where this arm's engine is built (a what-if's: the what-if area); None: the run's
-    # the arm's model already read (a what-if's original and changed copy): built from it, ``model`` not read again
+    # the arm's model already read (a user's ONNX file: ``load_arms``; a what-if's original and changed copy; a
+    # renamed copy): checked and built from it, ``model`` not read again
     loaded: OnnxModel | None = field(default=None, compare=False, repr=False)
 
 
@@ -89,13 +90,32 @@ def ab_arms(models: Sequence[Path], precision: str, backends: Sequence[str] = ()
     raise BadInput("an A/B needs two models (compare A.onnx B.onnx) or one model and --backends X,Y")
 
 
+def load_arms(arms: Sequence[ArmSpec]) -> list[ArmSpec]:
+    """The arms, each whose model is an ONNX file carrying that file read once (``ArmSpec.loaded``; arms of one
+    file, two backends', share one ``OnnxModel``): the input pairing, the compatibility check and the build all
+    take it. An empty, truncated or non-ONNX ``.onnx`` file is refused here, naming it (``BadModel``), before
+    either arm is built (issue 34). What is not an ONNX file (a TensorFlow model, an engines dir) is left to
+    ``resolve_records``, as is an arm that already carries its model or has build options (a what-if's)."""
+    read: dict[Path, OnnxModel] = {}
+    loaded = []
+    for arm in arms:
+        path = Path(arm.model)
+        if arm.loaded is None and not arm.options and path.suffix.lower() == ".onnx" and path.is_file():
+            if path not in read:
+                read[path] = OnnxModel.load(path)
+            arm = replace(arm, loaded=read[path])
+        loaded.append(arm)
+    return loaded
+
+
 def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines_dir: Path,
                  shapes: Mapping[str, tuple[int, ...]] | None = None,
                  on_built: Callable[[Any], None] | None = None) -> tuple[dict[str, Any], tuple[int, ...], Any]:
     """Build (or find) each arm's engine: label → record, the batch sizes, the baseline's ONNX model
-    (``onnx_model.OnnxModel``, read once, or None). An arm that carries its model (``ArmSpec.loaded``: a
-    what-if's) is built from it; arms of one file (a what-if's original and its changed arm built with
-    options) share the model its first arm read."""
+    (``onnx_model.OnnxModel``, read once, or None). An arm that carries its model (``ArmSpec.loaded``: an ONNX
+    file's, ``load_arms``; a what-if's) is built from it; arms of one file (a what-if's original and its changed
+    arm built with options) share the model its first arm read; the others (TensorFlow, an engines dir) are
+    found or built by ``resolve_records``."""
     records: dict[str, Any] = {}
     sizes: tuple[int, ...] = tuple(batch_sizes)
     models: dict[Path, Any] = {}  # the user's file → its OnnxModel, read once
@@ -104,7 +124,7 @@ def resolve_arms(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], *, engines
         model: OnnxModel | None
         settings = BuildSettings(shapes=shapes, engines_dir=Path(arm.engines_dir or engines_dir), backend=arm.backend)
         precisions = [Precision.parse(arm.precision)]
-        if arm.options or arm.loaded is not None:  # a model file (a what-if's): no engines dir to search
+        if arm.options or arm.loaded is not None:  # a model read (an ONNX file, a what-if's): no engines dir to search
             arm_sizes = tuple(batch_sizes) or (1,)
             settings = replace(settings, options=dict(arm.options)) if arm.options else settings
             known = arm.loaded or models.get(Path(arm.model))
@@ -173,12 +193,13 @@ def model_io(path: Path) -> Any:
 
 
 def arm_io(arm: ArmSpec) -> Any:
-    """``model_io`` of an arm: the inputs and outputs of the model it carries (``loaded``), else of its file."""
+    """``model_io`` of an arm: the inputs and outputs of the model it carries (``loaded``), else of its file
+    (None for what is not an ONNX file: ``load_arms`` read every ONNX file an A/B names)."""
     return arm.loaded.info if arm.loaded is not None else model_io(arm.model)
 
 
 def check_models_compatible(arms: Sequence[ArmSpec]) -> None:
-    """``check_compatible`` on the ONNX files themselves, before any engine is built or loaded."""
+    """``check_compatible`` on the ONNX models themselves (``arm_io``), before any engine is built or loaded."""
     infos = [(a, arm_io(a)) for a in arms if not a.options]
     known = [(a, i) for a, i in infos if i is not None]
     for (a, ia), (b, ib) in zip(known, known[1:]):
@@ -210,6 +231,7 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
     skipped (one graph's FLOPs would be wrong for the other), with two backends of one model kept.
     ``analyse_baseline``: analyse the baseline's graph anyway (a what-if: the original's; its arms come
     first), the caller drops what does not apply to the changed arm."""
+    arms = load_arms(arms)  # each ONNX file read once: paired, checked and built from that OnnxModel
     # inputs that differ only in name: the second arm built from a copy with the first's (rename_inputs)
     arms, paired = pair_inputs(arms, whatif.whatif_dir(Path(engines_dir)), arm_io)
     check_models_compatible(arms)  # before anything is built: a mismatch costs a second, not two builds

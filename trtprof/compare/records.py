@@ -54,6 +54,7 @@ def resolve_records(
     *,
     on_built: Callable[[Any], None] | None = None,
     on_source: Callable[[OnnxModel], None] | None = None,
+    model: OnnxModel | None = None,
 ) -> tuple[dict[str, EngineRecord], OnnxModel | None, tuple[int, ...]]:
     """The user's ``path`` (an ONNX or TensorFlow model, or an engines dir) → (precision → record, the ONNX
     model read once or None, batch sizes).
@@ -63,14 +64,16 @@ def resolve_records(
     built for; the ONNX source is optional (None when it is gone or cannot be converted). Otherwise the
     model's missing engines are built at ``batch_sizes`` (default 1) with ``settings`` (its engines dir,
     backend, shapes, and the user's inputs, ``settings.data``, for what builds use them: the FP16 range
-    analysis and the int8/fp8 calibration), from the model read once (``open_model``). ``on_source`` gets
-    the ONNX model once it is read, before anything is built (``build_model_engines``) or loaded."""
+    analysis and the int8/fp8 calibration), from the model read once (``open_model``; ``model``: the caller's
+    ``open_model`` of ``path`` already, not read again). ``on_source`` gets the ONNX model once it is read,
+    before anything is built (``build_model_engines``) or loaded."""
     path = Path(path)
     if is_engines_dir(path):
         return engines_dir_records(path, precisions, batch_sizes, settings, on_source)
     precisions = list(dict.fromkeys(precisions))
     sizes = tuple(batch_sizes) or (1,)
-    model = open_model(path, precisions, settings)  # the front step: read once (a TensorFlow model converted)
+    if model is None:  # the front step: read once (a TensorFlow model converted)
+        model = open_model(path, precisions, settings)
     outcomes = build_model_engines(model, precisions, sizes, settings=settings, on_done=on_built, on_source=on_source)
     return {o.record.precision: o.record for o in outcomes}, model, sizes
 

@@ -62,27 +62,28 @@ def rename(graph: Any, mapping: dict[str, str]) -> None:
                 rename(sub, mapping)
 
 
-def renamed_copy(model: Path, mapping: dict[str, str], out: Path) -> Path | None:
-    """``model`` with its inputs renamed by ``mapping``, written to ``out``; None when a new name is
-    already a tensor of the graph (renaming would join two tensors)."""
-    import onnx
+def renamed_copy(model: Any, mapping: dict[str, str], out: Path) -> Any:
+    """``model`` (an ``OnnxModel``, or a file read once here) with its inputs renamed by ``mapping``: a
+    copy of its graph written to ``out`` and returned as the ``OnnxModel`` that made it (``OnnxModel.save``:
+    not read back); None when a new name is already a tensor of the graph (renaming would join two tensors)."""
+    from ..model.onnx_model import OnnxModel, as_model
 
-    from ..model.onnx_model import load_onnx
-
-    proto = load_onnx(Path(model))
-    used = graph_names(proto.graph) - set(mapping)
+    source = as_model(model)
+    assert source is not None
+    used = graph_names(source.proto.graph) - set(mapping)
     if any(new in used for new in mapping.values()):
         return None
+    proto = source.copy_proto()  # the arm's graph stays as it was read
     rename(proto.graph, mapping)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(proto, str(out))
-    return out
+    return OnnxModel.save(proto, out)
 
 
 def pair_inputs(arms: Sequence[Any], area: Path, describe: Any) -> tuple[list[Any], list[str]]:
     """The arms with each one whose inputs pair by position with the baseline's replaced by its renamed
-    copy (built in ``area``), and one line per such arm saying what was paired. ``describe(arm)``: its
-    model's inputs and outputs (``ab.arm_io``), None for what is not an ONNX file (left as it is)."""
+    copy (written in ``area`` from the arm's model, ``loaded`` when it carries one; the copy is the arm's
+    ``loaded`` from then on, built from it, not read back), and one line per such arm saying what was paired.
+    ``describe(arm)``: its model's inputs and outputs (``ab.arm_io``), None for what is not an ONNX file (left
+    as it is)."""
     from dataclasses import replace
 
     arms = list(arms)
@@ -95,12 +96,13 @@ def pair_inputs(arms: Sequence[Any], area: Path, describe: Any) -> tuple[list[An
         mapping = inputs_by_position(base, info) if info is not None else {}
         if not mapping:
             continue
-        copy = renamed_copy(arm.model, mapping, Path(area) / RENAMED_DIR / Path(arm.model).name)
+        source = arm.loaded if arm.loaded is not None else arm.model  # the arm's model, read once
+        copy = renamed_copy(source, mapping, Path(area) / RENAMED_DIR / Path(arm.model).name)
         if copy is None:
             continue  # the names clash: the check that follows refuses the pair, naming the inputs
-        arms[k] = replace(arm, model=copy, engines_dir=Path(area), loaded=None)
+        arms[k] = replace(arm, model=copy.path, engines_dir=Path(area), loaded=copy)
         lines.append(f"inputs paired by position ({arm.label} → {arms[0].label}): "
                      + ", ".join(f"{b} ↔ {a}" for b, a in mapping.items())
                      + f" (the names differ; dtypes and shapes match; {arm.label} is built from a copy with "
-                       f"{arms[0].label}'s input names: {copy})")
+                       f"{arms[0].label}'s input names: {copy.path})")
     return arms, lines

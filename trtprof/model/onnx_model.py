@@ -108,12 +108,16 @@ def inspect_model(path: Path) -> ModelInfo:
     return describe(model, Path(path))
 
 
-def model_fixed_batch(path: Path) -> int | None:
+def model_fixed_batch(path: "Path | OnnxModel") -> int | None:
     """The batch size an ONNX file's inputs fix (``inputs.fixed_batch``), read without its weights; None for
     a dynamic batch and for anything that is not a readable ONNX file (the command's own checks then say
-    what is wrong with it, in its words)."""
+    what is wrong with it, in its words). An ``OnnxModel`` already read: its inputs', not read again (None
+    for a TensorFlow model's conversion, as for that model's file)."""
     from .inputs import fixed_batch
 
+    if isinstance(path, OnnxModel):
+        onnx_file = path.origin is None and path.path.suffix.lower() == ".onnx"
+        return fixed_batch(path.inputs) if onnx_file else None
     path = Path(path)
     if path.suffix.lower() != ".onnx" or not path.is_file():
         return None
