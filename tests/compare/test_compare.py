@@ -494,6 +494,37 @@ def test_the_floor_that_ends_just_inside_the_deadline_says_nothing_and_just_outs
     assert outside.floor_overrun == \
         "the floor of 2 loads × 2 rounds needed 12.1 s of a 12 s budget (1.0 s of it kept for the end)"
     assert interleave.floor_overrun_line(14.1, 12.0) == "the floor of 2 loads × 2 rounds needed 14.1 s of a 12 s budget"
+    # the floor's rounds on every load opened: three loads (the budget seemed to fit them), or one (its two pairs)
+    assert interleave.floor_overrun_line(9.0, 8.0, loads=3) == "the floor of 3 loads × 2 rounds needed 9.0 s of a 8 s budget"
+    assert interleave.floor_overrun_line(9.0, 8.0, loads=1, rounds=4) == \
+        "the floor of 1 load × 4 rounds needed 9.0 s of a 8 s budget"
+
+
+class SlowingLoad(FixedCostLoad):
+    """Fake: warm-ups cost ``block_s`` as before, every round block ``round_block_s`` (a machine that turned busy
+    after the loads were opened: the plan fitted more loads than the floor's, then their floor overran)."""
+
+    round_block_s = 2.0
+
+    def rounds(self, first, count, config, order):
+        self.block_s, cheap = self.round_block_s, self.block_s
+        try:
+            return super().rounds(first, count, config, order)
+        finally:
+            self.block_s = cheap
+
+
+def test_a_floor_overrun_after_more_loads_than_the_floor_names_what_ran():
+    """CI (load 2-5) saw it: the budget fitted more loads than the floor's two, the machine slowed, and the
+    floor's rounds on every opened load ran past the budget. The line names the loads and rounds that ran
+    (it said "2 loads × 2 rounds" whatever ran); nothing beyond the floor runs after it."""
+    clock = cal.SimClock()
+    names = ("base", "cand")
+    plan = interleave.RoundPlan(time_budget_s=12.0, round_iterations=20)
+    out = interleave.run_interleaved(names, lambda i: SlowingLoad(clock, names, 0.1, seed=i), plan, clock=clock,
+                                     window=BatchWindow(started=0.0, budget_s=12.0, reserve_s=0.0, per_batch_s=12.0))
+    assert out.loads > interleave.FLOOR_LOADS and out.rounds == out.loads * interleave.FLOOR_ROUNDS
+    assert out.floor_overrun.startswith(f"the floor of {out.loads} loads × {interleave.FLOOR_ROUNDS} rounds needed ")
 
 
 def test_with_time_left_the_loop_ends_inside_its_deadline():

@@ -235,10 +235,13 @@ def test_the_budget_accounting_end_to_end(conv_model, tmp_path, capsys):
         assert batch["stop_reason"] == c["stop_reason"]
         # the first: one budget from the start; the second: by two budgets (less if the first stopped early)
         assert batch["budget_s"] == budget if c["batch_size"] == 1 else batch["budget_s"] <= 2 * budget
-        floor_only = c["loads"] == FLOOR_LOADS and c["rounds"] == FLOOR_LOADS * FLOOR_ROUNDS
+        # past the budget only the floor's rounds ran: on every load opened (2, or more where the budget seemed
+        # to fit them before a busy machine overran it: CI saw 3), none after (a single load: two round pairs)
+        floor = FLOOR_ROUNDS if c["loads"] >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
         if batch["floor_overrun"]:
-            assert floor_only and batch["floor_overrun"] in "\n".join(data["warnings"])
-            assert f"WARNING: batch {c['batch_size']}: the floor of 2 loads × 2 rounds needed" in captured.out
+            assert c["rounds"] == c["loads"] * floor and batch["floor_overrun"] in "\n".join(data["warnings"])
+            loads = f"{c['loads']} load{'s' if c['loads'] != 1 else ''}"
+            assert f"WARNING: batch {c['batch_size']}: the floor of {loads} × {floor} rounds needed" in captured.out
 
 
 def test_the_command_s_clock_starts_at_its_process_start_only_when_it_is_the_command(monkeypatch):

@@ -86,11 +86,14 @@ LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has alre
 STOP_CONFIDENCE = 0.999
 
 
-def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0) -> str:
+def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0, *, loads: int = FLOOR_LOADS,
+                       rounds: int = FLOOR_ROUNDS) -> str:
     """The one line a run says when the floor (which runs regardless) ended past its budget:
-    ``needed_s`` counts from the budget's start and includes the ``reserve_s`` kept for the end."""
+    ``needed_s`` counts from the budget's start and includes the ``reserve_s`` kept for the end; ``loads``
+    × ``rounds`` is what ran: the floor's rounds on every load opened (more than ``FLOOR_LOADS`` when the
+    budget seemed to fit them and a slower machine then overran it)."""
     kept = f" ({reserve_s:.1f} s of it kept for the end)" if reserve_s > 0 else ""
-    return (f"the floor of {FLOOR_LOADS} loads × {FLOOR_ROUNDS} rounds needed {needed_s:.1f} s of a "
+    return (f"the floor of {loads} load{'s' if loads != 1 else ''} × {rounds} rounds needed {needed_s:.1f} s of a "
             f"{round(budget_s, 1):g} s budget{kept}")
 
 
@@ -412,7 +415,8 @@ class _Loop:
         for i in range(len(self.loads)):  # the floor's round pairs first: they measure what a round costs …
             self.run(i, floor)
         if self.elapsed() > self.budget_s - self.reserve_s:  # ran regardless: say so
-            self.floor_overrun = floor_overrun_line(self.elapsed() + self.reserve_s, self.budget_s, self.reserve_s)
+            self.floor_overrun = floor_overrun_line(self.elapsed() + self.reserve_s, self.budget_s, self.reserve_s,
+                                                    loads=len(self.loads), rounds=floor)
         more = min(plan.min_rounds - floor, self.max_pairs_fitting(len(self.loads)))
         if len(self.loads) * more * self.round_s > self.remaining():  # … and the rest of the minimum if it fits
             more = 0

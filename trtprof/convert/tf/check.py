@@ -106,7 +106,7 @@ def check_against_tf(
     try:
         import onnxruntime as ort
     except ImportError as err:  # pragma: no cover - core dependency
-        raise MissingDependency("onnxruntime", "onnxruntime") from err
+        raise MissingDependency("onnxruntime", None) from err
     info = describe(model, Path(path or "converted.onnx"), sha256="-")
     concrete = resolve_shapes(info.inputs, batch_size, shapes, model_path=None if path is None else str(path))
     feeds = make_inputs(info.inputs, concrete, seed=seed)
