@@ -45,8 +45,9 @@ def test_only_on_half_precision_candidates():
     assert sdpa_nan_guard(None, "fp16") is None and sdpa_nan_guard({}, "fp16") is None
 
 
-def test_onnxruntime_engines_get_the_fusion_what_if():
-    f = sdpa_nan_guard(facts(2), "fp16", "onnxruntime-cuda")
+@pytest.mark.parametrize("backend", ["onnxruntime", "onnxruntime-cuda"])
+def test_onnxruntime_engines_get_the_fusion_what_if(backend):
+    f = sdpa_nan_guard(facts(2), "fp16", backend)
     assert f is not None and "`--what-if ort-fusions`" in f.message
 
 

@@ -101,3 +101,22 @@ def test_node_facts_mark_the_guards_and_nothing_else():
     assert marked == {"where0": "softmax0", "where1": "softmax1"}
     assert facts["where0"]["op_type"] == "Where" and facts["where0"]["output_shape"] == [B, H, S, S]
     assert not any("nan_guard" in f for f in node_facts(attention_model(2, guard="other_branch"), SHAPES).values())
+
+
+def test_the_compares_graph_facts_carry_the_marks(tmp_path):
+    """``layers.profile.graph_facts`` — what ``compare.analysis`` hands to ``diagnose`` as ``PairEvidence.graph``
+    on a GPU compare — carries the marks of a model read from a file (the record a stand-in with the three
+    fields graph_facts reads)."""
+    from types import SimpleNamespace
+
+    from trtprof.layers.profile import graph_facts
+    from trtprof.model.onnx_model import OnnxModel
+
+    path = tmp_path / "attention.onnx"
+    onnx.save(attention_model(2), str(path))
+    model = OnnxModel.load(path)
+    record = SimpleNamespace(spec=SimpleNamespace(shape_overrides=dict), inputs=model.info.inputs,
+                             model_path=str(path))
+    facts = graph_facts(model, record, B)  # type: ignore[arg-type]
+    assert {n: f["nan_guard"] for n, f in facts.items() if "nan_guard" in f} == {"where0": "softmax0",
+                                                                                 "where1": "softmax1"}

@@ -133,8 +133,10 @@ def sdpa_nan_guard(graph: Mapping[str, Mapping[str, Any]] | None, candidate: str
     (``PairEvidence.graph``) rather than an engine's backend metadata: those facts already carry the source
     graph to ``diagnose`` for every backend, and the guard is a property of that graph, the same for every
     arm (backend metadata would need each backend's build to census it). So it speaks where the graph facts
-    exist: a GPU compare whose model shape inference reads. trtprof measures the graph as given and does not
-    remove the guard (that would change the outputs of fully masked rows)."""
+    exist: a GPU compare whose model shape inference reads. ``backend``: the candidate's, for the advice
+    (the ``--what-if ort-fusions`` line where its capabilities run ONNX Runtime's contrib ops). trtprof
+    measures the graph as given and does not remove the guard (that would change the outputs of fully
+    masked rows)."""
     if candidate not in HALF_PRECISIONS or not graph:
         return None
     guards = {name: str(f["nan_guard"]) for name, f in graph.items() if f.get("nan_guard")}
@@ -143,7 +145,7 @@ def sdpa_nan_guard(graph: Mapping[str, Mapping[str, Any]] | None, candidate: str
     where, softmax = next(iter(guards.items()))
     advice = ("export with eager attention (transformers: attn_implementation=\"eager\"; timm: fused attention "
               "off)")
-    if backend.startswith("onnxruntime"):
+    if backends.capabilities(backend).ort_contrib_ops:  # the backends ``--what-if ort-fusions`` runs on
         advice += ("; `--what-if ort-fusions` measures ONNX Runtime's attention fusion of a copy (onnxruntime "
                    "1.32's BERT pattern has no Where after the Softmax: guarded layers may stay unfused)")
     return Finding(
