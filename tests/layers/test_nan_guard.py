@@ -120,3 +120,30 @@ def test_the_compares_graph_facts_carry_the_marks(tmp_path):
     facts = graph_facts(model, record, B)  # type: ignore[arg-type]
     assert {n: f["nan_guard"] for n, f in facts.items() if "nan_guard" in f} == {"where0": "softmax0",
                                                                                  "where1": "softmax1"}
+
+
+def test_torch_onnx_exports_guard_is_the_pattern():
+    """The guard as torch's TorchScript exporter writes it (``symbolic_opset14``): two SDPA calls with a boolean
+    mask give four Wheres, two of them the mask's (``Where(mask, 0, -inf)``, not counted) and two guards."""
+    torch = pytest.importorskip("torch")
+    import io
+
+    import torch.nn.functional as F
+
+    class TwoLayers(torch.nn.Module):
+        def forward(self, q, k, v, mask):
+            return F.scaled_dot_product_attention(F.scaled_dot_product_attention(q, k, v, attn_mask=mask), k, v,
+                                                  attn_mask=mask)
+
+    q = torch.randn(2, 4, 8, 16)
+    buf = io.BytesIO()
+    torch.onnx.export(TwoLayers(), (q, q, q, torch.ones(2, 1, 8, 8, dtype=torch.bool)), buf, opset_version=17,
+                      dynamo=False)
+    graph = onnx.load_from_string(buf.getvalue()).graph
+    assert [n.op_type for n in graph.node].count("Where") == 4
+    guards = nan_guards(graph)
+    assert len(guards) == 2 and all(graph_op(graph, s) == "Softmax" for s in guards.values())
+
+
+def graph_op(graph: Any, key: str) -> str:
+    return next(n.op_type for n in graph.node if n.name == key)
