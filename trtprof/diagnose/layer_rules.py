@@ -19,6 +19,15 @@ MIN_SHARE = 0.05
 # around the enqueue), so the rest was waiting for the host (launch latency, Python).
 KERNEL_BUSY_SHARE = 0.5
 TOP = 5
+# SDPA NaN guards (``layers.graph.nan_guards``) in the graph before the finding speaks: one is enough, since
+# each is an IsNaN and a Where over a whole [batch, heads, seq, seq] score tensor that the eager attention
+# does not run (BERT-base's 12, fp16 batch 64 on the H200: +777 µs of a ~5.6 ms pass).
+NAN_GUARD_MIN = 1
+# The precisions whose comparisons the guard finding speaks to: the half-precision candidates, where the
+# memory passes weigh most against the GEMMs they sit between.
+HALF_PRECISIONS = ("fp16", "bf16")
+NAN_GUARD_MEASURED = ("measured: BERT-base fp16 13 % slower on an H200 "
+                      "(benchmarks/results/torch_transformers-H200-2026-12-02b)")
 
 
 def fp16_slower_layers(table: LayerTable, candidate: str) -> Finding | None:
@@ -114,6 +123,39 @@ def tensor_core_ineligible(graph: Mapping[str, Mapping[str, Any]], candidate: st
         f"{basis}; {candidate.upper()}'s tensor-core peak does not apply to them (pad channels to multiples of 8)",
         {"candidate": candidate, "share": share, "basis": basis, "layers": evidence_rows[:20],
          "multiple": 8, "guidance": "NVIDIA Deep Learning Performance Guide: Tensor Core Requirements"},
+    )
+
+
+def sdpa_nan_guard(graph: Mapping[str, Mapping[str, Any]] | None, candidate: str,
+                   backend: str = "") -> Finding | None:
+    """The NaN guard ``torch.onnx.export`` writes after each decomposed SDPA Softmax, counted from the graph
+    facts (``nan_guard`` on a Where, ``layers.graph.nan_guards``). The count rides on the compare's graph facts
+    (``PairEvidence.graph``) rather than an engine's backend metadata: those facts already carry the source
+    graph to ``diagnose`` for every backend, and the guard is a property of that graph, the same for every
+    arm (backend metadata would need each backend's build to census it). So it speaks where the graph facts
+    exist: a GPU compare whose model shape inference reads. ``backend``: the candidate's, for the advice
+    (the ``--what-if ort-fusions`` line where its capabilities run ONNX Runtime's contrib ops). trtprof
+    measures the graph as given and does not remove the guard (that would change the outputs of fully
+    masked rows)."""
+    if candidate not in HALF_PRECISIONS or not graph:
+        return None
+    guards = {name: str(f["nan_guard"]) for name, f in graph.items() if f.get("nan_guard")}
+    if len(guards) < NAN_GUARD_MIN:
+        return None
+    where, softmax = next(iter(guards.items()))
+    advice = ("export with eager attention (transformers: attn_implementation=\"eager\"; timm: fused attention "
+              "off)")
+    if backends.capabilities(backend).ort_contrib_ops:  # the backends ``--what-if ort-fusions`` runs on
+        advice += ("; `--what-if ort-fusions` measures ONNX Runtime's attention fusion of a copy (onnxruntime "
+                   "1.32's BERT pattern has no Where after the Softmax: guarded layers may stay unfused)")
+    return Finding(
+        "sdpa_nan_guard",
+        f"the export's SDPA NaN guard: {plural(len(guards), 'Softmax output')} "
+        f"{'passes' if len(guards) == 1 else 'pass'} through IsNaN + Where (e.g. {softmax} → {where}): two "
+        "extra passes over the attention scores per layer, which the model's own eager attention does not run; "
+        f"{advice} ({NAN_GUARD_MEASURED})",
+        {"candidate": candidate, "guards": len(guards), "where_to_softmax": dict(list(guards.items())[:20]),
+         "threshold": NAN_GUARD_MIN, "measured": "benchmarks/results/torch_transformers-H200-2026-12-02b"},
     )
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import backends
 from .findings import Finding
-from .layer_rules import layer_findings
+from .layer_rules import layer_findings, sdpa_nan_guard
 from .ort_rules import ort_findings
 from ..measure.results import BenchResult
 from ..measure.timing import capture_failure
@@ -432,7 +432,8 @@ def diagnose(baseline: BenchResult, candidate: BenchResult, evidence: PairEviden
     ``evidence.layers`` and ``evidence.graph`` enable the layer rules: FP16-slower layers, cast/reformat
     share, tensor-core-ineligible layers, GPU idle gaps. The ONNX-Runtime-on-GPU rules (``ort_rules``: CPU EP
     nodes, NCHW, the refused graph, the cuDNN search mode) speak where the capabilities and the recorded
-    provider options say they apply."""
+    provider options say they apply; ``sdpa_nan_guard`` where the graph facts count the export's SDPA NaN
+    guards."""
     series, rates, speedup, roofline = evidence.series, evidence.rates, evidence.speedup, evidence.roofline
     device_kind, layers, graph = evidence.device_kind, evidence.layers, evidence.graph
     series = series or {}
@@ -448,6 +449,7 @@ def diagnose(baseline: BenchResult, candidate: BenchResult, evidence: PairEviden
         unstable_clocks(baseline),
         unstable_clocks(candidate),
         *ort_findings(baseline, candidate, table=layers, graph=graph, speedup=speedup),
+        sdpa_nan_guard(graph, candidate.precision, candidate.backend),
     ]
     if layers is not None or graph:
         compute = {r.precision: _median(r, "compute_ms") for r in (baseline, candidate)}

@@ -5,6 +5,9 @@ Why: NVIDIA's guidance for FP16 tensor cores (cuDNN/cuBLAS, "Deep Learning Perfo
 (matrix products) be multiples of 8; otherwise the libraries fall back to CUDA-core kernels or pad.
 A 3-channel convolution (the report's network) is ineligible on both sides. This is read from the
 graph, not guessed from timings, and reported with the time share the profiled layers hold.
+
+Also marked here: the NaN guard ``torch.onnx.export`` writes after the Softmax of a decomposed
+``scaled_dot_product_attention`` (``nan_guards``), two extra passes over the attention scores per layer.
 """
 from __future__ import annotations
 
@@ -67,8 +70,65 @@ def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
     return None
 
 
+def _is_zero_constant(name: str, producers: Mapping[str, Any], initializers: Mapping[str, Any]) -> bool:
+    """Whether tensor ``name`` is the constant 0 of one element (a Constant node's ``value`` or ``value_float``,
+    or an initializer once constant folding has run): any other tensor is not the guard's 0."""
+    from onnx import numpy_helper
+
+    if name in initializers:
+        values = numpy_helper.to_array(initializers[name])
+    else:
+        node = producers.get(name)
+        if node is None or node.op_type != "Constant" or len(node.attribute) != 1:
+            return False
+        attr = node.attribute[0]
+        if attr.name == "value":
+            values = numpy_helper.to_array(attr.t)
+        elif attr.name == "value_float":
+            return attr.f == 0.0
+        else:
+            return False
+    return values.size == 1 and float(values.reshape(-1)[0]) == 0.0
+
+
+def nan_guards(graph: Any) -> dict[str, str]:
+    """Where node key → Softmax node key, for each NaN guard in ``graph`` (an ONNX GraphProto; its top level,
+    not the bodies of If/Loop). The pattern, exactly as ``torch.onnx.export`` writes it after the Softmax of a
+    decomposed ``scaled_dot_product_attention`` with a boolean mask (``symbolic_opset14``: a fully masked row's
+    softmax is 0/0)::
+
+        p = Softmax(scores);  y = Where(IsNaN(p), 0, p)
+
+    — the Where's condition is the output of an IsNaN whose input ``p`` is a Softmax's output, its true
+    branch is the constant 0 of one element (``_is_zero_constant``), its false branch that same ``p``. Nothing
+    between them is looked through (a Cast, a second guard), and no other Where counts: each guard is an
+    IsNaN and a Where over the whole [batch, heads, seq, seq] score tensor, passes the eager attention does
+    not run."""
+    producers: dict[str, Any] = {}
+    keys: dict[int, str] = {}
+    for i, node in enumerate(graph.node):
+        keys[id(node)] = node_key(node, i)
+        for out in node.output:
+            producers[out] = node
+    initializers = {init.name: init for init in graph.initializer}
+    found: dict[str, str] = {}
+    for node in graph.node:
+        if node.op_type != "Where" or len(node.input) != 3:
+            continue
+        cond, zero, p = node.input
+        isnan = producers.get(cond)
+        softmax = producers.get(p)
+        if (isnan is None or isnan.op_type != "IsNaN" or list(isnan.input) != [p]
+                or softmax is None or softmax.op_type != "Softmax"
+                or not _is_zero_constant(zero, producers, initializers)):
+            continue
+        found[keys[id(node)]] = keys[id(softmax)]
+    return found
+
+
 def node_facts(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, dict[str, Any]]:
-    """node key → {op_type, output_shape, flops, tensor_core: {...} or None} at these input shapes."""
+    """node key → {op_type, output_shape, flops, tensor_core: {...} or None} at these input shapes; a Where
+    that is an SDPA NaN guard (``nan_guards``) also carries ``nan_guard``: the key of its Softmax."""
     from ..model.roofline import inferred_shapes, node_flops
 
     graph, consts, shapes, _ = inferred_shapes(model, input_shapes)
@@ -76,6 +136,7 @@ def node_facts(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, .
     def shape(name: str) -> tuple[int, ...] | None:
         return consts.get(name) or shapes.get(name)
 
+    guards = nan_guards(graph)
     out: dict[str, dict[str, Any]] = {}
     for i, node in enumerate(graph.node):
         y = shape(node.output[0]) if node.output else None
@@ -86,4 +147,6 @@ def node_facts(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, .
             "flops": flops,
             "tensor_core": tensor_core_dims(node, shape),
         }
+        if node_key(node, i) in guards:
+            out[node_key(node, i)]["nan_guard"] = guards[node_key(node, i)]
     return out
