@@ -182,10 +182,8 @@ def compare(conv_model: Path, npz: Path, tmp_path: Path, *extra: str) -> list[st
     return out
 
 
-def test_compare_on_inputs_reports_the_samples_its_verdict_rests_on(conv_model, npz, tmp_path, capsys, monkeypatch):
-    """A fake clock that moves 1 s a reading: the pass's 0.075-s share is past at the first check, so one
-    batch runs; the start-up says so as it stops, the verdict line, the JSON and the page give the count."""
-    pytest.importorskip("onnxruntime")
+def ticking_clock(monkeypatch) -> FakeClock:
+    """The pass's clock, moving 1 s at every reading."""
     clock = FakeClock()
 
     def tick() -> float:
@@ -193,6 +191,14 @@ def test_compare_on_inputs_reports_the_samples_its_verdict_rests_on(conv_model, 
         return clock.t
 
     monkeypatch.setattr(accuracy_pass, "CLOCK", tick)
+    return clock
+
+
+def test_compare_on_inputs_reports_the_samples_its_verdict_rests_on(conv_model, npz, tmp_path, capsys, monkeypatch):
+    """A fake clock that moves 1 s a reading: the pass's 0.075-s share is past at the first check, so one
+    batch runs; the start-up says so as it stops, the verdict line, the JSON and the page give the count."""
+    pytest.importorskip("onnxruntime")
+    ticking_clock(monkeypatch)
     out = compare(conv_model, npz, tmp_path)
     text = capsys.readouterr().out
     acc = json.loads(out.read_text())["comparisons"][0]["accuracy"]
@@ -212,13 +218,7 @@ def test_compare_on_inputs_reports_the_samples_its_verdict_rests_on(conv_model, 
 
 def test_accuracy_samples_all_runs_every_sample(conv_model, npz, tmp_path, capsys, monkeypatch):
     pytest.importorskip("onnxruntime")
-    clock = FakeClock()
-
-    def tick() -> float:
-        clock.t += 1.0
-        return clock.t
-
-    monkeypatch.setattr(accuracy_pass, "CLOCK", tick)
+    ticking_clock(monkeypatch)
     out = compare(conv_model, npz, tmp_path, "--accuracy-samples", "all")
     text = capsys.readouterr().out
     acc = json.loads(out.read_text())["comparisons"][0]["accuracy"]

@@ -99,22 +99,32 @@ def counting_reads(monkeypatch) -> list[Path]:
     return reads
 
 
-def test_import_append_keeps_a_newer_writer_s_keys_and_compare_reads_the_file_once(tmp_path, capsys, monkeypatch):
-    """``import trtexec --append`` reads the results file it adds to through the same value, and writes it
-    back with the keys it did not know; ``compare`` on the imported runs reads the file once."""
+def import_two_runs(capsys, out: Path, after_first=None) -> None:
+    """``import trtexec`` of the fp32 and fp16 ResNet-50 timings into ``out`` (the second with --append);
+    ``after_first(out)`` runs between the two."""
     data_dir = Path(__file__).resolve().parents[1] / "data" / "trtexec"
-    out = tmp_path / "results.json"
     for i, precision in enumerate(("fp32", "fp16")):
         code, _, err = run_main(capsys, "import", "trtexec", "--times",
                                 str(data_dir / f"resnet50-rtx3090-{precision}.timing.json.gz"), "--precision",
                                 precision, "--batch-size", "32", "--model", "resnet50", "--out", str(out),
                                 *(["--append"] if i else []))
         assert code == 0, err
-        if not i:
-            first = json.loads(out.read_text())
-            first["from_a_newer_writer"] = {"kept": 1}
-            first["results"][0]["future_entry_field"] = 2
-            out.write_text(json.dumps(first))
+        if not i and after_first is not None:
+            after_first(out)
+
+
+def test_import_append_keeps_a_newer_writer_s_keys_and_compare_reads_the_file_once(tmp_path, capsys, monkeypatch):
+    """``import trtexec --append`` reads the results file it adds to through the same value, and writes it
+    back with the keys it did not know; ``compare`` on the imported runs reads the file once."""
+    out = tmp_path / "results.json"
+
+    def newer_writer_keys(path: Path) -> None:
+        first = json.loads(path.read_text())
+        first["from_a_newer_writer"] = {"kept": 1}
+        first["results"][0]["future_entry_field"] = 2
+        path.write_text(json.dumps(first))
+
+    import_two_runs(capsys, out, newer_writer_keys)
     data = json.loads(out.read_text())
     assert data["from_a_newer_writer"] == {"kept": 1} and data["results"][0]["future_entry_field"] == 2
     assert [r["precision"] for r in data["results"]] == ["fp32", "fp16"]
@@ -186,14 +196,8 @@ def test_compare_md_is_the_document_s_summary_without_reading_the_file_back(conv
 
 
 def test_compare_md_on_imported_runs_reads_only_the_results_file(tmp_path, capsys, monkeypatch):
-    data_dir = Path(__file__).resolve().parents[1] / "data" / "trtexec"
     results = tmp_path / "results.json"
-    for i, precision in enumerate(("fp32", "fp16")):
-        code, _, err = run_main(capsys, "import", "trtexec", "--times",
-                                str(data_dir / f"resnet50-rtx3090-{precision}.timing.json.gz"), "--precision",
-                                precision, "--batch-size", "32", "--model", "resnet50", "--out", str(results),
-                                *(["--append"] if i else []))
-        assert code == 0, err
+    import_two_runs(capsys, results)
     out = tmp_path / "cmp.json"
     reads = counting_reads(monkeypatch)
     code, printed, err = run_main(capsys, "compare", str(results), "--out", str(out), "--md")
