@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests smoke resnet50 transformers probe aa aa6 report-net archs whatifs commands)
+#   (stages: gpu-tests smoke resnet50 transformers pooled probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -51,6 +51,36 @@ for stage in "$@"; do
         python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32 --out "$OUT/$m-ref-ort.json" \
           "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet
       done
+      ;;
+    pooled)  # ViT/BERT defaults at batch 1 and 32 against the reference pooled over 6 sessions (--sessions 6)
+      for m in vit_b16 bert_base; do
+        python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
+        engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
+        T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|VALID|eager|wall|rror" | head -20
+        python3 "$HERE/reference_ort_iobinding.py" --sessions 6 --iters 200 --batch-sizes 1,32 --out "$OUT/$m-ref-ort.json" \
+          "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet | grep pooled
+      done
+      ;;
+    kernels)  # per-node GPU kernel times (CUPTI, cupti-python) against Kineto; the report net's why with them
+      timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu tests/layers/test_ort_kernels_gpu.py 2>&1 | tee -p "$OUT/kernels-gpu-test.txt" | tail -3
+      python3 models/conv_elu.py "$W" >/dev/null
+      engines --fp32 --fp16 --batch-sizes 10,256 "$W/report_conv_elu_k32_256.onnx"
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --fp16 --batch-sizes 32 "$W/resnet50.onnx"
+      for mb in report_conv_elu_k32_256:10 report_conv_elu_k32_256:256 resnet50:32; do
+        m=${mb%:*}; b=${mb#*:}
+        T python3 -m trtprof profile "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" --precisions fp32,fp16 \
+          --batch-size $b --out "$OUT/kprofile-$m-b$b.json" > "$OUT/kprofile-$m-b$b.txt" 2>&1; tail -1 "$OUT/kprofile-$m-b$b.txt"
+        python3 "$HERE/reference_ort_kernels_kineto.py" --batch $b --out "$OUT/kineto-$m-b$b.json" \
+          "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet
+        python3 "$HERE/reference_ort_kernels_kineto.py" --compare "$OUT/kineto-$m-b$b.json" --trtprof "$OUT/kprofile-$m-b$b.json" 2>&1 | tee -p "$OUT/kcheck-$m-b$b.txt"
+      done
+      head -45 "$OUT/kprofile-report_conv_elu_k32_256-b10.txt"
+      T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --precisions fp32,fp16 --batch-sizes 10 --layers --out "$OUT/kreport-why.json" 2>&1 | tee -p "$OUT/kreport-why.txt" | grep -vE "^\s+(fp32|fp16): median" | grep -iE "why|slower|nchw|layer|speedup|VALID|wall|rror" | head -30
+      T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --batch-sizes 10 --what-if nhwc --out "$OUT/kreport-nhwc.json" 2>&1 | tee -p "$OUT/kreport-nhwc.txt" | grep -E "^batch|what-if|VALID|wall|rror" | head -12
       ;;
     probe)  # the eager batch-1 gap, one ORT setting at a time (needs the transformers stage's engines)
       python3 "$HERE/ort_cuda_eager_probe.py" --batch 1 --out "$OUT/eager-probe.json" \

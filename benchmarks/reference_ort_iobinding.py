@@ -12,6 +12,11 @@ run, median of ``--iters`` runs after ``--warmup``. Two numbers: ``compute_ms`` 
 ``latency_ms`` (with copies: the input updated from pinned-free numpy with ``update_inplace`` and the
 output read back with ``.numpy()``, as a user's serving loop does).
 
+With ``--sessions K`` each file is timed in K sessions opened one after another, the files taking turns
+(session 1 of every file, then session 2, …), and a pooled row gives the median over the K sessions: at
+batch 1 two sessions of one file differ by up to 6 % (BERT fp16 on the H200), more than one session can
+tell; trtprof pools its 6 loads the same way.
+
     python3 benchmarks/reference_ort_iobinding.py --batch-sizes 1,32 a.onnx:fp32 b.onnx:fp16 c.onnx:tf32
 """
 from __future__ import annotations
@@ -110,24 +115,43 @@ def time_one(path: str, precision: str, batch: int, iters: int, warmup: int, eag
     return row
 
 
+def pooled(rows: list[dict]) -> dict:
+    """One row for a file's K sessions: the median of their medians (and each session's, to see the spread)."""
+    return {**rows[0], "sessions": len(rows), "compute_ms": float(np.median([r["compute_ms"] for r in rows])),
+            "latency_ms": float(np.median([r["latency_ms"] for r in rows])),
+            "per_session_compute_ms": [r["compute_ms"] for r in rows],
+            "per_session_latency_ms": [r["latency_ms"] for r in rows]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="+", help="FILE.onnx:PRECISION")
     parser.add_argument("--batch-sizes", default="1,32")
     parser.add_argument("--iters", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--sessions", type=int, default=1, help="sessions per file, taking turns; pooled by median")
     parser.add_argument("--out", default=None)
     parser.add_argument("--eager", action="store_true", help="no CUDA graph, dims as exported")
     args = parser.parse_args()
     rows = []
     for batch in [int(b) for b in args.batch_sizes.split(",")]:
-        for item in args.files:
-            path, _, precision = item.rpartition(":")
-            iters = max(20, args.iters // max(1, batch // 32))
-            rows.append(time_one(path, precision, batch, iters, args.warmup, args.eager))
-            r = rows[-1]
-            print(f"ref-ort {precision:5s} b{batch:<4d} compute {r['compute_ms']:.4f} ms  latency "
-                  f"{r['latency_ms']:.4f} ms  graph={r['cuda_graph']} {r['free_dims'] or ''}", flush=True)
+        per_file: dict[str, list[dict]] = {item: [] for item in args.files}
+        for _ in range(max(1, args.sessions)):
+            for item in args.files:
+                path, _, precision = item.rpartition(":")
+                iters = max(20, args.iters // max(1, batch // 32))
+                r = time_one(path, precision, batch, iters, args.warmup, args.eager)
+                per_file[item].append(r)
+                print(f"ref-ort {precision:5s} b{batch:<4d} compute {r['compute_ms']:.4f} ms  latency "
+                      f"{r['latency_ms']:.4f} ms  graph={r['cuda_graph']} {r['free_dims'] or ''}", flush=True)
+        for item, runs in per_file.items():
+            rows.append(pooled(runs) if args.sessions > 1 else runs[0])
+            if args.sessions > 1:
+                r = rows[-1]
+                print(f"ref-ort-pooled {r['precision']:5s} b{batch:<4d} compute {r['compute_ms']:.4f} ms  latency "
+                      f"{r['latency_ms']:.4f} ms  over {r['sessions']} sessions "
+                      f"(compute {min(r['per_session_compute_ms']):.4f}-{max(r['per_session_compute_ms']):.4f})",
+                      flush=True)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

@@ -171,6 +171,12 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         """The session's settings, for a bench result's ``config.runtime``."""
         return dict(self.settings)
 
+    def profile_options(self) -> dict[str, str]:
+        """The provider options a separate profiling session takes so that it runs this session's kernels:
+        the ones trtprof chooses, as ORT reports them for this session (no graph, no stream)."""
+        reported = self.settings["provider_options"]
+        return {k: str(reported[k]) for k in (*CUDA_OPTIONS, LAYOUT_OPTION) if k in reported}
+
     def _run_options(self, key: tuple[Any, ...] | None) -> Any:
         ort = import_ort()
         options = ort.RunOptions()

@@ -159,11 +159,18 @@ def sdpa_nan_guard(graph: Mapping[str, Mapping[str, Any]] | None, candidate: str
     )
 
 
+def kernel_clock(prof: Any) -> bool:
+    """Whether a profile's layer times are GPU kernel times: as the profile says (ONNX Runtime's CUDA EP where
+    CUPTI captured its kernels), else as its backend's capabilities say."""
+    own = getattr(prof, "kernel_times", None)
+    return bool(own) if own is not None else backends.capabilities(prof.backend).kernel_times
+
+
 def gpu_idle_gaps(table: LayerTable, precision: str, compute_ms: float | None) -> Finding | None:
     """Host/launch-bound from the kernels: measured GPU compute time (events around the enqueue)
     minus the profiled kernel time is time the GPU waited for the host."""
     prof = table.profiles.get(precision)
-    if prof is None or compute_ms is None or compute_ms <= 0 or not backends.capabilities(prof.backend).kernel_times:
+    if prof is None or compute_ms is None or compute_ms <= 0 or not kernel_clock(prof):
         return None
     kernels = prof.iteration_total_ms if prof.iteration_total_ms is not None else prof.total_ms
     busy = kernels / compute_ms
@@ -198,13 +205,13 @@ def host_clock(table: LayerTable | None, candidate: str) -> Finding | None:
     prof = table.profiles.get(candidate) if table is not None else None
     if prof is None:
         return None
-    if not backends.capabilities(prof.backend).host_clock_on_gpu:
+    if not backends.capabilities(prof.backend).host_clock_on_gpu or kernel_clock(prof):
         return None
     return Finding(
         "layer_times_host_clock",
         f"{candidate}'s per-layer times on {prof.backend} are host times ({prof.source}): each is the launch of a "
         "node's kernels, not their run on the GPU, so no layer-time share is claimed here (tensor-core shares "
-        "use counted FLOPs); GPU kernel times per layer: --backend torch (CUPTI)",
+        "use counted FLOPs); GPU kernel times per layer: pip install 'trtprof[cupti]' (CUPTI), or --backend torch",
         {"candidate": candidate, "backend": prof.backend, "source": prof.source})
 
 

@@ -8,6 +8,7 @@ profiling on runs the asked iterations; the timed session is never profiled.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -18,6 +19,8 @@ import numpy as np
 
 from ..util.scratch import temp_dir
 from .graph import node_key
+from .kernels import uses_tensor_cores
+from .ort_kernels import Attribution, GpuWork, NodeSpan
 from .table import COMPUTE, FP32_MARKS, KernelTime, LayerTiming, PrecisionProfile, kind_of
 
 SOURCE = "onnxruntime session profiling (per-node wall time on the host)"
@@ -127,31 +130,64 @@ def row_name(node: str, op: str, sources: SourceGraph | None, taken: set[str]) -
     return unique
 
 
-def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
-                  sources: SourceGraph | None = None,
-                  fp32_nodes: frozenset[str] = frozenset()) -> tuple[tuple[LayerTiming, ...], float | None]:
-    """Per-node medians over the last ``iterations`` runs of an ORT profile; and the per-run total.
-    With ``sources``, rows are named by the ONNX node each executed node came from (``row_name``),
-    so the FP32 and FP16 engines' rows meet although ORT names their fused nodes differently.
-    ``fp32_nodes``: executed nodes of an fp16/int8 engine that ran on FP32 tensors (``fp32_executed_nodes``);
-    their kernels say so (``RUNS_FP32_MARK``)."""
+def _node_events(events: Sequence[Mapping[str, Any]], iterations: int) -> tuple[list[Mapping[str, Any]], list[tuple[float, float]]]:
+    """The node events of the last ``iterations`` runs (each with its run's index under ``"_run"``; warm-up
+    runs left out), and the runs' windows (µs)."""
     runs = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
     runs.sort(key=lambda e: e.get("ts", 0))
     runs = runs[-iterations:] if iterations else runs
     windows = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in runs]
-    per_node: dict[str, list[float]] = defaultdict(list)
-    per_run: dict[int, float] = defaultdict(float)
-    ops: dict[str, tuple[str, str]] = {}
-    order: list[str] = []
+    out: list[Mapping[str, Any]] = []
     for e in sorted((e for e in events if e.get("cat") == "Node"), key=lambda e: e.get("ts", 0)):
-        name = str(e.get("name", ""))
-        if not name.endswith(SUFFIX):
+        if not str(e.get("name", "")).endswith(SUFFIX):
             continue  # fence_before/fence_after markers
         ts = float(e.get("ts", 0))
         run = next((i for i, (a, b) in enumerate(windows) if a <= ts <= b), None)
         if windows and run is None:
             continue  # a warmup run
-        node = name[: -len(SUFFIX)]
+        out.append({**e, "_run": run if run is not None else 0})
+    return out, windows
+
+
+def node_spans(events: Sequence[Mapping[str, Any]], start_ns: int) -> list[NodeSpan]:
+    """Every node event of ORT's profile as a host interval on ORT's clock (``start_ns``: the session's
+    profiling start, ``get_profiling_start_time_ns``), keyed as ``parse_profile`` looks them up."""
+    return [NodeSpan((str(e["name"]), float(e.get("ts", 0))), start_ns + int(float(e.get("ts", 0)) * 1000),
+                     start_ns + int((float(e.get("ts", 0)) + float(e.get("dur", 0))) * 1000))
+            for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith(SUFFIX)]
+
+
+def _gpu_kernels(works: Sequence[Sequence[GpuWork]], runs: int, provider: str) -> tuple[KernelTime, ...]:
+    """A node's kernels from its GPU work in each run: per kernel name, the median over runs of its time in
+    a run (a run without it counts 0), launches per run, tensor cores read from the name."""
+    names: dict[str, list[float]] = defaultdict(lambda: [0.0] * max(1, len(works)))
+    calls: dict[str, int] = defaultdict(int)
+    for i, run in enumerate(works):
+        for w in run:
+            names[w.name][i] += w.duration_ns / 1e6
+            calls[w.name] += 1
+    return tuple(KernelTime(name=f"{name} ({provider})" if provider else name, median_ms=float(np.median(t)),
+                            calls=max(1, round(calls[name] / max(1, runs))), tensor_core=uses_tensor_cores(name))
+                 for name, t in sorted(names.items(), key=lambda kv: -float(np.median(kv[1]))))
+
+
+def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
+                  sources: SourceGraph | None = None,
+                  fp32_nodes: frozenset[str] = frozenset(),
+                  gpu: Attribution | None = None) -> tuple[tuple[LayerTiming, ...], float | None]:
+    """Per-node medians over the last ``iterations`` runs of an ORT profile; and the per-run total.
+    With ``sources``, rows are named by the ONNX node each executed node came from (``row_name``),
+    so the FP32 and FP16 engines' rows meet although ORT names their fused nodes differently.
+    ``fp32_nodes``: executed nodes of an fp16/int8 engine that ran on FP32 tensors (``fp32_executed_nodes``);
+    their kernels say so (``RUNS_FP32_MARK``). ``gpu``: CUPTI's GPU work per node event (``ort_kernels``):
+    a node's time is then its kernels' GPU time and its kernels are theirs, not the host's launch time."""
+    node_events, windows = _node_events(events, iterations)
+    per_node: dict[str, list[float]] = defaultdict(list)
+    works: dict[str, list[Sequence[GpuWork]]] = defaultdict(list)
+    per_run: dict[int, float] = defaultdict(float)
+    ops: dict[str, tuple[str, str]] = {}
+    for e in node_events:
+        node = str(e["name"])[: -len(SUFFIX)]
         args = e.get("args", {}) or {}
         provider = str(args.get("provider", ""))
         if node.startswith(RENAMED_PREFIX):
@@ -160,51 +196,118 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
         elif node in fp32_nodes:
             provider += f", {RUNS_FP32_MARK}"
         ops.setdefault(node, (str(args.get("op_name", "")), provider))
-        if node not in order:
-            order.append(node)
-        ms = float(e.get("dur", 0)) / 1e3
+        if gpu is None:
+            ms = float(e.get("dur", 0)) / 1e3
+        else:
+            work = gpu.per_node.get((str(e["name"]), float(e.get("ts", 0))), ())
+            works[node].append(work)
+            ms = sum(w.duration_ns for w in work) / 1e6
         per_node[node].append(ms)
-        per_run[run if run is not None else 0] += ms
+        per_run[e["_run"]] += ms
     layers = []
     taken: set[str] = set()
-    for node in order:
+    runs = max(1, len(windows))
+    for node in per_node:  # first-seen order: ORT's execution order
         op, provider = ops[node]
         name = row_name(node, op, sources, taken)
-        kernel = f"{op} ({provider})" if name == node else f"{op} ({provider}; ORT node {node})"
-        layers.append(LayerTiming(
-            name=name, op_type=op, kind=kind_of(op, node), median_ms=float(np.median(per_node[node])),
-            kernels=(KernelTime(name=kernel, median_ms=float(np.median(per_node[node])),
-                                calls=max(1, round(len(per_node[node]) / max(1, len(windows) or 1))), tensor_core=None),),
-        ))
+        median = float(np.median(per_node[node]))
+        label = provider if name == node else f"{provider}; ORT node {node}"
+        if gpu is None:
+            kernels: tuple[KernelTime, ...] = (KernelTime(name=f"{op} ({label})", median_ms=median,
+                                                          calls=max(1, round(len(per_node[node]) / runs)), tensor_core=None),)
+        else:
+            kernels = _gpu_kernels(works[node], runs, label)
+        layers.append(LayerTiming(name=name, op_type=op, kind=kind_of(op, node), median_ms=median, kernels=kernels))
     total = float(np.median(list(per_run.values()))) if per_run else None
     return tuple(layers), total
 
 
+def _kernel_capture(device: str) -> tuple[Any, str | None]:
+    """(the cupti module, None) where GPU kernel times per node can be captured; (None, why not) otherwise."""
+    if device != "cuda":
+        return None, None
+    from .ort_kernels import import_cupti
+    from ..errors import MissingDependency
+
+    try:
+        return import_cupti(), None
+    except MissingDependency as err:
+        return None, f"per-node times are host launch times: {err}"
+
+
 def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterations: int, warmup: int,
-                        batch_size: int, device: str = "cpu") -> PrecisionProfile:
+                        batch_size: int, device: str = "cpu",
+                        cuda_options: Mapping[str, str] | None = None) -> PrecisionProfile:
     """Run ``warmup`` + ``iterations`` inferences of ``record``'s engine (engines.cache.EngineRecord: its
-    artifact and precision) on a fresh profiling session (on ``device``'s provider) and parse its trace; the
-    profile is labelled with the engine's backend."""
+    artifact and precision) on a fresh profiling session (on ``device``'s provider, with ``cuda_options``: the
+    timed session's, so its kernels are the same) and parse its trace; the profile is labelled with the
+    engine's backend. On CUDA with cupti-python, the profiled runs are captured by CUPTI and each node's time
+    is its kernels' GPU time (``ort_kernels``); without it, or where too little of the GPU's work could be
+    tied to nodes, the node times stay host launch times and a note says why."""
     from ..backends.onnxruntime import SessionSettings, ort_session
     from ..spec import Precision
+    from . import ort_kernels
 
     artifact, precision, backend = Path(record.artifact_path), record.precision, record.backend
+    cupti, why_not = _kernel_capture(device)
     with temp_dir("ortprof") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
                               settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized,
                                                        keep_optimizations=True),
-                              device="cuda" if device == "cuda" else "cpu")
-        for _ in range(warmup + iterations):
+                              device="cuda" if device == "cuda" else "cpu", cuda_options=cuda_options)
+        for _ in range(warmup):
             session.run(None, dict(feeds))
+        log = None
+        if cupti is not None:
+            with ort_kernels.capture(cupti) as log:
+                for _ in range(iterations):
+                    session.run(None, dict(feeds))
+        else:
+            for _ in range(iterations):
+                session.run(None, dict(feeds))
         trace = Path(session.end_profiling())
         events = json.loads(trace.read_text(encoding="utf-8"))
         sources = source_graph(Path(artifact), optimized)
         fp32 = fp32_executed_nodes(optimized, precision) if precision in LOW_PRECISIONS else frozenset()
+    config: dict[str, Any] = {"warmup": warmup, "provider": session.get_providers()[0],
+                              **({"provider_options": dict(cuda_options)} if cuda_options else {})}
+    notes = [why_not] if why_not else []
+    gpu = None if log is None else _attribution(events, iterations, int(session.get_profiling_start_time_ns()), log,
+                                                config, notes)
     layers, total = parse_profile(events, iterations, sources, fp32)
-    return PrecisionProfile(precision=precision, backend=backend, source=SOURCE, batch_size=batch_size,
-                            iterations=iterations, layers=layers, iteration_total_ms=total,
-                            config={"warmup": warmup, "provider": session.get_providers()[0]})
+    host = PrecisionProfile(precision=precision, backend=backend, source=SOURCE, batch_size=batch_size,
+                            iterations=iterations, layers=layers, iteration_total_ms=total, config=config,
+                            notes=tuple(notes))
+    if gpu is None:
+        return host
+    layers, total = parse_profile(events, iterations, sources, fp32, gpu)
+    copies_ms = config["session_copies_ms_per_run"]
+    copies = (f"the profiled session's own copies of its inputs and outputs ({copies_ms:.3g} ms a run: it takes host "
+              "arrays) are left out of the layers; the timed loop makes its own pinned copies",) if copies_ms else ()
+    return dataclasses.replace(host, source=ort_kernels.SOURCE, layers=layers, iteration_total_ms=total,
+                               notes=host.notes + copies, kernel_times=True, host_fallback=host)
+
+
+def _attribution(events: Sequence[Mapping[str, Any]], iterations: int, start_ns: int, log: Any,
+                 config: dict[str, Any], notes: list[str]) -> Any:
+    """CUPTI's GPU work of the profiled runs split among their nodes (``ort_kernels.attribute``), or None where
+    too little of it could be tied to a node; what the fit found goes into ``config``, a refusal into ``notes``."""
+    from . import ort_kernels
+
+    node_events, windows = _node_events(events, iterations)
+    runs = [NodeSpan(("model_run", a), start_ns + int(a * 1000), start_ns + int(b * 1000)) for a, b in windows]
+    gpu = ort_kernels.attribute(node_spans(node_events, start_ns), log, runs=runs)
+    copies_ms = sum(w.duration_ns for w in gpu.session_copies) / 1e6 / max(1, len(windows))
+    config.update(kernel_clock=gpu.clock, attributed_share=round(gpu.attributed_share, 4),
+                  clock_correction_us=round(gpu.correction_ns / 1e3, 2), gpu_work_records=len(log.work),
+                  clock_drift_us=round(log.clock_drift_ns.get(gpu.clock, 0) / 1e3, 2),
+                  session_copies_ms_per_run=round(copies_ms, 4))
+    if gpu.attributed_share < ort_kernels.ATTRIBUTED_MIN:
+        notes.append(f"per-node times are host launch times: only {gpu.attributed_share:.0%} of the GPU's work "
+                     f"could be tied to a node (under {ort_kernels.ATTRIBUTED_MIN:.0%})")
+        return None
+    return gpu
 
 
 # Engines whose executed nodes are checked for FP32 tensors: a node of one of them that runs FP32 runs the

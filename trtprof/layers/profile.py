@@ -100,8 +100,10 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int],
             input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=run.shapes, seed=run.seed,
                                                int_range=run.int_range, data=data)
             if caps.layer_profiler == "ort-session":
+                options = getattr(runner, "profile_options", None)  # the timed session's kernels (a GPU runner)
                 out[batch_size] = profile_onnxruntime(record, feeds, iterations=iterations, warmup=warmup,
-                                                      batch_size=batch_size, device=caps.device)
+                                                      batch_size=batch_size, device=caps.device,
+                                                      cuda_options=options() if callable(options) else None)
             elif caps.layer_profiler == "torch-profiler":
                 out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
                                                 batch_size=batch_size, backend=record.backend, onnx_model=onnx_model)
@@ -139,6 +141,21 @@ def profile_records(records: Mapping[str, EngineRecord], batch_sizes: Sequence[i
                                                    for name, rec in records.items()}
     first = next(iter(records.values()))
     known = graphs or {}
-    return {b: LayerTable(batch_size=b, precisions=tuple(records), profiles={n: per[n][b] for n in records},
+    return {b: LayerTable(batch_size=b, precisions=tuple(records), profiles=one_clock({n: per[n][b] for n in records}),
                           graph=known[b] if b in known else graph_facts(model, first, b, run.shapes))
             for b in batch_sizes}
+
+
+def one_clock(profiles: Mapping[str, PrecisionProfile]) -> dict[str, PrecisionProfile]:
+    """The profiles of one table on one clock: where some have GPU kernel times (ONNX Runtime's CUDA EP with
+    CUPTI) and others only host times (their GPU work could not be tied to nodes), every one that has its
+    host-time twin (``host_fallback``) shows that, with a note; a table whose ratios divide a GPU time by a
+    host time would name layers "slower" that are not."""
+    gpu = [n for n, p in profiles.items() if p.kernel_times]
+    host = [n for n, p in profiles.items() if not p.kernel_times]
+    if not gpu or not host or any(profiles[n].host_fallback is None for n in gpu):
+        return dict(profiles)
+    why = (f"GPU kernel times of {', '.join(gpu)} set aside: {', '.join(host)} could not be tied to nodes on the GPU, "
+           "and one table compares one clock: host launch times shown for every precision")
+    return {n: dataclasses.replace(p.host_fallback, notes=p.host_fallback.notes + (why,)) if n in gpu and
+            p.host_fallback is not None else p for n, p in profiles.items()}

@@ -75,6 +75,12 @@ class PrecisionProfile:
     iteration_total_ms: float | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # its layer times are GPU kernel times (True), or host times (False); None: as its backend's capabilities
+    # say (``Capabilities.kernel_times``). ONNX Runtime's CUDA EP has GPU kernel times where CUPTI captured them.
+    kernel_times: bool | None = None
+    # a GPU-time profile's host-time twin from the same run (ONNX Runtime's CUDA EP), used when the other
+    # precisions of its table have host times only: one table never mixes the two (layers.profile)
+    host_fallback: "PrecisionProfile | None" = field(default=None, repr=False, compare=False)
 
     @property
     def total_ms(self) -> float:
@@ -84,6 +90,7 @@ class PrecisionProfile:
         return {"precision": self.precision, "backend": self.backend, "source": self.source,
                 "batch_size": self.batch_size, "iterations": self.iterations, "total_ms": self.total_ms,
                 "iteration_total_ms": self.iteration_total_ms, "config": dict(self.config), "notes": list(self.notes),
+                **({"kernel_times": self.kernel_times} if self.kernel_times is not None else {}),
                 "layers": [layer.to_json() for layer in self.layers]}
 
 

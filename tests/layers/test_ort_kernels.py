@@ -1,0 +1,228 @@
+"""GPU kernel times per ORT node (layers.ort_kernels): CUPTI's records attributed to the nodes of ORT's session
+profile. Synthetic profiles and logs of known truth (every kernel's node is known), and a RECORDING FAKE of
+the cupti module for the capture's contract; the real capture runs on the GPU (tests/layers/test_layers_gpu.py)."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+
+import pytest
+
+from trtprof.diagnose import layer_rules as rules
+from trtprof.layers import ort, ort_kernels
+from trtprof.layers.ort_kernels import ActivityLog, GpuWork, NodeSpan
+from trtprof.layers.table import LayerTable
+
+ORT_START = 1_796_000_000_000_000_000  # ORT's profiling start, real-time ns
+CUPTI_OFFSET = -1_796_000_123_456_789_000  # CUPTI's clock less the real-time clock
+NODES = [("conv1", "Conv", 10), ("relu1", "Relu", 4), ("shape", "Shape", 2), ("conv2", "Conv", 12)]
+GAP_US = 100  # host time between two nodes' compute functions (wide: a shifted launch lands in a gap)
+
+
+def synthetic(runs: int = 3, warmup: int = 1, gap_us: int = GAP_US):
+    """(ORT profile events, CUPTI log) of ``warmup + runs`` runs: each node's launches 2 µs into its compute
+    function (the Shape node, on the CPU EP, launches nothing), its kernels 3 µs a launch on the GPU."""
+    events, log, t = [], ActivityLog(), 50
+    corr = 0
+    for r in range(warmup + runs):
+        run_start = t
+        for name, op, dur in NODES:
+            provider = "CPUExecutionProvider" if op == "Shape" else "CUDAExecutionProvider"
+            events.append({"cat": "Node", "name": f"{name}_kernel_time", "ts": t, "dur": dur,
+                           "args": {"op_name": op, "provider": provider}})
+            kernels = {"Conv": ["sm90_xmma_fprop_implicit_gemm_f16f16", "nchwToNhwcKernel"], "Relu": ["elementwise"]}
+            for i, kernel in enumerate(kernels.get(op, [])):
+                corr += 1
+                host = ORT_START + (t + 2 + i) * 1000
+                log.launches[corr] = host + CUPTI_OFFSET
+                gpu = 10**9 + corr * 10_000
+                log.work.append(GpuWork(kernel, gpu, gpu + 3000 * (1 + (op == "Conv")), corr))
+            t += dur + gap_us
+        events.append({"cat": "Session", "name": "model_run", "ts": run_start, "dur": t - run_start})
+        t += 500
+    return events, log
+
+
+def spans(events):
+    return ort.node_spans(ort._node_events(events, 0)[0], ORT_START)
+
+
+def runs(events):
+    """The runs' windows as node spans (what profile_onnxruntime hands attribute())."""
+    return [NodeSpan(("model_run", a), ORT_START + int(a * 1000), ORT_START + int(b * 1000))
+            for a, b in ort._node_events(events, 0)[1]]
+
+
+@pytest.mark.parametrize("error_ns", [0, 700, -19_000, 300_000, ort_kernels.SEARCH_NS - 250])
+def test_attribution_recovers_every_kernels_node_within_the_search(error_ns):
+    """A read offset off by up to SEARCH_NS (just inside): every kernel lands on its own node, the right clock
+    is chosen over a wrong one, and the correction found undoes the error to ORT's microsecond rounding."""
+    events, log = synthetic()
+    got = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET + error_ns,
+                                                     "monotonic": CUPTI_OFFSET + 10**15}, runs(events))
+    assert got.clock == "realtime" and got.attributed_share == 1.0 and not got.unattributed
+    # the fit stops at the edge of the offsets that hold every launch nearest the read one: the launches sit
+    # 2-3 µs into their nodes here, so within 5 µs of the truth
+    assert abs(got.correction_ns + error_ns) <= 5_000
+    by_node = {k[0]: {w.name for w in v} for k, v in got.per_node.items() if v}
+    assert by_node == {"conv1_kernel_time": {"sm90_xmma_fprop_implicit_gemm_f16f16", "nchwToNhwcKernel"},
+                       "relu1_kernel_time": {"elementwise"},
+                       "conv2_kernel_time": {"sm90_xmma_fprop_implicit_gemm_f16f16", "nchwToNhwcKernel"}}
+
+
+def test_a_read_offset_off_by_more_than_the_search_is_refused():
+    """Just outside the search (SEARCH_NS + 30 µs): the truth is out of reach; what the search can reach
+    drops the calls of at least one run outside every run, so less than ATTRIBUTED_MIN of the work is tied
+    to a node and the profile falls back to host times."""
+    events, log = synthetic()
+    got = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET + ort_kernels.SEARCH_NS + 30_000},
+                                runs(events))
+    assert got.attributed_share < ort_kernels.ATTRIBUTED_MIN
+
+
+def test_nodes_a_microsecond_apart_take_the_read_offset_and_a_far_read_stays_within_its_run():
+    """Launch-bound: nodes 1 µs apart, so a shift by part of a node holds every launch too. With the read
+    offset right, each kernel lands on its own node. With it 300 µs off, the run windows still bring the fit
+    back into the right run (a shift by a run loses the edge run's calls), every kernel is tied to a node
+    of its run, and the error left is under one node's length: at node boundaries such a profile may
+    give a launch to its neighbour, which is why the correction is recorded with every profile."""
+    events, log = synthetic(runs=5, gap_us=1)
+    exact = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
+    by_node = {k[0]: sorted(w.name for w in v) for k, v in exact.per_node.items() if v}
+    assert exact.correction_ns == 0 and by_node["relu1_kernel_time"] == ["elementwise"]
+    assert "shape_kernel_time" not in by_node
+    far = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET + 300_000}, runs(events))
+    assert far.attributed_share == 1.0 and abs(far.correction_ns + 300_000) <= 10_000
+
+
+def test_the_sessions_own_copies_are_kept_apart_not_counted_unattributed():
+    events, log = synthetic()
+    log.work.append(GpuWork("memcpy HtoD", 5, 9_000_005, 10_000))  # launched where no node runs
+    log.launches[10_000] = ORT_START + 100 * 1000 + CUPTI_OFFSET  # inside the first run, between two nodes
+    got = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
+    assert got.attributed_share == 1.0 and [w.name for w in got.session_copies] == ["memcpy HtoD"]
+
+
+def test_parse_profile_with_gpu_work_gives_kernel_times_per_node_and_leaves_warmup_out():
+    events, log = synthetic(runs=3, warmup=1)
+    gpu = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
+    layers, total = ort.parse_profile(events, 3, gpu=gpu)
+    rows = {layer.name: layer for layer in layers}
+    assert rows["conv1"].median_ms == pytest.approx(0.006 + 0.006)  # two 6-µs kernels
+    assert rows["relu1"].median_ms == pytest.approx(0.003)
+    assert rows["shape"].median_ms == 0.0  # the CPU node launched nothing: no GPU time
+    assert total == pytest.approx(0.012 * 2 + 0.003)
+    conv = {k.name.split(" (")[0]: k for k in rows["conv1"].kernels}
+    assert conv["sm90_xmma_fprop_implicit_gemm_f16f16"].tensor_core is True
+    assert conv["nchwToNhwcKernel"].tensor_core is False and conv["nchwToNhwcKernel"].calls == 1
+    # the same profile without CUPTI: host launch times (the node's dur), one pseudo-kernel named by the op
+    host, _ = ort.parse_profile(events, 3)
+    assert {layer.name: layer.median_ms for layer in host}["conv1"] == pytest.approx(0.010)
+
+
+def test_the_warmup_runs_work_is_outside_every_profiled_node():
+    events, log = synthetic(runs=2, warmup=1)
+    gpu = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
+    profiled = {k for k in gpu.per_node}
+    kept = {(str(e["name"]), float(e["ts"])) for e in ort._node_events(events, 2)[0]}
+    assert kept < profiled  # node_spans of _node_events(…, 0) hold the warm-up run's nodes too
+    layers, _ = ort.parse_profile(events, 2, gpu=gpu)
+    assert {k.calls for layer in layers for k in layer.kernels} == {1}
+
+
+def test_clock_offsets_takes_the_tightest_bracket():
+    """Three (clock, CUPTI, clock) readings: the 20-ns bracket is kept, against its middle."""
+    clock = iter([0, 10_000, 5_000, 5_020, 9_000, 9_900])
+    cupti = iter([7_000, 12_000, 15_000])
+    assert ort_kernels.clock_offsets(lambda: next(cupti), {"c": lambda: next(clock)}, reads=3) == {"c": 12_000 - 5_010}
+
+
+class RecordingCupti:
+    """A RECORDING FAKE of ``cupti.cupti``: what capture() asks of it, and records it hands back at flush."""
+
+    class ActivityKind:
+        CONCURRENT_KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER = "kernel", "memcpy", "memset", "runtime", "driver"
+
+    def __init__(self, records):
+        self.calls, self.records, self.callbacks = [], records, None
+
+    def activity_register_callbacks(self, requested, completed):
+        self.calls.append("register")
+        self.callbacks = (requested, completed)
+
+    def activity_enable(self, kind):
+        self.calls.append(f"enable {kind}")
+
+    def activity_disable(self, kind):
+        self.calls.append(f"disable {kind}")
+
+    def activity_flush_all(self, flag):
+        self.calls.append(f"flush {flag}")
+        self.callbacks[1](self.records)
+
+    def get_timestamp(self):
+        return 42
+
+
+def test_capture_registers_once_enables_the_five_kinds_and_flushes_into_the_open_log(monkeypatch):
+    monkeypatch.setattr(ort_kernels._Recorder, "registered", False)
+    kernel = types.SimpleNamespace(start=10, end=20, correlation_id=7, name="gemm")
+    copy = types.SimpleNamespace(start=30, end=35, correlation_id=8, copy_kind=1)
+    api = types.SimpleNamespace(start=5, end=6, correlation_id=7, cbid=211)
+    fake = RecordingCupti([kernel, copy, api])
+    with ort_kernels.capture(fake) as log:
+        pass
+    kinds = ["kernel", "memcpy", "memset", "runtime", "driver"]
+    assert fake.calls == ["register", *[f"enable {k}" for k in kinds], "flush 1", *[f"disable {k}" for k in kinds]]
+    assert log.work == [GpuWork("gemm", 10, 20, 7), GpuWork("memcpy HtoD", 30, 35, 8)] and log.launches == {7: 5}
+    assert set(log.clock_offsets) == {"realtime", "monotonic"} and set(log.clock_drift_ns) == {"realtime", "monotonic"}
+    with ort_kernels.capture(fake) as second:
+        pass
+    assert fake.calls.count("register") == 1 and second is not log and len(second.work) == 2
+    fake.callbacks[1]([kernel])  # records delivered with no capture open go nowhere
+    assert len(second.work) == 2
+
+
+def test_without_cupti_python_the_profile_says_which_extra_gives_gpu_times(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupti", None)
+    module, why = ort._kernel_capture("cuda")
+    assert module is None and "trtprof[cupti]" in why and "host launch times" in why
+    assert ort._kernel_capture("cpu") == (None, None)
+
+
+def _profile(precision, times, kernel_times):
+    from trtprof.layers.table import COMPUTE, KernelTime, LayerTiming, PrecisionProfile
+
+    layers = tuple(LayerTiming(n, "Conv", COMPUTE, ms, (KernelTime("k", ms, 1, True),)) for n, ms in times.items())
+    return PrecisionProfile(precision, "onnxruntime-cuda", "src", 8, 20, layers, sum(times.values()),
+                            kernel_times=kernel_times)
+
+
+def test_onnxruntime_cuda_profiles_with_kernel_times_get_the_time_share_rules():
+    """A profile that says its times are GPU kernels (CUPTI captured them) is read as such: the slower-layer
+    and idle-gap rules run, no host-clock finding; one that does not say so keeps the host-clock finding."""
+    def findings(kernel_times):
+        t = LayerTable(8, ("fp32", "fp16"), {"fp32": _profile("fp32", {"a": 1.0, "b": 1.0}, kernel_times),
+                                             "fp16": _profile("fp16", {"a": 2.0, "b": 0.5}, kernel_times)})
+        return [f.rule for f in rules.layer_findings(t, {}, "fp16", {"fp16": 25.0})]
+
+    assert findings(None) == ["layer_times_host_clock"]
+    assert "fp16_slower_layers" in findings(True) and "host_bound" in findings(True)
+    assert "layer_times_host_clock" not in findings(True)
+    assert dataclasses.replace(_profile("fp16", {"a": 1.0}, True)).to_json()["kernel_times"] is True
+
+
+def test_a_table_never_divides_a_gpu_time_by_a_host_time():
+    """On the H200 the report net's fp16 profile got GPU kernel times and its fp32 profile fell back to host
+    times (72 % tied): the table read 'conv3 494.60× slower'. one_clock shows both on the host clock then,
+    with a note; two GPU profiles, or two host ones, stay as they are."""
+    from trtprof.layers.profile import one_clock
+
+    gpu16 = dataclasses.replace(_profile("fp16", {"a": 20.0}, True), host_fallback=_profile("fp16", {"a": 0.03}, None))
+    host32 = _profile("fp32", {"a": 0.04}, None)
+    mixed = one_clock({"fp32": host32, "fp16": gpu16})
+    assert mixed["fp16"].kernel_times is None and mixed["fp16"].layers[0].median_ms == 0.03
+    assert "set aside" in mixed["fp16"].notes[-1] and mixed["fp32"] is host32
+    gpu32 = dataclasses.replace(_profile("fp32", {"a": 9.0}, True), host_fallback=host32)
+    assert one_clock({"fp32": gpu32, "fp16": gpu16})["fp16"] is gpu16
