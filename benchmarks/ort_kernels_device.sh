@@ -3,7 +3,8 @@
 # GPU machine against Kineto (benchmarks/reference_ort_kernels_kineto.py, imports nothing from trtprof), in one
 # short call after the ORT parts are staged (ort_gpu_on_device.sh). Steps write straight into $OUT, most
 # telling first, so a call cut short still returns what ran:
-#   bash benchmarks/ort_kernels_device.sh        (carry .whl with cupti-python and the last ORT part)
+#   bash benchmarks/ort_kernels_device.sh   (carry .whl with the cp312 wheels of cupti-python 13.0 and cxxfilt,
+#                                            and the last ORT part)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/ort_gpu_on_device.sh"

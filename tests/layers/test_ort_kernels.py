@@ -226,3 +226,21 @@ def test_a_table_never_divides_a_gpu_time_by_a_host_time():
     assert "set aside" in mixed["fp16"].notes[-1] and mixed["fp32"] is host32
     gpu32 = dataclasses.replace(_profile("fp32", {"a": 9.0}, True), host_fallback=host32)
     assert one_clock({"fp32": gpu32, "fp16": gpu16})["fp16"] is gpu16
+
+
+def test_kernel_names_are_shown_demangled_as_nsight_shows_them():
+    """CUPTI records mangled names (the H200's report-net profile showed `_ZN11onnxruntime4cuda17Transpose…`);
+    the table shows them as Nsight and Kineto do; a plain or unparsable name stays as recorded."""
+    pytest.importorskip("cxxfilt")  # the test extra installs it
+    assert (ort_kernels.demangle("_ZN11onnxruntime4cuda17Transpose3DKernelIsLj32EEEvlllPKT_PS2_")
+            == "void onnxruntime::cuda::Transpose3DKernel<short, 32u>(long, long, long, short const*, short*)")
+    assert ort_kernels.demangle("sm90_xmma_fprop_implicit_gemm_f16f16") == "sm90_xmma_fprop_implicit_gemm_f16f16"
+    assert ort_kernels.demangle("_Z23implicit_convolve_sgemmI6__halfS0_") == "_Z23implicit_convolve_sgemmI6__halfS0_"
+    events, log = synthetic()
+    mangled = "_ZN11onnxruntime4cuda17Transpose3DKernelIsLj32EEEvlllPKT_PS2_"
+    log.work = [dataclasses.replace(w, name=mangled) if w.name == "elementwise" else w for w in log.work]
+    gpu = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
+    layers, _ = ort.parse_profile(events, 3, gpu=gpu)
+    names = [k.name for layer in layers for k in layer.kernels]
+    assert "void onnxruntime::cuda::Transpose3DKernel<short, 32u>(long, long, long, short const*, short*) " \
+        "(CUDAExecutionProvider)" in names and not any(n.startswith("_Z") for n in names)

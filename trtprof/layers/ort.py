@@ -20,7 +20,7 @@ import numpy as np
 from ..util.scratch import temp_dir
 from .graph import node_key
 from .kernels import uses_tensor_cores
-from .ort_kernels import Attribution, GpuWork, NodeSpan
+from .ort_kernels import Attribution, GpuWork, NodeSpan, demangle
 from .table import COMPUTE, FP32_MARKS, KernelTime, LayerTiming, PrecisionProfile, kind_of
 
 SOURCE = "onnxruntime session profiling (per-node wall time on the host)"
@@ -164,8 +164,9 @@ def _gpu_kernels(works: Sequence[Sequence[GpuWork]], runs: int, provider: str) -
     calls: dict[str, int] = defaultdict(int)
     for i, run in enumerate(works):
         for w in run:
-            names[w.name][i] += w.duration_ns / 1e6
-            calls[w.name] += 1
+            name = demangle(w.name)
+            names[name][i] += w.duration_ns / 1e6
+            calls[name] += 1
     return tuple(KernelTime(name=f"{name} ({provider})" if provider else name, median_ms=float(np.median(t)),
                             calls=max(1, round(calls[name] / max(1, runs))), tensor_core=uses_tensor_cores(name))
                  for name, t in sorted(names.items(), key=lambda kv: -float(np.median(kv[1]))))

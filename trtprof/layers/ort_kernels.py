@@ -17,6 +17,7 @@ and the correction the search made to the read offset, are recorded with the pro
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from contextlib import contextmanager
@@ -104,6 +105,21 @@ class Attribution:
         inside = sum(w.duration_ns for works in self.per_node.values() for w in works)
         total = inside + sum(w.duration_ns for w in self.unattributed)
         return inside / total if total else 0.0
+
+
+@functools.lru_cache(maxsize=4096)
+def demangle(name: str) -> str:
+    """A kernel's C++ name as Nsight and Kineto show it (CUPTI records the linker's mangled name): cxxfilt
+    (libstdc++'s demangler, installed with the extra); the name as recorded where it is not installed or
+    the name is not a mangled one."""
+    if not name.startswith("_Z"):
+        return name
+    try:
+        import cxxfilt  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        return str(cxxfilt.demangle(name))
+    except Exception:  # noqa: BLE001 - ImportError, or cxxfilt.InvalidName: keep what CUPTI recorded
+        return name
 
 
 def import_cupti() -> Any:
