@@ -35,8 +35,7 @@ def recording_only(record, runner, batch: int, cuda_graph: bool) -> float:
     _shapes, feeds = engine_feeds(record, runner, batch)
     t0 = time.perf_counter()
     if record.backend == "onnxruntime":
-        tl.timeline_onnxruntime(Path(record.artifact_path), record.precision, feeds, warmup=5, batch_size=batch,
-                                backend=record.backend)
+        tl.timeline_onnxruntime(record, feeds, warmup=5, batch_size=batch)
     else:
         tl.timeline_torch_runner(runner, record, feeds, batch, warmup=5, cuda_graph=cuda_graph, copies=True)
     return time.perf_counter() - t0

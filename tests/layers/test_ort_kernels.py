@@ -45,13 +45,13 @@ def synthetic(runs: int = 3, warmup: int = 1, gap_us: int = GAP_US):
 
 
 def spans(events):
-    return ort.node_spans(ort._node_events(events, 0)[0], ORT_START)
+    return ort.node_spans(ort.profiled_node_events(events, 0)[0], ORT_START)
 
 
 def runs(events):
     """The runs' windows as node spans (what profile_onnxruntime hands attribute())."""
     return [NodeSpan(("model_run", a), ORT_START + int(a * 1000), ORT_START + int(b * 1000))
-            for a, b in ort._node_events(events, 0)[1]]
+            for a, b in ort.profiled_node_events(events, 0)[1]]
 
 
 @pytest.mark.parametrize("error_ns", [0, 700, -19_000, 300_000, ort_kernels.SEARCH_NS - 250])
@@ -125,8 +125,8 @@ def test_the_warmup_runs_work_is_outside_every_profiled_node():
     events, log = synthetic(runs=2, warmup=1)
     gpu = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
     profiled = {k for k in gpu.per_node}
-    kept = {(str(e["name"]), float(e["ts"])) for e in ort._node_events(events, 2)[0]}
-    assert kept < profiled  # node_spans of _node_events(…, 0) hold the warm-up run's nodes too
+    kept = {(str(e["name"]), float(e["ts"])) for e in ort.profiled_node_events(events, 2)[0]}
+    assert kept < profiled  # node_spans of profiled_node_events(…, 0) hold the warm-up run's nodes too
     layers, _ = ort.parse_profile(events, 2, gpu=gpu)
     assert {k.calls for layer in layers for k in layer.kernels} == {1}
 
@@ -186,9 +186,9 @@ def test_capture_registers_once_enables_the_five_kinds_and_flushes_into_the_open
 
 def test_without_cupti_python_the_profile_says_which_extra_gives_gpu_times(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupti", None)
-    module, why = ort._kernel_capture("cuda")
+    module, why = ort.kernel_capture("cuda")
     assert module is None and "trtprof[cupti]" in why and "host launch times" in why
-    assert ort._kernel_capture("cpu") == (None, None)
+    assert ort.kernel_capture("cpu") == (None, None)
 
 
 def _profile(precision, times, kernel_times):
@@ -244,3 +244,22 @@ def test_kernel_names_are_shown_demangled_as_nsight_shows_them():
     names = [k.name for layer in layers for k in layer.kernels]
     assert "void onnxruntime::cuda::Transpose3DKernel<short, 32u>(long, long, long, short const*, short*) " \
         "(CUDAExecutionProvider)" in names and not any(n.startswith("_Z") for n in names)
+
+
+def test_the_gpu_timeline_of_one_run_is_its_kernels_labelled_by_node():
+    """--timeline on onnxruntime-cuda with CUPTI: the last run's GPU work on the GPU's clock, each kernel
+    with the node that launched it; the host-clock finding is gone; a run that cannot be tied gives None
+    (the caller falls back to the host-clock timeline)."""
+    from trtprof.layers import timeline as tl
+
+    events, log = synthetic(runs=1, warmup=0)  # the capture holds the last run only
+    log.clock_offsets = {"realtime": CUPTI_OFFSET}
+    t = tl.from_ort_kernels(events, log, ORT_START, "fp16", 8, "onnxruntime-cuda", {"provider": "CUDAExecutionProvider"})
+    assert t is not None and t.settings["kernel_times"] is True and {s.lane for s in t.spans} == {"GPU"}
+    assert [(s.node, s.name) for s in t.spans] == [
+        ("conv1", "sm90_xmma_fprop_implicit_gemm_f16f16"), ("conv1", "nchwToNhwcKernel"), ("relu1", "elementwise"),
+        ("conv2", "sm90_xmma_fprop_implicit_gemm_f16f16"), ("conv2", "nchwToNhwcKernel")]
+    assert not tl.host_clock(t)
+    assert "timeline_host_clock" not in {f.rule for f in tl.finding_items([t])}
+    log.clock_offsets = {"realtime": CUPTI_OFFSET + ort_kernels.SEARCH_NS + 400_000}
+    assert tl.from_ort_kernels(events, log, ORT_START, "fp16", 8, "onnxruntime-cuda", {}) is None

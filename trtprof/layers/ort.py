@@ -130,7 +130,7 @@ def row_name(node: str, op: str, sources: SourceGraph | None, taken: set[str]) -
     return unique
 
 
-def _node_events(events: Sequence[Mapping[str, Any]], iterations: int) -> tuple[list[Mapping[str, Any]], list[tuple[float, float]]]:
+def profiled_node_events(events: Sequence[Mapping[str, Any]], iterations: int) -> tuple[list[Mapping[str, Any]], list[tuple[float, float]]]:
     """The node events of the last ``iterations`` runs (each with its run's index under ``"_run"``; warm-up
     runs left out), and the runs' windows (µs)."""
     runs = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
@@ -182,7 +182,7 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
     ``fp32_nodes``: executed nodes of an fp16/int8 engine that ran on FP32 tensors (``fp32_executed_nodes``);
     their kernels say so (``RUNS_FP32_MARK``). ``gpu``: CUPTI's GPU work per node event (``ort_kernels``):
     a node's time is then its kernels' GPU time and its kernels are theirs, not the host's launch time."""
-    node_events, windows = _node_events(events, iterations)
+    node_events, windows = profiled_node_events(events, iterations)
     per_node: dict[str, list[float]] = defaultdict(list)
     works: dict[str, list[Sequence[GpuWork]]] = defaultdict(list)
     per_run: dict[int, float] = defaultdict(float)
@@ -223,7 +223,7 @@ def parse_profile(events: Sequence[Mapping[str, Any]], iterations: int,
     return tuple(layers), total
 
 
-def _kernel_capture(device: str) -> tuple[Any, str | None]:
+def kernel_capture(device: str) -> tuple[Any, str | None]:
     """(the cupti module, None) where GPU kernel times per node can be captured; (None, why not) otherwise."""
     if device != "cuda":
         return None, None
@@ -250,7 +250,7 @@ def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterati
     from . import ort_kernels
 
     artifact, precision, backend = Path(record.artifact_path), record.precision, record.backend
-    cupti, why_not = _kernel_capture(device)
+    cupti, why_not = kernel_capture(device)
     with temp_dir("ortprof") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
@@ -296,7 +296,7 @@ def _attribution(events: Sequence[Mapping[str, Any]], iterations: int, start_ns:
     too little of it could be tied to a node; what the fit found goes into ``config``, a refusal into ``notes``."""
     from . import ort_kernels
 
-    node_events, windows = _node_events(events, iterations)
+    node_events, windows = profiled_node_events(events, iterations)
     runs = [NodeSpan(("model_run", a), start_ns + int(a * 1000), start_ns + int(b * 1000)) for a, b in windows]
     gpu = ort_kernels.attribute(node_spans(node_events, start_ns), log, runs=runs)
     copies_ms = sum(w.duration_ns for w in gpu.session_copies) / 1e6 / max(1, len(windows))

@@ -84,7 +84,7 @@ def host_clock(t: Timeline) -> bool:
     """A GPU backend's timeline whose spans are host times (``Capabilities.kernel_times`` False): ONNX
     Runtime's session profiler on its CUDA EP times each node's compute function on the host, which only
     launches the node's kernels (release builds of onnxruntime-gpu have no CUPTI kernel records)."""
-    return backends.capabilities(t.backend).host_clock_on_gpu
+    return backends.capabilities(t.backend).host_clock_on_gpu and not t.settings.get("kernel_times")
 
 
 def host_clock_finding(t: Timeline) -> TimelineFinding:
@@ -95,7 +95,7 @@ def host_clock_finding(t: Timeline) -> TimelineFinding:
         f"{t.precision}: this timeline is {t.source}: on {t.backend} a node's time is its launch on the host, "
         f"not its run on the GPU, so its {t.window_us / 1e3:.3g} ms window and idle share "
         f"({t.idle_share:.0%}) say nothing about the GPU; the measured compute time does "
-        "(GPU kernel times per node: --backend torch, which profiles kernels with CUPTI)",
+        "(GPU kernel times per node: pip install 'trtprof[cupti]', or --backend torch)",
         {"idle_share": round(t.idle_share, 4), "window_us": round(t.window_us, 3), "source": t.source})
 
 
@@ -109,7 +109,7 @@ def finding_items(timelines: Sequence[Timeline]) -> list[TimelineFinding]:
     for t in timelines:
         caps = backends.capabilities(t.backend)
         where = "GPU" if caps.device == "cuda" else "CPU"
-        if caps.host_clock_on_gpu:
+        if host_clock(t):
             out.append(host_clock_finding(t))  # its spans say when the host launched each node, not GPU time
         elif t.idle_share >= HOST_BOUND_IDLE_SHARE and where == "GPU" and t.settings.get("cuda_graph") is True:
             out.append(graph_gaps_finding(t))
@@ -255,24 +255,71 @@ def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_s
                     tuple(sorted(spans, key=lambda s: s.start_us)), end - start, dict(settings or {}))
 
 
-def timeline_onnxruntime(artifact: Path, precision: str, feeds: Mapping[str, Any], *, warmup: int,
-                         batch_size: int, backend: str, device: str = "cpu") -> Timeline:
-    """``warmup`` unrecorded-for-the-timeline runs, then one more; the timeline is that last run."""
+def timeline_onnxruntime(record: Any, feeds: Mapping[str, Any], *, warmup: int, batch_size: int,
+                         device: str = "cpu", cuda_options: Mapping[str, str] | None = None) -> Timeline:
+    """``warmup`` unrecorded-for-the-timeline runs of ``record``'s engine (engines.cache.EngineRecord: its
+    artifact, precision and backend), then one more; the timeline is that last run. On CUDA with
+    cupti-python that run is captured by CUPTI and the timeline is its GPU work (``from_ort_kernels``);
+    otherwise, or where too little of it could be tied to nodes, its nodes on the host's clock."""
     from ..backends.onnxruntime import SessionSettings, ort_session
     from ..spec import Precision
     from ..util.scratch import temp_dir
+    from . import ort_kernels
+    from .ort import kernel_capture
 
+    artifact, precision, backend = Path(record.artifact_path), record.precision, record.backend
+    cupti, _ = kernel_capture(device)
+    log = None
     with temp_dir("orttl") as tmp:
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
                               settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort")),
-                              device="cuda" if device == "cuda" else "cpu")
-        for _ in range(warmup + 1):
+                              device="cuda" if device == "cuda" else "cpu", cuda_options=cuda_options)
+        for _ in range(warmup):
+            session.run(None, dict(feeds))
+        if cupti is not None:
+            with ort_kernels.capture(cupti) as log:
+                session.run(None, dict(feeds))
+        else:
             session.run(None, dict(feeds))
         events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
     options = session.get_session_options()
-    return from_ort_events(events, precision, batch_size, backend,
-                           settings={"provider": session.get_providers()[0],
-                                     "intra_op_threads": options.intra_op_num_threads, "warmup": warmup})
+    settings = {"provider": session.get_providers()[0], "intra_op_threads": options.intra_op_num_threads,
+                "warmup": warmup, **({"provider_options": dict(cuda_options)} if cuda_options else {})}
+    if log is not None:
+        gpu = from_ort_kernels(events, log, int(session.get_profiling_start_time_ns()), precision, batch_size,
+                               backend, settings)
+        if gpu is not None:
+            return gpu
+    return from_ort_events(events, precision, batch_size, backend, settings=settings)
+
+
+def from_ort_kernels(events: Sequence[Mapping[str, Any]], log: Any, start_ns: int, precision: str, batch_size: int,
+                     backend: str, settings: Mapping[str, Any]) -> Timeline | None:
+    """The last ``model_run`` of an ORT session profile as the GPU ran it: every kernel, copy and memset CUPTI
+    recorded (``log``), from the run's start on the GPU's clock, each labelled with the node that launched it
+    (``ort_kernels.attribute``); None where less than ``ATTRIBUTED_MIN`` of the GPU's work is tied to a node."""
+    from .ort import profiled_node_events, node_spans
+    from .ort_kernels import ATTRIBUTED_MIN, NodeSpan, attribute, demangle
+
+    node_events, windows = profiled_node_events(events, 1)
+    if not windows:
+        return None
+    a, b = windows[-1]
+    run = NodeSpan(("model_run", a), start_ns + int(a * 1000), start_ns + int(b * 1000))
+    ops = {(str(e["name"]), float(e.get("ts", 0))): str((e.get("args") or {}).get("op_name", "")) for e in node_events}
+    gpu = attribute(node_spans(node_events, start_ns), log, runs=[run])
+    if gpu.attributed_share < ATTRIBUTED_MIN:
+        return None
+    t0 = run.start_ns + gpu.offset_ns  # the run's start on CUPTI's clock
+    spans = [Span(name=demangle(w.name), kind=kernel_kind(demangle(w.name), ops.get(key, "")), lane="GPU",
+                  start_us=(w.start_ns - t0) / 1e3, dur_us=w.duration_ns / 1e3, node=key[0][: -len("_kernel_time")])
+             for key, works in gpu.per_node.items() for w in works]
+    spans += [Span(name=w.name, kind="copy", lane="GPU", start_us=(w.start_ns - t0) / 1e3, dur_us=w.duration_ns / 1e3)
+              for w in gpu.session_copies]
+    return Timeline(precision, batch_size, backend, "CUPTI kernel records of one onnxruntime run (GPU time)",
+                    tuple(sorted(spans, key=lambda s: s.start_us)), (run.end_ns - run.start_ns) / 1e3,
+                    {**settings, "kernel_times": True, "attributed_share": round(gpu.attributed_share, 4),
+                     "clock_correction_us": round(gpu.correction_ns / 1e3, 2)})
 
 
 GPU_CATEGORIES = {"kernel": None, "gpu_memcpy": "copy", "gpu_memset": "copy"}
@@ -367,8 +414,9 @@ def record_timeline(record: Any, batch_size: int, feed: "FeedSettings | None" = 
             timeline = from_precision_profile(profile_tensorrt(runner, input_shapes, feeds, record.precision,
                                                                iterations=warmup + 1, backend=record.backend))
         elif caps.timeline == "ort-session":
-            timeline = timeline_onnxruntime(Path(record.artifact_path), record.precision, feeds, warmup=warmup,
-                                            batch_size=batch_size, backend=record.backend, device=caps.device)
+            options = getattr(runner, "profile_options", None)  # the timed session's kernels (a GPU runner)
+            timeline = timeline_onnxruntime(record, feeds, warmup=warmup, batch_size=batch_size, device=caps.device,
+                                            cuda_options=options() if callable(options) else None)
         else:
             timeline = timeline_torch_runner(runner, record, feeds, batch_size, warmup=warmup, cuda_graph=cuda_graph,
                                              copies=copies)
