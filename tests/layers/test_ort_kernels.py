@@ -263,3 +263,17 @@ def test_the_gpu_timeline_of_one_run_is_its_kernels_labelled_by_node():
     assert "timeline_host_clock" not in {f.rule for f in tl.finding_items([t])}
     log.clock_offsets = {"realtime": CUPTI_OFFSET + ort_kernels.SEARCH_NS + 400_000}
     assert tl.from_ort_kernels(events, log, ORT_START, "fp16", 8, "onnxruntime-cuda", {}) is None
+
+
+def test_the_text_table_says_which_clock_and_each_profiles_notes():
+    """The H200 run printed nothing of the fp32 profile's fallback note: the text table now shows each
+    profile's notes and, where a profile has GPU kernel times, that it has."""
+    from trtprof.layers.table import format_table
+
+    gpu16 = dataclasses.replace(_profile("fp16", {"a": 2.0}, True), source="CUPTI …")
+    host32 = dataclasses.replace(_profile("fp32", {"a": 1.0}, None), notes=("per-node times are host launch times: x",))
+    text = format_table(LayerTable(8, ("fp32", "fp16"), {"fp32": host32, "fp16": gpu16}).to_json())
+    assert "note: fp16: GPU kernel time per layer (CUPTI …)" in text
+    assert "note (fp32): per-node times are host launch times: x" in text
+    plain = format_table(LayerTable(8, ("fp32",), {"fp32": _profile("fp32", {"a": 1.0}, None)}).to_json())
+    assert "GPU kernel time" not in plain and "note (" not in plain

@@ -338,4 +338,10 @@ def format_table(table: Mapping[str, Any], top: int | None = 20, effective: Mapp
     out.append(f"sum of layer medians: {totals}  (batch {table['batch_size']}; '!' = slower than {base} by "
                f"> {SLOWER_MARGIN:.0%}{same}{tc})")
     out.append(f"note: {table.get('note', SEPARATE_RUN_NOTE)}")
+    profiles = table.get("profiles", {})
+    clocked = [p for p in precisions if (profiles.get(p) or {}).get("kernel_times")]
+    if clocked:
+        out.append(f"note: {', '.join(clocked)}: GPU kernel time per layer ({profiles[clocked[0]].get('source', '')})")
+    for p in precisions:
+        out += [f"note ({p}): {n}" for n in (profiles.get(p) or {}).get("notes", [])]
     return "\n".join(out)
