@@ -325,3 +325,15 @@ def test_auto_prefers_it_after_tensorrt():
     order = backends.auto_order()
     assert order.index("onnxruntime-cuda") < order.index("torch") < order.index("onnxruntime")
     assert order.index("tensorrt") < order.index("tensorrt-rtx") < order.index("onnxruntime-cuda")
+
+
+def test_a_profiling_session_is_told_the_dims_the_timed_session_fixed(fake_ort):
+    """``profile_dims``: where the load's graph was refused, the dims the timed session fixes at these shapes
+    (a profiling session then runs the same graph); none where the load's own session is the timed one."""
+    fake_ort.refuse["graph"] = graph_refused_error()
+    refused = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert refused.profile_dims({"x": (4, 3)}) == {"N": 4}
+    fake_ort.refuse["graph"] = None
+    accepted = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert accepted.profile_dims({"x": (4, 3)}) == {}
+    assert set(accepted.profile_options()) <= {*oc.CUDA_OPTIONS, oc.LAYOUT_OPTION}

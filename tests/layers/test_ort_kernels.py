@@ -277,3 +277,27 @@ def test_the_text_table_says_which_clock_and_each_profiles_notes():
     assert "note (fp32): per-node times are host launch times: x" in text
     plain = format_table(LayerTable(8, ("fp32",), {"fp32": _profile("fp32", {"a": 1.0}, None)}).to_json())
     assert "GPU kernel time" not in plain and "note (" not in plain
+
+
+def test_the_profiling_session_fixes_the_dims_the_timed_session_fixed(tmp_path):
+    """On ONNX Runtime's CPU provider, for real: the dims TimedSession names are fixed on the profiling
+    session (ORT folds the shape arithmetic then) and recorded in the profile's config."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["r"]),
+         helper.make_node("Relu", ["r"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    rec = types.SimpleNamespace(artifact_path=str(path), precision="fp32", backend="onnxruntime")
+    feeds = {"x": np.ones((3, 4), np.float32)}
+    fixed = ort.profile_onnxruntime(rec, feeds, iterations=2, warmup=1, batch_size=3,
+                                    timed=ort.TimedSession(free_dims={"N": 3}))
+    free = ort.profile_onnxruntime(rec, feeds, iterations=2, warmup=1, batch_size=3)
+    assert fixed.config["free_dimension_overrides"] == {"N": 3} and "free_dimension_overrides" not in free.config
+    # with N fixed ORT folds Shape → Reshape away: the profiled nodes are fewer
+    assert len(fixed.layers) < len(free.layers)

@@ -177,6 +177,14 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         reported = self.settings["provider_options"]
         return {k: str(reported[k]) for k in (*CUDA_OPTIONS, LAYOUT_OPTION) if k in reported}
 
+    def profile_dims(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+        """The named dynamic dims the timed session fixes at these shapes (where ORT refused the load's graph:
+        ``_fix_dims``), so that a profiling session runs the graph that is timed, shape arithmetic folded;
+        {} where the load's session is the timed one, or the dims cannot be fixed."""
+        if self._reopen is None or self._dynamic_refused is None:
+            return {}
+        return free_dims(self.inputs, input_shapes)[0]
+
     def _run_options(self, key: tuple[Any, ...] | None) -> Any:
         ort = import_ort()
         options = ort.RunOptions()

@@ -13,7 +13,7 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -236,12 +236,31 @@ def kernel_capture(device: str) -> tuple[Any, str | None]:
         return None, f"per-node times are host launch times: {err}"
 
 
+class TimedSession(NamedTuple):
+    """What a profiling session takes from the timed one, so that it runs its kernels: the CUDA EP's provider
+    options, and the named dynamic dims the timed session fixed (``add_free_dimension_override_by_name``)."""
+
+    cuda_options: Mapping[str, str] | None = None
+    free_dims: Mapping[str, int] = {}
+
+    def configure(self) -> Callable[[Any], None] | None:
+        """``SessionSettings.configure``: fix the dims on ORT's SessionOptions; None when there are none."""
+        dims = dict(self.free_dims)
+        if not dims:
+            return None
+
+        def fix(options: Any) -> None:
+            for name, value in dims.items():
+                options.add_free_dimension_override_by_name(name, int(value))
+        return fix
+
+
 def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterations: int, warmup: int,
-                        batch_size: int, device: str = "cpu",
-                        cuda_options: Mapping[str, str] | None = None) -> PrecisionProfile:
+                        batch_size: int, device: str = "cpu", timed: TimedSession = TimedSession()) -> PrecisionProfile:
     """Run ``warmup`` + ``iterations`` inferences of ``record``'s engine (engines.cache.EngineRecord: its
-    artifact and precision) on a fresh profiling session (on ``device``'s provider, with ``cuda_options``: the
-    timed session's, so its kernels are the same) and parse its trace; the profile is labelled with the
+    artifact and precision) on a fresh profiling session (on ``device``'s provider, set as ``timed`` says: the
+    timed session's provider options and fixed dims, so its kernels are the same) and parse its trace; the
+    profile is labelled with the
     engine's backend. On CUDA with cupti-python, the profiled runs are captured by CUPTI and each node's time
     is its kernels' GPU time (``ort_kernels``); without it, or where too little of the GPU's work could be
     tied to nodes, the node times stay host launch times and a note says why."""
@@ -251,11 +270,12 @@ def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterati
 
     artifact, precision, backend = Path(record.artifact_path), record.precision, record.backend
     cupti, why_not = kernel_capture(device)
+    cuda_options, dims = timed.cuda_options, dict(timed.free_dims)
     with temp_dir("ortprof") as tmp:
         optimized = Path(tmp) / "optimized.onnx"
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
                               settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort"), optimized_out=optimized,
-                                                       keep_optimizations=True),
+                                                       keep_optimizations=True, configure=timed.configure()),
                               device="cuda" if device == "cuda" else "cpu", cuda_options=cuda_options)
         for _ in range(warmup):
             session.run(None, dict(feeds))
@@ -272,7 +292,8 @@ def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterati
         sources = source_graph(Path(artifact), optimized)
         fp32 = fp32_executed_nodes(optimized, precision) if precision in LOW_PRECISIONS else frozenset()
     config: dict[str, Any] = {"warmup": warmup, "provider": session.get_providers()[0],
-                              **({"provider_options": dict(cuda_options)} if cuda_options else {})}
+                              **({"provider_options": dict(cuda_options)} if cuda_options else {}),
+                              **({"free_dimension_overrides": dims} if dims else {})}
     notes = [why_not] if why_not else []
     gpu = None if log is None else _attribution(events, iterations, int(session.get_profiling_start_time_ns()), log,
                                                 config, notes)

@@ -20,7 +20,7 @@ from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..model.onnx_model import OnnxModel
 from ..system.preflight import check_integer_feeds
 from .graph import node_facts
-from .ort import profile_onnxruntime
+from .ort import TimedSession, profile_onnxruntime
 from .table import LayerTable, PrecisionProfile
 from .tensorrt import profile_tensorrt
 from .torch_profile import profile_torch
@@ -78,6 +78,14 @@ class ProfileRun:
     data: Any = None
 
 
+def timed_session(runner: Any, input_shapes: Mapping[str, tuple[int, ...]]) -> "TimedSession":
+    """What a separate profiling session copies from the runner's timed one so that it runs the same kernels
+    (a GPU runner of ONNX Runtime says: its chosen provider options, the dims it fixes); none on others."""
+    options, dims = getattr(runner, "profile_options", None), getattr(runner, "profile_dims", None)
+    return TimedSession(cuda_options=options() if callable(options) else None,
+                        free_dims=dims(input_shapes) if callable(dims) else {})
+
+
 def profile_record(record: EngineRecord, batch_sizes: Sequence[int],
                    run: ProfileRun = ProfileRun()) -> dict[int, PrecisionProfile]:
     """One engine's per-layer profile at each batch size, with the profiler of the backend that
@@ -100,10 +108,9 @@ def profile_record(record: EngineRecord, batch_sizes: Sequence[int],
             input_shapes, feeds = engine_feeds(record, runner, batch_size, shapes=run.shapes, seed=run.seed,
                                                int_range=run.int_range, data=data)
             if caps.layer_profiler == "ort-session":
-                options = getattr(runner, "profile_options", None)  # the timed session's kernels (a GPU runner)
                 out[batch_size] = profile_onnxruntime(record, feeds, iterations=iterations, warmup=warmup,
                                                       batch_size=batch_size, device=caps.device,
-                                                      cuda_options=options() if callable(options) else None)
+                                                      timed=timed_session(runner, input_shapes))
             elif caps.layer_profiler == "torch-profiler":
                 out[batch_size] = profile_torch(runner, feeds, iterations=iterations, warmup=warmup,
                                                 batch_size=batch_size, backend=record.backend, onnx_model=onnx_model)

@@ -256,7 +256,7 @@ def from_ort_events(events: Sequence[Mapping[str, Any]], precision: str, batch_s
 
 
 def timeline_onnxruntime(record: Any, feeds: Mapping[str, Any], *, warmup: int, batch_size: int,
-                         device: str = "cpu", cuda_options: Mapping[str, str] | None = None) -> Timeline:
+                         device: str = "cpu", timed: Any = None) -> Timeline:
     """``warmup`` unrecorded-for-the-timeline runs of ``record``'s engine (engines.cache.EngineRecord: its
     artifact, precision and backend), then one more; the timeline is that last run. On CUDA with
     cupti-python that run is captured by CUPTI and the timeline is its GPU work (``from_ort_kernels``);
@@ -265,14 +265,17 @@ def timeline_onnxruntime(record: Any, feeds: Mapping[str, Any], *, warmup: int, 
     from ..spec import Precision
     from ..util.scratch import temp_dir
     from . import ort_kernels
-    from .ort import kernel_capture
+    from .ort import TimedSession, kernel_capture
 
     artifact, precision, backend = Path(record.artifact_path), record.precision, record.backend
     cupti, _ = kernel_capture(device)
+    timed = timed if timed is not None else TimedSession()
+    cuda_options, dims = timed.cuda_options, dict(timed.free_dims)
     log = None
     with temp_dir("orttl") as tmp:
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
-                              settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort")),
+                              settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort"),
+                                                       configure=timed.configure()),
                               device="cuda" if device == "cuda" else "cpu", cuda_options=cuda_options)
         for _ in range(warmup):
             session.run(None, dict(feeds))
@@ -284,7 +287,8 @@ def timeline_onnxruntime(record: Any, feeds: Mapping[str, Any], *, warmup: int, 
         events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
     options = session.get_session_options()
     settings = {"provider": session.get_providers()[0], "intra_op_threads": options.intra_op_num_threads,
-                "warmup": warmup, **({"provider_options": dict(cuda_options)} if cuda_options else {})}
+                "warmup": warmup, **({"provider_options": dict(cuda_options)} if cuda_options else {}),
+                **({"free_dimension_overrides": dims} if dims else {})}
     if log is not None:
         gpu = from_ort_kernels(events, log, int(session.get_profiling_start_time_ns()), precision, batch_size,
                                backend, settings)
@@ -401,7 +405,7 @@ def record_timeline(record: Any, batch_size: int, feed: "FeedSettings | None" = 
     and, with ``cuda_graph``, graph replay), with ``autotune`` as the timing ran it. The timeline is
     labelled with the engine's backend (a plugin may use a profiler of the built-in backends)."""
     from ..model.inputs import FeedSettings
-    from .profile import engine_feeds, loaded_engine
+    from .profile import engine_feeds, loaded_engine, timed_session
 
     feed = feed or FeedSettings()  # the default: seed 0's random inputs
     with loaded_engine(record, "timeline", autotune) as runner:
@@ -414,9 +418,8 @@ def record_timeline(record: Any, batch_size: int, feed: "FeedSettings | None" = 
             timeline = from_precision_profile(profile_tensorrt(runner, input_shapes, feeds, record.precision,
                                                                iterations=warmup + 1, backend=record.backend))
         elif caps.timeline == "ort-session":
-            options = getattr(runner, "profile_options", None)  # the timed session's kernels (a GPU runner)
             timeline = timeline_onnxruntime(record, feeds, warmup=warmup, batch_size=batch_size, device=caps.device,
-                                            cuda_options=options() if callable(options) else None)
+                                            timed=timed_session(runner, input_shapes))
         else:
             timeline = timeline_torch_runner(runner, record, feeds, batch_size, warmup=warmup, cuda_graph=cuda_graph,
                                              copies=copies)
