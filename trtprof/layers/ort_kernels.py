@@ -42,6 +42,9 @@ MAX_CALLS = 20_000
 # the run windows' fit keeps the offsets holding all but this share of the API calls of the best: a stray
 # call outside every run (another thread's) must not pull the fit; a shift by a run loses a whole run's calls
 RUN_SLACK = 0.01
+# a clock candidate none of whose offsets puts half the API calls inside the runs is the wrong clock (the
+# other Python clock is years off): skipped
+RUNS_MIN = 0.5
 # under this share of the GPU time attributed to nodes, the per-node kernel times are not used
 ATTRIBUTED_MIN = 0.95
 BUFFER_BYTES = 8 * 1024 * 1024
@@ -264,6 +267,8 @@ def fit_offset(nodes: Sequence[NodeSpan], launch_times: Sequence[int], candidate
         coarse = base + np.arange(-SEARCH_NS, SEARCH_NS + 1, COARSE_NS, dtype=np.int64)
         if len(run_starts):
             in_runs = _covered(run_starts, run_ends, calls, coarse)
+            if in_runs.max() < RUNS_MIN:  # the wrong clock: no offset near it puts the calls in the runs
+                continue
             keep = coarse[in_runs >= in_runs.max() - RUN_SLACK]
         else:
             keep = coarse[[int(np.argmax(_covered(starts, ends, times, coarse)))]]
