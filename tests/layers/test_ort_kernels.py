@@ -301,3 +301,37 @@ def test_the_profiling_session_fixes_the_dims_the_timed_session_fixed(tmp_path):
     assert fixed.config["free_dimension_overrides"] == {"N": 3} and "free_dimension_overrides" not in free.config
     # with N fixed ORT folds Shape → Reshape away: the profiled nodes are fewer
     assert len(fixed.layers) < len(free.layers)
+
+
+def _with_unattributed(share_of_work: float):
+    """The synthetic profile with one kernel launched between two nodes of the last run, sized to be
+    ``share_of_work`` of all the GPU's work (its launch is inside the run, outside every node)."""
+    events, log = synthetic(runs=3, warmup=0)
+    log.clock_offsets = {"realtime": CUPTI_OFFSET}
+    tied = sum(w.duration_ns for w in log.work)
+    extra = round(tied * share_of_work / (1 - share_of_work))
+    last_run = max(float(e["ts"]) for e in events if e.get("name") == "model_run")
+    log.work.append(GpuWork("stray_kernel", 0, extra, 99_999))
+    log.launches[99_999] = ORT_START + int((last_run + 60) * 1000) + CUPTI_OFFSET  # in the gap after conv1
+    return events, log
+
+
+@pytest.mark.parametrize("stray, kept", [(0.049, True), (0.051, False)])
+def test_kernel_times_are_kept_from_95_percent_tied_just_inside_and_refused_just_outside(stray, kept):
+    events, log = _with_unattributed(stray)
+    config, notes = {}, []
+    gpu = ort._attribution(events, 3, ORT_START, log, config, notes)
+    assert (gpu is not None) is kept
+    assert config["attributed_share"] == pytest.approx(1 - stray, abs=1e-3)
+    assert bool(notes) is not kept and (kept or "under 95%" in notes[0])
+
+
+@pytest.mark.parametrize("strays, found", [(15, True), (16, False)])
+def test_a_clock_that_puts_half_the_api_calls_in_the_runs_is_tried_and_under_half_is_not(strays, found):
+    """15 launching calls inside the runs; strays a second before them (no search reaches them): 15 strays
+    leave exactly half the calls inside (RUNS_MIN, tried), 16 leave less (the clock is skipped: nothing tied)."""
+    events, log = synthetic(runs=3, warmup=0)
+    for i in range(strays):
+        log.launches[50_000 + i] = ORT_START - 10**9 + i * 1000 + CUPTI_OFFSET
+    got = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
+    assert (got.attributed_share == 1.0) is found and (got.clock == "realtime") is found
