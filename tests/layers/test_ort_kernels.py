@@ -335,3 +335,31 @@ def test_a_clock_that_puts_half_the_api_calls_in_the_runs_is_tried_and_under_hal
         log.launches[50_000 + i] = ORT_START - 10**9 + i * 1000 + CUPTI_OFFSET
     got = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
     assert (got.attributed_share == 1.0) is found and (got.clock == "realtime") is found
+
+
+def test_where_cupti_refuses_to_record_the_work_runs_uncaptured_and_the_profile_says_why(monkeypatch):
+    """Another profiler holding CUPTI (torch.profiler in the same process) or a platform without it: the
+    enabling fails, what was enabled is disabled again, the profiled runs still run (once), and the reason
+    becomes the profile's note instead of a traceback."""
+    monkeypatch.setattr(ort_kernels._Recorder, "registered", False)
+
+    class Refusing(RecordingCupti):
+        def activity_enable(self, kind):
+            if kind == "memset":
+                raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+            super().activity_enable(kind)
+
+    fake, ran = Refusing([]), []
+    log, why = ort_kernels.run_captured(fake, lambda: ran.append(1))
+    assert log is None and ran == [1] and "MULTIPLE_SUBSCRIBERS" in why and "host launch times" in why
+    assert fake.calls[-2:] == ["disable kernel", "disable memcpy"]
+    assert ort_kernels.run_captured(None, lambda: ran.append(2)) == (None, None) and ran == [1, 2]
+
+
+def test_a_cupti_python_whose_library_will_not_load_gives_host_times_and_the_reason(monkeypatch):
+    def broken():
+        raise RuntimeError("libcupti.so.13: cannot open shared object file")
+
+    monkeypatch.setattr(ort_kernels, "import_cupti", broken)
+    module, why = ort.kernel_capture("cuda")
+    assert module is None and "cannot load CUPTI" in why and "libcupti.so.13" in why

@@ -234,6 +234,8 @@ def kernel_capture(device: str) -> tuple[Any, str | None]:
         return import_cupti(), None
     except MissingDependency as err:
         return None, f"per-node times are host launch times: {err}"
+    except Exception as err:  # noqa: BLE001 - cupti-python installed but its library would not load
+        return None, f"per-node times are host launch times: cupti-python cannot load CUPTI ({type(err).__name__}: {err})"
 
 
 class TimedSession(NamedTuple):
@@ -279,14 +281,9 @@ def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterati
                               device="cuda" if device == "cuda" else "cpu", cuda_options=cuda_options)
         for _ in range(warmup):
             session.run(None, dict(feeds))
-        log = None
-        if cupti is not None:
-            with ort_kernels.capture(cupti) as log:
-                for _ in range(iterations):
-                    session.run(None, dict(feeds))
-        else:
-            for _ in range(iterations):
-                session.run(None, dict(feeds))
+        log, refused = ort_kernels.run_captured(
+            cupti, lambda: [session.run(None, dict(feeds)) for _ in range(iterations)])
+        why_not = refused or why_not
         trace = Path(session.end_profiling())
         events = json.loads(trace.read_text(encoding="utf-8"))
         sources = source_graph(Path(artifact), optimized)

@@ -193,18 +193,15 @@ def activity_kinds(cupti: Any) -> list[Any]:
 @contextmanager
 def capture(cupti: Any = None) -> Iterator[ActivityLog]:
     """Record the process's GPU work and launching API calls while the block runs (``cupti``: the module,
-    imported here when None). One capture at a time."""
+    imported here when None). One capture at a time. CaptureUnavailable, before the block runs, where CUPTI
+    refuses to record."""
     cupti = cupti if cupti is not None else import_cupti()
     log = ActivityLog()
     kinds = activity_kinds(cupti)
     with _Recorder.lock:
-        if not _Recorder.registered:
-            cupti.activity_register_callbacks(_Recorder.requested, _Recorder.completed)
-            _Recorder.registered = True
         _Recorder.log = log
         try:
-            for k in kinds:
-                cupti.activity_enable(k)
+            _enable(cupti, kinds)
             before = clock_offsets(cupti.get_timestamp, PY_CLOCKS)
             log.clock_offsets = before
             try:
@@ -219,6 +216,45 @@ def capture(cupti: Any = None) -> Iterator[ActivityLog]:
                     cupti.activity_disable(k)
         finally:
             _Recorder.log = None
+
+
+class CaptureUnavailable(RuntimeError):
+    """CUPTI would not record here (another profiler holds it, or the platform has no CUPTI support): the
+    profile then keeps host times and says why."""
+
+
+def _enable(cupti: Any, kinds: Sequence[Any]) -> None:
+    """Enable the activity kinds, or CaptureUnavailable with CUPTI's reason (whatever was enabled is disabled)."""
+    done = []
+    try:
+        if not _Recorder.registered:
+            cupti.activity_register_callbacks(_Recorder.requested, _Recorder.completed)
+            _Recorder.registered = True
+        for k in kinds:
+            cupti.activity_enable(k)
+            done.append(k)
+    except Exception as err:  # cupti.cuptiError and whatever its bindings raise
+        for k in done:
+            try:
+                cupti.activity_disable(k)
+            except Exception:  # noqa: BLE001 - best effort: the capture is abandoned anyway
+                pass
+        raise CaptureUnavailable(f"{type(err).__name__}: {err}") from err
+
+
+def run_captured(cupti: Any, work: Callable[[], Any]) -> tuple[ActivityLog | None, str | None]:
+    """Run ``work`` under a capture: (its log, None); without ``cupti`` (None) or where CUPTI refuses, ``work``
+    runs uncaptured: (None, None) or (None, the line that says why the times are host times)."""
+    if cupti is None:
+        work()
+        return None, None
+    try:
+        with capture(cupti) as log:
+            work()
+        return log, None
+    except CaptureUnavailable as err:
+        work()
+        return None, f"per-node times are host launch times: CUPTI would not record here ({err})"
 
 
 def _inside(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:

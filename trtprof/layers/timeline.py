@@ -271,7 +271,6 @@ def timeline_onnxruntime(record: Any, feeds: Mapping[str, Any], *, warmup: int, 
     cupti, _ = kernel_capture(device)
     timed = timed if timed is not None else TimedSession()
     cuda_options, dims = timed.cuda_options, dict(timed.free_dims)
-    log = None
     with temp_dir("orttl") as tmp:
         session = ort_session(Path(artifact), Precision(precision), path=Path(artifact),
                               settings=SessionSettings(profile_prefix=str(Path(tmp) / "ort"),
@@ -279,11 +278,7 @@ def timeline_onnxruntime(record: Any, feeds: Mapping[str, Any], *, warmup: int, 
                               device="cuda" if device == "cuda" else "cpu", cuda_options=cuda_options)
         for _ in range(warmup):
             session.run(None, dict(feeds))
-        if cupti is not None:
-            with ort_kernels.capture(cupti) as log:
-                session.run(None, dict(feeds))
-        else:
-            session.run(None, dict(feeds))
+        log, _ = ort_kernels.run_captured(cupti, lambda: session.run(None, dict(feeds)))
         events = json.loads(Path(session.end_profiling()).read_text(encoding="utf-8"))
     options = session.get_session_options()
     settings = {"provider": session.get_providers()[0], "intra_op_threads": options.intra_op_num_threads,
