@@ -9,11 +9,12 @@ ORT's profile holds it: the node's kernels are launched inside its compute funct
 
 ORT's profile and CUPTI count time on different clocks. Their offset is read at capture (CUPTI's
 timestamp against Python's monotonic and real-time clocks, read back to back; ORT's profiling start is
-on one of them: the real-time clock in onnxruntime 1.2x/1.3x) and then refined: the offset kept is the
-one, within ``SEARCH_NS`` of a candidate, that keeps every API call inside a profiled run and puts the
-most launches inside node intervals (``fit_offset``; ORT rounds its times to whole microseconds). The share of the GPU's work so attributed,
-and the correction the search made to the read offset, are recorded with the profile; under
-``ATTRIBUTED_MIN`` no per-node kernel time is claimed.
+on one of them: the real-time clock in onnxruntime 1.31) and then refined: the offset kept is the one,
+within ``SEARCH_NS`` of a candidate, that keeps every API call inside a profiled run and puts the most
+launches inside node intervals (``fit_offset``; ORT rounds its times to whole microseconds). The share of
+the GPU's work so attributed, and the correction the search made to the read offset, are recorded with the
+profile; under ``ATTRIBUTED_MIN`` no per-node kernel time is claimed. Measured on the H200 with the first
+version of this module: benchmarks/results/ort_kernels-H200-2026-12-03/.
 """
 from __future__ import annotations
 
