@@ -267,3 +267,153 @@ def test_the_gpu_is_watched_through_the_timed_loop_and_arms_keep_every_block(mon
     assert arm.device["during"]["samples"] == sum(w["samples"] for w in watches)
     assert arm.device["during"]["throttle_samples"]["sw_power_cap"] == sum(
         w["throttle_samples"]["sw_power_cap"] for w in watches)
+
+
+class KeepingRunner(FakeRunner):
+    """A FAKE device runner that opts in to keeping its device state (``keeps_launch``), counting prepares."""
+
+    keeps_launch = True
+
+    def __init__(self, gpu: FakeGpu) -> None:
+        super().__init__(gpu)
+        self.prepared = 0
+
+    def prepare(self, input_shapes):
+        self.prepared += 1
+        return super().prepare(input_shapes)
+
+
+def test_a_keeper_keeps_an_opted_in_runners_state_across_blocks_of_one_shape(monkeypatch):
+    from trtprof.measure.kept_launch import LaunchKeeper
+
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    runner, config = KeepingRunner(gpu), TimingConfig(warmup=1, iterations=3)
+    with LaunchKeeper() as keeper:
+        first = time_device(runner, FEEDS, config)
+        kept_open = gpu.open
+        # kept: the loop's stream and a pinned + device buffer for each of the two inputs and the output
+        assert kept_open == 1 + 2 * 3 and runner.prepared == 1 and gpu.uploads_before_loop == 2
+        second = time_device(runner, FEEDS, config)
+        assert runner.prepared == 1 and gpu.uploads_before_loop == 2  # no prepare, no upload: the same arrays
+        assert gpu.open == kept_open  # the block's events went, the kept buffers stayed
+        np.testing.assert_allclose(second.stages["latency_ms"], first.stages["latency_ms"])
+        assert first.setup_s >= 0 and second.setup_s >= 0
+        other_values = {k: v.copy() for k, v in FEEDS.items()}
+        time_device(runner, other_values, config)
+        assert runner.prepared == 1 and gpu.uploads_before_loop == 4  # other arrays: their values uploaded again
+        bigger = {k: np.ones((3, *v.shape[1:]), v.dtype) for k, v in FEEDS.items()}
+        time_device(runner, bigger, config)
+        assert runner.prepared == 2 and gpu.open == kept_open  # another shape: the old state released first
+        keeper.clear()
+        assert gpu.open == 0
+        time_device(runner, FEEDS, config)
+        assert runner.prepared == 3 and gpu.open == kept_open
+    assert gpu.open == 0  # the scope's end releases what it kept
+
+
+def test_outside_a_keeper_or_without_opting_in_every_block_sets_up_and_releases(monkeypatch):
+    from trtprof.measure.kept_launch import LaunchKeeper
+
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    keeping = KeepingRunner(gpu)
+    for _ in range(2):
+        time_device(keeping, FEEDS, TimingConfig(warmup=0, iterations=2))
+        assert gpu.open == 0
+    assert keeping.prepared == 2
+    plain = FakeRunner(gpu)
+    with LaunchKeeper():
+        for _ in range(2):
+            time_device(plain, FEEDS, TimingConfig(warmup=0, iterations=2))
+            assert gpu.open == 0
+    assert gpu.uploads_before_loop == 2 * 2 + 2 * 2
+
+
+def test_a_kept_state_is_per_copies_and_graph_setting(monkeypatch):
+    from trtprof.measure.kept_launch import LaunchKeeper
+
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    runner = KeepingRunner(gpu)
+    with LaunchKeeper():
+        time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=2))
+        time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=2, copies=False))
+        assert runner.prepared == 2
+        samples = time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=2, copies=False))
+        assert runner.prepared == 2 and set(samples.stages) == {"compute_ms", "latency_ms", "enqueue_ms"}
+
+
+def test_a_failed_set_up_inside_a_keeper_releases_what_it_made(monkeypatch):
+    from trtprof.measure.kept_launch import LaunchKeeper
+
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+
+    class FailingPinned:
+        made = 0
+
+        def __init__(self, nbytes):
+            FailingPinned.made += 1
+            if FailingPinned.made == 3:  # the output's pinned buffer, after both inputs' pairs
+                raise MemoryError("cudaHostAlloc: out of memory")
+            self.inner = FakeResource(gpu)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.inner.__exit__(*exc)
+
+        def array(self, shape, dtype):
+            return np.zeros(shape, dtype)
+
+    monkeypatch.setattr(cuda, "PinnedHostBuffer", FailingPinned)
+    runner = KeepingRunner(gpu)
+    with LaunchKeeper() as keeper:
+        with pytest.raises(MemoryError):
+            time_device(runner, FEEDS, TimingConfig(warmup=0, iterations=2))
+        assert gpu.open == 0 and keeper.kept == {}
+
+
+def test_a_keeper_holds_one_nvml_session_from_its_first_gpu_block_to_its_end(monkeypatch):
+    import sys
+
+    from tests.system.test_validity import FakePynvml
+    from trtprof.measure.kept_launch import LaunchKeeper
+
+    fake = FakePynvml()
+    sessions = []
+    fake.nvmlInit = lambda: sessions.append(1)
+    fake.nvmlShutdown = lambda: sessions.pop()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    with LaunchKeeper():
+        assert sessions == []
+        time_device(FakeRunner(gpu), FEEDS, TimingConfig(warmup=0, iterations=2))
+        assert len(sessions) == 1  # held between blocks
+        time_device(KeepingRunner(gpu), FEEDS, TimingConfig(warmup=0, iterations=2))
+        assert len(sessions) == 1
+    assert sessions == []
+    time_device(FakeRunner(gpu), FEEDS, TimingConfig(warmup=0, iterations=2))
+    assert sessions == []  # outside a scope: each block opens and closes its own
+
+
+def test_a_worker_releases_the_kept_state_when_its_batch_size_changes():
+    """The worker's side of compare (measure.worker_loop): ``feeds`` for the next batch size releases the
+    kept buffers of the last one before new ones are made."""
+    from contextlib import ExitStack
+
+    from trtprof.measure.kept_launch import KeptLaunch, LaunchKeeper
+    from trtprof.measure.worker_loop import _WorkerState
+
+    released = []
+    with LaunchKeeper() as keeper:
+        state = _WorkerState(None, keeper)
+        state.runners = {"fp32": SimpleNamespace(inputs=(TensorSpec("a", "float32", (-1, 4)),))}
+        stack = ExitStack()
+        stack.callback(released.append, "batch 2")
+        keeper.keep(KeptLaunch(runner=state.runners["fp32"], key=((("a", (2, 4)),), True, False), stack=stack))
+        assert state.set_feeds({"a": (3, 4)}, 0, (0, 10), None) == ("ok", None)
+        assert released == ["batch 2"] and keeper.kept == {} and state.feeds["a"].shape == (3, 4)

@@ -131,6 +131,9 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     """A session on the CUDA EP, run through IO binding on its own stream (see the module docstring)."""
 
     device: DeviceKind = "cuda"
+    # its device state is kept from one timing block to the next inside a LaunchKeeper (measure.kept_launch):
+    # the session keeps every graph it captured anyway, so new buffers per block only cost a new capture
+    keeps_launch = True
 
     def __init__(self, session: Any, stream: Any, record: "EngineRecord", *, graph: bool, refused: str | None,
                  reopen: Callable[[Mapping[str, int]], Any] | None = None) -> None:

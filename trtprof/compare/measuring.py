@@ -359,6 +359,7 @@ def arm_result(record: EngineRecord, arm: Arm, batch_size: int, outcome: Interle
                 "notes": list(record.notes)},
         config={"interleaved": True, "arm": arm.name, "loads": outcome.loads, "rounds": outcome.rounds, "round_iterations": outcome.round_iterations[arm.name],
                 "round_warmup": ROUND_WARMUP, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
+                "block_setup_s": round(arm.setup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "elapsed_s": round(outcome.elapsed_s, 3),  # of the budget (the first batch size: from compare's start)
                 "copies": plan.copies if clock == "cuda_events" else None, "cuda_graph": plan.cuda_graph and clock == "cuda_events",

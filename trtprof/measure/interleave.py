@@ -308,7 +308,7 @@ def run_one_load(arms: Sequence[Arm], plan: RoundPlan, *, measure: Measure = mea
                           hooks=LoopHooks(on_progress=on_progress))
     for mine, filled in zip(arms, out.arms):
         for name in ("blocks", "span_s", "block_spans", "note_counts", "device_first", "device_last", "warmup_done", "warmup_s",
-                     "third_party"):
+                     "setup_s", "third_party"):
             setattr(mine, name, getattr(filled, name))
     out.arms = arms
     return out

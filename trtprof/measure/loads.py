@@ -117,6 +117,7 @@ class Arm:
     device_last: dict[str, Any] = field(default_factory=dict)
     warmup_done: int = 0
     warmup_s: float = 0.0
+    setup_s: float = 0.0  # every block's set-up (Samples.setup_s), warm-up blocks included
     block_spans: list[tuple[int, float]] = field(default_factory=list)  # (iterations, wall s) per block
     watched: dict[str, Any] | None = None  # the GPU watch over all blocks (nvml.merge_watches), None on a CPU
     third_party: Tally = field(default_factory=Tally)  # the library's lines per load and block (util.thirdparty)
@@ -126,6 +127,7 @@ class Arm:
             self.blocks.append([])
         self.blocks[load].append({k: np.asarray(v, dtype=np.float64) for k, v in samples.stages.items()})
         self.span_s += samples.span_s
+        self.setup_s += samples.setup_s
         self.block_spans.append((samples.n, samples.span_s))  # throughput: the median block rate
         for note in samples.notes:  # one entry per kind of note, not one per block
             key = re.sub(r"[-+]?\d[\d.,]*", "#", note)
@@ -140,6 +142,7 @@ class Arm:
         """A load's warm-up block: one load of this arm, and a block the library may have written in."""
         self.warmup_done += samples.warmup_done + samples.n
         self.warmup_s += samples.warmup_s + samples.span_s
+        self.setup_s += samples.setup_s
         self.third_party.add(AT_LOAD, samples.load_warnings)
         self.third_party.add(AT_RUN, samples.run_warnings)
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..system import cuda, nvml
+from . import kept_launch
 from ..errors import BackendUnavailable, BadInput
 from ..system.preflight import is_out_of_memory
 
@@ -72,6 +73,9 @@ class Samples:
     # and, on a load's warm-up block, what it wrote while that engine was loaded
     run_warnings: list[str] = field(default_factory=list)
     load_warnings: list[str] = field(default_factory=list)
+    # GPU blocks: seconds from the block's start to its warm-up (prepare, buffers, upload, the launch or its
+    # capture); near 0 where a LaunchKeeper kept the runner's state from an earlier block (measure.kept_launch)
+    setup_s: float = 0.0
 
     @property
     def latency_ms(self) -> np.ndarray:
@@ -228,33 +232,45 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
 
     latency = h2d + compute + d2h (trtexec's definition); with ``copies=False`` the copies are left
     out of the loop entirely (inputs stay on the device from the single upload) and latency = compute.
+
+    Inside a ``kept_launch.LaunchKeeper`` an opted-in runner's set-up (``set_up_launch``: prepare, buffers,
+    launch) is kept for its next block at the same shapes instead of released; ``Samples.setup_s`` says
+    what the set-up cost this block.
     """
     if cuda.device_count() == 0:
         raise BackendUnavailable("no CUDA device: GPU timing needs an NVIDIA GPU and driver")
 
+    started = time.perf_counter()
     input_shapes = {name: tuple(int(d) for d in arr.shape) for name, arr in feeds.items()}
-    output_shapes = runner.prepare(input_shapes)
-    output_dtypes = {spec.name: spec.dtype for spec in runner.outputs}
     device_index = cuda.current_device()
     bus_id = cuda.pci_bus_id(device_index)
+    keeper = kept_launch.keeper_for(runner)
+    key = (tuple(sorted(input_shapes.items())), config.copies, config.cuda_graph)
+    state = keeper.lookup(runner, key) if keeper is not None else None
 
     with ExitStack() as stack:
-        stream = runner_stream(runner) or stack.enter_context(cuda.Stream())
-        buffers, host_in, host_out = device_buffers(stack, stream, feeds, output_shapes, output_dtypes)
-        launch_info: dict[str, Any] = {}
-        compute = compute_launch(stack, runner, buffers, stream, config.cuda_graph, launch_info)
-        probe_eager_ratio(stack, runner, buffers, stream, compute, launch_info,
-                          tuple(sorted(input_shapes.items())))
+        if state is None:
+            state = set_up_launch(runner, feeds, config, key, ExitStack() if keeper is not None else stack)
+            if keeper is not None:
+                keeper.keep(state)
+        elif not state.same_feeds(feeds):  # kept buffers, other inputs: their values uploaded again
+            upload_inputs(state.stream, feeds, state.host_in)
+            state.feeds = dict(feeds)
+        state.blocks += 1
+        stream, compute = state.stream, state.compute
+        assert compute is not None
+        launch_info = dict(state.launch_info)
         blocking = not config.spin_wait
         slots = [[stack.enter_context(cuda.Event(blocking_sync=blocking)) for _ in range(4)]
                  for _ in range(IN_FLIGHT)]
-        issue, wait = event_iteration(stream, compute, host_in, host_out, slots, config.copies)
+        issue, wait = event_iteration(stream, compute, state.host_in, state.host_out, slots, config.copies)
         raw_slots = [[e.raw for e in ev] for ev in slots]
 
         def one_iteration() -> None:
             issue(raw_slots[0])
             wait(slots[0])
 
+        setup_s = time.perf_counter() - started
         warm_runs, warm_s = warm_up(one_iteration, config)
         # The GPU sampled through the loop (system.validity); the watch's NVML session, open around the
         # before/after reads too, makes their nvmlInit a reference count, not a second initialisation.
@@ -270,7 +286,29 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
              + cap_notes(int(stages["latency_ms"].size), span_s, config))
     device = _device_facts(launch_info, device_index, bus_id, config, (before, after, during))
     return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
-                   device=device)
+                   device=device, setup_s=setup_s)
+
+
+def set_up_launch(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig, key: tuple[Any, ...],
+                  stack: ExitStack) -> kept_launch.KeptLaunch:
+    """A block's device state, released by ``stack`` (the block's own, or one a ``LaunchKeeper`` keeps):
+    the runner prepared at the feeds' shapes, the stream (the runner's, else one made here), pinned and
+    device buffers with the inputs uploaded, and the launch (``compute_launch``, probed for its eager twin).
+    A failure releases what was set up and is raised."""
+    state = kept_launch.KeptLaunch(runner=runner, key=key, stack=stack, feeds=dict(feeds))
+    try:
+        output_shapes = runner.prepare(dict(key[0]))
+        output_dtypes = {spec.name: spec.dtype for spec in runner.outputs}
+        state.stream = runner_stream(runner) or stack.enter_context(cuda.Stream())
+        state.buffers, state.host_in, state.host_out = device_buffers(stack, state.stream, feeds, output_shapes,
+                                                                      output_dtypes)
+        state.compute = compute_launch(stack, runner, state.buffers, state.stream, config.cuda_graph,
+                                       state.launch_info)
+        probe_eager_ratio(stack, runner, state.buffers, state.stream, state.compute, state.launch_info, key[0])
+    except BaseException:
+        stack.close()
+        raise
+    return state
 
 
 def _device_facts(launch_info: dict[str, Any], device_index: int, bus_id: Any, config: TimingConfig,
@@ -323,11 +361,9 @@ def device_buffers(stack: ExitStack, stream: Any, feeds: Mapping[str, np.ndarray
     host_in: list[tuple[np.ndarray, int]] = []
     host_out: list[tuple[np.ndarray, int]] = []
     for name, arr in feeds.items():
-        arr = np.ascontiguousarray(arr)
-        pinned = stack.enter_context(cuda.PinnedHostBuffer(arr.nbytes))
-        view = pinned.array(arr.shape, arr.dtype)
-        view[...] = arr
-        dev = stack.enter_context(cuda.DeviceBuffer(arr.nbytes))
+        pinned = stack.enter_context(cuda.PinnedHostBuffer(np.asarray(arr).nbytes))
+        view = pinned.array(np.shape(arr), np.asarray(arr).dtype)
+        dev = stack.enter_context(cuda.DeviceBuffer(view.nbytes))
         buffers[name] = dev.ptr
         host_in.append((view, dev.ptr))
     for name, shape in output_shapes.items():
@@ -337,10 +373,16 @@ def device_buffers(stack: ExitStack, stream: Any, feeds: Mapping[str, np.ndarray
         dev = stack.enter_context(cuda.DeviceBuffer(nbytes))
         buffers[name] = dev.ptr
         host_out.append((pinned.array(tuple(shape), dtype), dev.ptr))
-    for view, ptr in host_in:
+    upload_inputs(stream, feeds, host_in)
+    return buffers, host_in, host_out
+
+
+def upload_inputs(stream: Any, feeds: Mapping[str, np.ndarray], host_in: list[tuple[np.ndarray, int]]) -> None:
+    """The feeds' values into their pinned views (``host_in``, in the feeds' order) and on to the device."""
+    for arr, (view, ptr) in zip(feeds.values(), host_in):
+        view[...] = arr
         cuda.memcpy_htod_async(ptr, view, stream)
     stream.synchronize()
-    return buffers, host_in, host_out
 
 
 def compute_launch(stack: ExitStack, runner: Any, buffers: Mapping[str, int], stream: Any,

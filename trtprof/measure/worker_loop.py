@@ -102,8 +102,9 @@ class _WorkerState:
     """What one worker holds between commands: its runners (every arm loaded once), their load RSS and
     the current feeds; one method per command of the protocol (``measure.workers``'s docstring)."""
 
-    def __init__(self, parent: int | None) -> None:
+    def __init__(self, parent: int | None, keeper: Any = None) -> None:
         self.parent = parent
+        self.keeper = keeper  # kept_launch.LaunchKeeper: opted-in runners keep their device state between blocks
         self.runners: dict[str, Any] = {}
         self.feeds: dict[str, Any] = {}
         self.load_rss: dict[str, tuple[int | None, int | None]] = {}
@@ -131,6 +132,8 @@ class _WorkerState:
     def set_feeds(self, shapes: Any, seed: int, int_range: Any, fixed: Any) -> tuple[str, Any]:
         from ..model.inputs import make_inputs
 
+        if self.keeper is not None:  # another batch size: the last one's buffers go before new ones are made
+            self.keeper.clear()
         first = next(iter(self.runners.values()))
         self.feeds = dict(fixed) if fixed is not None else make_inputs(first.inputs, shapes, seed=seed,
                                                                         int_range=int_range)
@@ -178,8 +181,12 @@ class _WorkerState:
 
 def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
     """The worker loop: load every arm once, then answer commands until ``close`` (or until the parent
-    is gone, checked between rounds where PR_SET_PDEATHSIG is not there)."""
-    state = _WorkerState(parent)
+    is gone, checked between rounds where PR_SET_PDEATHSIG is not there). Blocks of one batch size share the
+    device state of the runners that keep it (``measure.kept_launch``)."""
+    from .kept_launch import LaunchKeeper
+
+    keeper = LaunchKeeper().__enter__()
+    state = _WorkerState(parent, keeper)
     try:
         while True:
             try:
@@ -192,6 +199,7 @@ def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
             pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
             out.flush()
     finally:
+        keeper.__exit__(None, None, None)  # the kept buffers and launches before the runners they belong to
         state.close()
 
 

@@ -59,6 +59,14 @@ def _session() -> Iterator[Any]:
             pass
 
 
+@contextmanager
+def held() -> Iterator[bool]:
+    """Keep one NVML session open through a block (a measurement worker's life): every ``_session`` inside
+    is then NVML's reference count, not a fresh initialisation per timing block. Yields whether NVML is usable."""
+    with _session() as nv:
+        yield nv is not None
+
+
 def _try(fn: Any, *args: Any) -> Any:
     """One NVML query, or None when this GPU/driver does not support it."""
     try:

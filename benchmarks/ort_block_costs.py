@@ -1,0 +1,166 @@
+"""Where a compare block's seconds go on onnxruntime-cuda, and what keeping the device state between blocks saves
+(issue 42: the ResNet-50 default run took 89 s against a 60-s target; per batch size about 0.15–0.18 s of each
+block was neither warm-up nor timed iterations, at batch 1 as at batch 32).
+
+It loads the given engines as compare's workers do (``measure.bench.load_runner``) in this one process, then per
+batch size times blocks of every arm in rounds, as compare's rounds do (``interleave.measure_block``, ROUND_WARMUP
+warm-up calls, iterations sized to ~0.1 s), twice: each block setting up and releasing its own state (``fresh``,
+trtprof before issue 42's change) and inside a ``kept_launch.LaunchKeeper`` (``kept``, what a worker does now).
+Per mode and arm: the wall per block, its set-up, warm-up and timed seconds, the overhead (wall − warm-up − timed),
+and the median latency; the kept/fresh ratio of the medians must be 1 within the blocks' spread, the wall ratio
+is the saving. Then a cProfile of the fresh blocks at the middle batch size and the NVML calls' own cost.
+
+    python3 benchmarks/ort_block_costs.py ENGINE.onnx:fp32 ENGINE.onnx:tf32 ENGINE.onnx:fp16 [--batch-sizes 1,32,256]
+        [--blocks 8] [--json out.json]
+
+An engine is a file trtprof built (``trtprof build --backend onnxruntime-cuda``): the record beside it is read
+through trtprof's cache. This script measures trtprof's own loop, so it imports trtprof (the independent
+references are ``reference_ort_iobinding.py`` and ``reference_resnet50_graph.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def record_for(path: Path):
+    from trtprof.engines.cache import META_SUFFIX, EngineRecord
+
+    for meta in path.parent.glob(f"*{META_SUFFIX}"):
+        record = EngineRecord.read(meta)
+        if Path(record.artifact_path).resolve() == path.resolve():
+            return record
+    raise SystemExit(f"{path}: no trtprof engine record beside it")
+
+
+def run_blocks(runners, feeds, blocks, keep):
+    from trtprof.measure.interleave import ROUND_WARMUP, iterations_for, measure_block, RoundPlan
+    from trtprof.measure.kept_launch import LaunchKeeper
+    from trtprof.measure.timing import TimingConfig
+
+    plan = RoundPlan(cuda_graph=True)
+    out = {name: [] for name in runners}
+    with (LaunchKeeper() if keep else _Null()):
+        iters = {}
+        for name, runner in runners.items():  # a warm block per arm, as a load's warm-up
+            s = measure_block(runner, feeds, TimingConfig(warmup=10, warmup_ms=100, iterations=5, cuda_graph=True))
+            iters[name] = iterations_for(float(statistics.median(s.latency_ms)), plan)
+        for j in range(blocks):
+            order = list(runners) if j % 2 == 0 else list(runners)[::-1]
+            for name in order:
+                config = TimingConfig(warmup=ROUND_WARMUP, iterations=iters[name], cuda_graph=True)
+                t0 = time.perf_counter()
+                s = measure_block(runners[name], feeds, config)
+                wall = time.perf_counter() - t0
+                out[name].append({"wall_s": wall, "setup_s": s.setup_s, "warmup_s": s.warmup_s, "span_s": s.span_s,
+                                  "median_ms": float(statistics.median(s.latency_ms)), "n": s.n})
+    return out
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def summary(blocks):
+    mean = lambda k: statistics.fmean(b[k] for b in blocks)  # noqa: E731
+    return {"wall_s": mean("wall_s"), "setup_s": mean("setup_s"), "warmup_s": mean("warmup_s"),
+            "span_s": mean("span_s"), "overhead_s": mean("wall_s") - mean("warmup_s") - mean("span_s"),
+            "median_ms": statistics.median(b["median_ms"] for b in blocks),
+            "medians_ms": [round(b["median_ms"], 4) for b in blocks]}
+
+
+def nvml_costs(repeat=20):
+    from trtprof.system import nvml
+
+    out = {}
+    for name, fn in {"gpu_state": lambda: nvml.gpu_state(0), "watch_gpu_empty": lambda: _watch(nvml)}.items():
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        out[name + "_ms"] = (time.perf_counter() - t0) / repeat * 1e3
+    with nvml.held():
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            nvml.gpu_state(0)
+        out["gpu_state_held_ms"] = (time.perf_counter() - t0) / repeat * 1e3
+    return out
+
+
+def _watch(nvml):
+    with nvml.watch_gpu(0):
+        pass
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("engines", nargs="+", help="ENGINE.onnx:LABEL")
+    ap.add_argument("--batch-sizes", default="1,32,256")
+    ap.add_argument("--blocks", type=int, default=8)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    from trtprof.measure.bench import load_runner
+    from trtprof.model.inputs import make_inputs
+
+    runners = {}
+    for item in args.engines:
+        path, label = item.rsplit(":", 1)
+        t0 = time.perf_counter()
+        runners[label] = load_runner(record_for(Path(path)))
+        print(f"load {label}: {time.perf_counter() - t0:.3f} s", flush=True)
+    first = next(iter(runners.values()))
+    batches = [int(b) for b in args.batch_sizes.split(",")]
+    result = {"nvml": nvml_costs(), "batches": {}}
+    print("nvml:", {k: round(v, 2) for k, v in result["nvml"].items()}, flush=True)
+    for batch in batches:
+        shapes = {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in first.inputs}
+        t0 = time.perf_counter()
+        feeds = make_inputs(first.inputs, shapes, seed=0)
+        make_s = time.perf_counter() - t0
+        row = {"make_inputs_s": make_s}
+        for mode in ("fresh", "kept", "fresh2", "kept2"):  # twice each, alternating: drift shows as fresh≠fresh2
+            got = run_blocks(runners, feeds, args.blocks, keep=mode.startswith("kept"))
+            row[mode] = {name: summary(b) for name, b in got.items()}
+        result["batches"][batch] = row
+        print(f"batch {batch}: make_inputs {make_s:.3f} s", flush=True)
+        for name in runners:
+            f = [row[m][name] for m in ("fresh", "fresh2")]
+            k = [row[m][name] for m in ("kept", "kept2")]
+            fw, kw = statistics.fmean(x["wall_s"] for x in f), statistics.fmean(x["wall_s"] for x in k)
+            fm, km = statistics.fmean(x["median_ms"] for x in f), statistics.fmean(x["median_ms"] for x in k)
+            print(f"  {name}: per block fresh {fw * 1e3:.1f} ms (set-up {f[0]['setup_s'] * 1e3:.1f}, overhead "
+                  f"{f[0]['overhead_s'] * 1e3:.1f}) | kept {kw * 1e3:.1f} ms (set-up {k[0]['setup_s'] * 1e3:.1f}, overhead "
+                  f"{k[0]['overhead_s'] * 1e3:.1f}) | wall kept/fresh {kw / fw:.3f} | median fresh {f[0]['median_ms']:.4f}/"
+                  f"{f[1]['median_ms']:.4f} kept {k[0]['median_ms']:.4f}/{k[1]['median_ms']:.4f} ms, kept/fresh {km / fm:.4f}",
+                  flush=True)
+    mid = batches[len(batches) // 2]
+    shapes = {s.name: tuple(mid if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in first.inputs}
+    feeds = make_inputs(first.inputs, shapes, seed=0)
+    prof = cProfile.Profile()
+    prof.enable()
+    run_blocks(runners, feeds, 4, keep=False)
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(35)
+    print(f"cProfile of 4 fresh rounds at batch {mid}:\n" + text.getvalue()[-9000:], flush=True)
+    for r in runners.values():
+        r.close()
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
