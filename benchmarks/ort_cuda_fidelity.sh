@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests smoke resnet50 blocks transformers pooled probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests smoke resnet50 blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -65,6 +65,16 @@ for stage in "$@"; do
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|VALID|eager|wall|rror" | head -20
         python3 "$HERE/reference_ort_iobinding.py" --sessions 6 --iters 200 --batch-sizes 1,32 --out "$OUT/$m-ref-ort.json" \
+          "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet | grep pooled
+      done
+      ;;
+    pooled1)  # ViT/BERT defaults at batch 1 against the reference pooled over 6 sessions, serial and back to back
+      for m in vit_b16 bert_base; do
+        python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
+        engines --fp32 --fp16 --batch-sizes 1 "$W/$m.onnx"
+        T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp32,fp16 --batch-sizes 1 --out "$OUT/$m-b1.json" 2>&1 | tee -p "$OUT/$m-b1.txt" | grep -E "^batch|eager|wall|rror" | head -6
+        python3 "$HERE/reference_ort_iobinding.py" --sessions 6 --iters 150 --batch-sizes 1 --out "$OUT/$m-b1-ref-ort.json" \
           "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet | grep pooled
       done
       ;;

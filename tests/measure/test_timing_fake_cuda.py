@@ -417,3 +417,15 @@ def test_a_worker_releases_the_kept_state_when_its_batch_size_changes():
         keeper.keep(KeptLaunch(runner=state.runners["fp32"], key=((("a", (2, 4)),), True, False), stack=stack))
         assert state.set_feeds({"a": (3, 4)}, 0, (0, 10), None) == ("ok", None)
         assert released == ["batch 2"] and keeper.kept == {} and state.feeds["a"].shape == (3, 4)
+
+
+def test_priming_sets_up_launches_once_and_releases_everything(monkeypatch):
+    from trtprof.measure.timing import prime_launch
+
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    runner = KeepingRunner(gpu)
+    prime_launch(runner, FEEDS, TimingConfig(cuda_graph=False))
+    assert runner.prepared == 1 and gpu.launches == 1 and gpu.uploads_before_loop == 2 and gpu.open == 0
+    prime_launch(runner, FEEDS, TimingConfig(cuda_graph=True))  # captured (after its eager run), replayed once
+    assert gpu.graph_launches >= 1 and gpu.open == 0

@@ -134,6 +134,10 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     # its device state is kept from one timing block to the next inside a LaunchKeeper (measure.kept_launch):
     # the session keeps every graph it captured anyway, so new buffers per block only cost a new capture
     keeps_launch = True
+    # its first run at a shape times no kernels (cudnn_conv_algo_search EXHAUSTIVE is cuDNN's heuristics query on
+    # ORT >= 1.20 with cuDNN 9, ../shared/FACTS.md), so compare's workers may make those runs side by side
+    # before timing (measure.workers' priming); a torch runner's cudnn.benchmark times kernels: not it
+    primes_beside_others = True
 
     def __init__(self, session: Any, stream: Any, record: "EngineRecord", *, graph: bool, refused: str | None,
                  reopen: Callable[[Mapping[str, int]], Any] | None = None) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..convert import fp16range
 from ..measure import bench
 from ..measure.concurrent import Span
+from ..measure.timing import TimingConfig
 from ..model.inputs import DEFAULT_INT_RANGE, make_inputs, resolve_shapes
 from ..model.onnx_model import OnnxModel
 from ..system import preflight
@@ -71,6 +72,12 @@ def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options:
     facts = pool.facts()
     baseline = facts[names[0]]
     all_shapes, needed = checked_shapes(first, baseline, batch_sizes, options, model)
+    if any(facts[n].device == "cuda" for n in names):  # the first runs at each shape, side by side, before timing
+        asked = pool.prime([(b, all_shapes[b]) for b in batch_sizes], options.seed, options.ints,
+                           TimingConfig(cuda_graph=options.plan.cuda_graph, copies=options.plan.copies))
+        say(f"priming: {asked} worker processes set up and run, side by side, each arm whose first run at a shape "
+            f"times no kernels (onnxruntime-cuda), once at batch {', '.join(map(str, batch_sizes))}: those first "
+            "runs and graph captures are then behind every load's warm-up")
     smallest = min(batch_sizes)
     started = time.monotonic()
     with preflight.allocation_guard(smallest, needed[smallest]):  # FP16 range risks from the FP32 model (issue 10)

@@ -72,6 +72,11 @@ def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[in
     return out
 
 
+def feeds_key(shapes: Mapping[str, Any], seed: int, int_range: Any) -> tuple[Any, ...]:
+    """What identifies a batch size's seeded inputs (``make_inputs``' arguments but the specs)."""
+    return (tuple(sorted((k, tuple(int(d) for d in v)) for k, v in dict(shapes).items())), int(seed), tuple(int_range))
+
+
 def die_with_parent() -> int | None:
     """Make this worker end with the process that started it, even in the middle of a block of a million
     iterations (a worker that outlives a kill -9 of its compare holds a core and its memory for minutes).
@@ -108,6 +113,9 @@ class _WorkerState:
         self.runners: dict[str, Any] = {}
         self.feeds: dict[str, Any] = {}
         self.load_rss: dict[str, tuple[int | None, int | None]] = {}
+        self.made: dict[Any, dict[str, Any]] = {}  # feeds key → the inputs priming made (used once, by ``feeds``)
+        self.prime_lines: dict[tuple[str, Any], list[str]] = {}  # (arm, feeds key) → what the library wrote priming
+        self.feeds_key: Any = None
 
     def init(self, records: Mapping[str, Any], autotune: bool) -> tuple[str, Any]:
         from ..backends.base import set_autotune
@@ -135,14 +143,54 @@ class _WorkerState:
         if self.keeper is not None:  # another batch size: the last one's buffers go before new ones are made
             self.keeper.clear()
         first = next(iter(self.runners.values()))
-        self.feeds = dict(fixed) if fixed is not None else make_inputs(first.inputs, shapes, seed=seed,
-                                                                        int_range=int_range)
+        self.feeds_key = None if fixed is not None else feeds_key(shapes, seed, int_range)
+        made = self.made.pop(self.feeds_key, None)  # made by priming: the same arrays make_inputs would make
+        self.feeds = dict(fixed) if fixed is not None else made if made is not None else make_inputs(
+            first.inputs, shapes, seed=seed, int_range=int_range)
         return "ok", None
+
+    def prime(self, batches: Any, seed: int, int_range: Any, config: TimingConfig) -> tuple[str, Any]:
+        """Before any timing, the runners that may (``primes_beside_others``: their first run at a shape
+        times no kernels, so other workers priming beside them change nothing they keep) are set up and
+        launched once at each batch size's shapes on that batch's inputs (``timing.prime_launch``); the
+        inputs are kept for ``feeds``, what the library wrote for that batch's warm-up block. A failure stops
+        priming with its reason (the timed block meets it again, in its place). Returns the batch sizes primed."""
+        from ..model.inputs import make_inputs
+        from ..util.thirdparty import third_party_warnings
+        from .timing import prime_launch
+
+        opted = {label: r for label, r in self.runners.items() if getattr(r, "primes_beside_others", False)}
+        primed: list[int] = []
+        notes: list[str] = []
+        first = next(iter(self.runners.values()), None)
+        if not opted or first is None:
+            return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
+        for batch, shapes in batches:
+            key = feeds_key(shapes, seed, int_range)
+            try:
+                feeds = make_inputs(first.inputs, shapes, seed=seed, int_range=int_range)
+                for label, runner in opted.items():
+                    with third_party_warnings(repeat=False) as caught:
+                        prime_launch(runner, feeds, config)
+                    self.prime_lines[(label, key)] = list(caught)
+            except Exception as err:  # noqa: BLE001 - priming saves time; the timed block reports the failure
+                notes.append(f"batch {batch}: not primed ({type(err).__name__}: {str(err).strip()[:200]})")
+                break
+            self.made[key] = feeds
+            primed.append(batch)
+        trim(self.runners)
+        return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
 
     def warm(self, config: TimingConfig) -> tuple[str, Any]:
         from .interleave import measure_block, with_load_warnings
 
-        warm = {label: with_load_warnings(measure_block(r, self.feeds, config), r) for label, r in self.runners.items()}
+        warm = {}
+        for label, r in self.runners.items():
+            samples = with_load_warnings(measure_block(r, self.feeds, config), r)
+            primed_lines = self.prime_lines.pop((label, self.feeds_key), [])
+            if primed_lines:  # written at this shape's first runs, made while priming
+                samples.run_warnings = primed_lines + list(samples.run_warnings)
+            warm[label] = samples
         trim(self.runners)
         return "ok", warm
 
@@ -162,7 +210,7 @@ class _WorkerState:
         """The reply to one command; None to stop serving (``close``, or the parent gone)."""
         handlers: dict[str, Callable[..., tuple[str, Any] | None]] = {
             "init": self.init, "outputs": self.outputs, "feeds": self.set_feeds, "warm": self.warm,
-            "rounds": self.rounds}
+            "rounds": self.rounds, "prime": self.prime}
         if command == "close":
             return None
         if command not in handlers:

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -38,9 +38,9 @@ from ..errors import TrtprofError
 from ..util.scratch import marked_dir
 from ..util.thirdparty import SINK_ENV, clean_lines
 from .concurrent import Span, record
-from .interleave import LoadLost
+from .interleave import ROUND_WARMUP, LoadLost
 from .timing import Samples, TimingConfig
-from .worker_loop import PARENT_ENV, has_preload
+from .worker_loop import PARENT_ENV, feeds_key, has_preload
 from .worker_loop import preload, serve, trim  # noqa: F401 - the worker side's entry points, named here too
 
 STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
@@ -109,6 +109,10 @@ class Worker:
         self.ready_at: float | None = None  # the worker's own clock when its engines were loaded
         self.facts: dict[str, ArmFacts] = {}
         self._ready = False
+        self._priming_since: float | None = None  # a prime asked, its answer not read yet (``wait_primed``)
+        self.primed: set[Any] = set()  # the feeds keys (worker_loop.feeds_key) its priming covered
+        self._prime_keys: dict[int, Any] = {}
+        self.prime_notes: list[str] = []
         self._initialised = False
         self._asked_to_close = False
         if records is not None:
@@ -168,6 +172,26 @@ class Worker:
                 self.ready_at = payload.get("ready_at")
             self._ready = True
 
+    def prime(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]]]], seed: int,
+              int_range: tuple[int, int], config: TimingConfig) -> None:
+        """Ask the worker to prime its runners at each batch size (``worker_loop._WorkerState.prime``) once it has
+        loaded them, without waiting: ``wait_primed`` reads the answer, and every other call waits for it first."""
+        if self._initialised and self._priming_since is None:
+            self._send(("prime", [(b, dict(s)) for b, s in batches], seed, int_range, config))
+            self._priming_since = time.monotonic()
+            self._prime_keys = {b: feeds_key(s, seed, int_range) for b, s in batches}
+
+    def wait_primed(self) -> Span | None:
+        """Read the priming's answer (after ``ready``); its span by the worker's clock, None when none was asked."""
+        if self._priming_since is None:
+            return None
+        self.wait_ready()
+        asked, self._priming_since = self._priming_since, None
+        payload = self._receive()
+        self.primed = {self._prime_keys[b] for b in payload.get("primed", ())}
+        self.prime_notes = list(payload.get("notes", ()))
+        return Span(f"worker {self.index} priming", asked, payload.get("done_at"))
+
     def is_ready(self) -> bool:
         """Has the worker said ``ready`` (without waiting for it)?"""
         import select
@@ -178,12 +202,14 @@ class Worker:
 
     def call(self, *message: Any) -> Any:
         self.wait_ready()
+        self.wait_primed()
         self._send(message)
         return self._receive()
 
     def ask(self, *message: Any) -> None:
         """Send a command without waiting for its answer (``answer`` reads it): the parent works meanwhile."""
         self.wait_ready()
+        self.wait_primed()
         self._send(message)
 
     def answer(self, who: str | None = None) -> Any:
@@ -300,8 +326,14 @@ class WorkerLoad:
         self.pool = pool
 
     def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
+        """The load's warm-up block. In a worker primed at these inputs (``WorkerPool.prime``) the first runs of
+        every arm at this shape are behind it: its warm-up then needs what a round's does (``ROUND_WARMUP``
+        calls) and the plan's warm-up time, not the count that covers a process's first runs."""
         if self.pool is not None:  # the warm-up sizes the blocks: a worker starting beside it would skew them
             self.pool.settle()
+        shapes, seed, int_range, fixed = self.feeds_spec
+        if fixed is None and feeds_key(shapes, seed, int_range) in self.worker.primed:
+            config = replace(config, warmup=min(config.warmup, ROUND_WARMUP))
         self.worker.call("feeds", *self.feeds_spec)
         return self.worker.call("warm", config)
 
@@ -363,13 +395,27 @@ class WorkerPool:
         for w in self.workers:
             w.wait_ready()
 
+    def prime(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]]]], seed: int,
+              int_range: tuple[int, int], config: TimingConfig) -> int:
+        """Ask every worker started so far to prime its runners at each batch size (``Worker.prime``), side by
+        side, before any timing: ``settle`` (which every load's warm-up and rounds wait on, and the accuracy
+        pass) waits for their answers. Workers started later are not primed: their first block at a shape pays
+        what priming would have. Returns how many were asked."""
+        for w in self.workers:
+            w.prime(batches, seed, int_range, config)
+        return len(self.workers)
+
     def settle(self) -> None:
         """Wait until every worker started so far has loaded its engines (issue 33: nothing trtprof
         starts runs beside a timed round). Workers are spawned ahead of the loads that use them
         (``load``: ``SPAWN_AHEAD``), and with more planned loads than that, or a budget that stops
-        opening loads early, some were still starting when the first rounds ran."""
+        opening loads early, some were still starting when the first rounds ran. Priming asked
+        (``prime``) is waited for too, and kept as work of this run beside the timing (``busy``)."""
         for w in self.workers:
             w.wait_ready()
+            span = w.wait_primed()
+            if span is not None:
+                self.busy.append(span)
 
     def facts(self) -> dict[str, ArmFacts]:
         """Each arm's ``ArmFacts`` as load 0's worker found them (waiting for it to load its engines)."""

@@ -1,0 +1,138 @@
+"""compare's priming (issue 42): before any timing, workers set up and run once, side by side, each arm whose first
+run at a shape times no kernels (``primes_beside_others``: onnxruntime-cuda), so a load's first block no longer
+pays the process's first runs. The worker's side with FAKE runners (named as such), the parent's protocol with a
+real ONNX Runtime worker process (a CPU runner: it does not opt in, so nothing is primed and nothing changes)."""
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from trtprof.measure import timing, workers
+from trtprof.measure.interleave import ROUND_WARMUP
+from trtprof.measure.timing import Samples, TimingConfig
+from trtprof.measure.worker_loop import _WorkerState, feeds_key
+from trtprof.model.inputs import make_inputs
+from trtprof.spec import TensorSpec
+
+SHAPES = {1: {"x": (1, 4)}, 8: {"x": (8, 4)}}
+
+
+class FakeGpuRunner:
+    """FAKE runner: claims to be a CUDA runner that may be primed beside other workers."""
+
+    device = "cuda"
+    primes_beside_others = True
+    inputs = (TensorSpec("x", "float32", (-1, 4)),)
+
+    def __init__(self, name):
+        self.name = name
+
+
+def primed_state(monkeypatch, fail_at=None):
+    calls = []
+
+    def fake_prime(runner, feeds, config):
+        if fail_at is not None and feeds["x"].shape[0] == fail_at:
+            raise MemoryError("cudaMalloc: out of memory")
+        warnings.warn("a library line while priming", RuntimeWarning, stacklevel=1)
+        calls.append((runner.name, feeds["x"].shape, config.cuda_graph))
+
+    monkeypatch.setattr(timing, "prime_launch", fake_prime)
+    state = _WorkerState(None)
+    state.runners = {"fp32": FakeGpuRunner("fp32"), "fp16": FakeGpuRunner("fp16"),
+                     "cpu": SimpleNamespace(name="cpu", device="cpu", inputs=FakeGpuRunner.inputs)}
+    return state, calls
+
+
+def test_a_worker_primes_the_opted_in_arms_at_every_batch_and_keeps_the_inputs(monkeypatch):
+    state, calls = primed_state(monkeypatch)
+    kind, answer = state.prime(list(SHAPES.items()), 3, (0, 10), TimingConfig(cuda_graph=True))
+    assert kind == "ok" and answer["primed"] == [1, 8] and answer["notes"] == []
+    assert calls == [("fp32", (1, 4), True), ("fp16", (1, 4), True), ("fp32", (8, 4), True), ("fp16", (8, 4), True)]
+    made = state.made[feeds_key(SHAPES[8], 3, (0, 10))]
+    state.set_feeds(SHAPES[8], 3, (0, 10), None)
+    assert state.feeds is made and feeds_key(SHAPES[8], 3, (0, 10)) not in state.made  # used once, then dropped
+    np.testing.assert_array_equal(state.feeds["x"], make_inputs(FakeGpuRunner.inputs, SHAPES[8], seed=3,
+                                                                int_range=(0, 10))["x"])
+    state.set_feeds(SHAPES[8], 4, (0, 10), None)  # another seed: made afresh
+    assert state.feeds is not made
+
+
+def test_what_the_library_wrote_priming_goes_to_that_batchs_warm_up_block(monkeypatch):
+    from trtprof.measure import interleave
+
+    state, _ = primed_state(monkeypatch)
+    del state.runners["cpu"]
+    state.prime([(8, SHAPES[8])], 0, (0, 10), TimingConfig())
+    monkeypatch.setattr(interleave, "measure_block", lambda r, f, c: Samples(
+        stages={"latency_ms": np.ones(2)}, span_s=0.0, warmup_done=0, warmup_s=0.0, run_warnings=["timed line"]))
+    state.set_feeds(SHAPES[8], 0, (0, 10), None)
+    _, warm = state.warm(TimingConfig())
+    for samples in warm.values():
+        assert any("a library line while priming" in line for line in samples.run_warnings)
+        assert samples.run_warnings[-1] == "timed line"
+    _, again = state.warm(TimingConfig())  # kept once: the next warm-up block carries only its own
+    assert all(s.run_warnings == ["timed line"] for s in again.values())
+
+
+def test_a_failure_stops_priming_with_its_reason_and_no_arm_opted_in_primes_nothing(monkeypatch):
+    state, calls = primed_state(monkeypatch, fail_at=8)
+    _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig())
+    assert answer["primed"] == [1] and len(answer["notes"]) == 1
+    assert answer["notes"][0].startswith("batch 8: not primed (MemoryError: cudaMalloc: out of memory")
+    assert feeds_key(SHAPES[8], 0, (0, 10)) not in state.made
+    cpu_only, calls2 = primed_state(monkeypatch)
+    cpu_only.runners = {"cpu": cpu_only.runners["cpu"]}
+    _, answer = cpu_only.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig())
+    assert answer["primed"] == [] and calls2 == [] and cpu_only.made == {}
+
+
+class RecordingWorker:
+    """FAKE parent-side worker: records the commands a WorkerLoad sends."""
+
+    def __init__(self, primed):
+        self.primed, self.sent = primed, []
+
+    def call(self, *message):
+        self.sent.append(message)
+        return {}
+
+
+@pytest.mark.parametrize("primed", [True, False])
+def test_a_primed_loads_warm_up_needs_only_a_rounds_calls(primed):
+    shapes = {"x": (8, 4)}
+    worker = RecordingWorker({feeds_key(shapes, 0, (0, 10))} if primed else set())
+    load = workers.WorkerLoad(worker, (shapes, 0, (0, 10), None))
+    load.warm_up(TimingConfig(warmup=10, warmup_ms=100.0, iterations=5))
+    (_, config), = [m for m in worker.sent if m[0] == "warm"]
+    assert config.warmup == (ROUND_WARMUP if primed else 10) and config.warmup_ms == 100.0
+    other_seed = RecordingWorker({feeds_key(shapes, 1, (0, 10))})
+    workers.WorkerLoad(other_seed, (shapes, 0, (0, 10), None)).warm_up(TimingConfig(warmup=10))
+    assert other_seed.sent[-1][1].warmup == 10  # primed on other inputs: the full count
+
+
+pytest.importorskip("onnxruntime")
+
+
+def test_a_real_worker_answers_priming_in_order_and_a_cpu_runner_is_not_primed(conv_model, tmp_path):
+    from trtprof.builder.pipeline import BuildSettings, build_engines
+    from trtprof.spec import Precision
+
+    (outcome,) = build_engines(conv_model, [Precision.FP32], [1],
+                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
+    pool = workers.WorkerPool({"fp32": outcome.record})
+    try:
+        pool.spawn(1)
+        assert pool.prime([(1, {"input": (1, 3, 16, 16)})], 0, (0, 100), TimingConfig()) == 1
+        pool.settle()
+        (span,) = [s for s in pool.busy if s.what == "worker 0 priming"]
+        assert span.end is not None and span.end >= span.start
+        assert pool.workers[0].primed == set() and pool.workers[0].prime_notes == []
+        load = pool.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+        warm = load.warm_up(TimingConfig(warmup=1, iterations=3))  # the protocol still in step after the prime
+        assert warm["fp32"].n == 3
+    finally:
+        pool.close()
