@@ -244,19 +244,9 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     input_shapes = {name: tuple(int(d) for d in arr.shape) for name, arr in feeds.items()}
     device_index = cuda.current_device()
     bus_id = cuda.pci_bus_id(device_index)
-    keeper = kept_launch.keeper_for(runner)
-    key = (tuple(sorted(input_shapes.items())), config.copies, config.cuda_graph)
-    state = keeper.lookup(runner, key) if keeper is not None else None
 
     with ExitStack() as stack:
-        if state is None:
-            state = set_up_launch(runner, feeds, config, key, ExitStack() if keeper is not None else stack)
-            if keeper is not None:
-                keeper.keep(state)
-        elif not state.same_feeds(feeds):  # kept buffers, other inputs: their values uploaded again
-            upload_inputs(state.stream, feeds, state.host_in)
-            state.feeds = dict(feeds)
-        state.blocks += 1
+        state = block_state(runner, feeds, config, tuple(sorted(input_shapes.items())), stack)
         stream, compute = state.stream, state.compute
         assert compute is not None
         launch_info = dict(state.launch_info)
@@ -287,6 +277,24 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     device = _device_facts(launch_info, device_index, bus_id, config, (before, after, during))
     return Samples(stages=stages, span_s=span_s, warmup_done=warm_runs, warmup_s=warm_s, notes=notes,
                    device=device, setup_s=setup_s)
+
+
+def block_state(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig, shapes: tuple[Any, ...],
+                stack: ExitStack) -> kept_launch.KeptLaunch:
+    """The device state a block runs on: kept from an earlier block inside a ``LaunchKeeper`` (its inputs uploaded
+    again when they are other arrays), else set up now — kept by the keeper, or released by the block's ``stack``."""
+    keeper = kept_launch.keeper_for(runner)
+    key = (shapes, config.copies, config.cuda_graph)
+    state = keeper.lookup(runner, key) if keeper is not None else None
+    if state is None:
+        state = set_up_launch(runner, feeds, config, key, ExitStack() if keeper is not None else stack)
+        if keeper is not None:
+            keeper.keep(state)
+    elif not state.same_feeds(feeds):  # kept buffers, other inputs: their values uploaded again
+        upload_inputs(state.stream, feeds, state.host_in)
+        state.feeds = dict(feeds)
+    state.blocks += 1
+    return state
 
 
 def prime_launch(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig) -> None:
