@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+from contextlib import nullcontext
 import io
 import json
 import pstats
@@ -50,7 +51,7 @@ def run_blocks(runners, feeds, blocks, keep):
 
     plan = RoundPlan(cuda_graph=True)
     out = {name: [] for name in runners}
-    with (LaunchKeeper() if keep else _Null()):
+    with (LaunchKeeper() if keep else nullcontext()):
         iters = {}
         for name, runner in runners.items():  # a warm block per arm, as a load's warm-up
             s = measure_block(runner, feeds, TimingConfig(warmup=10, warmup_ms=100, iterations=5, cuda_graph=True))
@@ -65,14 +66,6 @@ def run_blocks(runners, feeds, blocks, keep):
                 out[name].append({"wall_s": wall, "setup_s": s.setup_s, "warmup_s": s.warmup_s, "span_s": s.span_s,
                                   "median_ms": float(statistics.median(s.latency_ms)), "n": s.n})
     return out
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
 
 
 def summary(blocks):

@@ -136,3 +136,17 @@ def test_a_real_worker_answers_priming_in_order_and_a_cpu_runner_is_not_primed(c
         assert warm["fp32"].n == 3
     finally:
         pool.close()
+
+
+def test_where_priming_stopped_is_kept_in_the_runs_record():
+    """The parent's side of a priming answer that stopped early (a FAKE worker object: no process, its answer
+    given): the reason is kept on the worker and named in the span the run's concurrency record keeps."""
+    worker = workers.Worker.__new__(workers.Worker)
+    worker.index, worker._ready, worker._priming_since = 2, True, 5.0
+    worker._prime_keys = {1: "k1", 8: "k8"}
+    worker._receive = lambda who=None: {"primed": [1], "notes": ["batch 8: not primed (MemoryError: oom)"],
+                                        "done_at": 6.0}
+    span = worker.wait_primed()
+    assert worker.primed == {"k1"} and worker.prime_notes == ["batch 8: not primed (MemoryError: oom)"]
+    assert span.what == "worker 2 priming (batch 8: not primed (MemoryError: oom))" and (span.start, span.end) == (5.0, 6.0)
+    assert worker.wait_primed() is None  # read once

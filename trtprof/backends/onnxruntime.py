@@ -59,6 +59,19 @@ def _session_error(err: Exception, path: Path) -> Exception:
     return BadModel(f"onnxruntime cannot load the model: {ort_cause(text) or type(err).__name__}", path=path)
 
 
+def fix_dims(dims: Mapping[str, int] | None) -> Callable[[Any], None] | None:
+    """``SessionSettings.configure`` that fixes the named dynamic dims on ORT's SessionOptions
+    (``add_free_dimension_override_by_name``, ORT's documented way); None when there are none."""
+    fixed = dict(dims or {})
+    if not fixed:
+        return None
+
+    def configure(options: Any) -> None:
+        for name, value in fixed.items():
+            options.add_free_dimension_override_by_name(name, int(value))
+    return configure
+
+
 @dataclass(frozen=True)
 class SessionSettings:
     """How an ORT session is set up, beyond its provider (``ort_session``'s ``device``/``cuda_options``).

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 from ..errors import BackendUnavailable, BadModel, UnsupportedPrecision
 from ..spec import Precision, TensorSpec
 from .base import Availability, Capabilities, DeviceKind, RunnerBase
-from .onnxruntime import (CUDA_EP, ORT_WARNING, OnnxRuntimeBackend, SessionSettings, import_ort, ort_cause,
-                          ort_session)
+from .onnxruntime import (CUDA_EP, ORT_WARNING, OnnxRuntimeBackend, SessionSettings, fix_dims, import_ort,
+                          ort_cause, ort_session)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -359,11 +359,7 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
         precision = record.spec.precision
 
         def session(with_graph: bool, dims: Mapping[str, int] | None = None) -> Any:
-            def configure(so: Any) -> None:
-                for name, value in (dims or {}).items():
-                    so.add_free_dimension_override_by_name(name, int(value))
-
-            settings = SessionSettings(log_severity=severity, configure=configure if dims else None)
+            settings = SessionSettings(log_severity=severity, configure=fix_dims(dims))
             return ort_session(Path(artifact), precision, path=Path(artifact), settings=settings, device="cuda",
                                cuda_options={**options, "enable_cuda_graph": "1" if with_graph else "0"})
 

@@ -247,14 +247,9 @@ class TimedSession(NamedTuple):
 
     def configure(self) -> Callable[[Any], None] | None:
         """``SessionSettings.configure``: fix the dims on ORT's SessionOptions; None when there are none."""
-        dims = dict(self.free_dims)
-        if not dims:
-            return None
+        from ..backends.onnxruntime import fix_dims
 
-        def fix(options: Any) -> None:
-            for name, value in dims.items():
-                options.add_free_dimension_override_by_name(name, int(value))
-        return fix
+        return fix_dims(self.free_dims)
 
 
 def profile_onnxruntime(record: Any, feeds: Mapping[str, np.ndarray], *, iterations: int, warmup: int,

@@ -297,7 +297,7 @@ def from_ort_kernels(events: Sequence[Mapping[str, Any]], log: Any, start_ns: in
     """The last ``model_run`` of an ORT session profile as the GPU ran it: every kernel, copy and memset CUPTI
     recorded (``log``), from the run's start on the GPU's clock, each labelled with the node that launched it
     (``ort_kernels.attribute``); None where less than ``ATTRIBUTED_MIN`` of the GPU's work is tied to a node."""
-    from .ort import profiled_node_events, node_spans
+    from .ort import SUFFIX, profiled_node_events, node_spans
     from .ort_kernels import ATTRIBUTED_MIN, NodeSpan, attribute, demangle
 
     node_events, windows = profiled_node_events(events, 1)
@@ -311,7 +311,7 @@ def from_ort_kernels(events: Sequence[Mapping[str, Any]], log: Any, start_ns: in
         return None
     t0 = run.start_ns + gpu.offset_ns  # the run's start on CUPTI's clock
     spans = [Span(name=demangle(w.name), kind=kernel_kind(demangle(w.name), ops.get(key, "")), lane="GPU",
-                  start_us=(w.start_ns - t0) / 1e3, dur_us=w.duration_ns / 1e3, node=key[0][: -len("_kernel_time")])
+                  start_us=(w.start_ns - t0) / 1e3, dur_us=w.duration_ns / 1e3, node=key[0][: -len(SUFFIX)])
              for key, works in gpu.per_node.items() for w in works]
     spans += [Span(name=w.name, kind="copy", lane="GPU", start_us=(w.start_ns - t0) / 1e3, dur_us=w.duration_ns / 1e3)
               for w in gpu.session_copies]

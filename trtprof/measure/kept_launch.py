@@ -10,8 +10,9 @@ Inside a ``LaunchKeeper`` scope, a runner that says ``keeps_launch = True`` (ONN
 whose session keeps every graph it captured anyway) keeps that state across blocks of the same input
 shapes, copies and graph setting: the next block reuses its buffers and launch (ORT replays the graph it
 captured on those buffers), uploads the inputs again only when they are other arrays, and still runs its
-own warm-up iterations; the scope also holds one NVML session for every GPU block inside it. One state per runner: other shapes close the old state first (a new batch size
-frees the last one's buffers before allocating its own). The scope closes every state it kept: the worker
+own warm-up iterations; the scope also holds one NVML session for every GPU block inside it. One state
+per runner: other shapes close the old state first (a new batch size frees the last one's buffers before
+allocating its own). The scope closes every state it kept: the worker
 clears it when the batch size changes (``feeds``) and at its end. Outside a scope, and for every other
 runner, each block sets up and releases its own state, as before.
 
@@ -43,7 +44,6 @@ class KeptLaunch:
     compute: Callable[[], Any] | None = None
     launch_info: dict[str, Any] = field(default_factory=dict)
     feeds: dict[str, np.ndarray] = field(default_factory=dict)  # the arrays whose values the buffers hold
-    blocks: int = 0  # blocks that used this state (the first one set it up)
 
     def same_feeds(self, feeds: Mapping[str, np.ndarray]) -> bool:
         return feeds.keys() == self.feeds.keys() and all(feeds[k] is self.feeds[k] for k in feeds)

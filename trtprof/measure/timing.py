@@ -241,12 +241,11 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
         raise BackendUnavailable("no CUDA device: GPU timing needs an NVIDIA GPU and driver")
 
     started = time.perf_counter()
-    input_shapes = {name: tuple(int(d) for d in arr.shape) for name, arr in feeds.items()}
     device_index = cuda.current_device()
     bus_id = cuda.pci_bus_id(device_index)
 
     with ExitStack() as stack:
-        state = block_state(runner, feeds, config, tuple(sorted(input_shapes.items())), stack)
+        state = block_state(runner, feeds, config, launch_key(feeds, config), stack)
         stream, compute = state.stream, state.compute
         assert compute is not None
         launch_info = dict(state.launch_info)
@@ -279,12 +278,17 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
                    device=device, setup_s=setup_s)
 
 
-def block_state(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig, shapes: tuple[Any, ...],
+def launch_key(feeds: Mapping[str, np.ndarray], config: TimingConfig) -> tuple[Any, ...]:
+    """What a block's device state is set up for: the feeds' shapes (sorted by name), copies, graph."""
+    shapes = tuple(sorted((name, tuple(int(d) for d in np.shape(arr))) for name, arr in feeds.items()))
+    return shapes, config.copies, config.cuda_graph
+
+
+def block_state(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig, key: tuple[Any, ...],
                 stack: ExitStack) -> kept_launch.KeptLaunch:
     """The device state a block runs on: kept from an earlier block inside a ``LaunchKeeper`` (its inputs uploaded
     again when they are other arrays), else set up now — kept by the keeper, or released by the block's ``stack``."""
     keeper = kept_launch.keeper_for(runner)
-    key = (shapes, config.copies, config.cuda_graph)
     state = keeper.lookup(runner, key) if keeper is not None else None
     if state is None:
         state = set_up_launch(runner, feeds, config, key, ExitStack() if keeper is not None else stack)
@@ -293,7 +297,6 @@ def block_state(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
     elif not state.same_feeds(feeds):  # kept buffers, other inputs: their values uploaded again
         upload_inputs(state.stream, feeds, state.host_in)
         state.feeds = dict(feeds)
-    state.blocks += 1
     return state
 
 
@@ -302,10 +305,8 @@ def prime_launch(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingCon
     priming): what a process pays the first time it runs an engine at a shape (ONNX Runtime: cuDNN's choice
     of kernels, the arena grown, its CUDA graph captured) is paid here, before any timing, instead of
     inside the first block of every load."""
-    key = (tuple(sorted((name, tuple(int(d) for d in arr.shape)) for name, arr in feeds.items())), config.copies,
-           config.cuda_graph)
     with ExitStack() as stack:
-        state = set_up_launch(runner, feeds, config, key, stack)
+        state = set_up_launch(runner, feeds, config, launch_key(feeds, config), stack)
         assert state.compute is not None
         state.compute()
         state.stream.synchronize()

@@ -233,22 +233,22 @@ def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
     device state of the runners that keep it (``measure.kept_launch``)."""
     from .kept_launch import LaunchKeeper
 
-    keeper = LaunchKeeper().__enter__()
-    state = _WorkerState(parent, keeper)
-    try:
-        while True:
-            try:
-                message = pickle.load(inp)
-            except EOFError:
-                return
-            answer = state.handle(message[0], message[1:])
-            if answer is None:
-                return
-            pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
-            out.flush()
-    finally:
-        keeper.__exit__(None, None, None)  # the kept buffers and launches before the runners they belong to
-        state.close()
+    with LaunchKeeper() as keeper:  # its end frees the kept buffers and launches before the runners they belong to
+        state = _WorkerState(parent, keeper)
+        try:
+            while True:
+                try:
+                    message = pickle.load(inp)
+                except EOFError:
+                    return
+                answer = state.handle(message[0], message[1:])
+                if answer is None:
+                    return
+                pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
+                out.flush()
+        finally:
+            keeper.clear()
+            state.close()
 
 
 def backend_preload(name: str) -> Callable[[], None] | None:

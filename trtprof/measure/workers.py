@@ -189,8 +189,9 @@ class Worker:
         asked, self._priming_since = self._priming_since, None
         payload = self._receive()
         self.primed = {self._prime_keys[b] for b in payload.get("primed", ())}
-        self.prime_notes = list(payload.get("notes", ()))
-        return Span(f"worker {self.index} priming", asked, payload.get("done_at"))
+        self.prime_notes = list(payload.get("notes", ()))  # where it stopped, and why: kept in the run's record
+        stopped = f" ({'; '.join(self.prime_notes)})" if self.prime_notes else ""
+        return Span(f"worker {self.index} priming{stopped}", asked, payload.get("done_at"))
 
     def is_ready(self) -> bool:
         """Has the worker said ``ready`` (without waiting for it)?"""
