@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests smoke resnet50 blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests smoke resnet50 (PROF=1: under cProfile) b1gap blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -35,12 +35,18 @@ for stage in "$@"; do
     resnet50)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
-      T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+      T python3 ${PROF:+-m cProfile -o "$OUT/resnet50.prof"} -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
         --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50.json" 2>&1 | tee -p "$OUT/resnet50.txt" | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/resnet50-ref-ort.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
       (cd "$HERE" && python3 reference_resnet50_graph.py --batch-sizes 1,32,256) > "$OUT/resnet50-ref-torch.txt" 2>&1
       tail -12 "$OUT/resnet50-ref-torch.txt"
+      ;;
+    b1gap)  # batch 1: what lies between the reference's clock and trtprof's events (ort_b1_gap.py)
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      timeout 240 python3 "$HERE/ort_b1_gap.py" --batch 1 --out "$OUT/b1-gap.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/b1-gap.txt"
       ;;
     blocks)  # where a block's seconds go, each block set up anew vs kept between blocks (ort_block_costs.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

@@ -304,12 +304,36 @@ def test_a_keeper_keeps_an_opted_in_runners_state_across_blocks_of_one_shape(mon
         assert runner.prepared == 1 and gpu.uploads_before_loop == 4  # other arrays: their values uploaded again
         bigger = {k: np.ones((3, *v.shape[1:]), v.dtype) for k, v in FEEDS.items()}
         time_device(runner, bigger, config)
-        assert runner.prepared == 2 and gpu.open == kept_open  # another shape: the old state released first
+        assert runner.prepared == 2 and gpu.open == 2 * kept_open  # another shape: a state of its own beside
+        time_device(runner, other_values, config)  # the first shape's state still kept
+        assert runner.prepared == 2 and gpu.uploads_before_loop == 4 + 2
         keeper.clear()
         assert gpu.open == 0
         time_device(runner, FEEDS, config)
         assert runner.prepared == 3 and gpu.open == kept_open
     assert gpu.open == 0  # the scope's end releases what it kept
+
+
+def test_a_keeper_keeps_at_most_its_limit_of_states_per_runner_the_least_recently_used_released(monkeypatch):
+    from trtprof.measure import kept_launch
+    from trtprof.measure.kept_launch import LaunchKeeper
+
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    monkeypatch.setattr(kept_launch, "MAX_KEPT_PER_RUNNER", 2)
+    runner, other, config = KeepingRunner(gpu), KeepingRunner(gpu), TimingConfig(warmup=0, iterations=2)
+    feeds = {b: {k: np.ones((b, *v.shape[1:]), v.dtype) for k, v in FEEDS.items()} for b in (1, 2, 3)}
+    with LaunchKeeper() as keeper:
+        time_device(other, feeds[1], config)  # another runner's state: not counted against this one's limit
+        for b in (1, 2, 1, 3):  # batch 1 used again after 2: batch 2 is the least recently used when 3 comes
+            time_device(runner, feeds[b], config)
+        assert runner.prepared == 3 and len(keeper.kept) == 3
+        kept_batches = sorted(dict(s.key[0])["a"][0] for s in keeper.kept.values() if s.runner is runner)
+        assert kept_batches == [1, 3]
+        time_device(runner, feeds[2], config)
+        assert runner.prepared == 4  # released, so set up again
+        time_device(other, feeds[1], config)
+        assert other.prepared == 1
 
 
 def test_outside_a_keeper_or_without_opting_in_every_block_sets_up_and_releases(monkeypatch):
@@ -400,9 +424,9 @@ def test_a_keeper_holds_one_nvml_session_from_its_first_gpu_block_to_its_end(mon
     assert sessions == []  # outside a scope: each block opens and closes its own
 
 
-def test_a_worker_releases_the_kept_state_when_its_batch_size_changes():
-    """The worker's side of compare (measure.worker_loop): ``feeds`` for the next batch size releases the
-    kept buffers of the last one before new ones are made."""
+def test_a_worker_keeps_each_batch_sizes_state_until_its_end():
+    """The worker's side of compare (measure.worker_loop): ``feeds`` for the next batch size leaves the state
+    kept at the last one (priming set up every batch size's before timing); the scope's end releases it."""
     from contextlib import ExitStack
 
     from trtprof.measure.kept_launch import KeptLaunch, LaunchKeeper
@@ -416,7 +440,8 @@ def test_a_worker_releases_the_kept_state_when_its_batch_size_changes():
         stack.callback(released.append, "batch 2")
         keeper.keep(KeptLaunch(runner=state.runners["fp32"], key=((("a", (2, 4)),), True, False), stack=stack))
         assert state.set_feeds({"a": (3, 4)}, 0, (0, 10), None) == ("ok", None)
-        assert released == ["batch 2"] and keeper.kept == {} and state.feeds["a"].shape == (3, 4)
+        assert released == [] and len(keeper.kept) == 1 and state.feeds["a"].shape == (3, 4)
+    assert released == ["batch 2"]
 
 
 def test_priming_sets_up_launches_once_and_releases_everything(monkeypatch):
@@ -429,3 +454,24 @@ def test_priming_sets_up_launches_once_and_releases_everything(monkeypatch):
     assert runner.prepared == 1 and gpu.launches == 1 and gpu.uploads_before_loop == 2 and gpu.open == 0
     prime_launch(runner, FEEDS, TimingConfig(cuda_graph=True))  # captured (after its eager run), replayed once
     assert gpu.graph_launches >= 1 and gpu.open == 0
+
+
+def test_priming_inside_a_keeper_leaves_the_state_for_that_batchs_blocks(monkeypatch):
+    from trtprof.measure.kept_launch import LaunchKeeper
+    from trtprof.measure.timing import prime_launch
+
+    gpu = FakeGpu()
+    install(monkeypatch, gpu)
+    runner, config = KeepingRunner(gpu), TimingConfig(warmup=0, iterations=2)
+    bigger = {k: np.ones((3, *v.shape[1:]), v.dtype) for k, v in FEEDS.items()}
+    with LaunchKeeper():
+        prime_launch(runner, FEEDS, config)
+        prime_launch(runner, bigger, config)
+        assert runner.prepared == 2 and gpu.open > 0 and gpu.launches == 2
+        uploads = gpu.uploads_before_loop
+        time_device(runner, bigger, config)
+        time_device(runner, FEEDS, config)
+        assert runner.prepared == 2 and gpu.uploads_before_loop == uploads  # set up and uploaded by priming
+        time_device(runner, {k: v.copy() for k, v in FEEDS.items()}, config)  # other arrays: uploaded again
+        assert runner.prepared == 2 and gpu.uploads_before_loop == uploads + 2
+    assert gpu.open == 0

@@ -301,12 +301,13 @@ def block_state(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
 
 
 def prime_launch(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConfig) -> None:
-    """One set-up and one launch of ``runner`` at the feeds' shapes, released after (``measure.workers``'
-    priming): what a process pays the first time it runs an engine at a shape (ONNX Runtime: cuDNN's choice
-    of kernels, the arena grown, its CUDA graph captured) is paid here, before any timing, instead of
-    inside the first block of every load."""
+    """One set-up and one launch of ``runner`` at the feeds' shapes (``measure.workers``' priming): what a
+    process pays the first time it runs an engine at a shape (ONNX Runtime: cuDNN's choice of kernels, the
+    arena grown, its CUDA graph captured) is paid here, before any timing, instead of inside the first block
+    of every load. Inside a ``LaunchKeeper`` an opted-in runner's state stays kept for the blocks at these
+    feeds (``block_state``); otherwise it is released after the launch."""
     with ExitStack() as stack:
-        state = set_up_launch(runner, feeds, config, launch_key(feeds, config), stack)
+        state = block_state(runner, feeds, config, launch_key(feeds, config), stack)
         assert state.compute is not None
         state.compute()
         state.stream.synchronize()

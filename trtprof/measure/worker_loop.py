@@ -140,8 +140,7 @@ class _WorkerState:
     def set_feeds(self, shapes: Any, seed: int, int_range: Any, fixed: Any) -> tuple[str, Any]:
         from ..model.inputs import make_inputs
 
-        if self.keeper is not None:  # another batch size: the last one's buffers go before new ones are made
-            self.keeper.clear()
+        # the device state kept for each batch size (priming's, or the first block's) stays until the worker's end
         first = next(iter(self.runners.values()))
         self.feeds_key = None if fixed is not None else feeds_key(shapes, seed, int_range)
         made = self.made.pop(self.feeds_key, None)  # made by priming: the same arrays make_inputs would make
@@ -229,8 +228,8 @@ class _WorkerState:
 
 def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
     """The worker loop: load every arm once, then answer commands until ``close`` (or until the parent
-    is gone, checked between rounds where PR_SET_PDEATHSIG is not there). Blocks of one batch size share the
-    device state of the runners that keep it (``measure.kept_launch``)."""
+    is gone, checked between rounds where PR_SET_PDEATHSIG is not there). Blocks of a batch size share the
+    device state of the runners that keep it, set up by priming or by the first block (``measure.kept_launch``)."""
     from .kept_launch import LaunchKeeper
 
     with LaunchKeeper() as keeper:  # its end frees the kept buffers and launches before the runners they belong to

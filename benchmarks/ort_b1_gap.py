@@ -1,0 +1,180 @@
+"""Where the batch-1 gap between trtprof's onnxruntime-cuda compute time and the independent ORT loop comes from
+(issue 42): at batch 1 every arm measured 0.06-0.14 ms lower in trtprof than in reference_ort_iobinding.py, serial
+or back to back (2026-12-03), so the fp16/fp32 ratios came out 6-8 % higher.
+
+ORT's CUDA graph replay synchronises its stream after every launch (``CUDAGraphManager::Replay`` calls
+``cudaStreamSynchronize``), so every run, graph or not, ends with the host waiting; what differs between the two
+measurements is what lies between the clocks. In ONE process, per engine file, taking turns in rounds so that
+drift hits every method alike, this times the same ONNX file:
+
+- ``own_wall``:   ORT's own stream, graph on, IO binding, ``time.perf_counter`` around each run (the reference);
+- ``user_wall``:  the same with ``user_compute_stream`` set to a stream made here (trtprof's session setting);
+- ``user_event``: that session, CUDA events on its stream recorded right before and after each run (no copies);
+- ``user_h2d``:   as trtprof's loop records them: event, pinned H2D copy of the input, event, run, event, D2H, event,
+                  the compute time between the 2nd and 3rd events;
+- ``kernels``:    the GPU time of the kernels one run executes (torch.profiler's CUDA activity over 50 runs of the
+                  own-stream session, summed per run), the floor every method sits above;
+- ``trtprof``:    trtprof's own ``time_device`` on the file (backend onnxruntime-cuda, defaults), compute median.
+
+The first five import nothing from trtprof (torch for the stream, the events and the profiler). Usage:
+
+    python3 benchmarks/ort_b1_gap.py --batch 1 a.onnx:fp32 b.onnx:fp16 [--rounds 6 --iters 200]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
+          "tensor(int32)": np.int32}
+
+
+def session(path: str, tf32: bool, stream: int | None) -> ort.InferenceSession:
+    options = {"enable_cuda_graph": "1", "use_tf32": "1" if tf32 else "0"}
+    if stream is not None:
+        options["user_compute_stream"] = str(stream)
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    return ort.InferenceSession(path, so, providers=[("CUDAExecutionProvider", options), "CPUExecutionProvider"])
+
+
+def bound(sess: ort.InferenceSession, batch: int) -> tuple:
+    """IO binding on torch CUDA tensors (inputs seeded, as ORT's docs bind torch tensors: ``bind_input`` with the
+    tensor's ``data_ptr``), and a pinned host twin of the first input and of the first output."""
+    rng = np.random.default_rng(0)
+    host = {}
+    for i in sess.get_inputs():
+        shape = [batch if not isinstance(d, int) else d for d in i.shape]
+        dtype = DTYPES[i.type]
+        host[i.name] = (rng.integers(0, 1000, shape).astype(dtype) if np.issubdtype(dtype, np.integer)
+                        else rng.standard_normal(shape).astype(dtype))
+    plain = sess.run(None, host)
+    binding = sess.io_binding()
+    ins = {n: torch.from_numpy(a).cuda() for n, a in host.items()}
+    for n, t in ins.items():
+        binding.bind_input(n, "cuda", 0, host[n].dtype, list(t.shape), t.data_ptr())
+    outs = [torch.from_numpy(o).cuda() for o in plain]
+    for meta, o, t in zip(sess.get_outputs(), plain, outs):
+        binding.bind_output(meta.name, "cuda", 0, o.dtype, list(t.shape), t.data_ptr())
+    torch.cuda.synchronize()
+    pinned_in = next(iter(ins.values())).cpu().pin_memory()
+    pinned_out = outs[0].cpu().pin_memory()
+    return binding, ins, outs, pinned_in, pinned_out
+
+
+def wall(sess, binding, iters: int) -> list[float]:
+    out = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        sess.run_with_iobinding(binding)
+        out.append(1e3 * (time.perf_counter() - t0))
+    return out
+
+
+def events(sess, binding, stream: torch.cuda.Stream, iters: int, copies: tuple | None) -> list[float]:
+    """Per run: the ms between the events right around it; with ``copies`` ((pinned_in, dev_in), (pinned_out,
+    dev_out)) an H2D copy before and a D2H copy after, inside events of their own, as trtprof's loop enqueues them."""
+    out = []
+    with torch.cuda.stream(stream):
+        for _ in range(iters):
+            e = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            if copies:
+                e[0].record(stream)
+                copies[0][1].copy_(copies[0][0], non_blocking=True)
+            e[1].record(stream)
+            sess.run_with_iobinding(binding)
+            e[2].record(stream)
+            if copies:
+                copies[1][0].copy_(copies[1][1], non_blocking=True)
+                e[3].record(stream)
+            e[3 if copies else 2].synchronize()
+            out.append(e[1].elapsed_time(e[2]))
+    return out
+
+
+def kernel_ms(sess, binding, runs: int = 50) -> float:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            sess.run_with_iobinding(binding)
+        torch.cuda.synchronize()
+    total_us = sum(e.device_time_total for e in prof.key_averages() if e.device_time_total > 0
+                   and "memcpy" not in e.key.lower() and "memset" not in e.key.lower())
+    return total_us / 1e3 / runs
+
+
+def trtprof_compute(path: str, batch: int) -> dict:
+    """trtprof's own loop on the engine file (its record beside it): compute medians with and without copies."""
+    from ort_block_costs import record_for
+
+    from trtprof.measure.bench import load_runner
+    from trtprof.measure.timing import TimingConfig, time_device
+    from trtprof.model.inputs import make_inputs
+
+    runner = load_runner(record_for(Path(path)))
+    try:
+        shapes = {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in runner.inputs}
+        feeds = make_inputs(runner.inputs, shapes, seed=0)
+        out = {}
+        for copies in (True, False):
+            s = time_device(runner, feeds, TimingConfig(warmup=50, iterations=600, copies=copies, cuda_graph=True))
+            out["copies" if copies else "no_copies"] = round(float(np.median(s.stages["compute_ms"])), 4)
+        return out
+    finally:
+        runner.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("files", nargs="+", help="FILE.onnx:PRECISION")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--iters", type=int, default=200)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    rows = []
+    for item in args.files:
+        path, _, precision = item.rpartition(":")
+        tf32 = precision == "tf32"
+        stream = torch.cuda.Stream()
+        own = session(path, tf32, None)
+        user = session(path, tf32, stream.cuda_stream)
+        own_b = bound(own, args.batch)
+        user_b = bound(user, args.batch)
+        binding_u, ins_u, outs_u, pin_in, pin_out = user_b
+        copies = ((pin_in, next(iter(ins_u.values()))), (pin_out, outs_u[0]))
+        for _ in range(3):  # capture and warm both
+            wall(own, own_b[0], 20)
+            wall(user, binding_u, 20)
+        got: dict[str, list[float]] = {k: [] for k in ("own_wall", "user_wall", "user_event", "user_h2d")}
+        for _ in range(args.rounds):
+            got["own_wall"] += wall(own, own_b[0], args.iters)
+            got["user_wall"] += wall(user, binding_u, args.iters)
+            got["user_event"] += events(user, binding_u, stream, args.iters, None)
+            got["user_h2d"] += events(user, binding_u, stream, args.iters, copies)
+        row = {"file": path, "precision": precision, "batch": args.batch, "onnxruntime": ort.__version__,
+               **{k: float(np.median(v)) for k, v in got.items()}, "kernels": kernel_ms(own, own_b[0])}
+        del own, user
+        try:
+            row["trtprof"] = trtprof_compute(path, args.batch)
+        except Exception as err:  # noqa: BLE001 - the independent rows stand without it
+            row["trtprof_error"] = f"{type(err).__name__}: {err}"
+        rows.append(row)
+        print("b1-gap " + " ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+                                   if k != "file"), flush=True)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
