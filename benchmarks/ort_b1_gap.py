@@ -2,23 +2,18 @@
 (issue 42): at batch 1 every arm measured 0.06-0.14 ms lower in trtprof than in reference_ort_iobinding.py, serial
 or back to back (2026-12-03), so the fp16/fp32 ratios came out 6-8 % higher.
 
-ORT's CUDA graph replay synchronises its stream after every launch (``CUDAGraphManager::Replay`` calls
-``cudaStreamSynchronize``), so every run, graph or not, ends with the host waiting; what differs between the two
-measurements is what lies between the clocks. In ONE process, per engine file, taking turns in rounds so that
-drift hits every method alike, this times the same ONNX file:
+Default mode (no torch in the process), per engine file: one session as a user opens it (ORT's own stream, graph
+on, device OrtValues bound), run three ways taking turns: ``default`` (no run options), ``no_sync`` (the
+reference's back-to-back option ``disable_synchronize_execution_providers``), ``no_sync_graph_id`` (that and an
+explicit ``gpu_graph_id``, as trtprof's runner sets them). For each, the host time of one call (a call that returns
+in microseconds did not wait for the GPU: ORT's graph replay synchronises its stream unless told not to) and the
+time per run back to back; then trtprof's own ``time_device`` on the file (``trtprof``: compute medians).
 
-- ``own_wall``:   ORT's own stream, graph on, IO binding, ``time.perf_counter`` around each run (the reference);
-- ``user_wall``:  the same with ``user_compute_stream`` set to a stream made here (trtprof's session setting);
-- ``user_event``: that session, CUDA events on its stream recorded right before and after each run (no copies);
-- ``user_h2d``:   as trtprof's loop records them: event, pinned H2D copy of the input, event, run, event, D2H, event,
-                  the compute time between the 2nd and 3rd events;
-- ``kernels``:    the GPU time of the kernels one run executes (torch.profiler's CUDA activity over 50 runs of the
-                  own-stream session, summed per run), the floor every method sits above;
-- ``trtprof``:    trtprof's own ``time_device`` on the file (backend onnxruntime-cuda, defaults), compute median.
+``--torch`` mode: the same file timed with torch's events and copies around each run on a user stream, and the
+kernels' GPU time per run (torch.profiler): ``own_wall``, ``user_wall``, ``user_event``, ``user_h2d``, ``kernels``.
+With torch in the process every ORT run took ~0.2 ms more (2026-12-03), so its numbers compare only with each other.
 
-The first five import nothing from trtprof (torch for the stream, the events and the profiler). Usage:
-
-    python3 benchmarks/ort_b1_gap.py --batch 1 a.onnx:fp32 b.onnx:fp16 [--rounds 6 --iters 200]
+    python3 benchmarks/ort_b1_gap.py --batch 1 a.onnx:fp32 b.onnx:fp16 [--rounds 6 --iters 200] [--torch]
 """
 from __future__ import annotations
 
@@ -30,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-import torch
+
+torch = None  # imported by the torch mode only: with torch in the process ORT's runs took 0.2 ms more (2026-12-03)
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
@@ -133,6 +129,59 @@ def trtprof_compute(path: str, batch: int) -> dict:
         runner.close()
 
 
+def host_modes(path: str, tf32: bool, batch: int, rounds: int, iters: int) -> dict:
+    """Without torch in the process: ORT's own stream, graph on, outputs and inputs on ORT's device OrtValues.
+    Per mode, the host time per run (median of single calls: a call that returns in microseconds did not wait for
+    the GPU) and per run back to back (``iters`` runs, then one default run, which synchronises; divided by
+    ``iters + 1``): ``default`` (no run options, as a user writes it), ``no_sync`` (the reference's back-to-back
+    option), ``no_sync_graph_id`` (that and ``gpu_graph_id`` 1, as trtprof's runner sets them)."""
+    sess = session(path, tf32, None)
+    rng = np.random.default_rng(0)
+    host = {i.name: rng.standard_normal([batch if not isinstance(d, int) else d for d in i.shape]).astype(DTYPES[i.type])
+            for i in sess.get_inputs()}
+    plain = sess.run(None, host)
+    binding = sess.io_binding()
+    keep = [ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for a in host.values()]
+    for name, v in zip(host, keep):
+        binding.bind_ortvalue_input(name, v)
+    outs = [ort.OrtValue.ortvalue_from_shape_and_type(o.shape, o.dtype, "cuda", 0) for o in plain]
+    for meta, v in zip(sess.get_outputs(), outs):
+        binding.bind_ortvalue_output(meta.name, v)
+    modes = {"default": None, "no_sync": {"disable_synchronize_execution_providers": "1"},
+             "no_sync_graph_id": {"disable_synchronize_execution_providers": "1", "gpu_graph_id": "1"}}
+    options = {}
+    for mode, entries in modes.items():
+        if entries is None:
+            options[mode] = None
+            continue
+        options[mode] = ort.RunOptions()
+        for k, v in entries.items():
+            options[mode].add_run_config_entry(k, v)
+    sync = ort.RunOptions()
+    sync.add_run_config_entry("gpu_graph_id", "1")
+    for mode in modes:  # capture every graph id first
+        for _ in range(5):
+            sess.run_with_iobinding(binding, options[mode])
+            sess.run_with_iobinding(binding, sync if mode == "no_sync_graph_id" else None)
+    call: dict = {m: [] for m in modes}
+    per_run: dict = {m: [] for m in modes}
+    for _ in range(rounds):
+        for mode in modes:
+            last = sync if mode == "no_sync_graph_id" else None  # a synchronising run on the same graph id
+            for _ in range(iters // 10):
+                t0 = time.perf_counter()
+                sess.run_with_iobinding(binding, options[mode])
+                call[mode].append(1e3 * (time.perf_counter() - t0))
+                sess.run_with_iobinding(binding, last)
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                sess.run_with_iobinding(binding, options[mode])
+            sess.run_with_iobinding(binding, last)
+            per_run[mode].append(1e3 * (time.perf_counter() - t0) / (iters + 1))
+    return {**{f"{m}_call_ms": round(float(np.median(v)), 4) for m, v in call.items()},
+            **{f"{m}_back_to_back_ms": round(float(np.median(v)), 4) for m, v in per_run.items()}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="+", help="FILE.onnx:PRECISION")
@@ -140,11 +189,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--torch", action="store_true", help="the torch mode: events, copies, kernel times (torch.profiler)")
     args = parser.parse_args()
     rows = []
     for item in args.files:
         path, _, precision = item.rpartition(":")
         tf32 = precision == "tf32"
+        if not args.torch:
+            row = {"file": path, "precision": precision, "batch": args.batch, "onnxruntime": ort.__version__,
+                   **host_modes(path, tf32, args.batch, args.rounds, args.iters)}
+            try:
+                row["trtprof"] = trtprof_compute(path, args.batch)
+            except Exception as err:  # noqa: BLE001 - the independent rows stand without it
+                row["trtprof_error"] = f"{type(err).__name__}: {err}"
+            rows.append(row)
+            print("b1-host " + " ".join(f"{k}={v}" for k, v in row.items() if k != "file"), flush=True)
+            continue
+        global torch
+        import torch
         stream = torch.cuda.Stream()
         own = session(path, tf32, None)
         user = session(path, tf32, stream.cuda_stream)

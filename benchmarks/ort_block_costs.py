@@ -76,6 +76,43 @@ def summary(blocks):
             "medians_ms": [round(b["median_ms"], 4) for b in blocks]}
 
 
+def prime_costs(runners, batches, accuracy_first: bool) -> dict:
+    """Seconds of ``timing.prime_launch`` per arm and batch size in this process (its first runs at each shape,
+    unless the accuracy pass's ``infer`` ran first), inside a LaunchKeeper as in a worker, and where they go."""
+    from trtprof.measure.kept_launch import LaunchKeeper
+    from trtprof.measure.timing import TimingConfig, prime_launch
+    from trtprof.model.inputs import make_inputs
+
+    first = next(iter(runners.values()))
+    feeds = {}
+    for batch in batches:
+        shapes = {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in first.inputs}
+        feeds[batch] = make_inputs(first.inputs, shapes, seed=0)
+    out: dict = {"accuracy_first": accuracy_first, "accuracy_s": {}, "prime_s": {}}
+    if accuracy_first:
+        for batch in batches:
+            for name, runner in runners.items():
+                t0 = time.perf_counter()
+                runner.infer(feeds[batch])
+                out["accuracy_s"][f"{name} b{batch}"] = round(time.perf_counter() - t0, 4)
+    prof = cProfile.Profile()
+    with LaunchKeeper():
+        for batch in batches:
+            for name, runner in runners.items():
+                t0 = time.perf_counter()
+                prof.enable()
+                prime_launch(runner, feeds[batch], TimingConfig(cuda_graph=True))
+                prof.disable()
+                out["prime_s"][f"{name} b{batch}"] = round(time.perf_counter() - t0, 4)
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+    print(f"prime ({'after the accuracy pass' if accuracy_first else 'alone'}): accuracy {out['accuracy_s']} "
+          f"(sum {sum(out['accuracy_s'].values()):.2f} s); prime {out['prime_s']} (sum {sum(out['prime_s'].values()):.2f} s)",
+          flush=True)
+    print(text.getvalue()[-6000:], flush=True)
+    return out
+
+
 def nvml_costs(repeat=20):
     from trtprof.system import nvml
 
@@ -104,6 +141,9 @@ def main() -> None:
     ap.add_argument("--batch-sizes", default="1,32,256")
     ap.add_argument("--blocks", type=int, default=8)
     ap.add_argument("--json")
+    ap.add_argument("--prime", choices=("alone", "after-accuracy"),
+                    help="instead: what compare's priming costs in this fresh process, per arm and batch size, with "
+                         "a cProfile (after-accuracy: the accuracy pass's host-in/host-out runs first, as load 0's worker)")
     args = ap.parse_args()
     from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs
@@ -116,6 +156,11 @@ def main() -> None:
         print(f"load {label}: {time.perf_counter() - t0:.3f} s", flush=True)
     first = next(iter(runners.values()))
     batches = [int(b) for b in args.batch_sizes.split(",")]
+    if args.prime:
+        result = prime_costs(runners, batches, accuracy_first=args.prime == "after-accuracy")
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1))
+        return
     result = {"nvml": nvml_costs(), "batches": {}}
     print("nvml:", {k: round(v, 2) for k, v in result["nvml"].items()}, flush=True)
     for batch in batches:

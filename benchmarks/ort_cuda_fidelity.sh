@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests smoke resnet50 (PROF=1: under cProfile) b1gap blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -45,8 +45,16 @@ for stage in "$@"; do
     b1gap)  # batch 1: what lies between the reference's clock and trtprof's events (ort_b1_gap.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
-      timeout 240 python3 "$HERE/ort_b1_gap.py" --batch 1 --out "$OUT/b1-gap.json" \
-        "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/b1-gap.txt"
+      timeout 240 python3 "$HERE/ort_b1_gap.py" --batch 1 --out "$OUT/b1-host.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/b1-host.txt"
+      ;;
+    primecost)  # what priming costs per arm and batch size in a fresh process, alone and after the accuracy pass
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      for how in alone after-accuracy; do
+        timeout 120 python3 "$HERE/ort_block_costs.py" --prime $how --json "$OUT/prime-$how.json" \
+          "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/prime-$how.txt" | head -40
+      done
       ;;
     blocks)  # where a block's seconds go, each block set up anew vs kept between blocks (ort_block_costs.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
@@ -117,6 +125,20 @@ for stage in "$@"; do
         python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp16,fp16 --batch-sizes 32 --out "$OUT/aa6-$i.json" 2>&1 | grep -E "^batch 32: fp16 vs fp16  speedup|loads|VALID" | head -3
       done
+      ;;
+    aa256)  # A/A at batch 256, where every call is long enough for one warm-up call per block: must be 0 decisive
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp16 --batch-sizes 256 "$W/resnet50.onnx"
+      for i in 1 2 3; do
+        python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp16,fp16 --batch-sizes 256 --out "$OUT/aa256-$i.json" 2>&1 | grep -E "^batch 256: fp16 vs fp16  speedup|VALID" | head -2
+      done
+      ;;
+    pad)  # the report net's tensor_core_ineligible cause tested: --what-if pad-channels on this backend
+      python3 models/conv_elu.py "$W" >/dev/null
+      engines --fp32 --fp16 --batch-sizes 10 "$W/report_conv_elu_k32_256.onnx"
+      T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --batch-sizes 10 --what-if pad-channels --out "$OUT/report-pad.json" 2>&1 | tee -p "$OUT/report-pad.txt" | grep -E "^batch|what-if|VALID|wall|rror" | head -12
       ;;
     whatifs)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 vit_b16 >/dev/null 2>&1

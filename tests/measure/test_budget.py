@@ -530,3 +530,73 @@ def test_a_real_compare_prints_its_start_up_before_any_measurement(conv_model, t
     assert startup[0] == 0 and max(startup) < first_measure, lines[:first_measure + 1]
     said = "\n".join(lines[i] for i in startup)
     assert "worker processes starting" in said and "the accuracy pass" in said
+
+
+def test_the_first_loads_wait_for_priming_is_not_what_later_loads_are_expected_to_cost():
+    """Issue 42: the first load's warm-up waited for every worker's priming (``WorkerLoad.waited_s``); counted as
+    its own cost, each later load looked as costly and the window grew for loads that never came (batch 1 grew to
+    52 s for 30 s of need on the H200). Fake loads (named so) on a fake clock: a 5-s wait, loads of 0.3 s."""
+    from trtprof.measure import interleave
+    from tests.fakes import simulate as cal
+
+    def run(waited_s: float):
+        clock, names, log = cal.SimClock(), ("base", "cand"), []
+
+        class WaitingLoad(CostlyLoad):
+            def warm_up(self, config):
+                self.waited_s = waited_s if self.first else 0.0
+                self.clock.t += self.waited_s
+                return super().warm_up(config)
+
+        def open_load(i: int) -> CostlyLoad:
+            clock.t += 0.3
+            load = WaitingLoad(clock, names, 0.05, seed=i, log=log)
+            load.first = i == 0
+            return load
+
+        plan = interleave.RoundPlan(time_budget_s=12.0, round_iterations=20)
+        window = BatchWindow(started=0.0, budget_s=12.0, per_batch_s=12.0, grows=True)
+        return interleave.run_interleaved(names, open_load, plan, clock=clock, window=window)
+
+    waited, not_waited = run(5.0), run(0.0)
+    assert waited.minimum is not None and not_waited.minimum is not None
+    assert waited.minimum.first_load_s == pytest.approx(not_waited.minimum.first_load_s, abs=1e-6)
+    assert waited.minimum.startup_s == pytest.approx(not_waited.minimum.startup_s + 5.0, abs=1e-6)
+    # the window grows by the wait itself, not by six loads' worth of it
+    assert waited.budget_s <= not_waited.budget_s + 5.0 / interleave.BUDGET_PLAN_SHARE + 1e-6
+
+
+@pytest.mark.parametrize("fastest_ms, expected", [(9.99, 2), (10.0, 1), (40.0, 1)])
+def test_blocks_of_long_calls_warm_up_with_one_call(fastest_ms, expected):
+    """Every arm's call at least ``ROUND_WARMUP_ONE_CALL_MS`` (just inside and just outside it): one warm-up call
+    per block instead of ``ROUND_WARMUP``, used by the loop's blocks and recorded on the outcome."""
+    import numpy as np
+
+    from trtprof.measure import interleave
+    from trtprof.measure.timing import Samples
+    from tests.fakes import simulate as cal
+
+    assert interleave.ROUND_WARMUP_ONE_CALL_MS == 10.0 and interleave.ROUND_WARMUP == 2
+    assert interleave.round_warmup([fastest_ms, 70.0]) == expected
+    clock, names, warmups = cal.SimClock(), ("base", "cand"), []
+
+    class Load(CostlyLoad):
+        def arm_block(self, arm, config):
+            self.clock.t += self.block_s
+            ms = {"base": 70.0, "cand": fastest_ms}[arm]
+            return Samples(stages={"latency_ms": np.full(config.iterations, ms)}, span_s=self.block_s,
+                           warmup_done=config.warmup, warmup_s=0.0)
+
+        def warm_up(self, config):  # the load's own warm-up: not a round's block
+            return {n: self.arm_block(n, config) for n in self.names}
+
+        def rounds(self, first, count, config, order):
+            warmups.append(config.warmup)
+            return [{n: self.arm_block(n, config) for n in interleave.round_order(order, j)}
+                    for j in range(first, first + count)]
+
+    plan = interleave.RoundPlan(time_budget_s=30.0, round_iterations=5)
+    window = BatchWindow(started=0.0, budget_s=30.0, per_batch_s=30.0, grows=False)
+    out = interleave.run_interleaved(names, lambda i: Load(clock, names, 0.05, seed=i, log=[]), plan, clock=clock,
+                                     window=window)
+    assert out.round_warmup == expected and warmups and set(warmups) == {expected}

@@ -150,3 +150,118 @@ def test_where_priming_stopped_is_kept_in_the_runs_record():
     assert worker.primed == {"k1"} and worker.prime_notes == ["batch 8: not primed (MemoryError: oom)"]
     assert span.what == "worker 2 priming (batch 8: not primed (MemoryError: oom))" and (span.start, span.end) == (5.0, 6.0)
     assert worker.wait_primed() is None  # read once
+
+
+class RecordingPoolWorker:
+    """FAKE worker object (no process): records what the pool asks of it, in order, in a shared log."""
+
+    def __init__(self, index, log):
+        self.index, self.log = index, log
+
+    def prime(self, batches, seed, int_range, config):
+        self.log.append((self.index, "prime"))
+
+    def wait_ready(self, who=None):
+        self.log.append((self.index, "wait_ready"))
+
+    def wait_primed(self):
+        self.log.append((self.index, "wait_primed"))
+
+    def ask(self, *message):
+        self.log.append((self.index, message[0]))
+
+    def answer(self, who=None):
+        return {"outputs": {1: ({}, {})}, "done_at": 0.0}
+
+
+def recording_pool(count):
+    pool = workers.WorkerPool({})
+    log = []
+    pool.workers = [RecordingPoolWorker(i, log) for i in range(count)]
+    pool.spawn = lambda n: None
+    return pool, log
+
+
+@pytest.mark.parametrize("after_outputs", [False, True])
+def test_the_accuracy_pass_runs_beside_the_others_priming_only_where_asked(after_outputs):
+    pool, log = recording_pool(3)
+    assert pool.prime([(1, SHAPES[1])], 0, (0, 10), TimingConfig(), after_outputs=after_outputs) == 3
+    pool.outputs([(1, SHAPES[1], 0)], 0, (0, 10))
+    if after_outputs:  # load 0 primes after its accuracy pass; nobody's priming is waited for before it
+        assert log == [(1, "prime"), (2, "prime"), (0, "outputs"), (0, "prime")]
+        assert pool.busy[-1].what == "the accuracy pass (load 0's worker, beside the others' priming)"
+    else:  # every worker primes first, and the accuracy pass waits for all of them (settle)
+        assert log[:3] == [(0, "prime"), (1, "prime"), (2, "prime")]
+        assert log[3:] == [(i, w) for i in range(3) for w in ("wait_ready", "wait_primed")] + [(0, "outputs")]
+        assert pool.busy[-1].what == "the accuracy pass (load 0's worker)"
+    log.clear()
+    pool.outputs([(1, SHAPES[1], 0)], 0, (0, 10))  # a second pass: nothing deferred is asked twice
+    assert (0, "prime") not in log
+
+
+def test_the_compare_asks_for_the_pass_beside_priming_only_when_every_gpu_arm_primes_beside_others(monkeypatch):
+    from trtprof.compare import reference_pass
+
+    asked = {}
+
+    class Pool:
+        busy: list = []
+
+        def __init__(self, facts):
+            self._facts = facts
+
+        def facts(self):
+            return self._facts
+
+        def prime(self, batches, seed, ints, config, after_outputs=False):
+            asked["after_outputs"] = after_outputs
+            return 2
+
+        def outputs(self, batches, seed, ints):
+            return {b: ({}, {}) for b, _, _ in batches}
+
+    spec = (TensorSpec("x", "float32", (-1, 4)),)
+    arm = lambda device, beside: workers.ArmFacts(spec, spec, device, None, beside)  # noqa: E731
+    monkeypatch.setattr(reference_pass, "checked_shapes", lambda *a: ({1: {"x": (1, 4)}}, {1: 16}))
+    monkeypatch.setattr(reference_pass, "range_deadline", lambda options, say: None)
+    monkeypatch.setattr(reference_pass.fp16range, "for_compare", lambda *a, **k: None)
+    options = SimpleNamespace(seed=0, ints=(0, 10), plan=SimpleNamespace(cuda_graph=True, copies=True))
+    records = {"fp32": SimpleNamespace(), "fp16": SimpleNamespace()}
+    for facts, expected in (({"fp32": arm("cuda", True), "fp16": arm("cuda", True)}, True),
+                            ({"fp32": arm("cuda", True), "fp16": arm("cuda", False)}, False),
+                            ({"fp32": arm("cpu", False), "fp16": arm("cuda", True)}, True)):
+        asked.clear()
+        reference_pass.from_worker(records, [1], options, None, Pool(facts))
+        assert asked == {"after_outputs": expected}
+    asked.clear()
+    reference_pass.from_worker(records, [1], options, None, Pool({"fp32": arm("cpu", False), "fp16": arm("cpu", False)}))
+    assert asked == {}  # no GPU arm: no priming
+
+
+@pytest.mark.parametrize("accuracy_first", [False, True])
+def test_priming_and_the_accuracy_pass_make_a_batchs_inputs_once(monkeypatch, accuracy_first):
+    """Load 0's worker primes and runs the accuracy pass on the same seeded inputs: whichever runs first makes
+    them, the other (and the first load's ``feeds``) takes them. FAKE runners (named so): ``infer`` echoes."""
+    from trtprof.model import inputs as model_inputs
+
+    state, calls = primed_state(monkeypatch)
+    del state.runners["cpu"]
+    for r in state.runners.values():
+        r.infer = lambda feeds: {"y": feeds["x"] * 2}
+    made = []
+    real = model_inputs.make_inputs
+
+    def counting(*a, **k):
+        made.append(a[1])
+        return real(*a, **k)
+
+    monkeypatch.setattr(model_inputs, "make_inputs", counting)
+    prime = lambda: state.prime([(8, SHAPES[8])], 0, (0, 10), TimingConfig())  # noqa: E731
+    accuracy = lambda: state.outputs([(8, SHAPES[8], 0)], 0, (0, 10))  # noqa: E731
+    for step in ((accuracy, prime) if accuracy_first else (prime, accuracy)):
+        kind, answer = step()
+        assert kind == "ok"
+    assert len(made) == 1 and len(calls) == 2
+    kept = state.made[feeds_key(SHAPES[8], 0, (0, 10))]
+    state.set_feeds(SHAPES[8], 0, (0, 10), None)
+    assert state.feeds is kept and len(made) == 1

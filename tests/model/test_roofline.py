@@ -52,6 +52,34 @@ def test_gemm_transposed_and_batched_matmul_match_the_formula():
     assert cost.uncounted == ()
 
 
+def test_shape_inference_leaves_large_weights_out_and_counts_what_a_full_copy_counts(monkeypatch):
+    """Large initializers are left out of the copy shape inference runs on (graph inputs of their dims instead);
+    the shape tensor a Reshape reads stays, so its data propagation still holds: every count is the full copy's."""
+    big = roofline.INFERENCE_INITIALIZER_MAX + 1  # just outside the threshold: left out; "shape": kept
+    m = _model([helper.make_node("MatMul", ["x", "W"], ["h"]),
+                helper.make_node("Reshape", ["h", "shape"], ["h3"]),
+                helper.make_node("MatMul", ["h3", "C"], ["y"])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+               [_w("W", (4, big)), numpy_helper.from_array(np.array([-1, 1, big], np.int64), "shape"),
+                _w("C", (big, 3))])
+    light = roofline._light_copy(m)
+    assert {i.name for i in light.graph.initializer} == {"shape"}
+    assert {i.name for i in light.graph.input} == {"x", "W", "C"}
+    assert len(m.graph.initializer) == 3  # the model itself is untouched
+    cost = roofline.graph_cost(m, {"x": (5, 4)})
+    assert cost.flops_by_op == {"MatMul": 2 * 5 * 4 * big + 2 * 5 * big * 3} and cost.uncounted == ()
+    assert cost.weight_bytes == 4 * (4 * big + big * 3) + 8 * 3
+
+    def full_copy(model):
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        return copy
+
+    monkeypatch.setattr(roofline, "_light_copy", full_copy)
+    assert roofline.graph_cost(m, {"x": (5, 4)}) == cost
+
+
 def test_flops_scale_with_batch_and_unresolvable_shapes_are_reported_not_guessed():
     m = _model([helper.make_node("MatMul", ["x", "W"], ["y"])],
                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],

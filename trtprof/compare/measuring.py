@@ -24,7 +24,6 @@ from ..measure import budget_memo
 from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget, preload_analysis
 from ..measure.interleave import (
     FLOOR_LOADS,
-    ROUND_WARMUP,
     Arm,
     InProcessLoad,
     InterleavedOutcome,
@@ -358,7 +357,7 @@ def arm_result(record: EngineRecord, arm: Arm, batch_size: int, outcome: Interle
                 "backend_metadata": record.backend_metadata, "environment": record.environment,
                 "notes": list(record.notes)},
         config={"interleaved": True, "arm": arm.name, "loads": outcome.loads, "rounds": outcome.rounds, "round_iterations": outcome.round_iterations[arm.name],
-                "round_warmup": ROUND_WARMUP, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
+                "round_warmup": outcome.round_warmup, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
                 "block_setup_s": round(arm.setup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "elapsed_s": round(outcome.elapsed_s, 3),  # of the budget (the first batch size: from compare's start)

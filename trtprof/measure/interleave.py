@@ -69,6 +69,10 @@ DEFAULT_ROUND_S = 0.1  # one block per arm per round: short, so drift within a b
 MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of several samples
 MAX_ROUND_ITERATIONS = 2000  # a block of a very fast model stays short in samples
 ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches; not steady state
+# … where every arm's call takes at least this long (ms), one call does it: a call that long rewrites the GPU's L2
+# (50 MB on an H200) many times over and the GPU has not idled between the blocks, so a second warm-up call only
+# costs time (ResNet-50 at batch 256 on the H200: 24 rounds × 137 ms, 3.3 s of a default run, 2026-12-03)
+ROUND_WARMUP_ONE_CALL_MS = 10.0
 FIRST_WARMUP = 10  # before a load's first round, per arm: at least this many calls …
 # A grown default window is fitted again after the second load when that load cost more than this times the
 # first (``_Loop.refit_window``): on the H200 a pre-warmed load 0 took 1.8 s and the later ones ~4 s (2.2×);
@@ -127,8 +131,8 @@ class RoundPlan:
     autotune: bool = True  # torch: cudnn.benchmark during the run (backends.base.set_autotune), in every load
     order_seed: int = 0  # which loads start with which arm (load_order)
 
-    def block_config(self, iterations: int) -> TimingConfig:
-        return TimingConfig(warmup=ROUND_WARMUP, iterations=iterations, copies=self.copies, cuda_graph=self.cuda_graph)
+    def block_config(self, iterations: int, warmup: int = ROUND_WARMUP) -> TimingConfig:
+        return TimingConfig(warmup=warmup, iterations=iterations, copies=self.copies, cuda_graph=self.cuda_graph)
 
     def warmup_config(self, first_load: bool = True) -> TimingConfig:
         wanted = self.first_warmup_ms if first_load else min(self.first_warmup_ms, LOAD_WARMUP_MS)
@@ -175,6 +179,7 @@ class InterleavedOutcome:
     # the batch size (compare: a BROKEN candidate's verdict is never shown as plainly faster)
     accuracy: dict[str, str] = field(default_factory=dict)
     minimum: MinimumCost | None = None  # what the minimum design was reckoned to need after the first load
+    round_warmup: int = ROUND_WARMUP  # warm-up calls before each block's timed ones (``round_warmup``)
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -314,6 +319,12 @@ def run_one_load(arms: Sequence[Arm], plan: RoundPlan, *, measure: Measure = mea
     return out
 
 
+def round_warmup(medians_ms: Sequence[float]) -> int:
+    """Warm-up calls before each block's timed ones: ``ROUND_WARMUP``, one where every arm's call takes at least
+    ``ROUND_WARMUP_ONE_CALL_MS``."""
+    return 1 if medians_ms and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS else ROUND_WARMUP
+
+
 class _Loop:
     """The state of one ``run_interleaved``: loads, rounds done per load, the cost estimates."""
 
@@ -326,6 +337,7 @@ class _Loop:
         self.loads: list[Load] = []
         self.done: list[int] = []  # rounds run per load
         self.iterations = 0
+        self.round_warmup = ROUND_WARMUP  # calls before each block's timed ones (``round_warmup``)
         self.config = plan.block_config(MIN_ROUND_ITERATIONS)
         self.round_s = 0.0  # seconds per round (all arms), measured on the last rounds
         self.load_open_s = 0.0  # seconds the last load took to open and warm up
@@ -354,7 +366,10 @@ class _Loop:
         warm = load.warm_up(self.plan.warmup_config(first_load=len(self.loads) == 1))
         for name, samples in warm.items():
             self.arms[name].add_warmup(samples)
-        self.load_open_s = self.clock() - t0
+        # what this load cost, less its wait for the run's other work (priming, a worker's start-up): the first
+        # load's wait for priming is no later load's cost (it made the batch-1 window grow to 52 s for 30 s of
+        # need, ResNet-50 on the H200, 2026-12-03); the wait stays in ``first_open_s``
+        self.load_open_s = max(0.0, self.clock() - t0 - float(getattr(load, "waited_s", 0.0)))
         if len(self.loads) == 1:
             self.first_open_s = self.elapsed()
         return warm
@@ -392,8 +407,9 @@ class _Loop:
         medians_ms = [max(float(np.median(w.latency_ms)), 1e3 * (w.warmup_s + w.span_s) / max(w.warmup_done + w.n, 1))
                       for w in warm0.values()]
         wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
-        self.round_s = sum((MIN_ROUND_ITERATIONS + ROUND_WARMUP) * m / 1e3 for m in medians_ms)  # the floor's blocks
-        design_round_s = sum((wanted + ROUND_WARMUP) * m / 1e3 for m in medians_ms)
+        warm = self.round_warmup = round_warmup(medians_ms)
+        self.round_s = sum((MIN_ROUND_ITERATIONS + warm) * m / 1e3 for m in medians_ms)  # the floor's blocks
+        design_round_s = sum((wanted + warm) * m / 1e3 for m in medians_ms)
         self.fit_window(design_round_s, sum(w.warmup_s + w.span_s for w in warm0.values()))
         while len(self.loads) < plan.min_loads:
             needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
@@ -404,12 +420,12 @@ class _Loop:
                 self.refit_window(design_round_s)
         if plan.round_iterations is None:  # shrink the blocks until the minimum rounds fit the budget
             per_iteration_s = len(self.loads) * plan.min_rounds * sum(medians_ms) / 1e3
-            affordable = int(MIN_DESIGN_SHARE * self.remaining() / per_iteration_s) - ROUND_WARMUP \
+            affordable = int(MIN_DESIGN_SHARE * self.remaining() / per_iteration_s) - warm \
                 if per_iteration_s > 0 else wanted
             wanted = max(MIN_ROUND_ITERATIONS, min(wanted, affordable))
         self.iterations = int(wanted)
-        self.config = plan.block_config(self.iterations)
-        self.round_s = sum((self.iterations + ROUND_WARMUP) * m / 1e3 for m in medians_ms)
+        self.config = plan.block_config(self.iterations, warm)
+        self.round_s = sum((self.iterations + warm) * m / 1e3 for m in medians_ms)
         # one load alone: its round pairs are the interval's units, so its floor is two pairs
         floor = FLOOR_ROUNDS if len(self.loads) >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
         for i in range(len(self.loads)):  # the floor's round pairs first: they measure what a round costs …
@@ -521,6 +537,7 @@ class _Loop:
             half[name] = (high - low) / 2 / med if med > 0 else float("inf")
         return InterleavedOutcome(arms=[self.arms[n] for n in self.names], rounds=sum(self.done), stop_reason=stop,
                                   elapsed_s=self.elapsed(), round_iterations={n: self.iterations for n in self.names},
+                                  round_warmup=self.round_warmup,
                                   half_widths=half, loads=len(self.loads), speedups=self.speedups,
                                   round_s=self.round_s, budget_s=self.budget_s, reserve_s=self.reserve_s,
                                   floor_overrun=self.floor_overrun, budget_note=self.budget_note, minimum=self.minimum)

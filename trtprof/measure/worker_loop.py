@@ -42,17 +42,21 @@ def trim(runners: Mapping[str, Any]) -> None:
 def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
     """``ArmFacts``'s fields as a dict: the worker runs as ``__main__``, whose classes the parent cannot unpickle."""
     return {"inputs": tuple(getattr(runner, "inputs", ())), "outputs": tuple(getattr(runner, "outputs", ())),
-            "device": str(getattr(runner, "device", "cpu")), "autotune": autotune}
+            "device": str(getattr(runner, "device", "cpu")), "autotune": autotune,
+            "primes_beside_others": bool(getattr(runner, "primes_beside_others", False))}
 
 
 def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[int | None, int | None]],
                      batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
-                     int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+                     int_range: tuple[int, int], made: dict[Any, dict[str, Any]] | None = None,
+                     ) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
     """compare's accuracy pass in this worker, as the parent ran it before (``compare.measuring.load_reference``
     without a pool): per batch size the seeded random inputs of the baseline's specs (``make_inputs``:
     the very arrays the parent would make), every arm once through ``Runner.infer`` (host in, host out),
     the memory in use read around each inference (``outputs_and_memory``); an allocation failure is
-    ``OutOfMemory`` naming the batch. Idle memory is given back after (``trim``)."""
+    ``OutOfMemory`` naming the batch. Idle memory is given back after (``trim``). ``made`` (the worker's inputs
+    made for priming, by ``feeds_key``): the inputs are taken from there when priming made them, and kept there
+    when they were made here, so that priming and the first load's ``feeds`` do not make them again."""
     import numpy as np
 
     from ..model.inputs import make_inputs
@@ -63,7 +67,12 @@ def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[in
     out = {}
     for batch, shapes, needed in batches:
         with preflight.allocation_guard(batch, needed):
-            feeds = make_inputs(baseline.inputs, shapes, seed=seed, int_range=int_range)
+            key = feeds_key(shapes, seed, int_range)
+            feeds = made.get(key) if made is not None else None
+            if feeds is None:
+                feeds = make_inputs(baseline.inputs, shapes, seed=seed, int_range=int_range)
+                if made is not None:
+                    made[key] = feeds
             outputs, memory = outputs_and_memory(dict(runners), dict(load_rss), lambda r, f=feeds: {
                 name: np.asarray(value) for name, value in r.infer(f).items()})
         out[batch] = (outputs, {arm: {**m, "measured_during": WORKER_MEMORY_NOTE} for arm, m in memory.items()})
@@ -133,8 +142,11 @@ class _WorkerState:
     def outputs(self, batches: Any, seed: int, int_range: Any) -> tuple[str, Any]:
         from ..util.thirdparty import third_party_warnings
 
-        with third_party_warnings():  # the same lines as the timed blocks': kept from there, not
-            passed = accuracy_outputs(self.runners, self.load_rss, batches, seed, int_range)  # in this stderr
+        # a worker whose runners are primed shares the seeded inputs with its priming (``made``)
+        primed = any(getattr(r, "primes_beside_others", False) for r in self.runners.values())
+        with third_party_warnings():  # the same lines as the timed blocks': kept from there, not in this stderr
+            passed = accuracy_outputs(self.runners, self.load_rss, batches, seed, int_range,
+                                      made=self.made if primed else None)
         return "ok", {"outputs": passed, "done_at": time.monotonic()}
 
     def set_feeds(self, shapes: Any, seed: int, int_range: Any, fixed: Any) -> tuple[str, Any]:
@@ -167,7 +179,7 @@ class _WorkerState:
         for batch, shapes in batches:
             key = feeds_key(shapes, seed, int_range)
             try:
-                feeds = make_inputs(first.inputs, shapes, seed=seed, int_range=int_range)
+                feeds = self.made.get(key) or make_inputs(first.inputs, shapes, seed=seed, int_range=int_range)
                 for label, runner in opted.items():
                     with third_party_warnings(repeat=False) as caught:
                         prime_launch(runner, feeds, config)
