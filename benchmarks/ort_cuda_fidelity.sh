@@ -121,7 +121,7 @@ for stage in "$@"; do
     aa6)  # A/A at the default budget (it grows to the 6-load minimum): must be 0 decisive
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp16 --batch-sizes 1,32 "$W/resnet50.onnx"
-      for i in 1 2 3 4 5 6; do
+      for i in $(seq 1 "${AA_RUNS:-6}"); do
         python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp16,fp16 --batch-sizes 32 --out "$OUT/aa6-$i.json" 2>&1 | grep -E "^batch 32: fp16 vs fp16  speedup|loads|VALID" | head -3
       done
@@ -129,7 +129,7 @@ for stage in "$@"; do
     aa256)  # A/A at batch 256, where every call is long enough for one warm-up call per block: must be 0 decisive
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp16 --batch-sizes 256 "$W/resnet50.onnx"
-      for i in 1 2 3; do
+      for i in $(seq 1 "${AA_RUNS:-3}"); do
         python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp16,fp16 --batch-sizes 256 --out "$OUT/aa256-$i.json" 2>&1 | grep -E "^batch 256: fp16 vs fp16  speedup|VALID" | head -2
       done

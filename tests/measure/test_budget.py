@@ -600,3 +600,89 @@ def test_blocks_of_long_calls_warm_up_with_one_call(fastest_ms, expected):
     out = interleave.run_interleaved(names, lambda i: Load(clock, names, 0.05, seed=i, log=[]), plan, clock=clock,
                                      window=window)
     assert out.round_warmup == expected and warmups and set(warmups) == {expected}
+
+
+class SideBySideLoad:
+    """FAKE load (named so): records ``warm_up_begin``/``warm_up_end``/``warm_up`` in a shared log; may fail."""
+
+    def __init__(self, index, log, fail_in=None):
+        self.index, self.log, self.fail_in = index, log, fail_in
+
+    def _step(self, what):
+        self.log.append((what, self.index))
+        if self.fail_in == what:
+            raise RuntimeError(f"load {self.index}: {what} failed")
+
+    def warm_up_begin(self, config):
+        self._step("begin")
+
+    def warm_up_end(self):
+        self._step("end")
+        return {"base": self.index}
+
+    def warm_up(self, config):
+        self._step("warm_up")
+        return {"base": self.index}
+
+
+def test_warm_ups_side_by_side_are_all_asked_before_any_is_read_and_all_read_before_an_error():
+    from trtprof.measure.loads import warm_up_side_by_side
+    from trtprof.measure.timing import TimingConfig
+
+    log = []
+    loads = [SideBySideLoad(i, log) for i in range(3)]
+    assert warm_up_side_by_side(loads, TimingConfig()) == [{"base": 0}, {"base": 1}, {"base": 2}]
+    assert log == [("begin", 0), ("begin", 1), ("begin", 2), ("end", 0), ("end", 1), ("end", 2)]
+    log.clear()
+    failing = [SideBySideLoad(0, log), SideBySideLoad(1, log, fail_in="end"), SideBySideLoad(2, log, fail_in="end")]
+    with pytest.raises(RuntimeError, match="load 1: end failed"):  # the first error, after every answer was read
+        warm_up_side_by_side(failing, TimingConfig())
+    assert [e for e in log if e[0] == "end"] == [("end", 0), ("end", 1), ("end", 2)]
+    log.clear()
+    broken = [SideBySideLoad(0, log), SideBySideLoad(1, log, fail_in="begin"), SideBySideLoad(2, log)]
+    with pytest.raises(RuntimeError, match="load 1: begin failed"):  # load 0 asked: read; load 2 never asked
+        warm_up_side_by_side(broken, TimingConfig())
+    assert log == [("begin", 0), ("begin", 1), ("end", 0)]
+    log.clear()
+
+    class PlainLoad:  # FAKE: no side-by-side methods, warmed up after the others
+        def warm_up(self, config):
+            log.append(("warm_up", 9))
+            return {"b": 9}
+
+    assert warm_up_side_by_side([SideBySideLoad(0, log), PlainLoad()], TimingConfig()) == [{"base": 0}, {"b": 9}]
+    assert log == [("begin", 0), ("end", 0), ("warm_up", 9)]
+
+
+def test_the_minimum_loads_after_the_floor_warm_up_side_by_side():
+    """The first two loads one after another (the first sizes the blocks, the second refits the window), the rest
+    of the minimum side by side; every load then gets its rounds. Fake loads on a fake clock (named so)."""
+    from trtprof.measure import interleave
+    from tests.fakes import simulate as cal
+
+    clock, names, log = cal.SimClock(), ("base", "cand"), []
+
+    class Load(CostlyLoad):
+        def warm_up(self, config):
+            log.append(("warm_up", self.seed))
+            return super().warm_up(config)
+
+        def warm_up_begin(self, config):
+            log.append(("begin", self.seed))
+            self._config = config
+
+        def warm_up_end(self):
+            log.append(("end", self.seed))
+            return super().warm_up(self._config)
+
+    def open_load(i):
+        load = Load(clock, names, 0.05, seed=i, log=[])
+        load.seed = i
+        return load
+
+    plan = interleave.RoundPlan(time_budget_s=60.0, round_iterations=20)
+    window = BatchWindow(started=0.0, budget_s=60.0, per_batch_s=60.0, grows=False)
+    out = interleave.run_interleaved(names, open_load, plan, clock=clock, window=window)
+    assert out.loads >= interleave.MIN_LOADS == 6
+    assert log[:2] == [("warm_up", 0), ("warm_up", 1)]
+    assert log[2:6] == [("begin", i) for i in range(2, 6)] and log[6:10] == [("end", i) for i in range(2, 6)]

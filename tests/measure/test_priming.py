@@ -100,6 +100,12 @@ class RecordingWorker:
         self.sent.append(message)
         return {}
 
+    def ask(self, *message):
+        self.sent.append(message)
+
+    def answer(self, who=None):
+        return {}
+
 
 @pytest.mark.parametrize("primed", [True, False])
 def test_a_primed_loads_warm_up_needs_only_a_rounds_calls(primed):

@@ -49,7 +49,7 @@ from ..system import nvml
 from .budget import BatchWindow, BudgetTooSmall, MinimumCost
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .loads import (  # noqa: F401  (re-exported: the workers, compare, train and the tests import them from here)
-    Arm, InProcessLoad, Load, Measure, load_order, measure_block, round_order, with_load_warnings)
+    Arm, InProcessLoad, Load, Measure, load_order, measure_block, round_order, warm_up_side_by_side, with_load_warnings)
 from .timing import Samples, TimingConfig
 
 DEFAULT_TARGET_CI = 0.005  # stop when the speedup's 95 % CI half-width is within ±0.5 % (half the margin)
@@ -374,6 +374,32 @@ class _Loop:
             self.first_open_s = self.elapsed()
         return warm
 
+    def minimum_loads_fitting(self) -> int:
+        """How many of the minimum's loads not yet open fit what is left, each costed as one opened alone (and
+        its floor rounds): the most that ``add_loads_side_by_side`` opens at once (at least one)."""
+        count = 0
+        while len(self.loads) + count < self.plan.min_loads:
+            k = count + 1
+            needed = k * self.next_load_cost() + (len(self.loads) + k) * FLOOR_ROUNDS * self.round_s
+            if needed > self.remaining():
+                break
+            count = k
+        return max(1, count)
+
+    def add_loads_side_by_side(self, count: int) -> None:
+        """``count`` more loads, their warm-ups run side by side (``loads.warm_up_side_by_side``: each in its
+        worker, none beside a timed round), instead of one after another: on the H200 five later loads' warm-ups
+        took 2-4 s of every batch size one by one (issue 42). What a later load costs stays the one measured
+        alone (``load_open_s``), which the budget's later decisions use."""
+        opened = []
+        for _ in range(count):
+            opened.append(self.open_load(len(self.loads)))
+            self.loads.append(opened[-1])
+            self.done.append(0)
+        for warm in warm_up_side_by_side(opened, self.plan.warmup_config(first_load=False)):
+            for name, samples in warm.items():
+                self.arms[name].add_warmup(samples)
+
     def next_load_cost(self) -> float:
         """Seconds the next load will take to open: like the last one, or like the first when its
         worker is still starting."""
@@ -414,6 +440,9 @@ class _Loop:
         while len(self.loads) < plan.min_loads:
             needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
             if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
+                break
+            if len(self.loads) >= FLOOR_LOADS:  # the rest of the minimum that fits, warmed up side by side
+                self.add_loads_side_by_side(self.minimum_loads_fitting())
                 break
             self.add_load()
             if len(self.loads) == 2:

@@ -62,6 +62,30 @@ class Load(Protocol):
     def close(self) -> None: ...
 
 
+def warm_up_side_by_side(loads: Sequence[Any], config: TimingConfig) -> list[dict[str, Samples]]:
+    """Each load's warm-up, those that can (``warm_up_begin``/``warm_up_end``: a worker process each) all asked
+    before any answer is read, so that they run side by side; the others one after another. Every load asked is
+    answered before an error is raised (the first), so no worker's replies fall out of step."""
+    started, error = [], None
+    for load in loads:
+        if hasattr(load, "warm_up_begin"):
+            try:
+                load.warm_up_begin(config)
+            except BaseException as err:  # noqa: BLE001 - raised once the loads already asked have answered
+                error = err
+                break
+            started.append(load)
+    out: dict[int, dict[str, Samples]] = {}
+    for load in started:
+        try:
+            out[id(load)] = load.warm_up_end()
+        except BaseException as err:  # noqa: BLE001 - the first one is raised, after every answer was read
+            error = error or err
+    if error is not None:
+        raise error
+    return [out[id(load)] if id(load) in out else load.warm_up(config) for load in loads]
+
+
 def round_order(order: Sequence[str], index: int) -> list[str]:
     """Round ``index`` of a load whose first round runs ``order``: flipped every round."""
     return list(order) if index % 2 == 0 else list(order)[::-1]

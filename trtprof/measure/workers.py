@@ -336,6 +336,12 @@ class WorkerLoad:
         """The load's warm-up block. In a worker primed at these inputs (``WorkerPool.prime``) the first runs of
         every arm at this shape are behind it: its warm-up then needs what a round's does (``ROUND_WARMUP``
         calls) and the plan's warm-up time, not the count that covers a process's first runs."""
+        self.warm_up_begin(config)
+        return self.warm_up_end()
+
+    def warm_up_begin(self, config: TimingConfig) -> None:
+        """``warm_up`` without reading its answer (``warm_up_end`` does): the warm-ups of several loads then run
+        side by side in their workers (``loads.warm_up_side_by_side``)."""
         if self.pool is not None:  # the warm-up sizes the blocks: a worker starting beside it would skew them
             waiting = time.monotonic()
             self.pool.settle()
@@ -343,8 +349,22 @@ class WorkerLoad:
         shapes, seed, int_range, fixed = self.feeds_spec
         if fixed is None and feeds_key(shapes, seed, int_range) in self.worker.primed:
             config = replace(config, warmup=min(config.warmup, ROUND_WARMUP))
-        self.worker.call("feeds", *self.feeds_spec)
-        return self.worker.call("warm", config)
+        self.worker.ask("feeds", *self.feeds_spec)
+        self.worker.ask("warm", config)
+
+    def warm_up_end(self) -> dict[str, Samples]:
+        """The answers to ``warm_up_begin``'s two commands, both read before either one's error is raised."""
+        answers, error = [], None
+        for _ in range(2):
+            try:
+                answers.append(self.worker.answer())
+            except WorkerDied:  # its pipe is gone: nothing more to read
+                raise
+            except TrtprofError as err:
+                error = error or err
+        if error is not None:
+            raise error
+        return answers[1]
 
     def rounds(self, first: int, count: int, config: TimingConfig, order: Sequence[str]) -> list[dict[str, Samples]]:
         if self.pool is None:
