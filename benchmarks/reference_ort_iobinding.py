@@ -11,11 +11,14 @@ the device, ``run_with_iobinding`` (which synchronises at its end) timed with ``
 run, median of ``--iters`` runs after ``--warmup``. Two numbers: ``compute_ms`` (the run alone) and
 ``latency_ms`` (with copies: the input updated from pinned-free numpy with ``update_inplace`` and the
 output read back with ``.numpy()``, as a user's serving loop does). A third, ``back_to_back_ms``: ``--iters``
-runs queued one after another on ORT's own stream (ORT's run config ``disable_synchronize_execution_providers``
-on every run but the last, which synchronises), the host clock over all of them divided by their count, median
-of 5 such blocks: the time per inference when the host's work for a run (ORT's own, the sync's wake-up)
+runs queued one after another on ORT's own stream, the host clock over all of them divided by their count,
+median of 5 such blocks: the time per inference when the host's work for a run (ORT's own, the sync's wake-up)
 overlaps the GPU's, as in a throughput loop and in trtprof's and trtexec's GPU compute time. At batch 1 a
-serial ``compute_ms`` is that plus the gap the GPU waits between runs.
+serial ``compute_ms`` is that plus the gap the GPU waits between runs. ORT's run config
+``disable_synchronize_execution_providers`` queues a graph replay only together with an explicit ``gpu_graph_id``
+(measured on the H200 with onnxruntime-gpu 1.31.1, ``benchmarks/ort_b1_gap.py``: without the id a replay still
+waits for the GPU, 1.02 ms a call for ResNet-50 fp16 at batch 1; with it 0.024 ms), so the back-to-back runs
+set both, on a graph of their own (``BACK_TO_BACK_GRAPH``), and the last run of each block synchronises.
 
 With ``--sessions K`` each file is timed in K sessions opened one after another, the files taking turns
 (session 1 of every file, then session 2, …), and a pooled row gives the median over the K sessions: at
@@ -33,6 +36,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
+BACK_TO_BACK_GRAPH = "2"  # the graph id the back-to-back runs replay (ORT captures it on its first runs)
 DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
           "tensor(int32)": np.int32}
 
@@ -104,14 +108,19 @@ def time_one(path: str, precision: str, batch: int, iters: int, warmup: int, eag
         t0 = time.perf_counter()
         sess.run_with_iobinding(binding)
         compute.append(time.perf_counter() - t0)
-    queued = ort.RunOptions()
+    queued, last = ort.RunOptions(), ort.RunOptions()
     queued.add_run_config_entry("disable_synchronize_execution_providers", "1")
+    for options in (queued, last):
+        if graph:  # a replay is queued only with an explicit graph id (module docstring)
+            options.add_run_config_entry("gpu_graph_id", BACK_TO_BACK_GRAPH)
+    for _ in range(warmup):  # its graph captured and warm
+        sess.run_with_iobinding(binding, last)
     per_run = []
     for _ in range(5):
         t0 = time.perf_counter()
         for _ in range(iters - 1):
             sess.run_with_iobinding(binding, queued)
-        sess.run_with_iobinding(binding)  # synchronises: the queue before it has finished too
+        sess.run_with_iobinding(binding, last)  # synchronises: the queue before it has finished too
         per_run.append((time.perf_counter() - t0) / iters)
     latency = []
     for _ in range(iters):
