@@ -234,3 +234,51 @@ def test_outputs_that_differ_only_in_name_are_paired_by_position_saying_so(tmp_p
     assert ab.outputs_by_position(other, wider) == {} and "outputs differ" in ab.io_mismatch("A", other, "B", wider)
     same_shape = Spec([TensorSpec("x", "float32", (1,))], outputs=[TensorSpec("y", "float32", (1, 10))])
     assert ab.outputs_by_position(other, same_shape) == {"y": "logits"}
+
+
+def _what_if_report(old, new, *, raised=True, rule="tensor_core_ineligible"):
+    """FAKE comparisons (named so): the original fp16 and the changed arm, each against fp32, with their CIs."""
+    from types import SimpleNamespace
+
+    def comp(candidate, est, low, high, verdict):
+        finding = [SimpleNamespace(rule=rule)] if raised else []
+        return SimpleNamespace(candidate=candidate, batch_size=10, diagnosis=finding,
+                               speedup=SimpleNamespace(estimate=est, ci_low=low, ci_high=high, verdict=verdict))
+
+    return SimpleNamespace(comparisons=[comp("fp16", *old), comp("fp16+pad-channels", *new)])
+
+
+@pytest.mark.parametrize("new, expected", [
+    # the changed arm's interval just above / just touching / just below the original's [0.331, 0.333]
+    ((0.40, 0.3331, 0.45, "slower"), "the change helps — tensor_core_ineligible is a cause here"),
+    ((0.34, 0.333, 0.35, "slower"), "no clear change (the intervals overlap)"),
+    ((0.116, 0.115, 0.3309, "slower"), "the change makes it slower — tensor_core_ineligible is not what holds it back"),
+])
+def test_a_what_if_line_says_whether_the_change_helped(new, expected):
+    from trtprof.compare import ab, whatif
+
+    arms = [ab.ArmSpec("fp32", Path("m"), "onnxruntime-cuda", "fp32"),
+            ab.ArmSpec("fp16", Path("m"), "onnxruntime-cuda", "fp16"),
+            ab.ArmSpec("fp16+pad-channels", Path("p"), "onnxruntime-cuda", "fp16")]
+    (line,) = ab.what_if_lines(_what_if_report((0.332, 0.331, 0.333, "slower"), new), whatif.PAD_CHANNELS, arms)
+    assert line.startswith("batch 10: tensor_core_ineligible (raised here) → pad-channels measured: fp16 vs fp32 "
+                           "0.332× → fp16+pad-channels vs fp32 ") and expected in line
+
+
+@pytest.mark.parametrize("verdict, expected", [("faster", "the change helps — tensor_core_ineligible is a cause here"),
+                                               ("equivalent", "the change makes no difference — tensor_core_ineligible"),
+                                               ("slower", "the change makes it slower — tensor_core_ineligible"),
+                                               ("inconclusive", "no clear change")])
+def test_a_what_if_measured_against_the_original_directly_reads_its_verdict(verdict, expected):
+    """An fp32 what-if (the changed arm against the original itself): the verdict says whether it helped."""
+    from types import SimpleNamespace
+
+    from trtprof.compare import ab, whatif
+
+    arms = [ab.ArmSpec("fp32", Path("m"), "onnxruntime", "fp32"),
+            ab.ArmSpec("fp32+pad-channels", Path("p"), "onnxruntime", "fp32")]
+    changed = SimpleNamespace(candidate="fp32+pad-channels", batch_size=4, diagnosis=[],
+                              speedup=SimpleNamespace(estimate=1.1, ci_low=1.05, ci_high=1.15, verdict=verdict))
+    (line,) = ab.what_if_lines(SimpleNamespace(comparisons=[changed]), whatif.PAD_CHANNELS, arms)
+    assert "(not raised here)" in line and expected in line.replace("would be", "is")
+    assert ab.what_if_outcome("faster", None, False) == "the change helps"

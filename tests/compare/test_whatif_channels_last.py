@@ -298,7 +298,7 @@ def test_the_what_if_line_says_no_finding_suggested_it():
     report = SimpleNamespace(comparisons=[comp("fp16", 1.5), comp("fp16+channels-last", 2.0)])
     lines = ab.what_if_lines(report, whatif.CHANNELS_LAST, arms)
     assert lines == ["batch 8: no finding suggested it → channels-last measured: fp16 vs fp32 1.500× → "
-                     "fp16+channels-last vs fp32 2.000× [1.900, 2.100] (faster)"]
+                     "fp16+channels-last vs fp32 2.000× [1.900, 2.100] (faster): the change helps"]
 
 
 # -- on a GPU (the lead runs these on the H200) ------------------------------------------------------

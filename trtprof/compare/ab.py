@@ -459,8 +459,9 @@ def compare_ort_fusions(path: Path, precision: str, batch_sizes: Sequence[int],
 
 
 def what_if_lines(report: Any, what_if: str, arms: Sequence[ArmSpec]) -> list[str]:
-    """Per batch size: "<finding> (raised here | not raised here) → <what-if> measured: A× → B×"
-    ("no finding suggested it" for an experiment no rule motivates)."""
+    """Per batch size: "<finding> (raised here | not raised here) → <what-if> measured: A× → B×: <outcome>"
+    ("no finding suggested it" for an experiment no rule motivates); the outcome says whether the change
+    helped (``what_if_outcome``), so a finding its own what-if refutes is said to be refuted."""
     rule = whatif.SUGGESTED_BY[what_if]
     original, changed = arms[-2].label, arms[-1].label
     lines = []
@@ -472,9 +473,24 @@ def what_if_lines(report: Any, what_if: str, arms: Sequence[ArmSpec]) -> list[st
         head = f"batch {batch}: {why} → {what_if} measured: "
         if original in here:  # fp16: both against the original's fp32
             old = here[original].speedup
-            lines.append(head + f"{original} vs {arms[0].label} {old.estimate:.3f}× → {changed} vs {arms[0].label} "
-                         f"{new.estimate:.3f}× [{new.ci_low:.3f}, {new.ci_high:.3f}] ({new.verdict})")
+            line = head + (f"{original} vs {arms[0].label} {old.estimate:.3f}× → {changed} vs {arms[0].label} "
+                           f"{new.estimate:.3f}× [{new.ci_low:.3f}, {new.ci_high:.3f}] ({new.verdict})")
+            effect = "faster" if new.ci_low > old.ci_high else "slower" if new.ci_high < old.ci_low else "unclear"
         else:
-            lines.append(head + f"{changed} vs {original} {new.estimate:.3f}× [{new.ci_low:.3f}, {new.ci_high:.3f}] "
-                         f"({new.verdict})")
+            line = head + (f"{changed} vs {original} {new.estimate:.3f}× [{new.ci_low:.3f}, {new.ci_high:.3f}] "
+                           f"({new.verdict})")
+            effect = {"faster": "faster", "slower": "slower", "equivalent": "same"}.get(new.verdict, "unclear")
+        lines.append(f"{line}: {what_if_outcome(effect, rule, raised)}")
     return lines
+
+
+def what_if_outcome(effect: str, rule: str | None, raised: bool) -> str:
+    """What the measured change says of the finding that suggested it: ``effect`` is the changed arm against
+    the original ("faster", "slower", "same", "unclear": the two intervals overlap or the verdict is open)."""
+    cause = f"{rule} " + ("is" if raised else "would be") if rule else None
+    if effect == "faster":
+        return f"the change helps — {cause} a cause here" if cause else "the change helps"
+    if effect == "unclear":
+        return "no clear change (the intervals overlap): more loads or --target-ci decide it"
+    moved = "the change makes it slower" if effect == "slower" else "the change makes no difference"
+    return f"{moved} — {rule} is not what holds it back here" if rule else moved
