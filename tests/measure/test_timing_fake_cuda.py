@@ -434,7 +434,7 @@ def test_a_worker_keeps_each_batch_sizes_state_until_its_end():
 
     released = []
     with LaunchKeeper() as keeper:
-        state = _WorkerState(None, keeper)
+        state = _WorkerState(None)
         state.runners = {"fp32": SimpleNamespace(inputs=(TensorSpec("a", "float32", (-1, 4)),))}
         stack = ExitStack()
         stack.callback(released.append, "batch 2")

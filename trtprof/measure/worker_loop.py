@@ -116,9 +116,8 @@ class _WorkerState:
     """What one worker holds between commands: its runners (every arm loaded once), their load RSS and
     the current feeds; one method per command of the protocol (``measure.workers``'s docstring)."""
 
-    def __init__(self, parent: int | None, keeper: Any = None) -> None:
+    def __init__(self, parent: int | None) -> None:
         self.parent = parent
-        self.keeper = keeper  # kept_launch.LaunchKeeper: opted-in runners keep their device state between blocks
         self.runners: dict[str, Any] = {}
         self.feeds: dict[str, Any] = {}
         self.load_rss: dict[str, tuple[int | None, int | None]] = {}
@@ -245,7 +244,7 @@ def serve(inp: BinaryIO, out: BinaryIO, parent: int | None = None) -> None:
     from .kept_launch import LaunchKeeper
 
     with LaunchKeeper() as keeper:  # its end frees the kept buffers and launches before the runners they belong to
-        state = _WorkerState(parent, keeper)
+        state = _WorkerState(parent)
         try:
             while True:
                 try:
