@@ -123,5 +123,5 @@ def test_what_if_margin_reaches_every_comparison_and_its_line(tmp_path):
         assert s["margin"] == 0.2 and c["verdict"] == verdict(s["ci_low"], s["ci_high"], 0.2)
     changed = data["comparisons"][-1]
     assert changed["candidate"] == "fp16+pad-channels"
-    assert data["ab"]["what_if"]["lines"][0].endswith(f"({changed['verdict']})")
+    assert f"({changed['verdict']}): " in data["ab"]["what_if"]["lines"][0]  # the verdict, then what it made of the finding
     assert not math.isnan(changed["speedup"]["estimate"])
