@@ -53,9 +53,12 @@ def test_gemm_transposed_and_batched_matmul_match_the_formula():
 
 
 def test_shape_inference_leaves_large_weights_out_and_counts_what_a_full_copy_counts(monkeypatch):
-    """Large initializers are left out of the copy shape inference runs on (graph inputs of their dims instead);
-    the shape tensor a Reshape reads stays, so its data propagation still holds: every count is the full copy's."""
-    big = roofline.INFERENCE_INITIALIZER_MAX + 1  # just outside the threshold: left out; "shape": kept
+    """Shape inference runs on the weights' skeleton (``fixed_shapes.skeleton``: large float initializers keep their
+    dims, not their values); the shape tensor a Reshape reads keeps its values, so its data propagation still
+    holds: every count is the full copy's, and the model itself is untouched."""
+    from trtprof.convert import fixed_shapes
+
+    big = fixed_shapes.WEIGHT_ELEMENTS + 1  # just outside the threshold: values left out; "shape": kept
     m = _model([helper.make_node("MatMul", ["x", "W"], ["h"]),
                 helper.make_node("Reshape", ["h", "shape"], ["h3"]),
                 helper.make_node("MatMul", ["h3", "C"], ["y"])],
@@ -63,10 +66,10 @@ def test_shape_inference_leaves_large_weights_out_and_counts_what_a_full_copy_co
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                [_w("W", (4, big)), numpy_helper.from_array(np.array([-1, 1, big], np.int64), "shape"),
                 _w("C", (big, 3))])
-    light = roofline._light_copy(m)
-    assert {i.name for i in light.graph.initializer} == {"shape"}
-    assert {i.name for i in light.graph.input} == {"x", "W", "C"}
-    assert len(m.graph.initializer) == 3  # the model itself is untouched
+    graph = roofline._with_inputs_fixed(m, {"x": (5, 4)}).graph
+    stored = {i.name: len(i.raw_data) + len(i.float_data) + len(i.int64_data) for i in graph.initializer}
+    assert stored["W"] == stored["C"] == 0 and stored["shape"] > 0
+    assert all(len(i.raw_data) or len(i.float_data) for i in m.graph.initializer if i.name != "shape")
     cost = roofline.graph_cost(m, {"x": (5, 4)})
     assert cost.flops_by_op == {"MatMul": 2 * 5 * 4 * big + 2 * 5 * big * 3} and cost.uncounted == ()
     assert cost.weight_bytes == 4 * (4 * big + big * 3) + 8 * 3
@@ -76,7 +79,7 @@ def test_shape_inference_leaves_large_weights_out_and_counts_what_a_full_copy_co
         copy.CopyFrom(model)
         return copy
 
-    monkeypatch.setattr(roofline, "_light_copy", full_copy)
+    monkeypatch.setattr(fixed_shapes, "skeleton", full_copy)
     assert roofline.graph_cost(m, {"x": (5, 4)}) == cost
 
 

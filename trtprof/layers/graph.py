@@ -76,6 +76,8 @@ def _is_zero_constant(name: str, producers: Mapping[str, Any], initializers: Map
     from onnx import numpy_helper
 
     if name in initializers:
+        if any(int(d) != 1 for d in initializers[name].dims):  # not one element (a shape-inference skeleton holds
+            return False                                           # only the dims of large initializers)
         values = numpy_helper.to_array(initializers[name])
     else:
         node = producers.get(name)

@@ -84,46 +84,14 @@ def _elem_bytes(elem_type: int, float_bytes: int) -> int:
         return 4
 
 
-# Initializers larger than this (elements) are left out of the copy shape inference runs on, each replaced by a
-# graph input of its type and dims: inference reads only their type and dims, and copying and serialising the
-# weights cost ResNet-50 (100 MB) 0.45 s per call, 5.4 s of a compare's analysis on the H200 (2026-12-03). Small
-# ones stay: data propagation reads the values of shape tensors (Reshape's), and nan guards read a zero constant.
-INFERENCE_INITIALIZER_MAX = 1024
-
-
-def _copy_fields(dst: Any, src: Any, skip: str) -> None:
-    """Every field ``src`` has set, except ``skip``, onto ``dst`` (a protobuf message of the same type)."""
-    for field, value in src.ListFields():
-        if field.name == skip:
-            continue
-        if hasattr(value, "extend"):  # a repeated field
-            getattr(dst, field.name).extend(value)
-        elif field.message_type is not None:
-            getattr(dst, field.name).CopyFrom(value)
-        else:
-            setattr(dst, field.name, value)
-
-
-def _light_copy(model: "onnx.ModelProto") -> "onnx.ModelProto":
-    """``model`` without the data of its large initializers (``INFERENCE_INITIALIZER_MAX``): each is a graph input
-    of the same type and dims instead. The weights are never copied."""
-    import onnx
-
-    light = onnx.ModelProto()
-    _copy_fields(light, model, skip="graph")
-    _copy_fields(light.graph, model.graph, skip="initializer")
-    for init in model.graph.initializer:
-        if math.prod(init.dims) <= INFERENCE_INITIALIZER_MAX:
-            light.graph.initializer.add().CopyFrom(init)
-        else:
-            light.graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
-    return light
-
-
 def _with_inputs_fixed(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> "onnx.ModelProto":
     import onnx
 
-    fixed = _light_copy(model)
+    from ..convert.fixed_shapes import skeleton
+
+    # without the weights' values (all inference needs): copying and serialising ResNet-50's 100 MB took 0.45 s
+    # per call, 5.4 s of a compare's analysis on the H200 (2026-12-03)
+    fixed = skeleton(model)
     for vi in fixed.graph.input:
         if vi.name in input_shapes:
             dims = vi.type.tensor_type.shape.dim
@@ -136,15 +104,13 @@ def _with_inputs_fixed(model: "onnx.ModelProto", input_shapes: Mapping[str, tupl
 def inferred_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> tuple[
         Any, dict[str, tuple[int, ...]], dict[str, tuple[int, ...] | None], dict[str, int]]:
     """Shape inference at these input shapes → (graph, initializer dims, static shape per tensor
-    (None when unknown), element type per tensor). The graph is the inferred copy: its nodes, inputs and
-    value infos, and only the small initializers (``_light_copy``); the initializer dims are all of ``model``'s."""
+    (None when unknown), element type per tensor). The graph is the inferred skeleton (``fixed_shapes.skeleton``:
+    the weights' dims and types, not their values)."""
     graph = _with_inputs_fixed(model, input_shapes).graph
-    consts = {init.name: tuple(int(d) for d in init.dims) for init in model.graph.initializer}
+    consts = {init.name: tuple(int(d) for d in init.dims) for init in graph.initializer}
     shapes: dict[str, tuple[int, ...] | None] = {}
     types: dict[str, int] = {}
     for vi in [*graph.input, *graph.value_info, *graph.output]:
-        if vi.name in consts:
-            continue
         shapes[vi.name] = _dims(vi)
         types[vi.name] = vi.type.tensor_type.elem_type
     return graph, consts, shapes, types
@@ -195,7 +161,7 @@ def graph_cost(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, .
             uncounted.append(node.name or node.op_type)
             continue
         flops_by_op[node.op_type] = flops_by_op.get(node.op_type, 0) + f
-    weight_bytes = sum(math.prod(init.dims) * _elem_bytes(init.data_type, float_bytes) for init in model.graph.initializer)
+    weight_bytes = sum(math.prod(init.dims) * _elem_bytes(init.data_type, float_bytes) for init in graph.initializer)
     written = {out for node in graph.node for out in node.output if out}
     inputs = {vi.name for vi in graph.input} - set(consts)
     activation_bytes = 0
