@@ -110,7 +110,7 @@ def kernel_ms(sess, binding, runs: int = 50) -> float:
 
 def trtprof_compute(path: str, batch: int) -> dict:
     """trtprof's own loop on the engine file (its record beside it): compute medians with and without copies."""
-    from ort_block_costs import record_for
+    from ort_block_costs import record_for, shapes_at
 
     from trtprof.measure.bench import load_runner
     from trtprof.measure.timing import TimingConfig, time_device
@@ -118,8 +118,7 @@ def trtprof_compute(path: str, batch: int) -> dict:
 
     runner = load_runner(record_for(Path(path)))
     try:
-        shapes = {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in runner.inputs}
-        feeds = make_inputs(runner.inputs, shapes, seed=0)
+        feeds = make_inputs(runner.inputs, shapes_at(runner, batch), seed=0)
         out = {}
         for copies in (True, False):
             s = time_device(runner, feeds, TimingConfig(warmup=50, iterations=600, copies=copies, cuda_graph=True))

@@ -44,6 +44,11 @@ def record_for(path: Path):
     raise SystemExit(f"{path}: no trtprof engine record beside it")
 
 
+def shapes_at(runner, batch: int) -> dict:
+    """The runner's input shapes at ``batch``: every dim that is not a fixed size (named, unknown, -1) set to it."""
+    return {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in runner.inputs}
+
+
 def run_blocks(runners, feeds, blocks, keep):
     from trtprof.measure.interleave import ROUND_WARMUP, iterations_for, measure_block, RoundPlan
     from trtprof.measure.kept_launch import LaunchKeeper
@@ -86,7 +91,7 @@ def prime_costs(runners, batches, accuracy_first: bool) -> dict:
     first = next(iter(runners.values()))
     feeds = {}
     for batch in batches:
-        shapes = {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in first.inputs}
+        shapes = shapes_at(first, batch)
         feeds[batch] = make_inputs(first.inputs, shapes, seed=0)
     out: dict = {"accuracy_first": accuracy_first, "accuracy_s": {}, "prime_s": {}}
     if accuracy_first:
@@ -164,7 +169,7 @@ def main() -> None:
     result = {"nvml": nvml_costs(), "batches": {}}
     print("nvml:", {k: round(v, 2) for k, v in result["nvml"].items()}, flush=True)
     for batch in batches:
-        shapes = {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in first.inputs}
+        shapes = shapes_at(first, batch)
         t0 = time.perf_counter()
         feeds = make_inputs(first.inputs, shapes, seed=0)
         make_s = time.perf_counter() - t0
@@ -185,7 +190,7 @@ def main() -> None:
                   f"{f[1]['median_ms']:.4f} kept {k[0]['median_ms']:.4f}/{k[1]['median_ms']:.4f} ms, kept/fresh {km / fm:.4f}",
                   flush=True)
     mid = batches[len(batches) // 2]
-    shapes = {s.name: tuple(mid if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in first.inputs}
+    shapes = shapes_at(first, mid)
     feeds = make_inputs(first.inputs, shapes, seed=0)
     prof = cProfile.Profile()
     prof.enable()
