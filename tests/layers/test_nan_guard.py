@@ -151,8 +151,8 @@ def graph_op(graph: Any, key: str) -> str:
 
 def test_a_large_initializer_held_by_its_dims_only_is_no_guard_zero():
     """Shape inference runs on a skeleton whose large initializers carry dims but no values
-    (``convert.fixed_shapes.skeleton``): such a tensor is no one-element 0, and reading it must not fail."""
-    from trtprof.convert.fixed_shapes import WEIGHT_ELEMENTS
+    (``model.skeleton``): such a tensor is no one-element 0, and reading it must not fail."""
+    from trtprof.model.skeleton import WEIGHT_ELEMENTS
     from trtprof.layers.graph import _is_zero_constant  # private: the reading this test is about
 
     stub = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[WEIGHT_ELEMENTS + 1])

@@ -53,12 +53,12 @@ def test_gemm_transposed_and_batched_matmul_match_the_formula():
 
 
 def test_shape_inference_leaves_large_weights_out_and_counts_what_a_full_copy_counts(monkeypatch):
-    """Shape inference runs on the weights' skeleton (``fixed_shapes.skeleton``: large float initializers keep their
+    """Shape inference runs on the weights' skeleton (``model.skeleton``: large float initializers keep their
     dims, not their values); the shape tensor a Reshape reads keeps its values, so its data propagation still
     holds: every count is the full copy's, and the model itself is untouched."""
-    from trtprof.convert import fixed_shapes
+    from trtprof.model import skeleton
 
-    big = fixed_shapes.WEIGHT_ELEMENTS + 1  # just outside the threshold: values left out; "shape": kept
+    big = skeleton.WEIGHT_ELEMENTS + 1  # just outside the threshold: values left out; "shape": kept
     m = _model([helper.make_node("MatMul", ["x", "W"], ["h"]),
                 helper.make_node("Reshape", ["h", "shape"], ["h3"]),
                 helper.make_node("MatMul", ["h3", "C"], ["y"])],
@@ -79,7 +79,7 @@ def test_shape_inference_leaves_large_weights_out_and_counts_what_a_full_copy_co
         copy.CopyFrom(model)
         return copy
 
-    monkeypatch.setattr(fixed_shapes, "skeleton", full_copy)
+    monkeypatch.setattr(skeleton, "skeleton", full_copy)
     assert roofline.graph_cost(m, {"x": (5, 4)}) == cost
 
 

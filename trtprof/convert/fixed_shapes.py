@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ..errors import BadInput, MissingDependency
+from ..model.skeleton import skeleton
 
 if TYPE_CHECKING:
     import onnx
@@ -57,8 +58,6 @@ NOT_A_FOLD = (
     "TransposeOptimizer", "QDQPropagationTransformer", "WeightBiasQuantization", "DoubleQDQPairsRemover",
     "WhereDummyDq", "EnsureUniqueDQForNodeUnit",
 )
-WEIGHT_ELEMENTS = 1024  # a float initializer above this many elements is a weight: shape inference skips its values
-FLOAT_TYPES = (1, 10, 11, 16)  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 ONNX_DOMAINS = ("", "ai.onnx")
 
 
@@ -192,30 +191,6 @@ def set_input_dims(model: Any, input_shapes: Mapping[str, Sequence[int]]) -> Any
                 dim.Clear()
     del model.graph.value_info[:]
     return model
-
-
-def skeleton(model: Any) -> Any:
-    """``model`` without the values of its float initializers of more than ``WEIGHT_ELEMENTS`` elements
-    (name, type and dims kept): all shape inference needs, without copying the weights."""
-    out = type(model)()
-    out.ir_version = model.ir_version
-    out.opset_import.extend(model.opset_import)
-    out.functions.extend(model.functions)
-    graph, source = out.graph, model.graph
-    graph.name = source.name
-    for field_name in ("node", "input", "output", "value_info"):
-        getattr(graph, field_name).extend(getattr(source, field_name))
-    for init in source.initializer:
-        elements = 1
-        for d in init.dims:
-            elements *= d
-        if init.data_type in FLOAT_TYPES and elements > WEIGHT_ELEMENTS:
-            stub = graph.initializer.add()
-            stub.name, stub.data_type = init.name, init.data_type
-            stub.dims.extend(init.dims)
-        else:
-            graph.initializer.append(init)
-    return out
 
 
 def unknown_output_dims(model: Any) -> list[str]:

@@ -87,7 +87,7 @@ def _elem_bytes(elem_type: int, float_bytes: int) -> int:
 def _with_inputs_fixed(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> "onnx.ModelProto":
     import onnx
 
-    from ..convert.fixed_shapes import skeleton
+    from .skeleton import skeleton
 
     # without the weights' values (all inference needs): copying and serialising ResNet-50's 100 MB took 0.45 s
     # per call, 5.4 s of a compare's analysis on the H200 (2026-12-03)
@@ -104,7 +104,7 @@ def _with_inputs_fixed(model: "onnx.ModelProto", input_shapes: Mapping[str, tupl
 def inferred_shapes(model: "onnx.ModelProto", input_shapes: Mapping[str, tuple[int, ...]]) -> tuple[
         Any, dict[str, tuple[int, ...]], dict[str, tuple[int, ...] | None], dict[str, int]]:
     """Shape inference at these input shapes → (graph, initializer dims, static shape per tensor
-    (None when unknown), element type per tensor). The graph is the inferred skeleton (``fixed_shapes.skeleton``:
+    (None when unknown), element type per tensor). The graph is the inferred skeleton (``model.skeleton``:
     the weights' dims and types, not their values)."""
     graph = _with_inputs_fixed(model, input_shapes).graph
     consts = {init.name: tuple(int(d) for d in init.dims) for init in graph.initializer}
