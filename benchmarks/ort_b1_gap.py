@@ -7,7 +7,11 @@ on, device OrtValues bound), run three ways taking turns: ``default`` (no run op
 reference's back-to-back option ``disable_synchronize_execution_providers``), ``no_sync_graph_id`` (that and an
 explicit ``gpu_graph_id``, as trtprof's runner sets them). For each, the host time of one call (a call that returns
 in microseconds did not wait for the GPU: ORT's graph replay synchronises its stream unless told not to) and the
-time per run back to back; then trtprof's own ``time_device`` on the file (``trtprof``: compute medians).
+time per run back to back; then trtprof's own ``time_device`` on the file (``trtprof``: compute medians). A graph ORT
+refuses as exported (ViT, BERT: shape nodes on the CPU EP) gets the named dims fixed at the batch, as the reference
+does (reference_ort_iobinding.py's ``named_dims``, its feeds too). ``--user-stream`` adds the same three modes on a
+second session given a stream of the caller's (``user_compute_stream``, made with cuda-python, non-blocking as
+trtprof's is): ``user_default``, ``user_no_sync``, ``user_no_sync_graph_id``.
 
 ``--torch`` mode: the same file timed with torch's events and copies around each run on a user stream, and the
 kernels' GPU time per run (torch.profiler): ``own_wall``, ``user_wall``, ``user_event``, ``user_h2d``, ``kernels``.
@@ -33,12 +37,14 @@ DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(in
           "tensor(int32)": np.int32}
 
 
-def session(path: str, tf32: bool, stream: int | None) -> ort.InferenceSession:
+def session(path: str, tf32: bool, stream: int | None, dims: dict | None = None) -> ort.InferenceSession:
     options = {"enable_cuda_graph": "1", "use_tf32": "1" if tf32 else "0"}
     if stream is not None:
         options["user_compute_stream"] = str(stream)
     so = ort.SessionOptions()
     so.log_severity_level = 4
+    for name, value in (dims or {}).items():
+        so.add_free_dimension_override_by_name(name, value)
     return ort.InferenceSession(path, so, providers=[("CUDAExecutionProvider", options), "CPUExecutionProvider"])
 
 
@@ -128,17 +134,31 @@ def trtprof_compute(path: str, batch: int) -> dict:
         runner.close()
 
 
-def host_modes(path: str, tf32: bool, batch: int, rounds: int, iters: int) -> dict:
-    """Without torch in the process: ORT's own stream, graph on, outputs and inputs on ORT's device OrtValues.
+def open_fixed(path: str, tf32: bool, batch: int, stream: int | None) -> tuple[ort.InferenceSession, dict]:
+    """A session with ORT's graph as a user opens it (``session``); where ORT refuses the graph, with the named dims
+    fixed at the batch (the reference's ``named_dims``): the session and the dims fixed."""
+    from reference_ort_iobinding import named_dims
+
+    try:
+        return session(path, tf32, stream), {}
+    except Exception:  # noqa: BLE001 - ORT refuses a graph where a node is not on the CUDA EP
+        dims = named_dims(path, batch)
+        return session(path, tf32, stream, dims), dims
+
+
+def host_modes(path: str, tf32: bool, batch: int, rounds: int, iters: int, stream: int | None = None,
+               prefix: str = "") -> dict:
+    """Without torch in the process: graph on, outputs and inputs on ORT's device OrtValues; ORT's own stream, or
+    ``stream`` (``user_compute_stream``) with the keys prefixed by ``prefix``.
     Per mode, the host time per run (median of single calls: a call that returns in microseconds did not wait for
     the GPU) and per run back to back (``iters`` runs, then one default run, which synchronises; divided by
     ``iters + 1``): ``default`` (no run options, as a user writes it), ``no_sync`` (the reference's back-to-back
     option), ``no_sync_graph_id`` (that and ``gpu_graph_id`` 1, as trtprof's runner sets them)."""
-    sess = session(path, tf32, None)
-    rng = np.random.default_rng(0)
-    host = {i.name: rng.standard_normal([batch if not isinstance(d, int) else d for d in i.shape]).astype(DTYPES[i.type])
-            for i in sess.get_inputs()}
-    plain = sess.run(None, host)
+    from reference_ort_iobinding import feeds_for
+
+    sess, dims = open_fixed(path, tf32, batch, stream)
+    host = feeds_for(sess, batch)
+    plain = sess.run(None, host, _no_graph())
     binding = sess.io_binding()
     keep = [ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for a in host.values()]
     for name, v in zip(host, keep):
@@ -177,8 +197,29 @@ def host_modes(path: str, tf32: bool, batch: int, rounds: int, iters: int) -> di
                 sess.run_with_iobinding(binding, options[mode])
             sess.run_with_iobinding(binding, last)
             per_run[mode].append(1e3 * (time.perf_counter() - t0) / (iters + 1))
-    return {**{f"{m}_call_ms": round(float(np.median(v)), 4) for m, v in call.items()},
-            **{f"{m}_back_to_back_ms": round(float(np.median(v)), 4) for m, v in per_run.items()}}
+    return {**({f"{prefix}free_dims": dims} if dims else {}),
+            **{f"{prefix}{m}_call_ms": round(float(np.median(v)), 4) for m, v in call.items()},
+            **{f"{prefix}{m}_back_to_back_ms": round(float(np.median(v)), 4) for m, v in per_run.items()}}
+
+
+def _no_graph() -> ort.RunOptions:
+    """Run options for a plain run outside every graph (``gpu_graph_id`` -1): the run that tells the outputs' shapes
+    is not one ORT captures, with its host copies inside."""
+    options = ort.RunOptions()
+    options.add_run_config_entry("gpu_graph_id", "-1")
+    return options
+
+
+def user_stream() -> int:
+    """A non-blocking CUDA stream of the caller's (cuda-python), for ``user_compute_stream``."""
+    from cuda.bindings import runtime as rt
+
+    err, stream = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)
+    if int(err) != 0:
+        raise RuntimeError(f"cudaStreamCreateWithFlags: {err}")
+    return int(stream)
+
+
 
 
 def main() -> None:
@@ -188,6 +229,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--user-stream", action="store_true", help="the host modes on a user_compute_stream too")
     parser.add_argument("--torch", action="store_true", help="the torch mode: events, copies, kernel times (torch.profiler)")
     args = parser.parse_args()
     rows = []
@@ -197,6 +239,8 @@ def main() -> None:
         if not args.torch:
             row = {"file": path, "precision": precision, "batch": args.batch, "onnxruntime": ort.__version__,
                    **host_modes(path, tf32, args.batch, args.rounds, args.iters)}
+            if args.user_stream:
+                row.update(host_modes(path, tf32, args.batch, args.rounds, args.iters, user_stream(), "user_"))
             try:
                 row["trtprof"] = trtprof_compute(path, args.batch)
             except Exception as err:  # noqa: BLE001 - the independent rows stand without it

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-all b1gapt smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -24,6 +24,18 @@ for stage in "$@"; do
   case $stage in
     gpu-tests)
       timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/backends/test_ort_cuda_gpu.py 2>&1 | tee -p "$OUT/gpu-tests.txt" | tail -5
+      ;;
+    gpu-all)  # every gpu-marked test of the suite (the CPU-only CI skips them)
+      timeout 480 python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tee -p "$OUT/gpu-all.txt" | tail -15
+      ;;
+    b1gapt)  # ViT-B/16 and BERT-base at batch 1: ORT's call and back-to-back times per run option, ORT's own stream
+      # and a user stream, beside trtprof's time_device in the same process (ort_b1_gap.py --user-stream)
+      for m in ${MODELS:-vit_b16 bert_base}; do
+        timeout 90 python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
+        engines --fp32 --fp16 --batch-sizes 1 "$W/$m.onnx"
+        timeout 200 python3 "$HERE/ort_b1_gap.py" --batch 1 --user-stream --out "$OUT/b1gap-$m.json" \
+          "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet | tee -p "$OUT/b1gap-$m.txt"
+      done
       ;;
     smoke)
       python3 -c "import onnxruntime as o; print(o.__version__, o.get_available_providers())"
