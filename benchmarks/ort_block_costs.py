@@ -69,7 +69,8 @@ def run_blocks(runners, feeds, blocks, keep):
                 s = measure_block(runners[name], feeds, config)
                 wall = time.perf_counter() - t0
                 out[name].append({"wall_s": wall, "setup_s": s.setup_s, "warmup_s": s.warmup_s, "span_s": s.span_s,
-                                  "median_ms": float(statistics.median(s.latency_ms)), "n": s.n})
+                                  "median_ms": float(statistics.median(s.latency_ms)), "n": s.n,
+                                  "compute_ms": [float(x) for x in s.stages["compute_ms"]]})
     return out
 
 
@@ -118,6 +119,42 @@ def prime_costs(runners, batches, accuracy_first: bool) -> dict:
     return out
 
 
+def regime(runners, batches, blocks: int) -> dict:
+    """Compute medians of one arm timed two ways in this process (issue 42: at every batch size compare's arms
+    measured ~0.1 ms a run below both the independent queued ORT loop and ``time_device`` alone in a plain process):
+    ``continuous`` (``time_device``, 50 warm-up and 600 timed iterations, as ort_b1_gap.py times it), and
+    ``blocks`` (compare's rounds: every arm's blocks interleaved, ROUND_WARMUP warm-up calls and ~0.1-s blocks,
+    inside a LaunchKeeper, ``run_blocks``), then ``continuous`` again (drift)."""
+    from trtprof.measure.timing import TimingConfig, time_device
+    from trtprof.model.inputs import make_inputs
+
+    first = next(iter(runners.values()))
+    out: dict = {}
+    for batch in batches:
+        feeds = make_inputs(first.inputs, shapes_at(first, batch), seed=0)
+
+        def continuous() -> dict:
+            got = {}
+            for name, runner in runners.items():
+                s = time_device(runner, feeds, TimingConfig(warmup=50, iterations=600, copies=True, cuda_graph=True))
+                got[name] = round(float(statistics.median(s.stages["compute_ms"])), 4)
+            return got
+
+        before = continuous()
+        got = run_blocks(runners, feeds, blocks, keep=True)
+        pooled = {name: round(float(statistics.median([x for b in bl for x in b["compute_ms"]])), 4)
+                  for name, bl in got.items()}
+        firsts = {name: round(float(statistics.median([b["compute_ms"][0] for b in bl])), 4) for name, bl in got.items()}
+        after = continuous()
+        out[batch] = {"continuous_before": before, "blocks": pooled, "blocks_first_iteration": firsts,
+                      "continuous_after": after, "iterations_per_block": {n: bl[0]["n"] for n, bl in got.items()}}
+        for name in runners:
+            print(f"regime b{batch} {name}: continuous {before[name]:.4f} / {after[name]:.4f} ms | blocks {pooled[name]:.4f} "
+                  f"ms (first iteration of a block {firsts[name]:.4f}) | blocks/continuous "
+                  f"{pooled[name] / ((before[name] + after[name]) / 2):.4f}", flush=True)
+    return out
+
+
 def nvml_costs(repeat=20):
     from trtprof.system import nvml
 
@@ -149,6 +186,8 @@ def main() -> None:
     ap.add_argument("--prime", choices=("alone", "after-accuracy"),
                     help="instead: what compare's priming costs in this fresh process, per arm and batch size, with "
                          "a cProfile (after-accuracy: the accuracy pass's host-in/host-out runs first, as load 0's worker)")
+    ap.add_argument("--regime", action="store_true",
+                    help="instead: compute medians timed continuously (time_device) vs in compare's interleaved blocks")
     args = ap.parse_args()
     from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs
@@ -161,6 +200,11 @@ def main() -> None:
         print(f"load {label}: {time.perf_counter() - t0:.3f} s", flush=True)
     first = next(iter(runners.values()))
     batches = [int(b) for b in args.batch_sizes.split(",")]
+    if args.regime:
+        result = regime(runners, batches, args.blocks)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1))
+        return
     if args.prime:
         result = prime_costs(runners, batches, accuracy_first=args.prime == "after-accuracy")
         if args.json:

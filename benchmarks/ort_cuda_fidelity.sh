@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-all b1gapt smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-all b1gapt regime keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -37,6 +37,23 @@ for stage in "$@"; do
           "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet | tee -p "$OUT/b1gap-$m.txt"
       done
       ;;
+    regime)  # compute medians: time_device alone vs compare's interleaved blocks, one process (ort_block_costs.py --regime)
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 vit_b16 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      engines --fp32 --fp16 --batch-sizes 1 "$W/vit_b16.onnx"
+      timeout 200 python3 "$HERE/ort_block_costs.py" --regime --blocks 12 --batch-sizes 1,32 --json "$OUT/regime-resnet50.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | grep -E "regime|rror" | tee -p "$OUT/regime-resnet50.txt"
+      timeout 150 python3 "$HERE/ort_block_costs.py" --regime --blocks 12 --batch-sizes 1 --json "$OUT/regime-vit.json" \
+        "$(eng vit_b16 fp32):fp32" "$(eng vit_b16 fp16):fp16" 2>&1 | quiet | grep -E "regime|rror" | tee -p "$OUT/regime-vit.txt"
+      ;;
+    keepfp32)  # the report net: the why with its kernels (--layers), then --what-if keep-fp32 (the ineligible convs FP32)
+      python3 models/conv_elu.py "$W" >/dev/null
+      engines --fp32 --fp16 --batch-sizes 10 "$W/report_conv_elu_k32_256.onnx"
+      T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --precisions fp32,fp16 --batch-sizes 10 --layers --out "$OUT/report-why.json" 2>&1 | tee -p "$OUT/report-why.txt" | grep -E "^batch|why \[tensor|VALID|wall|rror" | head -12
+      T python3 -m trtprof compare "$W/report_conv_elu_k32_256.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --batch-sizes 10 --what-if keep-fp32 --out "$OUT/report-keepfp32.json" 2>&1 | tee -p "$OUT/report-keepfp32.txt" | grep -E "^batch|what-if|VALID|accuracy vs|wall|rror" | head -16
+      ;;
     smoke)
       python3 -c "import onnxruntime as o; print(o.__version__, o.get_available_providers())"
       python3 models/conv_elu.py "$W" >/dev/null
@@ -53,6 +70,12 @@ for stage in "$@"; do
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
       (cd "$HERE" && python3 reference_resnet50_graph.py --batch-sizes 1,32,256) > "$OUT/resnet50-ref-torch.txt" 2>&1
       tail -12 "$OUT/resnet50-ref-torch.txt"
+      ;;
+    resnet50-run)  # the ResNet-50 defaults command alone (its wall against the 60-s target), its references not run
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50-run.json" 2>&1 | tee -p "$OUT/resnet50-run.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror" | head -10
       ;;
     b1gap)  # batch 1: what lies between the reference's clock and trtprof's events (ort_b1_gap.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

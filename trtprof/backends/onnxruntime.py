@@ -177,6 +177,16 @@ def _loads_without_writing(model_bytes: bytes, precision: Precision, path: Path,
     return True
 
 
+def kept_op_counts(proto: Any, keep: Any) -> dict[str, int]:
+    """Per op type, the nodes of ``proto`` a keep-list (``convert.keeplist.KeepFp32``) keeps in FP32: named, or of a
+    kept op type; compared with the census' FP32 nodes per op type, what ran FP32 by request."""
+    counts: dict[str, int] = {}
+    for node in proto.graph.node:
+        if node.name in keep.nodes or node.op_type in keep.ops:
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    return counts
+
+
 def effective_precision(requested: Precision, census: Mapping[str, Mapping[str, int]]) -> str:
     if requested is Precision.INT8:
         from ..convert.quantize import effective_int8
@@ -349,7 +359,14 @@ class OnnxRuntimeBackend(BackendBase):
             n32 = sum(census["fp32"].values())
             n16 = sum(census["fp16"].values())
             metadata["fp16_nodes"], metadata["fp32_fallback_nodes"] = n16, n32
-            if n32:
+            kept = kept_op_counts(proto, keep) if keep else {}
+            if kept:  # what the keep-list asked to stay FP32, per op type: FP32 by request, not a fallback
+                metadata["kept_fp32"] = kept
+            unasked = {op: n - kept.get(op, 0) for op, n in census["fp32"].items() if n > kept.get(op, 0)}
+            if n32 and not unasked:
+                notes.insert(0, f"fp16 with {n32} of {n16 + n32} compute nodes in FP32, as its keep-list asks "
+                                f"({keep.options_text()}); effective precision {eff}")
+            elif n32:
                 ops = ", ".join(f"{op}×{n}" for op, n in sorted(census["fp32"].items(), key=lambda kv: -kv[1]))
                 notes.insert(0, (
                     f"NOT an FP16 result: {n32} of {n16 + n32} compute nodes have no FP16 kernel on "

@@ -112,13 +112,15 @@ def add_arm_args(p: argparse.ArgumentParser) -> None:
                         "--what-if: fp16, measured against the original's fp32 and fp16)")
     p.add_argument("--backends", default=None, metavar="X,Y",
                    help="A/B of one model on two backends, e.g. onnxruntime,torch (the first is the baseline)")
-    p.add_argument("--what-if", default=None, choices=["pad-channels", "channels-last", "nhwc", "ort-fusions"],
+    p.add_argument("--what-if", default=None, choices=["pad-channels", "channels-last", "nhwc", "ort-fusions",
+                                                                "keep-fp32"],
                    help="measure a change as an A/B against the original (outputs checked identical first): "
                         "pad-channels zero-pads every Conv/Gemm's channels to multiples of 8; channels-last "
                         "(--backend torch, CUDA) runs the torch module and the 4-D inputs that feed a Conv in NHWC "
                         "memory; nhwc (--backend onnxruntime-cuda) loads the same engine with ORT's prefer_nhwc=1; "
                         "ort-fusions (ONNX Runtime backends) runs a copy fused by onnxruntime.transformers.optimizer "
-                        "(BERT/ViT-like graphs)")
+                        "(BERT/ViT-like graphs); keep-fp32 builds the fp16 engine with the layers that cannot "
+                        "fill tensor cores (channels or GEMM dims not multiples of 8) kept in FP32")
     p.add_argument("--precisions", default=None, metavar="BASE,CAND,…",
                    help="baseline first, then candidates (default fp32,fp16); the same precision twice (fp32,fp32) "
                         "is an A/A run: one engine loaded independently as two arms, the noise floor")

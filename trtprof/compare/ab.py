@@ -262,12 +262,13 @@ def compare_ab(arms: Sequence[ArmSpec], batch_sizes: Sequence[int], options: Com
 
 def what_if_experiment(what_if: str) -> Callable[..., AbOutcome]:
     """The function that runs ``--what-if what_if``: ``compare_pad_channels``, ``compare_channels_last``,
-    ``compare_nhwc`` or ``compare_ort_fusions``, each called as ``(path, precision, batch_sizes, options, *,
+    ``compare_nhwc``, ``compare_ort_fusions`` or ``compare_keep_fp32``, each called as ``(path, precision, batch_sizes, options, *,
     engines_dir, backend, hooks)``; an unknown experiment is a ``BadInput`` naming the known ones."""
     if what_if not in whatif.WHAT_IFS:
         raise BadInput(f"--what-if {what_if}: known experiments are {', '.join(whatif.WHAT_IFS)}")
     return {whatif.CHANNELS_LAST: compare_channels_last, whatif.NHWC: compare_nhwc,
-            whatif.ORT_FUSIONS: compare_ort_fusions}.get(what_if, compare_pad_channels)
+            whatif.ORT_FUSIONS: compare_ort_fusions, whatif.KEEP_FP32: compare_keep_fp32}.get(what_if,
+                                                                                              compare_pad_channels)
 
 
 def compare_pad_channels(path: Path, precision: str, batch_sizes: Sequence[int],
@@ -303,6 +304,38 @@ def compare_pad_channels(path: Path, precision: str, batch_sizes: Sequence[int],
     return outcome
 
 
+def compare_keep_fp32(path: Path, precision: str, batch_sizes: Sequence[int],
+                      options: CompareOptions = CompareOptions(), *, engines_dir: Path, backend: str = "auto",
+                      hooks: CompareHooks = CompareHooks()) -> AbOutcome:
+    """``--what-if keep-fp32``: the original's fp16 against its fp16 built with the layers that cannot fill tensor
+    cores kept in FP32 (``whatif.keep_fp32_targets`` at the smallest batch size; the ``layer_precisions`` build
+    option, in the engine's cache key), both against the original's fp32: "fp16 vs fp32 0.33× → fp16+keep-fp32 vs
+    fp32 …×". Refused in one line, before anything is built, at a precision other than fp16 and for a model with no
+    such layer."""
+    from .fix_fp16 import keep_option
+
+    what_if = whatif.KEEP_FP32
+    if precision != "fp16":
+        raise BadInput(f"--what-if {what_if} changes an fp16 engine (which layers it keeps in FP32); --precision "
+                       f"{precision} has none to change: use --precision fp16")
+    source = what_if_model(path, engines_dir)
+    shapes = what_if_shapes(source, batch_sizes, options)
+    targets = whatif.keep_fp32_targets(source, shapes)
+    label = f"{precision}+{what_if}"
+    arms = original_arms(source, backend, precision)
+    arms.append(ArmSpec(label, source.path, backend, precision, (("layer_precisions", keep_option(list(targets))),),
+                        engines_dir=whatif.whatif_dir(Path(engines_dir)), loaded=source))
+    outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
+    outcome.report.model = source.path.stem
+    outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if], "changed_model": None,
+                       "option": {"layer_precisions": keep_option(list(targets))},
+                       "change": {"kept_fp32": targets, "at_shapes": {k: list(v) for k, v in shapes.items()}},
+                       "identity_check": "none: the kept layers compute in FP32; the accuracy pass judges the arm "
+                                         "against fp32",
+                       "lines": what_if_lines(outcome.report, what_if, arms)}
+    return outcome
+
+
 def what_if_model(path: Path, engines_dir: Path) -> OnnxModel:
     """A what-if's original, the user's file ``path`` read once (``load_model``: a TensorFlow model converted
     into ``engines_dir``): its targets, its changed copy, the identity check's inputs and its arms all take
@@ -321,9 +354,12 @@ def original_arms(source: OnnxModel, backend: str, precision: str) -> list[ArmSp
 
 def what_if_feeds(source: OnnxModel, batch_sizes: Sequence[int], options: CompareOptions) -> dict[str, Any]:
     """The inputs the identity checks run on: the smallest batch size, the run's seed and shapes."""
-    inputs = source.inputs
-    return make_inputs(inputs, resolve_shapes(inputs, min(batch_sizes or (1,)), options.shapes or {}),
-                       seed=options.seed)
+    return make_inputs(source.inputs, what_if_shapes(source, batch_sizes, options), seed=options.seed)
+
+
+def what_if_shapes(source: OnnxModel, batch_sizes: Sequence[int], options: CompareOptions) -> dict[str, Any]:
+    """The input shapes a what-if's checks and targets are read at: the smallest batch size, the run's shapes."""
+    return resolve_shapes(source.inputs, min(batch_sizes or (1,)), options.shapes or {})
 
 
 def compare_channels_last(path: Path, precision: str, batch_sizes: Sequence[int],
@@ -461,7 +497,8 @@ def compare_ort_fusions(path: Path, precision: str, batch_sizes: Sequence[int],
 def what_if_lines(report: Any, what_if: str, arms: Sequence[ArmSpec]) -> list[str]:
     """Per batch size: "<finding> (raised here | not raised here) → <what-if> measured: A× → B×: <outcome>"
     ("no finding suggested it" for an experiment no rule motivates); the outcome says whether the change
-    helped (``what_if_outcome``), so a finding its own what-if refutes is said to be refuted."""
+    helped (``what_if_outcome``): a change that makes no difference says the finding is not what holds the model
+    back; one that makes it slower says that answer to the finding costs more than it saves (another may help)."""
     rule = whatif.SUGGESTED_BY[what_if]
     original, changed = arms[-2].label, arms[-1].label
     lines = []
@@ -492,5 +529,10 @@ def what_if_outcome(effect: str, rule: str | None, raised: bool) -> str:
         return f"the change helps — {cause} a cause here" if cause else "the change helps"
     if effect == "unclear":
         return "no clear change (the intervals overlap): more loads or --target-ci decide it"
-    moved = "the change makes it slower" if effect == "slower" else "the change makes no difference"
-    return f"{moved} — {rule} is not what holds it back here" if rule else moved
+    if effect == "same":
+        moved = "the change makes no difference"
+        return f"{moved} — {rule} is not what holds it back here" if rule else moved
+    # slower: the change removed the cause and cost more than that saved (pad-channels on 3-channel convs multiplies
+    # their products), which does not say the cause is absent: another answer to it may still help
+    moved = "the change makes it slower"
+    return f"{moved} — this answer to {rule} costs more than it saves here" if rule else moved

@@ -25,6 +25,16 @@ Conv, BatchNorm and pooling run cuDNN's NHWC kernels (FP16 tensor cores want NHW
 refuses a model without such nodes; ``check_nhwc`` runs the model both ways on ORT's CUDA EP (FP32,
 TF32 off) and refuses outputs that differ beyond rounding (``NHWC_RTOL``).
 
+``keep-fp32`` changes no file: it is the FP16 engine built with a keep-list (the ``layer_precisions`` build
+option every graph-converting backend reads, ``convert.keeplist``) that keeps in FP32 the layers the
+``tensor_core_ineligible`` finding names — Conv/Gemm/MatMul nodes whose channel counts or GEMM dims are not
+multiples of 8 at the run's shapes (``layers.graph.node_facts``). Padding (``pad-channels``) is one answer to
+such layers; where it multiplies their work (3 channels padded to 8 on a large kernel: 7× the products),
+keeping them FP32 is the other, and the one that shows whether FP16 kernels on those layers are what holds
+FP16 back. ``keep_fp32_targets`` refuses a model with no such layer, and one whose such layers have no name
+(a keep-list names nodes). No identity check: the kept layers compute in FP32, closer to the FP32 reference
+than FP16 does; the accuracy pass judges the arm against FP32 as it judges every FP16 arm.
+
 ``ort-fusions`` writes a copy: the model run through ONNX Runtime's transformer optimizer
 (``onnxruntime.transformers.optimizer``: Attention, SkipLayerNormalization, BiasGelu… fused into ORT's
 contrib ops), for backends that run those ops. ``ort_fusions`` counts the fused ops before and after
@@ -48,13 +58,14 @@ PAD_CHANNELS = "pad-channels"
 CHANNELS_LAST = "channels-last"
 NHWC = "nhwc"
 ORT_FUSIONS = "ort-fusions"
-WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST, NHWC, ORT_FUSIONS)
+KEEP_FP32 = "keep-fp32"
+WHAT_IFS = (PAD_CHANNELS, CHANNELS_LAST, NHWC, ORT_FUSIONS, KEEP_FP32)
 # The finding whose advice each experiment tests (diagnose/layers rule names). channels-last: none —
 # on torch cuDNN's NCHW↔NHWC transposes run inside each Conv's row of the layer table (kernels
 # ``nchwToNhwc…``), so neither cast_reformat (rows of kind reformat) nor any other rule measures them.
 # nhwc: diagnose.ort_rules' NCHW finding; ort-fusions: none yet (no rule counts the unfused patterns).
 SUGGESTED_BY: dict[str, str | None] = {PAD_CHANNELS: "tensor_core_ineligible", CHANNELS_LAST: None, NHWC: "ort_nchw",
-                                        ORT_FUSIONS: None}
+                                        ORT_FUSIONS: None, KEEP_FP32: "tensor_core_ineligible"}
 # ``--what-if nhwc``: the value the backend's layout option (``Capabilities.layout_option``, ORT's
 # ``prefer_nhwc``) takes in the changed arm, and the ops whose kernels it switches to NHWC (ORT's CUDA EP
 # has NHWC kernels for these; a model with none of them has nothing to change)
@@ -111,6 +122,29 @@ class PadReport:
     def to_json(self) -> dict[str, Any]:
         return {"padded": {k: {d: list(v) for d, v in dims.items()} for k, dims in self.padded.items()},
                 "skipped": dict(self.skipped), "multiple": PAD_MULTIPLE}
+
+
+def keep_fp32_targets(source: OnnxModel, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, list[str]]:
+    """``--what-if keep-fp32``: the layers ``tensor_core_ineligible`` names at these input shapes (node name →
+    why it cannot fill tensor cores), in graph order. A ``BadInput`` naming the file where there is none, or
+    where such a layer has no name (a keep-list names nodes; ``layers.graph.node_key`` makes up the row's)."""
+    from ..layers.graph import node_facts
+
+    try:
+        facts = node_facts(source.proto, input_shapes)
+    except (ValueError, KeyError) as err:
+        raise BadInput(f"{source.path}: --what-if {KEEP_FP32}: the graph's shapes cannot be inferred ({err})") from err
+    named = {n.name for n in source.proto.graph.node if n.name}
+    bad = {name: list(f["tensor_core"]["reasons"]) for name, f in facts.items()
+           if f.get("tensor_core") and not f["tensor_core"].get("eligible", True)}
+    if not bad:
+        raise BadInput(f"{source.path}: --what-if {KEEP_FP32}: every Conv/Gemm/MatMul has channels and GEMM dims in "
+                       f"multiples of {PAD_MULTIPLE} (tensor_core_ineligible names none); nothing to keep in FP32")
+    unnamed = [name for name in bad if name not in named]
+    if unnamed:
+        raise BadInput(f"{source.path}: --what-if {KEEP_FP32}: {len(unnamed)} such layer(s) have no node name "
+                       f"(e.g. {unnamed[0]}); a keep-list names nodes: name them in the ONNX file")
+    return bad
 
 
 def _round_up(n: int) -> int:

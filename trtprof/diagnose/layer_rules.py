@@ -85,9 +85,11 @@ def cast_reformat_share(table: LayerTable, candidate: str) -> Finding | None:
 
 
 def tensor_core_ineligible(graph: Mapping[str, Mapping[str, Any]], candidate: str,
-                           table: LayerTable | None = None) -> Finding | None:
+                           table: LayerTable | None = None, *, kernels: LayerTable | None = None) -> Finding | None:
     """FP16 (or TF32) layers whose channels/GEMM dims are not multiples of 8, with their time share
-    (from the profile) or, without one, their FLOP share of the counted ops."""
+    (from the profile ``table``) or, without one, their FLOP share of the counted ops; where ``kernels`` (default
+    ``table``; a table on the host's clock whose time shares are not used) has their GPU kernels
+    (``LayerTable.gpu_kernels``), which of them ran no tensor-core kernel (``kernel_evidence``)."""
     if candidate not in ("fp16", "tf32") or not graph:
         return None
     bad = {name: f for name, f in graph.items() if f.get("tensor_core") and not f["tensor_core"].get("eligible", True)}
@@ -116,14 +118,50 @@ def tensor_core_ineligible(graph: Mapping[str, Mapping[str, Any]], candidate: st
         return None
     evidence_rows.sort(key=lambda x: -(x.get("share") or x.get("flops") or 0))
     example = evidence_rows[0]
+    kernels_table = kernels if kernels is not None else table
+    evidence = kernel_evidence(kernels_table, candidate, list(bad)) if kernels_table is not None else None
     return Finding(
         "tensor_core_ineligible",
         f"{plural(len(bad), candidate.upper() + ' layer')} cannot fill tensor cores — channel counts / GEMM dims are not "
         f"multiples of 8 (e.g. {example['name']}: {', '.join(example['reasons'])}) — and they hold {share:.0%} of the "
-        f"{basis}; {candidate.upper()}'s tensor-core peak does not apply to them (pad channels to multiples of 8)",
+        f"{basis}; {candidate.upper()}'s tensor-core peak does not apply to them"
+        + (f"; {evidence['text']}" if evidence else "")
+        + " (pad channels to multiples of 8, `--what-if pad-channels`, or keep these layers in FP32, "
+          "`--what-if keep-fp32`: each measures its answer)",
         {"candidate": candidate, "share": share, "basis": basis, "layers": evidence_rows[:20],
-         "multiple": 8, "guidance": "NVIDIA Deep Learning Performance Guide: Tensor Core Requirements"},
+         "multiple": 8, "guidance": "NVIDIA Deep Learning Performance Guide: Tensor Core Requirements",
+         **({"kernels": {k: v for k, v in evidence.items() if k != "text"}} if evidence else {})},
     )
+
+
+def short_kernel(name: str, width: int = 48) -> str:
+    """A kernel's name as a reader scans it: no ``void``, template arguments and parameters elided, the label
+    trtprof appends (`` (CUDAExecutionProvider)``) dropped; at most ``width`` characters."""
+    text = name.removeprefix("void ").strip()
+    cut = min((i for i in (text.find("<"), text.find("(")) if i > 0), default=len(text))
+    base = text[:cut] + ("<…>" if text[cut:cut + 1] == "<" else "")
+    return base if len(base) <= width else base[:width - 1] + "…"
+
+
+def kernel_evidence(table: LayerTable, candidate: str, names: list[str]) -> dict[str, Any] | None:
+    """Which of the layers ``names`` ran no tensor-core kernel in ``candidate``'s profile, from their GPU kernels'
+    names (``layers.kernels.uses_tensor_cores``; also where the table compares host times, ``gpu_kernels``), with
+    their GPU time and its share of the candidate's; None when no such layer's kernels are known, or where one
+    of them did use tensor cores (then the dims are not what decided its kernel)."""
+    kernels = table.gpu_kernels(candidate)
+    known = {n: kernels[n] for n in names if kernels.get(n) and all(k.tensor_core is not None for k in kernels[n])}
+    if not known or any(any(k.tensor_core for k in ks) for ks in known.values()):
+        return None
+    ms = {n: sum(k.median_ms for k in ks) for n, ks in known.items()}
+    total = table.gpu_total_ms(candidate) or 0.0
+    top = max(known, key=lambda n: ms[n])
+    main = max(known[top], key=lambda k: k.median_ms)
+    share = sum(ms.values()) / total if total > 0 else None
+    text = (f"their {candidate} kernels use no tensor cores: {plural(len(known), 'layer')} ran CUDA-core kernels only "
+            f"(e.g. {top}: {short_kernel(main.name)}), {sum(ms.values()):.3g} ms"
+            + (f", {share:.0%} of {candidate}'s kernel time" if share is not None else ""))
+    return {"text": text, "cuda_core_layers": {n: [k.name for k in ks][:3] for n, ks in known.items()},
+            "cuda_core_ms": sum(ms.values()), "share_of_kernel_time": share}
 
 
 def sdpa_nan_guard(graph: Mapping[str, Mapping[str, Any]] | None, candidate: str,
@@ -207,12 +245,17 @@ def host_clock(table: LayerTable | None, candidate: str) -> Finding | None:
         return None
     if not backends.capabilities(prof.backend).host_clock_on_gpu or kernel_clock(prof):
         return None
+    # why there are no GPU times: CUPTI captured them but this table's other side could not be tied to nodes
+    # (``layers.profile.one_clock`` set them aside, saying so in the notes), or CUPTI is not installed
+    aside = next((n for n in prof.notes if "set aside" in n), None) if prof.gpu_twin is not None else None
+    remedy = (f"GPU kernel times per layer were captured but set aside ({aside})" if aside else
+              "GPU kernel times per layer: pip install 'trtprof[cupti]' (CUPTI), or --backend torch")
     return Finding(
         "layer_times_host_clock",
         f"{candidate}'s per-layer times on {prof.backend} are host times ({prof.source}): each is the launch of a "
         "node's kernels, not their run on the GPU, so no layer-time share is claimed here (tensor-core shares "
-        "use counted FLOPs); GPU kernel times per layer: pip install 'trtprof[cupti]' (CUPTI), or --backend torch",
-        {"candidate": candidate, "backend": prof.backend, "source": prof.source})
+        f"use counted FLOPs); {remedy}",
+        {"candidate": candidate, "backend": prof.backend, "source": prof.source, "gpu_times_set_aside": bool(aside)})
 
 
 def layer_findings(table: LayerTable | None, graph: Mapping[str, Mapping[str, Any]] | None, candidate: str,
@@ -224,7 +267,8 @@ def layer_findings(table: LayerTable | None, graph: Mapping[str, Mapping[str, An
     graph = graph if graph is not None else (table.graph if table is not None else {})
     hosted = host_clock(table, candidate)
     if hosted is not None:
-        return [f for f in (hosted, tensor_core_ineligible(graph or {}, candidate, None)) if f is not None]
+        # shares from counted FLOPs, not host times; the kernels CUPTI tied to the layers (their names) still hold
+        return [f for f in (hosted, tensor_core_ineligible(graph or {}, candidate, None, kernels=table)) if f is not None]
     if gpu if gpu is not None else on_gpu(table, candidate):
         out.append(tensor_core_ineligible(graph or {}, candidate, table))
     if table is not None:

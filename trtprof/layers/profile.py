@@ -164,5 +164,5 @@ def one_clock(profiles: Mapping[str, PrecisionProfile]) -> dict[str, PrecisionPr
         return dict(profiles)
     why = (f"GPU kernel times of {', '.join(gpu)} set aside: {', '.join(host)} could not be tied to nodes on the GPU, "
            "and one table compares one clock: host launch times shown for every precision")
-    return {n: dataclasses.replace(p.host_fallback, notes=p.host_fallback.notes + (why,)) if n in gpu and
+    return {n: dataclasses.replace(p.host_fallback, notes=p.host_fallback.notes + (why,), gpu_twin=p) if n in gpu and
             p.host_fallback is not None else p for n, p in profiles.items()}

@@ -81,6 +81,9 @@ class PrecisionProfile:
     # a GPU-time profile's host-time twin from the same run (ONNX Runtime's CUDA EP), used when the other
     # precisions of its table have host times only: one table never mixes the two (layers.profile)
     host_fallback: "PrecisionProfile | None" = field(default=None, repr=False, compare=False)
+    # the other way round: a host-time profile shown in place of its GPU-time twin (``one_clock``) keeps that twin,
+    # whose per-layer kernels (names, tensor cores) still hold though their times are not the table's clock
+    gpu_twin: "PrecisionProfile | None" = field(default=None, repr=False, compare=False)
 
     @property
     def total_ms(self) -> float:
@@ -181,6 +184,24 @@ class LayerTable:
                 graph=self.graph.get(name),
             ))
         return rows
+
+    def gpu_kernels(self, precision: str) -> dict[str, tuple[KernelTime, ...]]:
+        """Layer name → the kernels behind it in ``precision``'s profile; where the table shows that precision's
+        host times in place of its GPU kernel times (``layers.profile.one_clock``), the GPU twin's kernels: their
+        names and tensor-core use hold whatever clock the table compares on, their times are GPU times. {} for a
+        precision the table does not hold."""
+        prof = self.profiles.get(precision)
+        if prof is None:
+            return {}
+        source = prof.gpu_twin if prof.gpu_twin is not None else prof
+        return {layer.name: layer.kernels for layer in source.layers}
+
+    def gpu_total_ms(self, precision: str) -> float | None:
+        """``precision``'s summed per-layer time on the clock of ``gpu_kernels`` (None without the profile)."""
+        prof = self.profiles.get(precision)
+        if prof is None:
+            return None
+        return (prof.gpu_twin if prof.gpu_twin is not None else prof).total_ms
 
     def totals_ms(self) -> dict[str, float]:
         return {p: self.profiles[p].total_ms for p in self.precisions if p in self.profiles}

@@ -144,8 +144,8 @@ def result_facts(result: BenchResult, cpu: Mapping[str, Any] | None, host_timed:
     eff = result.engine.get("effective_precision", result.precision)
     label = str(result.config.get("arm") or result.precision)
     casts = (label,) if (result.precision == "fp16" and eff == FP32_BEHIND_CASTS) else ()
-    heavy = HeavyCensus.of(label, str(result.precision), str(eff),
-                           (result.engine.get("backend_metadata") or {}).get("node_precision"))
+    meta = result.engine.get("backend_metadata") or {}
+    heavy = HeavyCensus.of(label, str(result.precision), str(eff), meta.get("node_precision"), meta.get("kept_fp32"))
     return Facts(gpu=during, cpu=cpu, host_timed=host_timed, casts=casts,
                  heavy_fp32=(heavy,) if heavy is not None else (), **more)
 

@@ -174,7 +174,8 @@ def serving_validity(sweep: "ServingSweep", arms: Mapping[str, Any], cpu: Mappin
     casts = tuple(n for n, rec in arms.items() if str(rec.precision) == "fp16"
                   and rec.backend_metadata.get("effective_precision") == FP32_BEHIND_CASTS)
     heavy = [HeavyCensus.of(n, str(rec.precision), str(rec.backend_metadata.get("effective_precision", rec.precision)),
-                            rec.backend_metadata.get("node_precision")) for n, rec in arms.items()]
+                            rec.backend_metadata.get("node_precision"), rec.backend_metadata.get("kept_fp32"))
+             for n, rec in arms.items()]
     return assess(Facts(rounds=sweep.config.rounds, gpu=gpu, cpu=cpu, host_timed=host_timed, casts=casts,
                         heavy_fp32=tuple(h for h in heavy if h is not None)))
 

@@ -134,9 +134,11 @@ class HeavyCensus:
         return n32 / n if n else 0.0
 
     @classmethod
-    def of(cls, label: str, asked: str, effective: str, census: Mapping[str, Any] | None) -> "HeavyCensus | None":
+    def of(cls, label: str, asked: str, effective: str, census: Mapping[str, Any] | None,
+           kept: Mapping[str, Any] | None = None) -> "HeavyCensus | None":
         """The heavy part of ``census`` for an arm that asked ``asked`` (fp16, int8); None without a census,
-        for another precision, or where the census counts no heavy op."""
+        for another precision, or where the census counts no heavy op. ``kept``: per op type, the nodes the
+        engine's keep-list asked to stay FP32 (``backend_metadata.kept_fp32``): FP32 by request, not counted."""
         bucket = CLAIMED_BUCKET.get(asked)
         if bucket is None or not isinstance(census, Mapping):
             return None
@@ -146,7 +148,9 @@ class HeavyCensus:
             return {str(op): int(n) for op, n in (counts.items() if isinstance(counts, Mapping) else ())
                     if is_heavy(str(op)) and isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0}
 
-        found = cls(label, asked, effective, heavy(bucket), heavy("fp32"))
+        asked_fp32 = {str(op): int(n) for op, n in (kept or {}).items() if isinstance(n, int)}
+        fp32 = {op: n - asked_fp32.get(op, 0) for op, n in heavy("fp32").items() if n > asked_fp32.get(op, 0)}
+        found = cls(label, asked, effective, heavy(bucket), fp32)
         return found if found.claimed or found.fp32 else None
 
 
