@@ -119,7 +119,31 @@ def prime_costs(runners, batches, accuracy_first: bool) -> dict:
     return out
 
 
-def regime(runners, batches, blocks: int) -> dict:
+def regime_variants(runners, batches, blocks: int, prime: list[int], idle: int) -> dict:
+    """``regime`` after what a compare worker has that a plain process has not: every arm first run and captured at
+    the ``prime`` batch sizes (its arena grown, its graphs kept: compare primes every batch size before batch 1),
+    and ``idle`` other processes holding a CUDA context on the GPU (compare's other workers)."""
+    import subprocess
+
+    from trtprof.measure.timing import TimingConfig, prime_launch
+    from trtprof.model.inputs import make_inputs
+
+    first = next(iter(runners.values()))
+    for batch in prime:
+        feeds = make_inputs(first.inputs, shapes_at(first, batch), seed=0)
+        for runner in runners.values():
+            prime_launch(runner, feeds, TimingConfig(cuda_graph=True))
+    hold = "from cuda.bindings import runtime as rt; rt.cudaFree(0); import time; time.sleep(300)"
+    procs = [subprocess.Popen([sys.executable, "-c", hold]) for _ in range(idle)]
+    try:
+        time.sleep(3 if idle else 0)
+        return regime(runners, batches, blocks, tag=f"primed{prime} idle{idle}")
+    finally:
+        for proc in procs:
+            proc.kill()
+
+
+def regime(runners, batches, blocks: int, tag: str = "") -> dict:
     """Compute medians of one arm timed two ways in this process (issue 42: at every batch size compare's arms
     measured ~0.1 ms a run below both the independent queued ORT loop and ``time_device`` alone in a plain process):
     ``continuous`` (``time_device``, 50 warm-up and 600 timed iterations, as ort_b1_gap.py times it), and
@@ -149,7 +173,7 @@ def regime(runners, batches, blocks: int) -> dict:
         out[batch] = {"continuous_before": before, "blocks": pooled, "blocks_first_iteration": firsts,
                       "continuous_after": after, "iterations_per_block": {n: bl[0]["n"] for n, bl in got.items()}}
         for name in runners:
-            print(f"regime b{batch} {name}: continuous {before[name]:.4f} / {after[name]:.4f} ms | blocks {pooled[name]:.4f} "
+            print(f"regime{' ' + tag if tag else ''} b{batch} {name}: continuous {before[name]:.4f} / {after[name]:.4f} ms | blocks {pooled[name]:.4f} "
                   f"ms (first iteration of a block {firsts[name]:.4f}) | blocks/continuous "
                   f"{pooled[name] / ((before[name] + after[name]) / 2):.4f}", flush=True)
     return out
@@ -188,6 +212,8 @@ def main() -> None:
                          "a cProfile (after-accuracy: the accuracy pass's host-in/host-out runs first, as load 0's worker)")
     ap.add_argument("--regime", action="store_true",
                     help="instead: compute medians timed continuously (time_device) vs in compare's interleaved blocks")
+    ap.add_argument("--prime-first", default="", help="--regime: prime every arm at these batch sizes first")
+    ap.add_argument("--idle-contexts", type=int, default=0, help="--regime: other processes holding a CUDA context")
     args = ap.parse_args()
     from trtprof.measure.bench import load_runner
     from trtprof.model.inputs import make_inputs
@@ -201,7 +227,9 @@ def main() -> None:
     first = next(iter(runners.values()))
     batches = [int(b) for b in args.batch_sizes.split(",")]
     if args.regime:
-        result = regime(runners, batches, args.blocks)
+        prime = [int(b) for b in args.prime_first.split(",")] if args.prime_first else []
+        result = (regime_variants(runners, batches, args.blocks, prime, args.idle_contexts)
+                  if prime or args.idle_contexts else regime(runners, batches, args.blocks))
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))
         return

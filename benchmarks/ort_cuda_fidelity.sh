@@ -26,7 +26,7 @@ for stage in "$@"; do
       timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/backends/test_ort_cuda_gpu.py 2>&1 | tee -p "$OUT/gpu-tests.txt" | tail -5
       ;;
     gpu-all)  # every gpu-marked test of the suite (the CPU-only CI skips them)
-      timeout 480 python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tee -p "$OUT/gpu-all.txt" | tail -15
+      timeout "${GPU_ALL_S:-480}" python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tee -p "$OUT/gpu-all.txt" | tail -15
       ;;
     b1gapt)  # ViT-B/16 and BERT-base at batch 1: ORT's call and back-to-back times per run option, ORT's own stream
       # and a user stream, beside trtprof's time_device in the same process (ort_b1_gap.py --user-stream)
@@ -45,6 +45,14 @@ for stage in "$@"; do
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | grep -E "regime|rror" | tee -p "$OUT/regime-resnet50.txt"
       timeout 150 python3 "$HERE/ort_block_costs.py" --regime --blocks 12 --batch-sizes 1 --json "$OUT/regime-vit.json" \
         "$(eng vit_b16 fp32):fp32" "$(eng vit_b16 fp16):fp16" 2>&1 | quiet | grep -E "regime|rror" | tee -p "$OUT/regime-vit.txt"
+      ;;
+    regime2)  # the same after what a compare worker has: arms primed at 32 and 256 first; 5 idle CUDA contexts beside
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      for variant in "--prime-first 32,256" "--idle-contexts 5" "--prime-first 32,256 --idle-contexts 5"; do
+        timeout 120 python3 "$HERE/ort_block_costs.py" --regime --blocks 8 --batch-sizes 1 $variant \
+          "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | grep -E "regime|rror" | tee -a "$OUT/regime2.txt"
+      done
       ;;
     keepfp32)  # the report net: the why with its kernels (--layers), then --what-if keep-fp32 (the ineligible convs FP32)
       python3 models/conv_elu.py "$W" >/dev/null
