@@ -363,3 +363,69 @@ def test_a_cupti_python_whose_library_will_not_load_gives_host_times_and_the_rea
     monkeypatch.setattr(ort_kernels, "import_cupti", broken)
     module, why = ort.kernel_capture("cuda")
     assert module is None and "cannot load CUPTI" in why and "libcupti.so.13" in why
+
+
+def _kernel_profile(precision, kernels, kernel_times):
+    """FAKE profile (named so): per layer its kernels, (name, GPU ms, tensor cores) — the shapes CUPTI gave on the
+    H200 for the report net (fp16 convs on implicit_convolve_sgemm<__half>, a bias kernel whose name does not tell)."""
+    from trtprof.layers.table import COMPUTE, KernelTime, LayerTiming, PrecisionProfile
+
+    layers = tuple(LayerTiming(n, "Conv", COMPUTE, sum(ms for _, ms, _ in ks),
+                               tuple(KernelTime(k, ms, 1, tc) for k, ms, tc in ks)) for n, ks in kernels.items())
+    return PrecisionProfile(precision, "onnxruntime-cuda", "src", 10, 20, layers, None, kernel_times=kernel_times)
+
+
+REPORT_GRAPH = {f"conv{i}": {"op_type": "Conv", "flops": 100,
+                             "tensor_core": {"eligible": False, "reasons": ["input channels 3", "output channels 3"]}}
+                for i in range(2)}
+SGEMM = "void implicit_convolve_sgemm<__half, __half, 128, 6, 7, 3, 3, 5, 1, false, false, true>(int, int) (CUDAExecutionProvider)"
+BIAS = "void op_generic_tensor_kernel<4, __half, float, __half, 256> (CUDAExecutionProvider)"
+
+
+def _host_clock_table(fp16_kernels):
+    """fp32 only on the host's clock (its GPU work under the tie bar), fp16 with GPU kernels: one_clock shows both on
+    the host clock and keeps fp16's GPU profile as the twin."""
+    from trtprof.layers.profile import one_clock
+
+    host16 = _kernel_profile("fp16", {n: [("Conv (CUDAExecutionProvider)", 0.05, None)] for n in fp16_kernels}, None)
+    gpu16 = dataclasses.replace(_kernel_profile("fp16", fp16_kernels, True), host_fallback=host16)
+    host32 = _kernel_profile("fp32", {n: [("Conv (CUDAExecutionProvider)", 0.04, None)] for n in fp16_kernels}, None)
+    return LayerTable(10, ("fp32", "fp16"), one_clock({"fp32": host32, "fp16": gpu16}), graph=REPORT_GRAPH), gpu16
+
+
+def test_kernels_set_aside_by_one_clock_still_name_the_cuda_core_kernels():
+    """The report net on the H200: fp32 tied 84-92 % (host times shown), fp16 tied 100 %. The table compares host
+    times, but fp16's kernels (their names: CUDA-core implicit_convolve_sgemm) are still evidence for the
+    tensor-core finding; the host-clock finding says the GPU times were captured and set aside."""
+    table, gpu16 = _host_clock_table({"conv0": [(SGEMM, 14.0, False), (BIAS, 0.01, None)], "conv1": [(SGEMM, 14.8, False)]})
+    assert table.profiles["fp16"].gpu_twin is gpu16 and table.profiles["fp16"].kernel_times is None
+    assert table.gpu_kernels("fp16")["conv0"][0].name == SGEMM and table.gpu_total_ms("fp16") == pytest.approx(28.81)
+    assert table.gpu_kernels("fp32")["conv0"][0].tensor_core is None  # no twin: the host profile's own rows
+    found = {f.rule: f for f in rules.layer_findings(table, REPORT_GRAPH, "fp16")}
+    tc = found["tensor_core_ineligible"]
+    assert "their fp16 kernels use no tensor cores: 2 layers ran CUDA-core kernels only" in tc.message
+    assert "implicit_convolve_sgemm<…>" in tc.message and "100% of fp16's kernel time" in tc.message
+    assert tc.evidence["basis"].startswith("counted FLOPs")  # no host-time shares claimed
+    assert set(tc.evidence["kernels"]["cuda_core_layers"]) == {"conv0", "conv1"}
+    assert "`--what-if keep-fp32`" in tc.message and "`--what-if pad-channels`" in tc.message
+    assert "captured but set aside" in found["layer_times_host_clock"].message
+
+
+def test_a_tensor_core_kernel_or_an_unknown_main_kernel_gives_no_kernel_claim():
+    """Just outside the claim: one flagged layer that ran a tensor-core kernel (then the dims did not decide its
+    kernel), or whose main kernel's name does not tell (cuBLASLt's nvjet): the finding stands on the dims alone."""
+    for kernels in ({"conv0": [(SGEMM, 14.0, False)], "conv1": [("sm90_xmma_fprop_implicit_gemm_f16f16", 1.0, True)]},
+                    {"conv0": [("nvjet_sm90_hsh_256x128", 14.0, None), (SGEMM, 0.1, False)]}):
+        table, _ = _host_clock_table(kernels)
+        tc = rules.tensor_core_ineligible(REPORT_GRAPH, "fp16", None, kernels=table)
+        assert "kernels" not in tc.evidence and "use no tensor cores" not in tc.message
+    # just inside: the main kernel is CUDA-core, an unknown small one beside it does not decide
+    table, _ = _host_clock_table({"conv0": [(SGEMM, 14.0, False), ("nvjet_small", 0.1, None)]})
+    assert "use no tensor cores" in rules.tensor_core_ineligible(REPORT_GRAPH, "fp16", None, kernels=table).message
+
+
+def test_short_kernel_names_drop_void_templates_parameters_and_the_provider():
+    assert rules.short_kernel(SGEMM) == "implicit_convolve_sgemm<…>"
+    assert rules.short_kernel("sm80_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8"
+                              "_stage1_warpsize4x1x1_g1 (CUDAExecutionProvider)").endswith("…")
+    assert rules.short_kernel("elu_kernel") == "elu_kernel"

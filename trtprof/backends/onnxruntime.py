@@ -177,6 +177,27 @@ def _loads_without_writing(model_bytes: bytes, precision: Precision, path: Path,
     return True
 
 
+def fp16_census_notes(census: Mapping[str, Mapping[str, int]], metadata: dict[str, Any], proto: Any, keep: Any,
+                      eff: str) -> list[str]:
+    """An fp16 build's census in its ``metadata`` (nodes per precision, what the keep-list ``keep`` kept FP32 per op
+    type: ``kept_fp32``) and the note that goes first: FP32 nodes by request, or FP32 behind inserted casts."""
+    n32 = sum(census["fp32"].values())
+    n16 = sum(census["fp16"].values())
+    metadata["fp16_nodes"], metadata["fp32_fallback_nodes"] = n16, n32
+    kept = kept_op_counts(proto, keep) if keep else {}
+    if kept:  # what the keep-list asked to stay FP32, per op type: FP32 by request, not a fallback
+        metadata["kept_fp32"] = kept
+    unasked = {op: n - kept.get(op, 0) for op, n in census["fp32"].items() if n > kept.get(op, 0)}
+    if n32 and not unasked:
+        return [f"fp16 with {n32} of {n16 + n32} compute nodes in FP32, as its keep-list asks "
+                f"({keep.options_text()}); effective precision {eff}"]
+    if not n32:
+        return []
+    ops = ", ".join(f"{op}×{n}" for op, n in sorted(census["fp32"].items(), key=lambda kv: -kv[1]))
+    return [f"NOT an FP16 result: {n32} of {n16 + n32} compute nodes have no FP16 kernel on "
+            f"{metadata['provider']} and run in FP32 behind inserted casts ({ops}); effective precision {eff}"]
+
+
 def kept_op_counts(proto: Any, keep: Any) -> dict[str, int]:
     """Per op type, the nodes of ``proto`` a keep-list (``convert.keeplist.KeepFp32``) keeps in FP32: named, or of a
     kept op type; compared with the census' FP32 nodes per op type, what ran FP32 by request."""
@@ -319,7 +340,7 @@ class OnnxRuntimeBackend(BackendBase):
         proto = load_onnx(model)
         notes: list[str] = []
         metadata: dict[str, Any] = {}
-        conversion = None
+        conversion, keep = None, None
         if spec.precision is Precision.FP16:
             from ..convert.fp16 import convert_fp16
             from ..convert.keeplist import KeepFp32
@@ -356,23 +377,7 @@ class OnnxRuntimeBackend(BackendBase):
             "tf32": spec.precision is Precision.TF32,
         })
         if spec.precision is Precision.FP16:
-            n32 = sum(census["fp32"].values())
-            n16 = sum(census["fp16"].values())
-            metadata["fp16_nodes"], metadata["fp32_fallback_nodes"] = n16, n32
-            kept = kept_op_counts(proto, keep) if keep else {}
-            if kept:  # what the keep-list asked to stay FP32, per op type: FP32 by request, not a fallback
-                metadata["kept_fp32"] = kept
-            unasked = {op: n - kept.get(op, 0) for op, n in census["fp32"].items() if n > kept.get(op, 0)}
-            if n32 and not unasked:
-                notes.insert(0, f"fp16 with {n32} of {n16 + n32} compute nodes in FP32, as its keep-list asks "
-                                f"({keep.options_text()}); effective precision {eff}")
-            elif n32:
-                ops = ", ".join(f"{op}×{n}" for op, n in sorted(census["fp32"].items(), key=lambda kv: -kv[1]))
-                notes.insert(0, (
-                    f"NOT an FP16 result: {n32} of {n16 + n32} compute nodes have no FP16 kernel on "
-                    f"{metadata['provider']} and run in FP32 behind inserted casts ({ops}); "
-                    f"effective precision {eff}"
-                ))
+            notes[:0] = fp16_census_notes(census, metadata, proto, keep, eff)
         if spec.precision is Precision.INT8:
             notes[:0] = int8_census_notes(census, eff, metadata["provider"])
         if caught:

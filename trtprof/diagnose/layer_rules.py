@@ -147,10 +147,15 @@ def kernel_evidence(table: LayerTable, candidate: str, names: list[str]) -> dict
     """Which of the layers ``names`` ran no tensor-core kernel in ``candidate``'s profile, from their GPU kernels'
     names (``layers.kernels.uses_tensor_cores``; also where the table compares host times, ``gpu_kernels``), with
     their GPU time and its share of the candidate's; None when no such layer's kernels are known, or where one
-    of them did use tensor cores (then the dims are not what decided its kernel)."""
+    of them did use tensor cores (then the dims are not what decided its kernel). A layer counts by its main kernel
+    (the most time): a CUDA-core one, with no tensor-core kernel beside it; small kernels whose names do not tell
+    (cuDNN's ``op_generic_tensor_kernel`` adding a bias) do not decide it."""
     kernels = table.gpu_kernels(candidate)
-    known = {n: kernels[n] for n in names if kernels.get(n) and all(k.tensor_core is not None for k in kernels[n])}
-    if not known or any(any(k.tensor_core for k in ks) for ks in known.values()):
+    with_kernels = {n: kernels[n] for n in names if kernels.get(n)}
+    if any(any(k.tensor_core for k in ks) for ks in with_kernels.values()):
+        return None
+    known = {n: ks for n, ks in with_kernels.items() if max(ks, key=lambda k: k.median_ms).tensor_core is False}
+    if not known:
         return None
     ms = {n: sum(k.median_ms for k in ks) for n, ks in known.items()}
     total = table.gpu_total_ms(candidate) or 0.0
