@@ -54,6 +54,15 @@ for stage in "$@"; do
           "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | grep -E "regime|rror" | tee -a "$OUT/regime2.txt"
       done
       ;;
+    inproc)  # ResNet-50 fp32/fp16 at batch 1: compare with worker processes vs --in-process (its loads in this process)
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --fp16 --batch-sizes 1 "$W/resnet50.onnx"
+      for how in "" "--in-process"; do
+        timeout 80 python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp32,fp16 --batch-sizes 1 $how --out "$OUT/inproc${how:+-in}.json" > "$OUT/inproc${how:+-in}.txt" 2>&1
+        python3 -c "import json,statistics as s,sys; d=json.load(open(sys.argv[1])); [print(sys.argv[2] or 'workers', r['precision'], round(s.median(r['stage_samples_ms']['compute_ms']),4)) for r in d['results']]" "$OUT/inproc${how:+-in}.json" "$how"
+      done
+      ;;
     keepfp32)  # the report net: the why with its kernels (--layers), then --what-if keep-fp32 (the ineligible convs FP32)
       python3 models/conv_elu.py "$W" >/dev/null
       engines --fp32 --fp16 --batch-sizes 10 "$W/report_conv_elu_k32_256.onnx"
