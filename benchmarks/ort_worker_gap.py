@@ -1,0 +1,174 @@
+"""Why compare's worker processes measure onnxruntime-cuda runs shorter than everything else (issue 42).
+
+On the H200 (2026-12-03, `results/ort_cuda-H200-2026-12-03c/lease4-inproc-*`) ResNet-50 at batch 1 measured
+fp16 0.751 / fp32 2.143 ms of GPU compute per run in compare's worker processes and 0.831 / 2.200 ms with
+`--in-process`, where the independent ORT loop, `time_device` alone and compare's interleaved blocks in one process
+all agree with the in-process numbers. What a worker has that those have not: it is a child process, and it primes
+(`timing.prime_launch`, every arm at every batch size) side by side with five other workers, inside a
+`LaunchKeeper` whose primed state its blocks then use. This script takes those apart, one factor a variant:
+
+- ``parent``: this process loads the engines, primes them inside a LaunchKeeper, times them (no child);
+- ``child``: one child process does the same (a worker's process, nothing beside it);
+- ``side_by_side``: N children load and prime at once (``--workers``, compare's 6), then child 0 times, then the
+  last child, the others idle (compare's loads take turns);
+- ``unprimed``: one child that times without priming (its state set up by the first timed block).
+
+Each timing: ``time_device`` continuous (50 warm-up, 600 iterations) and compare-like blocks (``ort_block_costs.
+run_blocks``, kept state), compute medians per arm. This imports trtprof (it measures trtprof's loop); the
+independent reference stays ``reference_ort_iobinding.py``.
+
+    python3 benchmarks/ort_worker_gap.py a.fp32.onnx:fp32 a.fp16.onnx:fp16 [--batch 1] [--workers 6] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+
+class Engines:
+    """The engines of one process, loaded as compare's workers load them, and what it does with them."""
+
+    def __init__(self, items: list[str], batch: int) -> None:
+        from ort_block_costs import record_for, shapes_at
+
+        from trtprof.measure.bench import load_runner
+        from trtprof.measure.kept_launch import LaunchKeeper
+        from trtprof.model.inputs import make_inputs
+
+        self.runners = {}
+        for item in items:
+            path, label = item.rsplit(":", 1)
+            self.runners[label] = load_runner(record_for(Path(path)), log_warnings=True)
+        first = next(iter(self.runners.values()))
+        self.feeds = make_inputs(first.inputs, shapes_at(first, batch), seed=0)
+        self.stack = ExitStack()
+        self.stack.enter_context(LaunchKeeper())  # the worker's keeper: priming's state serves the blocks
+
+    def prime(self) -> str:
+        from trtprof.measure.timing import TimingConfig, prime_launch
+
+        for runner in self.runners.values():
+            prime_launch(runner, self.feeds, TimingConfig(cuda_graph=True))
+        return "primed"
+
+    def time(self) -> dict:
+        from ort_block_costs import run_blocks
+
+        from trtprof.measure.timing import TimingConfig, time_device
+
+        out: dict = {"continuous": {}, "blocks": {}}
+        for name, runner in self.runners.items():
+            s = time_device(runner, self.feeds, TimingConfig(warmup=50, iterations=600, copies=True, cuda_graph=True))
+            out["continuous"][name] = round(float(statistics.median(s.stages["compute_ms"])), 4)
+        got = run_blocks(self.runners, self.feeds, 8, keep=False)  # inside this process' keeper already
+        out["blocks"] = {name: round(float(statistics.median([x for b in bl for x in b["compute_ms"]])), 4)
+                         for name, bl in got.items()}
+        return out
+
+    def close(self) -> None:
+        self.stack.close()
+        for runner in self.runners.values():
+            runner.close()
+
+
+def child_main(items: list[str], batch: int) -> None:
+    """A child: one command a line on stdin (prime, time, exit), one JSON answer a line on stdout."""
+    engines = Engines(items, batch)
+    print(json.dumps("loaded"), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "exit":
+            break
+        answer = engines.prime() if command == "prime" else engines.time() if command == "time" else f"? {command}"
+        print(json.dumps(answer), flush=True)
+    engines.close()
+
+
+class Child:
+    def __init__(self, items: list[str], batch: int) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--child", "--batch", str(batch), *items],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def send(self, command: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def answer(self):
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"child exited ({self.proc.wait()})")
+        return json.loads(line)
+
+    def ask(self, command: str):
+        self.send(command)
+        return self.answer()
+
+    def close(self) -> None:
+        try:
+            self.send("exit")
+        except OSError:
+            pass
+        self.proc.wait(timeout=60)
+
+
+def variant_children(items: list[str], batch: int, workers: int, prime: bool) -> dict:
+    """``workers`` children loaded and (``prime``) primed at once; child 0 times, then the last one."""
+    children = [Child(items, batch) for _ in range(workers)]
+    try:
+        for c in children:
+            c.answer()  # "loaded"
+        if prime:
+            for c in children:
+                c.send("prime")
+            for c in children:
+                c.answer()
+        out = {"child0": children[0].ask("time")}
+        if workers > 1:
+            out[f"child{workers - 1}"] = children[-1].ask("time")
+        return out
+    finally:
+        for c in children:
+            c.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("engines", nargs="+", help="ENGINE.onnx:LABEL (files trtprof built for onnxruntime-cuda)")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=6)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.child:
+        child_main(args.engines, args.batch)
+        return
+    result = {}
+    parent = Engines(args.engines, args.batch)
+    try:
+        parent.prime()
+        result["parent"] = {"self": parent.time()}
+    finally:
+        parent.close()
+    result["child"] = variant_children(args.engines, args.batch, 1, prime=True)
+    result["side_by_side"] = variant_children(args.engines, args.batch, args.workers, prime=True)
+    result["unprimed"] = variant_children(args.engines, args.batch, 1, prime=False)
+    for variant, per in result.items():
+        for who, got in per.items():
+            for how in ("continuous", "blocks"):
+                text = " ".join(f"{name} {ms:.4f}" for name, ms in got[how].items())
+                print(f"worker-gap b{args.batch} {variant:12s} {who:7s} {how:10s} compute ms: {text}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
