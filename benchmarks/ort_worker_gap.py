@@ -70,6 +70,34 @@ class Engines:
         got = run_blocks(self.runners, self.feeds, 8, keep=False)  # inside this process' keeper already
         out["blocks"] = {name: round(float(statistics.median([x for b in bl for x in b["compute_ms"]])), 4)
                          for name, bl in got.items()}
+        out["kernels"] = self.kernels()
+        return out
+
+    def kernels(self, iterations: int = 20) -> dict:
+        """Per arm, the GPU work of ``iterations`` timed runs by kernel name (CUPTI, cupti-python): ms per run and
+        launches per run, so two processes' kernel choices (cuDNN's algorithms) can be set side by side; {} without
+        cupti-python."""
+        from collections import defaultdict
+
+        from trtprof.layers.ort_kernels import capture, demangle, import_cupti
+        from trtprof.measure.timing import TimingConfig, time_device
+
+        try:
+            cupti = import_cupti()
+        except Exception:  # noqa: BLE001 - the kernel list is optional here
+            return {}
+        out = {}
+        for name, runner in self.runners.items():
+            with capture(cupti) as log:
+                time_device(runner, self.feeds, TimingConfig(warmup=0, iterations=iterations, copies=False,
+                                                             cuda_graph=True))
+            ms: dict = defaultdict(float)
+            calls: dict = defaultdict(int)
+            for w in log.work:
+                ms[demangle(w.name)[:90]] += w.duration_ns / 1e6 / iterations
+                calls[demangle(w.name)[:90]] += 1
+            out[name] = {k: [round(v, 4), round(calls[k] / iterations, 2)] for k, v in
+                         sorted(ms.items(), key=lambda kv: -kv[1])[:25]}
         return out
 
     def close(self) -> None:
@@ -166,6 +194,9 @@ def main() -> None:
             for how in ("continuous", "blocks"):
                 text = " ".join(f"{name} {ms:.4f}" for name, ms in got[how].items())
                 print(f"worker-gap b{args.batch} {variant:12s} {who:7s} {how:10s} compute ms: {text}", flush=True)
+            for name, kernels in got.get("kernels", {}).items():
+                top = "; ".join(f"{k[:50]} {v[0]:.4f} ms ×{v[1]:g}" for k, v in list(kernels.items())[:4])
+                print(f"worker-gap b{args.batch} {variant:12s} {who:7s} kernels {name}: {top}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
 
