@@ -95,3 +95,14 @@ def test_fp32_nodes_a_keep_list_asked_for_are_not_an_fp32_fallback():
     assert one_more.fp32 == {"Conv": 1} and reason is not None and "fp16+keep-fp32" in reason.text
     unasked = HeavyCensus.of("fp16", "fp16", "mixed", census)
     assert unasked.fp32 == {"Conv": 4} and check_heavy_fp32([unasked]) is not None
+
+
+def test_a_kept_node_that_ort_fused_still_counts_as_kept():
+    """ORT's executed graph may name a kept Conv by its fusion (FusedConv, a Conv with its activation): it counts
+    against the Conv's keep; one FusedConv beyond the keep-list is a fallback."""
+    from trtprof.system.validity import unasked_fp32
+
+    assert unasked_fp32({"FusedConv": 3, "Conv": 1}, {"Conv": 4}) == {}
+    assert unasked_fp32({"FusedConv": 3, "Conv": 2}, {"Conv": 4}) == {"Conv": 1}
+    assert unasked_fp32({"FusedConv": 2}, None) == {"FusedConv": 2}
+    assert unasked_fp32({"MatMul": 2}, {"Conv": 2}) == {"MatMul": 2}

@@ -19,6 +19,7 @@ from ..spec import BuildSpec, Precision, TensorSpec
 from ..convert.ort import import_ort, ort_cause  # noqa: F401  (re-exported: their home is convert.ort)
 from ..util.thirdparty import third_party_warnings
 from .base import Availability, BackendBase, BuildReport, Capabilities, DeviceKind, RunnerBase
+from ..system.validity import unasked_fp32
 
 if TYPE_CHECKING:
     import numpy as np
@@ -187,7 +188,7 @@ def fp16_census_notes(census: Mapping[str, Mapping[str, int]], metadata: dict[st
     kept = kept_op_counts(proto, keep) if keep else {}
     if kept:  # what the keep-list asked to stay FP32, per op type: FP32 by request, not a fallback
         metadata["kept_fp32"] = kept
-    unasked = {op: n - kept.get(op, 0) for op, n in census["fp32"].items() if n > kept.get(op, 0)}
+    unasked = unasked_fp32(census["fp32"], kept)
     if n32 and not unasked:
         return [f"fp16 with {n32} of {n16 + n32} compute nodes in FP32, as its keep-list asks "
                 f"({keep.options_text()}); effective precision {eff}"]

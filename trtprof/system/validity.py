@@ -148,10 +148,24 @@ class HeavyCensus:
             return {str(op): int(n) for op, n in (counts.items() if isinstance(counts, Mapping) else ())
                     if is_heavy(str(op)) and isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0}
 
-        asked_fp32 = {str(op): int(n) for op, n in (kept or {}).items() if isinstance(n, int)}
-        fp32 = {op: n - asked_fp32.get(op, 0) for op, n in heavy("fp32").items() if n > asked_fp32.get(op, 0)}
+        fp32 = unasked_fp32(heavy("fp32"), kept)
         found = cls(label, asked, effective, heavy(bucket), fp32)
         return found if found.claimed or found.fp32 else None
+
+
+def unasked_fp32(fp32: Mapping[str, int], kept: Mapping[str, Any] | None) -> dict[str, int]:
+    """Per op type, the FP32 nodes of a census that a keep-list (``kept``: per op type of the source graph) did not
+    ask for. ORT's executed graph may name a kept node by its fusion (``FusedConv`` for a Conv with its
+    activation): a ``Fused`` op counts against its source op's keep."""
+    left = {str(op): int(n) for op, n in (kept or {}).items() if isinstance(n, int) and not isinstance(n, bool)}
+    out: dict[str, int] = {}
+    for op, n in fp32.items():
+        base = op.removeprefix("Fused") if op.startswith("Fused") else op
+        covered = min(n, left.get(base, 0))
+        left[base] = left.get(base, 0) - covered
+        if n > covered:
+            out[op] = n - covered
+    return out
 
 
 def check_loads(loads: int | None, min_loads: int | None) -> Reason | None:
