@@ -405,7 +405,7 @@ def test_kernels_set_aside_by_one_clock_still_name_the_cuda_core_kernels():
     assert table.gpu_kernels("fp32")["conv0"][0].tensor_core is None  # no twin: the host profile's own rows
     found = {f.rule: f for f in rules.layer_findings(table, REPORT_GRAPH, "fp16")}
     tc = found["tensor_core_ineligible"]
-    assert "their fp16 kernels use no tensor cores: 2 layers ran CUDA-core kernels only" in tc.message
+    assert "their fp16 kernels use no tensor cores: 2 layers ran on CUDA-core kernels, none on a tensor-core one" in tc.message
     assert "implicit_convolve_sgemm<…>" in tc.message and "100% of fp16's kernel time" in tc.message
     assert tc.evidence["basis"].startswith("counted FLOPs")  # no host-time shares claimed
     assert set(tc.evidence["kernels"]["cuda_core_layers"]) == {"conv0", "conv1"}

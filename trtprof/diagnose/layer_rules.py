@@ -162,8 +162,8 @@ def kernel_evidence(table: LayerTable, candidate: str, names: list[str]) -> dict
     top = max(known, key=lambda n: ms[n])
     main = max(known[top], key=lambda k: k.median_ms)
     share = sum(ms.values()) / total if total > 0 else None
-    text = (f"their {candidate} kernels use no tensor cores: {plural(len(known), 'layer')} ran CUDA-core kernels only "
-            f"(e.g. {top}: {short_kernel(main.name)}), {sum(ms.values()):.3g} ms"
+    text = (f"their {candidate} kernels use no tensor cores: {plural(len(known), 'layer')} ran on CUDA-core kernels, none on a "
+            f"tensor-core one (e.g. {top}: {short_kernel(main.name)}), {sum(ms.values()):.3g} ms"
             + (f", {share:.0%} of {candidate}'s kernel time" if share is not None else ""))
     return {"text": text, "cuda_core_layers": {n: [k.name for k in ks][:3] for n, ks in known.items()},
             "cuda_core_ms": sum(ms.values()), "share_of_kernel_time": share}
