@@ -322,13 +322,14 @@ def compare_keep_fp32(path: Path, precision: str, batch_sizes: Sequence[int],
     shapes = what_if_shapes(source, batch_sizes, options)
     targets = whatif.keep_fp32_targets(source, shapes)
     label = f"{precision}+{what_if}"
+    option = {"layer_precisions": keep_option(list(targets))}
     arms = original_arms(source, backend, precision)
-    arms.append(ArmSpec(label, source.path, backend, precision, (("layer_precisions", keep_option(list(targets))),),
+    arms.append(ArmSpec(label, source.path, backend, precision, tuple(option.items()),
                         engines_dir=whatif.whatif_dir(Path(engines_dir)), loaded=source))
     outcome = compare_ab(arms, batch_sizes, options, engines_dir=engines_dir, analyse_baseline=True, hooks=hooks)
     outcome.report.model = source.path.stem
     outcome.what_if = {"experiment": what_if, "suggested_by": whatif.SUGGESTED_BY[what_if], "changed_model": None,
-                       "option": {"layer_precisions": keep_option(list(targets))},
+                       "option": option,
                        "change": {"kept_fp32": targets, "at_shapes": {k: list(v) for k, v in shapes.items()}},
                        "identity_check": "none: the kept layers compute in FP32; the accuracy pass judges the arm "
                                          "against fp32",

@@ -128,15 +128,14 @@ def keep_fp32_targets(source: OnnxModel, input_shapes: Mapping[str, tuple[int, .
     """``--what-if keep-fp32``: the layers ``tensor_core_ineligible`` names at these input shapes (node name →
     why it cannot fill tensor cores), in graph order. A ``BadInput`` naming the file where there is none, or
     where such a layer has no name (a keep-list names nodes; ``layers.graph.node_key`` makes up the row's)."""
-    from ..layers.graph import node_facts
+    from ..layers.graph import node_facts, tensor_core_ineligible_nodes
 
     try:
         facts = node_facts(source.proto, input_shapes)
     except (ValueError, KeyError) as err:
         raise BadInput(f"{source.path}: --what-if {KEEP_FP32}: the graph's shapes cannot be inferred ({err})") from err
     named = {n.name for n in source.proto.graph.node if n.name}
-    bad = {name: list(f["tensor_core"]["reasons"]) for name, f in facts.items()
-           if f.get("tensor_core") and not f["tensor_core"].get("eligible", True)}
+    bad = {name: list(f["tensor_core"]["reasons"]) for name, f in tensor_core_ineligible_nodes(facts).items()}
     if not bad:
         raise BadInput(f"{source.path}: --what-if {KEEP_FP32}: every Conv/Gemm/MatMul has channels and GEMM dims in "
                        f"multiples of {PAD_MULTIPLE} (tensor_core_ineligible names none); nothing to keep in FP32")

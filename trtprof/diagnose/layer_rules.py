@@ -10,6 +10,7 @@ from typing import Any, Mapping
 from .. import backends
 from .findings import Finding
 from ..util.wording import plural
+from ..layers.graph import tensor_core_ineligible_nodes
 from ..layers.table import CAST, FP32_PRECISIONS, REFORMAT, SLOWER_MARGIN, LayerTable
 
 # A finding about a group of layers is worth reading when the group holds this much of the time:
@@ -92,7 +93,7 @@ def tensor_core_ineligible(graph: Mapping[str, Mapping[str, Any]], candidate: st
     (``LayerTable.gpu_kernels``), which of them ran no tensor-core kernel (``kernel_evidence``)."""
     if candidate not in ("fp16", "tf32") or not graph:
         return None
-    bad = {name: f for name, f in graph.items() if f.get("tensor_core") and not f["tensor_core"].get("eligible", True)}
+    bad = tensor_core_ineligible_nodes(graph)
     if not bad:
         return None
     evidence_rows = []
@@ -250,17 +251,18 @@ def host_clock(table: LayerTable | None, candidate: str) -> Finding | None:
         return None
     if not backends.capabilities(prof.backend).host_clock_on_gpu or kernel_clock(prof):
         return None
-    # why there are no GPU times: CUPTI captured them but this table's other side could not be tied to nodes
-    # (``layers.profile.one_clock`` set them aside, saying so in the notes), or CUPTI is not installed
-    aside = next((n for n in prof.notes if "set aside" in n), None) if prof.gpu_twin is not None else None
-    remedy = (f"GPU kernel times per layer were captured but set aside ({aside})" if aside else
+    # why there are no GPU times: CUPTI captured them but another precision of this table could not be tied to
+    # nodes (``layers.profile.one_clock`` set them aside, keeping them as the twin), or CUPTI is not installed
+    aside = prof.gpu_twin is not None
+    remedy = ("GPU kernel times per layer were captured but set aside (another precision's GPU work could not be "
+              "tied to nodes, and one table compares one clock)" if aside else
               "GPU kernel times per layer: pip install 'trtprof[cupti]' (CUPTI), or --backend torch")
     return Finding(
         "layer_times_host_clock",
         f"{candidate}'s per-layer times on {prof.backend} are host times ({prof.source}): each is the launch of a "
         "node's kernels, not their run on the GPU, so no layer-time share is claimed here (tensor-core shares "
         f"use counted FLOPs); {remedy}",
-        {"candidate": candidate, "backend": prof.backend, "source": prof.source, "gpu_times_set_aside": bool(aside)})
+        {"candidate": candidate, "backend": prof.backend, "source": prof.source, "gpu_times_set_aside": aside})
 
 
 def layer_findings(table: LayerTable | None, graph: Mapping[str, Mapping[str, Any]] | None, candidate: str,

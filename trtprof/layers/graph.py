@@ -70,6 +70,13 @@ def tensor_core_dims(node: Any, shape: Any) -> dict[str, Any] | None:
     return None
 
 
+def tensor_core_ineligible_nodes(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The nodes of ``node_facts`` whose dims cannot fill FP16 tensor cores (``tensor_core_dims``' ``eligible``
+    False), in graph order: what ``diagnose.layer_rules.tensor_core_ineligible`` names and ``--what-if keep-fp32``
+    keeps in FP32."""
+    return {name: f for name, f in facts.items() if f.get("tensor_core") and not f["tensor_core"].get("eligible", True)}
+
+
 def _is_zero_constant(name: str, producers: Mapping[str, Any], initializers: Mapping[str, Any]) -> bool:
     """Whether tensor ``name`` is the constant 0 of one element (a Constant node's ``value`` or ``value_float``,
     or an initializer once constant folding has run): any other tensor is not the guard's 0."""

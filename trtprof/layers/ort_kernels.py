@@ -47,7 +47,7 @@ MAX_CALLS = 20_000
 # the report net's fp32 on the H200 (2026-12-03): the fit moved 24.25 µs off the read offset to hold them and
 # tied 91.9 % of the GPU's work; a profile of the same engine read at its offset tied 100 %
 RUN_SLACK = 0.01
-# a clock candidate none of whose offsets puts half the API calls inside the runs is the wrong clock (the
+# a clock candidate none of whose offsets puts half the launching API calls inside the runs is the wrong clock (the
 # other Python clock is years off): skipped
 RUNS_MIN = 0.5
 # under this share of the GPU time attributed to nodes, the per-node kernel times are not used
@@ -289,11 +289,11 @@ def _nearest_best(offsets: np.ndarray, shares: np.ndarray, base: int) -> tuple[i
 
 
 def fit_offset(nodes: Sequence[NodeSpan], launch_times: Sequence[int], candidates: Mapping[str, int],
-               runs: Sequence[NodeSpan] = (), api_times: Sequence[int] = ()) -> tuple[str, int, float]:
+               runs: Sequence[NodeSpan] = ()) -> tuple[str, int, float]:
     """(clock, offset, share of launches inside a node) for the offset (CUPTI's time less ORT's): searched
     ``SEARCH_NS`` either side of each candidate (a read clock offset). With ``runs`` (the profiled runs'
-    windows) and ``api_times`` (the API calls that launched GPU work: ``attribute`` passes those), the offsets
-    that hold the most of them inside a run (to ``RUN_SLACK``) come first (a run's calls all happen inside it; between runs no call is made), so a
+    windows), the offsets that hold the most launching calls (``launch_times``, each call once) inside a run (to
+    ``RUN_SLACK``) come first (a run's launches all happen inside it; between runs none is made), so a
     shift by one node's length cannot pass for the truth; among them, in ``STEP_NS`` steps, the one that puts
     the most launches inside a node, nearest the candidate (``_nearest_best``)."""
     if not nodes or not launch_times or not candidates:
@@ -301,7 +301,7 @@ def fit_offset(nodes: Sequence[NodeSpan], launch_times: Sequence[int], candidate
     _, starts, ends = _intervals(nodes)
     _, run_starts, run_ends = _intervals(runs)
     times = np.array(sorted(launch_times), dtype=np.int64)
-    calls = np.array(sorted(api_times or launch_times), dtype=np.int64)
+    calls = np.unique(np.array(launch_times, dtype=np.int64))  # a call that launched several pieces of work, once
     calls = calls[:: max(1, len(calls) // MAX_CALLS)]  # an even sample: the run windows' fit needs no more
     best = ("", 0, -1.0)
     for clock, base in candidates.items():
@@ -333,9 +333,8 @@ def attribute(nodes: Sequence[NodeSpan], log: ActivityLog, candidates: Mapping[s
     node holds are the session's own (its inputs and outputs, ``session_copies``), not unattributed work."""
     cands = dict(candidates if candidates is not None else log.clock_offsets)
     launched = [w for w in log.work if w.correlation in log.launches]
-    launch_times = [log.launches[w.correlation] for w in launched]
     # the run windows hold the calls that launched work (made in a node's compute function), not every API call
-    clock, offset, _ = fit_offset(nodes, launch_times, cands, runs, sorted(set(launch_times)))
+    clock, offset, _ = fit_offset(nodes, [log.launches[w.correlation] for w in launched], cands, runs)
     order, starts, ends = _intervals(nodes)
     per: dict[tuple[str, float], list[GpuWork]] = {n.key: [] for n in order}
     outside = [w for w in log.work if w.correlation not in log.launches]

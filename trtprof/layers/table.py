@@ -190,18 +190,18 @@ class LayerTable:
         host times in place of its GPU kernel times (``layers.profile.one_clock``), the GPU twin's kernels: their
         names and tensor-core use hold whatever clock the table compares on, their times are GPU times. {} for a
         precision the table does not hold."""
-        prof = self.profiles.get(precision)
-        if prof is None:
-            return {}
-        source = prof.gpu_twin if prof.gpu_twin is not None else prof
-        return {layer.name: layer.kernels for layer in source.layers}
+        source = self._kernel_profile(precision)
+        return {layer.name: layer.kernels for layer in source.layers} if source is not None else {}
 
     def gpu_total_ms(self, precision: str) -> float | None:
         """``precision``'s summed per-layer time on the clock of ``gpu_kernels`` (None without the profile)."""
+        source = self._kernel_profile(precision)
+        return source.total_ms if source is not None else None
+
+    def _kernel_profile(self, precision: str) -> PrecisionProfile | None:
+        """``precision``'s profile, or the GPU twin it stands in for (``gpu_kernels``); None where there is none."""
         prof = self.profiles.get(precision)
-        if prof is None:
-            return None
-        return (prof.gpu_twin if prof.gpu_twin is not None else prof).total_ms
+        return prof.gpu_twin if prof is not None and prof.gpu_twin is not None else prof
 
     def totals_ms(self) -> dict[str, float]:
         return {p: self.profiles[p].total_ms for p in self.precisions if p in self.profiles}

@@ -160,7 +160,7 @@ def unasked_fp32(fp32: Mapping[str, int], kept: Mapping[str, Any] | None) -> dic
     left = {str(op): int(n) for op, n in (kept or {}).items() if isinstance(n, int) and not isinstance(n, bool)}
     out: dict[str, int] = {}
     for op, n in fp32.items():
-        base = op.removeprefix("Fused") if op.startswith("Fused") else op
+        base = op.removeprefix("Fused")
         covered = min(n, left.get(base, 0))
         left[base] = left.get(base, 0) - covered
         if n > covered:
