@@ -143,13 +143,29 @@ def regime_variants(runners, batches, blocks: int, prime: list[int], idle: int) 
             proc.kill()
 
 
+def continuous_compute(runners, feeds) -> dict:
+    """Per arm, the median compute ms of ``time_device`` run continuously: 50 warm-up and 600 timed iterations."""
+    from trtprof.measure.timing import TimingConfig, time_device
+
+    got = {}
+    for name, runner in runners.items():
+        s = time_device(runner, feeds, TimingConfig(warmup=50, iterations=600, copies=True, cuda_graph=True))
+        got[name] = round(float(statistics.median(s.stages["compute_ms"])), 4)
+    return got
+
+
+def pooled_compute(blocks) -> dict:
+    """Per arm, the median compute ms over every iteration of ``run_blocks``' blocks."""
+    return {name: round(float(statistics.median([x for b in bl for x in b["compute_ms"]])), 4)
+            for name, bl in blocks.items()}
+
+
 def regime(runners, batches, blocks: int, tag: str = "") -> dict:
     """Compute medians of one arm timed two ways in this process (issue 42: at every batch size compare's arms
     measured ~0.1 ms a run below both the independent queued ORT loop and ``time_device`` alone in a plain process):
     ``continuous`` (``time_device``, 50 warm-up and 600 timed iterations, as ort_b1_gap.py times it), and
     ``blocks`` (compare's rounds: every arm's blocks interleaved, ROUND_WARMUP warm-up calls and ~0.1-s blocks,
     inside a LaunchKeeper, ``run_blocks``), then ``continuous`` again (drift)."""
-    from trtprof.measure.timing import TimingConfig, time_device
     from trtprof.model.inputs import make_inputs
 
     first = next(iter(runners.values()))
@@ -157,19 +173,11 @@ def regime(runners, batches, blocks: int, tag: str = "") -> dict:
     for batch in batches:
         feeds = make_inputs(first.inputs, shapes_at(first, batch), seed=0)
 
-        def continuous() -> dict:
-            got = {}
-            for name, runner in runners.items():
-                s = time_device(runner, feeds, TimingConfig(warmup=50, iterations=600, copies=True, cuda_graph=True))
-                got[name] = round(float(statistics.median(s.stages["compute_ms"])), 4)
-            return got
-
-        before = continuous()
+        before = continuous_compute(runners, feeds)
         got = run_blocks(runners, feeds, blocks, keep=True)
-        pooled = {name: round(float(statistics.median([x for b in bl for x in b["compute_ms"]])), 4)
-                  for name, bl in got.items()}
+        pooled = pooled_compute(got)
         firsts = {name: round(float(statistics.median([b["compute_ms"][0] for b in bl])), 4) for name, bl in got.items()}
-        after = continuous()
+        after = continuous_compute(runners, feeds)
         out[batch] = {"continuous_before": before, "blocks": pooled, "blocks_first_iteration": firsts,
                       "continuous_after": after, "iterations_per_block": {n: bl[0]["n"] for n, bl in got.items()}}
         for name in runners:

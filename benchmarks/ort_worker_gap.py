@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -59,19 +58,12 @@ class Engines:
         return "primed"
 
     def time(self) -> dict:
-        from ort_block_costs import run_blocks
+        from ort_block_costs import continuous_compute, pooled_compute, run_blocks
 
-        from trtprof.measure.timing import TimingConfig, time_device
-
-        out: dict = {"continuous": {}, "blocks": {}}
-        for name, runner in self.runners.items():
-            s = time_device(runner, self.feeds, TimingConfig(warmup=50, iterations=600, copies=True, cuda_graph=True))
-            out["continuous"][name] = round(float(statistics.median(s.stages["compute_ms"])), 4)
-        got = run_blocks(self.runners, self.feeds, 8, keep=False)  # inside this process' keeper already
-        out["blocks"] = {name: round(float(statistics.median([x for b in bl for x in b["compute_ms"]])), 4)
-                         for name, bl in got.items()}
-        out["kernels"] = self.kernels()
-        return out
+        # the blocks run inside this process' keeper already (keep=False: no second one)
+        return {"continuous": continuous_compute(self.runners, self.feeds),
+                "blocks": pooled_compute(run_blocks(self.runners, self.feeds, 8, keep=False)),
+                "kernels": self.kernels()}
 
     def kernels(self, iterations: int = 20) -> dict:
         """Per arm, the GPU work of ``iterations`` timed runs by kernel name (CUPTI, cupti-python): ms per run and
