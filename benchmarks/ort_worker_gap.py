@@ -11,7 +11,12 @@ all agree with the in-process numbers. What a worker has that those have not: it
 - ``child``: one child process does the same (a worker's process, nothing beside it);
 - ``side_by_side``: N children load and prime at once (``--workers``, compare's 6), then child 0 times, then the
   last child, the others idle (compare's loads take turns);
-- ``unprimed``: one child that times without priming (its state set up by the first timed block).
+- ``one_by_one``: N children loaded, primed one after another, then timed as ``side_by_side``;
+- ``unprimed``: one child that times without priming (its state set up by the first timed block);
+- ``parent_last``: the parent again, after every child has gone.
+
+Each variant also gives, per arm, CUPTI's view of a loop of graph replays: per replay the GPU span (first kernel's
+start to last kernel's end) and busy time, beside the events' compute median of the same loop.
 
 Each timing: ``time_device`` continuous (50 warm-up, 600 iterations) and compare-like blocks (``ort_block_costs.
 run_blocks``, kept state), compute medians per arm. This imports trtprof (it measures trtprof's loop); the
@@ -65,10 +70,14 @@ class Engines:
                 "blocks": pooled_compute(run_blocks(self.runners, self.feeds, 8, keep=False)),
                 "kernels": self.kernels()}
 
-    def kernels(self, iterations: int = 20) -> dict:
-        """Per arm, the GPU work of ``iterations`` timed runs by kernel name (CUPTI, cupti-python): ms per run and
-        launches per run, so two processes' kernel choices (cuDNN's algorithms) can be set side by side; {} without
+    def kernels(self, iterations: int = 50) -> dict:
+        """Per arm, the GPU work of ``iterations`` timed runs (CUPTI, cupti-python): ``top``, ms and launches per run
+        by kernel name (two processes' kernel choices set side by side); ``replay``, per graph replay (its kernels
+        share the launch's correlation id) the median GPU span (first kernel's start to last kernel's end) and busy
+        time (kernel durations summed), beside ``events``, the median compute of the same loop by CUDA events: the
+        span tells the GPU's own time for a replay, so an event time above it is time outside the replay. {} without
         cupti-python."""
+        import statistics
         from collections import defaultdict
 
         from trtprof.layers.ort_kernels import capture, demangle, import_cupti
@@ -81,15 +90,30 @@ class Engines:
         out = {}
         for name, runner in self.runners.items():
             with capture(cupti) as log:
-                time_device(runner, self.feeds, TimingConfig(warmup=0, iterations=iterations, copies=False,
-                                                             cuda_graph=True))
+                samples = time_device(runner, self.feeds, TimingConfig(warmup=0, iterations=iterations, copies=False,
+                                                                       cuda_graph=True))
+            replays: dict = defaultdict(list)
+            for w in log.work:
+                replays[w.correlation].append(w)
+            runs = [ws for ws in replays.values() if len(ws) > 10]  # graph replays, not single copies or memsets
             ms: dict = defaultdict(float)
             calls: dict = defaultdict(int)
             for w in log.work:
-                ms[demangle(w.name)[:90]] += w.duration_ns / 1e6 / iterations
+                ms[demangle(w.name)[:90]] += w.duration_ns / 1e6 / max(len(runs), 1)
                 calls[demangle(w.name)[:90]] += 1
-            out[name] = {k: [round(v, 4), round(calls[k] / iterations, 2)] for k, v in
-                         sorted(ms.items(), key=lambda kv: -kv[1])[:25]}
+            spans = sorted((max(w.end for w in ws) - min(w.start for w in ws)) / 1e6 for ws in runs)
+            out[name] = {
+                "replay": {"n": len(runs),
+                           "span_p10_p90_ms": [round(spans[len(spans) // 10], 4), round(spans[-len(spans) // 10 - 1], 4)]
+                           if runs else None,
+                           "span_ms": round(statistics.median((max(w.end for w in ws) - min(w.start for w in ws)) / 1e6
+                                                              for ws in runs), 4) if runs else None,
+                           "busy_ms": round(statistics.median(sum(w.duration_ns for w in ws) / 1e6 for ws in runs), 4)
+                           if runs else None,
+                           "kernels": statistics.median(len(ws) for ws in runs) if runs else None,
+                           "events_ms": round(float(statistics.median(samples.stages["compute_ms"])), 4)},
+                "top": {k: [round(v, 4), round(calls[k] / max(len(runs), 1), 2)] for k, v in
+                        sorted(ms.items(), key=lambda kv: -kv[1])[:25]}}
         return out
 
     def close(self) -> None:
@@ -140,17 +164,21 @@ class Child:
         self.proc.wait(timeout=60)
 
 
-def variant_children(items: list[str], batch: int, workers: int, prime: bool) -> dict:
-    """``workers`` children loaded and (``prime``) primed at once; child 0 times, then the last one."""
+def variant_children(items: list[str], batch: int, workers: int, prime: bool, together: bool = True) -> dict:
+    """``workers`` children loaded and (``prime``) primed at once (``together``) or one after another; child 0
+    times, then the last one."""
     children = [Child(items, batch) for _ in range(workers)]
     try:
         for c in children:
             c.answer()  # "loaded"
-        if prime:
+        if prime and together:
             for c in children:
                 c.send("prime")
             for c in children:
                 c.answer()
+        elif prime:
+            for c in children:
+                c.ask("prime")
         out = {"child0": children[0].ask("time")}
         if workers > 1:
             out[f"child{workers - 1}"] = children[-1].ask("time")
@@ -180,14 +208,25 @@ def main() -> None:
         parent.close()
     result["child"] = variant_children(args.engines, args.batch, 1, prime=True)
     result["side_by_side"] = variant_children(args.engines, args.batch, args.workers, prime=True)
+    result["one_by_one"] = variant_children(args.engines, args.batch, args.workers, prime=True, together=False)
     result["unprimed"] = variant_children(args.engines, args.batch, 1, prime=False)
+    parent = Engines(args.engines, args.batch)  # the parent again, last: does the GPU keep what the children did?
+    try:
+        parent.prime()
+        result["parent_last"] = {"self": parent.time()}
+    finally:
+        parent.close()
     for variant, per in result.items():
         for who, got in per.items():
             for how in ("continuous", "blocks"):
                 text = " ".join(f"{name} {ms:.4f}" for name, ms in got[how].items())
                 print(f"worker-gap b{args.batch} {variant:12s} {who:7s} {how:10s} compute ms: {text}", flush=True)
             for name, kernels in got.get("kernels", {}).items():
-                top = "; ".join(f"{k[:50]} {v[0]:.4f} ms ×{v[1]:g}" for k, v in list(kernels.items())[:4])
+                r = kernels["replay"]
+                print(f"worker-gap b{args.batch} {variant:12s} {who:7s} replay {name}: {r['n']} replays of "
+                      f"{r['kernels']} kernels, GPU span {r['span_ms']} ms, busy {r['busy_ms']} ms, events "
+                      f"{r['events_ms']} ms", flush=True)
+                top = "; ".join(f"{k[:50]} {v[0]:.4f} ms ×{v[1]:g}" for k, v in list(kernels["top"].items())[:3])
                 print(f"worker-gap b{args.batch} {variant:12s} {who:7s} kernels {name}: {top}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
