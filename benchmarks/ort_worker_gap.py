@@ -101,12 +101,12 @@ class Engines:
             for w in log.work:
                 ms[demangle(w.name)[:90]] += w.duration_ns / 1e6 / max(len(runs), 1)
                 calls[demangle(w.name)[:90]] += 1
-            spans = sorted((max(w.end for w in ws) - min(w.start for w in ws)) / 1e6 for ws in runs)
+            spans = sorted((max(w.end_ns for w in ws) - min(w.start_ns for w in ws)) / 1e6 for ws in runs)
             out[name] = {
                 "replay": {"n": len(runs),
                            "span_p10_p90_ms": [round(spans[len(spans) // 10], 4), round(spans[-len(spans) // 10 - 1], 4)]
                            if runs else None,
-                           "span_ms": round(statistics.median((max(w.end for w in ws) - min(w.start for w in ws)) / 1e6
+                           "span_ms": round(statistics.median((max(w.end_ns for w in ws) - min(w.start_ns for w in ws)) / 1e6
                                                               for ws in runs), 4) if runs else None,
                            "busy_ms": round(statistics.median(sum(w.duration_ns for w in ws) / 1e6 for ws in runs), 4)
                            if runs else None,
