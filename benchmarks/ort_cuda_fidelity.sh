@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-all b1gapt regime regime2 inproc workergap gpustate keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-all b1gapt regime regime2 inproc workergap gpustate cuptidump keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -72,8 +72,16 @@ for stage in "$@"; do
     gpustate)  # does a replay's GPU time depend on what else lives on the machine? (ort_gpu_state.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --fp16 --batch-sizes 1 "$W/resnet50.onnx"
-      timeout 400 python3 "$HERE/ort_gpu_state.py" --json "$OUT/gpu-state.json" \
+      timeout 400 python3 "$HERE/ort_gpu_state.py" ${KINDS:+--kinds $KINDS} --json "$OUT/gpu-state.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | grep -E "gpu-state|rror" | tee -p "$OUT/gpu-state.txt"
+      ;;
+    cuptidump)  # the report net's per-node CUPTI attribution, its inputs dumped (TRTPROF_CUPTI_DUMP) to replay a failed fit
+      python3 models/conv_elu.py "$W" >/dev/null
+      for it in 10 10 50; do
+        TRTPROF_CUPTI_DUMP="$OUT/cupti-it$it" python3 -m trtprof profile "$W/report_conv_elu_k32_256.onnx" \
+          --backend onnxruntime-cuda --engines "$W/engines" --precisions fp32,fp16 --batch-size 10 --iterations $it \
+          --out "$OUT/cuptidump-it$it.json" 2>&1 | grep -E "note \(|rror" | tee -a "$OUT/cuptidump.txt"
+      done
       ;;
     keepfp32)  # the report net: the why with its kernels (--layers), then --what-if keep-fp32 (the ineligible convs FP32)
       python3 models/conv_elu.py "$W" >/dev/null

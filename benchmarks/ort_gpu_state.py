@@ -6,6 +6,9 @@ processes live beside it (fp32 span − busy 0.017 ms a replay against 0.078 ms;
 — whether those children primed side by side or one by one — and that the short gaps last a few seconds after
 they exit. This script holds everything else fixed and changes only what lives beside the timing process:
 
+- ``alone``: nothing beside it, the parent timed four times over 15 s (does the state change by itself?);
+- ``sleep``: K idle processes that touch no GPU;
+- ``ref``: one run of the independent reference beside it (its own process, run to its end);
 - ``spin``: K processes keeping a CPU core busy (no CUDA);
 - ``bare``: K processes holding a bare CUDA context (cuda-python ``cudaFree(0)``), idle;
 - ``worker``: K ``ort_worker_gap.py`` children, each with the engines loaded and primed (a compare worker), idle.
@@ -30,7 +33,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-HOLD = {"spin": "import sys\nprint('ready', flush=True)\nwhile True: pass",
+HOLD = {"sleep": "import sys\nprint('ready', flush=True)\nsys.stdin.read()",
+        "spin": "import sys\nprint('ready', flush=True)\nwhile True: pass",
         "bare": "from cuda.bindings import runtime as r\nr.cudaFree(0)\nprint('ready', flush=True)\nimport sys\nsys.stdin.read()"}
 
 
@@ -84,7 +88,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("engines", nargs="+", help="ENGINE.onnx:LABEL (files trtprof built for onnxruntime-cuda)")
     ap.add_argument("--holders", type=int, default=5)
-    ap.add_argument("--kinds", default="spin,bare,worker")
+    ap.add_argument("--kinds", default="sleep,ref,spin,bare,worker")
     ap.add_argument("--json")
     args = ap.parse_args()
     parent = Engines(args.engines, 1)
@@ -103,9 +107,16 @@ def main() -> None:
         print(f"gpu-state {kind:6s} {when:12s} reference: {json.dumps(got)}", flush=True)
 
     try:
-        measure("none", "alone")
-        ref("none", "alone")
+        for t in range(4):
+            measure("none", f"alone+{5 * t}s")
+            time.sleep(5 if t < 3 else 0)
         for kind in args.kinds.split(","):
+            if kind == "ref":
+                ref("ref", "run")
+                measure("ref", "after")
+                time.sleep(10)
+                measure("ref", "after+10s")
+                continue
             holders = Holders(kind, args.holders, args.engines)
             try:
                 measure(kind, "with")

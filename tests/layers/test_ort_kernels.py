@@ -448,3 +448,18 @@ def test_calls_that_launch_nothing_just_after_a_run_do_not_move_the_fit(trailing
             log.launches[corr] = ORT_START + int((end + 3 + k) * 1000) + CUPTI_OFFSET  # no work record: a sync
     got = ort_kernels.attribute(spans(events), log, {"realtime": CUPTI_OFFSET}, runs(events))
     assert got.attributed_share == 1.0 and got.correction_ns == 0, (got.attributed_share, got.correction_ns)
+
+
+def test_a_dumped_attribution_replays_to_the_same_answer(tmp_path, monkeypatch):
+    """TRTPROF_CUPTI_DUMP: what attribute() was given is written as JSON and read back to the same fit and split
+    (a fit seen to fail on a GPU replayed on the CPU); without the variable nothing is written."""
+    events, log = synthetic()
+    nodes, windows = spans(events), runs(events)
+    ort_kernels.dump_inputs(nodes, windows, log)
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setenv(ort_kernels.DUMP_ENV, str(tmp_path / "d"))
+    ort_kernels.dump_inputs(nodes, windows, log)
+    (path,) = (tmp_path / "d").iterdir()
+    nodes2, windows2, log2 = ort_kernels.load_inputs(str(path))
+    assert nodes2 == nodes and windows2 == windows and log2 == log
+    assert ort_kernels.attribute(nodes2, log2, runs=windows2) == ort_kernels.attribute(nodes, log, runs=windows)

@@ -311,7 +311,9 @@ def _attribution(events: Sequence[Mapping[str, Any]], iterations: int, start_ns:
 
     node_events, windows = profiled_node_events(events, iterations)
     runs = [NodeSpan(("model_run", a), start_ns + int(a * 1000), start_ns + int(b * 1000)) for a, b in windows]
-    gpu = ort_kernels.attribute(node_spans(node_events, start_ns), log, runs=runs)
+    nodes = node_spans(node_events, start_ns)
+    ort_kernels.dump_inputs(nodes, runs, log)
+    gpu = ort_kernels.attribute(nodes, log, runs=runs)
     copies_ms = sum(w.duration_ns for w in gpu.session_copies) / 1e6 / max(1, len(windows))
     config.update(kernel_clock=gpu.clock, attributed_share=round(gpu.attributed_share, 4),
                   clock_correction_us=round(gpu.correction_ns / 1e3, 2), gpu_work_records=len(log.work),

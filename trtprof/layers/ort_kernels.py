@@ -321,6 +321,43 @@ def fit_offset(nodes: Sequence[NodeSpan], launch_times: Sequence[int], candidate
     return best
 
 
+DUMP_ENV = "TRTPROF_CUPTI_DUMP"  # a folder: each attribution's inputs written there as JSON (for finding a fit's fault)
+
+
+def dump_inputs(nodes: Sequence[NodeSpan], runs: Sequence[NodeSpan], log: ActivityLog) -> None:
+    """Where ``DUMP_ENV`` names a folder, write what ``attribute`` is given (nodes, runs, the capture) as one JSON
+    file there, so that a fit seen to fail on a GPU can be replayed on any machine (``load_inputs``)."""
+    import json
+    import os
+    import uuid
+
+    folder = os.environ.get(DUMP_ENV)
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    data = {"nodes": [[list(n.key), n.start_ns, n.end_ns] for n in nodes],
+            "runs": [[list(n.key), n.start_ns, n.end_ns] for n in runs],
+            "work": [[w.name, w.start_ns, w.end_ns, w.correlation] for w in log.work],
+            "launches": {str(k): v for k, v in log.launches.items()}, "clock_offsets": log.clock_offsets,
+            "clock_drift_ns": log.clock_drift_ns}
+    with open(os.path.join(folder, f"cupti-{uuid.uuid4().hex[:8]}.json"), "w", encoding="utf-8") as f:
+        json.dump(data, f)
+
+
+def load_inputs(path: str) -> tuple[list[NodeSpan], list[NodeSpan], ActivityLog]:
+    """What ``dump_inputs`` wrote: (nodes, runs, log), ready for ``attribute``."""
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    span = lambda row: NodeSpan((str(row[0][0]), float(row[0][1])), int(row[1]), int(row[2]))  # noqa: E731
+    log = ActivityLog([GpuWork(str(n), int(a), int(b), int(c)) for n, a, b, c in data["work"]],
+                      {int(k): int(v) for k, v in data["launches"].items()},
+                      {k: int(v) for k, v in data["clock_offsets"].items()},
+                      {k: int(v) for k, v in data["clock_drift_ns"].items()})
+    return [span(r) for r in data["nodes"]], [span(r) for r in data["runs"]], log
+
+
 def is_copy(work: GpuWork) -> bool:
     return work.name.startswith(COPY_PREFIX)
 
