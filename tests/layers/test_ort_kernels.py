@@ -463,3 +463,31 @@ def test_a_dumped_attribution_replays_to_the_same_answer(tmp_path, monkeypatch):
     nodes2, windows2, log2 = ort_kernels.load_inputs(str(path))
     assert nodes2 == nodes and windows2 == windows and log2 == log
     assert ort_kernels.attribute(nodes2, log2, runs=windows2) == ort_kernels.attribute(nodes, log, runs=windows)
+
+
+def test_a_real_capture_whose_session_copies_pulled_the_fit_is_tied_at_the_read_offset():
+    """A real capture (H200, 2026-12-03, TRTPROF_CUPTI_DUMP of `trtprof profile` on the report net, fp32 at batch 10,
+    10 runs): 20 of its 160 pieces of GPU work are the session's own input/output copies, outside every node. Counted
+    in the fit they moved it 15 µs off the read offset and 85.6 % of the work was tied; the fit on kernel launches
+    keeps the read offset, every kernel lands in a node, and the copies stay the session's."""
+    from pathlib import Path
+
+    nodes, windows, log = ort_kernels.load_inputs(str(Path(__file__).parent / "cupti" / "report-net-fp32-b10-h200.json.gz"))
+    got = ort_kernels.attribute(nodes, log, runs=windows)
+    assert got.correction_ns == 0 and got.attributed_share == 1.0 and not got.unattributed
+    assert len(got.session_copies) == 20 and all(ort_kernels.is_copy(w) for w in got.session_copies)
+    convs = {k[0] for k, v in got.per_node.items() if any("fprop" in w.name or "gemm" in w.name for w in v)}
+    assert {c.split("_kernel_time")[0] for c in convs} >= {"conv1", "conv2", "conv3"}, convs
+
+
+def test_the_host_clock_finding_names_why_there_are_no_gpu_times():
+    """Three reasons, each its own words: set aside for another precision (fp16 here, its twin kept), its own capture
+    under the tie bar (fp32 with attributed_share 0.10, as a GPU run showed), no capture at all (install the extra)."""
+    table, _ = _host_clock_table({"conv0": [(SGEMM, 14.0, False)]})
+    assert "captured but set aside" in rules.host_clock(table, "fp16").message
+    untied = dataclasses.replace(table.profiles["fp32"], config={"attributed_share": 0.1})
+    table2 = LayerTable(10, ("fp32", "fp16"), {"fp32": untied, "fp16": table.profiles["fp16"]}, graph=REPORT_GRAPH)
+    msg = rules.host_clock(table2, "fp32").message
+    assert "captured (CUPTI) but only 10% of the GPU's work could be tied to a node" in msg and "pip install" not in msg
+    msg = rules.host_clock(table, "fp32").message  # fp32's FAKE profile: no capture recorded
+    assert "pip install 'trtprof[cupti]'" in msg and "captured" not in msg

@@ -252,11 +252,18 @@ def host_clock(table: LayerTable | None, candidate: str) -> Finding | None:
     if not backends.capabilities(prof.backend).host_clock_on_gpu or kernel_clock(prof):
         return None
     # why there are no GPU times: CUPTI captured them but another precision of this table could not be tied to
-    # nodes (``layers.profile.one_clock`` set them aside, keeping them as the twin), or CUPTI is not installed
+    # nodes (``layers.profile.one_clock`` set them aside, keeping them as the twin), or its own capture could not be
+    # (``attributed_share`` under the minimum), or CUPTI is not installed
     aside = prof.gpu_twin is not None
-    remedy = ("GPU kernel times per layer were captured but set aside (another precision's GPU work could not be "
-              "tied to nodes, and one table compares one clock)" if aside else
-              "GPU kernel times per layer: pip install 'trtprof[cupti]' (CUPTI), or --backend torch")
+    tied = prof.config.get("attributed_share")
+    if aside:
+        remedy = ("GPU kernel times per layer were captured but set aside (another precision's GPU work could not be "
+                  "tied to nodes, and one table compares one clock)")
+    elif isinstance(tied, (int, float)):
+        remedy = (f"GPU kernel times per layer were captured (CUPTI) but only {tied:.0%} of the GPU's work could be "
+                  "tied to a node, too little to use")
+    else:
+        remedy = "GPU kernel times per layer: pip install 'trtprof[cupti]' (CUPTI), or --backend torch"
     return Finding(
         "layer_times_host_clock",
         f"{candidate}'s per-layer times on {prof.backend} are host times ({prof.source}): each is the launch of a "
