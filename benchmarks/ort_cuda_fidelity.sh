@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-all b1gapt regime regime2 inproc workergap gpustate cuptidump keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap gpustate cuptidump keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -24,6 +24,10 @@ for stage in "$@"; do
   case $stage in
     gpu-tests)
       timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/backends/test_ort_cuda_gpu.py 2>&1 | tee -p "$OUT/gpu-tests.txt" | tail -5
+      ;;
+    gpu-ort)  # the gpu-marked tests of the onnxruntime-cuda backend and its CUPTI attribution
+      timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/layers/test_ort_kernels_gpu.py \
+        tests/backends/test_ort_cuda_gpu.py 2>&1 | tee -p "$OUT/gpu-ort.txt" | tail -8
       ;;
     gpu-all)  # every gpu-marked test of the suite (the CPU-only CI skips them)
       timeout "${GPU_ALL_S:-480}" python3 -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tee -p "$OUT/gpu-all.txt" | tail -15
