@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap gpustate cuptidump keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -85,6 +85,14 @@ for stage in "$@"; do
         TRTPROF_CUPTI_DUMP="$OUT/cupti-it$it" python3 -m trtprof profile "$W/report_conv_elu_k32_256.onnx" \
           --backend onnxruntime-cuda --engines "$W/engines" --precisions fp32,fp16 --batch-size 10 --iterations $it \
           --out "$OUT/cuptidump-it$it.json" 2>&1 | grep -E "note \(|rror" | tee -a "$OUT/cuptidump.txt"
+      done
+      ;;
+    shapeswitch)  # where one runner serving two batch sizes faults (EfficientNet-B0, MobileNetV3-L; ResNet-50 the control)
+      for m in ${MODELS:-efficientnet_b0 mobilenetv3_large resnet50}; do
+        python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
+        engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
+        CUDA_LAUNCH_BLOCKING=${BLOCKING:-0} timeout 300 python3 "$HERE/ort_shape_switch.py" --json "$OUT/shape-switch-$m.json" \
+          "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet | grep -E "shape-switch|rror" | tee -a "$OUT/shape-switch.txt"
       done
       ;;
     keepfp32)  # the report net: the why with its kernels (--layers), then --what-if keep-fp32 (the ineligible convs FP32)
