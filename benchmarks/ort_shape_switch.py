@@ -15,7 +15,9 @@ worker loads them, and after every step synchronises and reports: the step, OK o
 - ``kept+infer``: as ``kept`` with the accuracy pass's eager ``infer`` at 1 and 32 before the first timing
   (load 0's worker);
 - ``fresh``: the same order, each block setting up and releasing its own state (no keeper);
-- ``one-shape``: 1 only, twice (control).
+- ``one-shape``: 1 only, twice (control);
+- ``split``: as ``kept``, but each batch size on runners of its own (one ORT session per shape): the fix to try
+  if ``kept`` faults and this does not.
 
 It also prints the runner's settings (CUDA graph on, refused and why, dims fixed per shape or not), which decide
 the path. ``CUDA_LAUNCH_BLOCKING=1`` in the environment makes the failing step the one that faulted.
@@ -35,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-SCENARIOS = ("one-shape", "fresh", "kept", "kept+infer")
+SCENARIOS = ("one-shape", "fresh", "kept", "kept+infer", "split")
 
 
 def steps_of(scenario: str, sizes: list[int]) -> list[tuple[str, int]]:
@@ -55,10 +57,15 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
     from trtprof.measure.timing import TimingConfig, time_device
     from trtprof.model.inputs import make_inputs
 
-    runners = {}
+    per_batch = {b: {} for b in sizes}
     for item in items:
         path, label = item.rsplit(":", 1)
-        runners[label] = load_runner(record_for(Path(path)), log_warnings=True)
+        record = record_for(Path(path))
+        shared = load_runner(record, log_warnings=True)
+        for b in sizes:  # one runner for every batch size, or (split) one each
+            per_batch[b][label] = load_runner(record, log_warnings=True) if scenario == "split" and b != sizes[0] \
+                else shared
+    runners = per_batch[sizes[0]]
     out: dict = {"scenario": scenario, "settings": {}, "steps": []}
     for label, runner in runners.items():
         settings = getattr(runner, "settings", {})
@@ -70,7 +77,7 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
         if scenario != "fresh":
             stack.enter_context(LaunchKeeper())
         for action, batch in steps_of(scenario, sizes):
-            for label, runner in runners.items():
+            for label, runner in per_batch[batch].items():
                 row = {"action": action, "batch": batch, "arm": label}
                 try:
                     if action == "infer":
