@@ -5,8 +5,9 @@
 alone ran, and ResNet-50 (1/32/256) and ConvNeXt-T (1/32) ran. A worker keeps one device state per batch size
 (``measure.kept_launch``) and replays one ORT graph per bound buffer set (``gpu_graph_id``); in between, ORT runs
 eagerly at the other shape (the runner's ``prepare``, the accuracy pass). A graph replays what it captured: any host
-or device resource a kernel baked into it and later gave up (a pinned staging buffer ORT recycles — ORT PR #32121 —
-or a per-shape plan a kernel rebuilds when the shape changes) is read anew by the replay.
+or device resource a kernel baked into it and later gave up (a per-shape plan or buffer a kernel rebuilds when the
+shape changes) is read anew by the replay. (The pinned staging buffers ORT PR #32121 keeps alive are not it: that fix
+is in onnxruntime-gpu 1.31.1's CUDA provider.)
 
 Each scenario runs in a child process of its own (a CUDA fault poisons the context), with the engines loaded as a
 worker loads them, and after every step synchronises and reports: the step, OK or the error, the compute median:
