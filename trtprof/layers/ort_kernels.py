@@ -346,9 +346,8 @@ def dump_inputs(nodes: Sequence[NodeSpan], runs: Sequence[NodeSpan], log: Activi
 
 def load_inputs(path: str) -> tuple[list[NodeSpan], list[NodeSpan], ActivityLog]:
     """What ``dump_inputs`` wrote (or its gzip): (nodes, runs, log), ready for ``attribute``."""
-    import json
-
     import gzip
+    import json
 
     with (gzip.open if str(path).endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
         data = json.load(f)
