@@ -44,6 +44,15 @@ def record_for(path: Path):
     raise SystemExit(f"{path}: no trtprof engine record beside it")
 
 
+def labelled_records(items) -> dict:
+    """``ENGINE.onnx:LABEL`` arguments as {label: the engine's record} (``record_for``), in the given order."""
+    out = {}
+    for item in items:
+        path, label = item.rsplit(":", 1)
+        out[label] = record_for(Path(path))
+    return out
+
+
 def shapes_at(runner, batch: int) -> dict:
     """The runner's input shapes at ``batch``: every dim that is not a fixed size (named, unknown, -1) set to it."""
     return {s.name: tuple(batch if not isinstance(d, int) or d < 0 else d for d in s.shape) for s in runner.inputs}
@@ -227,10 +236,9 @@ def main() -> None:
     from trtprof.model.inputs import make_inputs
 
     runners = {}
-    for item in args.engines:
-        path, label = item.rsplit(":", 1)
+    for label, record in labelled_records(args.engines).items():
         t0 = time.perf_counter()
-        runners[label] = load_runner(record_for(Path(path)))
+        runners[label] = load_runner(record)
         print(f"load {label}: {time.perf_counter() - t0:.3f} s", flush=True)
     first = next(iter(runners.values()))
     batches = [int(b) for b in args.batch_sizes.split(",")]

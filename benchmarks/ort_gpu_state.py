@@ -76,9 +76,7 @@ def reference(items: list[str]) -> dict:
         subprocess.run([sys.executable, str(HERE / "reference_ort_iobinding.py"), "--batch-sizes", "1",
                         "--iters", "300", "--out", str(out), *items], check=True, stdout=subprocess.DEVNULL)
         rows = json.loads(out.read_text())
-    rows = rows.get("rows", rows) if isinstance(rows, dict) else rows
-    return {str(r.get("precision", r.get("label"))): {k: r.get(k) for k in ("compute_ms", "back_to_back_ms")}
-            for r in rows}
+    return {r["precision"]: {k: r[k] for k in ("compute_ms", "back_to_back_ms")} for r in rows}
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ def steps_of(scenario: str, sizes: list[int]) -> list[tuple[str, int]]:
 
 
 def child(scenario: str, items: list[str], sizes: list[int]) -> None:
-    from ort_block_costs import record_for, shapes_at
+    from ort_block_costs import labelled_records, shapes_at
 
     from trtprof.measure.bench import load_runner
     from trtprof.measure.kept_launch import LaunchKeeper
@@ -59,9 +59,7 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
     from trtprof.model.inputs import make_inputs
 
     per_batch = {b: {} for b in sizes}
-    for item in items:
-        path, label = item.rsplit(":", 1)
-        record = record_for(Path(path))
+    for label, record in labelled_records(items).items():
         shared = load_runner(record, log_warnings=True)
         for b in sizes:  # one runner for every batch size, or (split) one each
             per_batch[b][label] = load_runner(record, log_warnings=True) if scenario == "split" and b != sizes[0] \

@@ -40,16 +40,14 @@ class Engines:
     """The engines of one process, loaded as compare's workers load them, and what it does with them."""
 
     def __init__(self, items: list[str], batch: int) -> None:
-        from ort_block_costs import record_for, shapes_at
+        from ort_block_costs import labelled_records, shapes_at
 
         from trtprof.measure.bench import load_runner
         from trtprof.measure.kept_launch import LaunchKeeper
         from trtprof.model.inputs import make_inputs
 
-        self.runners = {}
-        for item in items:
-            path, label = item.rsplit(":", 1)
-            self.runners[label] = load_runner(record_for(Path(path)), log_warnings=True)
+        self.runners = {label: load_runner(record, log_warnings=True)
+                        for label, record in labelled_records(items).items()}
         first = next(iter(self.runners.values()))
         self.feeds = make_inputs(first.inputs, shapes_at(first, batch), seed=0)
         self.stack = ExitStack()

@@ -10,8 +10,8 @@ ORT's profile holds it: the node's kernels are launched inside its compute funct
 ORT's profile and CUPTI count time on different clocks. Their offset is read at capture (CUPTI's
 timestamp against Python's monotonic and real-time clocks, read back to back; ORT's profiling start is
 on one of them: the real-time clock in onnxruntime 1.31) and then refined: the offset kept is the one,
-within ``SEARCH_NS`` of a candidate, that keeps every launching API call inside a profiled run and puts the most
-launches inside node intervals (``fit_offset``; ORT rounds its times to whole microseconds). The share of
+within ``SEARCH_NS`` of a candidate, that keeps every kernel-launching API call inside a profiled run and puts the
+most launches inside node intervals (``fit_offset``; ORT rounds its times to whole microseconds). The share of
 the GPU's work so attributed, and the correction the search made to the read offset, are recorded with the
 profile; under ``ATTRIBUTED_MIN`` no per-node kernel time is claimed. Measured on the H200 with the first
 version of this module: benchmarks/results/ort_kernels-H200-2026-12-03/.
@@ -42,7 +42,7 @@ STEP_NS = 250
 MAX_CALLS = 20_000
 # the run windows' fit keeps the offsets holding all but this share of the launching API calls of the best: a
 # stray call outside every run (another thread's) must not pull the fit; a shift by a run loses a whole run's
-# calls. Only calls that launched GPU work count: ORT makes other calls (device queries, its stream's
+# calls. Only calls that launched kernels count (``attribute``): ORT makes other calls (device queries, its stream's
 # synchronisation) just outside its model_run window, and on a small graph those outnumbered 1 % of the calls —
 # the report net's fp32 on the H200 (2026-12-03): the fit moved 24.25 µs off the read offset to hold them and
 # tied 91.9 % of the GPU's work; a profile of the same engine read at its offset tied 100 %
