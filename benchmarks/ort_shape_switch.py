@@ -18,10 +18,7 @@ worker loads them, and after every step synchronises and reports: the step, OK o
 - ``fresh``: the same order, each block setting up and releasing its own state (no keeper);
 - ``one-shape``: 1 only, twice (control);
 - ``split``: as ``kept``, but each batch size on runners of its own (one ORT session per shape): the fix to try
-  if ``kept`` faults and this does not;
-- ``per-shape``: as ``kept``, on the runner as trtprof loads it now: one ORT session per set of shapes inside
-  the runner (the fix, ``backends.onnxruntime_cuda``). ``fresh``, ``kept`` and ``kept+infer`` turn that off
-  (one session for every shape, as before the fix) to show the fault it avoids.
+  if ``kept`` faults and this does not.
 
 It also prints the runner's settings (CUDA graph on, refused and why, dims fixed per shape or not), which decide
 the path. ``CUDA_LAUNCH_BLOCKING=1`` in the environment makes the failing step the one that faulted.
@@ -41,8 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-SCENARIOS = ("one-shape", "fresh", "kept", "kept+infer", "split", "per-shape")
-ONE_SESSION = ("fresh", "kept", "kept+infer")  # the runner made to run every shape on its load's session
+SCENARIOS = ("one-shape", "fresh", "kept", "kept+infer", "split")
 
 
 def steps_of(scenario: str, sizes: list[int]) -> list[tuple[str, int]]:
@@ -65,8 +61,6 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
     per_batch = {b: {} for b in sizes}
     for label, record in labelled_records(items).items():
         shared = load_runner(record, log_warnings=True)
-        if scenario in ONE_SESSION and getattr(shared, "_dynamic_refused", None) is None:
-            shared._reopen = None  # one ORT session for every shape: the runner as it was before the fix
         for b in sizes:  # one runner for every batch size, or (split) one each
             per_batch[b][label] = load_runner(record, log_warnings=True) if scenario == "split" and b != sizes[0] \
                 else shared
@@ -100,8 +94,6 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
                 if not row["ok"]:
                     print(json.dumps({"settings": out["settings"]}), flush=True)
                     return
-    for label, runner in runners.items():
-        out["settings"][label]["sessions_opened"] = getattr(runner, "sessions_opened", None)
     print(json.dumps({"settings": out["settings"]}), flush=True)
 
 

@@ -225,56 +225,6 @@ def test_an_accepted_graph_opens_no_second_session(fake_ort):
     assert "free_dimension_overrides" not in runner.settings
 
 
-def test_each_set_of_shapes_runs_on_a_session_of_its_own(fake_ort):
-    """One session per prepared shape set (issue 42: on the H200 one session's graphs at two batch sizes faulted
-    with cudaErrorIllegalAddress on EfficientNet-B0 and MobileNetV3-L): the load's serves the first shapes, a
-    session of the same options (graph on, same stream) each other; switching back opens nothing."""
-    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
-    first = runner.session
-    runner.prepare({"x": (1, 3)})
-    assert runner.session is first and len(fake_ort.made) == 1 and "session_per_shape" not in runner.settings
-    runner.prepare({"x": (32, 3)})
-    second = runner.session
-    assert second is not first and len(fake_ort.made) == 2
-    opened = fake_ort.made[1]
-    assert opened["cuda_options"] == fake_ort.made[0]["cuda_options"] and opened["overrides"] == {}
-    assert runner.runtime_graph(True)["mode"] == "cuda_graph" and runner.settings["session_per_shape"] is True
-    with runner.bind({"x": 10, "y": 20}, runner.stream.handle) as launch:
-        launch()
-    runner.prepare({"x": (1, 3)})  # back: the first session, its own graph ids, nothing opened
-    assert runner.session is first and len(fake_ort.made) == 2 and runner.sessions_opened == 2
-    with runner.bind({"x": 10, "y": 20}, runner.stream.handle) as launch:
-        launch()
-    assert [r[1][oc.GRAPH_ID] for r in second.runs] == ["1"] and [r[1][oc.GRAPH_ID] for r in first.runs] == ["1"]
-    assert first.host_runs == [{oc.GRAPH_ID: "-1"}] * 2 and second.host_runs == [{oc.GRAPH_ID: "-1"}]
-
-
-def test_infer_at_unprepared_shapes_runs_on_one_graphless_session_that_trim_gives_back(fake_ort):
-    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
-    first = runner.session
-    runner.infer({"x": np.zeros((2, 3), np.float32)})  # before any prepare: not on a session that captures
-    runner.infer({"x": np.zeros((5, 3), np.float32)})
-    assert [m["cuda_options"]["enable_cuda_graph"] for m in fake_ort.made] == ["1", "0"] and not first.host_runs
-    assert runner.sessions_opened == 2
-    runner.prepare({"x": (2, 3)})
-    runner.infer({"x": np.zeros((2, 3), np.float32)})  # prepared shapes: their session, without its graph
-    assert runner.session is first and first.host_runs == [{oc.GRAPH_ID: "-1"}] * 2
-    runner.trim()
-    assert runner.sessions_opened == 1
-    runner.infer({"x": np.zeros((5, 3), np.float32)})
-    assert len(fake_ort.made) == 3 and fake_ort.made[-1]["cuda_options"]["enable_cuda_graph"] == "0"
-
-
-def test_with_the_graph_off_one_session_runs_every_shape(fake_ort):
-    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record(), graph=False)
-    only = runner.session
-    for batch in (1, 32, 1):
-        runner.prepare({"x": (batch, 3)})
-        runner.infer({"x": np.zeros((7, 3), np.float32)})
-    assert runner.session is only and len(fake_ort.made) == 1
-    assert only.host_runs == [{}] * 6  # no graph id where the session has no graph
-
-
 def test_free_dims_reads_each_named_dim_once():
     two = (TensorSpec("a", "int64", ("batch", "seq")), TensorSpec("m", "int64", ("batch", "seq")))
     assert oc.free_dims(two, {"a": (2, 128), "m": (2, 128)}) == ({"batch": 2, "seq": 128}, "")
