@@ -18,7 +18,13 @@ worker loads them, and after every step synchronises and reports: the step, OK o
 - ``fresh``: the same order, each block setting up and releasing its own state (no keeper);
 - ``one-shape``: 1 only, twice (control);
 - ``split``: as ``kept``, but each batch size on runners of its own (one ORT session per shape): the fix to try
-  if ``kept`` faults and this does not.
+  if ``kept`` faults and this does not;
+- ``per-shape``: as ``kept``, on the runner as trtprof loads it, told nothing ahead: it captures at 1, then meets
+  32 and opens a session for it (``session_per_shape``: a shape met after the load's session captured);
+- ``expected``: as ``per-shape``, the runner told both batch sizes first (``expect_shapes``, as compare's workers
+  do before priming): its load's session runs eagerly at each, then captures and replays both (one session).
+  ``fresh``, ``kept`` and ``kept+infer`` turn the runner's own sessions off (one session for every shape, as
+  before the fix) to show the fault it avoids.
 
 It also prints the runner's settings (CUDA graph on, refused and why, dims fixed per shape or not), which decide
 the path. ``CUDA_LAUNCH_BLOCKING=1`` in the environment makes the failing step the one that faulted.
@@ -38,7 +44,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-SCENARIOS = ("one-shape", "fresh", "kept", "kept+infer", "split")
+SCENARIOS = ("one-shape", "fresh", "kept", "kept+infer", "split", "per-shape", "expected")
+ONE_SESSION = ("fresh", "kept", "kept+infer")  # the runner made to run every shape on its load's session
 
 
 def steps_of(scenario: str, sizes: list[int]) -> list[tuple[str, int]]:
@@ -61,6 +68,8 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
     per_batch = {b: {} for b in sizes}
     for label, record in labelled_records(items).items():
         shared = load_runner(record, log_warnings=True)
+        if scenario in ONE_SESSION and getattr(shared, "_dynamic_refused", None) is None:
+            shared._reopen = None  # one ORT session for every shape: the runner as it was before the fix
         for b in sizes:  # one runner for every batch size, or (split) one each
             per_batch[b][label] = load_runner(record, log_warnings=True) if scenario == "split" and b != sizes[0] \
                 else shared
@@ -72,6 +81,9 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
                                                                "free_dimension_overrides", "cuda_graph_refused_dynamic")}
     first = next(iter(runners.values()))
     feeds = {b: make_inputs(first.inputs, shapes_at(first, b), seed=0) for b in sizes}
+    if scenario == "expected":
+        for runner in runners.values():
+            runner.expect_shapes([shapes_at(first, b) for b in sizes])
     with ExitStack() as stack:
         if scenario != "fresh":
             stack.enter_context(LaunchKeeper())
@@ -94,6 +106,8 @@ def child(scenario: str, items: list[str], sizes: list[int]) -> None:
                 if not row["ok"]:
                     print(json.dumps({"settings": out["settings"]}), flush=True)
                     return
+    for label, runner in runners.items():
+        out["settings"][label]["sessions_opened"] = getattr(runner, "sessions_opened", None)
     print(json.dumps({"settings": out["settings"]}), flush=True)
 
 

@@ -225,6 +225,94 @@ def test_an_accepted_graph_opens_no_second_session(fake_ort):
     assert "free_dimension_overrides" not in runner.settings
 
 
+def launch_once(runner):
+    with runner.bind({"x": 10, "y": 20}, runner.stream.handle) as launch:
+        launch()
+
+
+def test_a_shape_met_after_a_capture_runs_on_a_session_of_its_own(fake_ort):
+    """Issue 42: on the H200 one session that captured at batch 1, then ran and captured at 32, faulted replaying 1
+    (cudaErrorIllegalAddress, EfficientNet-B0 and MobileNetV3-L). A shape the load's session did not run before
+    its first capture gets a session of the same options (graph on, same stream); switching back opens nothing."""
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    first = runner.session
+    runner.prepare({"x": (1, 3)})
+    launch_once(runner)  # the first capture
+    assert runner.session is first and len(fake_ort.made) == 1 and "session_per_shape" not in runner.settings
+    runner.prepare({"x": (32, 3)})
+    second = runner.session
+    assert second is not first and len(fake_ort.made) == 2
+    opened = fake_ort.made[1]
+    assert opened["cuda_options"] == fake_ort.made[0]["cuda_options"] and opened["overrides"] == {}
+    assert runner.runtime_graph(True)["mode"] == "cuda_graph" and runner.settings["session_per_shape"] is True
+    launch_once(runner)
+    runner.prepare({"x": (1, 3)})  # back: the first session, its own graph ids, nothing opened
+    assert runner.session is first and len(fake_ort.made) == 2 and runner.sessions_opened == 2
+    launch_once(runner)
+    assert [r[1][oc.GRAPH_ID] for r in second.runs] == ["1"] and [r[1][oc.GRAPH_ID] for r in first.runs] == ["1", "1"]
+    assert first.host_runs == [{oc.GRAPH_ID: "-1"}] * 2 and second.host_runs == [{oc.GRAPH_ID: "-1"}]
+
+
+def test_shapes_run_before_the_first_capture_share_the_loads_session(fake_ort):
+    """What ran without fault on the H200: the session run eagerly at every shape before its first capture.
+    ``expect_shapes`` does those runs (compare's workers call it before priming); then every shape is captured
+    in the load's session, one graph id each, and no session is opened; after a capture it does nothing."""
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    first = runner.session
+    runner.expect_shapes([{"x": (1, 3)}, {"x": (32, 3)}])
+    assert first.host_runs == [{oc.GRAPH_ID: "-1"}] * 2 and len(fake_ort.made) == 1
+    for batch in (1, 32, 1, 32):
+        runner.prepare({"x": (batch, 3)})
+        assert runner.session is first and "session_per_shape" not in runner.settings
+        launch_once(runner)
+    assert [r[1][oc.GRAPH_ID] for r in first.runs] == ["1", "2", "1", "2"] and len(fake_ort.made) == 1
+    runner.expect_shapes([{"x": (64, 3)}])  # after a capture: not run (it would be the fault's order)
+    assert len(first.host_runs) == 6 and len(fake_ort.made) == 1
+    runner.prepare({"x": (64, 3)})
+    assert runner.session is not first and runner.sessions_opened == 2
+
+
+def test_prepares_before_the_first_capture_share_the_loads_session(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    first = runner.session
+    runner.prepare({"x": (1, 3)})
+    runner.prepare({"x": (32, 3)})  # no launch yet: nothing captured, the same session
+    launch_once(runner)
+    runner.prepare({"x": (1, 3)})
+    launch_once(runner)
+    assert runner.session is first and len(fake_ort.made) == 1 and runner.sessions_opened == 1
+
+
+def test_infer_at_shapes_met_after_a_capture_runs_on_one_graphless_session_that_trim_gives_back(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    first = runner.session
+    runner.infer({"x": np.zeros((2, 3), np.float32)})  # before any capture: the load's session, shape kept
+    assert len(fake_ort.made) == 1 and first.host_runs == [{oc.GRAPH_ID: "-1"}]
+    runner.prepare({"x": (1, 3)})
+    launch_once(runner)
+    runner.infer({"x": np.zeros((5, 3), np.float32)})  # after it, at a shape never run: the graph-less session
+    runner.infer({"x": np.zeros((5, 3), np.float32)})
+    assert [m["cuda_options"]["enable_cuda_graph"] for m in fake_ort.made] == ["1", "0"]
+    assert runner.sessions_opened == 2 and len(first.host_runs) == 2
+    runner.infer({"x": np.zeros((2, 3), np.float32)})  # run before the capture: the load's session, no graph
+    runner.infer({"x": np.zeros((1, 3), np.float32)})
+    assert first.host_runs == [{oc.GRAPH_ID: "-1"}] * 4
+    runner.trim()
+    assert runner.sessions_opened == 1
+    runner.infer({"x": np.zeros((5, 3), np.float32)})
+    assert len(fake_ort.made) == 3 and fake_ort.made[-1]["cuda_options"]["enable_cuda_graph"] == "0"
+
+
+def test_with_the_graph_off_one_session_runs_every_shape(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record(), graph=False)
+    only = runner.session
+    for batch in (1, 32, 1):
+        runner.prepare({"x": (batch, 3)})
+        runner.infer({"x": np.zeros((7, 3), np.float32)})
+    assert runner.session is only and len(fake_ort.made) == 1
+    assert only.host_runs == [{}] * 6  # no graph id where the session has no graph
+
+
 def test_free_dims_reads_each_named_dim_once():
     two = (TensorSpec("a", "int64", ("batch", "seq")), TensorSpec("m", "int64", ("batch", "seq")))
     assert oc.free_dims(two, {"a": (2, 128), "m": (2, 128)}) == ({"batch": 2, "seq": 128}, "")

@@ -90,6 +90,39 @@ def test_a_failure_stops_priming_with_its_reason_and_no_arm_opted_in_primes_noth
     assert answer["primed"] == [] and calls2 == [] and cpu_only.made == {}
 
 
+class ExpectingRunner(FakeGpuRunner):
+    """FAKE runner that takes ``expect_shapes`` (as onnxruntime-cuda's does): records when it is told."""
+
+    def __init__(self, name, log, fail=False):
+        super().__init__(name)
+        self.log, self.fail = log, fail
+
+    def expect_shapes(self, shapes):
+        if self.fail:
+            raise RuntimeError("CUDA failure 2: out of memory")
+        warnings.warn(f"{self.name} ran ahead", RuntimeWarning, stacklevel=1)
+        self.log.append((self.name, "expect", [s["x"] for s in shapes]))
+
+
+def test_a_worker_tells_every_batch_sizes_shapes_before_priming_any(monkeypatch):
+    """Issue 42: ORT's CUDA graphs at two batch sizes in one session replay without fault only where the session
+    ran at both before its first capture: the worker tells the runner every shape before the first prime_launch."""
+    from trtprof.measure import interleave
+
+    state, calls = primed_state(monkeypatch)
+    state.runners = {"fp32": ExpectingRunner("fp32", calls), "fp16": ExpectingRunner("fp16", calls, fail=True)}
+    _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True))
+    assert calls[0] == ("fp32", "expect", [(1, 4), (8, 4)]) and len(calls) == 5  # then 2 arms × 2 batch sizes
+    assert answer["primed"] == [1, 8]
+    assert answer["notes"] == ["fp16: shapes not run ahead (RuntimeError: CUDA failure 2: out of memory)"]
+    monkeypatch.setattr(interleave, "measure_block", lambda r, f, c: Samples(
+        stages={"latency_ms": np.ones(2)}, span_s=0.0, warmup_done=0, warmup_s=0.0, run_warnings=[]))
+    state.set_feeds(SHAPES[1], 0, (0, 10), None)
+    _, warm = state.warm(TimingConfig())  # what it wrote running ahead: with the first batch size primed
+    assert any("fp32 ran ahead" in line for line in warm["fp32"].run_warnings)
+    assert not any("ran ahead" in line for line in warm["fp16"].run_warnings)
+
+
 class RecordingWorker:
     """FAKE parent-side worker: records the commands a WorkerLoad sends."""
 

@@ -207,6 +207,9 @@ class RunnerBase:
     stream: Any = None  # the stream the runtime is bound to at load (ORT's user_compute_stream): timed on
     bind: Any = None  # bind(buffers, stream) -> context manager yielding a zero-argument launch
     runtime_graph: Any = None  # runtime_graph(enabled) -> launch record: the runtime replays its own CUDA graph
+    # expect_shapes(shapes): every set of input shapes the coming launches use, told before the first (workers'
+    # priming): ORT's CUDA graph runner runs each eagerly first, to capture them all in one session
+    expect_shapes: Any = None
     # memory (system.memory, measure.workers, measure.maxbatch, serving)
     trim: Any = None  # trim(): give back cached device memory between blocks
     reset_memory_peak: Any = None  # reset_memory_peak(): before a measured run

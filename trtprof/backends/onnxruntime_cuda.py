@@ -12,13 +12,24 @@ kept); what differs is how they run. The runner is a ``cuda`` runner:
   one graph per set of bound buffers (``gpu_graph_id``), so the loop does not capture around it
   (``Capabilities.graph_capture = "runner"``). ORT refuses a graph when a node is not on the CUDA EP
   (shape nodes left on the CPU, Memcpy around them): the runner then runs eager and says why.
+- graphs at several shapes (issue 42): ORT keeps one graph per ``gpu_graph_id``, and they may differ in shape,
+  but on the H200 one session that captured at batch 1, then ran and captured at batch 32, faulted replaying
+  batch 1 (cudaErrorIllegalAddress / MisalignedAddress, timm's EfficientNet-B0 and MobileNetV3-L); the same
+  session run eagerly at 1 and 32 *before* its first capture replayed both without fault, and so did a session
+  per batch size (benchmarks/ort_shape_switch.py). So the load's session captures only at shapes it ran eagerly
+  before its first capture: ``expect_shapes`` (compare's workers call it with every batch size before priming)
+  and ``infer``/``prepare`` before any capture add to that set; a shape outside it, after a capture, gets a
+  session of its own with the same options on the same stream (``session_per_shape`` in its settings), kept
+  for switching back. ``infer`` at such a shape runs on one graph-less session, which ``trim`` gives back.
+  (One session per shape for every shape ran ResNet-50 out of device memory with 6 workers × 3 arms.) With
+  the graph off, one session runs every shape.
 - fixed dims (issues 42 and 43): ``torch.onnx.export`` writes a transformer's reshapes as arithmetic on the
   input's shape (Shape → Gather → Concat → Reshape), which ORT places on its CPU EP, so it refuses the
   graph. When a load's graph was refused and the inputs' dynamic dims are named, ``prepare`` opens the
   session once more with every named dim fixed at the prepared shapes (ORT's documented
   ``add_free_dimension_override_by_name``): ORT's own constant folding then removes the shape arithmetic
   at session creation, every node lands on the CUDA EP, and the graph is captured. That session serves
-  the prepared shapes only; the load's session runs any other shape (``infer`` with other feeds). Its
+  the prepared shapes only (one per set, as above); the load's session runs any other shape (``infer``). Its
   result records the overrides (``free_dimension_overrides``) and the load's refusal
   (``cuda_graph_refused_dynamic``); where ORT still refuses, the runner stays eager and the reason says both.
 
@@ -32,8 +43,9 @@ from __future__ import annotations
 
 import importlib.util
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import BackendUnavailable, BadModel, UnsupportedPrecision
 from ..spec import Precision, TensorSpec
@@ -127,6 +139,22 @@ def session_settings(session: Any, graph: bool, refused: str | None) -> dict[str
             "io_binding": True, "run_config": {NO_SYNC: "1"}}
 
 
+def shapes_key(shapes: Mapping[str, tuple[int, ...]]) -> tuple[Any, ...]:
+    """What identifies a set of input shapes (the runner keeps one session per key)."""
+    return tuple(sorted((str(k), tuple(int(d) for d in v)) for k, v in shapes.items()))
+
+
+@dataclass
+class ShapeSession:
+    """The session that runs one set of input shapes, with what a result records of it: the dims it fixed,
+    why it runs eager (None: ORT's graph on), extra settings, and the graphs it captured (by bound buffers)."""
+    session: Any
+    fixed: dict[str, int]
+    refused: str | None
+    notes: dict[str, Any] = field(default_factory=dict)
+    graph_ids: dict[tuple[Any, ...], int] = field(default_factory=dict)
+
+
 class OnnxRuntimeCudaRunner(RunnerBase):
     """A session on the CUDA EP, run through IO binding on its own stream (see the module docstring)."""
 
@@ -140,13 +168,20 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     primes_beside_others = True
 
     def __init__(self, session: Any, stream: Any, record: "EngineRecord", *, graph: bool, refused: str | None,
-                 reopen: Callable[[Mapping[str, int]], Any] | None = None) -> None:
+                 reopen: Callable[[bool, Mapping[str, int] | None], Any] | None = None) -> None:
         inputs: tuple[TensorSpec, ...] = tuple(record.inputs)
         outputs: tuple[TensorSpec, ...] = tuple(record.outputs)
         self._session = session
-        self._dynamic = session  # the load's session: every shape, eager where ORT refused its graph
+        self._dynamic = session  # the load's session: the shapes it may run (_load_may_run), or (refused) any, eager
         self._dynamic_refused = refused
-        self._reopen = reopen  # reopen(dims): the session with those free dims fixed, graph on (see module doc)
+        self._load_graph = graph  # the load's session runs with ORT's graph on
+        # reopen(graph, dims): a session with the graph on or off (and those free dims fixed, where given); None
+        # where the graph is off (see the module docstring)
+        self._reopen = reopen
+        self._eager: Any = None
+        self._per_shapes: dict[tuple[Any, ...], ShapeSession] = {}
+        self._load_entry = ShapeSession(session, {}, None)
+        self._known: set[tuple[Any, ...]] = set()  # shapes the load's session ran eagerly before its first capture
         self._fixed_dims: dict[str, int] = {}
         self.stream = stream  # the timing loop times on this stream (ORT's user_compute_stream)
         self.inputs = inputs
@@ -154,7 +189,7 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         self.graph_enabled = graph
         self.graph_refused = refused
         self.use_graph = graph
-        self._graph_ids: dict[tuple[Any, ...], int] = {}
+        self._graph_ids: dict[tuple[Any, ...], int] = self._load_entry.graph_ids
         self._shapes: dict[str, tuple[int, ...]] = {}  # every input's and output's shape, set by prepare
         self.settings = session_settings(session, graph, refused)
 
@@ -162,12 +197,18 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     def session(self) -> Any:
         return self._session
 
+    @property
+    def sessions_opened(self) -> int:
+        """How many ORT sessions this runner holds now (the load's, one per other prepared shapes, the eager one)."""
+        held = {id(s.session) for s in self._per_shapes.values()} | {id(self._dynamic)}
+        return len(held) + (self._eager is not None)
+
     def runtime_graph(self, enabled: bool) -> dict[str, Any]:
         """Switch ORT's own graph for the coming launches; the launch record the timing loop keeps."""
         self.use_graph = bool(enabled) and self.graph_enabled
         record: dict[str, Any] = {"graph_by": "onnxruntime", "provider_options": self.settings["provider_options"]}
-        record.update((k, self.settings[k]) for k in ("free_dimension_overrides", "cuda_graph_refused_dynamic")
-                      if k in self.settings)
+        record.update((k, self.settings[k]) for k in ("free_dimension_overrides", "cuda_graph_refused_dynamic",
+                                                      "session_per_shape") if k in self.settings)
         if not enabled:
             return {"mode": "eager", **record}
         if self.graph_enabled:
@@ -204,40 +245,68 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             options.add_run_config_entry(GRAPH_ID, str(graph_id))
         return options
 
-    def _fix_dims(self, input_shapes: Mapping[str, tuple[int, ...]]) -> None:
-        """Where the load's graph was refused: the session for these shapes with the named dynamic dims fixed
-        (graph on), or the load's session with the reason it stays eager (see the module docstring)."""
-        if self._reopen is None or self._dynamic_refused is None:
-            return
-        dims, why_not = free_dims(self.inputs, input_shapes)
-        if dims == self._fixed_dims and dims:
-            return
-        session, fixed = self._dynamic, {}
-        refused: str | None = self._dynamic_refused
-        if not dims:
-            refused = f"{self._dynamic_refused}; dims not fixed: {why_not}"
-        else:
-            try:
-                session, refused, fixed = self._reopen(dims), None, dims
-            except BadModel as err:
-                cause = graph_refusal(err.__cause__ or err)
-                if cause is None:
-                    raise
-                text = ", ".join(f"{k}={v}" for k, v in dims.items())
-                refused = f"{self._dynamic_refused}; with the dims fixed ({text}) still: {cause}"
-        self._session, self._fixed_dims, self._graph_ids = session, fixed, {}
-        self.graph_enabled = self.use_graph = refused is None
-        self.graph_refused = refused
-        self.settings = session_settings(session, refused is None, refused)
-        if fixed:
-            self.settings.update(free_dimension_overrides=dict(fixed), cuda_graph_refused_dynamic=self._dynamic_refused)
+    def _load_may_run(self, key: tuple[Any, ...]) -> bool:
+        """The load's session (graph on) may run these shapes: it captured nothing yet, or ran them before."""
+        return not self._load_entry.graph_ids or key in self._known
 
-    def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
-        """Output shapes for these input shapes, from one eager run on zeros; where the load's graph was
-        refused, first the session with the dims fixed at these shapes (``_fix_dims``)."""
+    def _shape_session(self, input_shapes: Mapping[str, tuple[int, ...]]) -> "ShapeSession":
+        """The session that runs these shapes, opened on first use (see the module docstring): with the
+        load's graph accepted, the load's session where ``_load_may_run``, else a session of the same options;
+        with it refused, one with the named dims fixed (``_fix_dims``)."""
+        key = shapes_key(input_shapes)
+        if key not in self._per_shapes:
+            if self._dynamic_refused is not None:
+                entry = self._fix_dims(input_shapes)
+            elif self._load_may_run(key):
+                entry = self._load_entry
+            else:
+                assert self._reopen is not None
+                entry = ShapeSession(self._reopen(True, None), {}, None, {"session_per_shape": True})
+            self._per_shapes[key] = entry
+        return self._per_shapes[key]
+
+    def expect_shapes(self, shapes: "Iterable[Mapping[str, tuple[int, ...]]]") -> None:
+        """The shapes the coming launches will use (compare's workers, before priming): the load's session
+        runs once eagerly at each before its first capture, so that it captures and replays at all of them
+        (see the module docstring). After a capture, or with the graph off or refused, nothing to do."""
         import numpy as np
 
-        self._fix_dims(input_shapes)
+        if self._reopen is None or self._dynamic_refused is not None or self._load_entry.graph_ids:
+            return
+        for each in shapes:
+            if shapes_key(each) not in self._known:
+                self.infer({s.name: np.zeros(each[s.name], dtype=np.dtype(s.dtype)) for s in self.inputs})
+
+    def _fix_dims(self, input_shapes: Mapping[str, tuple[int, ...]]) -> "ShapeSession":
+        """Where the load's graph was refused: the session for these shapes with the named dynamic dims fixed
+        (graph on), or the load's session with the reason it stays eager (see the module docstring)."""
+        assert self._reopen is not None and self._dynamic_refused is not None
+        dims, why_not = free_dims(self.inputs, input_shapes)
+        if not dims:
+            return ShapeSession(self._dynamic, {}, f"{self._dynamic_refused}; dims not fixed: {why_not}")
+        try:
+            session = self._reopen(True, dims)
+        except BadModel as err:
+            cause = graph_refusal(err.__cause__ or err)
+            if cause is None:
+                raise
+            text = ", ".join(f"{k}={v}" for k, v in dims.items())
+            return ShapeSession(self._dynamic, {}, f"{self._dynamic_refused}; with the dims fixed ({text}) still: {cause}")
+        return ShapeSession(session, dims, None, {"free_dimension_overrides": dict(dims),
+                                                  "cuda_graph_refused_dynamic": self._dynamic_refused})
+
+    def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+        """Output shapes for these input shapes, from one eager run on zeros, on the session that runs them
+        (``_shape_session``), which the coming launches use."""
+        import numpy as np
+
+        if self._reopen is not None:
+            entry = self._shape_session(input_shapes)
+            refused = entry.refused
+            self._session, self._fixed_dims, self._graph_ids = entry.session, entry.fixed, entry.graph_ids
+            self.graph_enabled = self.use_graph = refused is None
+            self.graph_refused = refused
+            self.settings = {**session_settings(entry.session, refused is None, refused), **entry.notes}
         feeds = {s.name: np.zeros(input_shapes[s.name], dtype=np.dtype(s.dtype)) for s in self.inputs}
         outputs = {name: tuple(int(d) for d in value.shape) for name, value in self.infer(feeds).items()}
         self._shapes = {**{k: tuple(v) for k, v in input_shapes.items()}, **outputs}
@@ -286,19 +355,36 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             launch()
 
     def infer(self, feeds: Mapping[str, "np.ndarray"]) -> dict[str, "np.ndarray"]:
-        """Host in, host out (the accuracy path): ORT copies, runs without a graph, synchronises."""
+        """Host in, host out (the accuracy path): ORT copies, runs without a graph, synchronises. On the session
+        prepared for these shapes; at others, on the load's session where it may run them (``_load_may_run``,
+        which this run then extends before a capture), else on the graph-less session (opened once, given back
+        by ``trim``)."""
         names = [o.name for o in self.outputs]
         options = import_ort().RunOptions()
-        session = self._session
-        if self._fixed_dims and free_dims(self.inputs, {k: v.shape for k, v in feeds.items()})[0] != self._fixed_dims:
-            session = self._dynamic  # shapes other than the fixed ones: the load's session (eager)
-        elif self.graph_enabled:  # the timed session itself, with no graph in this run
-            options.add_run_config_entry(GRAPH_ID, "-1")
+        key = shapes_key({k: v.shape for k, v in feeds.items()})
+        entry = self._per_shapes.get(key)
+        if entry is not None:
+            session = entry.session
+        elif self._reopen is not None and self._dynamic_refused is None and not self._load_may_run(key):
+            if self._eager is None:
+                self._eager = self._reopen(False, None)
+            session = self._eager
+        else:
+            session = self._dynamic
+        if session is self._dynamic and self._load_graph and not self._load_entry.graph_ids:
+            self._known.add(key)
+        if session is not self._eager and (session is not self._dynamic or self._load_graph):
+            options.add_run_config_entry(GRAPH_ID, "-1")  # a session with the graph on: no graph in this run
         values = session.run(names, dict(feeds), options)
         return dict(zip(names, values))
 
+    def trim(self) -> None:
+        """Give back the graph-less session ``infer`` opened for unprepared shapes (its arena with it)."""
+        self._eager = None
+
     def close(self) -> None:
-        self._session = self._dynamic = None
+        self._session = self._dynamic = self._eager = self._load_entry.session = None
+        self._per_shapes = {}
         if self.stream is not None:
             self.stream.close()
             self.stream = None
@@ -375,5 +461,5 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
         except BaseException:
             stream.close()
             raise
-        return OnnxRuntimeCudaRunner(timed, stream, record, graph=graph and refused is None,
-                                     refused=refused, reopen=(lambda dims: session(True, dims)) if refused else None)
+        return OnnxRuntimeCudaRunner(timed, stream, record, graph=graph and refused is None, refused=refused,
+                                     reopen=session if graph else None)

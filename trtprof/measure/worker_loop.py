@@ -39,6 +39,29 @@ def trim(runners: Mapping[str, Any]) -> None:
             release()
 
 
+def expect_shapes(runners: Mapping[str, Any], shapes: Sequence[Mapping[str, tuple[int, ...]]],
+                  lines: dict[tuple[str, Any], list[str]]) -> list[str]:
+    """Tell each runner that takes it (``expect_shapes``) every batch size's shapes before priming; what the
+    library wrote meanwhile is kept in ``lines`` under (arm, None), for the first batch size primed. Returns a note per runner that failed (its
+    first timed block meets the failure again)."""
+    from ..util.thirdparty import third_party_warnings
+
+    notes = []
+    for label, runner in runners.items():
+        expect = getattr(runner, "expect_shapes", None)
+        if expect is None:
+            continue
+        try:
+            with third_party_warnings(repeat=False) as caught:
+                expect(list(shapes))
+        except Exception as err:  # noqa: BLE001 - it saves a session per shape; the timed blocks report failures
+            notes.append(f"{label}: shapes not run ahead ({type(err).__name__}: {str(err).strip()[:200]})")
+            continue
+        if caught:
+            lines[(label, None)] = list(caught)
+    return notes
+
+
 def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
     """``ArmFacts``'s fields as a dict: the worker runs as ``__main__``, whose classes the parent cannot unpickle."""
     return {"inputs": tuple(getattr(runner, "inputs", ())), "outputs": tuple(getattr(runner, "outputs", ())),
@@ -175,6 +198,7 @@ class _WorkerState:
         first = next(iter(self.runners.values()), None)
         if not opted or first is None:
             return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
+        notes += expect_shapes(opted, [shapes for _, shapes in batches], self.prime_lines)
         for batch, shapes in batches:
             key = feeds_key(shapes, seed, int_range)
             try:
@@ -182,7 +206,7 @@ class _WorkerState:
                 for label, runner in opted.items():
                     with third_party_warnings(repeat=False) as caught:
                         prime_launch(runner, feeds, config)
-                    self.prime_lines[(label, key)] = list(caught)
+                    self.prime_lines[(label, key)] = self.prime_lines.pop((label, None), []) + list(caught)
             except Exception as err:  # noqa: BLE001 - priming saves time; the timed block reports the failure
                 notes.append(f"batch {batch}: not primed ({type(err).__name__}: {str(err).strip()[:200]})")
                 break
