@@ -698,8 +698,13 @@ def test_a_second_ctrl_c_while_sweep_json_is_written_keeps_it(tmp_path, monkeypa
         real(path, text)
 
     monkeypatch.setattr(store_mod, "atomic_write_text", write_then_interrupt)
-    store = store_mod.SweepStore(tmp_path / "out", resume=False)
-    path = store.write_merged({"schema": "trtprof.sweep/1", "entries": []})
-    assert sent and json.loads(path.read_text())["entries"] == []
-    assert (tmp_path / "out" / store_mod.CSV).exists()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+    # Python's own handler, whatever this process inherited (a shell's background job starts with SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        store = store_mod.SweepStore(tmp_path / "out", resume=False)
+        path = store.write_merged({"schema": "trtprof.sweep/1", "entries": []})
+        assert sent and json.loads(path.read_text())["entries"] == []
+        assert (tmp_path / "out" / store_mod.CSV).exists()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
+    finally:
+        signal.signal(signal.SIGINT, previous)
