@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -72,6 +72,15 @@ for stage in "$@"; do
       engines --fp32 --fp16 --batch-sizes 1 "$W/resnet50.onnx"
       timeout 300 python3 "$HERE/ort_worker_gap.py" --batch 1 --workers 6 --json "$OUT/worker-gap.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | grep -E "worker-gap|rror" | tee -p "$OUT/worker-gap.txt"
+      ;;
+    serialloads)  # the batch-1 state: loads whose process lives do not overlap (serial) vs compare's 6 at once, then the loop
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --fp16 --batch-sizes 1 "$W/resnet50.onnx"
+      timeout 400 python3 "$HERE/ort_worker_gap.py" --batch 1 --workers 6 --variants serial,side_by_side,serial \
+        --json "$OUT/serial-loads.json" "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet \
+        | grep -E "worker-gap .*(continuous|blocks)|rror" | tee -p "$OUT/serial-loads.txt"
+      python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1 --out "$OUT/serial-loads-ref-ort.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -a "$OUT/serial-loads.txt"
       ;;
     gpustate)  # does a replay's GPU time depend on what else lives on the machine? (ort_gpu_state.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

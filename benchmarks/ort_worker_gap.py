@@ -14,6 +14,10 @@ all agree with the in-process numbers. What a worker has that those have not: it
 - ``one_by_one``: N children loaded, primed one after another, then timed as ``side_by_side``;
 - ``unprimed``: one child that times without priming (its state set up by the first timed block);
 - ``parent_last``: the parent again, after every child has gone.
+- ``serial``: N children whose lives do not overlap (each spawned after the previous exited), each loading,
+  priming and timing alone: whether loads run that way read what a lone process (the reference) reads, where
+  ``side_by_side``'s children read the short-gap state of `results/ort_cuda-H200-2026-12-03d/` (the design
+  question of issue 42's batch-1 gap). ``--variants`` picks variants (default: all).
 
 Each variant also gives, per arm, CUPTI's view of a loop of graph replays: per replay the GPU span (first kernel's
 start to last kernel's end) and busy time, beside the events' compute median of the same loop.
@@ -22,7 +26,8 @@ Each timing: ``time_device`` continuous (50 warm-up, 600 iterations) and compare
 run_blocks``, kept state), compute medians per arm. This imports trtprof (it measures trtprof's loop); the
 independent reference stays ``reference_ort_iobinding.py``.
 
-    python3 benchmarks/ort_worker_gap.py a.fp32.onnx:fp32 a.fp16.onnx:fp16 [--batch 1] [--workers 6] [--json out.json]
+    python3 benchmarks/ort_worker_gap.py a.fp32.onnx:fp32 a.fp16.onnx:fp16 [--batch 1] [--workers 6]
+        [--variants serial,side_by_side] [--json out.json]
 """
 from __future__ import annotations
 
@@ -186,34 +191,58 @@ def variant_children(items: list[str], batch: int, workers: int, prime: bool, to
             c.close()
 
 
+def variant_serial(items: list[str], batch: int, workers: int) -> dict:
+    """``workers`` children one after another, each alone from its start to its exit: load, prime, time, exit."""
+    out = {}
+    for i in range(workers):
+        child = Child(items, batch)
+        try:
+            child.answer()  # "loaded"
+            child.ask("prime")
+            out[f"child{i}"] = child.ask("time")
+        finally:
+            child.close()
+    return out
+
+
+VARIANTS = ("parent", "child", "side_by_side", "one_by_one", "unprimed", "serial", "parent_last")
+
+
+def in_parent(items: list[str], batch: int) -> dict:
+    parent = Engines(items, batch)
+    try:
+        parent.prime()
+        return {"self": parent.time()}
+    finally:
+        parent.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("engines", nargs="+", help="ENGINE.onnx:LABEL (files trtprof built for onnxruntime-cuda)")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, run in this order")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.child:
         child_main(args.engines, args.batch)
         return
     result = {}
-    parent = Engines(args.engines, args.batch)
-    try:
-        parent.prime()
-        result["parent"] = {"self": parent.time()}
-    finally:
-        parent.close()
-    result["child"] = variant_children(args.engines, args.batch, 1, prime=True)
-    result["side_by_side"] = variant_children(args.engines, args.batch, args.workers, prime=True)
-    result["one_by_one"] = variant_children(args.engines, args.batch, args.workers, prime=True, together=False)
-    result["unprimed"] = variant_children(args.engines, args.batch, 1, prime=False)
-    parent = Engines(args.engines, args.batch)  # the parent again, last: does the GPU keep what the children did?
-    try:
-        parent.prime()
-        result["parent_last"] = {"self": parent.time()}
-    finally:
-        parent.close()
+    runs = {
+        "parent": lambda: in_parent(args.engines, args.batch),
+        "child": lambda: variant_children(args.engines, args.batch, 1, prime=True),
+        "side_by_side": lambda: variant_children(args.engines, args.batch, args.workers, prime=True),
+        "one_by_one": lambda: variant_children(args.engines, args.batch, args.workers, prime=True, together=False),
+        "unprimed": lambda: variant_children(args.engines, args.batch, 1, prime=False),
+        "serial": lambda: variant_serial(args.engines, args.batch, args.workers),
+        # the parent again, last: does the GPU keep what the children did?
+        "parent_last": lambda: in_parent(args.engines, args.batch),
+    }
+    for variant in args.variants.split(","):
+        name = variant if variant not in result else f"{variant}#{sum(k.startswith(variant) for k in result) + 1}"
+        result[name] = runs[variant]()
     for variant, per in result.items():
         for who, got in per.items():
             for how in ("continuous", "blocks"):
