@@ -240,9 +240,10 @@ def main() -> None:
         # the parent again, last: does the GPU keep what the children did?
         "parent_last": lambda: in_parent(args.engines, args.batch),
     }
-    for variant in args.variants.split(","):
-        name = variant if variant not in result else f"{variant}#{sum(k.startswith(variant) for k in result) + 1}"
-        result[name] = runs[variant]()
+    asked = args.variants.split(",")
+    for i, variant in enumerate(asked):
+        again = asked[:i].count(variant)  # a variant asked again: "serial#2"
+        result[variant if not again else f"{variant}#{again + 1}"] = runs[variant]()
     for variant, per in result.items():
         for who, got in per.items():
             for how in ("continuous", "blocks"):

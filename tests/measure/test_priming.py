@@ -123,6 +123,20 @@ def test_a_worker_tells_every_batch_sizes_shapes_before_priming_any(monkeypatch)
     assert not any("ran ahead" in line for line in warm["fp16"].run_warnings)
 
 
+def test_what_a_runner_wrote_running_ahead_reaches_the_first_warm_up_even_where_priming_stopped(monkeypatch):
+    from trtprof.measure import interleave
+
+    state, calls = primed_state(monkeypatch, fail_at=1)
+    state.runners = {"fp32": ExpectingRunner("fp32", calls)}
+    _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True))
+    assert answer["primed"] == [] and calls == [("fp32", "expect", [(1, 4), (8, 4)])]
+    monkeypatch.setattr(interleave, "measure_block", lambda r, f, c: Samples(
+        stages={"latency_ms": np.ones(2)}, span_s=0.0, warmup_done=0, warmup_s=0.0, run_warnings=[]))
+    state.set_feeds(SHAPES[1], 0, (0, 10), None)
+    _, warm = state.warm(TimingConfig())
+    assert any("fp32 ran ahead" in line for line in warm["fp32"].run_warnings) and state.prime_lines == {}
+
+
 class RecordingWorker:
     """FAKE parent-side worker: records the commands a WorkerLoad sends."""
 

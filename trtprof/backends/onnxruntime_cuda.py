@@ -269,13 +269,17 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         """The shapes the coming launches will use (compare's workers, before priming): the load's session
         runs once eagerly at each before its first capture, so that it captures and replays at all of them
         (see the module docstring). After a capture, or with the graph off or refused, nothing to do."""
-        import numpy as np
-
         if self._reopen is None or self._dynamic_refused is not None or self._load_entry.graph_ids:
             return
         for each in shapes:
             if shapes_key(each) not in self._known:
-                self.infer({s.name: np.zeros(each[s.name], dtype=np.dtype(s.dtype)) for s in self.inputs})
+                self.infer(self._zeros(each))
+
+    def _zeros(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, "np.ndarray"]:
+        """Zero inputs at these shapes (the eager runs of ``prepare`` and ``expect_shapes``)."""
+        import numpy as np
+
+        return {s.name: np.zeros(input_shapes[s.name], dtype=np.dtype(s.dtype)) for s in self.inputs}
 
     def _fix_dims(self, input_shapes: Mapping[str, tuple[int, ...]]) -> "ShapeSession":
         """Where the load's graph was refused: the session for these shapes with the named dynamic dims fixed
@@ -298,8 +302,6 @@ class OnnxRuntimeCudaRunner(RunnerBase):
     def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
         """Output shapes for these input shapes, from one eager run on zeros, on the session that runs them
         (``_shape_session``), which the coming launches use."""
-        import numpy as np
-
         if self._reopen is not None:
             entry = self._shape_session(input_shapes)
             refused = entry.refused
@@ -307,8 +309,8 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             self.graph_enabled = self.use_graph = refused is None
             self.graph_refused = refused
             self.settings = {**session_settings(entry.session, refused is None, refused), **entry.notes}
-        feeds = {s.name: np.zeros(input_shapes[s.name], dtype=np.dtype(s.dtype)) for s in self.inputs}
-        outputs = {name: tuple(int(d) for d in value.shape) for name, value in self.infer(feeds).items()}
+        ran = self.infer(self._zeros(input_shapes))
+        outputs = {name: tuple(int(d) for d in value.shape) for name, value in ran.items()}
         self._shapes = {**{k: tuple(v) for k, v in input_shapes.items()}, **outputs}
         return outputs
 

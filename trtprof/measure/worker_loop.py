@@ -40,10 +40,11 @@ def trim(runners: Mapping[str, Any]) -> None:
 
 
 def expect_shapes(runners: Mapping[str, Any], shapes: Sequence[Mapping[str, tuple[int, ...]]],
-                  lines: dict[tuple[str, Any], list[str]]) -> list[str]:
+                  lines: dict[tuple[str, Any], list[str]], key: Any) -> list[str]:
     """Tell each runner that takes it (``expect_shapes``) every batch size's shapes before priming; what the
-    library wrote meanwhile is kept in ``lines`` under (arm, None), for the first batch size primed. Returns a note per runner that failed (its
-    first timed block meets the failure again)."""
+    library wrote meanwhile is kept in ``lines`` under (arm, ``key``): the first batch size's feeds key, whose
+    warm-up block carries it. Returns a note per runner that failed (its first timed block meets the failure
+    again)."""
     from ..util.thirdparty import third_party_warnings
 
     notes = []
@@ -58,7 +59,7 @@ def expect_shapes(runners: Mapping[str, Any], shapes: Sequence[Mapping[str, tupl
             notes.append(f"{label}: shapes not run ahead ({type(err).__name__}: {str(err).strip()[:200]})")
             continue
         if caught:
-            lines[(label, None)] = list(caught)
+            lines[(label, key)] = list(caught)
     return notes
 
 
@@ -198,7 +199,8 @@ class _WorkerState:
         first = next(iter(self.runners.values()), None)
         if not opted or first is None:
             return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
-        notes += expect_shapes(opted, [shapes for _, shapes in batches], self.prime_lines)
+        notes += expect_shapes(opted, [shapes for _, shapes in batches], self.prime_lines,
+                               feeds_key(batches[0][1], seed, int_range) if batches else None)
         for batch, shapes in batches:
             key = feeds_key(shapes, seed, int_range)
             try:
@@ -206,7 +208,7 @@ class _WorkerState:
                 for label, runner in opted.items():
                     with third_party_warnings(repeat=False) as caught:
                         prime_launch(runner, feeds, config)
-                    self.prime_lines[(label, key)] = self.prime_lines.pop((label, None), []) + list(caught)
+                    self.prime_lines[(label, key)] = self.prime_lines.get((label, key), []) + list(caught)
             except Exception as err:  # noqa: BLE001 - priming saves time; the timed block reports the failure
                 notes.append(f"batch {batch}: not primed ({type(err).__name__}: {str(err).strip()[:200]})")
                 break
