@@ -64,7 +64,7 @@ for owner, name in [(cmp, "resolve_records"), (ab, "resolve_records"), (cmp, "co
                     (workers.WorkerPool, "facts"), (workers.WorkerPool, "outputs")]:
     if hasattr(owner, name):
         wrap(owner, name)
-open_load = interleave._Loop.add_load
+open_load = interleave.RoundLoop.add_load
 
 
 def add_load(self):
@@ -75,7 +75,7 @@ def add_load(self):
         mark(f"< load {len(self.loads) - 1}")
 
 
-interleave._Loop.add_load = add_load  # type: ignore[method-assign]
+interleave.RoundLoop.add_load = add_load  # type: ignore[method-assign]
 sys.argv = ["trtprof", *sys.argv[1:]]
 rc = cli.main()  # argv None: the budget counts from this process's start, as for `trtprof compare`
 mark("main returned (the interpreter's exit follows)")

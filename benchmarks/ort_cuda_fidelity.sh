@@ -2,6 +2,7 @@
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
 #   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+# COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
 # binding, ORT's own CUDA graph; imports nothing from trtprof) and, for ResNet-50, the plain-PyTorch CUDA
@@ -123,7 +124,7 @@ for stage in "$@"; do
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       T python3 ${PROF:+-m cProfile -o "$OUT/resnet50.prof"} -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/resnet50.json" 2>&1 | tee -p "$OUT/resnet50.txt" | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
+        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 ${COMPARE_ARGS:-} --out "$OUT/resnet50.json" 2>&1 | tee -p "$OUT/resnet50.txt" | grep -E "^batch|VALID|budget|wall|error|Error" | head -30
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/resnet50-ref-ort.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
       (cd "$HERE" && python3 reference_resnet50_graph.py --batch-sizes 1,32,256) > "$OUT/resnet50-ref-torch.txt" 2>&1
@@ -160,7 +161,7 @@ for stage in "$@"; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|VALID|eager|wall|rror" | head -20
+          --precisions fp32,fp16 --batch-sizes 1,32 ${COMPARE_ARGS:-} --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|VALID|eager|wall|rror" | head -20
         python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32 --out "$OUT/$m-ref-ort.json" \
           "$(eng $m fp32):fp32" "$(eng $m fp16):fp16" 2>&1 | quiet
       done
@@ -270,7 +271,7 @@ for stage in "$@"; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,fp16 --batch-sizes 1,32 --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|eager|wall|rror|why" | head -12
+          --precisions fp32,fp16 --batch-sizes 1,32 ${COMPARE_ARGS:-} --out "$OUT/$m.json" 2>&1 | tee -p "$OUT/$m.txt" | grep -E "^batch|eager|wall|rror|why" | head -12
       done
       ;;
   esac

@@ -456,7 +456,7 @@ def loop_at(elapsed_s: float, *, reserve_s: float, rounds_done=(4, 4), round_s: 
     ``rounds_done`` per load, each round costing ``round_s``; budget 12 s per batch size."""
     clock = cal.SimClock()
     clock.t = elapsed_s
-    loop = interleave._Loop(["base", "cand"], lambda i: None, interleave.RoundPlan(time_budget_s=12.0), clock,
+    loop = interleave.RoundLoop(["base", "cand"], lambda i: None, interleave.RoundPlan(time_budget_s=12.0), clock,
                             BatchWindow(started=0.0, budget_s=12.0, reserve_s=reserve_s, per_batch_s=12.0))
     loop.done, loop.round_s, loop.speedups = list(rounds_done), round_s, {}
     return loop

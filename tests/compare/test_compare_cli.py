@@ -167,6 +167,27 @@ def test_in_process_loads_are_recorded_as_such(conv_model, tmp_path, capsys):
     assert 2 <= data["comparisons"][0]["loads"] <= data["settings"]["max_loads"]
 
 
+def test_serial_loads_run_one_worker_process_at_a_time_and_are_recorded_as_such(conv_model, tmp_path, capsys):
+    """``--serial-loads`` end to end (real ONNX Runtime workers): said at the start, recorded in the JSON; every
+    worker's process lived alone (the pool starts none ahead, so nothing ran beside a timed round)."""
+    out = tmp_path / "serial.json"
+    assert main(["compare", str(conv_model), "--serial-loads", "--batch-sizes", "1,2", "--engines",
+                 str(tmp_path / "e"), "--out", str(out), "--backend", "onnxruntime", "--time-budget-s", "4",
+                 "--round-iterations", "20"]) == 0
+    printed = capsys.readouterr()
+    assert "loads one at a time (--serial-loads)" in printed.out + printed.err
+    data = json.loads(out.read_text())
+    assert data["settings"]["isolation"] == "serial" and not data.get("concurrent_with_timing")
+    assert [c["batch_size"] for c in data["comparisons"]] == [1, 2]
+    assert all(c["loads"] >= 2 and c["rounds"] >= 2 * c["loads"] for c in data["comparisons"])
+
+
+def test_serial_loads_and_in_process_cannot_both_be_asked(conv_model, tmp_path, capsys):
+    assert main(["compare", str(conv_model), "--serial-loads", "--in-process", "--engines", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--serial-loads" in err and "--in-process" in err and "\n" not in err and "Traceback" not in err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_interrupt_keeps_the_batch_sizes_already_decided(conv_model, tmp_path, sig):

@@ -35,6 +35,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from trtprof.measure.interleave import ROUND_WARMUP, InProcessLoad, InterleavedOutcome, RoundPlan, run_interleaved
+from trtprof.measure.serial_loads import SerialLoop
 from trtprof.stats.speedup import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER
 from trtprof.measure.timing import Samples, TimingConfig
 
@@ -224,14 +225,16 @@ class Replicate:
 
 
 def run_replicate(case: Case, ratio: float, seed: int, plan: RoundPlan | None = None,
-                  base_ms: float = 1.0) -> Replicate:
-    """One simulated ``compare`` of baseline (``base_ms × ratio``) against candidate (``base_ms``)."""
+                  base_ms: float = 1.0, serial: bool = False) -> Replicate:
+    """One simulated ``compare`` of baseline (``base_ms × ratio``) against candidate (``base_ms``); ``serial``:
+    with ``compare --serial-loads``'s loop (``serial_loads.run_serial``: every load opened alone, at full cost)."""
     world = SimWorld(case, seed)
     names = ("base", "cand")
     plan = plan or RoundPlan()
     bases = (base_ms * ratio, base_ms)
     out: InterleavedOutcome = run_interleaved(
-        names, lambda i: world.open_load(i, names, bases, plan.min_loads), plan, clock=world.clock)
+        names, lambda i: world.open_load(i, names, bases, 1 if serial else plan.min_loads), plan, clock=world.clock,
+        loop_class=SerialLoop if serial else None)
     s = out.speedups["cand"]
     return Replicate(s.verdict, s.estimate, s.ci_low, s.ci_high, out.rounds, out.loads, world.clock.t, out.stop_reason,
                      world.slow_loads)
@@ -257,10 +260,10 @@ class CaseSummary:
 
 
 def summarize_case(case: Case, ratio: float, replicates: int, *, seed: int = 0,
-                   plan: RoundPlan | None = None) -> CaseSummary:
+                   plan: RoundPlan | None = None, serial: bool = False) -> CaseSummary:
     t0 = time.perf_counter()
     truth = case.true_ratio(ratio)
-    reps = [run_replicate(case, ratio, seed * 100_003 + k, plan) for k in range(replicates)]
+    reps = [run_replicate(case, ratio, seed * 100_003 + k, plan, serial=serial) for k in range(replicates)]
     verdicts = {v: sum(r.verdict == v for r in reps) / replicates for v in (FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE)}
     covered = [r.ci_low <= truth <= r.ci_high for r in reps]
     return CaseSummary(

@@ -390,7 +390,7 @@ def test_without_the_refit_the_pre_warmed_run_gets_fewer_loads(monkeypatch):
     from trtprof.measure import interleave
     from trtprof.measure.interleave import MIN_LOADS
 
-    monkeypatch.setattr(interleave._Loop, "refit_window", lambda self, round_s: None)
+    monkeypatch.setattr(interleave.RoundLoop, "refit_window", lambda self, round_s: None)
     _clock, out, _log = pre_warmed_run(4.0)
     assert out.loads < MIN_LOADS
 

@@ -18,17 +18,6 @@ def test_an_overlap_is_counted_only_inside_timed_spans():
     assert [r["overlap_s"] for r in rec["work"]] == [0.0, pytest.approx(0.1)]
 
 
-@pytest.fixture
-def fp32_record(conv_model, tmp_path):
-    pytest.importorskip("onnxruntime")
-    from trtprof.builder.pipeline import BuildSettings, build_engines
-    from trtprof.spec import Precision
-
-    (outcome,) = build_engines(conv_model, [Precision.FP32], [1],
-                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
-    return outcome.record
-
-
 def test_a_worker_spawned_ahead_has_loaded_its_engines_before_the_next_timed_round(fp32_record, monkeypatch):
     """With one worker spawned ahead (SPAWN_AHEAD 1, 4 loads planned) and a budget that stops at the floor
     of 2 loads, opening load 1 starts worker 2, and the floor's rounds follow at once: before

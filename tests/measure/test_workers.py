@@ -13,16 +13,6 @@ from trtprof.measure.timing import TimingConfig
 pytest.importorskip("onnxruntime")
 
 
-@pytest.fixture
-def fp32_record(conv_model, tmp_path):
-    from trtprof.builder.pipeline import BuildSettings, build_engines
-    from trtprof.spec import Precision
-
-    (outcome,) = build_engines(conv_model, [Precision.FP32], [1],
-                               settings=BuildSettings(engines_dir=tmp_path / "e", backend="onnxruntime"))
-    return outcome.record
-
-
 def test_a_worker_loads_every_arm_once_and_runs_interleaved_rounds(fp32_record):
     pool = workers.WorkerPool({"fp32": fp32_record, "fp32#2": fp32_record})
     try:

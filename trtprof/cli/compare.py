@@ -154,11 +154,26 @@ def add_loop_args(p: argparse.ArgumentParser) -> None:
                         "load's start-up each (docs/method.md); the time budget still bounds the run")
     p.add_argument("--device", default=None, metavar="GPU",
                    help="GPU the worker processes use (sets their CUDA_VISIBLE_DEVICES; default: inherited)")
-    p.add_argument("--in-process", action="store_true",
-                   help="reload the engines in this process for each load instead of fresh worker processes "
-                        "(for backends that cannot be started in a subprocess; misses process-level variation)")
+    lone = p.add_mutually_exclusive_group()
+    lone.add_argument("--in-process", action="store_true",
+                      help="reload the engines in this process for each load instead of fresh worker processes "
+                           "(for backends that cannot be started in a subprocess; misses process-level variation)")
+    lone.add_argument("--serial-loads", action="store_true",
+                      help="every load a worker process of its own that lives alone: started after the previous one "
+                           "exited, one per load and batch size (slower: nothing starts side by side). On a GPU a "
+                           "process replays small CUDA graphs faster once another process has created a CUDA context "
+                           "during its life (H200, ResNet-50 batch 1: fp16 10%%, fp32 3%%); loads side by side (the "
+                           "default) measure in that state, a lone user's loop does not: this measures as it does")
     p.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help=f"iterations per precision per round (default: about {DEFAULT_ROUND_S:g} s worth)")
+
+
+def isolation(args: argparse.Namespace) -> str:
+    """What the loads are: worker processes side by side (default), one after another (``--serial-loads``), or
+    re-created in this process (``--in-process``)."""
+    if args.in_process:
+        return cmp.ISOLATION_IN_PROCESS
+    return cmp.ISOLATION_SERIAL if getattr(args, "serial_loads", False) else cmp.ISOLATION_PROCESS
 
 
 def parse_precisions(text: str) -> list[Precision]:
@@ -377,13 +392,14 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     with sigterm_as_interrupt():  # Ctrl-C / SIGTERM keep the batch sizes already decided
         options = cmp.CompareOptions(
             plan=plan, shapes=_common.shapes(args), seed=args.seed, int_range=_common.int_range(args),
-            isolation=cmp.ISOLATION_IN_PROCESS if args.in_process else cmp.ISOLATION_PROCESS, device=args.device,
+            isolation=isolation(args), device=args.device,
             layers=args.layers, accuracy_budget=budget, data=data, budget_start=budget_start, timeline=timeline,
             accuracy_samples=args.accuracy_samples,
         )  # compare_model and the A/B leave the engine builds out of the budget
         built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
         hooks = run_hooks(args, plan, built)
-        with workers.spares(0 if args.in_process else min(plan.min_loads, workers.SPAWN_AHEAD), preload_backends(args),
+        with workers.spares(0 if args.in_process or args.serial_loads else min(plan.min_loads, workers.SPAWN_AHEAD),
+                            preload_backends(args),
                             args.device):
             if is_ab:
                 ab_outcome = run_ab(args, options, sizes, hooks, arms)

@@ -42,6 +42,7 @@ from .measuring import load_reference, measure, measure_warnings, start_and_load
 from .options import (  # noqa: F401 - re-exported
     ISOLATION_IN_PROCESS,
     ISOLATION_PROCESS,
+    ISOLATION_SERIAL,
     BuildTally,
     CompareHooks,
     CompareOptions,

@@ -14,11 +14,11 @@ import numpy as np
 # with fakes, which a name bound here at import time would not see.
 from . import accuracy, accuracy_pass, reference_pass
 from .accuracy import AccuracyBudget, AccuracyDelta, compare_outputs, judge
-from .options import ISOLATION_PROCESS, CompareHooks, CompareOptions, budget_line
+from .options import ISOLATION_PROCESS, ISOLATION_SERIAL, CompareHooks, CompareOptions, budget_line
 from ..backends.base import set_autotune
 from ..convert import fp16range
 from ..engines.cache import EngineRecord
-from ..measure import bench, workers
+from ..measure import bench, serial_loads, workers
 from ..measure.bench import effective_precision
 from ..measure import budget_memo
 from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget, preload_analysis
@@ -148,7 +148,8 @@ def measure_warnings(measured: Measured) -> list[str]:
 
 def worker_loads(records: Mapping[str, EngineRecord], options: CompareOptions, pool: Any,
                  shapes: Mapping[str, tuple[int, ...]], fixed: Any) -> Callable[[int], Any]:
-    """``open_load`` for one batch size: worker ``index`` of ``pool``, else fresh in-process runners."""
+    """``open_load`` for one batch size: worker ``index`` of ``pool`` (a ``WorkerPool``, or ``LoneWorkers``: a
+    fresh process alone), else fresh in-process runners."""
     def open_load(index: int) -> Any:
         if pool is None:
             return in_process_load(records, options, shapes, fixed)
@@ -233,21 +234,21 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
 
 def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
             pool: Any, hooks: CompareHooks, *, budget: TimeBudget | None = None) -> Measured:
-    """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh
-    in-process runners) in interleaved rounds until the speedup's CI is decided, each batch size in its
-    ``budget.window`` (``budget``: began; default: ``options.time_budget`` from now): done ``k+1``
-    budgets after the start and one budget after it began, less its share of the reserve for what runs
-    after measuring (``budget.reserve_s``).
-    Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed in every case."""
+    """The measure phase: per batch size, independent loads (worker processes from ``pool``, or one at a time:
+    ``serial_pool``; else fresh in-process runners) in interleaved rounds until the speedup's CI is decided, each
+    batch size in its ``budget.window`` (``budget``: began; default: ``options.time_budget`` from now): done ``k+1``
+    budgets after the start and one after it began, less its share of the reserve for what runs after measuring
+    (``budget.reserve_s``). Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed."""
     names = list(records)
     budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
-    measured = Measured(budget=budget)
+    measured, serial = Measured(budget=budget), options.isolation == ISOLATION_SERIAL
+    pool, run = serial_pool(records, options, budget, hooks) if serial else (pool, run_interleaved)
     try:
         preload_analysis(StartupLog(hooks.on_startup, budget))  # inside the budget's clock, not after it
         measured.startup_s = budget.elapsed_s(time.perf_counter())
         measured.reserve_s = budget.reserve_s(len(batch_sizes))
-        if pool is not None:  # the floor's workers, and those started with them (WorkerPool.start says why);
-            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # workers never handed a load are killed at close
+        if pool is not None and not serial:  # the floor's workers, and those started with them (WorkerPool.start
+            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # says why); workers never handed a load: killed at close
         for k, batch in enumerate(batch_sizes):
             try:
                 shapes = reference.shapes[batch]
@@ -260,9 +261,9 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
                         hooks.on_progress(batch, p)
 
                 loop_hooks = LoopHooks(progress, budget_line(hooks, batch, records[names[0]].spec.backend),
-                                       pool.ready if pool is not None else None)
-                outcome = run_interleaved(names, open_load, options.plan, hooks=loop_hooks,
-                                          window=budget.window(k, time.perf_counter(), len(batch_sizes)))
+                                       pool.ready if pool is not None and not serial else None)
+                outcome = run(names, open_load, options.plan, hooks=loop_hooks,
+                              window=budget.window(k, time.perf_counter(), len(batch_sizes)))
                 if k == 0:  # the first batch size's start-up is the command's: the next run's estimate
                     budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), outcome.minimum)
                 keep_outcome(measured, batch, outcome, records, options, reference, shapes)
@@ -291,6 +292,16 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
             measured.concurrent = pool.concurrent
     measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
     return measured
+
+
+def serial_pool(records: Mapping[str, EngineRecord], options: CompareOptions, budget: TimeBudget,
+                hooks: CompareHooks) -> tuple[Any, Callable[..., InterleavedOutcome]]:
+    """``--serial-loads``: the loads' processes (``serial_loads.LoneWorkers``: each started alone, when its load
+    opens) and the loop that opens them one after another, said at the start."""
+    StartupLog(hooks.on_startup, budget)("loads one at a time (--serial-loads): each a worker process started "
+                                         "after the previous one exited, alone on the machine")
+    lone = serial_loads.LoneWorkers(records, device=options.device, autotune=options.plan.autotune)
+    return lone, serial_loads.run_serial
 
 
 def judge_accuracy(measured: Measured, batch: int, names: Sequence[str], reference: Reference,

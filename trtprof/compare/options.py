@@ -13,6 +13,7 @@ from ..model.inputs import DEFAULT_INT_RANGE
 
 ISOLATION_PROCESS = "process"  # every load a fresh worker process (default)
 ISOLATION_IN_PROCESS = "in-process"  # loads re-created in this process (fakes; backends that cannot be spawned)
+ISOLATION_SERIAL = "serial"  # every load a worker process living alone (measure.serial_loads): --serial-loads
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ class CompareOptions:
     CLI: its process's start and imports; ``compare_model`` leaves the engine builds out; default: from when
     ``compare_records`` begins, the reserve a multiple of the launch up to it); ``accuracy_budget`` (accuracy.AccuracyBudget; default ``DEFAULT_BUDGET``) gives every
     candidate its accuracy verdict; ``isolation``: every load a worker process (``device`` sets its
-    CUDA_VISIBLE_DEVICES) or fresh in-process runners; ``layers``: also profile every engine layer by
+    CUDA_VISIBLE_DEVICES), started side by side or one after another (``ISOLATION_SERIAL``), or fresh in-process
+    runners; ``layers``: also profile every engine layer by
     layer after the timing."""
 
     plan: RoundPlan = RoundPlan()

@@ -75,7 +75,7 @@ ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches
 ROUND_WARMUP_ONE_CALL_MS = 10.0
 FIRST_WARMUP = 10  # before a load's first round, per arm: at least this many calls …
 # A grown default window is fitted again after the second load when that load cost more than this times the
-# first (``_Loop.refit_window``): on the H200 a pre-warmed load 0 took 1.8 s and the later ones ~4 s (2.2×);
+# first (``RoundLoop.refit_window``): on the H200 a pre-warmed load 0 took 1.8 s and the later ones ~4 s (2.2×);
 # loads of one kind differ by a few per cent, and a later load's warm-up is shorter by design.
 REFIT_LOAD_RATIO = 1.25
 FIRST_WARMUP_MS = 500.0  # … and this long in a batch size's first load (GPU clocks ramp from idle: FACTS.md)
@@ -255,7 +255,7 @@ class LoopHooks:
 
 def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
                     clock: Callable[[], float] = time.perf_counter, window: BatchWindow | None = None,
-                    hooks: LoopHooks = LoopHooks()) -> InterleavedOutcome:
+                    hooks: LoopHooks = LoopHooks(), loop_class: "type[RoundLoop] | None" = None) -> InterleavedOutcome:
     """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
     candidate's speedup CI after each sweep, and stop as the module docstring says.
 
@@ -264,12 +264,13 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
     the loop leaves ``window.reserve_s`` to what its caller does after it. ``hooks.load_ready(i)``: would load
     ``i`` open without waiting for a worker to start? When not, opening it is costed like the first load
     (start-up included) rather than like the last one. ``hooks.on_note`` hears, before the rounds, what the
-    first load says of the budget (``BatchWindow.fitted``). Loads are closed on return."""
+    first load says of the budget (``BatchWindow.fitted``). Loads are closed on return. ``loop_class``: another
+    order of loads and rounds (``measure.serial_loads.SerialLoop``: each load alone, one after another)."""
     names = list(names)
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
-    loop = _Loop(names, open_load, plan, clock,
-                 window if window is not None else BatchWindow(started=clock(), budget_s=plan.time_budget_s))
+    loop = (loop_class or RoundLoop)(names, open_load, plan, clock,
+                                 window if window is not None else BatchWindow(started=clock(), budget_s=plan.time_budget_s))
     loop.load_ready, loop.on_note = hooks.load_ready, hooks.on_note
     on_progress = hooks.on_progress
     stop: str | None = None
@@ -289,8 +290,7 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
             for i, count in enumerate(counts):
                 loop.run(i, count)
             if adding:
-                loop.add_load()
-                loop.run(len(loop.loads) - 1, min(plan.min_rounds, loop.max_pairs_fitting(1)))
+                loop.add_one_more()
     except LoadLost as err:  # the rounds finished before it stand: the caller keeps them, marked partial
         err.partial = loop.partial_outcome()
         raise
@@ -325,7 +325,7 @@ def round_warmup(medians_ms: Sequence[float]) -> int:
     return 1 if medians_ms and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS else ROUND_WARMUP
 
 
-class _Loop:
+class RoundLoop:
     """The state of one ``run_interleaved``: loads, rounds done per load, the cost estimates."""
 
     def __init__(self, names: list[str], open_load: Callable[[int], Load], plan: RoundPlan,
@@ -423,9 +423,14 @@ class _Loop:
         fit = int(self.remaining() / max(self.round_s * loads, 1e-9)) // 2 * 2
         return max(FLOOR_ROUNDS, fit)
 
-    def open_minimum(self) -> None:
-        """The minimum loads, each only while it fits (the floor always runs); then blocks sized so that
-        the minimum rounds take at most ``MIN_DESIGN_SHARE`` of what is left, and those rounds."""
+    def add_one_more(self) -> None:
+        """The load a sweep asked for (``next_sweep``), with its first rounds."""
+        self.add_load()
+        self.run(len(self.loads) - 1, min(self.plan.min_rounds, self.max_pairs_fitting(1)))
+
+    def first_load(self) -> tuple[list[float], int, float]:
+        """The first load opened and warm; from its warm-up: each arm's wall time per call (ms), the designed
+        iterations per block and what a round of them costs; the floor's round cost set, the window fitted."""
         plan = self.plan
         warm0 = self.add_load()
         # what one iteration costs in wall time (the host loop and its bookkeeping included: a 13 µs
@@ -437,6 +442,27 @@ class _Loop:
         self.round_s = sum((MIN_ROUND_ITERATIONS + warm) * m / 1e3 for m in medians_ms)  # the floor's blocks
         design_round_s = sum((wanted + warm) * m / 1e3 for m in medians_ms)
         self.fit_window(design_round_s, sum(w.warmup_s + w.span_s for w in warm0.values()))
+        return medians_ms, int(wanted), design_round_s
+
+    def size_blocks(self, medians_ms: Sequence[float], wanted: int, loads: int, later_s: float = 0.0) -> None:
+        """Iterations per block: ``wanted``, shrunk (without a fixed ``round_iterations``) until the minimum
+        rounds of ``loads`` loads take at most ``MIN_DESIGN_SHARE`` of what is left after ``later_s`` (loads still
+        to open); ``config`` and ``round_s`` follow."""
+        plan, warm = self.plan, self.round_warmup
+        if plan.round_iterations is None:
+            per_iteration_s = loads * plan.min_rounds * sum(medians_ms) / 1e3
+            affordable = int(MIN_DESIGN_SHARE * (self.remaining() - later_s) / per_iteration_s) - warm \
+                if per_iteration_s > 0 else wanted
+            wanted = max(MIN_ROUND_ITERATIONS, min(wanted, affordable))
+        self.iterations = int(wanted)
+        self.config = plan.block_config(self.iterations, warm)
+        self.round_s = sum((self.iterations + warm) * m / 1e3 for m in medians_ms)
+
+    def open_minimum(self) -> None:
+        """The minimum loads, each only while it fits (the floor always runs); then blocks sized so that
+        the minimum rounds take at most ``MIN_DESIGN_SHARE`` of what is left, and those rounds."""
+        plan = self.plan
+        medians_ms, wanted, design_round_s = self.first_load()
         while len(self.loads) < plan.min_loads:
             needed = self.next_load_cost() + (len(self.loads) + 1) * FLOOR_ROUNDS * self.round_s
             if len(self.loads) >= FLOOR_LOADS and needed > self.remaining():
@@ -447,14 +473,7 @@ class _Loop:
             self.add_load()
             if len(self.loads) == 2:
                 self.refit_window(design_round_s)
-        if plan.round_iterations is None:  # shrink the blocks until the minimum rounds fit the budget
-            per_iteration_s = len(self.loads) * plan.min_rounds * sum(medians_ms) / 1e3
-            affordable = int(MIN_DESIGN_SHARE * self.remaining() / per_iteration_s) - warm \
-                if per_iteration_s > 0 else wanted
-            wanted = max(MIN_ROUND_ITERATIONS, min(wanted, affordable))
-        self.iterations = int(wanted)
-        self.config = plan.block_config(self.iterations, warm)
-        self.round_s = sum((self.iterations + warm) * m / 1e3 for m in medians_ms)
+        self.size_blocks(medians_ms, wanted, loads=len(self.loads))  # shrunk until the minimum rounds fit
         # one load alone: its round pairs are the interval's units, so its floor is two pairs
         floor = FLOOR_ROUNDS if len(self.loads) >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
         for i in range(len(self.loads)):  # the floor's round pairs first: they measure what a round costs …

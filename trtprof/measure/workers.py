@@ -329,7 +329,7 @@ class WorkerLoad:
         self.feeds_spec = feeds_spec
         self.pool = pool
         # seconds the last warm-up waited for other workers' start-up or priming (``settle``): the run's, not this
-        # load's, cost (``interleave._Loop.add_load`` leaves it out of what a later load is expected to cost)
+        # load's, cost (``interleave.RoundLoop.add_load`` leaves it out of what a later load is expected to cost)
         self.waited_s = 0.0
 
     def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
