@@ -35,3 +35,25 @@ def test_the_launch_line_is_printed_for_gpu_backends_only(monkeypatch):
     assert _common.launch_line(_args("--eager")) == "timing: eager launches (--eager)"
     monkeypatch.setattr(cuda, "device_count", lambda: 1)
     assert _common.launch_line(_args(backend="auto")) is not None
+
+
+def test_compare_on_a_gpu_says_what_its_loads_are(monkeypatch):
+    """The loads line (compare.gpu_lines): side by side by default, with what that does to small batch sizes and
+    the flag that avoids it; alone with --serial-loads; nothing of loads in-process or on the CPU."""
+    from trtprof.cli import compare
+    from trtprof.system import cuda
+
+    monkeypatch.setattr(cuda, "device_count", lambda: 0)
+
+    def lines(*argv: str, backend: str = "torch") -> str | None:
+        args = _args(backend=backend)
+        args.in_process, args.serial_loads = "--in-process" in argv, "--serial-loads" in argv
+        return compare.gpu_lines(args)
+
+    default = lines()
+    assert default.startswith("timing: CUDA graph replay") and "\nloads: worker processes side by side" in default
+    assert "--serial-loads measures each load alone" in default
+    assert lines("--serial-loads").endswith("loads: one worker process at a time (--serial-loads), each alone on the "
+                                           "GPU as a user's own loop is")
+    assert "loads:" not in lines("--in-process")
+    assert lines(backend="onnxruntime") is None

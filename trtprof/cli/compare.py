@@ -417,12 +417,26 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     return exit_status(args, data, report)
 
 
+def gpu_lines(args: argparse.Namespace) -> str | None:
+    """On a GPU: how launches are timed (``_common.launch_line``) and what the loads are, since at small batch sizes
+    the GPU's state depends on them (``measure.serial_loads``); None where the timing is the CPU's."""
+    launch = _common.launch_line(args)
+    if launch is None or args.in_process:
+        return launch
+    if args.serial_loads:
+        return f"{launch}\nloads: one worker process at a time (--serial-loads), each alone on the GPU as a user's own loop is"
+    return (f"{launch}\nloads: worker processes side by side (the default). A process replays small CUDA graphs faster "
+            "once another process has created a CUDA context during its life (H200, batch 1: up to 10 %), so at small "
+            "batch sizes these loads can read faster than a lone process does; --serial-loads measures each load alone "
+            "(slower: a process start per load and batch size)")
+
+
 def run_hooks(args: argparse.Namespace, plan: RoundPlan, built: dict[str, Any]) -> cmp.CompareHooks:
     """What a compare prints while it runs: the launch line once, before the first build or measurement
     says anything; each engine built or found (kept in ``built`` by precision); each batch size's budget,
     looks of the stopping rule (stderr) and verdict; one-off notes (stderr) and the start-up's parts
     (stdout, as the build's lines: stderr before a bad input's error stays that one line)."""
-    launch = [_common.launch_line(args)]  # printed once, before the first build or measurement says anything
+    launch = [gpu_lines(args)]  # printed once, before the first build or measurement says anything
 
     def announce() -> None:
         if launch[0] is not None:
