@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -73,6 +73,19 @@ for stage in "$@"; do
       engines --fp32 --fp16 --batch-sizes 1 "$W/resnet50.onnx"
       timeout 300 python3 "$HERE/ort_worker_gap.py" --batch 1 --workers 6 --json "$OUT/worker-gap.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | grep -E "worker-gap|rror" | tee -p "$OUT/worker-gap.txt"
+      ;;
+    bertmask)  # BERT-base batch 1: does compare's random attention_mask (ints in [0, 100)) change the GPU time?
+      timeout 150 python3 "$HERE/export_zoo_models.py" "$W" bert_base >/dev/null 2>&1
+      engines --fp32 --fp16 --batch-sizes 1 "$W/bert_base.onnx"
+      for ints in user trtprof; do
+        python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1 --ints $ints --out "$OUT/bertmask-ref-$ints.json" \
+          "$(eng bert_base fp32):fp32" "$(eng bert_base fp16):fp16" 2>&1 | quiet | sed "s/^/ints=$ints /" | tee -a "$OUT/bertmask.txt"
+      done
+      for range in 1,2 0,100; do
+        T python3 -m trtprof compare "$W/bert_base.onnx" --backend onnxruntime-cuda --engines "$W/engines" --serial-loads \
+          --precisions fp32,fp16 --batch-sizes 1 --int-range $range --out "$OUT/bertmask-$range.json" 2>&1 | quiet \
+          | grep -E "^batch|wall|rror" | sed "s/^/int-range=$range /" | tee -a "$OUT/bertmask.txt"
+      done
       ;;
     serialloads)  # the batch-1 state: loads whose process lives do not overlap (serial) vs compare's 6 at once, then the loop
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

@@ -50,16 +50,18 @@ def session(path: str, tf32: bool, graph: bool, dims: dict | None = None) -> ort
     return ort.InferenceSession(path, so, providers=[("CUDAExecutionProvider", options), "CPUExecutionProvider"])
 
 
-def feeds_for(sess: ort.InferenceSession, batch: int, seq: int = 128) -> dict[str, np.ndarray]:
+def feeds_for(sess: ort.InferenceSession, batch: int, seq: int = 128, ints: str = "user") -> dict[str, np.ndarray]:
+    """Seeded inputs as a user feeds them (``ints="user"``: token ids in [0, 1000), a mask of ones), or every integer
+    input random in [0, 100) as trtprof's default ``--int-range`` makes them (``ints="trtprof"``: a mask too)."""
     rng = np.random.default_rng(0)
     out = {}
     for i in sess.get_inputs():
         shape = [batch if (j == 0 and not isinstance(d, int)) else (d if isinstance(d, int) else seq)
                  for j, d in enumerate(i.shape)]
         dtype = DTYPES[i.type]
-        out[i.name] = (rng.integers(0, 1000, shape).astype(dtype) if np.issubdtype(dtype, np.integer)
-                       else rng.standard_normal(shape).astype(dtype))
-        if "mask" in i.name:
+        out[i.name] = (rng.integers(0, 1000 if ints == "user" else 100, shape).astype(dtype)
+                       if np.issubdtype(dtype, np.integer) else rng.standard_normal(shape).astype(dtype))
+        if "mask" in i.name and ints == "user":
             out[i.name] = np.ones(shape, dtype)
     return out
 
@@ -87,10 +89,11 @@ def open_timed(path: str, tf32: bool, batch: int, eager: bool) -> tuple:
     return session(path, tf32, graph=False), False, refused, {}
 
 
-def time_one(path: str, precision: str, batch: int, iters: int, warmup: int, eager: bool = False) -> dict:
+def time_one(path: str, precision: str, batch: int, iters: int, warmup: int, eager: bool = False,
+             ints: str = "user") -> dict:
     tf32 = precision == "tf32"
     sess, graph, refused, dims = open_timed(path, tf32, batch, eager)
-    host = feeds_for(sess, batch)
+    host = feeds_for(sess, batch, ints=ints)
     binding = sess.io_binding()
     values = {n: ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for n, a in host.items()}
     for name, value in values.items():
@@ -133,7 +136,7 @@ def time_one(path: str, precision: str, batch: int, iters: int, warmup: int, eag
     row = {"file": path, "precision": precision, "batch": batch, "cuda_graph": graph,
            "compute_ms": 1e3 * float(np.median(compute)), "latency_ms": 1e3 * float(np.median(latency)),
            "back_to_back_ms": 1e3 * float(np.median(per_run)),
-           "iters": iters, "onnxruntime": ort.__version__, "free_dims": dims}
+           "iters": iters, "onnxruntime": ort.__version__, "free_dims": dims, "ints": ints}
     if not graph:
         row["graph_refused"] = refused
     return row
@@ -157,6 +160,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1, help="sessions per file, taking turns; pooled by median")
     parser.add_argument("--out", default=None)
     parser.add_argument("--eager", action="store_true", help="no CUDA graph, dims as exported")
+    parser.add_argument("--ints", choices=("user", "trtprof"), default="user",
+                        help="integer inputs as a user feeds them (a mask of ones; default) or as trtprof's default "
+                             "--int-range 0,100 makes them (every integer input random in [0, 100), a mask too)")
     args = parser.parse_args()
     rows = []
     for batch in [int(b) for b in args.batch_sizes.split(",")]:
@@ -165,7 +171,7 @@ def main() -> None:
             for item in args.files:
                 path, _, precision = item.rpartition(":")
                 iters = max(20, args.iters // max(1, batch // 32))
-                r = time_one(path, precision, batch, iters, args.warmup, args.eager)
+                r = time_one(path, precision, batch, iters, args.warmup, args.eager, args.ints)
                 per_file[item].append(r)
                 print(f"ref-ort {precision:5s} b{batch:<4d} compute {r['compute_ms']:.4f} ms  latency "
                       f"{r['latency_ms']:.4f} ms  back-to-back {r['back_to_back_ms']:.4f} ms  graph={r['cuda_graph']} "
