@@ -173,7 +173,7 @@ def isolation(args: argparse.Namespace) -> str:
     re-created in this process (``--in-process``)."""
     if args.in_process:
         return cmp.ISOLATION_IN_PROCESS
-    return cmp.ISOLATION_SERIAL if getattr(args, "serial_loads", False) else cmp.ISOLATION_PROCESS
+    return cmp.ISOLATION_SERIAL if args.serial_loads else cmp.ISOLATION_PROCESS
 
 
 def parse_precisions(text: str) -> list[Precision]:

@@ -478,14 +478,18 @@ class RoundLoop:
         floor = FLOOR_ROUNDS if len(self.loads) >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
         for i in range(len(self.loads)):  # the floor's round pairs first: they measure what a round costs …
             self.run(i, floor)
-        if self.elapsed() > self.budget_s - self.reserve_s:  # ran regardless: say so
-            self.floor_overrun = floor_overrun_line(self.elapsed() + self.reserve_s, self.budget_s, self.reserve_s,
-                                                    loads=len(self.loads), rounds=floor)
+        self.note_floor_overrun(floor)
         more = min(plan.min_rounds - floor, self.max_pairs_fitting(len(self.loads)))
         if len(self.loads) * more * self.round_s > self.remaining():  # … and the rest of the minimum if it fits
             more = 0
         for i in range(len(self.loads)):
             self.run(i, more)
+
+    def note_floor_overrun(self, rounds: int) -> None:
+        """After the floor, which runs regardless: where it ended past the deadline, the line that says so."""
+        if self.elapsed() > self.budget_s - self.reserve_s:
+            self.floor_overrun = floor_overrun_line(self.elapsed() + self.reserve_s, self.budget_s, self.reserve_s,
+                                                    loads=len(self.loads), rounds=rounds)
 
     def fit_window(self, round_s: float, first_warm_s: float) -> None:
         """After the first load, before any round: what the minimum loads × rounds need from the budget's

@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, InterleavedOutcome, Load, LoopHooks, RoundPlan, \
-    RoundLoop, floor_overrun_line, run_interleaved
+    RoundLoop, run_interleaved
 from .budget import BatchWindow
 from .workers import Worker, WorkerLoad
 
@@ -44,9 +44,7 @@ class SerialLoop(RoundLoop):
             if len(self.loads) == 2:
                 self.refit_window(design_round_s)
             self.run_and_close(rounds)
-        if self.elapsed() > self.budget_s - self.reserve_s:  # the floor ran regardless: say so
-            self.floor_overrun = floor_overrun_line(self.elapsed() + self.reserve_s, self.budget_s, self.reserve_s,
-                                                    loads=len(self.loads), rounds=min(self.done))
+        self.note_floor_overrun(min(self.done))
 
     def rounds_for(self, opened: bool) -> int:
         """Rounds for the next load (``opened``: the newest, already open): the minimum's when they and the
