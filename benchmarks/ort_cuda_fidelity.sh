@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -231,6 +231,14 @@ for stage in "$@"; do
       for i in $(seq 1 "${AA_RUNS:-6}"); do
         python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp16,fp16 --batch-sizes 32 --out "$OUT/aa6-$i.json" 2>&1 | grep -E "^batch 32: fp16 vs fp16  speedup|loads|VALID" | head -3
+      done
+      ;;
+    aa-args)  # A/A at batch 1 and 32 with COMPARE_ARGS (e.g. --serial-loads), AA_RUNS times: must be 0 decisive
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp16 --batch-sizes 1,32 "$W/resnet50.onnx"
+      for i in $(seq 1 "${AA_RUNS:-3}"); do
+        T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp16,fp16 --batch-sizes 1,32 ${COMPARE_ARGS:-} --out "$OUT/aa-args-$i.json" 2>&1 | grep -E "^batch [0-9]+: fp16 vs fp16|wall" | head -3
       done
       ;;
     aa256)  # A/A at batch 256, where every call is long enough for one warm-up call per block: must be 0 decisive

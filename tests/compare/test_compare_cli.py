@@ -167,9 +167,22 @@ def test_in_process_loads_are_recorded_as_such(conv_model, tmp_path, capsys):
     assert 2 <= data["comparisons"][0]["loads"] <= data["settings"]["max_loads"]
 
 
-def test_serial_loads_run_one_worker_process_at_a_time_and_are_recorded_as_such(conv_model, tmp_path, capsys):
+def test_serial_loads_run_one_worker_process_at_a_time_and_are_recorded_as_such(conv_model, tmp_path, capsys,
+                                                                              monkeypatch):
     """``--serial-loads`` end to end (real ONNX Runtime workers): said at the start, recorded in the JSON; every
-    worker's process lived alone (the pool starts none ahead, so nothing ran beside a timed round)."""
+    worker's process lived alone (the pool starts none ahead, so nothing ran beside a timed round), and load i of
+    both batch sizes was one process (as many processes as the most loads of a batch size, not their sum)."""
+    from trtprof.measure import serial_loads
+
+    started = []
+
+    class CountedWorker(serial_loads.Worker):
+        def __init__(self, *args, **kwargs):
+            assert all(w.proc.poll() is not None for w in started), "a worker started while another was alive"
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(serial_loads, "Worker", CountedWorker)
     out = tmp_path / "serial.json"
     assert main(["compare", str(conv_model), "--serial-loads", "--batch-sizes", "1,2", "--engines",
                  str(tmp_path / "e"), "--out", str(out), "--backend", "onnxruntime", "--time-budget-s", "4",
@@ -180,6 +193,7 @@ def test_serial_loads_run_one_worker_process_at_a_time_and_are_recorded_as_such(
     assert data["settings"]["isolation"] == "serial" and not data.get("concurrent_with_timing")
     assert [c["batch_size"] for c in data["comparisons"]] == [1, 2]
     assert all(c["loads"] >= 2 and c["rounds"] >= 2 * c["loads"] for c in data["comparisons"])
+    assert len(started) == max(c["loads"] for c in data["comparisons"]) < sum(c["loads"] for c in data["comparisons"])
 
 
 def test_serial_loads_and_in_process_cannot_both_be_asked(conv_model, tmp_path, capsys):

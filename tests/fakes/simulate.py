@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from trtprof.measure.interleave import ROUND_WARMUP, InProcessLoad, InterleavedOutcome, RoundPlan, run_interleaved
-from trtprof.measure.serial_loads import SerialLoop
+from trtprof.measure.serial_loads import run_serial
 from trtprof.stats.speedup import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER
 from trtprof.measure.timing import Samples, TimingConfig
 
@@ -232,9 +232,8 @@ def run_replicate(case: Case, ratio: float, seed: int, plan: RoundPlan | None = 
     names = ("base", "cand")
     plan = plan or RoundPlan()
     bases = (base_ms * ratio, base_ms)
-    out: InterleavedOutcome = run_interleaved(
-        names, lambda i: world.open_load(i, names, bases, 1 if serial else plan.min_loads), plan, clock=world.clock,
-        loop_class=SerialLoop if serial else None)
+    out: InterleavedOutcome = (run_serial if serial else run_interleaved)(
+        names, lambda i: world.open_load(i, names, bases, 1 if serial else plan.min_loads), plan, clock=world.clock)
     s = out.speedups["cand"]
     return Replicate(s.verdict, s.estimate, s.ci_low, s.ci_high, out.rounds, out.loads, world.clock.t, out.stop_reason,
                      world.slow_loads)

@@ -8,7 +8,8 @@ from scipy import stats as sps
 from tests.fakes import simulate as cal
 from trtprof.measure import interleave
 from trtprof.measure.budget import BatchWindow
-from trtprof.measure.serial_loads import LoneWorkers, run_serial
+from trtprof.measure.interleave import LoadLost
+from trtprof.measure.serial_loads import LifeCalls, LifeWorkers, TurnClocks, run_lives, run_serial
 from trtprof.measure.timing import Samples, TimingConfig
 from trtprof.stats.speedup import FASTER, SLOWER
 
@@ -127,21 +128,164 @@ def test_serial_loads_a_a_is_rarely_decisive_and_the_interval_covers_the_truth(n
             assert p_below(quiet, SERIAL_REPLICATES, 0.95) > 0.01, (name, quiet)
 
 
-def test_lone_workers_end_each_process_before_starting_the_next(fp32_record):
-    """Real worker processes (ONNX Runtime on the CPU): when load 1 opens, load 0's process has exited cleanly
-    (told to close and waited for, not killed); load 1's answers rounds; closing twice is harmless."""
-    lone = LoneWorkers({"fp32": fp32_record, "fp32#2": fp32_record})
+class LifeWorld:
+    """Fake (named so) of ``LifeWorkers`` on a simulated clock: the first batch size to open load ``i`` starts life
+    ``i`` (``start_s``), a later one finds it alive (``open_s``); ``end_life`` ends it. Every call is logged with the
+    life alive at the time; a load gives rounds only while its life is alive. ``cand_ms[k]``: the candidate's time
+    at batch size ``k`` (the baseline's is 1 ms); ``lose``: (batch size, life) whose rounds fail as a lost worker."""
+
+    def __init__(self, cand_ms, start_s=2.0, open_s=0.1, sigma=0.02, lose=None):
+        self.clock, self.log, self.alive = cal.SimClock(), [], None
+        self.cand_ms, self.start_s, self.open_s, self.sigma, self.lose = cand_ms, start_s, open_s, sigma, lose
+
+    def opener(self, k):
+        def open_load(i):
+            self.log.append(("open", k, i, self.alive))
+            if self.alive is None:
+                self.alive = i
+                self.clock.t += self.start_s
+            self.clock.t += self.open_s
+            return LifeLoad(self, k, i)
+        return open_load
+
+    def end_life(self):
+        if self.alive is not None:
+            self.log.append(("end", self.alive))
+        self.alive = None
+
+
+class LifeLoad:
+    def __init__(self, world, k, i):
+        self.world, self.k, self.i = world, k, i
+        self.rng = np.random.default_rng(100 * k + i)
+
+    def block(self, name, config):
+        ms = 1.0 if name == "base" else self.world.cand_ms[self.k]
+        self.world.clock.t += 0.002 * config.iterations * ms
+        lat = ms * np.exp(self.world.sigma * self.rng.standard_normal(config.iterations))
+        return Samples(stages={"latency_ms": lat}, span_s=0.0, warmup_done=config.warmup, warmup_s=0.0)
+
+    def warm_up(self, config):
+        return {n: self.block(n, config) for n in NAMES}
+
+    def rounds(self, first, count, config, order):
+        assert self.world.alive == self.i, f"rounds of load {self.i} asked while life {self.world.alive} is alive"
+        if self.world.lose == (self.k, self.i):
+            raise LoadLost(f"load {self.i} lost")
+        self.world.log.append(("rounds", self.k, self.i, count))
+        return [{n: self.block(n, config) for n in interleave.round_order(order, j)} for j in range(first, first + count)]
+
+    def close(self):
+        return None
+
+
+def lives_run(world, batches=2, budget_s=30.0, refuses=False):
+    plan = interleave.RoundPlan(time_budget_s=budget_s, round_iterations=20)
+    done = []
+
+    def windows(k, start):
+        return BatchWindow(started=start, budget_s=budget_s, per_batch_s=budget_s, refuses=refuses)
+
+    outcomes = run_lives(NAMES, [world.opener(k) for k in range(batches)], plan, clock=world.clock, windows=windows,
+                         calls=LifeCalls(world.end_life, lambda k, o: done.append(k)))
+    return outcomes, done
+
+
+def test_each_life_serves_every_batch_size_in_turn_and_ends_before_the_next_starts():
+    """Load i of both batch sizes is life i: batch 0 opens it (nothing alive then), batch 1 finds it alive, both run
+    their rounds on it, and it ends before life i+1 opens; six lives, not twelve process starts."""
+    world = LifeWorld(cand_ms=(0.5, 0.5))
+    outcomes, done = lives_run(world)
+    opens = [e for e in world.log if e[0] == "open"]
+    assert all(o.loads >= interleave.MIN_LOADS for o in outcomes) and sorted(done) == [0, 1]
+    lives = sorted({e[2] for e in opens})
+    assert lives == list(range(len(lives))) and len([e for e in world.log if e[0] == "end"]) == len(lives)
+    for i in lives:
+        of_life = [k for k, e in enumerate(world.log) if (e[0] == "end" and e[1] == i) or (e[0] != "end" and e[2] == i)]
+        assert of_life == list(range(of_life[0], of_life[-1] + 1))  # contiguous: nothing of another life between
+        events = [world.log[k] for k in of_life]
+        assert events[0] == ("open", 0, i, None) and events[-1] == ("end", i)
+        assert [e[:3] for e in events if e[0] == "open"] == [("open", 0, i), ("open", 1, i)]
+        assert all(e[3] == i for e in events if e[0] == "open" and e[1] == 1)  # batch 1 found the life alive
+
+
+def test_each_batch_size_s_clock_counts_only_its_own_turns():
+    """Batch 0 pays every life's 2-s start, batch 1 only its 0.1-s open: batch 1's loop spent far less than batch 0's,
+    and the two together spent what the simulated clock ran (every second is some loop's turn)."""
+    world = LifeWorld(cand_ms=(0.5, 0.5))
+    outcomes, _ = lives_run(world)
+    first, second = outcomes
+    assert first.loads == second.loads
+    assert first.elapsed_s > second.elapsed_s + (first.loads - 1) * 2.0 * 0.9
+    assert first.elapsed_s + second.elapsed_s == pytest.approx(world.clock.t, rel=1e-9)
+
+
+def test_a_decided_batch_size_leaves_and_the_rest_go_on_in_later_lives_alone():
+    """Batch 0 (2× faster, quiet) is decided at the minimum; batch 1 (A/A with 25 % load-to-load offsets) is not, and
+    its later loads are lives of their own: batch 0 is announced first and opens nothing after it left."""
+    world = LifeWorld(cand_ms=(0.5, 1.0))
+
+    def offset_block(load, name, config, plain=LifeLoad.block):
+        samples = plain(load, name, config)
+        if load.k == 1 and name == "cand":
+            samples.stages["latency_ms"] *= 1.0 + 0.25 * ((load.i * 7919) % 5 - 2) / 2
+        return samples
+
+    LifeLoad.block, plain = offset_block, LifeLoad.block
     try:
-        first = lone.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
-        assert first.worker.proc.poll() is None
-        second = lone.load(1, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+        outcomes, done = lives_run(world, budget_s=60.0)
+    finally:
+        LifeLoad.block = plain
+    assert done == [0, 1] and outcomes[0].loads == interleave.MIN_LOADS < outcomes[1].loads
+    later = [e for e in world.log if e[0] == "open" and e[2] >= interleave.MIN_LOADS]
+    assert later and all(e[1] == 1 and e[3] is None for e in later)  # batch 1 alone starts each later life
+
+
+def test_a_lost_worker_names_its_batch_size_and_keeps_that_loop_s_rounds():
+    world = LifeWorld(cand_ms=(0.5, 0.5), lose=(1, 3))
+    with pytest.raises(LoadLost) as caught:
+        lives_run(world)
+    assert caught.value.turn == 1 and caught.value.partial is not None and caught.value.partial.loads == 3
+
+
+def test_a_given_budget_too_small_names_the_batch_size_that_found_it():
+    world = LifeWorld(cand_ms=(0.5, 0.5), start_s=3.0)
+    with pytest.raises(interleave.BudgetTooSmall) as caught:
+        lives_run(world, budget_s=5.0, refuses=True)
+    assert caught.value.turn == 0
+
+
+def test_turn_clocks_stand_still_outside_their_turns():
+    real = cal.SimClock()
+    clocks = TurnClocks(real, 2)
+    a, b = clocks.clock(0), clocks.clock(1)
+    with clocks.turn(0):
+        real.t += 1.0
+        assert a() == 1.0 and b() == 0.0
+    real.t += 5.0  # nobody's turn
+    with clocks.turn(1):
+        real.t += 2.0
+    assert (a(), b()) == (1.0, 2.0)
+
+
+def test_life_workers_serve_every_batch_size_in_one_process_and_end_it_before_the_next(fp32_record):
+    """Real worker processes (ONNX Runtime on the CPU): load 0 at two batch sizes is one process; opening load 1
+    ends it first (told to close and waited for: exit code 0); load 1's process answers rounds; ending twice is
+    harmless."""
+    lives = LifeWorkers({"fp32": fp32_record, "fp32#2": fp32_record})
+    try:
+        first = lives.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+        again = lives.load(0, {"input": (2, 3, 16, 16)}, 0, (0, 100))
+        assert again.worker is first.worker and first.worker.proc.poll() is None
+        again.warm_up(TimingConfig(warmup=1, iterations=2))
+        second = lives.load(1, {"input": (1, 3, 16, 16)}, 0, (0, 100))
         assert first.worker.proc.returncode == 0 and second.worker.proc.poll() is None
         second.warm_up(TimingConfig(warmup=1, iterations=2))
         rounds = second.rounds(0, 2, TimingConfig(warmup=0, iterations=3), ["fp32", "fp32#2"])
         assert [sorted(r) for r in rounds] == [["fp32", "fp32#2"]] * 2
-        second.close()
-        second.close()
-        assert second.worker.proc.returncode == 0
+        lives.end_life()
+        lives.end_life()
+        assert second.worker.proc.returncode == 0 and len(lives.started) == 2
     finally:
-        lone.kill()
-        lone.close()
+        lives.kill()
+        lives.close()

@@ -159,8 +159,8 @@ def add_loop_args(p: argparse.ArgumentParser) -> None:
                       help="reload the engines in this process for each load instead of fresh worker processes "
                            "(for backends that cannot be started in a subprocess; misses process-level variation)")
     lone.add_argument("--serial-loads", action="store_true",
-                      help="every load a worker process of its own that lives alone: started after the previous one "
-                           "exited, one per load and batch size (slower: nothing starts side by side). On a GPU a "
+                      help="every load a worker process that lives alone: load i of every batch size is one "
+                           "process, started after the previous one exited (slower: nothing starts side by side). On a GPU a "
                            "process replays small CUDA graphs faster once another process has created a CUDA context "
                            "during its life (H200, ResNet-50 batch 1: fp16 10%%, fp32 3%%); loads side by side (the "
                            "default) measure in that state, a lone user's loop does not: this measures as it does")
@@ -428,7 +428,7 @@ def gpu_lines(args: argparse.Namespace) -> str | None:
     return (f"{launch}\nloads: worker processes side by side (the default). A process replays small CUDA graphs faster "
             "once another process has created a CUDA context during its life (H200, batch 1: up to 10 %), so at small "
             "batch sizes these loads can read faster than a lone process does; --serial-loads measures each load alone "
-            "(slower: a process start per load and batch size)")
+            "(slower: a process start per load, one after another)")
 
 
 def run_hooks(args: argparse.Namespace, plan: RoundPlan, built: dict[str, Any]) -> cmp.CompareHooks:

@@ -234,53 +234,34 @@ def in_process_load(records: Mapping[str, EngineRecord], options: CompareOptions
 
 def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions, reference: Reference,
             pool: Any, hooks: CompareHooks, *, budget: TimeBudget | None = None) -> Measured:
-    """The measure phase: per batch size, independent loads (worker processes from ``pool``, or one at a time:
-    ``serial_pool``; else fresh in-process runners) in interleaved rounds until the speedup's CI is decided, each
+    """The measure phase: per batch size, independent loads (worker processes from ``pool``, else fresh in-process
+    runners; ``--serial-loads``: ``measure_lives``) in interleaved rounds until the speedup's CI is decided, each
     batch size in its ``budget.window`` (``budget``: began; default: ``options.time_budget`` from now): done ``k+1``
     budgets after the start and one after it began, less its share of the reserve for what runs after measuring
     (``budget.reserve_s``). Ctrl-C/SIGTERM keeps the batch sizes already decided (issue 12); the pool is closed."""
     names = list(records)
     budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
-    measured, serial = Measured(budget=budget), options.isolation == ISOLATION_SERIAL
-    pool, run = serial_pool(records, options, budget, hooks) if serial else (pool, run_interleaved)
+    if options.isolation == ISOLATION_SERIAL:
+        return measure_lives(records, batch_sizes, options, reference, hooks, budget)
+    measured = Measured(budget=budget)
     try:
-        preload_analysis(StartupLog(hooks.on_startup, budget))  # inside the budget's clock, not after it
-        measured.startup_s = budget.elapsed_s(time.perf_counter())
-        measured.reserve_s = budget.reserve_s(len(batch_sizes))
-        if pool is not None and not serial:  # the floor's workers, and those started with them (WorkerPool.start
-            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # says why); workers never handed a load: killed at close
+        start_measuring(measured, budget, hooks, len(batch_sizes))
+        if pool is not None:  # the floor's workers, and those started with them (WorkerPool.start says why);
+            pool.start(min(FLOOR_LOADS, options.plan.min_loads))  # workers never handed a load: killed at close
         for k, batch in enumerate(batch_sizes):
             try:
                 shapes = reference.shapes[batch]
-                fixed = (options.data.batch(batch, dtypes=input_dtypes(records[names[0]]))
-                         if options.data is not None else None)
-
-                open_load = worker_loads(records, options, pool, shapes, fixed)
-                def progress(p: Progress, batch: int = batch) -> None:
-                    if hooks.on_progress is not None:
-                        hooks.on_progress(batch, p)
-
-                loop_hooks = LoopHooks(progress, budget_line(hooks, batch, records[names[0]].spec.backend),
-                                       pool.ready if pool is not None and not serial else None)
-                outcome = run(names, open_load, options.plan, hooks=loop_hooks,
-                              window=budget.window(k, time.perf_counter(), len(batch_sizes)))
-                if k == 0:  # the first batch size's start-up is the command's: the next run's estimate
-                    budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), outcome.minimum)
-                keep_outcome(measured, batch, outcome, records, options, reference, shapes)
-                judge_accuracy(measured, batch, names, reference, options)
-                if hooks.on_batch is not None:
-                    hooks.on_batch(batch, outcome)
+                open_load = worker_loads(records, options, pool, shapes, fixed_inputs(records, options, batch))
+                outcome = run_interleaved(names, open_load, options.plan, window=budget.window(k, time.perf_counter(), len(batch_sizes)),
+                                          hooks=loop_hooks(hooks, batch, records, pool.ready if pool is not None else None))
+                batch_decided(measured, batch, outcome, records, options, reference, hooks)
             except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)
                 measured.interrupted = True
                 if pool is not None:
                     pool.kill()
                 break
             except BudgetTooSmall as err:  # a given budget that cannot hold the minimum: its line names the batch
-                if k == 0:  # kept: the next run with these engines is refused before it loads anything
-                    budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), err.cost)
-                if len(batch_sizes) > 1:
-                    raise BudgetTooSmall(f"batch {batch}: {err}", cost=err.cost) from err
-                raise
+                budget_refused(err, k, batch_sizes, records, options)
             except workers.WorkerDied as err:  # kill -9 / OOM killer: keep what was decided (issue 36)
                 keep_lost_batch(measured, batch, err, records, options, reference, shapes)
                 if pool is not None:
@@ -294,14 +275,93 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
     return measured
 
 
-def serial_pool(records: Mapping[str, EngineRecord], options: CompareOptions, budget: TimeBudget,
-                hooks: CompareHooks) -> tuple[Any, Callable[..., InterleavedOutcome]]:
-    """``--serial-loads``: the loads' processes (``serial_loads.LoneWorkers``: each started alone, when its load
-    opens) and the loop that opens them one after another, said at the start."""
-    StartupLog(hooks.on_startup, budget)("loads one at a time (--serial-loads): each a worker process started "
-                                         "after the previous one exited, alone on the machine")
-    lone = serial_loads.LoneWorkers(records, device=options.device, autotune=options.plan.autotune)
-    return lone, serial_loads.run_serial
+def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
+                  reference: Reference, hooks: CompareHooks, budget: TimeBudget) -> Measured:
+    """``--serial-loads``: load ``i`` of every batch size is one worker process living alone, life ``i``
+    (``serial_loads.run_lives``: it serves every batch size still measuring, then exits before the next starts);
+    each batch size in its window, on a clock of its own turns. A batch size is announced once decided; Ctrl-C, a
+    lost worker and a refused budget are handled as ``measure`` handles them."""
+    names = list(records)
+    measured = Measured(budget=budget)
+    StartupLog(hooks.on_startup, budget)("loads one at a time (--serial-loads): load i of every batch size is one "
+                                         "worker process, started after the previous one exited, alone on the machine")
+    lives = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune)
+    try:
+        start_measuring(measured, budget, hooks, len(batch_sizes))
+        opens = [worker_loads(records, options, lives, reference.shapes[b], fixed_inputs(records, options, b))
+                 for b in batch_sizes]
+
+        def done(k: int, outcome: InterleavedOutcome) -> None:
+            batch_decided(measured, batch_sizes[k], outcome, records, options, reference, hooks)
+
+        try:
+            serial_loads.run_lives(names, opens, options.plan, calls=serial_loads.LifeCalls(lives.end_life, done),
+                                   windows=lambda k, now: budget.window(k, now, len(batch_sizes)),
+                                   hooks=[loop_hooks(hooks, b, records, None) for b in batch_sizes])
+        except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)
+            measured.interrupted = True
+            lives.kill()
+        except BudgetTooSmall as err:
+            budget_refused(err, getattr(err, "turn", 0), batch_sizes, records, options)
+        except workers.WorkerDied as err:  # kill -9 / OOM killer: keep what was decided (issue 36)
+            batch = batch_sizes[getattr(err, "turn", 0)]
+            keep_lost_batch(measured, batch, err, records, options, reference, reference.shapes[batch])
+            lives.kill()
+    finally:
+        close_keeping_results(lives, measured)
+        measured.concurrent = lives.concurrent
+    measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
+    return measured
+
+
+def start_measuring(measured: Measured, budget: TimeBudget, hooks: CompareHooks, batch_sizes: int) -> None:
+    """The analysis libraries imported inside the budget's clock (not after it), then what the start-up spent and
+    what is kept for the end."""
+    preload_analysis(StartupLog(hooks.on_startup, budget))
+    measured.startup_s = budget.elapsed_s(time.perf_counter())
+    measured.reserve_s = budget.reserve_s(batch_sizes)
+
+
+def fixed_inputs(records: Mapping[str, EngineRecord], options: CompareOptions, batch: int) -> Any:
+    """The first batch of the user's ``--inputs`` at ``batch`` (None on seeded inputs)."""
+    if options.data is None:
+        return None
+    return options.data.batch(batch, dtypes=input_dtypes(records[next(iter(records))]))
+
+
+def loop_hooks(hooks: CompareHooks, batch: int, records: Mapping[str, EngineRecord],
+               ready: Callable[[int], bool] | None) -> LoopHooks:
+    """What one batch size's loop tells: its looks (``hooks.on_progress`` with the batch size), its budget's line."""
+    def progress(p: Progress) -> None:
+        if hooks.on_progress is not None:
+            hooks.on_progress(batch, p)
+
+    return LoopHooks(progress, budget_line(hooks, batch, records[next(iter(records))].spec.backend), ready)
+
+
+def batch_decided(measured: Measured, batch: int, outcome: InterleavedOutcome, records: Mapping[str, EngineRecord],
+                  options: CompareOptions, reference: Reference, hooks: CompareHooks) -> None:
+    """Batch size ``batch`` decided: its outcome and results kept, its accuracy judged, announced; the first batch
+    size's start-up (it holds the command's) remembered: the next run's estimate."""
+    if batch == next(iter(reference.shapes), batch):  # the batch sizes in order (reference_pass.checked_shapes)
+        budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), outcome.minimum)
+    keep_outcome(measured, batch, outcome, records, options, reference, reference.shapes[batch])
+    judge_accuracy(measured, batch, list(records), reference, options)
+    if hooks.on_batch is not None:
+        hooks.on_batch(batch, outcome)
+
+
+def budget_refused(err: BudgetTooSmall, k: int, batch_sizes: Sequence[int], records: Mapping[str, EngineRecord],
+                   options: CompareOptions) -> None:
+    """A given budget that cannot hold the minimum at batch size ``k``, raised: the first one's cost kept (the
+    next run with these engines is refused before it loads anything); the line names the batch size where there
+    are more."""
+    batch = batch_sizes[k]
+    if k == 0:
+        budget_memo.remember(budget_memo.memo_path(records, batch, options.isolation), err.cost)
+    if len(batch_sizes) > 1:
+        raise BudgetTooSmall(f"batch {batch}: {err}", cost=err.cost) from err
+    raise err
 
 
 def judge_accuracy(measured: Measured, batch: int, names: Sequence[str], reference: Reference,

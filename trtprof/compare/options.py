@@ -13,7 +13,7 @@ from ..model.inputs import DEFAULT_INT_RANGE
 
 ISOLATION_PROCESS = "process"  # every load a fresh worker process (default)
 ISOLATION_IN_PROCESS = "in-process"  # loads re-created in this process (fakes; backends that cannot be spawned)
-ISOLATION_SERIAL = "serial"  # every load a worker process living alone (measure.serial_loads): --serial-loads
+ISOLATION_SERIAL = "serial"  # load i of every batch size one worker process living alone (measure.serial_loads): --serial-loads
 
 
 @dataclass(frozen=True)

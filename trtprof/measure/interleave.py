@@ -255,7 +255,7 @@ class LoopHooks:
 
 def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
                     clock: Callable[[], float] = time.perf_counter, window: BatchWindow | None = None,
-                    hooks: LoopHooks = LoopHooks(), loop_class: "type[RoundLoop] | None" = None) -> InterleavedOutcome:
+                    hooks: LoopHooks = LoopHooks()) -> InterleavedOutcome:
     """Open loads, warm each, size the blocks, then sweep round pairs over the loads, look at every
     candidate's speedup CI after each sweep, and stop as the module docstring says.
 
@@ -264,13 +264,12 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
     the loop leaves ``window.reserve_s`` to what its caller does after it. ``hooks.load_ready(i)``: would load
     ``i`` open without waiting for a worker to start? When not, opening it is costed like the first load
     (start-up included) rather than like the last one. ``hooks.on_note`` hears, before the rounds, what the
-    first load says of the budget (``BatchWindow.fitted``). Loads are closed on return. ``loop_class``: another
-    order of loads and rounds (``measure.serial_loads.SerialLoop``: each load alone, one after another)."""
+    first load says of the budget (``BatchWindow.fitted``). Loads are closed on return."""
     names = list(names)
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
-    loop = (loop_class or RoundLoop)(names, open_load, plan, clock,
-                                 window if window is not None else BatchWindow(started=clock(), budget_s=plan.time_budget_s))
+    loop = RoundLoop(names, open_load, plan, clock,
+                     window if window is not None else BatchWindow(started=clock(), budget_s=plan.time_budget_s))
     loop.load_ready, loop.on_note = hooks.load_ready, hooks.on_note
     on_progress = hooks.on_progress
     stop: str | None = None

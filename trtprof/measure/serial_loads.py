@@ -5,46 +5,109 @@ graph faster once any other process has created a CUDA context while it lives �
 and the process stays fast after the other one exits: ResNet-50 at batch 1 through ONNX Runtime's CUDA EP,
 0.839 → 0.756 ms (fp16) and 2.243 → 2.175 ms (fp32), the same kernels with shorter gaps between them. compare's
 default loads are worker processes started side by side, so all but the last one started measure in that
-state, while a user's own loop, alone on the GPU, does not. Here each load is a worker process started after the
-previous one exited, that loads its engines, warms up, runs all of its rounds and exits: every load is a lone
-process, as the user's loop is (six such loads read 2.242-2.245 / 0.835-0.840 ms; the independent ORT loop
-2.231 / 0.833 back to back).
+state, while a user's own loop, alone on the GPU, does not. Here every load is a lone process, as the user's
+loop is (six such loads read 2.242-2.245 / 0.835-0.840 ms; the independent ORT loop 2.231 / 0.833 back to back).
 
-What it costs: one process start and engine load per load and batch size, one after another (nothing side by
-side), and the rounds of a load are no longer interleaved in time with the other loads' (drift between loads
-then falls into the load-to-load spread, which the interval already carries). ``SerialLoop`` is
-``interleave.RoundLoop`` with that order: a load's rounds are decided when it opens, and a closed load gets no more.
+Lives: load ``i`` of every batch size is one worker process, *life* ``i`` (``run_lives``): it starts only after
+life ``i-1``'s process has exited (waited for), loads its engines once, then serves each batch size still
+measuring in turn — that batch size's loop (``SerialLoop``) warms it up at its shape and runs its rounds — and
+exits when the last of them is done. A default run of three batch sizes × six loads is six process lives, not
+eighteen; the first batch size of each life pays its start.
+
+Budgets: each batch size keeps its own window (``budget.TimeBudget.window``), but its loop's clock runs only in
+its own turns (``TurnClocks``): the seconds the other batch sizes spend in a life are not its seconds, so each
+loop plans as if it ran alone, and the command's wall time is the sum of the turns (and what runs after them).
+
+What it costs: nothing runs side by side (no worker starts ahead), and the rounds of a load are no longer
+interleaved in time with the other loads' (drift between loads falls into the load-to-load spread, which the
+interval already carries). ``SerialLoop`` is ``interleave.RoundLoop`` with that order: a load's rounds are decided
+when it opens, a load gets no rounds after its life ended, and after the minimum loads are added, not rounds.
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, InterleavedOutcome, Load, LoopHooks, RoundPlan, \
-    RoundLoop, run_interleaved
-from .budget import BatchWindow
+from .budget import BatchWindow, BudgetTooSmall
+from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutcome, Load, LoadLost, LoopHooks, \
+    Progress, RoundLoop, RoundPlan, settled
 from .workers import Worker, WorkerLoad
 
 
-class SerialLoop(RoundLoop):
-    """``RoundLoop`` for loads that live one at a time: each opens after the one before it closed, runs its rounds
-    and closes; more loads (not more rounds) follow the minimum while the interval is undecided and one fits."""
+class TurnClocks:
+    """One clock per loop that runs only during that loop's turns (``turn``), from the real clock's value when this
+    object was made (``start``)."""
 
-    def open_minimum(self) -> None:
-        plan = self.plan
-        medians_ms, wanted, design_round_s = self.first_load()
-        later_s = (plan.min_loads - 1) * self.load_open_s  # the minimum's other loads, opened one by one
-        self.size_blocks(medians_ms, wanted, loads=plan.min_loads, later_s=later_s)
-        self.run_and_close(self.rounds_for(opened=True))
-        while len(self.loads) < plan.min_loads:
-            if len(self.loads) >= FLOOR_LOADS and self.load_open_s + FLOOR_ROUNDS * self.round_s > self.remaining():
-                break
-            rounds = self.rounds_for(opened=False)
-            self.add_load()
-            if len(self.loads) == 2:
-                self.refit_window(design_round_s)
-            self.run_and_close(rounds)
-        self.note_floor_overrun(min(self.done))
+    def __init__(self, clock: Callable[[], float], count: int) -> None:
+        self.real, self.start = clock, clock()
+        self.spent = [0.0] * count
+        self.current: int | None = None
+        self.since = 0.0
+
+    def clock(self, k: int) -> Callable[[], float]:
+        def now() -> float:
+            running = self.real() - self.since if self.current == k else 0.0
+            return self.start + self.spent[k] + running
+        return now
+
+    @contextmanager
+    def turn(self, k: int) -> Iterator[None]:
+        self.current, self.since = k, self.real()
+        try:
+            yield
+        finally:
+            self.spent[k] += self.real() - self.since
+            self.current = None
+
+
+class SerialLoop(RoundLoop):
+    """``RoundLoop`` for loads that live one at a time, driven a load at a time (``run_lives``): ``wants_load``
+    says whether it takes part in the next life (below the minimum: while one fits, the floor's regardless; after
+    it: while the interval is undecided and a load fits), ``take_load`` opens that load and runs its rounds."""
+
+    stop: str | None = None  # why it stopped, once it has
+    minimum_done = False  # the minimum's loads (or those that fitted) have run
+    design_round_s = 0.0  # a round of the designed blocks (``first_load``), for ``refit_window``
+    on_progress: Callable[[Progress], None] | None = None
+
+    def wants_load(self) -> bool:
+        if self.stop is not None:
+            return False
+        plan, opened = self.plan, len(self.loads)
+        if opened == 0:
+            return True
+        if not self.minimum_done:
+            fits = opened < FLOOR_LOADS or self.load_open_s + FLOOR_ROUNDS * self.round_s <= self.remaining()
+            if opened < plan.min_loads and fits:
+                return True
+            self.minimum_done = True
+            self.note_floor_overrun(min(self.done))
+        self.look()
+        stop = settled(self.speedups, plan.target_ci, opened)
+        if stop is None and not self.next_sweep()[1]:
+            stop = STOP_BUDGET
+        if self.on_progress is not None:
+            self.on_progress(Progress(opened, sum(self.done), self.elapsed(), dict(self.speedups), stop, self.budget_s))
+        self.stop = stop
+        return stop is None
+
+    def take_load(self) -> None:
+        """The next load opened, warmed up and its rounds run: the first sizes the blocks for the minimum's loads
+        opened one by one; the minimum's get its rounds where they fit (``rounds_for``); a later one, its rounds."""
+        index = len(self.loads)
+        if index == 0:
+            medians_ms, wanted, self.design_round_s = self.first_load()
+            later_s = (self.plan.min_loads - 1) * self.load_open_s  # the minimum's other loads, opened one by one
+            self.size_blocks(medians_ms, wanted, loads=self.plan.min_loads, later_s=later_s)
+            self.run(0, self.rounds_for(opened=True))
+            return
+        rounds = self.rounds_for(opened=False) if not self.minimum_done else self.plan.min_rounds
+        self.add_load()
+        if index == 1 and not self.minimum_done:
+            self.refit_window(self.design_round_s)
+        self.run(index, rounds)
 
     def rounds_for(self, opened: bool) -> int:
         """Rounds for the next load (``opened``: the newest, already open): the minimum's when they and the
@@ -57,62 +120,133 @@ class SerialLoop(RoundLoop):
         needed = (0.0 if opened else self.load_open_s) + plan.min_rounds * self.round_s + after * load_s
         return max(plan.min_rounds, floor) if needed <= self.remaining() else floor
 
-    def run_and_close(self, rounds: int) -> None:
-        """The newest load's ``rounds``, then it is closed (its process exits before the next one starts)."""
-        index = len(self.loads) - 1
-        self.run(index, rounds)
-        self.loads[index].close()
-
     def next_sweep(self) -> tuple[list[int], bool]:
-        """No rounds for a closed load: another load with the minimum's rounds where one fits, else nothing."""
+        """No rounds for a load whose life ended: another load with the minimum's rounds where one fits, else
+        nothing."""
         cost = self.load_open_s + self.plan.min_rounds * self.round_s
         if len(self.loads) < self.plan.max_loads and cost <= self.remaining():
             return [0] * len(self.done), True
         return [], False
 
-    def add_one_more(self) -> None:
-        self.add_load()
-        self.run_and_close(self.plan.min_rounds)
+
+@dataclass(frozen=True)
+class LifeCalls:
+    """``run_lives``'s calls out: ``end_life()`` ends the life whose loads have all run (its process exits, waited
+    for); ``on_done(k, outcome)`` hears loop ``k`` as soon as it stopped."""
+
+    end_life: Callable[[], None] = lambda: None
+    on_done: Callable[[int, InterleavedOutcome], None] | None = None
+
+
+def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]], plan: RoundPlan, *,
+              clock: Callable[[], float] = time.perf_counter,
+              windows: Callable[[int, float], BatchWindow] | None = None, hooks: Sequence[LoopHooks] = (),
+              calls: LifeCalls = LifeCalls()) -> list[InterleavedOutcome | None]:
+    """One ``SerialLoop`` per ``open_loads[k]`` (a batch size), driven life by life: at each life every loop still
+    measuring says whether it wants a load (one that does not is done: ``calls.on_done`` hears it at once), those
+    that do each open load ``i`` in turn (the first one's ``open_load`` starts the life's process) and run its
+    rounds, then ``calls.end_life()`` ends the life. Loop ``k``'s budget is ``windows(k, start)`` (``start``: the clock's
+    value now; default ``plan.time_budget_s`` from it), its clock the seconds of its own turns (``TurnClocks``);
+    ``hooks[k]`` hears its looks and its budget's line. A lost load's exception carries the rounds its loop finished
+    before (``partial``) and which loop it was (``turn``), as does a budget refused (``turn``). Loads are closed on
+    return. The outcomes, by ``k`` (None: not done)."""
+    names = list(names)
+    if len(names) < 2:
+        raise ValueError("need a baseline and at least one candidate")
+    clocks = TurnClocks(clock, len(open_loads))
+    loops: list[SerialLoop] = []
+    for k, open_load in enumerate(open_loads):
+        window = windows(k, clocks.start) if windows is not None else \
+            BatchWindow(started=clocks.start, budget_s=plan.time_budget_s)
+        loop = SerialLoop(names, open_load, plan, clocks.clock(k), window)
+        own = hooks[k] if k < len(hooks) else LoopHooks()
+        loop.on_note, loop.on_progress = own.on_note, own.on_progress
+        loops.append(loop)
+    outcomes: list[InterleavedOutcome | None] = [None] * len(loops)
+    active, turn = list(range(len(loops))), -1
+    try:
+        while active:
+            wanting = []
+            for turn in active:
+                with clocks.turn(turn):
+                    wants = loops[turn].wants_load()
+                if wants:
+                    wanting.append(turn)
+                    continue
+                outcomes[turn] = loops[turn].outcome(loops[turn].stop or STOP_BUDGET)
+                if calls.on_done is not None:
+                    calls.on_done(turn, outcomes[turn])  # type: ignore[arg-type]
+            active = wanting
+            for j, turn in enumerate(active):
+                with clocks.turn(turn):  # the life's end is its last loop's time
+                    loops[turn].take_load()
+                    if j == len(active) - 1:
+                        calls.end_life()
+    except LoadLost as err:  # the rounds its loop finished before it stand: the caller keeps them, marked partial
+        err.partial = loops[turn].partial_outcome()
+        setattr(err, "turn", turn)
+        raise
+    except BudgetTooSmall as err:
+        setattr(err, "turn", turn)
+        raise
+    finally:  # a life cut short by an error is the caller's to end (it may have to kill the process)
+        for loop in loops:
+            for load in loop.loads:
+                load.close()
+    return outcomes
 
 
 def run_serial(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
                clock: Callable[[], float] = time.perf_counter, window: BatchWindow | None = None,
                hooks: LoopHooks = LoopHooks()) -> InterleavedOutcome:
-    """``interleave.run_interleaved`` with ``SerialLoop``: loads one after another, each alone. A load that
-    ``open_load`` gives must be closable more than once (the loop closes each after its rounds, and all on return)."""
-    return run_interleaved(names, open_load, plan, clock=clock, window=window, hooks=hooks, loop_class=SerialLoop)
+    """``run_lives`` for one loop, whose every load is a life of its own: closed (``Load.close``) when its rounds
+    are done, before the next one opens. A load that ``open_load`` gives must be closable more than once."""
+    opened: list[Load] = []
+
+    def opening(index: int) -> Load:
+        opened.append(open_load(index))
+        return opened[-1]
+
+    def end_life() -> None:
+        if opened:
+            opened[-1].close()
+
+    outcome = run_lives(names, [opening], plan, clock=clock, hooks=[hooks], calls=LifeCalls(end_life),
+                        windows=None if window is None else (lambda k, start: window))[0]
+    assert outcome is not None  # one loop, run to its end
+    return outcome
 
 
-class LoneLoad(WorkerLoad):
-    """A worker process of its own for one load at one batch size: closing the load ends the process (waited
-    for, so that its CUDA context is gone before the next load's process starts); closing twice is harmless."""
-
-    def close(self) -> None:
-        self.worker.close()
-
-
-class LoneWorkers:
-    """``open_load`` for ``SerialLoop``: load ``i`` is a fresh worker process, started only once every worker
-    this object started before it has exited. No worker is started ahead (a process starting, or creating its
-    CUDA context, beside a timed load is what this mode avoids)."""
+class LifeWorkers:
+    """``open_load`` for ``run_lives``: load ``i`` of any batch size is life ``i``'s worker process, started by the
+    first batch size that opens load ``i`` once the previous life's process has exited (``end_life`` ended it and
+    waited), and ended by ``end_life``. No worker is started ahead (a process starting, or creating its CUDA
+    context, beside a timed load is what this mode avoids)."""
 
     def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True) -> None:
         self.records, self.device, self.autotune = dict(records), device, autotune
-        self.started: list[Worker] = []  # every worker started here, in order; all but the newest have exited
+        self.started: list[Worker] = []  # every life's worker, in order; all but a live current one have exited
+        self.current: Worker | None = None
         self.concurrent: dict[str, Any] = {}  # as WorkerPool's: nothing of this run runs beside a timed load
 
     def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int, int_range: tuple[int, int],
-             fixed: Mapping[str, Any] | None = None) -> LoneLoad:
-        self.close()
-        worker = Worker(index, self.records, self.device, self.autotune)
-        self.started.append(worker)
-        worker.wait_ready()
-        return LoneLoad(worker, (dict(shapes), seed, int_range, fixed))
+             fixed: Mapping[str, Any] | None = None) -> WorkerLoad:
+        if self.current is not None and self.current.index != index:  # a new life: the last one ends first
+            self.end_life()
+        if self.current is None:
+            self.current = Worker(index, self.records, self.device, self.autotune)
+            self.started.append(self.current)
+            self.current.wait_ready()
+        return WorkerLoad(self.current, (dict(shapes), seed, int_range, fixed))
+
+    def end_life(self) -> None:
+        """The current life's process told to exit and waited for (nothing when none is alive)."""
+        if self.current is not None:
+            current, self.current = self.current, None
+            current.close()
 
     def close(self) -> None:
-        """The newest worker ended (waited for): the ones before it were ended when it started."""
-        if self.started:
-            self.started[-1].close()
+        self.end_life()
 
     def kill(self) -> None:
         for w in self.started:
