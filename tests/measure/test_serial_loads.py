@@ -9,7 +9,7 @@ from tests.fakes import simulate as cal
 from trtprof.measure import interleave
 from trtprof.measure.budget import BatchWindow
 from trtprof.measure.interleave import LoadLost
-from trtprof.measure.serial_loads import LifeCalls, LifeWorkers, TurnClocks, run_lives, run_serial
+from trtprof.measure.serial_loads import LifeCalls, LifePriming, LifeWorkers, TurnClocks, run_lives, run_serial
 from trtprof.measure.timing import Samples, TimingConfig
 from trtprof.stats.speedup import FASTER, SLOWER
 
@@ -182,12 +182,13 @@ class LifeLoad:
 def lives_run(world, batches=2, budget_s=30.0, refuses=False):
     plan = interleave.RoundPlan(time_budget_s=budget_s, round_iterations=20)
     done = []
+    world.begun = []
 
     def windows(k, start):
         return BatchWindow(started=start, budget_s=budget_s, per_batch_s=budget_s, refuses=refuses)
 
     outcomes = run_lives(NAMES, [world.opener(k) for k in range(batches)], plan, clock=world.clock, windows=windows,
-                         calls=LifeCalls(world.end_life, lambda k, o: done.append(k)))
+                         calls=LifeCalls(world.end_life, lambda k, o: done.append(k), world.begun.append))
     return outcomes, done
 
 
@@ -239,6 +240,8 @@ def test_a_decided_batch_size_leaves_and_the_rest_go_on_in_later_lives_alone():
     assert done == [0, 1] and outcomes[0].loads == interleave.MIN_LOADS < outcomes[1].loads
     later = [e for e in world.log if e[0] == "open" and e[2] >= interleave.MIN_LOADS]
     assert later and all(e[1] == 1 and e[3] is None for e in later)  # batch 1 alone starts each later life
+    # each life was announced with the loops taking part (what a life's worker primes)
+    assert world.begun == [[0, 1]] * interleave.MIN_LOADS + [[1]] * (outcomes[1].loads - interleave.MIN_LOADS)
 
 
 def test_a_lost_worker_names_its_batch_size_and_keeps_that_loop_s_rounds():
@@ -272,9 +275,15 @@ def test_life_workers_serve_every_batch_size_in_one_process_and_end_it_before_th
     """Real worker processes (ONNX Runtime on the CPU): load 0 at two batch sizes is one process; opening load 1
     ends it first (told to close and waited for: exit code 0); load 1's process answers rounds; ending twice is
     harmless."""
-    lives = LifeWorkers({"fp32": fp32_record, "fp32#2": fp32_record})
+    shapes = [(1, {"input": (1, 3, 16, 16)}), (2, {"input": (2, 3, 16, 16)})]
+    lives = LifeWorkers({"fp32": fp32_record, "fp32#2": fp32_record},
+                        priming=LifePriming(shapes, 0, (0, 100), TimingConfig(warmup=1, iterations=1)))
     try:
+        lives.begin_life([1])
+        assert lives.coming == [shapes[1]]
+        lives.begin_life([0, 1])  # the life's worker is asked to prime both, and has answered before any load opens
         first = lives.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+        assert first.worker._priming_since is None
         again = lives.load(0, {"input": (2, 3, 16, 16)}, 0, (0, 100))
         assert again.worker is first.worker and first.worker.proc.poll() is None
         again.warm_up(TimingConfig(warmup=1, iterations=2))

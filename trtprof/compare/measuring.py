@@ -33,6 +33,7 @@ from ..measure.interleave import (
     run_interleaved,
 )
 from ..measure.results import BenchResult
+from ..measure.timing import TimingConfig
 from ..measure.workers import trim
 from ..model.inputs import make_inputs
 from ..model import roofline
@@ -285,7 +286,10 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
     measured = Measured(budget=budget)
     StartupLog(hooks.on_startup, budget)("loads one at a time (--serial-loads): load i of every batch size is one "
                                          "worker process, started after the previous one exited, alone on the machine")
-    lives = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune)
+    priming = serial_loads.LifePriming([(b, reference.shapes[b]) for b in batch_sizes], options.seed, options.ints,
+                                       TimingConfig(cuda_graph=options.plan.cuda_graph, copies=options.plan.copies))
+    lives = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune,
+                                     priming=priming if reference.on_gpu else None)
     try:
         start_measuring(measured, budget, hooks, len(batch_sizes))
         opens = [worker_loads(records, options, lives, reference.shapes[b], fixed_inputs(records, options, b))
@@ -295,7 +299,7 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
             batch_decided(measured, batch_sizes[k], outcome, records, options, reference, hooks)
 
         try:
-            serial_loads.run_lives(names, opens, options.plan, calls=serial_loads.LifeCalls(lives.end_life, done),
+            serial_loads.run_lives(names, opens, options.plan, calls=serial_loads.LifeCalls(lives.end_life, done, lives.begin_life),
                                    windows=lambda k, now: budget.window(k, now, len(batch_sizes)),
                                    hooks=[loop_hooks(hooks, b, records, None) for b in batch_sizes])
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)

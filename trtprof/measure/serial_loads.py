@@ -12,7 +12,9 @@ Lives: load ``i`` of every batch size is one worker process, *life* ``i`` (``run
 life ``i-1``'s process has exited (waited for), loads its engines once, then serves each batch size still
 measuring in turn — that batch size's loop (``SerialLoop``) warms it up at its shape and runs its rounds — and
 exits when the last of them is done. A default run of three batch sizes × six loads is six process lives, not
-eighteen; the first batch size of each life pays its start.
+eighteen; the first batch size of each life pays its start. On a GPU a life's worker primes every batch size it will
+serve when it starts (``LifePriming``: the first runs at each shape, and ONNX Runtime's one session for all of them,
+instead of a session reopened per shape), before any round.
 
 Budgets: each batch size keeps its own window (``budget.TimeBudget.window``), but its loop's clock runs only in
 its own turns (``TurnClocks``): the seconds the other batch sizes spend in a life are not its seconds, so each
@@ -33,6 +35,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from .budget import BatchWindow, BudgetTooSmall
 from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutcome, Load, LoadLost, LoopHooks, \
     Progress, RoundLoop, RoundPlan, settled
+from .timing import TimingConfig
 from .workers import Worker, WorkerLoad
 
 
@@ -131,11 +134,13 @@ class SerialLoop(RoundLoop):
 
 @dataclass(frozen=True)
 class LifeCalls:
-    """``run_lives``'s calls out: ``end_life()`` ends the life whose loads have all run (its process exits, waited
-    for); ``on_done(k, outcome)`` hears loop ``k`` as soon as it stopped."""
+    """``run_lives``'s calls out: ``begin_life(turns)`` hears which loops take part in the coming life (before its
+    first load opens); ``end_life()`` ends the life whose loads have all run (its process exits, waited for);
+    ``on_done(k, outcome)`` hears loop ``k`` as soon as it stopped."""
 
     end_life: Callable[[], None] = lambda: None
     on_done: Callable[[int, InterleavedOutcome], None] | None = None
+    begin_life: Callable[[Sequence[int]], None] = lambda turns: None  # before a life: the loops taking part
 
 
 def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]], plan: RoundPlan, *,
@@ -177,6 +182,8 @@ def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]],
                 if calls.on_done is not None:
                     calls.on_done(turn, outcomes[turn])  # type: ignore[arg-type]
             active = wanting
+            if active:
+                calls.begin_life(active)
             for j, turn in enumerate(active):
                 with clocks.turn(turn):  # the life's end is its last loop's time
                     loops[turn].take_load()
@@ -217,17 +224,37 @@ def run_serial(names: Sequence[str], open_load: Callable[[int], Load], plan: Rou
     return outcome
 
 
+@dataclass(frozen=True)
+class LifePriming:
+    """What a life's worker primes when it starts (``Worker.prime``: each arm's first runs and graph captures at
+    each batch size it will serve, where they time no kernels): the batch sizes' shapes in order, the seeded inputs'
+    seed and integer range, and the timing's graph and copy settings. Without it, each batch size's first block in a
+    life pays those first runs (ONNX Runtime: a session reopened per shape)."""
+
+    batches: list[tuple[int, Mapping[str, tuple[int, ...]]]]
+    seed: int
+    int_range: tuple[int, int]
+    config: TimingConfig
+
+
 class LifeWorkers:
     """``open_load`` for ``run_lives``: load ``i`` of any batch size is life ``i``'s worker process, started by the
     first batch size that opens load ``i`` once the previous life's process has exited (``end_life`` ended it and
     waited), and ended by ``end_life``. No worker is started ahead (a process starting, or creating its CUDA
     context, beside a timed load is what this mode avoids)."""
 
-    def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True) -> None:
-        self.records, self.device, self.autotune = dict(records), device, autotune
+    def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True,
+                 priming: LifePriming | None = None) -> None:
+        self.records, self.device, self.autotune, self.priming = dict(records), device, autotune, priming
         self.started: list[Worker] = []  # every life's worker, in order; all but a live current one have exited
         self.current: Worker | None = None
         self.concurrent: dict[str, Any] = {}  # as WorkerPool's: nothing of this run runs beside a timed load
+        self.coming: list[tuple[int, Mapping[str, tuple[int, ...]]]] = []  # the next life's batch sizes, to prime
+
+    def begin_life(self, turns: Sequence[int]) -> None:
+        """The coming life serves these batch sizes (indices into ``priming.batches``): its worker primes them."""
+        if self.priming is not None:
+            self.coming = [self.priming.batches[k] for k in turns]
 
     def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int, int_range: tuple[int, int],
              fixed: Mapping[str, Any] | None = None) -> WorkerLoad:
@@ -237,6 +264,10 @@ class LifeWorkers:
             self.current = Worker(index, self.records, self.device, self.autotune)
             self.started.append(self.current)
             self.current.wait_ready()
+            if self.priming is not None and self.coming:  # every batch size's first runs, now, before any round
+                p = self.priming
+                self.current.prime(self.coming, p.seed, p.int_range, p.config)
+                self.current.wait_primed()
         return WorkerLoad(self.current, (dict(shapes), seed, int_range, fixed))
 
     def end_life(self) -> None:
