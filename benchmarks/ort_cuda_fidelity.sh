@@ -169,8 +169,8 @@ for stage in "$@"; do
       timeout 300 python3 "$HERE/ort_block_costs.py" --blocks 6 --json "$OUT/block-costs.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/block-costs.txt" | head -60
       ;;
-    transformers)
-      for m in vit_b16 bert_base; do
+    transformers)  # MODELS: which (default both)
+      for m in ${MODELS:-vit_b16 bert_base}; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \

@@ -48,12 +48,31 @@ def test_compare_on_a_gpu_says_what_its_loads_are(monkeypatch):
     def lines(*argv: str, backend: str = "torch") -> str | None:
         args = _args(backend=backend)
         args.in_process, args.serial_loads = "--in-process" in argv, "--serial-loads" in argv
+        args.side_by_side_loads = "--side-by-side-loads" in argv
         return compare.gpu_lines(args)
 
     default = lines()
-    assert default.startswith("timing: CUDA graph replay") and "\nloads: worker processes side by side" in default
+    assert default.startswith("timing: CUDA graph replay") and "\nloads: worker processes side by side (the default)" in default
     assert "--serial-loads measures each load alone" in default
-    assert lines("--serial-loads").endswith("loads: one worker process at a time (--serial-loads), each alone on the "
-                                           "GPU as a user's own loop is")
+    assert "loads: one worker process at a time (--serial-loads), each alone on the GPU as a user's own loop is" \
+        in lines("--serial-loads")
     assert "loads:" not in lines("--in-process")
     assert lines(backend="onnxruntime") is None
+    # onnxruntime-cuda's loads are lone by default (Capabilities.lone_loads); the flag puts them side by side
+    assert "loads: one worker process at a time (the default here; --side-by-side-loads" in lines(backend="onnxruntime-cuda")
+    assert "side by side (--side-by-side-loads)" in lines("--side-by-side-loads", backend="onnxruntime-cuda")
+
+
+@pytest.mark.parametrize("backend, argv, expected", [
+    ("onnxruntime-cuda", (), "serial"), ("onnxruntime-cuda", ("--side-by-side-loads",), "process"),
+    ("onnxruntime-cuda", ("--in-process",), "in_process"), ("torch", (), "process"), ("onnxruntime", (), "process"),
+    ("torch", ("--serial-loads",), "serial"), ("no-such-backend", (), "process"),
+])
+def test_compare_s_loads_are_lone_by_default_only_where_the_backend_says_so(backend, argv, expected):
+    from trtprof.cli import compare
+
+    args = _args(backend=backend)
+    args.in_process, args.serial_loads = "--in-process" in argv, "--serial-loads" in argv
+    args.side_by_side_loads = "--side-by-side-loads" in argv
+    assert compare.isolation(args) == {"serial": "serial", "process": "process",
+                                       "in_process": compare.cmp.ISOLATION_IN_PROCESS}[expected]

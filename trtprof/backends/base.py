@@ -123,6 +123,11 @@ class Capabilities:
     # why a load of its engines costs seconds, and where loads are cheap: appended to the budget's line
     # when the budget grows or cannot hold the loads (compare.core.budget_line); None: nothing to say
     costly_loads: str | None = None
+    # compare's loads are lone worker processes by default (compare.options.default_isolation: load i of every batch
+    # size one process, started after the previous one exited), not side by side: where measured to matter and
+    # loads are cheap (onnxruntime-cuda on the H200: side-by-side loads read batch 1 up to 10 % fast, lone ones
+    # within 1 % of a user's loop, 2026-12-04)
+    lone_loads: bool = False
     # takes ``--threads`` (intra-op threads of a host runtime) at load; serving opens one session per
     # thread through ``load(..., threads=)`` (serving.sweep)
     host_threads: bool = False

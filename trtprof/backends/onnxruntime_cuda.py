@@ -408,7 +408,8 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
     provider = CUDA_EP
     capabilities = Capabilities(
         device="cuda", batch_independent=True, layer_profiler="ort-session", timeline="ort-session",
-        session_warnings=True, graph_capture="runner", layout_option=LAYOUT_OPTION, ort_contrib_ops=True, extra=EXTRA)
+        session_warnings=True, graph_capture="runner", layout_option=LAYOUT_OPTION, ort_contrib_ops=True, extra=EXTRA,
+        lone_loads=True)
 
     def available(self) -> Availability:
         return cuda_availability()

@@ -162,18 +162,28 @@ def add_loop_args(p: argparse.ArgumentParser) -> None:
                       help="every load a worker process that lives alone: load i of every batch size is one "
                            "process, started after the previous one exited (slower: nothing starts side by side). On a GPU a "
                            "process replays small CUDA graphs faster once another process has created a CUDA context "
-                           "during its life (H200, ResNet-50 batch 1: fp16 10%%, fp32 3%%); loads side by side (the "
-                           "default) measure in that state, a lone user's loop does not: this measures as it does")
+                           "during its life (H200, ResNet-50 batch 1: fp16 10%%, fp32 3%%); loads side by side "
+                           "measure in that state, a lone user's loop does not: this measures as it does. The default "
+                           "for backends where that was measured (onnxruntime-cuda)")
+    lone.add_argument("--side-by-side-loads", action="store_true",
+                      help="the loads' worker processes started side by side (the default but for onnxruntime-cuda): "
+                           "faster to run (their start-ups overlap); on a GPU small batch sizes can read faster than a "
+                           "lone process does")
     p.add_argument("--round-iterations", type=_common.iteration_count, default=None,
                    help=f"iterations per precision per round (default: about {DEFAULT_ROUND_S:g} s worth)")
 
 
 def isolation(args: argparse.Namespace) -> str:
-    """What the loads are: worker processes side by side (default), one after another (``--serial-loads``), or
-    re-created in this process (``--in-process``)."""
+    """What the loads are: re-created in this process (``--in-process``), worker processes one after another
+    (``--serial-loads``) or side by side (``--side-by-side-loads``); without a flag, the backend's default
+    (``compare.options.default_isolation``: lone for onnxruntime-cuda, side by side for the others)."""
     if args.in_process:
         return cmp.ISOLATION_IN_PROCESS
-    return cmp.ISOLATION_SERIAL if args.serial_loads else cmp.ISOLATION_PROCESS
+    if args.serial_loads:
+        return cmp.ISOLATION_SERIAL
+    if getattr(args, "side_by_side_loads", False):
+        return cmp.ISOLATION_PROCESS
+    return cmp.default_isolation(getattr(args, "backend", "auto"))
 
 
 def parse_precisions(text: str) -> list[Precision]:
@@ -398,7 +408,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         )  # compare_model and the A/B leave the engine builds out of the budget
         built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
         hooks = run_hooks(args, plan, built)
-        with workers.spares(0 if args.in_process or args.serial_loads else min(plan.min_loads, workers.SPAWN_AHEAD),
+        with workers.spares(min(plan.min_loads, workers.SPAWN_AHEAD) if options.isolation == cmp.ISOLATION_PROCESS else 0,
                             preload_backends(args),
                             args.device):
             if is_ab:
@@ -421,11 +431,15 @@ def gpu_lines(args: argparse.Namespace) -> str | None:
     """On a GPU: how launches are timed (``_common.launch_line``) and what the loads are, since at small batch sizes
     the GPU's state depends on them (``measure.serial_loads``); None where the timing is the CPU's."""
     launch = _common.launch_line(args)
-    if launch is None or args.in_process:
+    how = isolation(args)
+    if launch is None or how == cmp.ISOLATION_IN_PROCESS:
         return launch
-    if args.serial_loads:
-        return f"{launch}\nloads: one worker process at a time (--serial-loads), each alone on the GPU as a user's own loop is"
-    return (f"{launch}\nloads: worker processes side by side (the default). A process replays small CUDA graphs faster "
+    if how == cmp.ISOLATION_SERIAL:
+        why = "--serial-loads" if args.serial_loads else "the default here; --side-by-side-loads runs them side by side"
+        return (f"{launch}\nloads: one worker process at a time ({why}), each alone on the GPU as a user's own loop "
+                "is; load i of every batch size is one process")
+    chosen = "--side-by-side-loads" if getattr(args, "side_by_side_loads", False) else "the default"
+    return (f"{launch}\nloads: worker processes side by side ({chosen}). A process replays small CUDA graphs faster "
             "once another process has created a CUDA context during its life (H200, batch 1: up to 10 %), so at small "
             "batch sizes these loads can read faster than a lone process does; --serial-loads measures each load alone "
             "(slower: a process start per load, one after another)")

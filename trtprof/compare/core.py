@@ -43,6 +43,7 @@ from .options import (  # noqa: F401 - re-exported
     ISOLATION_IN_PROCESS,
     ISOLATION_PROCESS,
     ISOLATION_SERIAL,
+    default_isolation,
     BuildTally,
     CompareHooks,
     CompareOptions,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from .. import backends
+from ..errors import BackendUnavailable, BadInput
 from ..measure.budget import BudgetStart, TimeBudget
 from ..measure.interleave import InterleavedOutcome, Progress, RoundPlan
 from ..model.inputs import DEFAULT_INT_RANGE
@@ -87,6 +88,17 @@ class CompareHooks:
     on_budget: Callable[[int, str], None] | None = None  # before a batch size's rounds: its budget's line
     on_note: Callable[[str], None] | None = None  # a one-off line before the rounds (loads lowered to fit memory)
     on_startup: Callable[[str], None] | None = None  # each part of the start-up as it begins (StartupLog's lines)
+
+
+def default_isolation(backend: str) -> str:
+    """The loads compare runs without ``--in-process``/``--serial-loads``/``--side-by-side-loads``: lone worker
+    processes (``ISOLATION_SERIAL``) for a backend whose capabilities say so (``Capabilities.lone_loads``;
+    ``auto``: the backend it picks here), else worker processes side by side."""
+    try:
+        picked = backends.resolve(backend) if backend == "auto" else backends.get(backend)
+    except (BadInput, BackendUnavailable):
+        return ISOLATION_PROCESS
+    return ISOLATION_SERIAL if picked.capabilities.lone_loads else ISOLATION_PROCESS
 
 
 def budget_line(hooks: CompareHooks, batch: int, backend: str) -> Callable[[str], None] | None:
