@@ -49,7 +49,7 @@ def test_compare_on_a_gpu_says_what_its_loads_are(monkeypatch):
         args = _args(backend=backend)
         args.in_process, args.serial_loads = "--in-process" in argv, "--serial-loads" in argv
         args.side_by_side_loads = "--side-by-side-loads" in argv
-        return compare.gpu_lines(args)
+        return compare.gpu_lines(args, compare.isolation(args))
 
     default = lines()
     assert default.startswith("timing: CUDA graph replay") and "\nloads: worker processes side by side (the default)" in default

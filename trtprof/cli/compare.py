@@ -181,7 +181,7 @@ def isolation(args: argparse.Namespace) -> str:
         return cmp.ISOLATION_IN_PROCESS
     if args.serial_loads:
         return cmp.ISOLATION_SERIAL
-    if getattr(args, "side_by_side_loads", False):
+    if args.side_by_side_loads:
         return cmp.ISOLATION_PROCESS
     return cmp.default_isolation(getattr(args, "backend", "auto"))
 
@@ -407,7 +407,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
             accuracy_samples=args.accuracy_samples,
         )  # compare_model and the A/B leave the engine builds out of the budget
         built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
-        hooks = run_hooks(args, plan, built)
+        hooks = run_hooks(args, plan, built, options.isolation)
         with workers.spares(min(plan.min_loads, workers.SPAWN_AHEAD) if options.isolation == cmp.ISOLATION_PROCESS else 0,
                             preload_backends(args),
                             args.device):
@@ -427,30 +427,31 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
     return exit_status(args, data, report)
 
 
-def gpu_lines(args: argparse.Namespace) -> str | None:
-    """On a GPU: how launches are timed (``_common.launch_line``) and what the loads are, since at small batch sizes
-    the GPU's state depends on them (``measure.serial_loads``); None where the timing is the CPU's."""
+def gpu_lines(args: argparse.Namespace, how: str) -> str | None:
+    """On a GPU: how launches are timed (``_common.launch_line``) and what the loads are (``how``: ``isolation``'s
+    answer), since at small batch sizes the GPU's state depends on them (``measure.serial_loads``); None where the
+    timing is the CPU's."""
     launch = _common.launch_line(args)
-    how = isolation(args)
     if launch is None or how == cmp.ISOLATION_IN_PROCESS:
         return launch
     if how == cmp.ISOLATION_SERIAL:
         why = "--serial-loads" if args.serial_loads else "the default here; --side-by-side-loads runs them side by side"
         return (f"{launch}\nloads: one worker process at a time ({why}), each alone on the GPU as a user's own loop "
                 "is; load i of every batch size is one process")
-    chosen = "--side-by-side-loads" if getattr(args, "side_by_side_loads", False) else "the default"
+    chosen = "--side-by-side-loads" if args.side_by_side_loads else "the default"
     return (f"{launch}\nloads: worker processes side by side ({chosen}). A process replays small CUDA graphs faster "
             "once another process has created a CUDA context during its life (H200, batch 1: up to 10 %), so at small "
             "batch sizes these loads can read faster than a lone process does; --serial-loads measures each load alone "
             "(slower: a process start per load, one after another)")
 
 
-def run_hooks(args: argparse.Namespace, plan: RoundPlan, built: dict[str, Any]) -> cmp.CompareHooks:
+def run_hooks(args: argparse.Namespace, plan: RoundPlan, built: dict[str, Any], how: str) -> cmp.CompareHooks:
     """What a compare prints while it runs: the launch line once, before the first build or measurement
     says anything; each engine built or found (kept in ``built`` by precision); each batch size's budget,
     looks of the stopping rule (stderr) and verdict; one-off notes (stderr) and the start-up's parts
-    (stdout, as the build's lines: stderr before a bad input's error stays that one line)."""
-    launch = [gpu_lines(args)]  # printed once, before the first build or measurement says anything
+    (stdout, as the build's lines: stderr before a bad input's error stays that one line). ``how``: the loads
+    (``isolation``), which the launch line names."""
+    launch = [gpu_lines(args, how)]  # printed once, before the first build or measurement says anything
 
     def announce() -> None:
         if launch[0] is not None:

@@ -282,8 +282,7 @@ def run_interleaved(names: Sequence[str], open_load: Callable[[int], Load], plan
             if stop is None and not counts:
                 stop = STOP_BUDGET
             if on_progress is not None:
-                on_progress(Progress(len(loop.loads), sum(loop.done), loop.elapsed(), dict(loop.speedups), stop,
-                                     loop.budget_s))
+                on_progress(loop.progress(stop))
             if stop is not None:
                 break
             for i, count in enumerate(counts):
@@ -538,6 +537,10 @@ class RoundLoop:
             self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
             if self.on_note is not None:
                 self.on_note(note)
+
+    def progress(self, stop: str | None) -> Progress:
+        """What the last look knows (``stop``: set on the last one), for the caller's ``on_progress``."""
+        return Progress(len(self.loads), sum(self.done), self.elapsed(), dict(self.speedups), stop, self.budget_s)
 
     def look(self) -> None:
         base = self.arms[self.names[0]].latency_blocks()

@@ -89,10 +89,10 @@ class SerialLoop(RoundLoop):
             self.note_floor_overrun(min(self.done))
         self.look()
         stop = settled(self.speedups, plan.target_ci, opened)
-        if stop is None and not self.next_sweep()[1]:
+        if stop is None and not self.another_load_fits():
             stop = STOP_BUDGET
         if self.on_progress is not None:
-            self.on_progress(Progress(opened, sum(self.done), self.elapsed(), dict(self.speedups), stop, self.budget_s))
+            self.on_progress(self.progress(stop))
         self.stop = stop
         return stop is None
 
@@ -123,13 +123,11 @@ class SerialLoop(RoundLoop):
         needed = (0.0 if opened else self.load_open_s) + plan.min_rounds * self.round_s + after * load_s
         return max(plan.min_rounds, floor) if needed <= self.remaining() else floor
 
-    def next_sweep(self) -> tuple[list[int], bool]:
-        """No rounds for a load whose life ended: another load with the minimum's rounds where one fits, else
-        nothing."""
+    def another_load_fits(self) -> bool:
+        """After the minimum (a load whose life ended gets no more rounds): does another load with the minimum's
+        rounds fit what is left, below the most loads?"""
         cost = self.load_open_s + self.plan.min_rounds * self.round_s
-        if len(self.loads) < self.plan.max_loads and cost <= self.remaining():
-            return [0] * len(self.done), True
-        return [], False
+        return len(self.loads) < self.plan.max_loads and cost <= self.remaining()
 
 
 @dataclass(frozen=True)
