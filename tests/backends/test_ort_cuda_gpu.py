@@ -78,3 +78,46 @@ def test_launches_write_what_ort_on_the_cpu_computes(conv_model, tmp_path, preci
                                        atol=2e-3 if precision == "fp16" else 1e-4)
     finally:
         runner.close()
+
+
+@needs_ort_cuda
+def test_a_life_started_ahead_holds_no_cuda_context_while_the_current_one_serves(conv_model, tmp_path):
+    """``--serial-loads`` on the GPU (onnxruntime-cuda's default loads): the next life's process, started ahead while
+    life 0 is primed and serving, is not on the GPU (NVML lists life 0's pid and not its), so no CUDA context is made
+    beside a timed load; told its engines, it is (it became life 1)."""
+    import time
+
+    from trtprof.engines.cache import list_engines
+    from trtprof.measure.serial_loads import LifePriming, LifeWorkers
+    from trtprof.measure.timing import TimingConfig
+    from trtprof.system import nvml
+
+    engines = tmp_path / "engines"
+    proc = subprocess.run([sys.executable, "-m", "trtprof", "build", "--backend", "onnxruntime-cuda", "--fp32",
+                           "--engines", str(engines), str(conv_model)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    (record,) = list_engines(engines)
+    spec = record.inputs[0]
+    shapes = {spec.name: tuple(d if isinstance(d, int) and d > 0 else 2 for d in spec.shape)}
+
+    def on_gpu() -> list[int] | None:
+        with nvml._session() as nv:
+            return None if nv is None else nvml.gpu_pids(nv, nvml.gpu_handle(nv, 0, None))
+
+    lives = LifeWorkers({"fp32": record}, priming=LifePriming([(2, shapes)], 0, (0, 100), TimingConfig(cuda_graph=True)),
+                        ahead=True)
+    try:
+        lives.begin_life([0])
+        first = lives.load(0, shapes, 0, (0, 100))
+        spare = lives.spare
+        assert spare is not None
+        time.sleep(5.0)  # its imports done
+        pids = on_gpu()
+        if pids is None or first.worker.proc.pid not in pids:
+            pytest.skip("NVML does not list this machine's pids (a container): cannot tell which process is on the GPU")
+        assert spare.proc.pid not in pids and spare.proc.poll() is None
+        lives.begin_life([0])
+        second = lives.load(1, shapes, 0, (0, 100))
+        assert second.worker is spare and spare.proc.pid in (on_gpu() or [])
+    finally:
+        lives.close()

@@ -170,8 +170,9 @@ def test_in_process_loads_are_recorded_as_such(conv_model, tmp_path, capsys):
 def test_serial_loads_run_one_worker_process_at_a_time_and_are_recorded_as_such(conv_model, tmp_path, capsys,
                                                                               monkeypatch):
     """``--serial-loads`` end to end (real ONNX Runtime workers): said at the start, recorded in the JSON; every
-    worker's process lived alone (the pool starts none ahead, so nothing ran beside a timed round), and load i of
-    both batch sizes was one process (as many processes as the most loads of a batch size, not their sum)."""
+    worker's process lived alone (on the CPU none starts ahead, so nothing ran beside a timed round: the record
+    says so), load i of both batch sizes was one process (as many processes as the most loads of a batch size, not
+    their sum), life 0's worker ran the accuracy pass, and each life's seconds are in the budget's record."""
     from trtprof.measure import serial_loads
 
     started = []
@@ -190,10 +191,19 @@ def test_serial_loads_run_one_worker_process_at_a_time_and_are_recorded_as_such(
     printed = capsys.readouterr()
     assert "loads one at a time (--serial-loads)" in printed.out + printed.err
     data = json.loads(out.read_text())
-    assert data["settings"]["isolation"] == "serial" and not data.get("concurrent_with_timing")
+    assert data["settings"]["isolation"] == "serial"
+    beside = data["concurrent_with_timing"]
+    assert beside["timed_calls"] > 0 and beside["overlapping"] == []
+    assert "the accuracy pass (life 0's worker)" in [w["what"] for w in beside["work"]]
     assert [c["batch_size"] for c in data["comparisons"]] == [1, 2]
     assert all(c["loads"] >= 2 and c["rounds"] >= 2 * c["loads"] for c in data["comparisons"])
     assert len(started) == max(c["loads"] for c in data["comparisons"]) < sum(c["loads"] for c in data["comparisons"])
+    lives = data["budget"]["lives"]
+    assert [life["life"] for life in lives] == list(range(len(started)))
+    assert not any(life["started_ahead"] for life in lives)
+    for life in lives:
+        assert set(life["arms_s"]) == {"fp32", "fp16"} and all(v > 0 for v in life["arms_s"].values())
+        assert all(life[k] > 0 for k in ("python_s", "engines_s", "waited_s", "serving_s", "exit_s"))
 
 
 def test_serial_loads_and_in_process_cannot_both_be_asked(conv_model, tmp_path, capsys):

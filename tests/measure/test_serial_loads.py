@@ -1,6 +1,8 @@
 """compare --serial-loads: loads whose worker processes never live at the same time (measure.serial_loads)."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -298,3 +300,37 @@ def test_life_workers_serve_every_batch_size_in_one_process_and_end_it_before_th
     finally:
         lives.kill()
         lives.close()
+
+
+def test_life_workers_start_the_next_life_ahead_and_account_every_life(fp32_record):
+    """``ahead``: once life 0 is ready to serve, life 1's process starts (imports only: told no engines) while life 0
+    still lives; opening load 1 ends life 0, then tells that very process its engines (no new process); the spare
+    started after life 1 and never used is killed at close and recorded as such. Each life's seconds are kept: a
+    life started ahead waited only for its engines (no interpreter start in ``waited_s``); the record of work beside
+    the timing shows the process started ahead overlapping life 0's timed rounds."""
+    lives = LifeWorkers({"fp32": fp32_record, "fp32#2": fp32_record}, ahead=True)
+    shapes = {"input": (1, 3, 16, 16)}
+    try:
+        first = lives.load(0, shapes, 0, (0, 100))
+        spare = lives.spare
+        assert spare is not None and spare.index == 1 and not spare._initialised and spare.proc.poll() is None
+        first.warm_up(TimingConfig(warmup=1, iterations=2))
+        first.rounds(0, 2, TimingConfig(warmup=0, iterations=3), ["fp32", "fp32#2"])
+        time.sleep(3.0)  # the spare's imports done meanwhile, as during a GPU life's rounds (seconds)
+        second = lives.load(1, shapes, 0, (0, 100))
+        assert first.worker.proc.returncode == 0 and second.worker is spare and spare.proc.poll() is None
+        assert lives.spare is not None and lives.spare is not spare  # life 2's, started ahead in its turn
+        second.warm_up(TimingConfig(warmup=1, iterations=2))
+        second.rounds(0, 2, TimingConfig(warmup=0, iterations=3), ["fp32", "fp32#2"])
+        unused = lives.spare
+    finally:
+        lives.close()
+    assert unused.proc.returncode is not None and len(lives.started) == 2
+    one, two = lives.lives
+    assert (one["life"], one["started_ahead"], two["life"], two["started_ahead"]) == (0, False, 1, True)
+    # its interpreter had started and imported before it was asked: the run waited for its engines only
+    assert two["waited_s"] < min(one["waited_s"], two["python_s"] + two["engines_s"])
+    assert all(life["engines_s"] > 0 and life["exit_s"] >= 0 for life in (one, two))
+    work = {w["what"]: w for w in lives.concurrent["work"]}
+    assert work["life 1's process starting ahead (imports only)"]["overlap_s"] > 0
+    assert "a process started ahead, not used" in work and lives.concurrent["timed_calls"] == 2

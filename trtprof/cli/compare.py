@@ -437,7 +437,8 @@ def gpu_lines(args: argparse.Namespace, how: str) -> str | None:
     if how == cmp.ISOLATION_SERIAL:
         why = "--serial-loads" if args.serial_loads else "the default here; --side-by-side-loads runs them side by side"
         return (f"{launch}\nloads: one worker process at a time ({why}), each alone on the GPU as a user's own loop "
-                "is; load i of every batch size is one process")
+                "is; load i of every batch size is one process (the next one's starts ahead, importing only: no CUDA "
+                "context beside a timed load)")
     chosen = "--side-by-side-loads" if args.side_by_side_loads else "the default"
     return (f"{launch}\nloads: worker processes side by side ({chosen}). A process replays small CUDA graphs faster "
             "once another process has created a CUDA context during its life (H200, batch 1: up to 10 %), so at small "

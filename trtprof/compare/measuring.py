@@ -77,6 +77,7 @@ class Measured:
     concurrent: dict[str, Any] = field(default_factory=dict)  # WorkerPool.concurrent: what ran beside the timing
     startup_s: float = 0.0  # of the budget, spent before measuring began (the launch, the accuracy pass, …)
     reserve_s: float = 0.0  # of the budget, kept for what runs after measuring
+    lives: list[dict[str, Any]] = field(default_factory=list)  # --serial-loads: each life's seconds (LifeWorkers)
 
     def budget_account(self, plan: RoundPlan) -> dict[str, Any]:
         """What the budget covered, for the JSON (``spent_s``, when the JSON is made: CompareReport)."""
@@ -88,7 +89,8 @@ class Measured:
                 "per_batch": {str(b): {"budget_s": round(o.budget_s, 3), "spent_s": round(o.elapsed_s, 3),
                                        "stop_reason": o.stop_reason, "floor_overrun": o.floor_overrun,
                                        "budget_note": o.budget_note}
-                              for b, o in self.outcomes.items()}}
+                              for b, o in self.outcomes.items()},
+                **({"lives": self.lives} if self.lives else {})}
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -117,10 +119,14 @@ def start_and_load(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
     """The worker processes started (``isolation="process"``: ``start_pool``), then the load phase
     (``load_reference``) while they start, and the device's peak rates on a GPU: (the reference, the pool or
     None, the peak or None). A failure or Ctrl-C before measuring leaves no worker running."""
-    pool = None
+    pool: Any = None
     try:
         if options.isolation == ISOLATION_PROCESS:
             pool = start_pool(records, options, say)
+        elif options.isolation == ISOLATION_SERIAL:  # life 0's worker runs the accuracy pass (``LifeWorkers``)
+            pool = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune,
+                                            preload=[b for b in dict.fromkeys(r.backend for r in records.values())
+                                                     if workers.has_preload(b)])
         reference = load_reference(records, batch_sizes, options, model, pool, say=say)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:
@@ -243,7 +249,7 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
     names = list(records)
     budget = budget if budget is not None else options.time_budget.began(time.perf_counter())
     if options.isolation == ISOLATION_SERIAL:
-        return measure_lives(records, batch_sizes, options, reference, hooks, budget)
+        return measure_lives(records, batch_sizes, options, reference, hooks, budget, pool)
     measured = Measured(budget=budget)
     try:
         start_measuring(measured, budget, hooks, len(batch_sizes))
@@ -277,19 +283,25 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
 
 
 def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
-                  reference: Reference, hooks: CompareHooks, budget: TimeBudget) -> Measured:
+                  reference: Reference, hooks: CompareHooks, budget: TimeBudget, lives: Any = None) -> Measured:
     """``--serial-loads``: load ``i`` of every batch size is one worker process living alone, life ``i``
     (``serial_loads.run_lives``: it serves every batch size still measuring, then exits before the next starts);
-    each batch size in its window, on a clock of its own turns. A batch size is announced once decided; Ctrl-C, a
-    lost worker and a refused budget are handled as ``measure`` handles them."""
+    each batch size in its window, on a clock of its own turns. ``lives``: the ``LifeWorkers`` whose life 0 ran the
+    accuracy pass (None: made here). On a GPU each life primes every batch size it serves, and the next life's process
+    starts ahead, importing only (``LifeWorkers``). A batch size is announced once decided; Ctrl-C, a lost worker and
+    a refused budget are handled as ``measure`` handles them."""
     names = list(records)
     measured = Measured(budget=budget)
+    ahead = " (on a GPU: the next one's process starts ahead, importing only, no CUDA context)" if reference.on_gpu else ""
     StartupLog(hooks.on_startup, budget)("loads one at a time (--serial-loads): load i of every batch size is one "
-                                         "worker process, started after the previous one exited, alone on the machine")
+                                         f"worker process, started after the previous one exited, alone on the "
+                                         f"{'GPU' if reference.on_gpu else 'machine'}{ahead}")
     priming = serial_loads.LifePriming([(b, reference.shapes[b]) for b in batch_sizes], options.seed, options.ints,
                                        TimingConfig(cuda_graph=options.plan.cuda_graph, copies=options.plan.copies))
-    lives = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune,
-                                     priming=priming if reference.on_gpu else None)
+    if lives is None:
+        lives = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune)
+    lives.priming = priming if reference.on_gpu else None
+    lives.ahead = reference.on_gpu
     try:
         start_measuring(measured, budget, hooks, len(batch_sizes))
         opens = [worker_loads(records, options, lives, reference.shapes[b], fixed_inputs(records, options, b))
@@ -314,6 +326,7 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
     finally:
         close_keeping_results(lives, measured)
         measured.concurrent = lives.concurrent
+        measured.lives = lives.lives
     measured.pending = [b for b in batch_sizes if b not in measured.outcomes]
     return measured
 

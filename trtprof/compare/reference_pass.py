@@ -76,14 +76,16 @@ def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options:
     gpu_arms = [facts[n] for n in names if facts[n].device == "cuda"]
     # the accuracy pass beside the others' priming where no arm's first run at a shape times kernels
     beside = bool(gpu_arms) and all(f.primes_beside_others for f in gpu_arms)
+    asked: int | None = None  # workers priming ahead (0: loads living one at a time, each primed at its start)
     if gpu_arms:  # the first runs at each shape, side by side, before timing
         asked = pool.prime([(b, all_shapes[b]) for b in batch_sizes], options.seed, options.ints,
                            TimingConfig(cuda_graph=options.plan.cuda_graph, copies=options.plan.copies),
                            after_outputs=beside)
-        say(f"priming: {asked} worker processes set up and run, side by side, each arm whose first run at a shape "
-            f"times no kernels (onnxruntime-cuda), once at batch {', '.join(map(str, batch_sizes))}: those first "
-            "runs and graph captures are then behind every load's warm-up"
-            + ("; load 0's worker after its accuracy pass, which runs beside the others' priming" if beside else ""))
+        if asked:  # (loads living one at a time prime each at its start: none ahead)
+            say(f"priming: {asked} worker processes set up and run, side by side, each arm whose first run at a shape "
+                f"times no kernels (onnxruntime-cuda), once at batch {', '.join(map(str, batch_sizes))}: those first "
+                "runs and graph captures are then behind every load's warm-up"
+                + ("; load 0's worker after its accuracy pass, which runs beside the others' priming" if beside else ""))
     smallest = min(batch_sizes)
     started = time.monotonic()
     with preflight.allocation_guard(smallest, needed[smallest]):  # FP16 range risks from the FP32 model (issue 10)
@@ -94,7 +96,8 @@ def from_worker(records: Mapping[str, Any], batch_sizes: Sequence[int], options:
     if fp16_range is not None:
         pool.busy.append(Span("the FP16 range analysis (this process)", started, time.monotonic()))
     say(f"the accuracy pass in load 0's worker (every arm once at batch {', '.join(map(str, batch_sizes))}), "
-        + ("beside the other workers' priming" if beside else "once the workers started have loaded their engines"))
+        + ("beside the other workers' priming" if beside and asked else
+           "once the workers started have loaded their engines" if asked != 0 else "before its priming"))
     answers = pool.outputs([(b, all_shapes[b], needed[b]) for b in batch_sizes], options.seed, options.ints)
     return {"shapes": all_shapes, "devices": {n: facts[n].device for n in names},
             "autotune": {n: facts[n].autotune for n in names}, "fp16_range": fp16_range,

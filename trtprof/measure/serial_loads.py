@@ -14,13 +14,17 @@ measuring in turn — that batch size's loop (``SerialLoop``) warms it up at its
 exits when the last of them is done. A default run of three batch sizes × six loads is six process lives, not
 eighteen; the first batch size of each life pays its start. On a GPU a life's worker primes every batch size it will
 serve when it starts (``LifePriming``: the first runs at each shape, and ONNX Runtime's one session for all of them,
-instead of a session reopened per shape), before any round.
+instead of a session reopened per shape), before any round. Life 0's worker also runs compare's accuracy pass
+(``LifeWorkers.outputs``), so the parent loads no engine and makes no CUDA context of its own. On a GPU the next
+life's process starts ahead, once the current life is ready to serve: it imports and waits, making no CUDA context
+(what the finding above is about) until it is told its engines, after the current life has exited; what it does
+beside the timed rounds is in the run's ``concurrent_with_timing``, and each life's seconds in ``budget.lives``.
 
 Budgets: each batch size keeps its own window (``budget.TimeBudget.window``), but its loop's clock runs only in
 its own turns (``TurnClocks``): the seconds the other batch sizes spend in a life are not its seconds, so each
 loop plans as if it ran alone, and the command's wall time is the sum of the turns (and what runs after them).
 
-What it costs: nothing runs side by side (no worker starts ahead), and the rounds of a load are no longer
+What it costs: no two loads run side by side, and the rounds of a load are no longer
 interleaved in time with the other loads' (drift between loads falls into the load-to-load spread, which the
 interval already carries). ``SerialLoop`` is ``interleave.RoundLoop`` with that order: a load's rounds are decided
 when it opens, a load gets no rounds after its life ended, and after the minimum loads are added, not rounds.
@@ -36,7 +40,8 @@ from .budget import BatchWindow, BudgetTooSmall
 from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutcome, Load, LoadLost, LoopHooks, \
     Progress, RoundLoop, RoundPlan, settled
 from .timing import TimingConfig
-from .workers import Worker, WorkerLoad
+from .concurrent import Span, record
+from .workers import ArmFacts, Worker, WorkerLoad
 
 
 class TurnClocks:
@@ -238,47 +243,135 @@ class LifePriming:
 class LifeWorkers:
     """``open_load`` for ``run_lives``: load ``i`` of any batch size is life ``i``'s worker process, started by the
     first batch size that opens load ``i`` once the previous life's process has exited (``end_life`` ended it and
-    waited), and ended by ``end_life``. No worker is started ahead (a process starting, or creating its CUDA
-    context, beside a timed load is what this mode avoids)."""
+    waited), and ended by ``end_life``. No CUDA context is ever created beside a timed load (what this mode avoids);
+    with ``ahead`` (on a GPU), once a life has primed, the next life's process starts beside its rounds, importing
+    only (``preload``: the backends' libraries, no CUDA context; the run's record counts it as work beside the timing),
+    and becomes that life when it is asked for. As load 0's worker (``facts``, ``outputs``) life 0 runs compare's
+    accuracy pass, so that the parent loads no engine. ``lives``: each ended life's seconds (``life_record``)."""
 
     def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True,
-                 priming: LifePriming | None = None) -> None:
+                 priming: LifePriming | None = None, *, ahead: bool = False, preload: Sequence[str] = ()) -> None:
         self.records, self.device, self.autotune, self.priming = dict(records), device, autotune, priming
+        self.ahead, self.preload = ahead, list(preload)
         self.started: list[Worker] = []  # every life's worker, in order; all but a live current one have exited
         self.current: Worker | None = None
-        self.concurrent: dict[str, Any] = {}  # as WorkerPool's: nothing of this run runs beside a timed load
+        self.spare: Worker | None = None  # the next life's process, started ahead (``ahead``), importing or idle
         self.coming: list[tuple[int, Mapping[str, tuple[int, ...]]]] = []  # the next life's batch sizes, to prime
+        self.primed_life: int | None = None  # the life whose priming ran
+        self.lives: list[dict[str, Any]] = []
+        self.asked: dict[int, float] = {}  # life → when the parent asked for it (its process spawned, or the spare told)
+        self.serving: dict[int, float] = {}  # life → when it was ready to serve (primed), by this clock
+        self.end_asked: dict[int, float] = {}
+        self.created_at = time.monotonic()
+        self.timed: list[Span] = []  # every call of timed rounds
+        self.busy: list[Span] = []  # other work of this run: the accuracy pass, spares' start-ups
+        self.concurrent: dict[str, Any] = {}  # set by close: concurrent.record of it against the timed rounds
 
     def begin_life(self, turns: Sequence[int]) -> None:
         """The coming life serves these batch sizes (indices into ``priming.batches``): its worker primes them."""
         if self.priming is not None:
             self.coming = [self.priming.batches[k] for k in turns]
 
-    def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int, int_range: tuple[int, int],
-             fixed: Mapping[str, Any] | None = None) -> WorkerLoad:
+    def start(self, index: int) -> Worker:
+        """Life ``index``'s worker (the spare started ahead, told its engines, where one is alive), waited for until
+        it has loaded them."""
         if self.current is not None and self.current.index != index:  # a new life: the last one ends first
             self.end_life()
         if self.current is None:
-            self.current = Worker(index, self.records, self.device, self.autotune)
+            spare, self.spare = self.spare, None
+            self.asked[index] = time.monotonic()
+            if spare is not None and spare.proc.poll() is None:
+                spare.index = index
+                spare.init(self.records, self.autotune)
+                self.current = spare
+            else:
+                if spare is not None:  # died while waiting (its libraries failed to import): a fresh one
+                    spare.close()
+                self.current = Worker(index, self.records, self.device, self.autotune)
             self.started.append(self.current)
-            self.current.wait_ready()
+        self.current.wait_ready(who="" if index == 0 else None)  # load 0: an engine that cannot load, as the parent's
+        return self.current
+
+    def facts(self) -> dict[str, ArmFacts]:
+        """Each arm's ``ArmFacts`` as life 0's worker found them (started now, waited for)."""
+        return dict(self.start(0).facts)
+
+    def prime(self, *args: Any, **kwargs: Any) -> int:
+        """Nothing ahead of the lives: each life's worker primes when it starts (``LifePriming``). Returns 0."""
+        return 0
+
+    def outputs(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
+                int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+        """compare's accuracy pass in life 0's worker (``WorkerPool.outputs``' protocol), before its priming."""
+        worker = self.start(0)
+        asked, done_at = time.monotonic(), None
+        try:
+            worker.ask("outputs", [(b, dict(s), n) for b, s, n in batches], seed, int_range)
+            payload = worker.answer(who="")
+            done_at = payload["done_at"]
+            return payload["outputs"]
+        finally:
+            self.busy.append(Span("the accuracy pass (life 0's worker)", asked, done_at or time.monotonic()))
+
+    def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int, int_range: tuple[int, int],
+             fixed: Mapping[str, Any] | None = None) -> WorkerLoad:
+        worker = self.start(index)
+        if self.primed_life != index:
+            self.primed_life = index
             if self.priming is not None and self.coming:  # every batch size's first runs, now, before any round
                 p = self.priming
-                self.current.prime(self.coming, p.seed, p.int_range, p.config)
-                self.current.wait_primed()
-        return WorkerLoad(self.current, (dict(shapes), seed, int_range, fixed))
+                worker.prime(self.coming, p.seed, p.int_range, p.config)
+                worker.wait_primed()
+            self.serving[index] = time.monotonic()
+            self.start_ahead(index + 1)
+        return WorkerLoad(worker, (dict(shapes), seed, int_range, fixed), timed=self.timed)
+
+    def start_ahead(self, index: int) -> None:
+        """With ``ahead``: life ``index``'s process started now, importing only (no CUDA context), idle until
+        ``start`` tells it its engines; its start-up kept as work beside the timing."""
+        if self.ahead and self.spare is None:
+            self.spare = Worker(index, None, self.device, preload=self.preload)
 
     def end_life(self) -> None:
-        """The current life's process told to exit and waited for (nothing when none is alive)."""
+        """The current life's process told to exit and waited for (nothing when none is alive); its seconds kept."""
         if self.current is not None:
             current, self.current = self.current, None
+            self.end_asked[current.index] = time.monotonic()
             current.close()
+            self.lives.append(self.life_record(current))
+
+    def life_record(self, w: Worker) -> dict[str, Any]:
+        """One life's seconds: its interpreter and trtprof's imports (``python_s``), the backends' libraries imported
+        ahead (``preload_s``), its engines loaded (``engines_s``, per arm ``arms_s``), its priming (``priming_s``,
+        its parts ``priming``), what the run waited for it from asking until it could serve (``waited_s``: the GPU
+        idle between two lives, but for the previous one's exit), serving, and its exit (``exit_s``)."""
+        m, i = w.marks, w.index
+
+        def span(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else round(b - a, 4)
+
+        ready_to_serve = self.serving.get(i)
+        started_ahead = w.spawned_at < self.asked.get(i, w.spawned_at)
+        self.busy.append(Span(f"life {i}'s process starting ahead (imports only)" if started_ahead else
+                              f"life {i}'s start-up", w.spawned_at, m.get("preloaded") if started_ahead else w.ready_at))
+        return {"life": i, "started_ahead": started_ahead, "python_s": span(w.spawned_at, m.get("main")),
+                "preload_s": span(m.get("main"), m.get("preloaded")), "engines_s": span(m.get("init"), w.ready_at),
+                "arms_s": dict(w.arms_s), "priming_s": span(w.ready_at, w.primed_at), "priming": dict(w.prime_s),
+                "waited_s": span(self.asked.get(i), ready_to_serve), "serving_s": span(ready_to_serve, self.end_asked.get(i)),
+                "exit_s": span(self.end_asked.get(i), w.closed_at)}
 
     def close(self) -> None:
         self.end_life()
+        spare, self.spare = self.spare, None
+        if spare is not None:  # never told its engines: nothing to finish
+            if spare.proc.poll() is None:
+                spare.proc.kill()
+            spare.close()
+            self.busy.append(Span("a process started ahead, not used", spare.spawned_at, spare.closed_at))
+        self.concurrent = record(self.busy, self.timed, self.created_at, time.monotonic())
 
     def kill(self) -> None:
-        for w in self.started:
+        for w in [*self.started, *([self.spare] if self.spare is not None else [])]:
             if w.proc.poll() is None:
                 w.proc.kill()
                 w.proc.wait()

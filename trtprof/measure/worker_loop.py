@@ -24,6 +24,10 @@ WORKER_MEMORY_NOTE = ("measured in the accuracy pass (one inference per arm in l
 # main thread: Linux sends the signal when the *thread* that forked the worker ends, not the process.
 PARENT_ENV = "TRTPROF_WORKER_PARENT"
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# When this worker's start-up reached each step, by ``time.monotonic()`` (one clock for every process of the host):
+# ``main`` (the interpreter up, trtprof's worker modules imported), ``preloaded`` (the backends' libraries imported
+# ahead, ``preload``). Sent with ``ready``: the parent accounts a life's seconds with them (``serial_loads``).
+MARKS: dict[str, float] = {}
 
 
 def trim(runners: Mapping[str, Any]) -> None:
@@ -154,13 +158,16 @@ class _WorkerState:
         from ..system.memory import rss_bytes
         from .bench import load_runner
 
-        facts = {}
+        facts, arms_s = {}, {}
+        asked = time.monotonic()
         for label, record in records.items():
-            before = rss_bytes()
+            before, started = rss_bytes(), time.monotonic()
             self.runners[label] = load_runner(record, log_warnings=True)  # the blocks capture them
             self.load_rss[label] = (before, rss_bytes())
             facts[label] = arm_facts(self.runners[label], set_autotune(self.runners[label], autotune))
-        return "ready", {"facts": facts, "ready_at": time.monotonic()}
+            arms_s[label] = round(time.monotonic() - started, 4)
+        return "ready", {"facts": facts, "ready_at": time.monotonic(), "init_at": asked, "marks": dict(MARKS),
+                         "arms_s": arms_s}
 
     def outputs(self, batches: Any, seed: int, int_range: Any) -> tuple[str, Any]:
         from ..util.thirdparty import third_party_warnings
@@ -199,9 +206,12 @@ class _WorkerState:
         first = next(iter(self.runners.values()), None)
         if not opted or first is None:
             return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
+        started = time.monotonic()
         notes += expect_shapes(opted, [shapes for _, shapes in batches], self.prime_lines,
                                feeds_key(batches[0][1], seed, int_range) if batches else None)
+        seconds = {"shapes run ahead": round(time.monotonic() - started, 4)}  # expect_shapes' eager runs
         for batch, shapes in batches:
+            started = time.monotonic()
             key = feeds_key(shapes, seed, int_range)
             try:
                 feeds = self.made.get(key) or make_inputs(first.inputs, shapes, seed=seed, int_range=int_range)
@@ -214,8 +224,9 @@ class _WorkerState:
                 break
             self.made[key] = feeds
             primed.append(batch)
+            seconds[f"batch {batch}"] = round(time.monotonic() - started, 4)
         trim(self.runners)
-        return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
+        return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic(), "seconds": seconds}
 
     def warm(self, config: TimingConfig) -> tuple[str, Any]:
         from .interleave import measure_block, with_load_warnings
@@ -327,8 +338,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the pickle channel
     sys.stdout = sys.stderr
+    MARKS["main"] = time.monotonic()
     if args[:1] == ["--preload"] and len(args) > 1:
         preload([n for n in args[1].split(",") if n])
+    MARKS["preloaded"] = time.monotonic()
     serve(sys.stdin.buffer, out, parent)
     # Nothing is left to clean up once serve has closed the runners: skip the interpreter's teardown of
     # numpy, onnxruntime, torch (0.4 s for 6 workers on the loaded 2-core machine, after the time budget).

@@ -110,6 +110,12 @@ class Worker:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env)
         self.spawned_at = time.monotonic()
         self.ready_at: float | None = None  # the worker's own clock when its engines were loaded
+        # the worker's start-up by its clock (``worker_loop.MARKS``, ``init_at``: its engines asked) and seconds per arm
+        self.marks: dict[str, float] = {}
+        self.arms_s: dict[str, float] = {}
+        self.prime_s: dict[str, float] = {}  # the priming's seconds: the shapes run ahead, then per batch size
+        self.primed_at: float | None = None  # the worker's clock when its priming was done
+        self.closed_at: float | None = None  # when ``close`` had reaped it (this clock)
         self.facts: dict[str, ArmFacts] = {}
         self._ready = False
         self._priming_since: float | None = None  # a prime asked, its answer not read yet (``wait_primed``)
@@ -173,6 +179,8 @@ class Worker:
             if isinstance(payload, dict):  # a worker of this trtprof: its arms' facts and when it was ready
                 self.facts = {label: ArmFacts(**f) for label, f in payload.get("facts", {}).items()}
                 self.ready_at = payload.get("ready_at")
+                self.marks = {**payload.get("marks", {}), **({"init": payload["init_at"]} if "init_at" in payload else {})}
+                self.arms_s = dict(payload.get("arms_s", {}))
             self._ready = True
 
     def prime(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]]]], seed: int,
@@ -193,6 +201,7 @@ class Worker:
         payload = self._receive()
         self.primed = {self._prime_keys[b] for b in payload.get("primed", ())}
         self.prime_notes = list(payload.get("notes", ()))  # where it stopped, and why: kept in the run's record
+        self.prime_s, self.primed_at = dict(payload.get("seconds", {})), payload.get("done_at")
         stopped = f" ({'; '.join(self.prime_notes)})" if self.prime_notes else ""
         return Span(f"worker {self.index} priming{stopped}", asked, payload.get("done_at"))
 
@@ -239,6 +248,7 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         finally:
+            self.closed_at = self.closed_at or time.monotonic()
             for stream in (self.proc.stdin, self.proc.stdout):
                 if stream is not None:
                     try:
@@ -324,10 +334,13 @@ class WorkerLoad:
     With its ``pool``: every worker started so far has loaded its engines before this one's warm-up
     or rounds begin (``WorkerPool.settle``), and each call of rounds is recorded as timed."""
 
-    def __init__(self, worker: Worker, feeds_spec: tuple[Any, ...], pool: "WorkerPool | None" = None) -> None:
+    def __init__(self, worker: Worker, feeds_spec: tuple[Any, ...], pool: "WorkerPool | None" = None,
+                 timed: list[Span] | None = None) -> None:
+        """``timed``: where each call of rounds is recorded as timed without a ``pool`` (``serial_loads.LifeWorkers``)."""
         self.worker = worker
         self.feeds_spec = feeds_spec
         self.pool = pool
+        self.timed = pool.timed if pool is not None else timed
         # seconds the last warm-up waited for other workers' start-up or priming (``settle``): the run's, not this
         # load's, cost (``interleave.RoundLoop.add_load`` leaves it out of what a later load is expected to cost)
         self.waited_s = 0.0
@@ -367,15 +380,16 @@ class WorkerLoad:
         return answers[1]
 
     def rounds(self, first: int, count: int, config: TimingConfig, order: Sequence[str]) -> list[dict[str, Samples]]:
-        if self.pool is None:
+        if self.pool is not None:
+            self.pool.settle()
+        if self.timed is None:
             return self.worker.call("rounds", first, count, config, list(order))
-        self.pool.settle()
         started = time.monotonic()
         try:
             return self.worker.call("rounds", first, count, config, list(order))
         finally:
-            self.pool.timed.append(Span(f"load {self.worker.index}: rounds {first}-{first + count - 1}",
-                                        started, time.monotonic()))
+            self.timed.append(Span(f"load {self.worker.index}: rounds {first}-{first + count - 1}",
+                                   started, time.monotonic()))
 
     def close(self) -> None:
         return None
