@@ -256,18 +256,21 @@ def test_a_shape_met_after_a_capture_runs_on_a_session_of_its_own(fake_ort):
 def test_shapes_run_before_the_first_capture_share_the_loads_session(fake_ort):
     """What ran without fault on the H200: the session run eagerly at every shape before its first capture.
     ``expect_shapes`` does those runs (compare's workers call it before priming); then every shape is captured
-    in the load's session, one graph id each, and no session is opened; after a capture it does nothing."""
+    in the load's session, one graph id each, and no session is opened; ``prepare`` takes the output shapes of
+    those runs instead of running again; after a capture it does nothing."""
     runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     first = runner.session
     runner.expect_shapes([{"x": (1, 3)}, {"x": (32, 3)}])
     assert first.host_runs == [{oc.GRAPH_ID: "-1"}] * 2 and len(fake_ort.made) == 1
     for batch in (1, 32, 1, 32):
-        runner.prepare({"x": (batch, 3)})
+        assert runner.prepare({"x": (batch, 3)}) == {name: (batch, *rest) for name, (_, *rest) in
+                                                      runner._zero_outputs[(("x", (1, 3)),)].items()}
         assert runner.session is first and "session_per_shape" not in runner.settings
         launch_once(runner)
     assert [r[1][oc.GRAPH_ID] for r in first.runs] == ["1", "2", "1", "2"] and len(fake_ort.made) == 1
+    assert len(first.host_runs) == 2  # no second eager run at a shape expect_shapes ran
     runner.expect_shapes([{"x": (64, 3)}])  # after a capture: not run (it would be the fault's order)
-    assert len(first.host_runs) == 6 and len(fake_ort.made) == 1
+    assert len(first.host_runs) == 2 and len(fake_ort.made) == 1
     runner.prepare({"x": (64, 3)})
     assert runner.session is not first and runner.sessions_opened == 2
 

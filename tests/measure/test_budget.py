@@ -602,6 +602,47 @@ def test_blocks_of_long_calls_warm_up_with_one_call(fastest_ms, expected):
     assert out.round_warmup == expected and warmups and set(warmups) == {expected}
 
 
+@pytest.mark.parametrize("fastest_ms, floor", [(9.99, 5), (10.0, 3), (40.0, 3)])
+def test_blocks_of_long_calls_time_three_calls_at_least(fastest_ms, floor):
+    """Every arm's call at least ``ROUND_WARMUP_ONE_CALL_MS`` (just inside and just outside it): a block times at
+    least ``LONG_CALL_ITERATIONS`` calls instead of ``MIN_ROUND_ITERATIONS``; with a budget that shrinks the blocks to
+    their floor, the loop's blocks time exactly that many. A later load's warm-up times one call, the first load's
+    ``MIN_ROUND_ITERATIONS`` (they size the blocks)."""
+    import numpy as np
+
+    from trtprof.measure import interleave
+    from trtprof.measure.timing import Samples
+    from tests.fakes import simulate as cal
+
+    assert (interleave.MIN_ROUND_ITERATIONS, interleave.LONG_CALL_ITERATIONS) == (5, 3)
+    assert interleave.block_floor([fastest_ms, 70.0]) == floor
+    plan = interleave.RoundPlan(time_budget_s=3.0)
+    assert plan.warmup_config(first_load=True).iterations == 5 and plan.warmup_config(first_load=False).iterations == 1
+    clock, names, blocks, warm_ups = cal.SimClock(), ("base", "cand"), [], []
+
+    class Load(CostlyLoad):
+        def arm_block(self, arm, config):
+            ms = {"base": 70.0, "cand": fastest_ms}[arm]
+            self.clock.t += (config.iterations + config.warmup) * ms / 1e3
+            return Samples(stages={"latency_ms": np.full(config.iterations, ms)}, span_s=config.iterations * ms / 1e3,
+                           warmup_done=config.warmup, warmup_s=0.0)
+
+        def warm_up(self, config):
+            warm_ups.append(config.iterations)
+            return {n: self.arm_block(n, config) for n in self.names}
+
+        def rounds(self, first, count, config, order):
+            blocks.append(config.iterations)
+            return [{n: self.arm_block(n, config) for n in interleave.round_order(order, j)}
+                    for j in range(first, first + count)]
+
+    window = BatchWindow(started=0.0, budget_s=3.0, per_batch_s=3.0, grows=False)
+    interleave.run_interleaved(names, lambda i: Load(clock, names, 0.05, seed=i, log=[]), plan, clock=clock,
+                               window=window)
+    assert blocks and set(blocks) == {floor}  # 3 s cannot afford more than the floor's calls per block
+    assert warm_ups[0] == 5 and set(warm_ups[1:]) == {1}
+
+
 class SideBySideLoad:
     """FAKE load (named so): records ``warm_up_begin``/``warm_up_end``/``warm_up`` in a shared log; may fail."""
 

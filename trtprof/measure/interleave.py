@@ -67,6 +67,11 @@ BUDGET_PLAN_SHARE = 0.95
 SWEEP_GROWTH = 0.5  # each sweep adds this fraction of the rounds a load already has (few looks)
 DEFAULT_ROUND_S = 0.1  # one block per arm per round: short, so drift within a block is small
 MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of several samples
+# … three where every arm's call takes at least ROUND_WARMUP_ONE_CALL_MS: calls that long vary little within a block
+# (ResNet-50 at batch 256 on the H200: CV 0.3 %), and the interval's units are rounds of loads, not calls; the two
+# calls fewer per block were 5.5 s of a default ResNet-50 run (20 rounds × 2 × 137 ms, 2026-12-04)
+LONG_CALL_ITERATIONS = 3
+LOAD_WARMUP_ITERATIONS = 1  # a later load's warm-up block times one call: only the first load's size the blocks
 MAX_ROUND_ITERATIONS = 2000  # a block of a very fast model stays short in samples
 ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches; not steady state
 # … where every arm's call takes at least this long (ms), one call does it: a call that long rewrites the GPU's L2
@@ -137,7 +142,8 @@ class RoundPlan:
     def warmup_config(self, first_load: bool = True) -> TimingConfig:
         wanted = self.first_warmup_ms if first_load else min(self.first_warmup_ms, LOAD_WARMUP_MS)
         warm_ms = min(wanted, self.time_budget_s * 1e3 * 0.05)
-        return TimingConfig(warmup=self.first_warmup, warmup_ms=warm_ms, iterations=MIN_ROUND_ITERATIONS,
+        return TimingConfig(warmup=self.first_warmup, warmup_ms=warm_ms,
+                            iterations=MIN_ROUND_ITERATIONS if first_load else LOAD_WARMUP_ITERATIONS,
                             copies=self.copies, cuda_graph=self.cuda_graph)
 
     def to_json(self) -> dict[str, Any]:
@@ -192,13 +198,19 @@ class InterleavedOutcome:
         return speedup_ci(self.arm(baseline).latency_blocks(), self.arm(candidate).latency_blocks(), margin=margin)
 
 
-def iterations_for(median_ms: float, plan: RoundPlan) -> int:
+def iterations_for(median_ms: float, plan: RoundPlan, floor: int = MIN_ROUND_ITERATIONS) -> int:
     if plan.round_iterations is not None:
         return int(plan.round_iterations)
     if not np.isfinite(median_ms) or median_ms <= 0:
         return MAX_ROUND_ITERATIONS
     wanted = int(plan.round_s * 1e3 / median_ms)
-    return int(min(MAX_ROUND_ITERATIONS, max(MIN_ROUND_ITERATIONS, wanted)))
+    return int(min(MAX_ROUND_ITERATIONS, max(floor, wanted)))
+
+
+def block_floor(medians_ms: Sequence[float]) -> int:
+    """The fewest timed calls in a block: ``LONG_CALL_ITERATIONS`` where every arm's call takes at least
+    ``ROUND_WARMUP_ONE_CALL_MS``, else ``MIN_ROUND_ITERATIONS``."""
+    return LONG_CALL_ITERATIONS if medians_ms and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS else MIN_ROUND_ITERATIONS
 
 
 def settled(speedups: Mapping[str, Speedup], target_ci: float, loads_opened: int = 0) -> str | None:
@@ -335,6 +347,7 @@ class RoundLoop:
         self.loads: list[Load] = []
         self.done: list[int] = []  # rounds run per load
         self.iterations = 0
+        self.floor_iterations = MIN_ROUND_ITERATIONS  # the fewest timed calls in a block (``block_floor``)
         self.round_warmup = ROUND_WARMUP  # calls before each block's timed ones (``round_warmup``)
         self.config = plan.block_config(MIN_ROUND_ITERATIONS)
         self.round_s = 0.0  # seconds per round (all arms), measured on the last rounds
@@ -435,9 +448,10 @@ class RoundLoop:
         # model took ~0.3 ms a call through time_host on the loaded 2-core machine), not its latency
         medians_ms = [max(float(np.median(w.latency_ms)), 1e3 * (w.warmup_s + w.span_s) / max(w.warmup_done + w.n, 1))
                       for w in warm0.values()]
-        wanted = plan.round_iterations or min(iterations_for(m, plan) for m in medians_ms)
+        floor = self.floor_iterations = block_floor(medians_ms)
+        wanted = plan.round_iterations or min(iterations_for(m, plan, floor) for m in medians_ms)
         warm = self.round_warmup = round_warmup(medians_ms)
-        self.round_s = sum((MIN_ROUND_ITERATIONS + warm) * m / 1e3 for m in medians_ms)  # the floor's blocks
+        self.round_s = sum((floor + warm) * m / 1e3 for m in medians_ms)  # the floor's blocks
         design_round_s = sum((wanted + warm) * m / 1e3 for m in medians_ms)
         self.fit_window(design_round_s, sum(w.warmup_s + w.span_s for w in warm0.values()))
         return medians_ms, int(wanted), design_round_s
@@ -451,7 +465,7 @@ class RoundLoop:
             per_iteration_s = loads * plan.min_rounds * sum(medians_ms) / 1e3
             affordable = int(MIN_DESIGN_SHARE * (self.remaining() - later_s) / per_iteration_s) - warm \
                 if per_iteration_s > 0 else wanted
-            wanted = max(MIN_ROUND_ITERATIONS, min(wanted, affordable))
+            wanted = max(self.floor_iterations, min(wanted, affordable))
         self.iterations = int(wanted)
         self.config = plan.block_config(self.iterations, warm)
         self.round_s = sum((self.iterations + warm) * m / 1e3 for m in medians_ms)
