@@ -334,3 +334,43 @@ def test_life_workers_start_the_next_life_ahead_and_account_every_life(fp32_reco
     work = {w["what"]: w for w in lives.concurrent["work"]}
     assert work["life 1's process starting ahead (imports only)"]["overlap_s"] > 0
     assert "a process started ahead, not used" in work and lives.concurrent["timed_calls"] == 2
+
+
+@pytest.mark.parametrize("later", [True, False])
+def test_the_default_window_is_refitted_after_every_load_of_the_minimum(later, monkeypatch):
+    """Lives that grow dearer after the second (1, 2, then 3.5 s each, as on the H200 where a life cost 5.5-8.3 s):
+    the default window, refitted after each load of the minimum, grows with them (a line per refit) and the first
+    batch size gets its six loads; refitted after the second load only (``refits_later`` off), it leaves the
+    minimum unrun."""
+    from trtprof.measure import serial_loads
+
+    monkeypatch.setattr(serial_loads.SerialLoop, "refits_later", later)
+    world = LifeWorld(cand_ms=(0.5, 0.5), start_s=0.0)
+    costs = [1.0, 2.0] + [3.5] * 10
+    plain = world.opener
+
+    def opener(k):
+        inner = plain(k)
+
+        def open_load(i):
+            if world.alive is None:
+                world.clock.t += costs[i]
+            return inner(i)
+        return open_load
+
+    world.opener = opener
+    plan = interleave.RoundPlan(time_budget_s=12.0, round_iterations=20)
+    notes: list[str] = []
+
+    def windows(k, start):
+        return BatchWindow(started=start, budget_s=12.0, per_batch_s=12.0, grows=True)
+
+    outcomes = run_lives(NAMES, [world.opener(k) for k in range(2)], plan, clock=world.clock, windows=windows,
+                         hooks=[interleave.LoopHooks(on_note=notes.append), interleave.LoopHooks()],
+                         calls=LifeCalls(world.end_life))
+    first = outcomes[0]
+    if later:
+        assert first.loads >= interleave.MIN_LOADS
+        assert any(n.startswith("the third load took") for n in notes), notes
+    else:
+        assert first.loads < interleave.MIN_LOADS and not any("third" in n for n in notes)

@@ -46,6 +46,9 @@ import numpy as np
 from . import timing
 from ..errors import TrtprofError
 from ..system import nvml
+from .blocks import (  # noqa: F401  (re-exported: the tests and the workers import them from here)
+    DEFAULT_ROUND_S, LOAD_WARMUP_ITERATIONS, LONG_CALL_ITERATIONS, MAX_ROUND_ITERATIONS, MIN_ROUND_ITERATIONS,
+    ROUND_WARMUP, ROUND_WARMUP_ONE_CALL_MS, block_floor, iterations_for, round_warmup)
 from .budget import BatchWindow, BudgetTooSmall, MinimumCost
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .loads import (  # noqa: F401  (re-exported: the workers, compare, train and the tests import them from here)
@@ -65,19 +68,6 @@ MIN_DESIGN_SHARE = 0.6  # the minimum rounds' blocks are sized to this share of 
 # (measured on the loaded 2-core machine: ±30 %), and the budget is a promise within 10 %.
 BUDGET_PLAN_SHARE = 0.95
 SWEEP_GROWTH = 0.5  # each sweep adds this fraction of the rounds a load already has (few looks)
-DEFAULT_ROUND_S = 0.1  # one block per arm per round: short, so drift within a block is small
-MIN_ROUND_ITERATIONS = 5  # a block of a very slow model still gives a median of several samples
-# … three where every arm's call takes at least ROUND_WARMUP_ONE_CALL_MS: calls that long vary little within a block
-# (ResNet-50 at batch 256 on the H200: CV 0.3 %), and the interval's units are rounds of loads, not calls; the two
-# calls fewer per block were 5.5 s of a default ResNet-50 run (20 rounds × 2 × 137 ms, 2026-12-04)
-LONG_CALL_ITERATIONS = 3
-LOAD_WARMUP_ITERATIONS = 1  # a later load's warm-up block times one call: only the first load's size the blocks
-MAX_ROUND_ITERATIONS = 2000  # a block of a very fast model stays short in samples
-ROUND_WARMUP = 2  # the first calls after another engine ran pay for cold caches; not steady state
-# … where every arm's call takes at least this long (ms), one call does it: a call that long rewrites the GPU's L2
-# (50 MB on an H200) many times over and the GPU has not idled between the blocks, so a second warm-up call only
-# costs time (ResNet-50 at batch 256 on the H200: 24 rounds × 137 ms, 3.3 s of a default run, 2026-12-03)
-ROUND_WARMUP_ONE_CALL_MS = 10.0
 FIRST_WARMUP = 10  # before a load's first round, per arm: at least this many calls …
 # A grown default window is fitted again after the second load when that load cost more than this times the
 # first (``RoundLoop.refit_window``): on the H200 a pre-warmed load 0 took 1.8 s and the later ones ~4 s (2.2×);
@@ -105,6 +95,8 @@ def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0,
     return (f"the floor of {loads} load{'s' if loads != 1 else ''} × {rounds} rounds needed {needed_s:.1f} s of a "
             f"{round(budget_s, 1):g} s budget{kept}")
 
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 STOP_DECISIVE = "decisive"
 STOP_TARGET = "target"
@@ -196,21 +188,6 @@ class InterleavedOutcome:
 
     def speedup(self, baseline: str, candidate: str, margin: float = EQUIVALENCE_MARGIN) -> Speedup:
         return speedup_ci(self.arm(baseline).latency_blocks(), self.arm(candidate).latency_blocks(), margin=margin)
-
-
-def iterations_for(median_ms: float, plan: RoundPlan, floor: int = MIN_ROUND_ITERATIONS) -> int:
-    if plan.round_iterations is not None:
-        return int(plan.round_iterations)
-    if not np.isfinite(median_ms) or median_ms <= 0:
-        return MAX_ROUND_ITERATIONS
-    wanted = int(plan.round_s * 1e3 / median_ms)
-    return int(min(MAX_ROUND_ITERATIONS, max(floor, wanted)))
-
-
-def block_floor(medians_ms: Sequence[float]) -> int:
-    """The fewest timed calls in a block: ``LONG_CALL_ITERATIONS`` where every arm's call takes at least
-    ``ROUND_WARMUP_ONE_CALL_MS``, else ``MIN_ROUND_ITERATIONS``."""
-    return LONG_CALL_ITERATIONS if medians_ms and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS else MIN_ROUND_ITERATIONS
 
 
 def settled(speedups: Mapping[str, Speedup], target_ci: float, loads_opened: int = 0) -> str | None:
@@ -327,12 +304,6 @@ def run_one_load(arms: Sequence[Arm], plan: RoundPlan, *, measure: Measure = mea
             setattr(mine, name, getattr(filled, name))
     out.arms = arms
     return out
-
-
-def round_warmup(medians_ms: Sequence[float]) -> int:
-    """Warm-up calls before each block's timed ones: ``ROUND_WARMUP``, one where every arm's call takes at least
-    ``ROUND_WARMUP_ONE_CALL_MS``."""
-    return 1 if medians_ms and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS else ROUND_WARMUP
 
 
 class RoundLoop:
@@ -529,28 +500,35 @@ class RoundLoop:
         """Seconds from the budget's start the minimum design needs from now: the loads not yet open at
         ``later_s`` each, every load's minimum rounds at ``block_round_s``, the reserve, and the slack."""
         plan = self.plan
-        rest_s = (plan.min_loads - len(self.loads)) * later_s + plan.min_loads * plan.min_rounds * block_round_s
+        rounds_left = max(plan.min_loads * plan.min_rounds - sum(self.done), 0)  # the rounds run are in elapsed()
+        rest_s = (plan.min_loads - len(self.loads)) * later_s + rounds_left * block_round_s
         return (self.elapsed() + rest_s + self.reserve_s) / BUDGET_PLAN_SHARE
 
-    def refit_window(self, round_s: float) -> None:
-        """After the second load opened, where the first fit grew the default window: fit it again with
-        what that load cost, which is what the later ones cost. The first load can be cheaper than the
+    def refit_window(self, round_s: float, index: int = 1) -> None:
+        """After the second load opened (``index`` 1), where the first fit grew the default window: fit it again
+        with what that load cost, which is what the later ones cost. The first load can be cheaper than the
         rest: on the H200 load 0's worker had run the accuracy pass, so cuDNN's first runs per shape
         were done before its warm-up, and the window fitted to its 1.8 s left room for 3 of the 6 loads
-        where later ones took ~4 s (2026-12-02). Only a grown window is refitted, and it grows further
-        only (``BatchWindow.fitted``, up to its cap); one line says so."""
-        if (first := self.minimum) is None or not self.grown or self.load_open_s <= REFIT_LOAD_RATIO * first.first_load_s:
+        where later ones took ~4 s (2026-12-02). After a later load of the minimum (``index`` 2 and on: loads
+        living one at a time, ``serial_loads``), fit it again with what that one cost, whatever the ratio. Only a
+        grown window is refitted after the second load, and a default one (``BatchWindow.grows``) after a later one;
+        it grows further only (``BatchWindow.fitted``, up to its cap); one line says so."""
+        if (first := self.minimum) is None or not (self.grown or (index > 1 and self.window.grows)):
+            return
+        if index == 1 and self.load_open_s <= REFIT_LOAD_RATIO * first.first_load_s:
             return
         plan = self.plan
         window, note = self.window.fitted(self.minimum_needs_s(self.load_open_s, round_s), self.load_open_s,
                                           plan.min_loads, plan.min_rounds,
                                           least_s=self.minimum_needs_s(self.load_open_s, self.round_s),
-                                          which="second")
+                                          which=ORDINALS[index] if index < len(ORDINALS) else f"#{index + 1}")
         if window.budget_s > self.window.budget_s:
-            self.window, self.budget_s = window, window.budget_s
-            self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
-            if self.on_note is not None:
-                self.on_note(note)
+            said = round(window.budget_s - window.opened_s) > round(self.window.budget_s - self.window.opened_s)
+            self.window, self.budget_s, self.grown = window, window.budget_s, True
+            if said:  # a line where the budget it names changes (not for every fraction of a second)
+                self.budget_note = f"{self.budget_note}; {note}" if self.budget_note else note
+                if self.on_note is not None:
+                    self.on_note(note)
 
     def progress(self, stop: str | None) -> Progress:
         """What the last look knows (``stop``: set on the last one), for the caller's ``on_progress``."""
