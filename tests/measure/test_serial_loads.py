@@ -150,6 +150,13 @@ class LifeWorld:
             return LifeLoad(self, k, i)
         return open_load
 
+    def start_life(self, i):
+        """``LifeCalls.start_life``: the life started before any load of it opens (its start then shared)."""
+        self.log.append(("start", i, self.alive))
+        if self.alive is None:
+            self.alive = i
+            self.clock.t += self.start_s
+
     def end_life(self):
         if self.alive is not None:
             self.log.append(("end", self.alive))
@@ -181,7 +188,9 @@ class LifeLoad:
         return None
 
 
-def lives_run(world, batches=2, budget_s=30.0, refuses=False):
+def lives_run(world, batches=2, budget_s=30.0, refuses=False, shared=False):
+    """``shared``: the lives started by ``LifeCalls.start_life`` (their start split over the loops), else by the first
+    loop's open."""
     plan = interleave.RoundPlan(time_budget_s=budget_s, round_iterations=20)
     done = []
     world.begun = []
@@ -190,7 +199,8 @@ def lives_run(world, batches=2, budget_s=30.0, refuses=False):
         return BatchWindow(started=start, budget_s=budget_s, per_batch_s=budget_s, refuses=refuses)
 
     outcomes = run_lives(NAMES, [world.opener(k) for k in range(batches)], plan, clock=world.clock, windows=windows,
-                         calls=LifeCalls(world.end_life, lambda k, o: done.append(k), world.begun.append))
+                         calls=LifeCalls(world.end_life, lambda k, o: done.append(k), world.begun.append,
+                                         world.start_life if shared else None))
     return outcomes, done
 
 
@@ -221,6 +231,22 @@ def test_each_batch_size_s_clock_counts_only_its_own_turns():
     assert first.loads == second.loads
     assert first.elapsed_s > second.elapsed_s + (first.loads - 1) * 2.0 * 0.9
     assert first.elapsed_s + second.elapsed_s == pytest.approx(world.clock.t, rel=1e-9)
+
+
+def test_a_life_started_before_its_loads_is_paid_by_every_batch_size_it_serves():
+    """With ``start_life`` each life starts before any of its loads opens (both batch sizes find it alive), and its
+    2-s start is split over the two clocks: each loop spent about what the other did (their rounds differ little),
+    together what the simulated clock ran, and each counts its share in what a load costs it."""
+    world = LifeWorld(cand_ms=(0.5, 0.5))
+    outcomes, _ = lives_run(world, shared=True)
+    first, second = outcomes
+    assert first.loads == second.loads >= interleave.MIN_LOADS
+    starts = [e for e in world.log if e[0] == "start"]
+    assert [e[1:] for e in starts] == [(i, None) for i in range(first.loads)]
+    assert all(e[3] == e[2] for e in world.log if e[0] == "open")  # every open found its life alive
+    assert first.elapsed_s == pytest.approx(second.elapsed_s, rel=0.1)
+    assert first.elapsed_s + second.elapsed_s == pytest.approx(world.clock.t, rel=1e-9)
+    assert first.minimum is not None and first.minimum.first_load_s >= 1.0  # its 1-s share of life 0's start
 
 
 def test_a_decided_batch_size_leaves_and_the_rest_go_on_in_later_lives_alone():

@@ -311,7 +311,8 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
             batch_decided(measured, batch_sizes[k], outcome, records, options, reference, hooks)
 
         try:
-            serial_loads.run_lives(names, opens, options.plan, calls=serial_loads.LifeCalls(lives.end_life, done, lives.begin_life),
+            calls = serial_loads.LifeCalls(lives.end_life, done, lives.begin_life, lives.start_life)
+            serial_loads.run_lives(names, opens, options.plan, calls=calls,
                                    windows=lambda k, now: budget.window(k, now, len(batch_sizes)),
                                    hooks=[loop_hooks(hooks, b, records, None) for b in batch_sizes])
         except KeyboardInterrupt:  # Ctrl-C / SIGTERM: keep the batch sizes already decided (issue 12)

@@ -12,7 +12,7 @@ Lives: load ``i`` of every batch size is one worker process, *life* ``i`` (``run
 life ``i-1``'s process has exited (waited for), loads its engines once, then serves each batch size still
 measuring in turn — that batch size's loop (``SerialLoop``) warms it up at its shape and runs its rounds — and
 exits when the last of them is done. A default run of three batch sizes × six loads is six process lives, not
-eighteen; the first batch size of each life pays its start. On a GPU a life's worker primes every batch size it will
+eighteen; the batch sizes a life serves share its start. On a GPU a life's worker primes every batch size it will
 serve when it starts (``LifePriming``: the first runs at each shape, and ONNX Runtime's one session for all of them,
 instead of a session reopened per shape), before any round. Life 0's worker also runs compare's accuracy pass
 (``LifeWorkers.outputs``), so the parent loads no engine and makes no CUDA context of its own. On a GPU the next
@@ -22,7 +22,11 @@ beside the timed rounds is in the run's ``concurrent_with_timing``, and each lif
 
 Budgets: each batch size keeps its own window (``budget.TimeBudget.window``), but its loop's clock runs only in
 its own turns (``TurnClocks``): the seconds the other batch sizes spend in a life are not its seconds, so each
-loop plans as if it ran alone, and the command's wall time is the sum of the turns (and what runs after them).
+loop plans as if it ran alone, and the command's wall time is the sum of the turns (and what runs after them). A
+life's start (its process, engines and priming: 5.5-9.3 s for ResNet-50 × 3 batch sizes on the H200) is split evenly
+over the clocks of the batch sizes it serves, and counted in what a load costs each of them (``LifeCalls.start_life``):
+charged to the first batch size alone, it made that one's window need six starts (54 s of a 60-s cap) and left the
+next batch size a start it had not planned for once the first had left.
 
 What it costs: no two loads run side by side, and the rounds of a load are no longer
 interleaved in time with the other loads' (drift between loads falls into the load-to-load spread, which the
@@ -60,6 +64,11 @@ class TurnClocks:
             return self.start + self.spent[k] + running
         return now
 
+    def share(self, ks: Sequence[int], seconds: float) -> None:
+        """``seconds`` of work done for the loops ``ks`` together (a life's start), split evenly onto their clocks."""
+        for k in ks:
+            self.spent[k] += seconds / len(ks)
+
     @contextmanager
     def turn(self, k: int) -> Iterator[None]:
         self.current, self.since = k, self.real()
@@ -80,6 +89,7 @@ class SerialLoop(RoundLoop):
     design_round_s = 0.0  # a round of the designed blocks (``first_load``), for ``refit_window``
     on_progress: Callable[[Progress], None] | None = None
     refits_later = True  # the window refitted after every load of the minimum, not only the second (``refit_window``)
+    life_share_s = 0.0  # this loop's share of the coming load's life start (``run_lives``), part of what the load costs
 
     def wants_load(self) -> bool:
         if self.stop is not None:
@@ -121,6 +131,13 @@ class SerialLoop(RoundLoop):
             rounds = self.rounds_for(opened=True)
         self.run(index, rounds)
 
+    def add_load(self) -> Any:
+        """``RoundLoop.add_load``, the load's cost counting this loop's share of its life's start (already on its
+        clock: ``TurnClocks.share``)."""
+        warm = super().add_load()
+        self.load_open_s += self.life_share_s
+        return warm
+
     def rounds_for(self, opened: bool) -> int:
         """Rounds for the next load (``opened``: the newest, already open): the minimum's when they and the
         minimum's loads still to open after it fit what is left, else the floor's (two round pairs for a plan of
@@ -148,6 +165,9 @@ class LifeCalls:
     end_life: Callable[[], None] = lambda: None
     on_done: Callable[[int, InterleavedOutcome], None] | None = None
     begin_life: Callable[[Sequence[int]], None] = lambda turns: None  # before a life: the loops taking part
+    # start_life(i): life i started (its process ready and primed) before its first load opens; its seconds are split
+    # evenly onto the clocks of the loops taking part. None: the first loop's open_load starts it, on that loop's clock.
+    start_life: Callable[[int], None] | None = None
 
 
 def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]], plan: RoundPlan, *,
@@ -156,9 +176,11 @@ def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]],
               calls: LifeCalls = LifeCalls()) -> list[InterleavedOutcome | None]:
     """One ``SerialLoop`` per ``open_loads[k]`` (a batch size), driven life by life: at each life every loop still
     measuring says whether it wants a load (one that does not is done: ``calls.on_done`` hears it at once), those
-    that do each open load ``i`` in turn (the first one's ``open_load`` starts the life's process) and run its
-    rounds, then ``calls.end_life()`` ends the life. Loop ``k``'s budget is ``windows(k, start)`` (``start``: the clock's
-    value now; default ``plan.time_budget_s`` from it), its clock the seconds of its own turns (``TurnClocks``);
+    that do each open load ``i`` in turn and run its rounds, then ``calls.end_life()`` ends the life. The life starts
+    in ``calls.start_life(i)`` before its first load opens, its seconds split evenly onto the clocks of the loops taking
+    part (and into what their load costs); without it, in the first one's ``open_load``, on its clock. Loop ``k``'s
+    budget is ``windows(k, start)`` (``start``: the clock's value now; default ``plan.time_budget_s`` from it), its clock
+    the seconds of its own turns and its shares (``TurnClocks``);
     ``hooks[k]`` hears its looks and its budget's line. A lost load's exception carries the rounds its loop finished
     before (``partial``) and which loop it was (``turn``), as does a budget refused (``turn``). Loads are closed on
     return. The outcomes, by ``k`` (None: not done)."""
@@ -191,6 +213,13 @@ def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]],
             active = wanting
             if active:
                 calls.begin_life(active)
+            if active and calls.start_life is not None:
+                turn, began = active[0], clocks.real()
+                calls.start_life(len(loops[turn].loads))
+                seconds = clocks.real() - began
+                clocks.share(active, seconds)
+                for k in active:
+                    loops[k].life_share_s = seconds / len(active)
             for j, turn in enumerate(active):
                 with clocks.turn(turn):  # the life's end is its last loop's time
                     loops[turn].take_load()
@@ -317,8 +346,9 @@ class LifeWorkers:
         finally:
             self.busy.append(Span("the accuracy pass (life 0's worker)", asked, done_at or time.monotonic()))
 
-    def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int, int_range: tuple[int, int],
-             fixed: Mapping[str, Any] | None = None) -> WorkerLoad:
+    def start_life(self, index: int) -> Worker:
+        """Life ``index`` ready to serve (``LifeCalls.start_life``): its worker started (``start``) and primed for the
+        batch sizes of ``begin_life``; then, with ``ahead``, the next life's process started."""
         worker = self.start(index)
         if self.primed_life != index:
             self.primed_life = index
@@ -328,6 +358,11 @@ class LifeWorkers:
                 worker.wait_primed()
             self.serving[index] = time.monotonic()
             self.start_ahead(index + 1)
+        return worker
+
+    def load(self, index: int, shapes: Mapping[str, tuple[int, ...]], seed: int, int_range: tuple[int, int],
+             fixed: Mapping[str, Any] | None = None) -> WorkerLoad:
+        worker = self.start_life(index)  # (started already where run_lives called start_life)
         return WorkerLoad(worker, (dict(shapes), seed, int_range, fixed), timed=self.timed)
 
     def start_ahead(self, index: int) -> None:
