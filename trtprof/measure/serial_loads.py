@@ -188,14 +188,7 @@ def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]],
     if len(names) < 2:
         raise ValueError("need a baseline and at least one candidate")
     clocks = TurnClocks(clock, len(open_loads))
-    loops: list[SerialLoop] = []
-    for k, open_load in enumerate(open_loads):
-        window = windows(k, clocks.start) if windows is not None else \
-            BatchWindow(started=clocks.start, budget_s=plan.time_budget_s)
-        loop = SerialLoop(names, open_load, plan, clocks.clock(k), window)
-        own = hooks[k] if k < len(hooks) else LoopHooks()
-        loop.on_note, loop.on_progress = own.on_note, own.on_progress
-        loops.append(loop)
+    loops = make_loops(names, open_loads, plan, clocks, windows, hooks)
     outcomes: list[InterleavedOutcome | None] = [None] * len(loops)
     active, turn = list(range(len(loops))), -1
     try:
@@ -214,12 +207,8 @@ def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]],
             if active:
                 calls.begin_life(active)
             if active and calls.start_life is not None:
-                turn, began = active[0], clocks.real()
-                calls.start_life(len(loops[turn].loads))
-                seconds = clocks.real() - began
-                clocks.share(active, seconds)
-                for k in active:
-                    loops[k].life_share_s = seconds / len(active)
+                turn = active[0]  # (a lost worker names the first batch size of the life)
+                start_shared(calls.start_life, clocks, loops, active)
             for j, turn in enumerate(active):
                 with clocks.turn(turn):  # the life's end is its last loop's time
                     loops[turn].take_load()
@@ -237,6 +226,33 @@ def run_lives(names: Sequence[str], open_loads: Sequence[Callable[[int], Load]],
             for load in loop.loads:
                 load.close()
     return outcomes
+
+
+def make_loops(names: list[str], open_loads: Sequence[Callable[[int], Load]], plan: RoundPlan, clocks: TurnClocks,
+               windows: Callable[[int, float], BatchWindow] | None, hooks: Sequence[LoopHooks]) -> list[SerialLoop]:
+    """``run_lives``' loops: one per ``open_loads[k]``, on clock ``k`` of ``clocks``, in ``windows(k, start)``
+    (default ``plan.time_budget_s`` from the clocks' start), hearing ``hooks[k]``."""
+    loops: list[SerialLoop] = []
+    for k, open_load in enumerate(open_loads):
+        window = windows(k, clocks.start) if windows is not None else \
+            BatchWindow(started=clocks.start, budget_s=plan.time_budget_s)
+        loop = SerialLoop(names, open_load, plan, clocks.clock(k), window)
+        own = hooks[k] if k < len(hooks) else LoopHooks()
+        loop.on_note, loop.on_progress = own.on_note, own.on_progress
+        loops.append(loop)
+    return loops
+
+
+def start_shared(start_life: Callable[[int], None], clocks: TurnClocks, loops: Sequence[SerialLoop],
+                 active: Sequence[int]) -> None:
+    """The next life started (``start_life(i)``, ``i`` the loads the active loops have) and its seconds split evenly
+    over the clocks of the ``active`` loops, and into what their coming load costs (``SerialLoop.life_share_s``)."""
+    began = clocks.real()
+    start_life(len(loops[active[0]].loads))
+    seconds = clocks.real() - began
+    clocks.share(active, seconds)
+    for k in active:
+        loops[k].life_share_s = seconds / len(active)
 
 
 def run_serial(names: Sequence[str], open_load: Callable[[int], Load], plan: RoundPlan, *,
