@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Source this on the GPU machine: puts onnxruntime-gpu (carried in parts, see ../shared/FACTS.md and
 # benchmarks/README.md) first on PYTHONPATH, and the small wheels of .whl/ (onnxconverter-common, onnx2torch)
-# into /tmp/site. Parts: /tmp/parts/p00..p03 (one carried per call, from `split -n 4` of a tar holding
+# into /tmp/site. Parts: /tmp/parts/p00..p05 (one carried per call, from `split -n 6` of a tar holding
 # cuda.so.xz, the CUDA provider library, and rest.tar.xz, the wheel's other files without TensorRT's EP).
 set -e
 if [ ! -d /tmp/ortgpu/onnxruntime ]; then

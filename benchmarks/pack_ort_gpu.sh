@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what a GPU call needs from outside the GPU machine's image, run HERE (this machine reaches PyPI; the GPU
-# machine reaches nothing): onnxruntime-gpu in four parts under 64 MiB with the tracked tree (one part per call
-# into /tmp/parts there: benchmarks/ort_gpu_on_device.sh joins them), and the small wheels into .whl/.
+# machine reaches nothing): onnxruntime-gpu in six parts under 64 MiB with the tracked tree (one part per call
+# into /tmp/parts there: benchmarks/ort_gpu_on_device.sh joins them; four parts of 49 MB stopped fitting once the
+# tree reached 15.6 MB, 2026-12-04), and the small wheels into .whl/.
 # The GPU machine's python3 is 3.12: the wheels are cp312 whatever this machine runs.
 #   bash benchmarks/pack_ort_gpu.sh            (about 5 minutes on 2 cores: xz -9e of the CUDA provider)
 # then carry .ortgpu0 … .ortgpu3 (one a call, in that order) and .whl; both are listed in .git/info/exclude here.
@@ -22,8 +23,8 @@ xz -9e -T0 -c "$T/un/onnxruntime/capi/libonnxruntime_providers_cuda.so" > "$T/cu
 rm "$T/un/onnxruntime/capi/libonnxruntime_providers_cuda.so"
 tar -C "$T/un" -cJf "$T/rest.tar.xz" .
 tar -C "$T" -cf "$T/ortgpu.tar" cuda.so.xz rest.tar.xz
-split -n 4 -d "$T/ortgpu.tar" "$T/p"
-for i in 0 1 2 3; do rm -rf ".ortgpu$i" && mkdir ".ortgpu$i" && mv "$T/p0$i" ".ortgpu$i/"; done
+split -n 6 -d "$T/ortgpu.tar" "$T/p"
+for i in 0 1 2 3 4 5; do rm -rf ".ortgpu$i" && mkdir ".ortgpu$i" && mv "$T/p0$i" ".ortgpu$i/"; done
 grep -qx '/.ortgpu\*/' .git/info/exclude || echo '/.ortgpu*/' >> .git/info/exclude
 grep -qx '/.whl/' .git/info/exclude .gitignore || echo '/.whl/' >> .git/info/exclude
 ls -la .ortgpu*/ .whl/
