@@ -139,6 +139,11 @@ def session_settings(session: Any, graph: bool, refused: str | None) -> dict[str
             "io_binding": True, "run_config": {NO_SYNC: "1"}}
 
 
+def output_shapes(ran: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Each output's shape, from a run's outputs."""
+    return {name: tuple(int(d) for d in value.shape) for name, value in ran.items()}
+
+
 def shapes_key(shapes: Mapping[str, tuple[int, ...]]) -> tuple[Any, ...]:
     """What identifies a set of input shapes (the runner keeps one session per key)."""
     return tuple(sorted((str(k), tuple(int(d) for d in v)) for k, v in shapes.items()))
@@ -277,8 +282,7 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         for each in shapes:
             key = shapes_key(each)
             if key not in self._known:
-                ran = self.infer(self._zeros(each))
-                self._zero_outputs[key] = {name: tuple(int(d) for d in value.shape) for name, value in ran.items()}
+                self._zero_outputs[key] = output_shapes(self.infer(self._zeros(each)))
 
     def _zeros(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, "np.ndarray"]:
         """Zero inputs at these shapes (the eager runs of ``prepare`` and ``expect_shapes``)."""
@@ -319,8 +323,7 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         if known is not None:  # the load's session ran these shapes on zeros already (``expect_shapes``)
             outputs = dict(known)
         else:
-            ran = self.infer(self._zeros(input_shapes))
-            outputs = {name: tuple(int(d) for d in value.shape) for name, value in ran.items()}
+            outputs = output_shapes(self.infer(self._zeros(input_shapes)))
         self._shapes = {**{k: tuple(v) for k, v in input_shapes.items()}, **outputs}
         return outputs
 

@@ -124,9 +124,7 @@ def start_and_load(records: Mapping[str, EngineRecord], batch_sizes: Sequence[in
         if options.isolation == ISOLATION_PROCESS:
             pool = start_pool(records, options, say)
         elif options.isolation == ISOLATION_SERIAL:  # life 0's worker runs the accuracy pass (``LifeWorkers``)
-            pool = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune,
-                                            preload=[b for b in dict.fromkeys(r.backend for r in records.values())
-                                                     if workers.has_preload(b)])
+            pool = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune)
         reference = load_reference(records, batch_sizes, options, model, pool, say=say)
         peak = roofline.query_device_peak() if reference.on_gpu else None
     except BaseException:
@@ -283,11 +281,11 @@ def measure(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], opt
 
 
 def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int], options: CompareOptions,
-                  reference: Reference, hooks: CompareHooks, budget: TimeBudget, lives: Any = None) -> Measured:
+                  reference: Reference, hooks: CompareHooks, budget: TimeBudget, lives: Any) -> Measured:
     """``--serial-loads``: load ``i`` of every batch size is one worker process living alone, life ``i``
     (``serial_loads.run_lives``: it serves every batch size still measuring, then exits before the next starts);
     each batch size in its window, on a clock of its own turns. ``lives``: the ``LifeWorkers`` whose life 0 ran the
-    accuracy pass (None: made here). On a GPU each life primes every batch size it serves, and the next life's process
+    accuracy pass (``start_and_load``). On a GPU each life primes every batch size it serves, and the next life's process
     starts ahead, importing only (``LifeWorkers``). A batch size is announced once decided; Ctrl-C, a lost worker and
     a refused budget are handled as ``measure`` handles them."""
     names = list(records)
@@ -298,8 +296,6 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
                                          f"{'GPU' if reference.on_gpu else 'machine'}{ahead}")
     priming = serial_loads.LifePriming([(b, reference.shapes[b]) for b in batch_sizes], options.seed, options.ints,
                                        TimingConfig(cuda_graph=options.plan.cuda_graph, copies=options.plan.copies))
-    if lives is None:
-        lives = serial_loads.LifeWorkers(records, device=options.device, autotune=options.plan.autotune)
     lives.priming = priming if reference.on_gpu else None
     lives.ahead = reference.on_gpu
     try:

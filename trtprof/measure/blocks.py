@@ -31,13 +31,18 @@ def iterations_for(median_ms: float, plan: Any, floor: int = MIN_ROUND_ITERATION
     return int(min(MAX_ROUND_ITERATIONS, max(floor, wanted)))
 
 
+def long_calls(medians_ms: Sequence[float]) -> bool:
+    """Does every arm's call take at least ``ROUND_WARMUP_ONE_CALL_MS``?"""
+    return bool(medians_ms) and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS
+
+
 def block_floor(medians_ms: Sequence[float]) -> int:
-    """The fewest timed calls in a block: ``LONG_CALL_ITERATIONS`` where every arm's call takes at least
-    ``ROUND_WARMUP_ONE_CALL_MS``, else ``MIN_ROUND_ITERATIONS``."""
-    return LONG_CALL_ITERATIONS if medians_ms and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS else MIN_ROUND_ITERATIONS
+    """The fewest timed calls in a block: ``LONG_CALL_ITERATIONS`` where every arm's call is long (``long_calls``),
+    else ``MIN_ROUND_ITERATIONS``."""
+    return LONG_CALL_ITERATIONS if long_calls(medians_ms) else MIN_ROUND_ITERATIONS
 
 
 def round_warmup(medians_ms: Sequence[float]) -> int:
-    """Warm-up calls before each block's timed ones: ``ROUND_WARMUP``, one where every arm's call takes at least
-    ``ROUND_WARMUP_ONE_CALL_MS``."""
-    return 1 if medians_ms and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS else ROUND_WARMUP
+    """Warm-up calls before each block's timed ones: ``ROUND_WARMUP``, one where every arm's call is long
+    (``long_calls``)."""
+    return 1 if long_calls(medians_ms) else ROUND_WARMUP

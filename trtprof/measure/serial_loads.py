@@ -45,7 +45,7 @@ from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutco
     Progress, RoundLoop, RoundPlan, settled
 from .timing import TimingConfig
 from .concurrent import Span, record
-from .workers import ArmFacts, Worker, WorkerLoad
+from .workers import ArmFacts, Worker, WorkerLoad, has_preload
 
 
 class TurnClocks:
@@ -299,9 +299,11 @@ class LifeWorkers:
     accuracy pass, so that the parent loads no engine. ``lives``: each ended life's seconds (``life_record``)."""
 
     def __init__(self, records: Mapping[str, Any], device: str | None = None, autotune: bool = True,
-                 priming: LifePriming | None = None, *, ahead: bool = False, preload: Sequence[str] = ()) -> None:
+                 priming: LifePriming | None = None, *, ahead: bool = False) -> None:
         self.records, self.device, self.autotune, self.priming = dict(records), device, autotune, priming
-        self.ahead, self.preload = ahead, list(preload)
+        self.ahead = ahead
+        # what a process started ahead imports: the records' backends that have libraries to import ahead
+        self.preload = [b for b in dict.fromkeys(r.backend for r in self.records.values()) if has_preload(b)]
         self.started: list[Worker] = []  # every life's worker, in order; all but a live current one have exited
         self.current: Worker | None = None
         self.spare: Worker | None = None  # the next life's process, started ahead (``ahead``), importing or idle
