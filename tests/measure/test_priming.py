@@ -112,7 +112,9 @@ def test_a_worker_tells_every_batch_sizes_shapes_before_priming_any(monkeypatch)
     state, calls = primed_state(monkeypatch)
     state.runners = {"fp32": ExpectingRunner("fp32", calls), "fp16": ExpectingRunner("fp16", calls, fail=True)}
     _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True))
-    assert calls[0] == ("fp32", "expect", [(1, 4), (8, 4)]) and len(calls) == 5  # then 2 arms × 2 batch sizes
+    # the first batch size's shapes run ahead last: its priming launch follows at the shape ORT's kernels are set up at
+    assert calls[0] == ("fp32", "expect", [(8, 4), (1, 4)]) and len(calls) == 5  # then 2 arms × 2 batch sizes
+    assert [c[1] for c in calls[1:3]] == [(1, 4), (1, 4)]
     assert answer["primed"] == [1, 8]
     assert answer["notes"] == ["fp16: shapes not run ahead (RuntimeError: CUDA failure 2: out of memory)"]
     monkeypatch.setattr(interleave, "measure_block", lambda r, f, c: Samples(
@@ -129,7 +131,7 @@ def test_what_a_runner_wrote_running_ahead_reaches_the_first_warm_up_even_where_
     state, calls = primed_state(monkeypatch, fail_at=1)
     state.runners = {"fp32": ExpectingRunner("fp32", calls)}
     _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True))
-    assert answer["primed"] == [] and calls == [("fp32", "expect", [(1, 4), (8, 4)])]
+    assert answer["primed"] == [] and calls == [("fp32", "expect", [(8, 4), (1, 4)])]
     monkeypatch.setattr(interleave, "measure_block", lambda r, f, c: Samples(
         stages={"latency_ms": np.ones(2)}, span_s=0.0, warmup_done=0, warmup_s=0.0, run_warnings=[]))
     state.set_feeds(SHAPES[1], 0, (0, 10), None)
@@ -318,3 +320,11 @@ def test_priming_and_the_accuracy_pass_make_a_batchs_inputs_once(monkeypatch, ac
     kept = state.made[feeds_key(SHAPES[8], 0, (0, 10))]
     state.set_feeds(SHAPES[8], 0, (0, 10), None)
     assert state.feeds is kept and len(made) == 1
+
+
+def test_shapes_run_ahead_end_at_the_first_batch_size():
+    from trtprof.measure.worker_loop import shapes_ahead
+
+    one, two, three = {"x": (1, 4)}, {"x": (32, 4)}, {"x": (256, 4)}
+    assert shapes_ahead([one, two, three]) == [two, three, one]
+    assert shapes_ahead([one]) == [one] and shapes_ahead([]) == []
