@@ -1,0 +1,91 @@
+"""What the order of the shapes run ahead costs a compare worker's priming on onnxruntime-cuda (issue 42).
+
+ONNX Runtime's Conv on cuDNN 9 keeps one shape's execution plans (conv.cc ``last_x_dims``) and builds them again
+on the host at every change of shape. A worker runs every batch size's shapes ahead (``expect_shapes``: the
+session must run each before its first graph capture), then primes each batch size (``prime_launch``: one
+launch, ORT's capture). Run ahead at 1, 32, 256, then primed at 1, 32, 256, each arm builds six times; run ahead at
+32, 256, 1 (``worker_loop.shapes_ahead``, the order since 65dd339), five.
+
+Each sample is a fresh process that loads the engines as a compare worker does (``_WorkerState.init``) and primes
+them (``_WorkerState.prime``, TimingConfig defaults but the graph on), in one of the two orders; the orders
+alternate, process after process, on one machine. Prints each order's median seconds per part (the shapes run ahead,
+then per batch size) and of the whole priming, and new / old.
+
+    python3 benchmarks/ort_prime_order.py ENGINE.onnx:fp32 ENGINE.onnx:tf32 ENGINE.onnx:fp16 [--reps 4]
+        [--batch-sizes 1,32,256] [--json out.json]
+
+This measures trtprof's own worker, so it imports trtprof.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+ORDERS = ("first-first", "first-last")  # the old order (as the batch sizes are listed), the new (shapes_ahead)
+
+
+def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
+    from ort_block_costs import labelled_records, shapes_at
+
+    from trtprof.measure import worker_loop
+    from trtprof.measure.timing import TimingConfig
+
+    if order == "first-first":
+        worker_loop.shapes_ahead = lambda shapes: list(shapes)  # the order before 65dd339
+    state = worker_loop._WorkerState(None)
+    started = time.monotonic()
+    state.init(labelled_records(engines), True)
+    engines_s = time.monotonic() - started
+    first = next(iter(state.runners.values()))
+    batches = [(b, shapes_at(first, b)) for b in batch_sizes]
+    started = time.monotonic()
+    _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True))
+    return {"order": order, "engines_s": round(engines_s, 4), "priming_s": round(time.monotonic() - started, 4),
+            "parts": answer.get("seconds", {}), "primed": answer.get("primed"), "notes": answer.get("notes")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("engines", nargs="+")
+    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--batch-sizes", default="1,32,256")
+    ap.add_argument("--child", choices=ORDERS)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    if args.child:
+        print(json.dumps(child(args.child, args.engines, batch_sizes)))
+        return
+    samples: dict[str, list[dict]] = {o: [] for o in ORDERS}
+    for rep in range(args.reps):
+        for order in ORDERS if rep % 2 == 0 else ORDERS[::-1]:
+            done = subprocess.run([sys.executable, __file__, "--child", order, "--batch-sizes", args.batch_sizes,
+                                   *args.engines], capture_output=True, text=True, check=False)
+            line = [x for x in done.stdout.splitlines() if x.startswith("{")]
+            if done.returncode != 0 or not line:
+                raise SystemExit(f"{order}: rc {done.returncode}: {done.stderr[-2000:]}")
+            samples[order].append(json.loads(line[-1]))
+            print(order, json.dumps(samples[order][-1]), flush=True)
+    medians = {}
+    for order, runs in samples.items():
+        parts = {k: statistics.median(r["parts"][k] for r in runs) for k in runs[0]["parts"]}
+        medians[order] = {"priming_s": statistics.median(r["priming_s"] for r in runs), **parts}
+        print(f"{order}: median of {len(runs)}: " + ", ".join(f"{k} {v:.3f} s" for k, v in medians[order].items()))
+    old, new = medians["first-first"]["priming_s"], medians["first-last"]["priming_s"]
+    if old > 0:
+        print(f"priming, first batch size's shapes run ahead last / first: {new / old:.3f} ({new:.2f} s / {old:.2f} s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"samples": samples, "medians": medians}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
