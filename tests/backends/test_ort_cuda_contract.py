@@ -275,6 +275,50 @@ def test_shapes_run_before_the_first_capture_share_the_loads_session(fake_ort):
     assert runner.session is not first and runner.sessions_opened == 2
 
 
+def test_shapes_told_with_own_sessions_run_nothing_ahead_and_each_keeps_a_session(fake_ort):
+    """A worker alone on the GPU (lone loads) tells its shapes with ``own_sessions``: ORT's Conv keeps one shape's
+    cuDNN plans and builds them again whenever its session switches shape (~2 s per arm for EfficientNet-B0 on the
+    H200), so each told shape gets a session of its own, the first prepared keeping the load's; nothing runs ahead,
+    every session runs (its zeros, its launches) at its own shape only, switching back opens nothing."""
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    first = runner.session
+    runner.expect_shapes([{"x": (32, 3)}, {"x": (1, 3)}], own_sessions=True)
+    assert first.host_runs == [] and len(fake_ort.made) == 1  # nothing ran ahead
+    runner.prepare({"x": (1, 3)})  # the first prepared: the load's session
+    assert runner.session is first and "session_per_shape" not in runner.settings
+    launch_once(runner)
+    runner.prepare({"x": (32, 3)})
+    second = runner.session
+    assert second is not first and len(fake_ort.made) == 2
+    assert fake_ort.made[1]["cuda_options"] == fake_ort.made[0]["cuda_options"]  # same options, same stream
+    assert runner.settings["session_per_shape"] is True and runner.runtime_graph(True)["mode"] == "cuda_graph"
+    launch_once(runner)
+    for batch, session in ((1, first), (32, second), (1, first)):
+        runner.prepare({"x": (batch, 3)})
+        assert runner.session is session
+        launch_once(runner)
+    assert len(fake_ort.made) == 2 and runner.sessions_opened == 2
+    # each prepare's zero run and each launch on the session of its shape (graph-less runs: ORT's graph id -1)
+    assert first.host_runs == [{oc.GRAPH_ID: "-1"}] * 3 and second.host_runs == [{oc.GRAPH_ID: "-1"}] * 2
+    assert [r[1][oc.GRAPH_ID] for r in first.runs] == ["1"] * 3 and [r[1][oc.GRAPH_ID] for r in second.runs] == ["1"] * 2
+    runner.infer({"x": np.zeros((32, 3), np.float32)})  # the accuracy path at a told shape: its own session
+    assert len(second.host_runs) == 3 and len(first.host_runs) == 3
+
+
+def test_own_sessions_keep_the_loads_session_for_the_first_shape_even_after_it_ran_every_shape(fake_ort):
+    """Life 0's accuracy pass runs every batch size on the load's session before priming tells the shapes: the
+    load's session still serves the first shape prepared, the others get sessions of their own."""
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    first = runner.session
+    for batch in (1, 32):
+        runner.infer({"x": np.zeros((batch, 3), np.float32)})
+    runner.expect_shapes([{"x": (32, 3)}, {"x": (1, 3)}], own_sessions=True)
+    runner.prepare({"x": (1, 3)})
+    assert runner.session is first
+    runner.prepare({"x": (32, 3)})
+    assert runner.session is not first and len(fake_ort.made) == 2
+
+
 def test_prepares_before_the_first_capture_share_the_loads_session(fake_ort):
     runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     first = runner.session

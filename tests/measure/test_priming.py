@@ -97,7 +97,8 @@ class ExpectingRunner(FakeGpuRunner):
         super().__init__(name)
         self.log, self.fail = log, fail
 
-    def expect_shapes(self, shapes):
+    def expect_shapes(self, shapes, own_sessions=False):
+        self.own_sessions = own_sessions
         if self.fail:
             raise RuntimeError("CUDA failure 2: out of memory")
         warnings.warn(f"{self.name} ran ahead", RuntimeWarning, stacklevel=1)
@@ -328,3 +329,41 @@ def test_shapes_run_ahead_end_at_the_first_batch_size():
     one, two, three = {"x": (1, 4)}, {"x": (32, 4)}, {"x": (256, 4)}
     assert shapes_ahead([one, two, three]) == [two, three, one]
     assert shapes_ahead([one]) == [one] and shapes_ahead([]) == []
+
+
+def test_a_worker_alone_on_the_gpu_lets_each_batch_size_have_a_session_of_its_own(monkeypatch):
+    """Lone loads (``LifeWorkers``) prime with ``alone``: the runner is told the shapes with ``own_sessions`` (nothing
+    run ahead); side-by-side workers (``WorkerPool``) keep one session per load, the shapes run ahead."""
+    for alone in (True, False):
+        state, calls = primed_state(monkeypatch)
+        state.runners = {"fp32": ExpectingRunner("fp32", calls)}
+        state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True), alone=alone)
+        assert state.runners["fp32"].own_sessions is alone
+
+
+def test_the_prime_message_carries_alone_and_life_workers_send_it():
+    from trtprof.measure.serial_loads import LifePriming, LifeWorkers
+
+    worker = workers.Worker.__new__(workers.Worker)
+    sent = []
+    worker._initialised, worker._priming_since, worker._send = True, None, sent.append
+    worker.prime([(1, {"x": (1, 4)})], 0, (0, 10), TimingConfig(), alone=True)
+    assert sent[0][0] == "prime" and sent[0][-1] is True
+
+    class FakeLifeWorker:  # FAKE: records what start_life asks of a life's worker
+        def __init__(self):
+            self.asked = []
+
+        def prime(self, *args, **kwargs):
+            self.asked.append((args, kwargs))
+
+        def wait_primed(self):
+            return None
+
+    fake = FakeLifeWorker()
+    lives = LifeWorkers({}, priming=LifePriming([(1, {"x": (1, 4)})], 0, (0, 10), TimingConfig()))
+    lives.start = lambda index: fake
+    lives.begin_life([0])
+    assert lives.start_life(0) is fake
+    (args, kwargs), = fake.asked
+    assert kwargs == {"alone": True} and args[0] == [(1, {"x": (1, 4)})]

@@ -21,8 +21,15 @@ kept); what differs is how they run. The runner is a ``cuda`` runner:
   and ``infer``/``prepare`` before any capture add to that set; a shape outside it, after a capture, gets a
   session of its own with the same options on the same stream (``session_per_shape`` in its settings), kept
   for switching back. ``infer`` at such a shape runs on one graph-less session, which ``trim`` gives back.
-  (One session per shape for every shape ran ResNet-50 out of device memory with 6 workers × 3 arms.) With
-  the graph off, one session runs every shape.
+  (One session per shape for every shape ran ResNet-50 out of device memory with 6 workers × 3 arms side by side.)
+  With the graph off, one session runs every shape.
+- a session per shape where a worker is alone on the GPU: ORT's Conv keeps one shape's cuDNN plans
+  (conv.cc ``last_x_dims``) and builds them again on the host whenever its session switches shape: on the H200
+  ~2 s per arm and shape for EfficientNet-B0 and MobileNetV3-L, 0.1-0.3 s for ResNet-50 (2026-12-04d), and the
+  run ahead above costs each arm one build per shape more. Lone loads (compare's default on a GPU) have one
+  worker alive at a time, so their workers tell the shapes with ``expect_shapes(..., own_sessions=True)``:
+  nothing runs ahead, the first shape prepared keeps the load's session and every other shape gets a session
+  of its own (``session_per_shape``), which never switches shape.
 - fixed dims (issues 42 and 43): ``torch.onnx.export`` writes a transformer's reshapes as arithmetic on the
   input's shape (Shape → Gather → Concat → Reshape), which ORT places on its CPU EP, so it refuses the
   graph. When a load's graph was refused and the inputs' dynamic dims are named, ``prepare`` opens the
@@ -187,6 +194,10 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         self._per_shapes: dict[tuple[Any, ...], ShapeSession] = {}
         self._load_entry = ShapeSession(session, {}, None)
         self._known: set[tuple[Any, ...]] = set()  # shapes the load's session ran eagerly before its first capture
+        # shapes told by ``expect_shapes(..., own_sessions=True)``: each runs on a session of its own, the first one
+        # prepared on the load's (``_own_shape``), so no session ever switches shape (see the module docstring)
+        self._own: set[tuple[Any, ...]] = set()
+        self._own_shape: tuple[Any, ...] | None = None
         # output shapes of the load's session's eager runs on zeros (``expect_shapes``), by input shapes: ``prepare``
         # takes them instead of a second such run (3 arms × 3 batch sizes of ResNet-50: ~0.4 s of each compare load)
         self._zero_outputs: dict[tuple[Any, ...], dict[str, tuple[int, ...]]] = {}
@@ -265,6 +276,8 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         if key not in self._per_shapes:
             if self._dynamic_refused is not None:
                 entry = self._fix_dims(input_shapes)
+            elif key in self._own:
+                entry = self._own_session(key)
             elif self._load_may_run(key):
                 entry = self._load_entry
             else:
@@ -273,11 +286,25 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             self._per_shapes[key] = entry
         return self._per_shapes[key]
 
-    def expect_shapes(self, shapes: "Iterable[Mapping[str, tuple[int, ...]]]") -> None:
-        """The shapes the coming launches will use (compare's workers, before priming): the load's session
-        runs once eagerly at each before its first capture, so that it captures and replays at all of them
-        (see the module docstring). After a capture, or with the graph off or refused, nothing to do."""
+    def _own_session(self, key: tuple[Any, ...]) -> "ShapeSession":
+        """A shape told with ``own_sessions``: the load's session for the first one prepared (it captured nothing
+        yet), a new session of the same options on the same stream for every other."""
+        if self._own_shape is None and not self._load_entry.graph_ids:
+            self._own_shape = key
+            return self._load_entry
+        assert self._reopen is not None
+        return ShapeSession(self._reopen(True, None), {}, None, {"session_per_shape": True})
+
+    def expect_shapes(self, shapes: "Iterable[Mapping[str, tuple[int, ...]]]", own_sessions: bool = False) -> None:
+        """The shapes the coming launches will use (compare's workers, before priming). ``own_sessions``: each
+        shape runs on a session of its own, opened when it is first prepared (the first on the load's session),
+        and nothing runs now; otherwise the load's session runs once eagerly at each before its first capture,
+        so that it captures and replays at all of them (see the module docstring). After a capture, or with
+        the graph off or refused, nothing to do."""
         if self._reopen is None or self._dynamic_refused is not None or self._load_entry.graph_ids:
+            return
+        if own_sessions:
+            self._own.update(shapes_key(each) for each in shapes)
             return
         for each in shapes:
             key = shapes_key(each)

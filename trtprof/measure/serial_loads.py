@@ -372,7 +372,7 @@ class LifeWorkers:
             self.primed_life = index
             if self.priming is not None and self.coming:  # every batch size's first runs, now, before any round
                 p = self.priming
-                worker.prime(self.coming, p.seed, p.int_range, p.config)
+                worker.prime(self.coming, p.seed, p.int_range, p.config, alone=True)  # lone: a session per shape
                 worker.wait_primed()
             self.serving[index] = time.monotonic()
             self.start_ahead(index + 1)

@@ -53,11 +53,12 @@ def shapes_ahead(shapes: Sequence[Mapping[str, tuple[int, ...]]]) -> list[Mappin
 
 
 def expect_shapes(runners: Mapping[str, Any], shapes: Sequence[Mapping[str, tuple[int, ...]]],
-                  lines: dict[tuple[str, Any], list[str]], key: Any) -> list[str]:
+                  lines: dict[tuple[str, Any], list[str]], key: Any, own_sessions: bool = False) -> list[str]:
     """Tell each runner that takes it (``expect_shapes``) every batch size's shapes before priming; what the
     library wrote meanwhile is kept in ``lines`` under (arm, ``key``): the first batch size's feeds key, whose
-    warm-up block carries it. Returns a note per runner that failed (its first timed block meets the failure
-    again)."""
+    warm-up block carries it. ``own_sessions`` (a worker alone on the GPU): each shape may get a session of its
+    own, so nothing runs ahead (onnxruntime-cuda). Returns a note per runner that failed (its first timed block
+    meets the failure again)."""
     from ..util.thirdparty import third_party_warnings
 
     notes = []
@@ -67,7 +68,7 @@ def expect_shapes(runners: Mapping[str, Any], shapes: Sequence[Mapping[str, tupl
             continue
         try:
             with third_party_warnings(repeat=False) as caught:
-                expect(list(shapes))
+                expect(list(shapes), own_sessions=own_sessions)
         except Exception as err:  # noqa: BLE001 - it saves a session per shape; the timed blocks report failures
             notes.append(f"{label}: shapes not run ahead ({type(err).__name__}: {str(err).strip()[:200]})")
             continue
@@ -199,12 +200,16 @@ class _WorkerState:
             first.inputs, shapes, seed=seed, int_range=int_range)
         return "ok", None
 
-    def prime(self, batches: Any, seed: int, int_range: Any, config: TimingConfig) -> tuple[str, Any]:
+    def prime(self, batches: Any, seed: int, int_range: Any, config: TimingConfig,
+              alone: bool = False) -> tuple[str, Any]:
         """Before any timing, the runners that may (``primes_beside_others``: their first run at a shape
         times no kernels, so other workers priming beside them change nothing they keep) are set up and
         launched once at each batch size's shapes on that batch's inputs (``timing.prime_launch``); the
         inputs are kept for ``feeds``, what the library wrote for that batch's warm-up block. A failure stops
-        priming with its reason (the timed block meets it again, in its place). Returns the batch sizes primed."""
+        priming with its reason (the timed block meets it again, in its place). ``alone``: no other worker holds
+        the GPU while this one lives (lone loads), so each batch size may have a session of its own (``expect_shapes``'
+        ``own_sessions``: ONNX Runtime's Conv then never builds its cuDNN plans again for a change of shape, and no
+        shape has to run ahead). Returns the batch sizes primed."""
         from ..model.inputs import make_inputs
         from ..util.thirdparty import third_party_warnings
         from .timing import prime_launch
@@ -217,7 +222,7 @@ class _WorkerState:
             return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
         started = time.monotonic()
         notes += expect_shapes(opted, shapes_ahead([shapes for _, shapes in batches]), self.prime_lines,
-                               feeds_key(batches[0][1], seed, int_range) if batches else None)
+                               feeds_key(batches[0][1], seed, int_range) if batches else None, own_sessions=alone)
         seconds = {"shapes run ahead": round(time.monotonic() - started, 4)}  # expect_shapes' eager runs
         for batch, shapes in batches:
             started = time.monotonic()

@@ -184,11 +184,12 @@ class Worker:
             self._ready = True
 
     def prime(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]]]], seed: int,
-              int_range: tuple[int, int], config: TimingConfig) -> None:
-        """Ask the worker to prime its runners at each batch size (``worker_loop._WorkerState.prime``) once it has
-        loaded them, without waiting: ``wait_primed`` reads the answer, and every other call waits for it first."""
+              int_range: tuple[int, int], config: TimingConfig, alone: bool = False) -> None:
+        """Ask the worker to prime its runners at each batch size (``worker_loop._WorkerState.prime``; ``alone``: no
+        other worker holds the GPU while it lives) once it has loaded them, without waiting: ``wait_primed`` reads
+        the answer, and every other call waits for it first."""
         if self._initialised and self._priming_since is None:
-            self._send(("prime", [(b, dict(s)) for b, s in batches], seed, int_range, config))
+            self._send(("prime", [(b, dict(s)) for b, s in batches], seed, int_range, config, alone))
             self._priming_since = time.monotonic()
             self._prime_keys = {b: feeds_key(s, seed, int_range) for b, s in batches}
 
