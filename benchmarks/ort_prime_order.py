@@ -4,11 +4,13 @@ ONNX Runtime's Conv on cuDNN 9 keeps one shape's execution plans (conv.cc ``last
 on the host at every change of shape. A worker runs every batch size's shapes ahead (``expect_shapes``: the
 session must run each before its first graph capture), then primes each batch size (``prime_launch``: one
 launch, ORT's capture). Run ahead at 1, 32, 256, then primed at 1, 32, 256, each arm builds six times; run ahead at
-32, 256, 1 (``worker_loop.shapes_ahead``, the order since 65dd339), five.
+32, 256, 1 (``worker_loop.shapes_ahead``, the order since 65dd339), five; with a session per batch size (a worker
+alone on the GPU, c1c3c09: ``_WorkerState.prime(..., alone=True)``) nothing runs ahead and each arm builds three
+times, but opens two sessions more.
 
 Each sample is a fresh process that loads the engines as a compare worker does (``_WorkerState.init``) and primes
-them (``_WorkerState.prime``, TimingConfig defaults but the graph on), in one of the two orders; the orders
-alternate, process after process, on one machine. Prints each order's median seconds per part (the shapes run ahead,
+them (``_WorkerState.prime``, TimingConfig defaults but the graph on), in one of the three ways; they take turns,
+process after process, on one machine. Prints each order's median seconds per part (the shapes run ahead,
 then per batch size) and of the whole priming, and new / old.
 
     python3 benchmarks/ort_prime_order.py ENGINE.onnx:fp32 ENGINE.onnx:tf32 ENGINE.onnx:fp16 [--reps 4]
@@ -30,7 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-ORDERS = ("first-first", "first-last")  # the old order (as the batch sizes are listed), the new (shapes_ahead)
+# the shapes run ahead in the old order (as the batch sizes are listed), in the new (shapes_ahead), or none: a session
+# per batch size (``alone``: what a lone-loads worker does since c1c3c09)
+ORDERS = ("first-first", "first-last", "own-sessions")
 
 
 def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
@@ -48,7 +52,7 @@ def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
     first = next(iter(state.runners.values()))
     batches = [(b, shapes_at(first, b)) for b in batch_sizes]
     started = time.monotonic()
-    _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True))
+    _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True), alone=order == "own-sessions")
     return {"order": order, "engines_s": round(engines_s, 4), "priming_s": round(time.monotonic() - started, 4),
             "parts": answer.get("seconds", {}), "primed": answer.get("primed"), "notes": answer.get("notes")}
 
@@ -67,7 +71,7 @@ def main() -> None:
         return
     samples: dict[str, list[dict]] = {o: [] for o in ORDERS}
     for rep in range(args.reps):
-        for order in ORDERS if rep % 2 == 0 else ORDERS[::-1]:
+        for order in ORDERS[rep % len(ORDERS):] + ORDERS[:rep % len(ORDERS)]:  # each order first in turn
             done = subprocess.run([sys.executable, __file__, "--child", order, "--batch-sizes", args.batch_sizes,
                                    *args.engines], capture_output=True, text=True, check=False)
             line = [x for x in done.stdout.splitlines() if x.startswith("{")]
@@ -80,9 +84,12 @@ def main() -> None:
         parts = {k: statistics.median(r["parts"][k] for r in runs) for k in runs[0]["parts"]}
         medians[order] = {"priming_s": statistics.median(r["priming_s"] for r in runs), **parts}
         print(f"{order}: median of {len(runs)}: " + ", ".join(f"{k} {v:.3f} s" for k, v in medians[order].items()))
-    old, new = medians["first-first"]["priming_s"], medians["first-last"]["priming_s"]
-    if old > 0:
-        print(f"priming, first batch size's shapes run ahead last / first: {new / old:.3f} ({new:.2f} s / {old:.2f} s)")
+    old = medians["first-first"]["priming_s"]
+    labels = {"first-last": "first batch size's shapes run ahead last", "own-sessions": "a session per batch size"}
+    for order, label in labels.items():
+        if old > 0:
+            new = medians[order]["priming_s"]
+            print(f"priming, {label} / shapes run ahead first: {new / old:.3f} ({new:.2f} s / {old:.2f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps({"samples": samples, "medians": medians}, indent=1))
 
