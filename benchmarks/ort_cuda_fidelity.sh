@@ -163,7 +163,7 @@ for stage in "$@"; do
           "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/prime-$how.txt" | head -40
       done
       ;;
-    primeorder)  # a worker's priming: shapes run ahead first (old), last (65dd339), none with a session per batch size (c1c3c09)
+    primeorder)  # a worker's priming: shapes run ahead first (old), last (65dd339), a session per batch size (c1c3c09), + arms' first runs in threads (prototype)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       timeout 240 python3 "$HERE/ort_prime_order.py" --reps "${PRIME_REPS:-4}" --json "$OUT/prime-order.json" \

@@ -6,7 +6,8 @@ session must run each before its first graph capture), then primes each batch si
 launch, ORT's capture). Run ahead at 1, 32, 256, then primed at 1, 32, 256, each arm builds six times; run ahead at
 32, 256, 1 (``worker_loop.shapes_ahead``, the order since 65dd339), five; with a session per batch size (a worker
 alone on the GPU, c1c3c09: ``_WorkerState.prime(..., alone=True)``) nothing runs ahead and each arm builds three
-times, but opens two sessions more.
+times, but opens two sessions more; ``own-parallel`` adds a prototype that makes each arm's first runs in a thread of
+its own before priming (cuDNN's plans are built on the host), to size what that would save.
 
 Each sample is a fresh process that loads the engines as a compare worker does (``_WorkerState.init``) and primes
 them (``_WorkerState.prime``, TimingConfig defaults but the graph on), in one of the three ways; they take turns,
@@ -34,7 +35,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # the shapes run ahead in the old order (as the batch sizes are listed), in the new (shapes_ahead), or none: a session
 # per batch size (``alone``: what a lone-loads worker does since c1c3c09)
-ORDERS = ("first-first", "first-last", "own-sessions")
+# own-parallel: a session per batch size, each arm's first runs in a thread of its own before priming (a prototype)
+ORDERS = ("first-first", "first-last", "own-sessions", "own-parallel")
 
 
 def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
@@ -52,9 +54,33 @@ def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
     first = next(iter(state.runners.values()))
     batches = [(b, shapes_at(first, b)) for b in batch_sizes]
     started = time.monotonic()
-    _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True), alone=order == "own-sessions")
+    side_by_side_s = first_runs_side_by_side(state.runners, batches) if order == "own-parallel" else 0.0
+    _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True), alone=order.startswith("own"))
+    parts = {**({"first runs side by side": round(side_by_side_s, 4)} if order == "own-parallel" else {}),
+             **answer.get("seconds", {})}
     return {"order": order, "engines_s": round(engines_s, 4), "priming_s": round(time.monotonic() - started, 4),
-            "parts": answer.get("seconds", {}), "primed": answer.get("primed"), "notes": answer.get("notes")}
+            "parts": parts, "primed": answer.get("primed"), "notes": answer.get("notes")}
+
+
+def first_runs_side_by_side(runners: dict, batches: list) -> float:
+    """A PROTOTYPE, not trtprof's priming: each arm in a thread of its own, its sessions of their own opened and run
+    once on zeros at every batch size (``prepare``: ORT's cuDNN plans built on the host, no graph captured, ORT
+    releases the GIL); the captures then follow, one at a time, in ``_WorkerState.prime``. What ORT wrote meanwhile is
+    not attributed to an arm here (the reason trtprof does not do this yet). Returns its seconds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    opted = [r for r in runners.values() if getattr(r, "primes_beside_others", False)]  # as priming's (a CPU runner: none)
+    for runner in opted:
+        runner.expect_shapes([shapes for _, shapes in batches], own_sessions=True)
+
+    def arm(runner) -> None:
+        for _, shapes in batches:
+            runner.prepare(shapes)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max(len(opted), 1)) as pool:
+        list(pool.map(arm, opted))
+    return time.monotonic() - started
 
 
 def main() -> None:
@@ -85,7 +111,8 @@ def main() -> None:
         medians[order] = {"priming_s": statistics.median(r["priming_s"] for r in runs), **parts}
         print(f"{order}: median of {len(runs)}: " + ", ".join(f"{k} {v:.3f} s" for k, v in medians[order].items()))
     old = medians["first-first"]["priming_s"]
-    labels = {"first-last": "first batch size's shapes run ahead last", "own-sessions": "a session per batch size"}
+    labels = {"first-last": "first batch size's shapes run ahead last", "own-sessions": "a session per batch size",
+              "own-parallel": "a session per batch size, the arms' first runs side by side (prototype)"}
     for order, label in labels.items():
         if old > 0:
             new = medians[order]["priming_s"]
