@@ -96,6 +96,8 @@ def fake_ort(monkeypatch):
 
     def fake_session(model, precision, *, path, settings=SessionSettings(), device="cpu", cuda_options=None, **kw):
         log_severity, configure = settings.log_severity, settings.configure
+        if memory["free"] is not None:  # a session's weights taken from the fake device's free memory
+            memory["free"] -= memory["session"]
         overrides: dict[str, int] = {}
         if configure is not None:  # what the runner sets on ORT's SessionOptions (free-dimension overrides)
             configure(SimpleNamespace(add_free_dimension_override_by_name=overrides.__setitem__))
@@ -113,12 +115,16 @@ def fake_ort(monkeypatch):
         streams.append(FakeStream(4242 + len(streams)))
         return streams[-1]
 
+    # the device's free memory as cudaMemGetInfo would say it (None: unreadable), what one session takes
+    memory: dict[str, int | None] = {"free": 80 * 2 ** 30, "session": 100 * 2 ** 20}
+    monkeypatch.setattr(oc, "free_device_bytes", lambda: memory["free"])
+    monkeypatch.setattr(oc, "_PROMISED", [0])
     monkeypatch.setattr(oc, "ort_session", fake_session)
     monkeypatch.setattr(oc, "cuda_availability", lambda: backends.base.Availability(True))
     from trtprof.system import cuda
 
     monkeypatch.setattr(cuda, "Stream", fake_stream)
-    return SimpleNamespace(made=made, streams=streams, refuse=refuse)
+    return SimpleNamespace(made=made, streams=streams, refuse=refuse, memory=memory)
 
 
 def test_load_asks_for_the_chosen_provider_options_on_its_own_stream(fake_ort):
@@ -317,6 +323,70 @@ def test_own_sessions_keep_the_loads_session_for_the_first_shape_even_after_it_r
     assert runner.session is first
     runner.prepare({"x": (32, 3)})
     assert runner.session is not first and len(fake_ort.made) == 2
+
+
+def told_own(runner, batches=(32, 1, 256)):
+    runner.expect_shapes([{"x": (b, 3)} for b in batches], own_sessions=True)
+
+
+@pytest.mark.parametrize("room", ["inside", "outside"])
+def test_sessions_of_their_own_only_where_their_weights_fit_half_the_free_memory(fake_ort, room):
+    """A session per shape holds the weights once more per shape: the load measures what its session took
+    (cudaMemGetInfo before and after), and ``own_sessions`` is honoured only where the 2 more sessions of 3 shapes
+    fit within ``SESSION_ROOM`` of the free memory (here at exactly half, then one byte over); else the load's
+    session runs every shape ahead, as side-by-side workers do, and the result's launch record says why."""
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert runner.footprint == fake_ort.memory["session"]
+    # 2 more sessions need 2 × its bytes, allowed up to half the free memory: 4 × its bytes free is the edge
+    assert oc.SESSION_ROOM == 0.5
+    fake_ort.memory["free"] = 4 * fake_ort.memory["session"] - (room == "outside")
+    first = runner.session
+    told_own(runner)
+    if room == "inside":
+        assert first.host_runs == [] and oc._PROMISED[0] == 2 * fake_ort.memory["session"]
+        runner.prepare({"x": (1, 3)})
+        runner.prepare({"x": (32, 3)})
+        assert runner.session is not first and "session_per_shape_refused" not in runner.settings
+    else:
+        assert len(first.host_runs) == 3 and oc._PROMISED[0] == 0  # the shapes run ahead instead
+        runner.prepare({"x": (32, 3)})
+        assert runner.session is first and len(fake_ort.made) == 1
+        assert "exceed 50% of the" in runner.runtime_graph(True)["session_per_shape_refused"]
+
+
+def test_promises_add_up_over_runners_and_are_given_back_at_close(fake_ort):
+    one = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    two = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    session = fake_ort.memory["session"]
+    fake_ort.memory["free"] = 8 * session  # room for 4 sessions' weights: the first runner's 2, then 2 more
+    told_own(one)
+    told_own(two)
+    assert one._own and two._own and oc._PROMISED[0] == 4 * session
+    three = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    fake_ort.memory["free"] = 8 * session
+    told_own(three)  # a fifth and sixth would pass the half: refused, run ahead
+    assert not three._own and "promised before" in three._load_entry.notes["session_per_shape_refused"]
+    one.close()
+    assert oc._PROMISED[0] == 2 * session
+    two.close()
+    three.close()
+    assert oc._PROMISED[0] == 0
+
+
+def test_unreadable_device_memory_keeps_one_session_and_says_why(fake_ort):
+    fake_ort.memory["free"] = None
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert runner.footprint is None
+    told_own(runner, (1, 32))
+    assert not runner._own and len(runner.session.host_runs) == 2
+    assert "could not be read" in runner._load_entry.notes["session_per_shape_refused"]
+
+
+def test_one_shape_told_with_own_sessions_needs_no_room(fake_ort):
+    runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    fake_ort.memory["free"] = 0
+    told_own(runner, (8,))
+    assert oc._PROMISED[0] == 0 and "session_per_shape_refused" not in runner._load_entry.notes
 
 
 def test_prepares_before_the_first_capture_share_the_loads_session(fake_ort):

@@ -29,7 +29,10 @@ kept); what differs is how they run. The runner is a ``cuda`` runner:
   run ahead above costs each arm one build per shape more. Lone loads (compare's default on a GPU) have one
   worker alive at a time, so their workers tell the shapes with ``expect_shapes(..., own_sessions=True)``:
   nothing runs ahead, the first shape prepared keeps the load's session and every other shape gets a session
-  of its own (``session_per_shape``), which never switches shape.
+  of its own (``session_per_shape``), which never switches shape. Each such session holds the weights once more:
+  only where they fit (``room_for_sessions``: the bytes the load's session took, measured by cudaMemGetInfo at
+  load, times the sessions more, with every earlier promise of the process, within ``SESSION_ROOM`` of the free
+  memory); else the load's session runs every shape ahead as above, and ``session_per_shape_refused`` says why.
 - fixed dims (issues 42 and 43): ``torch.onnx.export`` writes a transformer's reshapes as arithmetic on the
   input's shape (Shape → Gather → Concat → Reshape), which ORT places on its CPU EP, so it refuses the
   graph. When a load's graph was refused and the inputs' dynamic dims are named, ``prepare`` opens the
@@ -84,6 +87,39 @@ NHWC = "1"
 NO_SYNC = "disable_synchronize_execution_providers"  # ORT run config: no cudaStreamSynchronize after a run
 GRAPH_ID = "gpu_graph_id"  # ORT run config: which captured graph a run uses; -1 runs without one
 GRAPH_REFUSED = "all compute graph nodes have not been partitioned"  # ORT's words when a node is not on CUDA
+
+
+# A session per batch size (``expect_shapes(..., own_sessions=True)``) holds the model's weights once more for each
+# shape: only where every runner of the process together promises them at most this share of the device's free memory
+# (measured when told), else the load's session serves every shape, run ahead (a large model on a small GPU).
+SESSION_ROOM = 0.5
+_PROMISED = [0]  # bytes the runners of this process have promised to sessions of their own so far
+
+
+def free_device_bytes() -> int | None:
+    """The current device's free memory (cudaMemGetInfo), None where it cannot be read."""
+    from ..system import cuda
+
+    try:
+        free, _ = cuda.check(cuda.runtime().cudaMemGetInfo(), "cudaMemGetInfo")
+        return int(free)
+    except Exception:  # noqa: BLE001 - no driver, no device: unknown, and the caller stays with one session
+        return None
+
+
+def room_for_sessions(footprint: int | None, more: int) -> str | None:
+    """None where ``more`` sessions of ``footprint`` bytes each (the load's session's, measured at load) fit with
+    every earlier promise within ``SESSION_ROOM`` of the free device memory, and are promised; else why not."""
+    free = free_device_bytes()
+    if footprint is None or free is None:
+        return "the device memory a session takes could not be read"
+    need = footprint * more
+    if _PROMISED[0] + need > SESSION_ROOM * free:
+        gib = 2.0 ** 30
+        return (f"{more} more sessions of {footprint / gib:.2f} GiB (with {_PROMISED[0] / gib:.2f} GiB promised before) "
+                f"exceed {SESSION_ROOM:.0%} of the {free / gib:.2f} GiB free")
+    _PROMISED[0] += need
+    return None
 
 
 def imported_package() -> str:
@@ -198,6 +234,8 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         # prepared on the load's (``_own_shape``), so no session ever switches shape (see the module docstring)
         self._own: set[tuple[Any, ...]] = set()
         self._own_shape: tuple[Any, ...] | None = None
+        self.footprint: int | None = None  # the device bytes the load's session took (set by ``load``), None: unread
+        self._promised = 0  # what ``room_for_sessions`` promised this runner's own sessions (given back at close)
         # output shapes of the load's session's eager runs on zeros (``expect_shapes``), by input shapes: ``prepare``
         # takes them instead of a second such run (3 arms × 3 batch sizes of ResNet-50: ~0.4 s of each compare load)
         self._zero_outputs: dict[tuple[Any, ...], dict[str, tuple[int, ...]]] = {}
@@ -227,7 +265,8 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         self.use_graph = bool(enabled) and self.graph_enabled
         record: dict[str, Any] = {"graph_by": "onnxruntime", "provider_options": self.settings["provider_options"]}
         record.update((k, self.settings[k]) for k in ("free_dimension_overrides", "cuda_graph_refused_dynamic",
-                                                      "session_per_shape") if k in self.settings)
+                                                      "session_per_shape", "session_per_shape_refused")
+                      if k in self.settings)
         if not enabled:
             return {"mode": "eager", **record}
         if self.graph_enabled:
@@ -303,9 +342,15 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         the graph off or refused, nothing to do."""
         if self._reopen is None or self._dynamic_refused is not None or self._load_entry.graph_ids:
             return
-        if own_sessions:
-            self._own.update(shapes_key(each) for each in shapes)
-            return
+        shapes = list(shapes)
+        keys = {shapes_key(each) for each in shapes}
+        if own_sessions and len(keys) > 1:
+            why_not = room_for_sessions(self.footprint, len(keys) - 1)
+            if why_not is None:
+                self._own.update(keys)
+                self._promised = (self.footprint or 0) * (len(keys) - 1)
+                return
+            self._load_entry.notes["session_per_shape_refused"] = why_not  # in the result's settings: run ahead instead
         for each in shapes:
             key = shapes_key(each)
             if key not in self._known:
@@ -425,6 +470,8 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         self._eager = None
 
     def close(self) -> None:
+        _PROMISED[0] -= self._promised
+        self._promised = 0
         self._session = self._dynamic = self._eager = self._load_entry.session = None
         self._per_shapes = {}
         if self.stream is not None:
@@ -493,6 +540,7 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
                                cuda_options={**options, "enable_cuda_graph": "1" if with_graph else "0"})
 
         refused = None
+        before = free_device_bytes()
         try:
             try:
                 timed = session(graph)
@@ -504,5 +552,9 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
         except BaseException:
             stream.close()
             raise
-        return OnnxRuntimeCudaRunner(timed, stream, record, graph=graph and refused is None, refused=refused,
-                                     reopen=session if graph else None)
+        after = free_device_bytes()
+        footprint = before - after if before is not None and after is not None and before > after else None
+        runner = OnnxRuntimeCudaRunner(timed, stream, record, graph=graph and refused is None, refused=refused,
+                                       reopen=session if graph else None)
+        runner.footprint = footprint
+        return runner
