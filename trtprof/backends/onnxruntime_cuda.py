@@ -101,8 +101,7 @@ def free_device_bytes() -> int | None:
     from ..system import cuda
 
     try:
-        free, _ = cuda.check(cuda.runtime().cudaMemGetInfo(), "cudaMemGetInfo")
-        return int(free)
+        return cuda.memory_info()[0]
     except Exception:  # noqa: BLE001 - no driver, no device: unknown, and the caller stays with one session
         return None
 

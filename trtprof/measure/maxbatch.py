@@ -158,8 +158,8 @@ def device_memory() -> tuple[int, int]:
     """(bytes in use on the device, total bytes): cudaMemGetInfo, the whole device (other processes too)."""
     from ..system import cuda
 
-    free, total = cuda.check(cuda.runtime().cudaMemGetInfo(), "cudaMemGetInfo")
-    return int(total) - int(free), int(total)
+    free, total = cuda.memory_info()
+    return total - free, total
 
 
 def release_device(runner: Any) -> None:

@@ -36,6 +36,12 @@ def runtime() -> Any:
     return _rt()
 
 
+def memory_info() -> tuple[int, int]:
+    """(free bytes, total bytes) of the current device: cudaMemGetInfo, the whole device (other processes too)."""
+    free, total = check(_rt().cudaMemGetInfo(), "cudaMemGetInfo")
+    return int(free), int(total)
+
+
 def ok(result: Any, what: str = "CUDA call") -> None:
     """Fast path of :func:`check` for calls that return only an error: one comparison when it
     succeeded (the timing loop calls this between events, where every microsecond shows)."""
