@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -169,6 +169,15 @@ for stage in "$@"; do
       timeout 240 python3 "$HERE/ort_prime_order.py" --reps "${PRIME_REPS:-4}" --json "$OUT/prime-order.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/prime-order.txt" | tail -4
       ;;
+    primeprof)  # a lone worker's priming (a session per batch size) under cProfile, twice: where its seconds go
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      for i in 1 2; do
+        PRIME_PROFILE=1 timeout 120 python3 "$HERE/ort_prime_order.py" --child own-sessions \
+          "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" > "$OUT/prime-prof-$i.txt" 2>&1
+        grep -v "cudnn_fe_call\|No execution plans" "$OUT/prime-prof-$i.txt" | head -${PROF_LINES:-75}
+      done
+      ;;
     blocks)  # where a block's seconds go, each block set up anew vs kept between blocks (ort_block_costs.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
@@ -293,8 +302,8 @@ for stage in "$@"; do
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 10,256 --out "$OUT/report-net-ref-ort.json" \
         "$(eng report_conv_elu_k32_256 fp32):fp32" "$(eng report_conv_elu_k32_256 fp16):fp16" 2>&1 | quiet
       ;;
-    archs)
-      for m in efficientnet_b0 convnext_tiny mobilenetv3_large; do
+    archs)  # ARCHS: which (default all three)
+      for m in ${ARCHS:-efficientnet_b0 convnext_tiny mobilenetv3_large}; do
         python3 "$HERE/export_zoo_models.py" "$W" $m >/dev/null 2>&1
         engines --fp32 --fp16 --batch-sizes 1,32 "$W/$m.onnx"
         T python3 -m trtprof compare "$W/$m.onnx" --backend onnxruntime-cuda --engines "$W/engines" \

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -53,9 +54,22 @@ def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
     engines_s = time.monotonic() - started
     first = next(iter(state.runners.values()))
     batches = [(b, shapes_at(first, b)) for b in batch_sizes]
+    profile = None
+    if os.environ.get("PRIME_PROFILE"):  # where priming's seconds go, by function (stage primeprof)
+        import cProfile
+        profile = cProfile.Profile()
+        profile.enable()
     started = time.monotonic()
     side_by_side_s = first_runs_side_by_side(state.runners, batches) if order == "own-parallel" else 0.0
     _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True), alone=order.startswith("own"))
+    if profile is not None:
+        import io
+        import pstats
+        profile.disable()
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(40)
+        print(text.getvalue(), file=sys.stderr)
     parts = {**({"first runs side by side": round(side_by_side_s, 4)} if order == "own-parallel" else {}),
              **answer.get("seconds", {})}
     return {"order": order, "engines_s": round(engines_s, 4), "priming_s": round(time.monotonic() - started, 4),
@@ -92,7 +106,7 @@ def main() -> None:
     ap.add_argument("--json")
     args = ap.parse_args()
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
-    if args.child:
+    if args.child:  # PRIME_PROFILE=1: cProfile's tables of the priming on stderr
         print(json.dumps(child(args.child, args.engines, batch_sizes)))
         return
     samples: dict[str, list[dict]] = {o: [] for o in ORDERS}

@@ -109,7 +109,8 @@ def fake_ort(monkeypatch):
         refused = refuse["fixed_graph"] if overrides else refuse["graph"]
         if refused is not None and graph:
             raise refused
-        return FakeSession(dict(cuda_options or {}))
+        made[-1]["session"] = FakeSession(dict(cuda_options or {}))
+        return made[-1]["session"]
 
     def fake_stream():
         streams.append(FakeStream(4242 + len(streams)))
@@ -118,7 +119,6 @@ def fake_ort(monkeypatch):
     # the device's free memory as cudaMemGetInfo would say it (None: unreadable), what one session takes
     memory: dict[str, int | None] = {"free": 80 * 2 ** 30, "session": 100 * 2 ** 20}
     monkeypatch.setattr(oc, "free_device_bytes", lambda: memory["free"])
-    monkeypatch.setattr(oc, "_PROMISED", [0])
     monkeypatch.setattr(oc, "ort_session", fake_session)
     monkeypatch.setattr(oc, "cuda_availability", lambda: backends.base.Availability(True))
     from trtprof.system import cuda
@@ -284,45 +284,51 @@ def test_shapes_run_before_the_first_capture_share_the_loads_session(fake_ort):
 def test_shapes_told_with_own_sessions_run_nothing_ahead_and_each_keeps_a_session(fake_ort):
     """A worker alone on the GPU (lone loads) tells its shapes with ``own_sessions``: ORT's Conv keeps one shape's
     cuDNN plans and builds them again whenever its session switches shape (~2 s per arm for EfficientNet-B0 on the
-    H200), so each told shape gets a session of its own, the first prepared keeping the load's; nothing runs ahead,
-    every session runs (its zeros, its launches) at its own shape only, switching back opens nothing."""
+    H200), so each told shape gets a session of its own, opened when told, the first told keeping the load's;
+    nothing runs ahead, every session runs (its zeros once, its launches) at its own shape only, switching back
+    opens and runs nothing more."""
     runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     first = runner.session
-    runner.expect_shapes([{"x": (32, 3)}, {"x": (1, 3)}], own_sessions=True)
-    assert first.host_runs == [] and len(fake_ort.made) == 1  # nothing ran ahead
-    runner.prepare({"x": (1, 3)})  # the first prepared: the load's session
+    runner.expect_shapes([{"x": (1, 3)}, {"x": (32, 3)}], own_sessions=True)
+    assert first.host_runs == [] and len(fake_ort.made) == 2  # nothing ran ahead; the second shape's session opened
+    second = fake_ort.made[1]["session"]
+    assert second.host_runs == [] and fake_ort.made[1]["cuda_options"] == fake_ort.made[0]["cuda_options"]
+    runner.expect_shapes([{"x": (1, 3)}, {"x": (32, 3)}], own_sessions=True)  # told again: nothing more
+    assert len(fake_ort.made) == 2
+    runner.prepare({"x": (1, 3)})  # the first told: the load's session
     assert runner.session is first and "session_per_shape" not in runner.settings
     launch_once(runner)
     runner.prepare({"x": (32, 3)})
-    second = runner.session
-    assert second is not first and len(fake_ort.made) == 2
-    assert fake_ort.made[1]["cuda_options"] == fake_ort.made[0]["cuda_options"]  # same options, same stream
-    assert runner.settings["session_per_shape"] is True and runner.runtime_graph(True)["mode"] == "cuda_graph"
+    assert runner.session is second and runner.settings["session_per_shape"] is True
+    assert runner.runtime_graph(True)["mode"] == "cuda_graph"
     launch_once(runner)
     for batch, session in ((1, first), (32, second), (1, first)):
-        runner.prepare({"x": (batch, 3)})
+        assert runner.prepare({"x": (batch, 3)}) == {"y": (batch, 2)}
         assert runner.session is session
         launch_once(runner)
     assert len(fake_ort.made) == 2 and runner.sessions_opened == 2
-    # each prepare's zero run and each launch on the session of its shape (graph-less runs: ORT's graph id -1)
-    assert first.host_runs == [{oc.GRAPH_ID: "-1"}] * 3 and second.host_runs == [{oc.GRAPH_ID: "-1"}] * 2
+    # one zero run per session, at its shape, graph-less (ORT's graph id -1): later prepares take its output shapes
+    assert first.host_runs == [{oc.GRAPH_ID: "-1"}] and second.host_runs == [{oc.GRAPH_ID: "-1"}]
     assert [r[1][oc.GRAPH_ID] for r in first.runs] == ["1"] * 3 and [r[1][oc.GRAPH_ID] for r in second.runs] == ["1"] * 2
     runner.infer({"x": np.zeros((32, 3), np.float32)})  # the accuracy path at a told shape: its own session
-    assert len(second.host_runs) == 3 and len(first.host_runs) == 3
+    assert len(second.host_runs) == 2 and len(first.host_runs) == 1
 
 
-def test_own_sessions_keep_the_loads_session_for_the_first_shape_even_after_it_ran_every_shape(fake_ort):
-    """Life 0's accuracy pass runs every batch size on the load's session before priming tells the shapes: the
-    load's session still serves the first shape prepared, the others get sessions of their own."""
+def test_the_accuracy_pass_told_the_shapes_sets_each_up_on_its_own_session(fake_ort):
+    """Life 0 of lone loads tells its shapes before the accuracy pass: each arm's host run at a shape is that
+    shape's first run on the session that will time it (ORT builds its cuDNN plans there, once), and priming's
+    ``prepare`` takes that run's output shapes instead of running the session again."""
     runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     first = runner.session
+    runner.expect_shapes([{"x": (1, 3)}, {"x": (32, 3)}], own_sessions=True)
+    second = fake_ort.made[1]["session"]
     for batch in (1, 32):
         runner.infer({"x": np.zeros((batch, 3), np.float32)})
-    runner.expect_shapes([{"x": (32, 3)}, {"x": (1, 3)}], own_sessions=True)
-    runner.prepare({"x": (1, 3)})
-    assert runner.session is first
-    runner.prepare({"x": (32, 3)})
-    assert runner.session is not first and len(fake_ort.made) == 2
+    assert len(first.host_runs) == 1 and len(second.host_runs) == 1  # each shape on its own session
+    runner.expect_shapes([{"x": (1, 3)}, {"x": (32, 3)}], own_sessions=True)  # priming tells them again
+    assert runner.prepare({"x": (32, 3)}) == {"y": (32, 2)} and runner.session is second
+    assert runner.prepare({"x": (1, 3)}) == {"y": (1, 2)} and runner.session is first
+    assert len(first.host_runs) == 1 and len(second.host_runs) == 1 and len(fake_ort.made) == 2
 
 
 def told_own(runner, batches=(32, 1, 256)):
@@ -343,34 +349,29 @@ def test_sessions_of_their_own_only_where_their_weights_fit_half_the_free_memory
     first = runner.session
     told_own(runner)
     if room == "inside":
-        assert first.host_runs == [] and oc._PROMISED[0] == 2 * fake_ort.memory["session"]
+        assert first.host_runs == []
+        assert len(fake_ort.made) == 3  # the two more sessions, opened when told
         runner.prepare({"x": (1, 3)})
-        runner.prepare({"x": (32, 3)})
         assert runner.session is not first and "session_per_shape_refused" not in runner.settings
     else:
-        assert len(first.host_runs) == 3 and oc._PROMISED[0] == 0  # the shapes run ahead instead
+        assert len(first.host_runs) == 3 and len(fake_ort.made) == 1  # the shapes run ahead instead
         runner.prepare({"x": (32, 3)})
         assert runner.session is first and len(fake_ort.made) == 1
         assert "exceed 50% of the" in runner.runtime_graph(True)["session_per_shape_refused"]
 
 
-def test_promises_add_up_over_runners_and_are_given_back_at_close(fake_ort):
+def test_sessions_opened_by_earlier_runners_leave_less_room_for_the_next(fake_ort):
+    """The free memory is read when each runner is told its shapes, after the sessions earlier runners opened."""
     one = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     two = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    three = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     session = fake_ort.memory["session"]
-    fake_ort.memory["free"] = 8 * session  # room for 4 sessions' weights: the first runner's 2, then 2 more
+    fake_ort.memory["free"] = 7 * session  # 2 more need 2 ≤ 3.5, then (5 left) 2 ≤ 2.5, then (3 left) 2 > 1.5
     told_own(one)
     told_own(two)
-    assert one._own and two._own and oc._PROMISED[0] == 4 * session
-    three = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
-    fake_ort.memory["free"] = 8 * session
-    told_own(three)  # a fifth and sixth would pass the half: refused, run ahead
-    assert not three._own and "promised before" in three._load_entry.notes["session_per_shape_refused"]
-    one.close()
-    assert oc._PROMISED[0] == 2 * session
-    two.close()
-    three.close()
-    assert oc._PROMISED[0] == 0
+    assert one._own and two._own and fake_ort.memory["free"] == 3 * session
+    told_own(three)
+    assert not three._own and "exceed 50% of the 0.29 GiB free" in three._load_entry.notes["session_per_shape_refused"]
 
 
 def test_unreadable_device_memory_keeps_one_session_and_says_why(fake_ort):
@@ -386,7 +387,7 @@ def test_one_shape_told_with_own_sessions_needs_no_room(fake_ort):
     runner = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     fake_ort.memory["free"] = 0
     told_own(runner, (8,))
-    assert oc._PROMISED[0] == 0 and "session_per_shape_refused" not in runner._load_entry.notes
+    assert len(fake_ort.made) == 1 and "session_per_shape_refused" not in runner._load_entry.notes
 
 
 def test_prepares_before_the_first_capture_share_the_loads_session(fake_ort):

@@ -332,13 +332,56 @@ def test_shapes_run_ahead_end_at_the_first_batch_size():
 
 
 def test_a_worker_alone_on_the_gpu_lets_each_batch_size_have_a_session_of_its_own(monkeypatch):
-    """Lone loads (``LifeWorkers``) prime with ``alone``: the runner is told the shapes with ``own_sessions`` (nothing
-    run ahead); side-by-side workers (``WorkerPool``) keep one session per load, the shapes run ahead."""
+    """Lone loads (``LifeWorkers``) prime with ``alone``: the runner is told the shapes with ``own_sessions`` in the
+    batch sizes' order (the first keeps the load's session, nothing runs ahead); side-by-side workers (``WorkerPool``)
+    keep one session per load, the shapes run ahead, the first batch size's last."""
     for alone in (True, False):
         state, calls = primed_state(monkeypatch)
         state.runners = {"fp32": ExpectingRunner("fp32", calls)}
         state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True), alone=alone)
         assert state.runners["fp32"].own_sessions is alone
+        assert calls[0] == ("fp32", "expect", [(1, 4), (8, 4)] if alone else [(8, 4), (1, 4)])
+
+
+class AccuracyRunner(ExpectingRunner):
+    """FAKE runner with the accuracy path: ``infer`` writes a line on fd 2 (as ORT's C++ logger does) and records
+    whether it had been told its shapes by then."""
+
+    def infer(self, feeds):
+        import os
+
+        os.write(2, f"{self.name} first run at {feeds['x'].shape[0]}\n".encode())
+        self.log.append((self.name, "infer", feeds["x"].shape[0], getattr(self, "own_sessions", None)))
+        return {"y": np.zeros((feeds["x"].shape[0], 2), np.float32)}
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_life_0s_accuracy_pass_alone_runs_each_shape_on_the_session_that_times_it(monkeypatch, alone):
+    """Lone loads: life 0's accuracy pass (``outputs`` with ``alone``) tells the arms that prime their shapes with their
+    own sessions first, so each arm's run at a shape there is that shape's first run on the session priming and
+    timing use (ORT builds the shape's cuDNN plans once); what the library wrote at those runs goes with the arm's
+    priming lines to the batch's first warm-up block. Side by side (``WorkerPool``), the pass tells nothing and its
+    lines are left out, as before (the timed blocks' first runs write them)."""
+    from trtprof.measure import interleave
+
+    state, calls = primed_state(monkeypatch)
+    state.runners = {"fp32": AccuracyRunner("fp32", calls), "fp16": AccuracyRunner("fp16", calls)}
+    state.load_rss = {"fp32": (None, None), "fp16": (None, None)}
+    batches = [(b, SHAPES[b], 64) for b in SHAPES]
+    kind, answer = state.outputs(batches, 0, (0, 10), alone)
+    assert kind == "ok" and set(answer["outputs"]) == {1, 8}
+    infers = [c for c in calls if c[1] == "infer"]
+    assert len(infers) == 4 and all(c[3] is (True if alone else None) for c in infers)
+    assert [c for c in calls if c[1] == "expect"] == ([("fp32", "expect", [(1, 4), (8, 4)]),
+                                                       ("fp16", "expect", [(1, 4), (8, 4)])] if alone else [])
+    monkeypatch.setattr(interleave, "measure_block", lambda r, f, c: Samples(
+        stages={"latency_ms": np.ones(2)}, span_s=0.0, warmup_done=0, warmup_s=0.0, run_warnings=[]))
+    for batch in SHAPES:
+        state.set_feeds(SHAPES[batch], 0, (0, 10), None)
+        _, warm = state.warm(TimingConfig())
+        for arm in ("fp32", "fp16"):
+            wrote = [line for line in warm[arm].run_warnings if "first run at" in line]
+            assert wrote == ([f"{arm} first run at {batch}"] if alone else [])
 
 
 def test_the_prime_message_carries_alone_and_life_workers_send_it():
@@ -349,6 +392,12 @@ def test_the_prime_message_carries_alone_and_life_workers_send_it():
     worker._initialised, worker._priming_since, worker._send = True, None, sent.append
     worker.prime([(1, {"x": (1, 4)})], 0, (0, 10), TimingConfig(), alone=True)
     assert sent[0][0] == "prime" and sent[0][-1] is True
+    asked = []
+    lives0 = LifeWorkers({})
+    lives0.start = lambda index: SimpleNamespace(ask=lambda *a: asked.append(a),
+                                                 answer=lambda who=None: {"outputs": {}, "done_at": 0.0})
+    lives0.outputs([(1, {"x": (1, 4)}, 16)], 0, (0, 10))
+    assert asked[0][0] == "outputs" and asked[0][-1] is True  # life 0's accuracy pass: alone on the GPU
 
     class FakeLifeWorker:  # FAKE: records what start_life asks of a life's worker
         def __init__(self):

@@ -28,11 +28,13 @@ kept); what differs is how they run. The runner is a ``cuda`` runner:
   ~2 s per arm and shape for EfficientNet-B0 and MobileNetV3-L, 0.1-0.3 s for ResNet-50 (2026-12-04d), and the
   run ahead above costs each arm one build per shape more. Lone loads (compare's default on a GPU) have one
   worker alive at a time, so their workers tell the shapes with ``expect_shapes(..., own_sessions=True)``:
-  nothing runs ahead, the first shape prepared keeps the load's session and every other shape gets a session
-  of its own (``session_per_shape``), which never switches shape. Each such session holds the weights once more:
+  nothing runs ahead, the first shape told keeps the load's session and every other shape gets a session of its
+  own (``session_per_shape``), opened then, which never switches shape; ``infer`` (life 0's accuracy pass, told
+  the shapes first) runs on them too, and a session's first run at its shape (its cuDNN plans built) gives the
+  output shapes ``prepare`` takes instead of running it again. Each such session holds the weights once more:
   only where they fit (``room_for_sessions``: the bytes the load's session took, measured by cudaMemGetInfo at
-  load, times the sessions more, with every earlier promise of the process, within ``SESSION_ROOM`` of the free
-  memory); else the load's session runs every shape ahead as above, and ``session_per_shape_refused`` says why.
+  load, times the sessions more, within ``SESSION_ROOM`` of the memory free when told, after the sessions earlier
+  runners opened); else the load's session runs every shape ahead as above, and ``session_per_shape_refused`` says why.
 - fixed dims (issues 42 and 43): ``torch.onnx.export`` writes a transformer's reshapes as arithmetic on the
   input's shape (Shape → Gather → Concat → Reshape), which ORT places on its CPU EP, so it refuses the
   graph. When a load's graph was refused and the inputs' dynamic dims are named, ``prepare`` opens the
@@ -90,10 +92,10 @@ GRAPH_REFUSED = "all compute graph nodes have not been partitioned"  # ORT's wor
 
 
 # A session per batch size (``expect_shapes(..., own_sessions=True)``) holds the model's weights once more for each
-# shape: only where every runner of the process together promises them at most this share of the device's free memory
-# (measured when told), else the load's session serves every shape, run ahead (a large model on a small GPU).
+# shape: only where a runner's sessions more take at most this share of the device's free memory (read when told, so
+# the sessions earlier runners opened are counted), else the load's session serves every shape, run ahead (a large
+# model on a small GPU).
 SESSION_ROOM = 0.5
-_PROMISED = [0]  # bytes the runners of this process have promised to sessions of their own so far
 
 
 def free_device_bytes() -> int | None:
@@ -107,17 +109,15 @@ def free_device_bytes() -> int | None:
 
 
 def room_for_sessions(footprint: int | None, more: int) -> str | None:
-    """None where ``more`` sessions of ``footprint`` bytes each (the load's session's, measured at load) fit with
-    every earlier promise within ``SESSION_ROOM`` of the free device memory, and are promised; else why not."""
+    """None where ``more`` sessions of ``footprint`` bytes each (the load's session's, measured at load) fit within
+    ``SESSION_ROOM`` of the free device memory now; else why not."""
     free = free_device_bytes()
     if footprint is None or free is None:
         return "the device memory a session takes could not be read"
-    need = footprint * more
-    if _PROMISED[0] + need > SESSION_ROOM * free:
+    if footprint * more > SESSION_ROOM * free:
         gib = 2.0 ** 30
-        return (f"{more} more sessions of {footprint / gib:.2f} GiB (with {_PROMISED[0] / gib:.2f} GiB promised before) "
-                f"exceed {SESSION_ROOM:.0%} of the {free / gib:.2f} GiB free")
-    _PROMISED[0] += need
+        return (f"{more} more sessions of {footprint / gib:.2f} GiB exceed {SESSION_ROOM:.0%} of the "
+                f"{free / gib:.2f} GiB free")
     return None
 
 
@@ -230,11 +230,12 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         self._load_entry = ShapeSession(session, {}, None)
         self._known: set[tuple[Any, ...]] = set()  # shapes the load's session ran eagerly before its first capture
         # shapes told by ``expect_shapes(..., own_sessions=True)``: each runs on a session of its own, the first one
-        # prepared on the load's (``_own_shape``), so no session ever switches shape (see the module docstring)
+        # told on the load's, so no session ever switches shape (see the module docstring)
         self._own: set[tuple[Any, ...]] = set()
-        self._own_shape: tuple[Any, ...] | None = None
+        # output shapes of each told shape's first run on its own session (``infer``: the accuracy pass's or
+        # ``prepare``'s), which later ``prepare``s take instead of running that session again
+        self._own_outputs: dict[tuple[Any, ...], dict[str, tuple[int, ...]]] = {}
         self.footprint: int | None = None  # the device bytes the load's session took (set by ``load``), None: unread
-        self._promised = 0  # what ``room_for_sessions`` promised this runner's own sessions (given back at close)
         # output shapes of the load's session's eager runs on zeros (``expect_shapes``), by input shapes: ``prepare``
         # takes them instead of a second such run (3 arms × 3 batch sizes of ResNet-50: ~0.4 s of each compare load)
         self._zero_outputs: dict[tuple[Any, ...], dict[str, tuple[int, ...]]] = {}
@@ -314,8 +315,6 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         if key not in self._per_shapes:
             if self._dynamic_refused is not None:
                 entry = self._fix_dims(input_shapes)
-            elif key in self._own:
-                entry = self._own_session(key)
             elif self._load_may_run(key):
                 entry = self._load_entry
             else:
@@ -324,30 +323,25 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             self._per_shapes[key] = entry
         return self._per_shapes[key]
 
-    def _own_session(self, key: tuple[Any, ...]) -> "ShapeSession":
-        """A shape told with ``own_sessions``: the load's session for the first one prepared (it captured nothing
-        yet), a new session of the same options on the same stream for every other."""
-        if self._own_shape is None and not self._load_entry.graph_ids:
-            self._own_shape = key
-            return self._load_entry
-        assert self._reopen is not None
-        return ShapeSession(self._reopen(True, None), {}, None, {"session_per_shape": True})
-
     def expect_shapes(self, shapes: "Iterable[Mapping[str, tuple[int, ...]]]", own_sessions: bool = False) -> None:
         """The shapes the coming launches will use (compare's workers, before priming). ``own_sessions``: each
-        shape runs on a session of its own, opened when it is first prepared (the first on the load's session),
-        and nothing runs now; otherwise the load's session runs once eagerly at each before its first capture,
-        so that it captures and replays at all of them (see the module docstring). After a capture, or with
-        the graph off or refused, nothing to do."""
+        shape runs on a session of its own, opened now (the first shape told keeps the load's session), and
+        nothing runs; told again, nothing more. Otherwise the load's session runs once eagerly at each before
+        its first capture, so that it captures and replays at all of them (see the module docstring). After a
+        capture, or with the graph off or refused, nothing to do."""
         if self._reopen is None or self._dynamic_refused is not None or self._load_entry.graph_ids:
             return
         shapes = list(shapes)
-        keys = {shapes_key(each) for each in shapes}
+        keys = list(dict.fromkeys(shapes_key(each) for each in shapes))
         if own_sessions and len(keys) > 1:
+            if set(keys) <= self._own:  # told before (life 0: the accuracy pass, then priming)
+                return
             why_not = room_for_sessions(self.footprint, len(keys) - 1)
             if why_not is None:
                 self._own.update(keys)
-                self._promised = (self.footprint or 0) * (len(keys) - 1)
+                self._per_shapes[keys[0]] = self._load_entry
+                for key in keys[1:]:
+                    self._per_shapes[key] = ShapeSession(self._reopen(True, None), {}, None, {"session_per_shape": True})
                 return
             self._load_entry.notes["session_per_shape_refused"] = why_not  # in the result's settings: run ahead instead
         for each in shapes:
@@ -390,8 +384,10 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             self.graph_enabled = self.use_graph = refused is None
             self.graph_refused = refused
             self.settings = {**session_settings(entry.session, refused is None, refused), **entry.notes}
-        known = self._zero_outputs.get(shapes_key(input_shapes)) if self._session is self._dynamic else None
-        if known is not None:  # the load's session ran these shapes on zeros already (``expect_shapes``)
+        key = shapes_key(input_shapes)
+        known = self._zero_outputs.get(key) if self._session is self._dynamic else None
+        known = self._own_outputs.get(key) if key in self._own else known
+        if known is not None:  # the session ran these shapes already (``expect_shapes``' zeros, or its own shape's run)
             outputs = dict(known)
         else:
             outputs = output_shapes(self.infer(self._zeros(input_shapes)))
@@ -462,15 +458,16 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         if session is not self._eager and (session is not self._dynamic or self._load_graph):
             options.add_run_config_entry(GRAPH_ID, "-1")  # a session with the graph on: no graph in this run
         values = session.run(names, dict(feeds), options)
-        return dict(zip(names, values))
+        result = dict(zip(names, values))
+        if entry is not None and key in self._own:
+            self._own_outputs.setdefault(key, output_shapes(result))
+        return result
 
     def trim(self) -> None:
         """Give back the graph-less session ``infer`` opened for unprepared shapes (its arena with it)."""
         self._eager = None
 
     def close(self) -> None:
-        _PROMISED[0] -= self._promised
-        self._promised = 0
         self._session = self._dynamic = self._eager = self._load_entry.session = None
         self._per_shapes = {}
         if self.stream is not None:

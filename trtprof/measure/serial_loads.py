@@ -353,11 +353,12 @@ class LifeWorkers:
 
     def outputs(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
                 int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
-        """compare's accuracy pass in life 0's worker (``WorkerPool.outputs``' protocol), before its priming."""
+        """compare's accuracy pass in life 0's worker (``WorkerPool.outputs``' protocol), before its priming; alone
+        on the GPU, its runners set each shape up on the session that will time it (``_WorkerState.outputs``)."""
         worker = self.start(0)
         asked, done_at = time.monotonic(), None
         try:
-            worker.ask("outputs", [(b, dict(s), n) for b, s, n in batches], seed, int_range)
+            worker.ask("outputs", [(b, dict(s), n) for b, s, n in batches], seed, int_range, True)
             payload = worker.answer(who="")
             done_at = payload["done_at"]
             return payload["outputs"]

@@ -73,7 +73,7 @@ def expect_shapes(runners: Mapping[str, Any], shapes: Sequence[Mapping[str, tupl
             notes.append(f"{label}: shapes not run ahead ({type(err).__name__}: {str(err).strip()[:200]})")
             continue
         if caught:
-            lines[(label, key)] = list(caught)
+            lines[(label, key)] = lines.get((label, key), []) + list(caught)
     return notes
 
 
@@ -87,6 +87,7 @@ def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
 def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[int | None, int | None]],
                      batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
                      int_range: tuple[int, int], made: dict[Any, dict[str, Any]] | None = None,
+                     kept_lines: tuple[dict[tuple[str, Any], list[str]], Sequence[str]] | None = None,
                      ) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
     """compare's accuracy pass in this worker, as the parent ran it before (``compare.measuring.load_reference``
     without a pool): per batch size the seeded random inputs of the baseline's specs (``make_inputs``:
@@ -94,15 +95,31 @@ def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[in
     the memory in use read around each inference (``outputs_and_memory``); an allocation failure is
     ``OutOfMemory`` naming the batch. Idle memory is given back after (``trim``). ``made`` (the worker's inputs
     made for priming, by ``feeds_key``): the inputs are taken from there when priming made them, and kept there
-    when they were made here, so that priming and the first load's ``feeds`` do not make them again."""
+    when they were made here, so that priming and the first load's ``feeds`` do not make them again. ``kept_lines``
+    ((arm, feeds key) → lines, the worker's ``prime_lines``; the arms): what the library wrote at those arms' runs is
+    kept there, as priming keeps what it wrote at their first runs (the runs that set a shape
+    up, made here instead of in priming)."""
     import numpy as np
 
     from ..model.inputs import make_inputs
     from ..system import preflight
     from ..system.memory import outputs_and_memory
+    from ..util.thirdparty import third_party_warnings
 
     baseline = next(iter(runners.values()))
+    labels = {id(r): label for label, r in runners.items()}
     out = {}
+
+    def run(runner: Any, feeds: Mapping[str, Any], key: Any) -> dict[str, Any]:
+        label = labels[id(runner)]
+        lines, arms = kept_lines or ({}, ())
+        if label not in arms:
+            return {name: np.asarray(value) for name, value in runner.infer(feeds).items()}
+        with third_party_warnings(repeat=False) as caught:
+            ran = {name: np.asarray(value) for name, value in runner.infer(feeds).items()}
+        lines[(label, key)] = lines.get((label, key), []) + list(caught)
+        return ran
+
     for batch, shapes, needed in batches:
         with preflight.allocation_guard(batch, needed):
             key = feeds_key(shapes, seed, int_range)
@@ -111,8 +128,8 @@ def accuracy_outputs(runners: Mapping[str, Any], load_rss: Mapping[str, tuple[in
                 feeds = make_inputs(baseline.inputs, shapes, seed=seed, int_range=int_range)
                 if made is not None:
                     made[key] = feeds
-            outputs, memory = outputs_and_memory(dict(runners), dict(load_rss), lambda r, f=feeds: {
-                name: np.asarray(value) for name, value in r.infer(f).items()})
+            outputs, memory = outputs_and_memory(dict(runners), dict(load_rss),
+                                                 lambda r, f=feeds, k=key: run(r, f, k))
         out[batch] = (outputs, {arm: {**m, "measured_during": WORKER_MEMORY_NOTE} for arm, m in memory.items()})
         del feeds
     trim(runners)
@@ -161,6 +178,7 @@ class _WorkerState:
         self.load_rss: dict[str, tuple[int | None, int | None]] = {}
         self.made: dict[Any, dict[str, Any]] = {}  # feeds key → the inputs priming made (used once, by ``feeds``)
         self.prime_lines: dict[tuple[str, Any], list[str]] = {}  # (arm, feeds key) → what the library wrote priming
+        self.notes_before_priming: list[str] = []  # the accuracy pass's ``expect_shapes`` (alone): priming's notes
         self.feeds_key: Any = None
 
     def init(self, records: Mapping[str, Any], autotune: bool) -> tuple[str, Any]:
@@ -179,14 +197,26 @@ class _WorkerState:
         return "ready", {"facts": facts, "ready_at": time.monotonic(), "init_at": asked, "marks": dict(MARKS),
                          "arms_s": arms_s}
 
-    def outputs(self, batches: Any, seed: int, int_range: Any) -> tuple[str, Any]:
+    def outputs(self, batches: Any, seed: int, int_range: Any, alone: bool = False) -> tuple[str, Any]:
+        """compare's accuracy pass (``accuracy_outputs``). ``alone`` (life 0 of lone loads, which primes after it):
+        the runners that prime are told the shapes with their own sessions first (``expect_shapes``), so that each
+        arm runs each shape once on the session that will time it, as priming would (ONNX Runtime builds a
+        shape's cuDNN plans once, not again for priming)."""
         from ..util.thirdparty import third_party_warnings
 
         # a worker whose runners are primed shares the seeded inputs with its priming (``made``)
-        primed = any(getattr(r, "primes_beside_others", False) for r in self.runners.values())
-        with third_party_warnings():  # the same lines as the timed blocks': kept from there, not in this stderr
+        opted = {label: r for label, r in self.runners.items() if getattr(r, "primes_beside_others", False)}
+        primed = bool(opted)
+        if alone and batches:
+            shapes = [dict(s) for _, s, _ in batches]
+            self.notes_before_priming = expect_shapes(opted, shapes, self.prime_lines,
+                                                      feeds_key(shapes[0], seed, int_range), own_sessions=True)
+        # the lines of arms whose shapes were set up here go with their priming's (``prime_lines``); the others', the
+        # same as their timed blocks' first runs write again: kept from there, not in this stderr
+        with third_party_warnings():
             passed = accuracy_outputs(self.runners, self.load_rss, batches, seed, int_range,
-                                      made=self.made if primed else None)
+                                      made=self.made if primed else None,
+                                      kept_lines=(self.prime_lines, list(opted)) if alone else None)
         return "ok", {"outputs": passed, "done_at": time.monotonic()}
 
     def set_feeds(self, shapes: Any, seed: int, int_range: Any, fixed: Any) -> tuple[str, Any]:
@@ -216,12 +246,13 @@ class _WorkerState:
 
         opted = {label: r for label, r in self.runners.items() if getattr(r, "primes_beside_others", False)}
         primed: list[int] = []
-        notes: list[str] = []
+        notes, self.notes_before_priming = list(self.notes_before_priming), []
         first = next(iter(self.runners.values()), None)
         if not opted or first is None:
             return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
         started = time.monotonic()
-        notes += expect_shapes(opted, shapes_ahead([shapes for _, shapes in batches]), self.prime_lines,
+        told = [shapes for _, shapes in batches]  # alone: the first told keeps the load's session, nothing runs ahead
+        notes += expect_shapes(opted, told if alone else shapes_ahead(told), self.prime_lines,
                                feeds_key(batches[0][1], seed, int_range) if batches else None, own_sessions=alone)
         seconds = {"shapes run ahead": round(time.monotonic() - started, 4)}  # expect_shapes' eager runs
         for batch, shapes in batches:
