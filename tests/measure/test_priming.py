@@ -341,6 +341,8 @@ def test_a_worker_alone_on_the_gpu_lets_each_batch_size_have_a_session_of_its_ow
         state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True), alone=alone)
         assert state.runners["fp32"].own_sessions is alone
         assert calls[0] == ("fp32", "expect", [(1, 4), (8, 4)] if alone else [(8, 4), (1, 4)])
+        _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(cuda_graph=True), alone=alone)
+        assert list(answer["seconds"])[0] == ("sessions opened" if alone else "shapes run ahead")
 
 
 class AccuracyRunner(ExpectingRunner):

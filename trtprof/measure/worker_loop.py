@@ -254,7 +254,8 @@ class _WorkerState:
         told = [shapes for _, shapes in batches]  # alone: the first told keeps the load's session, nothing runs ahead
         notes += expect_shapes(opted, told if alone else shapes_ahead(told), self.prime_lines,
                                feeds_key(batches[0][1], seed, int_range) if batches else None, own_sessions=alone)
-        seconds = {"shapes run ahead": round(time.monotonic() - started, 4)}  # expect_shapes' eager runs
+        # expect_shapes' seconds: its eager runs, or (alone) the sessions of their own it opened
+        seconds = {"sessions opened" if alone else "shapes run ahead": round(time.monotonic() - started, 4)}
         for batch, shapes in batches:
             started = time.monotonic()
             key = feeds_key(shapes, seed, int_range)

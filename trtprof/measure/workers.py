@@ -113,7 +113,7 @@ class Worker:
         # the worker's start-up by its clock (``worker_loop.MARKS``, ``init_at``: its engines asked) and seconds per arm
         self.marks: dict[str, float] = {}
         self.arms_s: dict[str, float] = {}
-        self.prime_s: dict[str, float] = {}  # the priming's seconds: the shapes run ahead, then per batch size
+        self.prime_s: dict[str, float] = {}  # the priming's seconds: the shapes run ahead (alone: the sessions opened), then per batch size
         self.primed_at: float | None = None  # the worker's clock when its priming was done
         self.closed_at: float | None = None  # when ``close`` had reaped it (this clock)
         self.facts: dict[str, ArmFacts] = {}
