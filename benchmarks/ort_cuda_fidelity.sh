@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -177,6 +177,12 @@ for stage in "$@"; do
           "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" > "$OUT/prime-prof-$i.txt" 2>&1
         grep -v "cudnn_fe_call\|No execution plans" "$OUT/prime-prof-$i.txt" | head -${PROF_LINES:-75}
       done
+      ;;
+    convsearch)  # ORT's cuDNN search mode: EXHAUSTIVE (mode B, trtprof's) vs HEURISTIC (mode A): priming seconds, compute
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      timeout 300 python3 "$HERE/ort_conv_search.py" --reps "${SEARCH_REPS:-3}" --json "$OUT/conv-search.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/conv-search.txt" | tail -4
       ;;
     blocks)  # where a block's seconds go, each block set up anew vs kept between blocks (ort_block_costs.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
