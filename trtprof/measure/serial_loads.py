@@ -317,6 +317,9 @@ class LifeWorkers:
         self.timed: list[Span] = []  # every call of timed rounds
         self.busy: list[Span] = []  # other work of this run: the accuracy pass, spares' start-ups
         self.concurrent: dict[str, Any] = {}  # set by close: concurrent.record of it against the timed rounds
+        # the seeded inputs, made once by this process during life 0's accuracy pass, read by every life (``outputs``)
+        self.shared: Any = None
+        self.shared_s: float | None = None  # what making them took here
 
     def begin_life(self, turns: Sequence[int]) -> None:
         """The coming life serves these batch sizes (indices into ``priming.batches``): its worker primes them."""
@@ -340,7 +343,8 @@ class LifeWorkers:
                     spare.close()
                 self.current = Worker(index, self.records, self.device, self.autotune)
             self.started.append(self.current)
-        self.current.wait_ready(who="" if index == 0 else None)  # load 0: an engine that cannot load, as the parent's
+            self.current.wait_ready(who="" if index == 0 else None)  # load 0: an engine that cannot load, as the parent's
+            self.tell_shared(self.current)
         return self.current
 
     def facts(self) -> dict[str, ArmFacts]:
@@ -354,16 +358,39 @@ class LifeWorkers:
     def outputs(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]], int]], seed: int,
                 int_range: tuple[int, int]) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
         """compare's accuracy pass in life 0's worker (``WorkerPool.outputs``' protocol), before its priming; alone
-        on the GPU, its runners set each shape up on the session that will time it (``_WorkerState.outputs``)."""
+        on the GPU, its runners set each shape up on the session that will time it (``_WorkerState.outputs``).
+        Meanwhile this process makes the batch sizes' seeded inputs once for every life (``shared_inputs``), and
+        life 0 is told where they are."""
         worker = self.start(0)
         asked, done_at = time.monotonic(), None
         try:
             worker.ask("outputs", [(b, dict(s), n) for b, s, n in batches], seed, int_range, True)
+            self.make_shared([dict(s) for _, s, _ in batches], seed, int_range)
             payload = worker.answer(who="")
             done_at = payload["done_at"]
+            self.tell_shared(worker)
             return payload["outputs"]
         finally:
             self.busy.append(Span("the accuracy pass (life 0's worker)", asked, done_at or time.monotonic()))
+
+    def make_shared(self, shapes: Sequence[Mapping[str, tuple[int, ...]]], seed: int, int_range: tuple[int, int]) -> None:
+        """The seeded inputs at these shapes, made once here (``SharedInputs``), unless made already."""
+        from .shared_inputs import SharedInputs
+        from .worker_loop import feeds_key
+
+        if self.shared is None and self.records:
+            started = time.monotonic()
+            specs = next(iter(self.records.values())).inputs
+            self.shared = SharedInputs.make(specs, [(s, feeds_key(s, seed, int_range)) for s in shapes], seed, int_range)
+            self.shared_s = round(time.monotonic() - started, 4)
+
+    def tell_shared(self, worker: Worker) -> None:
+        """Tell a life's worker where the shared seeded inputs are (nothing where there are none)."""
+        where = self.shared.locator() if self.shared is not None else None
+        if where is not None:
+            worker.ask("shared", where)
+            worker.answer()
+            worker.told_shared = True
 
     def start_life(self, index: int) -> Worker:
         """Life ``index`` ready to serve (``LifeCalls.start_life``): its worker started (``start``) and primed for the
@@ -402,7 +429,9 @@ class LifeWorkers:
         """One life's seconds: its interpreter and trtprof's imports (``python_s``), the backends' libraries imported
         ahead (``preload_s``), its engines loaded (``engines_s``, per arm ``arms_s``), its priming (``priming_s``,
         its parts ``priming``), what the run waited for it from asking until it could serve (``waited_s``: the GPU
-        idle between two lives, but for the previous one's exit), serving, and its exit (``exit_s``)."""
+        idle between two lives, but for the previous one's exit), serving, its exit (``exit_s``), and whether it was
+        told where the seeded inputs this process made are (``inputs_shared``; life 0's record says what making them
+        took, ``shared_inputs_made_s``)."""
         m, i = w.marks, w.index
 
         def span(a: float | None, b: float | None) -> float | None:
@@ -416,10 +445,13 @@ class LifeWorkers:
                 "preload_s": span(m.get("main"), m.get("preloaded")), "engines_s": span(m.get("init"), w.ready_at),
                 "arms_s": dict(w.arms_s), "priming_s": span(w.ready_at, w.primed_at), "priming": dict(w.prime_s),
                 "waited_s": span(self.asked.get(i), ready_to_serve), "serving_s": span(ready_to_serve, self.end_asked.get(i)),
-                "exit_s": span(self.end_asked.get(i), w.closed_at)}
+                "exit_s": span(self.end_asked.get(i), w.closed_at), "inputs_shared": w.told_shared,
+                **({"shared_inputs_made_s": self.shared_s} if i == 0 else {})}
 
     def close(self) -> None:
         self.end_life()
+        if self.shared is not None:
+            self.shared.close()
         spare, self.spare = self.spare, None
         if spare is not None:  # never told its engines: nothing to finish
             if spare.proc.poll() is None:

@@ -179,6 +179,7 @@ class _WorkerState:
         self.made: dict[Any, dict[str, Any]] = {}  # feeds key → the inputs priming made (used once, by ``feeds``)
         self.prime_lines: dict[tuple[str, Any], list[str]] = {}  # (arm, feeds key) → what the library wrote priming
         self.notes_before_priming: list[str] = []  # the accuracy pass's ``expect_shapes`` (alone): priming's notes
+        self.shared: Any = None  # where the parent's seeded inputs are (``shared_inputs.read``'s locator), or None
         self.feeds_key: Any = None
 
     def init(self, records: Mapping[str, Any], autotune: bool) -> tuple[str, Any]:
@@ -219,15 +220,32 @@ class _WorkerState:
                                       kept_lines=(self.prime_lines, list(opted)) if alone else None)
         return "ok", {"outputs": passed, "done_at": time.monotonic()}
 
-    def set_feeds(self, shapes: Any, seed: int, int_range: Any, fixed: Any) -> tuple[str, Any]:
-        from ..model.inputs import make_inputs
+    def share(self, locator: Any) -> tuple[str, Any]:
+        """Where the parent's seeded inputs are (``LifeWorkers.tell_shared``): read from there, not made here."""
+        self.shared = locator
+        return "ok", None
 
+    def seeded(self, shapes: Mapping[str, tuple[int, ...]], seed: int, int_range: Any) -> dict[str, Any]:
+        """A batch's seeded inputs: the ones made for it here before (``made``), else the parent's (``shared``,
+        mapped read-only), else made now (``make_inputs``) — the same arrays each way."""
+        from ..model.inputs import make_inputs
+        from .shared_inputs import read
+
+        key = feeds_key(shapes, seed, int_range)
+        specs = next(iter(self.runners.values())).inputs
+        found = self.made.get(key)
+        if found is None:
+            found = read(self.shared, key, specs, shapes)
+        return found if found is not None else make_inputs(specs, shapes, seed=seed, int_range=int_range)
+
+    def set_feeds(self, shapes: Any, seed: int, int_range: Any, fixed: Any) -> tuple[str, Any]:
         # the device state kept for each batch size (priming's, or the first block's) stays until the worker's end
-        first = next(iter(self.runners.values()))
         self.feeds_key = None if fixed is not None else feeds_key(shapes, seed, int_range)
-        made = self.made.pop(self.feeds_key, None)  # made by priming: the same arrays make_inputs would make
-        self.feeds = dict(fixed) if fixed is not None else made if made is not None else make_inputs(
-            first.inputs, shapes, seed=seed, int_range=int_range)
+        if fixed is not None:
+            self.feeds = dict(fixed)
+        else:
+            self.feeds = self.seeded(shapes, seed, int_range)
+            self.made.pop(self.feeds_key, None)  # made by priming: used once, here
         return "ok", None
 
     def prime(self, batches: Any, seed: int, int_range: Any, config: TimingConfig,
@@ -240,7 +258,6 @@ class _WorkerState:
         the GPU while this one lives (lone loads), so each batch size may have a session of its own (``expect_shapes``'
         ``own_sessions``: ONNX Runtime's Conv then never builds its cuDNN plans again for a change of shape, and no
         shape has to run ahead). Returns the batch sizes primed."""
-        from ..model.inputs import make_inputs
         from ..util.thirdparty import third_party_warnings
         from .timing import prime_launch
 
@@ -260,7 +277,7 @@ class _WorkerState:
             started = time.monotonic()
             key = feeds_key(shapes, seed, int_range)
             try:
-                feeds = self.made.get(key) or make_inputs(first.inputs, shapes, seed=seed, int_range=int_range)
+                feeds = self.seeded(shapes, seed, int_range)
                 for label, runner in opted.items():
                     with third_party_warnings(repeat=False) as caught:
                         prime_launch(runner, feeds, config)
@@ -303,7 +320,7 @@ class _WorkerState:
         """The reply to one command; None to stop serving (``close``, or the parent gone)."""
         handlers: dict[str, Callable[..., tuple[str, Any] | None]] = {
             "init": self.init, "outputs": self.outputs, "feeds": self.set_feeds, "warm": self.warm,
-            "rounds": self.rounds, "prime": self.prime}
+            "rounds": self.rounds, "prime": self.prime, "shared": self.share}
         if command == "close":
             return None
         if command not in handlers:

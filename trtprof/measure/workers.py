@@ -124,6 +124,7 @@ class Worker:
         self.prime_notes: list[str] = []
         self._initialised = False
         self._asked_to_close = False
+        self.told_shared = False  # told where the run's shared seeded inputs are (``LifeWorkers.tell_shared``)
         if records is not None:
             self.init(records, autotune)
 
