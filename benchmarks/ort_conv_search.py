@@ -18,10 +18,8 @@ speed is benchmarks/reference_ort_iobinding.py (ORT's defaults).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,27 +67,12 @@ def child(mode: str, engines: list[str], batch_sizes: list[int]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("engines", nargs="+")
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--batch-sizes", default="1,32,256")
-    ap.add_argument("--child", choices=MODES)
-    ap.add_argument("--json")
-    args = ap.parse_args()
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
-    if args.child:
-        print(json.dumps(child(args.child, args.engines, batch_sizes)))
+    from ort_prime_order import command_line
+
+    parsed = command_line(__doc__, MODES, 3, child)
+    if parsed is None:
         return
-    samples: dict[str, list[dict]] = {m: [] for m in MODES}
-    for rep in range(args.reps):
-        for mode in MODES[rep % 2:] + MODES[:rep % 2]:  # each mode first in turn
-            done = subprocess.run([sys.executable, __file__, "--child", mode, "--batch-sizes", args.batch_sizes,
-                                   *args.engines], capture_output=True, text=True, check=False)
-            line = [x for x in done.stdout.splitlines() if x.startswith("{")]
-            if done.returncode != 0 or not line:
-                raise SystemExit(f"{mode}: rc {done.returncode}: {done.stderr[-2000:]}")
-            samples[mode].append(json.loads(line[-1]))
-            print(mode, json.dumps(samples[mode][-1]), flush=True)
+    args, samples = parsed
     medians = {}
     for mode, runs in samples.items():
         medians[mode] = {"priming_s": statistics.median(r["priming_s"] for r in runs),

@@ -97,28 +97,45 @@ def first_runs_side_by_side(runners: dict, batches: list) -> float:
     return time.monotonic() - started
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("engines", nargs="+")
-    ap.add_argument("--reps", type=int, default=4)
-    ap.add_argument("--batch-sizes", default="1,32,256")
-    ap.add_argument("--child", choices=ORDERS)
-    ap.add_argument("--json")
-    args = ap.parse_args()
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
-    if args.child:  # PRIME_PROFILE=1: cProfile's tables of the priming on stderr
-        print(json.dumps(child(args.child, args.engines, batch_sizes)))
-        return
-    samples: dict[str, list[dict]] = {o: [] for o in ORDERS}
-    for rep in range(args.reps):
-        for order in ORDERS[rep % len(ORDERS):] + ORDERS[:rep % len(ORDERS)]:  # each order first in turn
-            done = subprocess.run([sys.executable, __file__, "--child", order, "--batch-sizes", args.batch_sizes,
-                                   *args.engines], capture_output=True, text=True, check=False)
+def in_turns(script: str, kinds: tuple[str, ...], reps: int, argv: list[str]) -> dict[str, list[dict]]:
+    """``reps`` fresh processes of ``script --child KIND ARGV`` per kind, each kind first in turn; the JSON line each
+    printed last, by kind (printed as they come). A child that fails ends the run with its stderr's tail."""
+    samples: dict[str, list[dict]] = {k: [] for k in kinds}
+    for rep in range(reps):
+        for kind in kinds[rep % len(kinds):] + kinds[:rep % len(kinds)]:
+            done = subprocess.run([sys.executable, script, "--child", kind, *argv], capture_output=True, text=True,
+                                  check=False)
             line = [x for x in done.stdout.splitlines() if x.startswith("{")]
             if done.returncode != 0 or not line:
-                raise SystemExit(f"{order}: rc {done.returncode}: {done.stderr[-2000:]}")
-            samples[order].append(json.loads(line[-1]))
-            print(order, json.dumps(samples[order][-1]), flush=True)
+                raise SystemExit(f"{kind}: rc {done.returncode}: {done.stderr[-2000:]}")
+            samples[kind].append(json.loads(line[-1]))
+            print(kind, json.dumps(samples[kind][-1]), flush=True)
+    return samples
+
+
+def command_line(doc: str, kinds: tuple[str, ...], reps: int, child_run) -> tuple[argparse.Namespace, dict] | None:
+    """A fresh-processes benchmark's command line: ``ENGINE:LABEL… [--reps] [--batch-sizes] [--json]``. In a child
+    (``--child KIND``) ``child_run(kind, engines, batch sizes)``'s dict printed as JSON, and None; else the arguments
+    and ``in_turns``' samples."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("engines", nargs="+")
+    ap.add_argument("--reps", type=int, default=reps)
+    ap.add_argument("--batch-sizes", default="1,32,256")
+    ap.add_argument("--child", choices=kinds)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child_run(args.child, args.engines, [int(b) for b in args.batch_sizes.split(",")])))
+        return None
+    script = sys.modules[child_run.__module__].__file__
+    return args, in_turns(script, kinds, args.reps, ["--batch-sizes", args.batch_sizes, *args.engines])
+
+
+def main() -> None:
+    parsed = command_line(__doc__, ORDERS, 4, child)  # PRIME_PROFILE=1: cProfile's tables of the priming on stderr
+    if parsed is None:
+        return
+    args, samples = parsed
     medians = {}
     for order, runs in samples.items():
         parts = {k: statistics.median(r["parts"][k] for r in runs) for k in runs[0]["parts"]}
