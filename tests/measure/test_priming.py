@@ -418,3 +418,62 @@ def test_the_prime_message_carries_alone_and_life_workers_send_it():
     assert lives.start_life(0) is fake
     (args, kwargs), = fake.asked
     assert kwargs == {"alone": True} and args[0] == [(1, {"x": (1, 4)})]
+
+
+def test_life_0_is_asked_to_prime_before_compare_imports_its_analysis_and_waited_for_once():
+    """compare asks life 0 to prime (``begin_priming``: sent, not waited for) before importing scipy for its analysis
+    (1.5 s of the H200 run's start-up, 2026-12-04e, with life 0 idle meanwhile); ``start_life`` then waits for that
+    priming, asks nothing again, and only then is life 0 serving and life 1's process started ahead."""
+    from trtprof.measure.serial_loads import LifePriming, LifeWorkers
+
+    events = []
+
+    class FakeLifeWorker:  # FAKE: records what is asked of life 0's worker, in order
+        def prime(self, *args, **kwargs):
+            events.append("prime asked")
+
+        def wait_primed(self):
+            events.append("prime waited")
+
+    lives = LifeWorkers({}, priming=LifePriming([(1, {"x": (1, 4)}), (8, {"x": (8, 4)})], 0, (0, 10), TimingConfig()))
+    fake = FakeLifeWorker()
+    lives.start = lambda index: fake
+    lives.start_ahead = lambda index: events.append(f"life {index} started ahead")
+    lives.begin_life(range(2))
+    assert lives.begin_priming(0) is fake and events == ["prime asked"]
+    assert lives.start_life(0) is fake and lives.start_life(0) is fake
+    assert events == ["prime asked", "prime waited", "life 1 started ahead"] and 0 in lives.serving
+
+
+def test_measure_lives_asks_life_0_to_prime_before_the_analysis_imports(monkeypatch):
+    from trtprof.compare import measuring
+
+    order = []
+
+    class FakeLives:  # FAKE LifeWorkers: records the calls measure_lives makes before measuring
+        priming = None
+        concurrent: dict = {}
+        lives: list = []
+
+        def begin_life(self, turns):
+            order.append(("begin_life", list(turns)))
+
+        def begin_priming(self, index):
+            order.append(("begin_priming", index))
+
+        def close(self):
+            order.append(("close",))
+
+    def stop_here(*args, **kwargs):
+        order.append(("start_measuring",))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measuring, "start_measuring", stop_here)
+    monkeypatch.setattr(measuring, "close_keeping_results", lambda lives, measured: lives.close())
+    reference = SimpleNamespace(on_gpu=True, shapes={1: {"x": (1, 4)}, 8: {"x": (8, 4)}})
+    options = SimpleNamespace(seed=0, ints=(0, 10), plan=SimpleNamespace(cuda_graph=True, copies=True))
+    budget = SimpleNamespace(elapsed_s=lambda now: 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        measuring.measure_lives({"fp32": None}, [1, 8], options, reference, SimpleNamespace(on_startup=None),
+                                budget, FakeLives())
+    assert order[:3] == [("begin_life", [0, 1]), ("begin_priming", 0), ("start_measuring",)]

@@ -299,6 +299,8 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
     lives.priming = priming if reference.on_gpu else None
     lives.ahead = reference.on_gpu
     try:
+        lives.begin_life(range(len(batch_sizes)))  # life 0 serves every batch size: it primes while scipy imports here
+        lives.begin_priming(0)
         start_measuring(measured, budget, hooks, len(batch_sizes))
         opens = [worker_loads(records, options, lives, reference.shapes[b], fixed_inputs(records, options, b))
                  for b in batch_sizes]

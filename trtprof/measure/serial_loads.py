@@ -392,16 +392,24 @@ class LifeWorkers:
             worker.answer()
             worker.told_shared = True
 
-    def start_life(self, index: int) -> Worker:
-        """Life ``index`` ready to serve (``LifeCalls.start_life``): its worker started (``start``) and primed for the
-        batch sizes of ``begin_life``; then, with ``ahead``, the next life's process started."""
+    def begin_priming(self, index: int) -> Worker:
+        """Life ``index``'s worker started (``start``) and asked to prime the batch sizes of ``begin_life``, without
+        waiting (``start_life`` waits): compare asks life 0 so before importing its analysis libraries, which then
+        load while the worker primes instead of before."""
         worker = self.start(index)
         if self.primed_life != index:
             self.primed_life = index
             if self.priming is not None and self.coming:  # every batch size's first runs, now, before any round
                 p = self.priming
                 worker.prime(self.coming, p.seed, p.int_range, p.config, alone=True)  # lone: a session per shape
-                worker.wait_primed()
+        return worker
+
+    def start_life(self, index: int) -> Worker:
+        """Life ``index`` ready to serve (``LifeCalls.start_life``): its worker started and primed for the batch sizes
+        of ``begin_life`` (``begin_priming``, waited for); then, with ``ahead``, the next life's process started."""
+        worker = self.begin_priming(index)
+        if index not in self.serving:
+            worker.wait_primed()
             self.serving[index] = time.monotonic()
             self.start_ahead(index + 1)
         return worker
