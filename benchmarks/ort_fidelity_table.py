@@ -1,7 +1,8 @@
 """trtprof's onnxruntime-cuda numbers beside the independent ORT loop's of the same call (issue 42): per arm,
 trtprof's median GPU compute against the reference's serial and back-to-back times per run
 (``reference_ort_iobinding.py``), and per comparison trtprof's verdict (latency with pinned copies), its compute
-ratio and the reference's back-to-back ratio.
+ratio and the reference's back-to-back ratio; then, for a lone-loads run, its lives (``budget.lives``: what the run
+waited for each, its engines, priming by part, serving, whether it read the shared inputs) and their sums.
 
     python3 benchmarks/ort_fidelity_table.py TRTPROF.json[.gz] REF-ORT.json [TRTPROF.json REF.json …]
 """
@@ -37,6 +38,21 @@ def table(trtprof_path: str, ref_path: str) -> list[str]:
         theirs = refs[(base, b)][key] / refs[(cand, b)][key]
         lines.append(f"b{b:<4d} {cand} vs {base}: verdict {c['speedup']['estimate']:.3f}x | trtprof compute ratio "
                      f"{mine:.3f}x | reference ({key}) {theirs:.3f}x | compute ratio / reference {mine / theirs:.4f}")
+    return lines + lives(data)
+
+
+def lives(data: dict) -> list[str]:
+    """One line per life of a lone-loads run (``budget.lives``), then the sums; nothing for other runs."""
+    got = (data.get("budget") or {}).get("lives") or []
+    lines = []
+    for life in got:
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in (life.get("priming") or {}).items())
+        lines.append(f"life {life['life']}: waited {life.get('waited_s') or 0:.2f} s (engines {life.get('engines_s') or 0:.2f}, "
+                     f"priming {life.get('priming_s') or 0:.2f}: {parts}) serving {life.get('serving_s') or 0:.2f} s"
+                     + (", shared inputs" if life.get("inputs_shared") else ""))
+    if got:
+        lines.append(f"lives: {len(got)}, waited {sum(x.get('waited_s') or 0 for x in got):.1f} s, serving "
+                     f"{sum(x.get('serving_s') or 0 for x in got):.1f} s")
     return lines
 
 
