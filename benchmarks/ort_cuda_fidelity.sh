@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -183,6 +183,19 @@ for stage in "$@"; do
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       timeout 300 python3 "$HERE/ort_conv_search.py" --reps "${SEARCH_REPS:-3}" --json "$OUT/conv-search.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/conv-search.txt" | tail -4
+      ;;
+    warmupwhatif)  # ResNet-50 defaults with shorter load warm-ups (WARMUP_FIRST_MS, WARMUP_LOAD_MS; 100, 30) beside the default
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      T python3 "$HERE/ort_warmup_whatif.py" "${WARMUP_FIRST_MS:-100}" "${WARMUP_LOAD_MS:-30}" compare "$W/resnet50.onnx" \
+        --backend onnxruntime-cuda --engines "$W/engines" --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 \
+        --out "$OUT/warmup-short.json" 2>&1 | tee -p "$OUT/warmup-short.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror" | head -10
+      T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+        --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/warmup-default.json" 2>&1 \
+        | tee -p "$OUT/warmup-default.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror" | head -10
+      python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/warmup-ref-ort.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
+      for how in short default; do python3 "$HERE/ort_fidelity_table.py" "$OUT/warmup-$how.json" "$OUT/warmup-ref-ort.json"; done
       ;;
     blocks)  # where a block's seconds go, each block set up anew vs kept between blocks (ort_block_costs.py)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
