@@ -8,6 +8,7 @@ import os
 import pickle
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -167,3 +168,18 @@ def test_life_workers_make_the_inputs_once_and_tell_every_life(fp32_record, monk
     assert lives.lives[0]["shared_inputs_made_s"] >= 0 and "shared_inputs_made_s" not in lives.lives[1]
     with pytest.raises(OSError):
         os.fstat(fd)  # closed
+
+
+def test_inputs_that_cannot_be_made_here_leave_each_life_to_make_its_own(monkeypatch):
+    """Sharing is a saving only: where the parent cannot make the inputs (a dtype trtprof cannot generate, memory),
+    nothing is shared and nothing fails here; each life meets the failure, if any, in its own accuracy pass."""
+    from trtprof.measure.serial_loads import LifeWorkers
+
+    def fails(*args, **kwargs):
+        raise MemoryError("no room for the inputs")
+
+    monkeypatch.setattr(shared_inputs.SharedInputs, "make", staticmethod(fails))
+    lives = LifeWorkers({"fp32": SimpleNamespace(inputs=SPECS, backend="onnxruntime")})
+    lives.make_shared([shapes_at(1)], 0, (0, 7))
+    assert lives.shared is None and lives.shared_s is not None
+    lives.tell_shared(None)  # nothing to tell: no worker is asked anything

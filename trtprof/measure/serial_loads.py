@@ -381,7 +381,11 @@ class LifeWorkers:
         if self.shared is None and self.records:
             started = time.monotonic()
             specs = next(iter(self.records.values())).inputs
-            self.shared = SharedInputs.make(specs, [(s, feeds_key(s, seed, int_range)) for s in shapes], seed, int_range)
+            try:
+                self.shared = SharedInputs.make(specs, [(s, feeds_key(s, seed, int_range)) for s in shapes], seed,
+                                                int_range)
+            except Exception:  # noqa: BLE001 - a saving only: each life makes its inputs (and meets any failure) itself
+                self.shared = None
             self.shared_s = round(time.monotonic() - started, 4)
 
     def tell_shared(self, worker: Worker) -> None:
