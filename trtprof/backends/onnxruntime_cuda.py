@@ -232,13 +232,12 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         # shapes told by ``expect_shapes(..., own_sessions=True)``: each runs on a session of its own, the first one
         # told on the load's, so no session ever switches shape (see the module docstring)
         self._own: set[tuple[Any, ...]] = set()
-        # output shapes of each told shape's first run on its own session (``infer``: the accuracy pass's or
-        # ``prepare``'s), which later ``prepare``s take instead of running that session again
-        self._own_outputs: dict[tuple[Any, ...], dict[str, tuple[int, ...]]] = {}
         self.footprint: int | None = None  # the device bytes the load's session took (set by ``load``), None: unread
-        # output shapes of the load's session's eager runs on zeros (``expect_shapes``), by input shapes: ``prepare``
-        # takes them instead of a second such run (3 arms × 3 batch sizes of ResNet-50: ~0.4 s of each compare load)
-        self._zero_outputs: dict[tuple[Any, ...], dict[str, tuple[int, ...]]] = {}
+        # by input shapes, the session that already ran them and the output shapes it gave: the load's session's
+        # eager runs on zeros (``expect_shapes``), or a told shape's first run on its own session (``infer``: the
+        # accuracy pass's or ``prepare``'s). ``prepare`` on that same session takes them instead of running it again
+        # (3 arms × 3 batch sizes of ResNet-50: ~0.4 s of each compare load)
+        self._ran_outputs: dict[tuple[Any, ...], tuple[Any, dict[str, tuple[int, ...]]]] = {}
         self._fixed_dims: dict[str, int] = {}
         self.stream = stream  # the timing loop times on this stream (ORT's user_compute_stream)
         self.inputs = inputs
@@ -347,7 +346,7 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         for each in shapes:
             key = shapes_key(each)
             if key not in self._known:
-                self._zero_outputs[key] = output_shapes(self.infer(self._zeros(each)))
+                self._ran_outputs[key] = (self._dynamic, output_shapes(self.infer(self._zeros(each))))
 
     def _zeros(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, "np.ndarray"]:
         """Zero inputs at these shapes (the eager runs of ``prepare`` and ``expect_shapes``)."""
@@ -375,8 +374,8 @@ class OnnxRuntimeCudaRunner(RunnerBase):
 
     def prepare(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
         """Output shapes for these input shapes, from one eager run on zeros, on the session that runs them
-        (``_shape_session``), which the coming launches use; where the load's session made that run already
-        (``expect_shapes``), its shapes."""
+        (``_shape_session``), which the coming launches use; where that session ran these shapes already (the
+        load's session's zeros in ``expect_shapes``, a told shape's first run on its own), that run's shapes."""
         if self._reopen is not None:
             entry = self._shape_session(input_shapes)
             refused = entry.refused
@@ -384,11 +383,9 @@ class OnnxRuntimeCudaRunner(RunnerBase):
             self.graph_enabled = self.use_graph = refused is None
             self.graph_refused = refused
             self.settings = {**session_settings(entry.session, refused is None, refused), **entry.notes}
-        key = shapes_key(input_shapes)
-        known = self._zero_outputs.get(key) if self._session is self._dynamic else None
-        known = self._own_outputs.get(key) if key in self._own else known
-        if known is not None:  # the session ran these shapes already (``expect_shapes``' zeros, or its own shape's run)
-            outputs = dict(known)
+        ran = self._ran_outputs.get(shapes_key(input_shapes))
+        if ran is not None and ran[0] is self._session:  # this session ran these shapes already
+            outputs = dict(ran[1])
         else:
             outputs = output_shapes(self.infer(self._zeros(input_shapes)))
         self._shapes = {**{k: tuple(v) for k, v in input_shapes.items()}, **outputs}
@@ -460,7 +457,7 @@ class OnnxRuntimeCudaRunner(RunnerBase):
         values = session.run(names, dict(feeds), options)
         result = dict(zip(names, values))
         if entry is not None and key in self._own:
-            self._own_outputs.setdefault(key, output_shapes(result))
+            self._ran_outputs.setdefault(key, (session, output_shapes(result)))
         return result
 
     def trim(self) -> None:
@@ -469,7 +466,7 @@ class OnnxRuntimeCudaRunner(RunnerBase):
 
     def close(self) -> None:
         self._session = self._dynamic = self._eager = self._load_entry.session = None
-        self._per_shapes = {}
+        self._per_shapes, self._ran_outputs = {}, {}
         if self.stream is not None:
             self.stream.close()
             self.stream = None
