@@ -566,10 +566,11 @@ def test_the_first_loads_wait_for_priming_is_not_what_later_loads_are_expected_t
     assert waited.budget_s <= not_waited.budget_s + 5.0 / interleave.BUDGET_PLAN_SHARE + 1e-6
 
 
-@pytest.mark.parametrize("fastest_ms, expected", [(9.99, 2), (10.0, 1), (40.0, 1)])
+@pytest.mark.parametrize("fastest_ms, expected", [(9.99, 2), (10.0, 1), (29.99, 1), (30.0, 0), (40.0, 0)])
 def test_blocks_of_long_calls_warm_up_with_one_call(fastest_ms, expected):
     """Every arm's call at least ``ROUND_WARMUP_ONE_CALL_MS`` (just inside and just outside it): one warm-up call
-    per block instead of ``ROUND_WARMUP``, used by the loop's blocks and recorded on the outcome."""
+    per block instead of ``ROUND_WARMUP``; at least ``ROUND_WARMUP_NONE_MS`` (just inside and outside it): none. Used
+    by the loop's blocks and recorded on the outcome."""
     import numpy as np
 
     from trtprof.measure import interleave
@@ -577,6 +578,7 @@ def test_blocks_of_long_calls_warm_up_with_one_call(fastest_ms, expected):
     from tests.fakes import simulate as cal
 
     assert interleave.ROUND_WARMUP_ONE_CALL_MS == 10.0 and interleave.ROUND_WARMUP == 2
+    assert interleave.ROUND_WARMUP_NONE_MS == 30.0
     assert interleave.round_warmup([fastest_ms, 70.0]) == expected
     clock, names, warmups = cal.SimClock(), ("base", "cand"), []
 
@@ -727,3 +729,31 @@ def test_the_minimum_loads_after_the_floor_warm_up_side_by_side():
     assert out.loads >= interleave.MIN_LOADS == 6
     assert log[:2] == [("warm_up", 0), ("warm_up", 1)]
     assert log[2:6] == [("begin", i) for i in range(2, 6)] and log[6:10] == [("end", i) for i in range(2, 6)]
+
+
+def test_a_primed_plan_warms_up_shorter_and_never_longer():
+    """``RoundPlan.primed`` (lone loads on a GPU, whose worker primed every arm at the shapes): 100 ms in a batch
+    size's first load, 30 ms in a later one; a plan that already asks less keeps its own."""
+    from trtprof.measure import interleave
+
+    plan = interleave.RoundPlan()
+    assert (plan.warmup_config(True).warmup_ms, plan.warmup_config(False).warmup_ms) == (500.0, 100.0)
+    primed = plan.primed()
+    assert (primed.warmup_config(True).warmup_ms, primed.warmup_config(False).warmup_ms) == (100.0, 30.0)
+    assert (primed.first_warmup_ms, primed.later_warmup_ms) == (100.0, 30.0)
+    short = interleave.RoundPlan(first_warmup_ms=20.0).primed()
+    assert (short.warmup_config(True).warmup_ms, short.warmup_config(False).warmup_ms) == (20.0, 20.0)
+    assert primed.primed() == primed
+
+
+@pytest.mark.parametrize("first_ms, later_ms, first_warm_s, expected", [
+    (500.0, 100.0, 2.0, 5.0 - 1.5 * 0.8),  # the time-bound part (3 arms × 500 ms) of a 2 s warm-up, 80 % skipped
+    (500.0, 100.0, 1.0, 5.0 - 1.0 * 0.8),  # a warm-up shorter than by design: all of it is time-bound
+    (100.0, 30.0, 2.0, 5.0 - 0.3 * 0.7),  # primed: 3 × 100 ms, 70 % of it skipped later
+    (0.0, 0.0, 2.0, 5.0),  # no time-bound warm-up: a later load costs what the first did
+])
+def test_a_later_loads_cost_skips_the_plans_own_warm_up(first_ms, later_ms, first_warm_s, expected):
+    from trtprof.measure import interleave
+
+    plan = interleave.RoundPlan(first_warmup_ms=first_ms, load_warmup_ms=later_ms)
+    assert interleave.later_load_s(5.0, first_warm_s, 3, plan) == pytest.approx(expected)

@@ -470,10 +470,56 @@ def test_measure_lives_asks_life_0_to_prime_before_the_analysis_imports(monkeypa
 
     monkeypatch.setattr(measuring, "start_measuring", stop_here)
     monkeypatch.setattr(measuring, "close_keeping_results", lambda lives, measured: lives.close())
+    from trtprof.compare.options import CompareOptions
+    from trtprof.measure.interleave import RoundPlan
+
     reference = SimpleNamespace(on_gpu=True, shapes={1: {"x": (1, 4)}, 8: {"x": (8, 4)}})
-    options = SimpleNamespace(seed=0, ints=(0, 10), plan=SimpleNamespace(cuda_graph=True, copies=True))
+    options = CompareOptions(plan=RoundPlan(cuda_graph=True, copies=True), int_range=(0, 10))
     budget = SimpleNamespace(elapsed_s=lambda now: 0.0)
     with pytest.raises(KeyboardInterrupt):
         measuring.measure_lives({"fp32": None}, [1, 8], options, reference, SimpleNamespace(on_startup=None),
                                 budget, FakeLives())
     assert order[:3] == [("begin_life", [0, 1]), ("begin_priming", 0), ("start_measuring",)]
+
+
+@pytest.mark.parametrize("on_gpu", [True, False])
+def test_measure_lives_warms_primed_lives_up_shorter_on_a_gpu_only(monkeypatch, on_gpu):
+    """On a GPU every life primes its batch sizes before serving them, so the loops get ``RoundPlan.primed``'s
+    warm-ups (and the results record them, from the same options); on the CPU nothing is primed: the plan as given."""
+    from trtprof.compare import measuring
+    from trtprof.compare.options import CompareOptions
+    from trtprof.measure.interleave import RoundPlan
+
+    plans = []
+
+    class FakeLives:  # FAKE LifeWorkers: nothing to start
+        priming = None
+        concurrent: dict = {}
+        lives: list = []
+
+        def begin_life(self, turns):
+            pass
+
+        def begin_priming(self, index):
+            pass
+
+        def start_life(self, index):
+            pass
+
+        def end_life(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(measuring, "start_measuring", lambda *a, **k: None)
+    monkeypatch.setattr(measuring, "worker_loads", lambda *a, **k: None)
+    monkeypatch.setattr(measuring, "fixed_inputs", lambda *a, **k: None)
+    monkeypatch.setattr(measuring, "loop_hooks", lambda *a, **k: None)
+    monkeypatch.setattr(measuring.serial_loads, "run_lives", lambda names, opens, plan, **k: plans.append(plan))
+    reference = SimpleNamespace(on_gpu=on_gpu, shapes={1: {"x": (1, 4)}})
+    options = CompareOptions(plan=RoundPlan(cuda_graph=on_gpu), int_range=(0, 10))
+    measuring.measure_lives({"fp32": None}, [1], options, reference, SimpleNamespace(on_startup=None),
+                            SimpleNamespace(elapsed_s=lambda now: 0.0), FakeLives())
+    (plan,) = plans
+    assert (plan.first_warmup_ms, plan.later_warmup_ms) == ((100.0, 30.0) if on_gpu else (500.0, 100.0))

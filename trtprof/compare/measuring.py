@@ -290,6 +290,8 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
     a refused budget are handled as ``measure`` handles them."""
     names = list(records)
     measured = Measured(budget=budget)
+    if reference.on_gpu:  # every life primes its batch sizes before serving them: shorter warm-ups (``RoundPlan.primed``)
+        options = replace(options, plan=options.plan.primed())
     ahead = " (on a GPU: the next one's process starts ahead, importing only, no CUDA context)" if reference.on_gpu else ""
     StartupLog(hooks.on_startup, budget)("loads one at a time (--serial-loads): load i of every batch size is one "
                                          f"worker process, started after the previous one exited, alone on the "
@@ -445,6 +447,7 @@ def arm_result(record: EngineRecord, arm: Arm, batch_size: int, outcome: Interle
                 "notes": list(record.notes)},
         config={"interleaved": True, "arm": arm.name, "loads": outcome.loads, "rounds": outcome.rounds, "round_iterations": outcome.round_iterations[arm.name],
                 "round_warmup": outcome.round_warmup, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
+                "warmup_ms": {"first_load": plan.first_warmup_ms, "later_loads": plan.later_warmup_ms},
                 "block_setup_s": round(arm.setup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "elapsed_s": round(outcome.elapsed_s, 3),  # of the budget (the first batch size: from compare's start)

@@ -48,7 +48,8 @@ from ..errors import TrtprofError
 from ..system import nvml
 from .blocks import (  # noqa: F401  (re-exported: the tests and the workers import them from here)
     DEFAULT_ROUND_S, LOAD_WARMUP_ITERATIONS, LONG_CALL_ITERATIONS, MAX_ROUND_ITERATIONS, MIN_ROUND_ITERATIONS,
-    ROUND_WARMUP, ROUND_WARMUP_ONE_CALL_MS, block_floor, iterations_for, round_warmup)
+    PRIMED_FIRST_WARMUP_MS, PRIMED_LOAD_WARMUP_MS, ROUND_WARMUP, ROUND_WARMUP_NONE_MS, ROUND_WARMUP_ONE_CALL_MS,
+    block_floor, iterations_for, later_load_s, round_warmup)
 from .budget import BatchWindow, BudgetTooSmall, MinimumCost
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .loads import (  # noqa: F401  (re-exported: the workers, compare, train and the tests import them from here)
@@ -122,6 +123,7 @@ class RoundPlan:
     margin: float = EQUIVALENCE_MARGIN
     first_warmup: int = FIRST_WARMUP
     first_warmup_ms: float = FIRST_WARMUP_MS
+    load_warmup_ms: float = LOAD_WARMUP_MS  # a later load's warm-up (never longer than the first's)
     round_s: float = DEFAULT_ROUND_S
     copies: bool = True
     cuda_graph: bool = False
@@ -131,8 +133,18 @@ class RoundPlan:
     def block_config(self, iterations: int, warmup: int = ROUND_WARMUP) -> TimingConfig:
         return TimingConfig(warmup=warmup, iterations=iterations, copies=self.copies, cuda_graph=self.cuda_graph)
 
+    @property
+    def later_warmup_ms(self) -> float:
+        return min(self.first_warmup_ms, self.load_warmup_ms)
+
+    def primed(self) -> "RoundPlan":
+        """This plan for loads whose worker primed them (``PRIMED_FIRST_WARMUP_MS``, ``PRIMED_LOAD_WARMUP_MS``; never
+        longer warm-ups than this plan's)."""
+        return replace(self, first_warmup_ms=min(self.first_warmup_ms, PRIMED_FIRST_WARMUP_MS),
+                       load_warmup_ms=min(self.load_warmup_ms, PRIMED_LOAD_WARMUP_MS))
+
     def warmup_config(self, first_load: bool = True) -> TimingConfig:
-        wanted = self.first_warmup_ms if first_load else min(self.first_warmup_ms, LOAD_WARMUP_MS)
+        wanted = self.first_warmup_ms if first_load else self.later_warmup_ms
         warm_ms = min(wanted, self.time_budget_s * 1e3 * 0.05)
         return TimingConfig(warmup=self.first_warmup, warmup_ms=warm_ms,
                             iterations=MIN_ROUND_ITERATIONS if first_load else LOAD_WARMUP_ITERATIONS,
@@ -477,12 +489,11 @@ class RoundLoop:
     def fit_window(self, round_s: float, first_warm_s: float) -> None:
         """After the first load, before any round: what the minimum loads × rounds need from the budget's
         start, each later load costing what this one did less the part of its warm-up a later load skips
-        (``FIRST_WARMUP_MS`` per arm here, ``LOAD_WARMUP_MS`` later; ``first_warm_s``: what the warm-up took,
+        (the plan's ``first_warmup_ms`` per arm here, ``later_warmup_ms`` later; ``first_warm_s``: what the warm-up took,
         a worker's start-up it waited for included, which is not skipped), rounds ``round_s``, with the reserve and
         the slack (kept: ``minimum``); the window grows to it or the note says how long it would need (``fitted``)."""
         plan = self.plan
-        by_design_s = min(first_warm_s, len(self.names) * FIRST_WARMUP_MS / 1e3)  # the time-bound warm-up
-        later_s = max(self.load_open_s - by_design_s * (1 - LOAD_WARMUP_MS / FIRST_WARMUP_MS), 0.0)
+        later_s = later_load_s(self.load_open_s, first_warm_s, len(self.names), plan)
         # the designed blocks (``round_s``), and the least ones the loop shrinks them to (``self.round_s``)
         before_s = self.window.budget_s
         least_s = self.minimum_needs_s(later_s, self.round_s)
