@@ -117,12 +117,14 @@ def p_below(successes: int, n: int, figure: float) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("min_rounds", [interleave.MIN_ROUNDS, interleave.FLOOR_ROUNDS])  # … one pair: long calls
 @pytest.mark.parametrize("name", SERIAL_CASES)
-def test_serial_loads_a_a_is_rarely_decisive_and_the_interval_covers_the_truth(name):
+def test_serial_loads_a_a_is_rarely_decisive_and_the_interval_covers_the_truth(name, min_rounds):
     case = cal.case_named(name)
+    plan = interleave.RoundPlan(min_rounds=min_rounds)
     for ratio in (1.0, 1.05):
         truth = case.true_ratio(ratio)
-        reps = [cal.run_replicate(case, ratio, 11 * 100_003 + k, serial=True) for k in range(SERIAL_REPLICATES)]
+        reps = [cal.run_replicate(case, ratio, 11 * 100_003 + k, plan, serial=True) for k in range(SERIAL_REPLICATES)]
         covered = sum(r.ci_low <= truth <= r.ci_high for r in reps)
         assert p_below(covered, SERIAL_REPLICATES, 0.94) > 0.01, (name, ratio, covered)
         if ratio == 1.0:
@@ -301,8 +303,8 @@ def test_turn_clocks_stand_still_outside_their_turns():
 
 def test_life_workers_serve_every_batch_size_in_one_process_and_end_it_before_the_next(fp32_record):
     """Real worker processes (ONNX Runtime on the CPU): load 0 at two batch sizes is one process; opening load 1
-    ends it first (told to close and waited for: exit code 0); load 1's process answers rounds; ending twice is
-    harmless."""
+    ends it first (told to close, and waited for before load 1 is ready: exit code 0); load 1's process answers
+    rounds; ending twice is harmless, and the ended life is waited for (``reap``)."""
     shapes = [(1, {"input": (1, 3, 16, 16)}), (2, {"input": (2, 3, 16, 16)})]
     lives = LifeWorkers({"fp32": fp32_record, "fp32#2": fp32_record},
                         priming=LifePriming(shapes, 0, (0, 100), TimingConfig(warmup=1, iterations=1)))
@@ -322,7 +324,8 @@ def test_life_workers_serve_every_batch_size_in_one_process_and_end_it_before_th
         assert [sorted(r) for r in rounds] == [["fp32", "fp32#2"]] * 2
         lives.end_life()
         lives.end_life()
-        assert second.worker.proc.returncode == 0 and len(lives.started) == 2
+        lives.reap()
+        assert second.worker.proc.returncode == 0 and len(lives.started) == 2 and len(lives.lives) == 2
     finally:
         lives.kill()
         lives.close()
@@ -400,3 +403,90 @@ def test_the_default_window_is_refitted_after_every_load_of_the_minimum(later, m
         assert any(n.startswith("the third load took") for n in notes), notes
     else:
         assert first.loads < interleave.MIN_LOADS and not any("third" in n for n in notes)
+
+
+class SteadyLoad(RecordingLoad):
+    """Fake (named so): ``RecordingLoad`` whose every call takes ``call_ms`` or a hair more (never less)."""
+
+    call_ms = 1.0
+
+    def block(self, config: TimingConfig) -> Samples:
+        self.clock.t += self.block_s
+        lat = self.call_ms * (1 + 1e-4 * np.abs(self.rng.standard_normal(config.iterations)))
+        return Samples(stages={"latency_ms": lat}, span_s=self.block_s, warmup_done=config.warmup, warmup_s=0.0)
+
+
+@pytest.mark.parametrize("call_ms, expected", [(29.99, 4), (30.0, 2), (70.0, 2)])
+def test_lone_loads_of_long_calls_run_one_round_pair_each(call_ms, expected):
+    """Every arm's call at least ``ONE_PAIR_MS`` (just inside and just outside it): each lone load's minimum rounds are
+    one pair, and the outcome records it; below it, ``MIN_ROUNDS``."""
+    from trtprof.measure import serial_loads
+
+    assert serial_loads.ONE_PAIR_MS == 30.0 and interleave.MIN_ROUNDS == 4
+    clock, log, open_loads = cal.SimClock(), [], set()
+
+    def open_load(i: int) -> RecordingLoad:
+        clock.t += 0.5
+        load = SteadyLoad(i, clock, log, 0.02, open_loads)
+        load.call_ms = call_ms
+        return load
+
+    # a budget that holds the minimum's rounds of 20-call blocks (the plan reckons a round from the calls' times)
+    plan = interleave.RoundPlan(time_budget_s=200.0, round_iterations=20)
+    window = BatchWindow(started=0.0, budget_s=200.0, per_batch_s=200.0)
+    out = run_serial(NAMES, open_load, plan, clock=clock, window=window)
+    per_load: dict[int, int] = {}
+    for e in log:
+        if e[0] == "rounds":
+            per_load[e[1]] = per_load.get(e[1], 0) + e[2]
+    assert out.loads >= interleave.MIN_LOADS and set(per_load.values()) == {expected}
+    assert out.min_rounds == expected
+
+
+def test_a_plan_of_one_load_keeps_two_round_pairs_for_long_calls():
+    """One load alone: its round pairs are the interval's units, so even long calls keep two pairs."""
+    from trtprof.measure import serial_loads
+
+    loop = serial_loads.SerialLoop(NAMES, lambda i: None, interleave.RoundPlan(min_loads=1), time.perf_counter,
+                                   BatchWindow(started=0.0, budget_s=30.0, per_batch_s=30.0))
+    assert loop.rounds_plan([70.0, 80.0]).min_rounds == 2 * interleave.FLOOR_ROUNDS
+    loop6 = serial_loads.SerialLoop(NAMES, lambda i: None, interleave.RoundPlan(), time.perf_counter,
+                                    BatchWindow(started=0.0, budget_s=30.0, per_batch_s=30.0))
+    assert loop6.rounds_plan([70.0, 80.0]).min_rounds == interleave.FLOOR_ROUNDS
+    assert loop6.rounds_plan([29.0, 80.0]).min_rounds == interleave.MIN_ROUNDS
+
+
+class OrderWorker:
+    """Fake (named so) of a life's ``Worker``: writes what is asked of it to ``events``, with its life's index."""
+
+    def __init__(self, index, events):
+        self.index, self.events = index, events
+        self.proc = type("Proc", (), {"poll": staticmethod(lambda: None)})()
+        self.marks, self.arms_s, self.prime_s, self.told_shared = {}, {}, {}, False
+        self.spawned_at = self.ready_at = self.primed_at = self.closed_at = 0.0
+
+    def init(self, records, autotune):
+        self.events.append(f"life {self.index} told its engines")
+
+    def wait_ready(self, who=None):
+        self.events.append(f"life {self.index} ready")
+
+    def ask_to_close(self):
+        self.events.append(f"life {self.index} told to exit")
+
+    def close(self):
+        self.events.append(f"life {self.index} waited for")
+
+
+def test_the_next_life_loads_its_engines_while_the_last_one_exits():
+    """``end_life`` tells the life to exit without waiting; the next life's worker is told its engines, then the last
+    one is waited for, then the new one is waited for (ready): the exit overlaps the engines' loading, never a round
+    nor the new life's priming (after ``start``)."""
+    events: list[str] = []
+    lives = LifeWorkers({})
+    lives.current, lives.spare = OrderWorker(0, events), OrderWorker(None, events)
+    lives.end_life()
+    assert events == ["life 0 told to exit"] and lives.lives == []
+    assert lives.start(1) is lives.current and lives.current.index == 1
+    assert events == ["life 0 told to exit", "life 1 told its engines", "life 0 waited for", "life 1 ready"]
+    assert [r["life"] for r in lives.lives] == [0]

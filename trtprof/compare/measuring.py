@@ -446,7 +446,7 @@ def arm_result(record: EngineRecord, arm: Arm, batch_size: int, outcome: Interle
                 "backend_metadata": record.backend_metadata, "environment": record.environment,
                 "notes": list(record.notes)},
         config={"interleaved": True, "arm": arm.name, "loads": outcome.loads, "rounds": outcome.rounds, "round_iterations": outcome.round_iterations[arm.name],
-                "round_warmup": outcome.round_warmup, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
+                "round_warmup": outcome.round_warmup, "min_rounds_per_load": outcome.min_rounds, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
                 "warmup_ms": {"first_load": plan.first_warmup_ms, "later_loads": plan.later_warmup_ms},
                 "block_setup_s": round(arm.setup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,

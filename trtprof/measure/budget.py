@@ -302,3 +302,18 @@ def preload_analysis(say: Callable[[str], None]) -> None:
         return
     say("importing the statistics the analysis after measuring needs (scipy)")
     from scipy import signal, stats  # noqa: F401
+
+
+FLOOR_LOADS = 2  # below the minimum, what runs even when the budget is spent: no interval without it
+FLOOR_ROUNDS = 2  # … one round pair per load (two for a single load: its pairs are the interval's units)
+
+
+def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0, *, loads: int = FLOOR_LOADS,
+                       rounds: int = FLOOR_ROUNDS) -> str:
+    """The one line a run says when the floor (which runs regardless) ended past its budget:
+    ``needed_s`` counts from the budget's start and includes the ``reserve_s`` kept for the end; ``loads``
+    × ``rounds`` is what ran: the floor's rounds on every load opened (more than ``FLOOR_LOADS`` when the
+    budget seemed to fit them and a slower machine then overran it)."""
+    kept = f" ({reserve_s:.1f} s of it kept for the end)" if reserve_s > 0 else ""
+    return (f"the floor of {loads} load{'s' if loads != 1 else ''} × {rounds} rounds needed {needed_s:.1f} s of a "
+            f"{round(budget_s, 1):g} s budget{kept}")

@@ -50,7 +50,8 @@ from .blocks import (  # noqa: F401  (re-exported: the tests and the workers imp
     DEFAULT_ROUND_S, LOAD_WARMUP_ITERATIONS, LONG_CALL_ITERATIONS, MAX_ROUND_ITERATIONS, MIN_ROUND_ITERATIONS,
     PRIMED_FIRST_WARMUP_MS, PRIMED_LOAD_WARMUP_MS, ROUND_WARMUP, ROUND_WARMUP_NONE_MS, ROUND_WARMUP_ONE_CALL_MS,
     block_floor, iterations_for, later_load_s, round_warmup)
-from .budget import BatchWindow, BudgetTooSmall, MinimumCost
+from .budget import (  # noqa: F401  (re-exported)
+    FLOOR_LOADS, FLOOR_ROUNDS, BatchWindow, BudgetTooSmall, MinimumCost, floor_overrun_line)
 from ..stats.speedup import DECISIVE, EQUIVALENCE_MARGIN, Speedup, engine_median_ci, speedup_ci, verdict
 from .loads import (  # noqa: F401  (re-exported: the workers, compare, train and the tests import them from here)
     Arm, InProcessLoad, Load, Measure, load_order, measure_block, round_order, warm_up_side_by_side, with_load_warnings)
@@ -62,8 +63,6 @@ MIN_LOADS = 6  # t(5 df) = 2.57, and a minority mode of the loads can show (spee
 MAX_LOADS = 20  # the allocation (wants_load) decides below this, from the variance components and costs
 LOADS_LIMIT = 64  # the most loads a user can ask for (--min-loads lifts max_loads up to it): 59 see a 5 % mode
 MIN_ROUNDS = 4  # per load before the first look: two round pairs (A B + B A, twice)
-FLOOR_LOADS = 2  # below the minimum, what runs even when the budget is spent: no interval without it
-FLOOR_ROUNDS = 2  # … one round pair per load (two for a single load: its pairs are the interval's units)
 MIN_DESIGN_SHARE = 0.6  # the minimum rounds' blocks are sized to this share of the budget left after the loads
 # Every decision plans against this share of the budget: what a round costs varies from round to round
 # (measured on the loaded 2-core machine: ±30 %), and the budget is a promise within 10 %.
@@ -84,17 +83,6 @@ LOAD_WARMUP_MS = 100.0  # later loads start on a machine the first load has alre
 # The reported CI and verdict stay at 95 %; at the end of the budget they are what they are.
 # The stricter interval's SE is also at least what the rounds' spread implies (Speedup.stop_interval).
 STOP_CONFIDENCE = 0.999
-
-
-def floor_overrun_line(needed_s: float, budget_s: float, reserve_s: float = 0.0, *, loads: int = FLOOR_LOADS,
-                       rounds: int = FLOOR_ROUNDS) -> str:
-    """The one line a run says when the floor (which runs regardless) ended past its budget:
-    ``needed_s`` counts from the budget's start and includes the ``reserve_s`` kept for the end; ``loads``
-    × ``rounds`` is what ran: the floor's rounds on every load opened (more than ``FLOOR_LOADS`` when the
-    budget seemed to fit them and a slower machine then overran it)."""
-    kept = f" ({reserve_s:.1f} s of it kept for the end)" if reserve_s > 0 else ""
-    return (f"the floor of {loads} load{'s' if loads != 1 else ''} × {rounds} rounds needed {needed_s:.1f} s of a "
-            f"{round(budget_s, 1):g} s budget{kept}")
 
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
@@ -138,8 +126,7 @@ class RoundPlan:
         return min(self.first_warmup_ms, self.load_warmup_ms)
 
     def primed(self) -> "RoundPlan":
-        """This plan for loads whose worker primed them (``PRIMED_FIRST_WARMUP_MS``, ``PRIMED_LOAD_WARMUP_MS``; never
-        longer warm-ups than this plan's)."""
+        """For loads their worker primed: ``PRIMED_FIRST_WARMUP_MS``/``PRIMED_LOAD_WARMUP_MS`` (never longer)."""
         return replace(self, first_warmup_ms=min(self.first_warmup_ms, PRIMED_FIRST_WARMUP_MS),
                        load_warmup_ms=min(self.load_warmup_ms, PRIMED_LOAD_WARMUP_MS))
 
@@ -190,6 +177,7 @@ class InterleavedOutcome:
     accuracy: dict[str, str] = field(default_factory=dict)
     minimum: MinimumCost | None = None  # what the minimum design was reckoned to need after the first load
     round_warmup: int = ROUND_WARMUP  # warm-up calls before each block's timed ones (``round_warmup``)
+    min_rounds: int = MIN_ROUNDS  # the minimum rounds per load the loop ran under (``RoundLoop.rounds_plan``)
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.arms if a.name == name)
@@ -431,6 +419,7 @@ class RoundLoop:
         # model took ~0.3 ms a call through time_host on the loaded 2-core machine), not its latency
         medians_ms = [max(float(np.median(w.latency_ms)), 1e3 * (w.warmup_s + w.span_s) / max(w.warmup_done + w.n, 1))
                       for w in warm0.values()]
+        self.plan = plan = self.rounds_plan(medians_ms)
         floor = self.floor_iterations = block_floor(medians_ms)
         wanted = plan.round_iterations or min(iterations_for(m, plan, floor) for m in medians_ms)
         warm = self.round_warmup = round_warmup(medians_ms)
@@ -438,6 +427,10 @@ class RoundLoop:
         design_round_s = sum((wanted + warm) * m / 1e3 for m in medians_ms)
         self.fit_window(design_round_s, sum(w.warmup_s + w.span_s for w in warm0.values()))
         return medians_ms, int(wanted), design_round_s
+
+    def rounds_plan(self, medians_ms: Sequence[float]) -> RoundPlan:
+        """The plan once the first load's calls are timed (ms per call per arm): as given (``SerialLoop``: its own)."""
+        return self.plan
 
     def size_blocks(self, medians_ms: Sequence[float], wanted: int, loads: int, later_s: float = 0.0) -> None:
         """Iterations per block: ``wanted``, shrunk (without a fixed ``round_iterations``) until the minimum
@@ -594,7 +587,7 @@ class RoundLoop:
             half[name] = (high - low) / 2 / med if med > 0 else float("inf")
         return InterleavedOutcome(arms=[self.arms[n] for n in self.names], rounds=sum(self.done), stop_reason=stop,
                                   elapsed_s=self.elapsed(), round_iterations={n: self.iterations for n in self.names},
-                                  round_warmup=self.round_warmup,
+                                  round_warmup=self.round_warmup, min_rounds=self.plan.min_rounds,
                                   half_widths=half, loads=len(self.loads), speedups=self.speedups,
                                   round_s=self.round_s, budget_s=self.budget_s, reserve_s=self.reserve_s,
                                   floor_overrun=self.floor_overrun, budget_note=self.budget_note, minimum=self.minimum)

@@ -9,7 +9,8 @@ state, while a user's own loop, alone on the GPU, does not. Here every load is a
 loop is (six such loads read 2.242-2.245 / 0.835-0.840 ms; the independent ORT loop 2.231 / 0.833 back to back).
 
 Lives: load ``i`` of every batch size is one worker process, *life* ``i`` (``run_lives``): it starts only after
-life ``i-1``'s process has exited (waited for), loads its engines once, then serves each batch size still
+life ``i-1``'s rounds are all done and that process was told to exit (it is waited for while life ``i`` loads its
+engines, before life ``i`` primes), loads its engines once, then serves each batch size still
 measuring in turn — that batch size's loop (``SerialLoop``) warms it up at its shape and runs its rounds — and
 exits when the last of them is done. A default run of three batch sizes × six loads is six process lives, not
 eighteen; the batch sizes a life serves share its start. On a GPU a life's worker primes every batch size it will
@@ -17,7 +18,7 @@ serve when it starts (``LifePriming``: the first runs at each shape, and ONNX Ru
 instead of a session reopened per shape), before any round. Life 0's worker also runs compare's accuracy pass
 (``LifeWorkers.outputs``), so the parent loads no engine and makes no CUDA context of its own. On a GPU the next
 life's process starts ahead, once the current life is ready to serve: it imports and waits, making no CUDA context
-(what the finding above is about) until it is told its engines, after the current life has exited; what it does
+(what the finding above is about) until it is told its engines, once the current life's rounds are done; what it does
 beside the timed rounds is in the run's ``concurrent_with_timing``, and each life's seconds in ``budget.lives``.
 
 Budgets: each batch size keeps its own window (``budget.TimeBudget.window``), but its loop's clock runs only in
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .budget import BatchWindow, BudgetTooSmall
@@ -46,6 +47,17 @@ from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutco
 from .timing import TimingConfig
 from .concurrent import Span, record
 from .workers import ArmFacts, Worker, WorkerLoad, has_preload
+
+
+# Lone loads where every arm's call takes at least this long (ms): a load's minimum rounds are one round pair (A B, B A)
+# instead of ``MIN_ROUNDS``' two. A lone load is a process life, so the loop adds loads, not rounds, after the minimum,
+# and the interval's units are the loads; calls this long barely vary within a load (ResNet-50 at batch 256 on the
+# H200, 13 comparisons: the rounds' variance of the log ratio 0.4-6.5e-6, so one pair gives a load's value to a
+# standard error of 0.2 % at most), while the second pair cost 2 × 3 arms × 3 calls of 51-87 ms per load, about 6 s of a
+# 63-s default run (2026-12-04f). Simulated runners of
+# known truth through this loop with one pair per load keep the A/A rate and the coverage
+# (``tests/measure/test_serial_loads.py``).
+ONE_PAIR_MS = 30.0
 
 
 class TurnClocks:
@@ -90,6 +102,15 @@ class SerialLoop(RoundLoop):
     on_progress: Callable[[Progress], None] | None = None
     refits_later = True  # the window refitted after every load of the minimum, not only the second (``refit_window``)
     life_share_s = 0.0  # this loop's share of the coming load's life start (``run_lives``), part of what the load costs
+
+    def rounds_plan(self, medians_ms: Sequence[float]) -> RoundPlan:
+        """One round pair per load where every arm's call takes ``ONE_PAIR_MS`` or more (two for a plan of one load:
+        its pairs are the interval's units); else the plan as given."""
+        plan = self.plan
+        pairs = FLOOR_ROUNDS if plan.min_loads >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
+        if medians_ms and min(medians_ms) >= ONE_PAIR_MS and plan.min_rounds > pairs:
+            return replace(plan, min_rounds=pairs)
+        return plan
 
     def wants_load(self) -> bool:
         if self.stop is not None:
@@ -159,7 +180,7 @@ class SerialLoop(RoundLoop):
 @dataclass(frozen=True)
 class LifeCalls:
     """``run_lives``'s calls out: ``begin_life(turns)`` hears which loops take part in the coming life (before its
-    first load opens); ``end_life()`` ends the life whose loads have all run (its process exits, waited for);
+    first load opens); ``end_life()`` ends the life whose loads have all run (its process told to exit);
     ``on_done(k, outcome)`` hears loop ``k`` as soon as it stopped."""
 
     end_life: Callable[[], None] = lambda: None
@@ -291,8 +312,8 @@ class LifePriming:
 
 class LifeWorkers:
     """``open_load`` for ``run_lives``: load ``i`` of any batch size is life ``i``'s worker process, started by the
-    first batch size that opens load ``i`` once the previous life's process has exited (``end_life`` ended it and
-    waited), and ended by ``end_life``. No CUDA context is ever created beside a timed load (what this mode avoids);
+    first batch size that opens load ``i`` once the previous life's rounds are done (``end_life`` told it to exit;
+    ``start`` waits for it while the new one loads its engines), and ended by ``end_life``. No CUDA context is ever created beside a timed load (what this mode avoids);
     with ``ahead`` (on a GPU), once a life has primed, the next life's process starts beside its rounds, importing
     only (``preload``: the backends' libraries, no CUDA context; the run's record counts it as work beside the timing),
     and becomes that life when it is asked for. As load 0's worker (``facts``, ``outputs``) life 0 runs compare's
@@ -306,6 +327,7 @@ class LifeWorkers:
         self.preload = [b for b in dict.fromkeys(r.backend for r in self.records.values()) if has_preload(b)]
         self.started: list[Worker] = []  # every life's worker, in order; all but a live current one have exited
         self.current: Worker | None = None
+        self.exiting: Worker | None = None  # the last life, told to exit, not yet waited for (``reap``)
         self.spare: Worker | None = None  # the next life's process, started ahead (``ahead``), importing or idle
         self.coming: list[tuple[int, Mapping[str, tuple[int, ...]]]] = []  # the next life's batch sizes, to prime
         self.primed_life: int | None = None  # the life whose priming ran
@@ -343,6 +365,7 @@ class LifeWorkers:
                     spare.close()
                 self.current = Worker(index, self.records, self.device, self.autotune)
             self.started.append(self.current)
+            self.reap()  # the last life's exit, while this one loads its engines
             self.current.wait_ready(who="" if index == 0 else None)  # load 0: an engine that cannot load, as the parent's
             self.tell_shared(self.current)
         return self.current
@@ -430,12 +453,24 @@ class LifeWorkers:
             self.spare = Worker(index, None, self.device, preload=self.preload)
 
     def end_life(self) -> None:
-        """The current life's process told to exit and waited for (nothing when none is alive); its seconds kept."""
+        """The current life's process told to exit (nothing when none is alive): its rounds are all done. The next
+        life's worker is told its engines before this one is waited for (``reap``, in ``start``): its exit (0.3-0.5 s
+        on the H200) overlaps their loading. No timed round ever runs beside it, and the new process makes its CUDA
+        context after this one's, which is the order where a process keeps the state a lone process has
+        (``measure.serial_loads``' first finding: the process whose life sees another context created is the one
+        that changes)."""
         if self.current is not None:
             current, self.current = self.current, None
             self.end_asked[current.index] = time.monotonic()
-            current.close()
-            self.lives.append(self.life_record(current))
+            current.ask_to_close()
+            self.exiting = current
+
+    def reap(self) -> None:
+        """The life told to exit (``end_life``) waited for; its seconds kept."""
+        if self.exiting is not None:
+            exiting, self.exiting = self.exiting, None
+            exiting.close()
+            self.lives.append(self.life_record(exiting))
 
     def life_record(self, w: Worker) -> dict[str, Any]:
         """One life's seconds: its interpreter and trtprof's imports (``python_s``), the backends' libraries imported
@@ -462,6 +497,7 @@ class LifeWorkers:
 
     def close(self) -> None:
         self.end_life()
+        self.reap()
         if self.shared is not None:
             self.shared.close()
         spare, self.spare = self.spare, None
