@@ -124,7 +124,7 @@ class Capabilities:
     # when the budget grows or cannot hold the loads (compare.core.budget_line); None: nothing to say
     costly_loads: str | None = None
     # compare's loads are lone worker processes by default (compare.options.default_isolation: load i of every batch
-    # size one process, started after the previous one exited), not side by side: where measured to matter and
+    # size one process, started once the previous one's rounds are done), not side by side: where measured to matter and
     # loads are cheap (onnxruntime-cuda on the H200: side-by-side loads read batch 1 up to 10 % fast, lone ones
     # within 1 % of a user's loop, 2026-12-04)
     lone_loads: bool = False

@@ -160,7 +160,7 @@ def add_loop_args(p: argparse.ArgumentParser) -> None:
                            "(for backends that cannot be started in a subprocess; misses process-level variation)")
     lone.add_argument("--serial-loads", action="store_true",
                       help="every load a worker process that lives alone: load i of every batch size is one "
-                           "process, started after the previous one exited (slower: nothing starts side by side). On a GPU a "
+                           "process, started once the previous one's rounds are done (slower: nothing runs side by side). On a GPU a "
                            "process replays small CUDA graphs faster once another process has created a CUDA context "
                            "during its life (H200, ResNet-50 batch 1: fp16 10%%, fp32 3%%); loads side by side "
                            "measure in that state, a lone user's loop does not: this measures as it does. The default "

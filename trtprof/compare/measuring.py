@@ -294,7 +294,7 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
         options = replace(options, plan=options.plan.primed())
     ahead = " (on a GPU: the next one's process starts ahead, importing only, no CUDA context)" if reference.on_gpu else ""
     StartupLog(hooks.on_startup, budget)("loads one at a time (--serial-loads): load i of every batch size is one "
-                                         f"worker process, started after the previous one exited, alone on the "
+                                         f"worker process, started once the previous one's rounds are done, alone on the "
                                          f"{'GPU' if reference.on_gpu else 'machine'}{ahead}")
     priming = serial_loads.LifePriming([(b, reference.shapes[b]) for b in batch_sizes], options.seed, options.ints,
                                        TimingConfig(cuda_graph=options.plan.cuda_graph, copies=options.plan.copies))
