@@ -482,10 +482,12 @@ def test_measure_lives_asks_life_0_to_prime_before_the_analysis_imports(monkeypa
     assert order[:3] == [("begin_life", [0, 1]), ("begin_priming", 0), ("start_measuring",)]
 
 
-@pytest.mark.parametrize("on_gpu", [True, False])
-def test_measure_lives_warms_primed_lives_up_shorter_on_a_gpu_only(monkeypatch, on_gpu):
+@pytest.mark.parametrize("on_gpu, memory_bytes", [(True, 1000), (False, 999)])
+def test_measure_lives_warms_primed_lives_up_shorter_on_a_gpu_only(monkeypatch, tmp_path, on_gpu, memory_bytes):
     """On a GPU every life primes its batch sizes before serving them, so the loops get ``RoundPlan.primed``'s
-    warm-ups (and the results record them, from the same options); on the CPU nothing is primed: the plan as given."""
+    warm-ups (and the results record them, from the same options); on the CPU nothing is primed: the plan as given.
+    A life's exit overlaps the next one's engine loading where the engines' files (100 bytes here) are at most a tenth
+    of the memory they load into (``serial_loads.exit_may_overlap``)."""
     from trtprof.compare import measuring
     from trtprof.compare.options import CompareOptions
     from trtprof.measure.interleave import RoundPlan
@@ -517,9 +519,14 @@ def test_measure_lives_warms_primed_lives_up_shorter_on_a_gpu_only(monkeypatch, 
     monkeypatch.setattr(measuring, "fixed_inputs", lambda *a, **k: None)
     monkeypatch.setattr(measuring, "loop_hooks", lambda *a, **k: None)
     monkeypatch.setattr(measuring.serial_loads, "run_lives", lambda names, opens, plan, **k: plans.append(plan))
+    monkeypatch.setattr(measuring.serial_loads, "loading_memory_bytes", lambda gpu: memory_bytes if gpu == on_gpu else 0)
+    engine = tmp_path / "m.onnx"
+    engine.write_bytes(b"x" * 100)
     reference = SimpleNamespace(on_gpu=on_gpu, shapes={1: {"x": (1, 4)}})
     options = CompareOptions(plan=RoundPlan(cuda_graph=on_gpu), int_range=(0, 10))
-    measuring.measure_lives({"fp32": None}, [1], options, reference, SimpleNamespace(on_startup=None),
-                            SimpleNamespace(elapsed_s=lambda now: 0.0), FakeLives())
+    lives = FakeLives()
+    measuring.measure_lives({"fp32": SimpleNamespace(artifact_path=engine)}, [1], options, reference,
+                            SimpleNamespace(on_startup=None), SimpleNamespace(elapsed_s=lambda now: 0.0), lives)
     (plan,) = plans
     assert (plan.first_warmup_ms, plan.later_warmup_ms) == ((100.0, 30.0) if on_gpu else (500.0, 100.0))
+    assert lives.overlap_exit is (memory_bytes >= 1000)

@@ -478,15 +478,35 @@ class OrderWorker:
         self.events.append(f"life {self.index} waited for")
 
 
-def test_the_next_life_loads_its_engines_while_the_last_one_exits():
-    """``end_life`` tells the life to exit without waiting; the next life's worker is told its engines, then the last
-    one is waited for, then the new one is waited for (ready): the exit overlaps the engines' loading, never a round
-    nor the new life's priming (after ``start``)."""
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_next_life_loads_its_engines_while_the_last_one_exits_where_they_are_small(overlap):
+    """``end_life`` tells the life to exit without waiting. With ``overlap_exit``: the next life's worker is told its
+    engines, then the last one is waited for, then the new one (ready): the exit overlaps the engines' loading, never
+    a round nor the new life's priming (after ``start``). Without (large engines): the last one is waited for first."""
     events: list[str] = []
     lives = LifeWorkers({})
+    lives.overlap_exit = overlap
     lives.current, lives.spare = OrderWorker(0, events), OrderWorker(None, events)
     lives.end_life()
     assert events == ["life 0 told to exit"] and lives.lives == []
     assert lives.start(1) is lives.current and lives.current.index == 1
-    assert events == ["life 0 told to exit", "life 1 told its engines", "life 0 waited for", "life 1 ready"]
-    assert [r["life"] for r in lives.lives] == [0]
+    told, waited = "life 1 told its engines", "life 0 waited for"
+    assert events == ["life 0 told to exit", *([told, waited] if overlap else [waited, told]), "life 1 ready"]
+    assert [(r["life"], r["exit_beside_next_load"]) for r in lives.lives] == [(0, overlap)]
+
+
+@pytest.mark.parametrize("engine_bytes, memory_bytes, expected", [
+    (100, 1000, True), (101, 1000, False), (None, 1000, False), (100, None, False), (0, 0, False)])
+def test_an_exit_overlaps_the_next_load_only_for_engines_within_a_tenth_of_the_memory(engine_bytes, memory_bytes,
+                                                                                      expected):
+    from trtprof.measure import serial_loads
+
+    assert serial_loads.OVERLAP_EXIT_SHARE == 0.1
+    assert serial_loads.exit_may_overlap(engine_bytes, memory_bytes) is expected
+
+
+def test_the_host_memory_is_what_a_cpu_life_loads_into():
+    from trtprof.measure import serial_loads
+
+    total = serial_loads.loading_memory_bytes(on_gpu=False)
+    assert total is not None and total > 1 << 28

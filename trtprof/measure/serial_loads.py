@@ -60,6 +60,33 @@ from .workers import ArmFacts, Worker, WorkerLoad, has_preload
 ONE_PAIR_MS = 30.0
 
 
+# The last life's exit overlaps the next one's engine loading (``LifeWorkers.overlap_exit``) only where the engines'
+# files together are at most this share of the memory they load into (the smallest GPU's, or the host's): for that
+# moment both processes hold their weights, and a large model that fits once must not be refused for it.
+OVERLAP_EXIT_SHARE = 0.1
+
+
+def exit_may_overlap(engine_bytes: int | None, memory_bytes: int | None) -> bool:
+    """May the last life's exit overlap the next one's engine loading (``OVERLAP_EXIT_SHARE``)? Not where either size
+    is unknown."""
+    if engine_bytes is None or not memory_bytes:
+        return False
+    return engine_bytes <= OVERLAP_EXIT_SHARE * memory_bytes
+
+
+def loading_memory_bytes(on_gpu: bool) -> int | None:
+    """The memory a life loads its engines into: the smallest GPU's (NVML, which makes no CUDA context) or the
+    host's (``/proc/meminfo``); None where it cannot be read."""
+    if on_gpu:
+        from ..system.nvml import describe_gpus
+
+        totals = [g["memory_total_mib"] for g in describe_gpus() if g.get("memory_total_mib")]
+        return min(totals) * (1 << 20) if totals else None
+    from ..system.memory import proc_kib_field
+
+    return proc_kib_field("/proc/meminfo", "MemTotal")
+
+
 class TurnClocks:
     """One clock per loop that runs only during that loop's turns (``turn``), from the real clock's value when this
     object was made (``start``)."""
@@ -328,6 +355,7 @@ class LifeWorkers:
         self.started: list[Worker] = []  # every life's worker, in order; all but a live current one have exited
         self.current: Worker | None = None
         self.exiting: Worker | None = None  # the last life, told to exit, not yet waited for (``reap``)
+        self.overlap_exit = False  # may ``exiting`` exit while the next life loads its engines (``exit_may_overlap``)
         self.spare: Worker | None = None  # the next life's process, started ahead (``ahead``), importing or idle
         self.coming: list[tuple[int, Mapping[str, tuple[int, ...]]]] = []  # the next life's batch sizes, to prime
         self.primed_life: int | None = None  # the life whose priming ran
@@ -354,6 +382,8 @@ class LifeWorkers:
         if self.current is not None and self.current.index != index:  # a new life: the last one ends first
             self.end_life()
         if self.current is None:
+            if not self.overlap_exit:
+                self.reap()
             spare, self.spare = self.spare, None
             self.asked[index] = time.monotonic()
             if spare is not None and spare.proc.poll() is None:
@@ -365,7 +395,7 @@ class LifeWorkers:
                     spare.close()
                 self.current = Worker(index, self.records, self.device, self.autotune)
             self.started.append(self.current)
-            self.reap()  # the last life's exit, while this one loads its engines
+            self.reap(beside_next=True)  # the last life's exit, while this one loads its engines (``overlap_exit``)
             self.current.wait_ready(who="" if index == 0 else None)  # load 0: an engine that cannot load, as the parent's
             self.tell_shared(self.current)
         return self.current
@@ -453,9 +483,9 @@ class LifeWorkers:
             self.spare = Worker(index, None, self.device, preload=self.preload)
 
     def end_life(self) -> None:
-        """The current life's process told to exit (nothing when none is alive): its rounds are all done. The next
-        life's worker is told its engines before this one is waited for (``reap``, in ``start``): its exit (0.3-0.5 s
-        on the H200) overlaps their loading. No timed round ever runs beside it, and the new process makes its CUDA
+        """The current life's process told to exit (nothing when none is alive): its rounds are all done. With
+        ``overlap_exit``, the next life's worker is told its engines before this one is waited for (``reap``, in
+        ``start``): its exit (0.3-0.5 s on the H200) overlaps their loading. No timed round ever runs beside it, and the new process makes its CUDA
         context after this one's, which is the order where a process keeps the state a lone process has
         (``measure.serial_loads``' first finding: the process whose life sees another context created is the one
         that changes)."""
@@ -465,12 +495,13 @@ class LifeWorkers:
             current.ask_to_close()
             self.exiting = current
 
-    def reap(self) -> None:
-        """The life told to exit (``end_life``) waited for; its seconds kept."""
+    def reap(self, beside_next: bool = False) -> None:
+        """The life told to exit (``end_life``) waited for; its seconds kept (``beside_next``: the next life was told
+        its engines before)."""
         if self.exiting is not None:
             exiting, self.exiting = self.exiting, None
             exiting.close()
-            self.lives.append(self.life_record(exiting))
+            self.lives.append({**self.life_record(exiting), "exit_beside_next_load": beside_next})
 
     def life_record(self, w: Worker) -> dict[str, Any]:
         """One life's seconds: its interpreter and trtprof's imports (``python_s``), the backends' libraries imported
