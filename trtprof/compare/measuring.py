@@ -304,9 +304,7 @@ def measure_lives(records: Mapping[str, EngineRecord], batch_sizes: Sequence[int
         lives.begin_life(range(len(batch_sizes)))  # life 0 serves every batch size: it primes while scipy imports here
         lives.begin_priming(0)
         start_measuring(measured, budget, hooks, len(batch_sizes))
-        engine_bytes = [artifact_bytes(r.artifact_path) for r in records.values()]  # (while life 0 primes)
-        lives.overlap_exit = None not in engine_bytes and serial_loads.exit_may_overlap(
-            sum(b for b in engine_bytes if b is not None), serial_loads.loading_memory_bytes(reference.on_gpu))
+        lives.overlap_exit = serial_loads.overlap_exit_for(records, reference.on_gpu)  # (while life 0 primes)
         opens = [worker_loads(records, options, lives, reference.shapes[b], fixed_inputs(records, options, b))
                  for b in batch_sizes]
 

@@ -43,9 +43,9 @@ def iterations_for(median_ms: float, plan: Any, floor: int = MIN_ROUND_ITERATION
     return int(min(MAX_ROUND_ITERATIONS, max(floor, wanted)))
 
 
-def long_calls(medians_ms: Sequence[float]) -> bool:
-    """Does every arm's call take at least ``ROUND_WARMUP_ONE_CALL_MS``?"""
-    return bool(medians_ms) and min(medians_ms) >= ROUND_WARMUP_ONE_CALL_MS
+def long_calls(medians_ms: Sequence[float], at_least_ms: float = ROUND_WARMUP_ONE_CALL_MS) -> bool:
+    """Does every arm's call take at least ``at_least_ms`` (default ``ROUND_WARMUP_ONE_CALL_MS``)?"""
+    return bool(medians_ms) and min(medians_ms) >= at_least_ms
 
 
 def block_floor(medians_ms: Sequence[float]) -> int:
@@ -57,7 +57,7 @@ def block_floor(medians_ms: Sequence[float]) -> int:
 def round_warmup(medians_ms: Sequence[float]) -> int:
     """Warm-up calls before each block's timed ones: ``ROUND_WARMUP``, one where every arm's call is long
     (``long_calls``), none where every arm's call takes ``ROUND_WARMUP_NONE_MS`` or more."""
-    if bool(medians_ms) and min(medians_ms) >= ROUND_WARMUP_NONE_MS:
+    if long_calls(medians_ms, ROUND_WARMUP_NONE_MS):
         return 0
     return 1 if long_calls(medians_ms) else ROUND_WARMUP
 

@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from .blocks import long_calls
 from .budget import BatchWindow, BudgetTooSmall
 from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutcome, Load, LoadLost, LoopHooks, \
     Progress, RoundLoop, RoundPlan, settled
@@ -53,10 +54,9 @@ from .workers import ArmFacts, Worker, WorkerLoad, has_preload
 # instead of ``MIN_ROUNDS``' two. A lone load is a process life, so the loop adds loads, not rounds, after the minimum,
 # and the interval's units are the loads; calls this long barely vary within a load (ResNet-50 at batch 256 on the
 # H200, 13 comparisons: the rounds' variance of the log ratio 0.4-6.5e-6, so one pair gives a load's value to a
-# standard error of 0.2 % at most), while the second pair cost 2 × 3 arms × 3 calls of 51-87 ms per load, about 6 s of a
-# 63-s default run (2026-12-04f). Simulated runners of
-# known truth through this loop with one pair per load keep the A/A rate and the coverage
-# (``tests/measure/test_serial_loads.py``).
+# standard error of 0.2 % at most), while the second pair cost 2 × 3 arms × 3 calls of 51-87 ms per load, about 6 s
+# of a 63-s default run (2026-12-04f). Simulated runners of known truth through this loop with one pair per load keep
+# the A/A rate and the coverage (``tests/measure/test_serial_loads.py``).
 ONE_PAIR_MS = 30.0
 
 
@@ -72,6 +72,16 @@ def exit_may_overlap(engine_bytes: int | None, memory_bytes: int | None) -> bool
     if engine_bytes is None or not memory_bytes:
         return False
     return engine_bytes <= OVERLAP_EXIT_SHARE * memory_bytes
+
+
+def overlap_exit_for(records: Mapping[str, Any], on_gpu: bool) -> bool:
+    """``exit_may_overlap`` for these engines (their files' bytes: unknown where one cannot be read), loaded on a GPU
+    or on the host (``loading_memory_bytes``)."""
+    from ..system.memory import artifact_bytes
+
+    sizes = [artifact_bytes(r.artifact_path) for r in records.values()]
+    total = None if None in sizes else sum(b for b in sizes if b is not None)
+    return exit_may_overlap(total, loading_memory_bytes(on_gpu))
 
 
 def loading_memory_bytes(on_gpu: bool) -> int | None:
@@ -135,7 +145,7 @@ class SerialLoop(RoundLoop):
         its pairs are the interval's units); else the plan as given."""
         plan = self.plan
         pairs = FLOOR_ROUNDS if plan.min_loads >= FLOOR_LOADS else 2 * FLOOR_ROUNDS
-        if medians_ms and min(medians_ms) >= ONE_PAIR_MS and plan.min_rounds > pairs:
+        if long_calls(medians_ms, ONE_PAIR_MS) and plan.min_rounds > pairs:
             return replace(plan, min_rounds=pairs)
         return plan
 
@@ -340,7 +350,8 @@ class LifePriming:
 class LifeWorkers:
     """``open_load`` for ``run_lives``: load ``i`` of any batch size is life ``i``'s worker process, started by the
     first batch size that opens load ``i`` once the previous life's rounds are done (``end_life`` told it to exit;
-    ``start`` waits for it while the new one loads its engines), and ended by ``end_life``. No CUDA context is ever created beside a timed load (what this mode avoids);
+    ``start`` waits for it, while the new one loads its engines where ``overlap_exit``), and ended by ``end_life``. No
+    CUDA context is ever created beside a timed load (what this mode avoids);
     with ``ahead`` (on a GPU), once a life has primed, the next life's process starts beside its rounds, importing
     only (``preload``: the backends' libraries, no CUDA context; the run's record counts it as work beside the timing),
     and becomes that life when it is asked for. As load 0's worker (``facts``, ``outputs``) life 0 runs compare's
@@ -485,10 +496,10 @@ class LifeWorkers:
     def end_life(self) -> None:
         """The current life's process told to exit (nothing when none is alive): its rounds are all done. With
         ``overlap_exit``, the next life's worker is told its engines before this one is waited for (``reap``, in
-        ``start``): its exit (0.3-0.5 s on the H200) overlaps their loading. No timed round ever runs beside it, and the new process makes its CUDA
-        context after this one's, which is the order where a process keeps the state a lone process has
-        (``measure.serial_loads``' first finding: the process whose life sees another context created is the one
-        that changes)."""
+        ``start``): its exit (0.3-0.5 s on the H200) overlaps their loading. No timed round ever runs beside it, and
+        the new process makes its CUDA context after this one's, which is the order where a process keeps the state a
+        lone process has (``measure.serial_loads``' first finding: the process whose life sees another context created
+        is the one that changes)."""
         if self.current is not None:
             current, self.current = self.current, None
             self.end_asked[current.index] = time.monotonic()
