@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -163,11 +163,11 @@ for stage in "$@"; do
           "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/prime-$how.txt" | head -40
       done
       ;;
-    primeorder)  # a worker's priming: shapes run ahead first (old), last (65dd339), a session per batch size (c1c3c09), + arms' first runs in threads (prototype)
+    primeorder)  # a worker's priming: shapes run ahead first (old), last (65dd339), a session per batch size (c1c3c09), + arms' first runs in threads (prototype, and trtprof's since 12-04g)
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       timeout 240 python3 "$HERE/ort_prime_order.py" --reps "${PRIME_REPS:-4}" --json "$OUT/prime-order.json" \
-        "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/prime-order.txt" | tail -4
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/prime-order.txt" | tail -5
       ;;
     primeprof)  # a lone worker's priming (a session per batch size) under cProfile, twice: where its seconds go
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
@@ -183,6 +183,20 @@ for stage in "$@"; do
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
       timeout 300 python3 "$HERE/ort_conv_search.py" --reps "${SEARCH_REPS:-3}" --json "$OUT/conv-search.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/conv-search.txt" | tail -4
+      ;;
+    sidebyside)  # ResNet-50 defaults with every life priming one arm at a time (PRIME_SIDE_BY_SIDE off) beside the default (on, 12-04g), one ORT loop
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      for how in default serial; do
+        set=(); [ $how = serial ] && set=("$HERE/ort_setting_whatif.py" trtprof.measure.serial_loads.PRIME_SIDE_BY_SIDE=False)
+        [ $how = default ] && set=(-m trtprof)
+        T python3 "${set[@]}" compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/sidebyside-$how.json" 2>&1 \
+          | tee -p "$OUT/sidebyside-$how.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror|this run" | head -10
+      done
+      python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/sidebyside-ref-ort.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
+      for how in default serial; do python3 "$HERE/ort_fidelity_table.py" "$OUT/sidebyside-$how.json" "$OUT/sidebyside-ref-ort.json"; done
       ;;
     warmupwhatif)  # ResNet-50 defaults with shorter load warm-ups (WARMUP_FIRST_MS, WARMUP_LOAD_MS; 100, 30) beside the default
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

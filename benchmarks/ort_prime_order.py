@@ -37,7 +37,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 # the shapes run ahead in the old order (as the batch sizes are listed), in the new (shapes_ahead), or none: a session
 # per batch size (``alone``: what a lone-loads worker does since c1c3c09)
 # own-parallel: a session per batch size, each arm's first runs in a thread of its own before priming (a prototype)
-ORDERS = ("first-first", "first-last", "own-sessions", "own-parallel")
+# own-side-by-side: trtprof's own (since 2026-12-04g: ``_WorkerState.prime(..., side_by_side=...)``, what a life after
+# life 0 does), given no life-0 lines (every line it sees goes to every arm, marked as not told apart)
+ORDERS = ("first-first", "first-last", "own-sessions", "own-parallel", "own-side-by-side")
 
 
 def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
@@ -61,7 +63,8 @@ def child(order: str, engines: list[str], batch_sizes: list[int]) -> dict:
         profile.enable()
     started = time.monotonic()
     side_by_side_s = first_runs_side_by_side(state.runners, batches) if order == "own-parallel" else 0.0
-    _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True), alone=order.startswith("own"))
+    _, answer = state.prime(batches, 0, (0, 100), TimingConfig(cuda_graph=True), alone=order.startswith("own"),
+                            side_by_side={} if order == "own-side-by-side" else None)
     if profile is not None:
         import io
         import pstats
@@ -143,7 +146,8 @@ def main() -> None:
         print(f"{order}: median of {len(runs)}: " + ", ".join(f"{k} {v:.3f} s" for k, v in medians[order].items()))
     old = medians["first-first"]["priming_s"]
     labels = {"first-last": "first batch size's shapes run ahead last", "own-sessions": "a session per batch size",
-              "own-parallel": "a session per batch size, the arms' first runs side by side (prototype)"}
+              "own-parallel": "a session per batch size, the arms' first runs side by side (prototype)",
+              "own-side-by-side": "a session per batch size, the arms' first runs side by side (trtprof's, 12-04g)"}
     for order, label in labels.items():
         if old > 0:
             new = medians[order]["priming_s"]

@@ -393,7 +393,7 @@ def test_the_prime_message_carries_alone_and_life_workers_send_it():
     sent = []
     worker._initialised, worker._priming_since, worker._send = True, None, sent.append
     worker.prime([(1, {"x": (1, 4)})], 0, (0, 10), TimingConfig(), alone=True)
-    assert sent[0][0] == "prime" and sent[0][-1] is True
+    assert sent[0][0] == "prime" and sent[0][5:] == (True, None)
     asked = []
     lives0 = LifeWorkers({})
     lives0.start = lambda index: SimpleNamespace(ask=lambda *a: asked.append(a),
@@ -417,7 +417,42 @@ def test_the_prime_message_carries_alone_and_life_workers_send_it():
     lives.begin_life([0])
     assert lives.start_life(0) is fake
     (args, kwargs), = fake.asked
-    assert kwargs == {"alone": True} and args[0] == [(1, {"x": (1, 4)})]
+    assert kwargs == {"alone": True, "side_by_side": None} and args[0] == [(1, {"x": (1, 4)})]
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_later_lives_make_the_first_runs_side_by_side_given_life_0s_lines(monkeypatch, side_by_side):
+    """Life 0 primes one arm at a time (what the library wrote is told apart by arm there); every later life is asked
+    to make its arms' first runs side by side and is given life 0's lines to attribute what it sees
+    (``PRIME_SIDE_BY_SIDE``; off, every life primes as life 0 does). A life that primed side by side never becomes
+    the reference. Its record says how it primed."""
+    from trtprof.measure import serial_loads
+    from trtprof.measure.serial_loads import LifePriming, LifeWorkers
+
+    monkeypatch.setattr(serial_loads, "PRIME_SIDE_BY_SIDE", side_by_side)
+    life0_lines = {1: {"fp32": ["cudnn line"], "fp16": []}}
+
+    class FakeLifeWorker:  # FAKE: records what a life's worker is asked; answers priming with the given lines
+        def __init__(self, index, lines, side):
+            self.index, self.asked, self.prime_lines, self.primed_side_by_side = index, [], lines, side
+
+        def prime(self, *args, **kwargs):
+            self.asked.append(kwargs)
+
+        def wait_primed(self):
+            return None
+
+    made = [FakeLifeWorker(0, life0_lines, False), FakeLifeWorker(1, {1: {"fp32": ["other"]}}, side_by_side),
+            FakeLifeWorker(2, {}, side_by_side)]
+    lives = LifeWorkers({}, priming=LifePriming([(1, {"x": (1, 4)})], 0, (0, 10), TimingConfig()))
+    lives.start = lambda index: made[index]
+    for index in range(3):
+        lives.begin_life([0])
+        lives.start_life(index)
+    assert made[0].asked == [{"alone": True, "side_by_side": None}]
+    for later in made[1:]:
+        assert later.asked == [{"alone": True, "side_by_side": life0_lines if side_by_side else None}]
+    assert lives.known_lines is life0_lines  # life 0's, never a side-by-side life's
 
 
 def test_life_0_is_asked_to_prime_before_compare_imports_its_analysis_and_waited_for_once():
@@ -530,3 +565,91 @@ def test_measure_lives_warms_primed_lives_up_shorter_on_a_gpu_only(monkeypatch, 
     (plan,) = plans
     assert (plan.first_warmup_ms, plan.later_warmup_ms) == ((100.0, 30.0) if on_gpu else (500.0, 100.0))
     assert lives.overlap_exit is (memory_bytes >= 1000)
+
+
+class SideBySideRunner(FakeGpuRunner):
+    """FAKE runner whose first run (``prepare``) writes a line on fd 2, as ONNX Runtime's default logger does, and
+    waits at ``barrier`` for the other arms' first runs: it returns only if they all run at the same time."""
+
+    def __init__(self, name, barrier, line=None, fail=False):
+        super().__init__(name)
+        self.barrier, self.line, self.fail, self.prepared = barrier, line, fail, []
+
+    def prepare(self, shapes):
+        import os
+
+        self.barrier.wait(timeout=10)  # every arm inside its first run at once, or BrokenBarrierError
+        if self.line:
+            os.write(2, f"{self.line}\n".encode())
+        if self.fail:
+            raise RuntimeError("CUDA failure 2: out of memory")
+        self.prepared.append(shapes["x"])
+        return {"y": shapes["x"]}
+
+
+def test_first_runs_side_by_side_run_at_once_and_give_lines_to_the_arms_that_wrote_them_in_life_0():
+    """The arms' first runs at a shape run in threads at the same time (the barrier passes only so). A line some arm
+    wrote there in life 0 goes to those arms; a line no arm wrote there goes to every arm; each marked as written side
+    by side. A runner's failure is raised once every thread has ended."""
+    import threading
+
+    from trtprof.measure.worker_loop import AS_IN_LIFE_0, NOT_TOLD_APART, first_runs_side_by_side
+
+    barrier = threading.Barrier(3)
+    runners = {"fp32": SideBySideRunner("fp32", barrier, "cudnn: no plan"),
+               "tf32": SideBySideRunner("tf32", barrier),
+               "fp16": SideBySideRunner("fp16", barrier, "new line")}
+    lines = first_runs_side_by_side(runners, SHAPES[8], {"fp32": ["cudnn: no plan"], "tf32": ["cudnn: no plan"]})
+    assert all(r.prepared == [(8, 4)] for r in runners.values())
+    assert {k: sorted(v) for k, v in lines.items()} == {  # (in the order the threads wrote them)
+        "fp32": ["cudnn: no plan" + AS_IN_LIFE_0, "new line" + NOT_TOLD_APART],
+        "tf32": ["cudnn: no plan" + AS_IN_LIFE_0, "new line" + NOT_TOLD_APART], "fp16": ["new line" + NOT_TOLD_APART]}
+    unknown = first_runs_side_by_side({"fp32": SideBySideRunner("fp32", threading.Barrier(1), "x")}, SHAPES[1], None)
+    assert unknown == {"fp32": ["x" + NOT_TOLD_APART]}
+    barrier = threading.Barrier(2)
+    failing = {"fp32": SideBySideRunner("fp32", barrier, fail=True), "fp16": SideBySideRunner("fp16", barrier)}
+    with pytest.raises(RuntimeError, match="out of memory"):
+        first_runs_side_by_side(failing, SHAPES[1], None)
+    assert failing["fp16"].prepared == [(1, 4)]  # the other thread ran to its end first
+
+
+def test_a_side_by_side_priming_makes_each_batchs_first_runs_before_its_captures_and_keeps_the_lines(monkeypatch):
+    """``prime(side_by_side=life 0's lines)``: at each batch size every arm's first run (in threads), then each arm's launch
+    one at a time; the lines go to that batch's warm-up block and into the answer's ``lines``; the seconds name the
+    side-by-side part. A thread's failure stops priming with its reason, as a launch's does."""
+    import threading
+
+    from trtprof.measure import interleave
+    from trtprof.measure.worker_loop import AS_IN_LIFE_0
+
+    state, calls = primed_state(monkeypatch)
+    barrier = threading.Barrier(2)
+    state.runners = {"fp32": SideBySideRunner("fp32", barrier, "cudnn: no plan"), "fp16": SideBySideRunner("fp16", barrier)}
+    real_prime = timing.prime_launch
+
+    def ordered(runner, feeds, config):  # each launch after both arms' first runs at its batch size
+        assert all(feeds["x"].shape in [tuple(s) for s in r.prepared] for r in state.runners.values())
+        real_prime(runner, feeds, config)
+
+    monkeypatch.setattr(timing, "prime_launch", ordered)
+    known = {1: {"fp32": ["cudnn: no plan"], "fp16": []}, 8: {"fp32": [], "fp16": ["cudnn: no plan"]}}
+    kind, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(), alone=True, side_by_side=known)
+    assert kind == "ok" and answer["primed"] == [1, 8] and answer["side_by_side"] is True
+    assert {"batch 1 side by side", "batch 8 side by side", "batch 1", "batch 8"} <= set(answer["seconds"])
+    assert [c[:2] for c in calls] == [("fp32", (1, 4)), ("fp16", (1, 4)), ("fp32", (8, 4)), ("fp16", (8, 4))]
+    assert answer["lines"][1]["fp32"][0] == "cudnn: no plan" + AS_IN_LIFE_0
+    assert answer["lines"][8]["fp16"][0] == "cudnn: no plan" + AS_IN_LIFE_0
+    assert not any("cudnn" in line for line in answer["lines"][8]["fp32"])  # life 0 saw fp16 write it at 8, not fp32
+    monkeypatch.setattr(interleave, "measure_block", lambda r, f, c: Samples(
+        stages={"latency_ms": np.ones(2)}, span_s=0.0, warmup_done=0, warmup_s=0.0, run_warnings=[]))
+    state.set_feeds(SHAPES[1], 0, (0, 10), None)
+    _, warm = state.warm(TimingConfig())
+    assert "cudnn: no plan" + AS_IN_LIFE_0 in warm["fp32"].run_warnings
+    assert not any("cudnn" in line for line in warm["fp16"].run_warnings)
+
+    state, calls = primed_state(monkeypatch)
+    barrier = threading.Barrier(2)
+    state.runners = {"fp32": SideBySideRunner("fp32", barrier, fail=True), "fp16": SideBySideRunner("fp16", barrier)}
+    _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(), alone=True, side_by_side={})
+    assert answer["primed"] == [] and calls == []
+    assert answer["notes"] == ["batch 1: not primed (RuntimeError: CUDA failure 2: out of memory)"]

@@ -15,7 +15,8 @@ measuring in turn — that batch size's loop (``SerialLoop``) warms it up at its
 exits when the last of them is done. A default run of three batch sizes × six loads is six process lives, not
 eighteen; the batch sizes a life serves share its start. On a GPU a life's worker primes every batch size it will
 serve when it starts (``LifePriming``: the first runs at each shape, and ONNX Runtime's one session for all of them,
-instead of a session reopened per shape), before any round. Life 0's worker also runs compare's accuracy pass
+instead of a session reopened per shape), before any round; after life 0, the arms' first runs at a shape side by
+side in threads, the captures one at a time (``PRIME_SIDE_BY_SIDE``). Life 0's worker also runs compare's accuracy pass
 (``LifeWorkers.outputs``), so the parent loads no engine and makes no CUDA context of its own. On a GPU the next
 life's process starts ahead, once the current life is ready to serve: it imports and waits, making no CUDA context
 (what the finding above is about) until it is told its engines, once the current life's rounds are done; what it does
@@ -58,6 +59,15 @@ from .workers import ArmFacts, Worker, WorkerLoad, has_preload
 # of a 63-s default run (2026-12-04f). Simulated runners of known truth through this loop with one pair per load keep
 # the A/A rate and the coverage (``tests/measure/test_serial_loads.py``).
 ONE_PAIR_MS = 30.0
+
+
+# A life after the first makes its arms' first runs at each batch size side by side, one thread per arm, before
+# the captures, which stay one at a time (``worker_loop.first_runs_side_by_side``): ONNX Runtime builds cuDNN's plans
+# on the host, and releases the GIL while it runs. A prototype of it on the H200 (2026-12-04e, ResNet-50 × 3 arms × 3
+# batch sizes, fresh processes, 3 each: ``benchmarks/results/ort_cuda-H200-2026-12-04e/prime-order.txt``) primed in
+# 3.79 s against 4.73 s one arm at a time. Life 0 stays one arm at a time: what the library wrote there is told apart
+# by arm, and a later life gives each line it sees to the arms that wrote it in life 0 (marked so).
+PRIME_SIDE_BY_SIDE = True
 
 
 # The last life's exit overlaps the next one's engine loading (``LifeWorkers.overlap_exit``) only where the engines'
@@ -370,6 +380,9 @@ class LifeWorkers:
         self.spare: Worker | None = None  # the next life's process, started ahead (``ahead``), importing or idle
         self.coming: list[tuple[int, Mapping[str, tuple[int, ...]]]] = []  # the next life's batch sizes, to prime
         self.primed_life: int | None = None  # the life whose priming ran
+        # batch size → arm → what the library wrote in the first life primed one arm at a time (``Worker.prime_lines``):
+        # what a later life's side-by-side first runs wrote is given to arms by it (``PRIME_SIDE_BY_SIDE``)
+        self.known_lines: dict[int, dict[str, list[str]]] | None = None
         self.lives: list[dict[str, Any]] = []
         self.asked: dict[int, float] = {}  # life → when the parent asked for it (its process spawned, or the spare told)
         self.serving: dict[int, float] = {}  # life → when it was ready to serve (primed), by this clock
@@ -468,8 +481,9 @@ class LifeWorkers:
         if self.primed_life != index:
             self.primed_life = index
             if self.priming is not None and self.coming:  # every batch size's first runs, now, before any round
-                p = self.priming
-                worker.prime(self.coming, p.seed, p.int_range, p.config, alone=True)  # lone: a session per shape
+                p, side = self.priming, PRIME_SIDE_BY_SIDE and self.known_lines is not None
+                worker.prime(self.coming, p.seed, p.int_range, p.config, alone=True,  # lone: a session per shape
+                             side_by_side=self.known_lines if side else None)
         return worker
 
     def start_life(self, index: int) -> Worker:
@@ -478,6 +492,9 @@ class LifeWorkers:
         worker = self.begin_priming(index)
         if index not in self.serving:
             worker.wait_primed()
+            lines = getattr(worker, "prime_lines", None)  # (a worker that primed nothing: none)
+            if self.known_lines is None and lines and not getattr(worker, "primed_side_by_side", False):
+                self.known_lines = lines
             self.serving[index] = time.monotonic()
             self.start_ahead(index + 1)
         return worker
@@ -520,7 +537,8 @@ class LifeWorkers:
         its parts ``priming``), what the run waited for it from asking until it could serve (``waited_s``: the GPU
         idle between two lives, but for the previous one's exit), serving, its exit (``exit_s``), and whether it was
         told where the seeded inputs this process made are (``inputs_shared``; life 0's record says what making them
-        took, ``shared_inputs_made_s``)."""
+        took, ``shared_inputs_made_s``), and whether its arms' first runs ran side by side
+        (``first_runs_side_by_side``, ``PRIME_SIDE_BY_SIDE``)."""
         m, i = w.marks, w.index
 
         def span(a: float | None, b: float | None) -> float | None:
@@ -535,6 +553,7 @@ class LifeWorkers:
                 "arms_s": dict(w.arms_s), "priming_s": span(w.ready_at, w.primed_at), "priming": dict(w.prime_s),
                 "waited_s": span(self.asked.get(i), ready_to_serve), "serving_s": span(ready_to_serve, self.end_asked.get(i)),
                 "exit_s": span(self.end_asked.get(i), w.closed_at), "inputs_shared": w.told_shared,
+                "first_runs_side_by_side": getattr(w, "primed_side_by_side", False),
                 **({"shared_inputs_made_s": self.shared_s} if i == 0 else {})}
 
     def close(self) -> None:

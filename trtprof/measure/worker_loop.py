@@ -77,6 +77,39 @@ def expect_shapes(runners: Mapping[str, Any], shapes: Sequence[Mapping[str, tupl
     return notes
 
 
+# What a line written while the arms' first runs ran side by side (``first_runs_side_by_side``) says after it: a
+# line every arm gets where life 0, priming one arm at a time, saw no arm write it; the arms that wrote it there
+# get it with the other.
+NOT_TOLD_APART = " (written while the arms' first runs ran side by side: not told apart by arm)"
+AS_IN_LIFE_0 = " (written while the arms' first runs ran side by side: given to the arms that wrote it in life 0)"
+
+
+def first_runs_side_by_side(runners: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]],
+                            known: Mapping[str, Sequence[str]] | None) -> dict[str, list[str]]:
+    """Each runner's first run at ``shapes`` (``prepare``: ONNX Runtime's eager run on zeros, where cuDNN's plans
+    are built on the host; no graph is captured) in a thread of its own, all joined before returning: the
+    captures that follow stay one at a time (a CUDA graph's capture must not meet another thread's allocations).
+    What the library wrote meanwhile cannot be told apart by arm (ONNX Runtime's default logger names no session):
+    a line goes to the arms that wrote it at these shapes in ``known`` (life 0's, primed one arm at a time), marked
+    ``AS_IN_LIFE_0``; a line no arm wrote there goes to every arm, marked ``NOT_TOLD_APART``. Returns the lines
+    by arm; a runner's failure is raised once every thread has ended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..util.thirdparty import third_party_warnings
+
+    with third_party_warnings(repeat=False) as caught:
+        with ThreadPoolExecutor(max(len(runners), 1), thread_name_prefix="first-run") as pool:
+            done = [pool.submit(r.prepare, dict(shapes)) for r in runners.values()]
+        for future in done:
+            future.result()
+    lines: dict[str, list[str]] = {label: [] for label in runners}
+    for line in caught:
+        wrote = [label for label in runners if known is not None and line in (known.get(label) or ())]
+        for label in wrote or runners:
+            lines[label].append(line + (AS_IN_LIFE_0 if wrote else NOT_TOLD_APART))
+    return lines
+
+
 def arm_facts(runner: Any, autotune: bool | None) -> dict[str, Any]:
     """``ArmFacts``'s fields as a dict: the worker runs as ``__main__``, whose classes the parent cannot unpickle."""
     return {"inputs": tuple(getattr(runner, "inputs", ())), "outputs": tuple(getattr(runner, "outputs", ())),
@@ -249,7 +282,8 @@ class _WorkerState:
         return "ok", None
 
     def prime(self, batches: Any, seed: int, int_range: Any, config: TimingConfig,
-              alone: bool = False) -> tuple[str, Any]:
+              alone: bool = False,
+              side_by_side: Mapping[int, Mapping[str, Sequence[str]]] | None = None) -> tuple[str, Any]:
         """Before any timing, the runners that may (``primes_beside_others``: their first run at a shape
         times no kernels, so other workers priming beside them change nothing they keep) are set up and
         launched once at each batch size's shapes on that batch's inputs (``timing.prime_launch``); the
@@ -257,7 +291,10 @@ class _WorkerState:
         priming with its reason (the timed block meets it again, in its place). ``alone``: no other worker holds
         the GPU while this one lives (lone loads), so each batch size may have a session of its own (``expect_shapes``'
         ``own_sessions``: ONNX Runtime's Conv then never builds its cuDNN plans again for a change of shape, and no
-        shape has to run ahead). Returns the batch sizes primed."""
+        shape has to run ahead). ``side_by_side`` (batch size → arm → the lines life 0 kept; None: one arm at a time):
+        at each batch size the arms' first runs are made in threads first (``first_runs_side_by_side``, what the
+        library wrote given to arms by those lines); the captures then follow one at a time. Returns the batch sizes primed, the seconds per part
+        and what each arm's priming kept per batch size (``lines``: a later life's ``known``)."""
         from ..util.thirdparty import third_party_warnings
         from .timing import prime_launch
 
@@ -277,6 +314,11 @@ class _WorkerState:
             started = time.monotonic()
             key = feeds_key(shapes, seed, int_range)
             try:
+                if side_by_side is not None:
+                    wrote = first_runs_side_by_side(opted, shapes, side_by_side.get(batch))
+                    for label, kept in wrote.items():
+                        self.prime_lines[(label, key)] = self.prime_lines.get((label, key), []) + kept
+                    seconds[f"batch {batch} side by side"] = round(time.monotonic() - started, 4)
                 feeds = self.seeded(shapes, seed, int_range)
                 for label, runner in opted.items():
                     with third_party_warnings(repeat=False) as caught:
@@ -289,7 +331,10 @@ class _WorkerState:
             primed.append(batch)
             seconds[f"batch {batch}"] = round(time.monotonic() - started, 4)
         trim(self.runners)
-        return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic(), "seconds": seconds}
+        lines = {batch: {label: list(self.prime_lines.get((label, feeds_key(shapes, seed, int_range)), []))
+                         for label in opted} for batch, shapes in batches}
+        return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic(), "seconds": seconds,
+                      "lines": lines, "side_by_side": side_by_side is not None}
 
     def warm(self, config: TimingConfig) -> tuple[str, Any]:
         from .interleave import measure_block, with_load_warnings

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,14 +34,14 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import TrtprofError
 from ..util.scratch import marked_dir
-from ..util.thirdparty import SINK_ENV, clean_lines
+from ..util.thirdparty import SINK_ENV
 from .concurrent import Span, record
 from .interleave import ROUND_WARMUP, LoadLost
 from .timing import Samples, TimingConfig
+from .worker_deaths import STDERR_TAIL_CHARS, capture_tail, error_tail, how_it_ended, killed_from_outside  # noqa: F401
 from .worker_loop import PARENT_ENV, feeds_key, has_preload
 from .worker_loop import preload, serve, trim  # noqa: F401 - the worker side's entry points, named here too
 
-STDERR_TAIL_CHARS = 2000  # of a dead worker's stderr, in the error message
 # Worker processes starting at once, ahead of the load being measured: the default run's 6 loads all start
 # with the command; --min-loads 29 does not start 29 torch processes (each with a CUDA context) at once.
 SPAWN_AHEAD = 8
@@ -122,6 +120,10 @@ class Worker:
         self.primed: set[Any] = set()  # the feeds keys (worker_loop.feeds_key) its priming covered
         self._prime_keys: dict[int, Any] = {}
         self.prime_notes: list[str] = []
+        # what the library wrote priming, batch size → arm → lines (``wait_primed``), and whether the arms' first runs
+        # ran side by side there
+        self.prime_lines: dict[int, dict[str, list[str]]] = {}
+        self.primed_side_by_side = False
         self._initialised = False
         self._asked_to_close = False
         self.told_shared = False  # told where the run's shared seeded inputs are (``LifeWorkers.tell_shared``)
@@ -185,12 +187,16 @@ class Worker:
             self._ready = True
 
     def prime(self, batches: Sequence[tuple[int, Mapping[str, tuple[int, ...]]]], seed: int,
-              int_range: tuple[int, int], config: TimingConfig, alone: bool = False) -> None:
+              int_range: tuple[int, int], config: TimingConfig, alone: bool = False,
+              side_by_side: Mapping[int, Mapping[str, Sequence[str]]] | None = None) -> None:
         """Ask the worker to prime its runners at each batch size (``worker_loop._WorkerState.prime``; ``alone``: no
-        other worker holds the GPU while it lives) once it has loaded them, without waiting: ``wait_primed`` reads
+        other worker holds the GPU while it lives; ``side_by_side``: the arms' first runs in threads, what the library
+        wrote given to arms by these lines of life 0) once it has loaded them, without waiting: ``wait_primed`` reads
         the answer, and every other call waits for it first."""
         if self._initialised and self._priming_since is None:
-            self._send(("prime", [(b, dict(s)) for b, s in batches], seed, int_range, config, alone))
+            known = None if side_by_side is None else {b: {k: list(v) for k, v in arms.items()}
+                                                       for b, arms in side_by_side.items()}
+            self._send(("prime", [(b, dict(s)) for b, s in batches], seed, int_range, config, alone, known))
             self._priming_since = time.monotonic()
             self._prime_keys = {b: feeds_key(s, seed, int_range) for b, s in batches}
 
@@ -204,6 +210,8 @@ class Worker:
         self.primed = {self._prime_keys[b] for b in payload.get("primed", ())}
         self.prime_notes = list(payload.get("notes", ()))  # where it stopped, and why: kept in the run's record
         self.prime_s, self.primed_at = dict(payload.get("seconds", {})), payload.get("done_at")
+        self.prime_lines = {b: dict(arms) for b, arms in (payload.get("lines") or {}).items()}
+        self.primed_side_by_side = bool(payload.get("side_by_side"))
         stopped = f" ({'; '.join(self.prime_notes)})" if self.prime_notes else ""
         return Span(f"worker {self.index} priming{stopped}", asked, payload.get("done_at"))
 
@@ -259,69 +267,6 @@ class Worker:
                         pass
             self.stderr.close()
             shutil.rmtree(self.log_dir, ignore_errors=True)
-
-
-def capture_tail(path: str) -> str:
-    """The end of what a worker's last capture block took in (``util.thirdparty.SINK_ENV``), as one line;
-    "" when there is none or it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - STDERR_TAIL_CHARS))
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return " | ".join(clean_lines(text))[-STDERR_TAIL_CHARS:]
-
-
-_WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
-
-
-def error_tail(stderr: str) -> str:
-    """The end of a dead worker's stderr for its one line, without Python's warnings (``file:line:
-    XWarning: …`` and the indented source line after it). A worker killed from outside gets no tail at all
-    (``Worker._died``, ``killed_from_outside``): the signal is the cause, and on the H200 its stderr held
-    only torch.export's "non-writable buffer" UserWarning, which the one line then carried as if it
-    explained the death."""
-    kept: list[str] = []
-    in_warning = False
-    for line in stderr.splitlines():
-        if _WARNING_LINE.match(line):
-            in_warning = True
-            continue
-        if in_warning and line.startswith((" ", "\t")):
-            continue
-        in_warning = False
-        if line.strip():
-            kept.append(line.strip())
-    return " | ".join(kept)[-STDERR_TAIL_CHARS:]
-
-
-# Signals a process raises on itself when it crashes (a C++ abort, a bad pointer): what its libraries wrote
-# just before is the cause. Any other signal came from outside (kill -9, the OOM killer, Ctrl-C): the signal
-# is the cause, and what a block wrote before it (warnings) would read as if it explained the death.
-CRASH_SIGNALS = frozenset({signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL})
-
-
-def killed_from_outside(returncode: int | None) -> bool:
-    """Did a signal other than a crash's end the process (``CRASH_SIGNALS``)?"""
-    if returncode is None or returncode >= 0:
-        return False
-    try:
-        return signal.Signals(-returncode) not in CRASH_SIGNALS
-    except ValueError:
-        return True
-
-
-def how_it_ended(returncode: int | None) -> str:
-    """``was killed by SIGKILL`` / ``exited with code 3`` / ``closed its pipe``: the one line names the signal."""
-    if returncode is None:
-        return "closed its pipe (still running)"
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with code {returncode}"
 
 
 def _error_class(name: str) -> type[TrtprofError]:
