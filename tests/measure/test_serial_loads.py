@@ -365,6 +365,30 @@ def test_life_workers_start_the_next_life_ahead_and_account_every_life(fp32_reco
     assert "a process started ahead, not used" in work and lives.concurrent["timed_calls"] == 2
 
 
+def test_life_0_is_the_process_started_with_the_command_for_lone_loads(fp32_record):
+    """``workers.spares(lone=True)`` (compare with loads one at a time): one process starts with the command, importing
+    while the engines are found, whatever the backend (ONNX Runtime has no libraries to preload); life 0 is that very
+    process, told its engines, and its record says it started ahead. Without ``lone`` no spare starts for ONNX Runtime,
+    and life 0 is a process of its own."""
+    from trtprof.measure import workers
+
+    for lone in (True, False):
+        with workers.spares(0, ["onnxruntime"], lone=lone):
+            waiting = list(workers.waiting_spares())
+            assert len(waiting) == (1 if lone else 0)
+            lives = LifeWorkers({"fp32": fp32_record})
+            try:
+                time.sleep(1.0 if lone else 0.0)  # (the engines' lookup in compare)
+                load = lives.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+                assert (load.worker is waiting[0]) if lone else load.worker not in waiting
+                assert load.worker.index == 0 and workers.waiting_spares() == []
+                load.warm_up(TimingConfig(warmup=1, iterations=2))
+            finally:
+                lives.close()
+        (life,) = lives.lives
+        assert life["life"] == 0 and life["started_ahead"] is lone
+
+
 @pytest.mark.parametrize("later", [True, False])
 def test_the_default_window_is_refitted_after_every_load_of_the_minimum(later, monkeypatch):
     """Lives that grow dearer after the second (1, 2, then 3.5 s each, as on the H200 where a life cost 5.5-8.3 s):

@@ -409,8 +409,7 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
         hooks = run_hooks(args, plan, built, options.isolation)
         with workers.spares(min(plan.min_loads, workers.SPAWN_AHEAD) if options.isolation == cmp.ISOLATION_PROCESS else 0,
-                            preload_backends(args),
-                            args.device):
+                            preload_backends(args), args.device, lone=options.isolation == cmp.ISOLATION_SERIAL):
             if is_ab:
                 ab_outcome = run_ab(args, options, sizes, hooks, arms)
                 report = ab_outcome.report

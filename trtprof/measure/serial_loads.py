@@ -19,7 +19,8 @@ instead of a session reopened per shape), before any round; after life 0, the ar
 side in threads, the captures one at a time (``PRIME_SIDE_BY_SIDE``). Life 0's worker also runs compare's accuracy pass
 (``LifeWorkers.outputs``), so the parent loads no engine and makes no CUDA context of its own. On a GPU the next
 life's process starts ahead, once the current life is ready to serve: it imports and waits, making no CUDA context
-(what the finding above is about) until it is told its engines, once the current life's rounds are done; what it does
+(what the finding above is about) until it is told its engines, once the current life's rounds are done (life 0's
+process starts with the command, while the engines are found: ``workers.spares(lone=True)``); what it does
 beside the timed rounds is in the run's ``concurrent_with_timing``, and each life's seconds in ``budget.lives``.
 
 Budgets: each batch size keeps its own window (``budget.TimeBudget.window``), but its loop's clock runs only in
@@ -48,7 +49,7 @@ from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutco
     Progress, RoundLoop, RoundPlan, settled
 from .timing import TimingConfig
 from .concurrent import Span, record
-from .workers import ArmFacts, Worker, WorkerLoad, has_preload
+from .workers import ArmFacts, Worker, WorkerLoad, has_preload, take_spare
 
 
 # Lone loads where every arm's call takes at least this long (ms): a load's minimum rounds are one round pair (A B, B A)
@@ -409,6 +410,8 @@ class LifeWorkers:
             if not self.overlap_exit:
                 self.reap()
             spare, self.spare = self.spare, None
+            if spare is None:  # life 0: the process started with the command (``workers.spares(lone=True)``), if any
+                spare = take_spare(self.device)
             self.asked[index] = time.monotonic()
             if spare is not None and spare.proc.poll() is None:
                 spare.index = index

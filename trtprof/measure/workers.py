@@ -516,7 +516,7 @@ def take_spare(device: str | None) -> Worker | None:
 
 
 @contextmanager
-def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterator[None]:
+def spares(n: int, backends: Sequence[str], device: str | None = None, *, lone: bool = False) -> Iterator[None]:
     """Start ``n`` worker processes now, before the engines are known, importing ``backends``'
     libraries (no CUDA context: ``Backend.preload``) while this process finds or builds its engines: the
     pool's next ``spawn`` takes them. On the H200 a torch worker spent ~9 s starting, most of it
@@ -524,9 +524,13 @@ def spares(n: int, backends: Sequence[str], device: str | None = None) -> Iterat
     the two moves the first round ahead by as much. Only backends with such libraries have a
     ``preload`` (torch): for the others (ONNX Runtime imports in 0.1 s) spares would only compete with
     this process for the CPU (on the 2-core machine its launch went from 0.37 to 0.84 s), so none are
-    started. Spares still unused on exit are killed (they hold nothing; one may still be importing)."""
+    started. ``lone`` (loads one at a time, ``serial_loads.LifeWorkers``): one spare whatever the backends, life 0's
+    process, whose interpreter and trtprof's imports (0.5 s on the H200, 2026-12-04f, on the wall before life 0 could
+    load its engines) then overlap the engines' lookup here. Spares still unused on exit are killed (they hold
+    nothing; one may still be importing)."""
     heavy = [name for name in backends if has_preload(name)]
-    started = [Worker(-1, None, device, preload=heavy) for _ in range(max(n, 0) if heavy else 0)]
+    count = max(n, 0) if heavy else 0
+    started = [Worker(-1, None, device, preload=heavy) for _ in range(max(count, 1 if lone else 0))]
     _SPARES.extend(started)
     try:
         yield
