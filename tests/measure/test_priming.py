@@ -455,6 +455,30 @@ def test_later_lives_make_the_first_runs_side_by_side_given_life_0s_lines(monkey
     assert lives.known_lines is life0_lines  # life 0's, never a side-by-side life's
 
 
+def test_after_a_life_whose_side_by_side_first_runs_failed_the_next_ones_prime_one_arm_at_a_time():
+    from trtprof.measure.serial_loads import LifePriming, LifeWorkers
+
+    class FakeLifeWorker:  # FAKE: answers priming as told; records what it was asked
+        def __init__(self, failed):
+            self.asked, self.prime_lines, self.primed_side_by_side = [], {1: {"fp32": []}}, False
+            self.side_by_side_failed = failed
+
+        def prime(self, *args, **kwargs):
+            self.asked.append(kwargs["side_by_side"] is not None)
+            self.primed_side_by_side = self.asked[-1]
+
+        def wait_primed(self):
+            return None
+
+    made = [FakeLifeWorker(False), FakeLifeWorker(True), FakeLifeWorker(False)]
+    lives = LifeWorkers({}, priming=LifePriming([(1, {"x": (1, 4)})], 0, (0, 10), TimingConfig()))
+    lives.start = lambda index: made[index]
+    for index in range(3):
+        lives.begin_life([0])
+        lives.start_life(index)
+    assert [w.asked for w in made] == [[False], [True], [False]]
+
+
 def test_life_0_is_asked_to_prime_before_compare_imports_its_analysis_and_waited_for_once():
     """compare asks life 0 to prime (``begin_priming``: sent, not waited for) before importing scipy for its analysis
     (1.5 s of the H200 run's start-up, 2026-12-04e, with life 0 idle meanwhile); ``start_life`` then waits for that
@@ -647,9 +671,22 @@ def test_a_side_by_side_priming_makes_each_batchs_first_runs_before_its_captures
     assert "cudnn: no plan" + AS_IN_LIFE_0 in warm["fp32"].run_warnings
     assert not any("cudnn" in line for line in warm["fp16"].run_warnings)
 
+
+
+def test_where_the_first_runs_side_by_side_fail_priming_goes_on_one_arm_at_a_time(monkeypatch):
+    """A thread's failure is noted and the rest of the life primes one arm at a time (each launch makes its own first
+    run): every batch size is still primed, none of them side by side after the failure, and the answer says it
+    failed, so that later lives are not asked again."""
+    import threading
+
     state, calls = primed_state(monkeypatch)
     barrier = threading.Barrier(2)
     state.runners = {"fp32": SideBySideRunner("fp32", barrier, fail=True), "fp16": SideBySideRunner("fp16", barrier)}
     _, answer = state.prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(), alone=True, side_by_side={})
-    assert answer["primed"] == [] and calls == []
-    assert answer["notes"] == ["batch 1: not primed (RuntimeError: CUDA failure 2: out of memory)"]
+    assert answer["primed"] == [1, 8] and len(calls) == 4
+    assert answer["notes"] == ["batch 1: first runs side by side failed (RuntimeError: CUDA failure 2: out of memory); "
+                               "one arm at a time from here"]
+    assert not any("side by side" in part for part in answer["seconds"])
+    assert answer["side_by_side"] is True and answer["side_by_side_failed"] is True
+    _, fine = primed_state(monkeypatch)[0].prime(list(SHAPES.items()), 0, (0, 10), TimingConfig(), alone=True)
+    assert fine["side_by_side"] is False and fine["side_by_side_failed"] is False

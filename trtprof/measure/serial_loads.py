@@ -384,6 +384,7 @@ class LifeWorkers:
         # batch size → arm → what the library wrote in the first life primed one arm at a time (``Worker.prime_lines``):
         # what a later life's side-by-side first runs wrote is given to arms by it (``PRIME_SIDE_BY_SIDE``)
         self.known_lines: dict[int, dict[str, list[str]]] | None = None
+        self.beside_failed = False  # a life's side-by-side first runs failed: the later ones prime one arm at a time
         self.lives: list[dict[str, Any]] = []
         self.asked: dict[int, float] = {}  # life → when the parent asked for it (its process spawned, or the spare told)
         self.serving: dict[int, float] = {}  # life → when it was ready to serve (primed), by this clock
@@ -484,7 +485,7 @@ class LifeWorkers:
         if self.primed_life != index:
             self.primed_life = index
             if self.priming is not None and self.coming:  # every batch size's first runs, now, before any round
-                p, side = self.priming, PRIME_SIDE_BY_SIDE and self.known_lines is not None
+                p, side = self.priming, PRIME_SIDE_BY_SIDE and self.known_lines is not None and not self.beside_failed
                 worker.prime(self.coming, p.seed, p.int_range, p.config, alone=True,  # lone: a session per shape
                              side_by_side=self.known_lines if side else None)
         return worker
@@ -498,6 +499,7 @@ class LifeWorkers:
             lines = getattr(worker, "prime_lines", None)  # (a worker that primed nothing: none)
             if self.known_lines is None and lines and not getattr(worker, "primed_side_by_side", False):
                 self.known_lines = lines
+            self.beside_failed |= bool(getattr(worker, "side_by_side_failed", False))  # later lives: one at a time
             self.serving[index] = time.monotonic()
             self.start_ahead(index + 1)
         return worker

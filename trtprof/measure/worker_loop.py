@@ -301,6 +301,7 @@ class _WorkerState:
         opted = {label: r for label, r in self.runners.items() if getattr(r, "primes_beside_others", False)}
         primed: list[int] = []
         notes, self.notes_before_priming = list(self.notes_before_priming), []
+        asked_beside = side_by_side is not None
         first = next(iter(self.runners.values()), None)
         if not opted or first is None:
             return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic()}
@@ -313,12 +314,12 @@ class _WorkerState:
         for batch, shapes in batches:
             started = time.monotonic()
             key = feeds_key(shapes, seed, int_range)
-            try:
-                if side_by_side is not None:
-                    wrote = first_runs_side_by_side(opted, shapes, side_by_side.get(batch))
-                    for label, kept in wrote.items():
-                        self.prime_lines[(label, key)] = self.prime_lines.get((label, key), []) + kept
+            if side_by_side is not None:
+                if self.first_runs_beside(opted, batch, shapes, key, side_by_side, notes):
                     seconds[f"batch {batch} side by side"] = round(time.monotonic() - started, 4)
+                else:  # this batch size's first runs and the rest of this life one arm at a time
+                    side_by_side = None
+            try:
                 feeds = self.seeded(shapes, seed, int_range)
                 for label, runner in opted.items():
                     with third_party_warnings(repeat=False) as caught:
@@ -334,7 +335,22 @@ class _WorkerState:
         lines = {batch: {label: list(self.prime_lines.get((label, feeds_key(shapes, seed, int_range)), []))
                          for label in opted} for batch, shapes in batches}
         return "ok", {"primed": primed, "notes": notes, "done_at": time.monotonic(), "seconds": seconds,
-                      "lines": lines, "side_by_side": side_by_side is not None}
+                      "lines": lines, "side_by_side": asked_beside,
+                      "side_by_side_failed": asked_beside and side_by_side is None}
+
+    def first_runs_beside(self, opted: Mapping[str, Any], batch: int, shapes: Mapping[str, tuple[int, ...]], key: Any,
+                          known: Mapping[int, Mapping[str, Sequence[str]]], notes: list[str]) -> bool:
+        """``first_runs_side_by_side`` at one batch size, its lines kept with that batch's; False (and a note) where
+        it failed: priming then goes on one arm at a time, whose first launch meets any lasting failure again."""
+        try:
+            wrote = first_runs_side_by_side(opted, shapes, known.get(batch))
+        except Exception as err:  # noqa: BLE001 - priming saves time; one arm at a time is the fallback
+            notes.append(f"batch {batch}: first runs side by side failed ({type(err).__name__}: "
+                         f"{str(err).strip()[:200]}); one arm at a time from here")
+            return False
+        for label, kept in wrote.items():
+            self.prime_lines[(label, key)] = self.prime_lines.get((label, key), []) + kept
+        return True
 
     def warm(self, config: TimingConfig) -> tuple[str, Any]:
         from .interleave import measure_block, with_load_warnings

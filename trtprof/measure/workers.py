@@ -123,7 +123,7 @@ class Worker:
         # what the library wrote priming, batch size → arm → lines (``wait_primed``), and whether the arms' first runs
         # ran side by side there
         self.prime_lines: dict[int, dict[str, list[str]]] = {}
-        self.primed_side_by_side = False
+        self.primed_side_by_side = self.side_by_side_failed = False
         self._initialised = False
         self._asked_to_close = False
         self.told_shared = False  # told where the run's shared seeded inputs are (``LifeWorkers.tell_shared``)
@@ -212,6 +212,7 @@ class Worker:
         self.prime_s, self.primed_at = dict(payload.get("seconds", {})), payload.get("done_at")
         self.prime_lines = {b: dict(arms) for b, arms in (payload.get("lines") or {}).items()}
         self.primed_side_by_side = bool(payload.get("side_by_side"))
+        self.side_by_side_failed = bool(payload.get("side_by_side_failed"))
         stopped = f" ({'; '.join(self.prime_notes)})" if self.prime_notes else ""
         return Span(f"worker {self.index} priming{stopped}", asked, payload.get("done_at"))
 
