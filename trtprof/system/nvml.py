@@ -59,12 +59,39 @@ def _session() -> Iterator[Any]:
             pass
 
 
+# What does not change while a ``held`` session lasts (a GPU's handle, name, top clock, slowdown temperature), read
+# once in it: each NVML query costs about half a millisecond on the H200 (``gpu_state`` with a held session 5 ms,
+# 2026-12-03, ``benchmarks/results/ort_cuda-H200-2026-12-03/block-costs.json.gz``), and every timing block made
+# about 28 of them, 8 of these (a default ResNet-50 compare: 174 blocks). Emptied when the outermost session ends.
+_HELD: dict[str, Any] = {"depth": 0, "static": {}}
+
+
+def _static(key: tuple[Any, ...], read: Any) -> Any:
+    """``read()``, kept for ``key`` while a ``held`` session lasts (read each time outside one)."""
+    if _HELD["depth"] == 0:
+        return read()
+    static = _HELD["static"]
+    if key not in static:
+        static[key] = read()
+    return static[key]
+
+
 @contextmanager
 def held() -> Iterator[bool]:
     """Keep one NVML session open through a block (a measurement worker's life): every ``_session`` inside
-    is then NVML's reference count, not a fresh initialisation per timing block. Yields whether NVML is usable."""
+    is then NVML's reference count, not a fresh initialisation per timing block, and what cannot change meanwhile is
+    read once (``_static``). Yields whether NVML is usable."""
     with _session() as nv:
-        yield nv is not None
+        if nv is None:
+            yield False
+            return
+        _HELD["depth"] += 1
+        try:
+            yield True
+        finally:
+            _HELD["depth"] -= 1
+            if _HELD["depth"] == 0:
+                _HELD["static"] = {}
 
 
 def _try(fn: Any, *args: Any) -> Any:
@@ -76,7 +103,12 @@ def _try(fn: Any, *args: Any) -> Any:
 
 
 def gpu_handle(nv: Any, index: int, pci_bus_id: str | None) -> Any:
-    """NVML handle of the GPU CUDA uses (by PCI bus id when given, else NVML's own index)."""
+    """NVML handle of the GPU CUDA uses (by PCI bus id when given, else NVML's own index); looked up once while a
+    ``held`` session lasts."""
+    return _static(("handle", index, pci_bus_id), lambda: _find_handle(nv, index, pci_bus_id))
+
+
+def _find_handle(nv: Any, index: int, pci_bus_id: str | None) -> Any:
     if pci_bus_id:
         # CUDA writes a 4-digit PCI domain ("0000:1A:00.0"), NVML an 8-digit one; try both spellings.
         domain, _, rest = pci_bus_id.partition(":")
@@ -138,11 +170,13 @@ def gpu_state(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
                 nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
             mask = _try(reasons_fn, h)
             util = _try(nv.nvmlDeviceGetUtilizationRates, h)
+            gpu = ("gpu", index, pci_bus_id)
             return {
-                "name": _text(nv.nvmlDeviceGetName(h)),
+                "name": _static((*gpu, "name"), lambda: _text(nv.nvmlDeviceGetName(h))),
                 "sm_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
                 "mem_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM),
-                "max_sm_clock_mhz": _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
+                "max_sm_clock_mhz": _static((*gpu, "max_sm"), lambda: _try(nv.nvmlDeviceGetMaxClockInfo, h,
+                                                                            nv.NVML_CLOCK_SM)),
                 "temperature_c": _try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
                 "power_w": _watts(_try(nv.nvmlDeviceGetPowerUsage, h)),
                 # millijoules since the driver loaded (Volta+): energy across a timed loop (trtprof.system.energy)
@@ -323,7 +357,8 @@ def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float =
                 reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
                     nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
                 threshold = getattr(nv, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", None)
-                slowdown = None if threshold is None else _try(nv.nvmlDeviceGetTemperatureThreshold, h, threshold)
+                slowdown = None if threshold is None else _static(
+                    ("gpu", index, pci_bus_id, "slowdown"), lambda: _try(nv.nvmlDeviceGetTemperatureThreshold, h, threshold))
                 heads, me = family_heads(), os.getpid()
                 sizes: dict[int, int] = {}  # the /proc scan once per watch, not per sample
 
