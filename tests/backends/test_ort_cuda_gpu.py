@@ -121,3 +121,43 @@ def test_a_life_started_ahead_holds_no_cuda_context_while_the_current_one_serves
         assert second.worker is spare and spare.proc.pid in (on_gpu() or [])
     finally:
         lives.close()
+
+
+@needs_ort_cuda
+def test_a_later_life_primes_side_by_side_and_replays_graphs_at_every_batch_size(conv_model, tmp_path):
+    """Lone loads on the GPU: life 0 primes one arm at a time; life 1 makes its arms' first runs side by side in
+    threads (``PRIME_SIDE_BY_SIDE``), then captures one at a time: it primes every batch size without a failure
+    note, and its warm-ups and rounds then replay ORT's CUDA graphs at each batch size; what ORT wrote in life 1 is
+    marked as written side by side."""
+    from trtprof.engines.cache import list_engines
+    from trtprof.measure.serial_loads import LifePriming, LifeWorkers
+    from trtprof.measure.timing import TimingConfig
+    from trtprof.measure.worker_loop import AS_IN_LIFE_0, NOT_TOLD_APART
+
+    engines = tmp_path / "engines"
+    proc = subprocess.run([sys.executable, "-m", "trtprof", "build", "--backend", "onnxruntime-cuda", "--fp32",
+                           "--fp16", "--engines", str(engines), str(conv_model)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    records = {r.precision: r for r in list_engines(engines)}
+    spec = records["fp32"].inputs[0]
+    batches = [(b, {spec.name: tuple(d if isinstance(d, int) and d > 0 else b for d in spec.shape)}) for b in (1, 4)]
+    lives = LifeWorkers(records, priming=LifePriming(batches, 0, (0, 100), TimingConfig(cuda_graph=True)), ahead=True)
+    try:
+        for life in (0, 1):
+            lives.begin_life([0, 1])
+            for batch, shapes in batches:
+                load = lives.load(life, shapes, 0, (0, 100))
+                warm = load.warm_up(TimingConfig(warmup=1, iterations=2, cuda_graph=True))
+                rounds = load.rounds(0, 2, TimingConfig(warmup=0, iterations=3, cuda_graph=True), list(records))
+                assert all(s.device["launch"]["mode"] == "cuda_graph" for s in warm.values())
+                assert len(rounds) == 2 and all(s.n == 3 for r in rounds for s in r.values())
+                if life == 1:
+                    marked = [line for s in warm.values() for line in s.run_warnings if "side by side" in line]
+                    assert all(line.endswith((AS_IN_LIFE_0, NOT_TOLD_APART)) for line in marked)
+            worker = lives.current
+            assert worker is not None and worker.primed_side_by_side is (life == 1)
+            assert not worker.side_by_side_failed and not worker.prime_notes and len(worker.primed) == 2
+            assert (any("side by side" in part for part in worker.prime_s)) is (life == 1)
+    finally:
+        lives.close()
+    assert [life["first_runs_side_by_side"] for life in lives.lives] == [False, True]
