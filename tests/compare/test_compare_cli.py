@@ -210,6 +210,23 @@ def test_serial_loads_run_one_worker_process_at_a_time_and_are_recorded_as_such(
         assert all(life[k] > 0 for k in ("python_s", "engines_s", "waited_s", "serving_s", "exit_s"))
 
 
+def test_serial_loads_tell_life_0_the_cached_engines_with_the_command(conv_model, tmp_path):
+    """With the engines cached, ``--serial-loads`` tells life 0's process the engines it will find as the command
+    starts (they load while the model is read and the cache looked up): the second run's life 0 says so; the first
+    run, which built them, could not (no engines to guess yet). Both runs measure the same engines."""
+    runs = []
+    for name in ("first", "second"):
+        out = tmp_path / f"{name}.json"
+        assert main(["compare", str(conv_model), "--serial-loads", "--batch-sizes", "1", "--engines",
+                     str(tmp_path / "e"), "--out", str(out), "--backend", "onnxruntime", "--time-budget-s", "4",
+                     "--allow-fewer-loads", "--round-iterations", "10"]) == 0
+        runs.append(json.loads(out.read_text()))
+    told = [run["budget"]["lives"][0]["engines_told_ahead"] for run in runs]
+    assert told == [False, True]
+    assert [[r["engine"] for r in run["results"]] for run in runs][0] == \
+        [[r["engine"] for r in run["results"]] for run in runs][1]
+
+
 def test_serial_loads_and_in_process_cannot_both_be_asked(conv_model, tmp_path, capsys):
     assert main(["compare", str(conv_model), "--serial-loads", "--in-process", "--engines", str(tmp_path / "e")]) == 2
     err = capsys.readouterr().err.strip()

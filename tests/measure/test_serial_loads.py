@@ -389,6 +389,73 @@ def test_life_0_is_the_process_started_with_the_command_for_lone_loads(fp32_reco
         assert life["life"] == 0 and life["started_ahead"] is lone
 
 
+def test_life_0_told_the_guessed_engines_ahead_is_kept_only_where_they_are_the_ones_found(fp32_record, conv_model,
+                                                                                            tmp_path):
+    """``workers.spares(lone=True, engines=...)``: life 0's process starts with the command and is told the engines
+    compare guessed (``compare.records.likely_records``) at once. Where the lookup found those very files it is life 0
+    (its record: ``engines_told_ahead``); where it found others (here: an entry rebuilt in place meanwhile, the same
+    path and key but another file), it is killed and a fresh process loads the engines found."""
+    import os
+
+    from trtprof.measure import workers
+
+    guessed = {"fp32": fp32_record, "fp32#2": fp32_record}
+    with workers.spares(0, ["onnxruntime"], lone=True, engines=guessed):
+        (told,) = workers.waiting_spares()
+        lives = LifeWorkers(dict(guessed))
+        try:
+            load = lives.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+            assert load.worker is told
+            load.warm_up(TimingConfig(warmup=1, iterations=2))
+        finally:
+            lives.close()
+    (life,) = lives.lives
+    assert life["started_ahead"] and life["engines_told_ahead"]
+
+    with workers.spares(0, ["onnxruntime"], lone=True, engines=guessed):
+        (told,) = workers.waiting_spares()
+        artifact = fp32_record.artifact_path
+        os.utime(artifact, ns=(artifact.stat().st_atime_ns, artifact.stat().st_mtime_ns + 10**9))  # "rebuilt"
+        lives = LifeWorkers(dict(guessed))
+        try:
+            load = lives.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+            assert load.worker is not told and told.proc.poll() is not None  # the guess missed: killed
+            load.warm_up(TimingConfig(warmup=1, iterations=2))
+        finally:
+            lives.close()
+    (life,) = lives.lives
+    assert not life["started_ahead"] and not life["engines_told_ahead"]
+
+
+def test_the_engines_guessed_ahead_are_the_ones_built_from_these_bytes_and_unambiguous(fp32_record, conv_model):
+    """``likely_records``: per precision the one engine of that backend built from the model's bytes, by arm label
+    (A/A: the same engine twice); no guess for ``auto``, another backend, a precision without such an engine, a
+    folder that does not exist, or a file that is not ONNX."""
+    import shutil
+
+    from trtprof.compare.records import likely_records
+
+    folder = fp32_record.artifact_path.parent
+    guess = likely_records(conv_model, ["fp32", "fp32"], folder, "onnxruntime")
+    assert guess is not None and list(guess) == ["fp32", "fp32#2"]
+    assert all(r.artifact_path == fp32_record.artifact_path for r in guess.values())
+    assert likely_records(conv_model, ["fp32", "fp16"], folder, "onnxruntime") is None
+    assert likely_records(conv_model, ["fp32", "fp32"], folder, "auto") is None
+    assert likely_records(conv_model, ["fp32", "fp32"], folder, "onnxruntime-cuda") is None
+    assert likely_records(conv_model, ["fp32", "fp32"], folder / "nope", "onnxruntime") is None
+    other = folder.parent / "copy.txt"
+    shutil.copy(conv_model, other)
+    assert likely_records(other, ["fp32", "fp32"], folder, "onnxruntime") is None
+    twice = folder.parent / "twice"  # two fp32 engines of these bytes (another batch profile): which one is unknown
+    shutil.copytree(folder, twice)
+    for meta in list(twice.glob("*.json")):
+        shutil.copy(meta, meta.with_name("again-" + meta.name))
+    from trtprof.engines.cache import list_engines
+
+    assert len([r for r in list_engines(twice) if r.precision == "fp32"]) == 2
+    assert likely_records(conv_model, ["fp32", "fp32"], twice, "onnxruntime") is None
+
+
 @pytest.mark.parametrize("later", [True, False])
 def test_the_default_window_is_refitted_after_every_load_of_the_minimum(later, monkeypatch):
     """Lives that grow dearer after the second (1, 2, then 3.5 s each, as on the H200 where a life cost 5.5-8.3 s):

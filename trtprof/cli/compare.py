@@ -20,6 +20,7 @@ from ..measure.budget import (
 )
 from ..compare.accuracy_pass import check_samples, parse_samples
 from ..compare.accuracy import BUDGET_METRICS, DEFAULT_BUDGET, FIELD_DOCS, AccuracyBudget, summary_line
+from ..compare.records import likely_records
 from ..compare.report_value import CompareDocument
 from ..compare.result import ArmLatency, ComparisonResult
 from ..compare.verdict_words import colour_enabled, coloured, shown_verdict
@@ -408,8 +409,10 @@ def run(args: argparse.Namespace, clock: CommandClock | None = None) -> int:
         )  # compare_model and the A/B leave the engine builds out of the budget
         built: dict[str, Any] = {}  # precision → the engine compare built or found for the model (the sweep's)
         hooks = run_hooks(args, plan, built, options.isolation)
+        lone = options.isolation == cmp.ISOLATION_SERIAL
+        ahead = likely_records(args.model[0], precisions, args.engines, args.backend) if lone and not is_ab else None
         with workers.spares(min(plan.min_loads, workers.SPAWN_AHEAD) if options.isolation == cmp.ISOLATION_PROCESS else 0,
-                            preload_backends(args), args.device, lone=options.isolation == cmp.ISOLATION_SERIAL):
+                            preload_backends(args), args.device, lone=lone, engines=ahead, autotune=plan.autotune):
             if is_ab:
                 ab_outcome = run_ab(args, options, sizes, hooks, arms)
                 report = ab_outcome.report

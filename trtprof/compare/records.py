@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 
 from ..builder.pipeline import RUNNER_OPTIONS, BuildSettings, build_model_engines, load_model, open_model
 from ..engines.cache import EngineRecord, list_engines
-from ..errors import BadInput
+from ..errors import BadInput, TrtprofError
 from ..model.onnx_model import OnnxModel
 
 
@@ -20,6 +20,32 @@ def arm_labels(precisions: Sequence[Any]) -> list[str]:
         seen[name] = seen.get(name, 0) + 1
         labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
     return labels
+
+
+def likely_records(path: Any, precisions: Sequence[Any], engines_dir: Any, backend: str) -> dict[str, EngineRecord] | None:
+    """The engines ``resolve_records`` will most likely find for the ONNX file ``path`` in ``engines_dir``, by arm
+    label, read without parsing the model: per precision the one engine of ``backend`` built from these very bytes
+    (the file's sha256). None where there is no such guess: another kind of path, ``auto``, no engines dir, a
+    precision with none or several such engines. A guess only: life 0's worker starts loading them while the
+    model is read and the cache looked up, and is used only where they are what the lookup found
+    (``measure.workers.engines_identity``)."""
+    from ..model.onnx_model import sha256_file
+
+    path, folder = Path(path), Path(engines_dir)
+    if backend == "auto" or path.suffix != ".onnx" or not path.is_file() or not folder.is_dir():
+        return None
+    try:
+        sha = sha256_file(path)
+        records = [r for r in list_engines(folder) if r.spec.model_sha256 == sha and r.backend == backend]
+    except (TrtprofError, OSError, ValueError, KeyError):  # an unreadable entry: no guess (the lookup reports it)
+        return None
+    chosen = {}
+    for precision in dict.fromkeys(str(p) for p in precisions):
+        matches = [r for r in records if r.precision == precision]
+        if len(matches) != 1:
+            return None
+        chosen[precision] = matches[0]
+    return {label: chosen[str(p)] for label, p in zip(arm_labels(precisions), precisions)}
 
 
 def select_records(records: Sequence[EngineRecord], precisions: Sequence[Any],

@@ -49,7 +49,7 @@ from .interleave import FLOOR_LOADS, FLOOR_ROUNDS, STOP_BUDGET, InterleavedOutco
     Progress, RoundLoop, RoundPlan, settled
 from .timing import TimingConfig
 from .concurrent import Span, record
-from .workers import ArmFacts, Worker, WorkerLoad, has_preload, take_spare
+from .workers import ArmFacts, Worker, WorkerLoad, engines_identity, has_preload, take_spare
 
 
 # Lone loads where every arm's call takes at least this long (ms): a load's minimum rounds are one round pair (A B, B A)
@@ -413,6 +413,10 @@ class LifeWorkers:
             spare, self.spare = self.spare, None
             if spare is None:  # life 0: the process started with the command (``workers.spares(lone=True)``), if any
                 spare = take_spare(self.device)
+            if spare is not None and spare.told is not None and spare.told != engines_identity(self.records):
+                spare.proc.kill()  # told other engines ahead than those found (a guess that missed): a fresh one
+                spare.close()
+                spare = None
             self.asked[index] = time.monotonic()
             if spare is not None and spare.proc.poll() is None:
                 spare.index = index
@@ -538,7 +542,8 @@ class LifeWorkers:
 
     def life_record(self, w: Worker) -> dict[str, Any]:
         """One life's seconds: its interpreter and trtprof's imports (``python_s``), the backends' libraries imported
-        ahead (``preload_s``), its engines loaded (``engines_s``, per arm ``arms_s``), its priming (``priming_s``,
+        ahead (``preload_s``), whether it was told its engines before it was asked for (``engines_told_ahead``: life 0
+        where compare guessed them, ``compare.records.likely_records``), its engines loaded (``engines_s``, per arm ``arms_s``), its priming (``priming_s``,
         its parts ``priming``), what the run waited for it from asking until it could serve (``waited_s``: the GPU
         idle between two lives, but for the previous one's exit), serving, its exit (``exit_s``), and whether it was
         told where the seeded inputs this process made are (``inputs_shared``; life 0's record says what making them
@@ -551,9 +556,13 @@ class LifeWorkers:
 
         ready_to_serve = self.serving.get(i)
         started_ahead = w.spawned_at < self.asked.get(i, w.spawned_at)
-        self.busy.append(Span(f"life {i}'s process starting ahead (imports only)" if started_ahead else
-                              f"life {i}'s start-up", w.spawned_at, m.get("preloaded") if started_ahead else w.ready_at))
-        return {"life": i, "started_ahead": started_ahead, "python_s": span(w.spawned_at, m.get("main")),
+        told_at = getattr(w, "told_at", None)
+        told_ahead = started_ahead and told_at is not None and told_at < self.asked[i]
+        self.busy.append(Span(f"life {i}'s process starting ahead ({'imports and engines' if told_ahead else 'imports only'})"
+                              if started_ahead else f"life {i}'s start-up", w.spawned_at,
+                              w.ready_at if told_ahead or not started_ahead else m.get("preloaded")))
+        return {"life": i, "started_ahead": started_ahead, "engines_told_ahead": told_ahead,
+                "python_s": span(w.spawned_at, m.get("main")),
                 "preload_s": span(m.get("main"), m.get("preloaded")), "engines_s": span(m.get("init"), w.ready_at),
                 "arms_s": dict(w.arms_s), "priming_s": span(w.ready_at, w.primed_at), "priming": dict(w.prime_s),
                 "waited_s": span(self.asked.get(i), ready_to_serve), "serving_s": span(ready_to_serve, self.end_asked.get(i)),

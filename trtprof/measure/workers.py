@@ -127,13 +127,16 @@ class Worker:
         self._initialised = False
         self._asked_to_close = False
         self.told_shared = False  # told where the run's shared seeded inputs are (``LifeWorkers.tell_shared``)
+        self.told: dict[str, Any] | None = None  # the engines it was told (``engines_identity``), once ``init``
+        self.told_at: float | None = None  # when (this clock)
         if records is not None:
             self.init(records, autotune)
 
     def init(self, records: Mapping[str, Any], autotune: bool) -> None:
-        """Tell the worker which engines to load (once)."""
+        """Tell the worker which engines to load (once); ``told`` keeps which, as they stood on disk then."""
         if not self._initialised:
             self._initialised = True
+            self.told, self.told_at = engines_identity(records), time.monotonic()
             self._send(("init", dict(records), autotune))
 
     def _send(self, message: Any) -> None:
@@ -268,6 +271,19 @@ class Worker:
                         pass
             self.stderr.close()
             shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
+def engines_identity(records: Mapping[str, Any]) -> dict[str, Any]:
+    """What makes two sets of engines the same load, by arm: each artifact's path, cache key and sha256, and the
+    file's size and modification time now (an entry rebuilt in place meanwhile is another load)."""
+    def one(record: Any) -> tuple[Any, ...]:
+        try:
+            path = Path(record.artifact_path)
+            stat = path.stat()
+            return str(path), record.key, record.artifact_sha256, stat.st_size, stat.st_mtime_ns
+        except (OSError, ValueError, AttributeError):  # no file (yet), or not a record: never the same
+            return (id(record),)
+    return {label: one(r) for label, r in records.items()}
 
 
 def _error_class(name: str) -> type[TrtprofError]:
@@ -517,7 +533,8 @@ def take_spare(device: str | None) -> Worker | None:
 
 
 @contextmanager
-def spares(n: int, backends: Sequence[str], device: str | None = None, *, lone: bool = False) -> Iterator[None]:
+def spares(n: int, backends: Sequence[str], device: str | None = None, *, lone: bool = False,
+           engines: Mapping[str, Any] | None = None, autotune: bool = True) -> Iterator[None]:
     """Start ``n`` worker processes now, before the engines are known, importing ``backends``'
     libraries (no CUDA context: ``Backend.preload``) while this process finds or builds its engines: the
     pool's next ``spawn`` takes them. On the H200 a torch worker spent ~9 s starting, most of it
@@ -527,11 +544,14 @@ def spares(n: int, backends: Sequence[str], device: str | None = None, *, lone: 
     this process for the CPU (on the 2-core machine its launch went from 0.37 to 0.84 s), so none are
     started. ``lone`` (loads one at a time, ``serial_loads.LifeWorkers``): one spare whatever the backends, life 0's
     process, whose interpreter and trtprof's imports (0.5 s on the H200, 2026-12-04f, on the wall before life 0 could
-    load its engines) then overlap the engines' lookup here. Spares still unused on exit are killed (they hold
-    nothing; one may still be importing)."""
+    load its engines) then overlap the engines' lookup here; with ``engines`` (the engines the lookup will most likely
+    find: ``compare.records.likely_records``) it is told them at once and loads them meanwhile too (``LifeWorkers``
+    keeps it only where they are the ones found). Spares still unused on exit are killed (they hold nothing; one may
+    still be importing)."""
     heavy = [name for name in backends if has_preload(name)]
     count = max(n, 0) if heavy else 0
-    started = [Worker(-1, None, device, preload=heavy) for _ in range(max(count, 1 if lone else 0))]
+    started = [Worker(-1, engines if lone and i == 0 else None, device, autotune, preload=heavy)
+               for i in range(max(count, 1 if lone else 0))]
     _SPARES.extend(started)
     try:
         yield
