@@ -22,7 +22,8 @@ def arm_labels(precisions: Sequence[Any]) -> list[str]:
     return labels
 
 
-def likely_records(path: Any, precisions: Sequence[Any], engines_dir: Any, backend: str) -> dict[str, EngineRecord] | None:
+def likely_records(path: Any, precisions: Sequence[Any], engines_dir: Any,
+                   backend: str) -> dict[str, EngineRecord] | None:
     """The engines ``resolve_records`` will most likely find for the ONNX file ``path`` in ``engines_dir``, by arm
     label, read without parsing the model: per precision the one engine of ``backend`` built from these very bytes
     (the file's sha256). None where there is no such guess: another kind of path, ``auto``, no engines dir, a

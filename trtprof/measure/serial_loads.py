@@ -381,8 +381,8 @@ class LifeWorkers:
         self.spare: Worker | None = None  # the next life's process, started ahead (``ahead``), importing or idle
         self.coming: list[tuple[int, Mapping[str, tuple[int, ...]]]] = []  # the next life's batch sizes, to prime
         self.primed_life: int | None = None  # the life whose priming ran
-        # batch size → arm → what the library wrote in the first life primed one arm at a time (``Worker.prime_lines``):
-        # what a later life's side-by-side first runs wrote is given to arms by it (``PRIME_SIDE_BY_SIDE``)
+        # batch size → arm → what the library wrote in the first life primed one arm at a time
+        # (``Worker.prime_lines``): a later life's side-by-side first runs give what they wrote to arms by it
         self.known_lines: dict[int, dict[str, list[str]]] | None = None
         self.beside_failed = False  # a life's side-by-side first runs failed: the later ones prime one arm at a time
         self.lives: list[dict[str, Any]] = []
@@ -413,7 +413,8 @@ class LifeWorkers:
             spare, self.spare = self.spare, None
             if spare is None:  # life 0: the process started with the command (``workers.spares(lone=True)``), if any
                 spare = take_spare(self.device)
-            if spare is not None and spare.told is not None and spare.told != engines_identity(self.records):
+            told = getattr(spare, "told", None)  # the engines it was told ahead, if any (``workers.spares``)
+            if spare is not None and told is not None and told != engines_identity(self.records):
                 spare.proc.kill()  # told other engines ahead than those found (a guess that missed): a fresh one
                 spare.close()
                 spare = None
@@ -543,8 +544,8 @@ class LifeWorkers:
     def life_record(self, w: Worker) -> dict[str, Any]:
         """One life's seconds: its interpreter and trtprof's imports (``python_s``), the backends' libraries imported
         ahead (``preload_s``), whether it was told its engines before it was asked for (``engines_told_ahead``: life 0
-        where compare guessed them, ``compare.records.likely_records``), its engines loaded (``engines_s``, per arm ``arms_s``), its priming (``priming_s``,
-        its parts ``priming``), what the run waited for it from asking until it could serve (``waited_s``: the GPU
+        where compare guessed them, ``compare.records.likely_records``), its engines loaded (``engines_s``, per arm
+        ``arms_s``), its priming (``priming_s``, its parts ``priming``), what the run waited for it from asking until it could serve (``waited_s``: the GPU
         idle between two lives, but for the previous one's exit), serving, its exit (``exit_s``), and whether it was
         told where the seeded inputs this process made are (``inputs_shared``; life 0's record says what making them
         took, ``shared_inputs_made_s``), and whether its arms' first runs ran side by side
@@ -558,9 +559,9 @@ class LifeWorkers:
         started_ahead = w.spawned_at < self.asked.get(i, w.spawned_at)
         told_at = getattr(w, "told_at", None)
         told_ahead = started_ahead and told_at is not None and told_at < self.asked[i]
-        self.busy.append(Span(f"life {i}'s process starting ahead ({'imports and engines' if told_ahead else 'imports only'})"
-                              if started_ahead else f"life {i}'s start-up", w.spawned_at,
-                              w.ready_at if told_ahead or not started_ahead else m.get("preloaded")))
+        what = 'imports and engines' if told_ahead else 'imports only'
+        self.busy.append(Span(f"life {i}'s process starting ahead ({what})" if started_ahead else f"life {i}'s start-up",
+                              w.spawned_at, w.ready_at if told_ahead or not started_ahead else m.get("preloaded")))
         return {"life": i, "started_ahead": started_ahead, "engines_told_ahead": told_ahead,
                 "python_s": span(w.spawned_at, m.get("main")),
                 "preload_s": span(m.get("main"), m.get("preloaded")), "engines_s": span(m.get("init"), w.ready_at),

@@ -291,10 +291,11 @@ class _WorkerState:
         priming with its reason (the timed block meets it again, in its place). ``alone``: no other worker holds
         the GPU while this one lives (lone loads), so each batch size may have a session of its own (``expect_shapes``'
         ``own_sessions``: ONNX Runtime's Conv then never builds its cuDNN plans again for a change of shape, and no
-        shape has to run ahead). ``side_by_side`` (batch size → arm → the lines life 0 kept; None: one arm at a time):
-        at each batch size the arms' first runs are made in threads first (``first_runs_side_by_side``, what the
-        library wrote given to arms by those lines); the captures then follow one at a time. Returns the batch sizes primed, the seconds per part
-        and what each arm's priming kept per batch size (``lines``: a later life's ``known``)."""
+        shape has to run ahead). ``side_by_side`` (batch size → arm → the lines life 0 kept; None: one arm at a
+        time): at each batch size the arms' first runs are made in threads first (``first_runs_side_by_side``, what
+        the library wrote given to arms by those lines); the captures then follow one at a time. Returns the batch
+        sizes primed, the seconds per part and what each arm's priming kept per batch size (``lines``: a later life's
+        ``side_by_side``)."""
         from ..util.thirdparty import third_party_warnings
         from .timing import prime_launch
 

@@ -358,7 +358,8 @@ def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float =
                     nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
                 threshold = getattr(nv, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", None)
                 slowdown = None if threshold is None else _static(
-                    ("gpu", index, pci_bus_id, "slowdown"), lambda: _try(nv.nvmlDeviceGetTemperatureThreshold, h, threshold))
+                    ("gpu", index, pci_bus_id, "slowdown"),
+                    lambda: _try(nv.nvmlDeviceGetTemperatureThreshold, h, threshold))
                 heads, me = family_heads(), os.getpid()
                 sizes: dict[int, int] = {}  # the /proc scan once per watch, not per sample
 
