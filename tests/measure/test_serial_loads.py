@@ -429,15 +429,19 @@ def test_life_0_told_the_guessed_engines_ahead_is_kept_only_where_they_are_the_o
 
 def test_the_engines_guessed_ahead_are_the_ones_built_from_these_bytes_and_unambiguous(fp32_record, conv_model):
     """``likely_records``: per precision the one engine of that backend built from the model's bytes, by arm label
-    (A/A: the same engine twice); no guess for ``auto``, another backend, a precision without such an engine, a
+    (A/A: the same engine twice), reading only the entries named after the model's file; no guess for ``auto``, another backend, a precision without such an engine, a
     folder that does not exist, or a file that is not ONNX."""
     import shutil
 
     from trtprof.compare.records import likely_records
 
     folder = fp32_record.artifact_path.parent
+    # another model's entry (here unreadable) is not even read: only the entries named after this file are
+    unreadable = folder / "other.fp32.onnxruntime.abcdefabcdef.json"
+    unreadable.write_text("{not json")
     guess = likely_records(conv_model, ["fp32", "fp32"], folder, "onnxruntime")
     assert guess is not None and list(guess) == ["fp32", "fp32#2"]
+    unreadable.unlink()
     assert all(r.artifact_path == fp32_record.artifact_path for r in guess.values())
     assert likely_records(conv_model, ["fp32", "fp16"], folder, "onnxruntime") is None
     assert likely_records(conv_model, ["fp32", "fp32"], folder, "auto") is None
@@ -448,8 +452,8 @@ def test_the_engines_guessed_ahead_are_the_ones_built_from_these_bytes_and_unamb
     assert likely_records(other, ["fp32", "fp32"], folder, "onnxruntime") is None
     twice = folder.parent / "twice"  # two fp32 engines of these bytes (another batch profile): which one is unknown
     shutil.copytree(folder, twice)
-    for meta in list(twice.glob("*.json")):
-        shutil.copy(meta, meta.with_name("again-" + meta.name))
+    for meta in list(twice.glob("*.json")):  # the same entry under another short key: stem.precision.backend.KEY
+        shutil.copy(meta, meta.with_name(".".join([*meta.name.split(".")[:-2], "0123456789ab", "json"])))
     from trtprof.engines.cache import list_engines
 
     assert len([r for r in list_engines(twice) if r.precision == "fp32"]) == 2

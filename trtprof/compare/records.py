@@ -31,13 +31,20 @@ def likely_records(path: Any, precisions: Sequence[Any], engines_dir: Any,
     model is read and the cache looked up, and is used only where they are what the lookup found
     (``measure.workers.engines_identity``)."""
     from ..model.onnx_model import sha256_file
+    from ..util.files import safe_stem
 
     path, folder = Path(path), Path(engines_dir)
     if backend == "auto" or path.suffix != ".onnx" or not path.is_file() or not folder.is_dir():
         return None
+    # only the entries named after this file (``EngineCache.entry_stem``) are read: a large cache's other records
+    # (each up to ~1 MB with its FP16 range analysis) are not parsed for a guess
+    wanted = {str(p) for p in precisions}
+    metas = [m for m in folder.glob(f"{safe_stem(path.stem)}.*.{backend}.*.json") if m.name.split(".")[-4] in wanted]
+    if not metas:
+        return None
     try:
         sha = sha256_file(path)
-        records = [r for r in list_engines(folder) if r.spec.model_sha256 == sha and r.backend == backend]
+        records = [r for r in map(EngineRecord.read, metas) if r.spec.model_sha256 == sha and r.backend == backend]
     except (TrtprofError, OSError, ValueError, KeyError):  # an unreadable entry: no guess (the lookup reports it)
         return None
     chosen = {}
