@@ -122,3 +122,42 @@ def test_without_nvml_a_held_session_is_unusable_and_keeps_nothing(monkeypatch):
     with nvml.held() as usable:
         assert usable is False and nvml.gpu_state() == {}
     assert nvml._HELD["depth"] == 0
+
+
+def test_a_watch_with_states_reads_the_before_and_after_with_its_own_first_and_last_samples(fake):
+    """``watch_gpu(states=True)`` (a timing block): its first and last samples are full ``gpu_state`` reads, taken
+    out with ``pop_states``; the summary is what a plain watch gives. Against a plain watch with a ``gpu_state``
+    beside each end, it saves the three queries both make at each end (throttle reasons, SM clock, temperature)."""
+    bus = "0000:1A:00.0"
+    with nvml.held():
+        with nvml.watch_gpu(pci_bus_id=bus, interval_s=60.0, states=True) as merged:
+            fake.clock = 1500  # moved between the first and the last read
+        once = Counter(fake.count)
+        fake.count.clear()
+        fake.clock = 1980
+        with nvml.watch_gpu(pci_bus_id=bus, interval_s=60.0) as plain:
+            before = nvml.gpu_state(pci_bus_id=bus)
+            fake.clock = 1500
+            after = nvml.gpu_state(pci_bus_id=bus)
+        beside = Counter(fake.count)
+    first, last = nvml.pop_states(merged)
+    assert "states" not in merged and merged == plain  # the same summary: 2 samples, the clock's range, no throttle
+    assert first == before and last == after and first["sm_clock_mhz"] == 1980 and last["sm_clock_mhz"] == 1500
+    saved = {k: beside[k] - once[k] for k in beside}
+    assert {k: v for k, v in saved.items() if v} == {"reasons": 2, "clock": 2, "temperature": 2}
+
+
+def test_a_watch_with_states_without_a_full_read_still_samples_and_gives_empty_states(monkeypatch):
+    """An NVML whose full read fails (a FAKE without the name query) leaves the states empty, as ``gpu_state`` is
+    then, and the watch's own samples stand; without NVML at all, both are empty."""
+    from tests.system.test_validity import FakePynvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", FakePynvml())
+    with nvml.watch_gpu(interval_s=60.0, states=True) as summary:
+        pass
+    assert nvml.pop_states(summary) == ({}, {}) and summary["samples"] == 2
+    assert nvml.gpu_state() == {}
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    with nvml.watch_gpu(states=True) as nothing:
+        pass
+    assert nothing == {} and nvml.pop_states(nothing) == ({}, {})

@@ -261,12 +261,11 @@ def time_device(runner: Any, feeds: Mapping[str, np.ndarray], config: TimingConf
 
         setup_s = time.perf_counter() - started
         warm_runs, warm_s = warm_up(one_iteration, config)
-        # The GPU sampled through the loop (system.validity); the watch's NVML session, open around the
-        # before/after reads too, makes their nvmlInit a reference count, not a second initialisation.
-        with nvml.watch_gpu(pci_bus_id=bus_id) as during:
-            before = nvml.gpu_state(pci_bus_id=bus_id)
+        # The GPU sampled through the loop (system.validity); its first and last samples are the loop's before and
+        # after reads (``states``: one read each, not a watch sample beside a gpu_state read).
+        with nvml.watch_gpu(pci_bus_id=bus_id, states=True) as during:
             cols, span_s = run_in_flight(issue, wait, slots, raw_slots, config)
-            after = nvml.gpu_state(pci_bus_id=bus_id)
+        before, after = nvml.pop_states(during)
 
     stages = cols.columns()
     if not config.copies:

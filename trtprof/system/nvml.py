@@ -165,27 +165,32 @@ def gpu_state(index: int = 0, pci_bus_id: str | None = None) -> dict[str, Any]:
         if nv is None:
             return {}
         try:
-            h = gpu_handle(nv, index, pci_bus_id)
-            reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-                nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
-            mask = _try(reasons_fn, h)
-            util = _try(nv.nvmlDeviceGetUtilizationRates, h)
-            gpu = ("gpu", index, pci_bus_id)
-            return {
-                "name": _static((*gpu, "name"), lambda: _text(nv.nvmlDeviceGetName(h))),
-                "sm_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
-                "mem_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM),
-                "max_sm_clock_mhz": _static((*gpu, "max_sm"), lambda: _try(nv.nvmlDeviceGetMaxClockInfo, h,
-                                                                            nv.NVML_CLOCK_SM)),
-                "temperature_c": _try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
-                "power_w": _watts(_try(nv.nvmlDeviceGetPowerUsage, h)),
-                # millijoules since the driver loaded (Volta+): energy across a timed loop (trtprof.system.energy)
-                "total_energy_mj": _try(nv.nvmlDeviceGetTotalEnergyConsumption, h),
-                "utilization_pct": None if util is None else int(util.gpu),
-                "throttle_reasons": None if mask is None else decode_reasons(int(mask)),
-            }
+            return _read_state(nv, gpu_handle(nv, index, pci_bus_id), ("gpu", index, pci_bus_id))
         except Exception:  # noqa: BLE001
             return {}
+
+
+def _reasons_fn(nv: Any) -> Any:
+    return getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
+
+
+def _read_state(nv: Any, h: Any, gpu: tuple[Any, ...]) -> dict[str, Any]:
+    """``gpu_state``'s reads of the GPU ``h`` (``gpu``: its key for what a ``held`` session reads once)."""
+    mask = _try(_reasons_fn(nv), h)
+    util = _try(nv.nvmlDeviceGetUtilizationRates, h)
+    return {
+        "name": _static((*gpu, "name"), lambda: _text(nv.nvmlDeviceGetName(h))),
+        "sm_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
+        "mem_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM),
+        "max_sm_clock_mhz": _static((*gpu, "max_sm"), lambda: _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM)),
+        "temperature_c": _try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
+        "power_w": _watts(_try(nv.nvmlDeviceGetPowerUsage, h)),
+        # millijoules since the driver loaded (Volta+): energy across a timed loop (trtprof.system.energy)
+        "total_energy_mj": _try(nv.nvmlDeviceGetTotalEnergyConsumption, h),
+        "utilization_pct": None if util is None else int(util.gpu),
+        "throttle_reasons": None if mask is None else decode_reasons(int(mask)),
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -261,18 +266,21 @@ class GpuWatch:
     each, synchronously); ``summary()`` is JSON. ``sample`` is the function that reads one sample
     (tests pass a fake); ``watch_gpu`` builds the NVML one."""
 
-    def __init__(self, sample: Any, interval_s: float = WATCH_INTERVAL_S, fixed: dict[str, Any] | None = None) -> None:
+    def __init__(self, sample: Any, interval_s: float = WATCH_INTERVAL_S, fixed: dict[str, Any] | None = None,
+                 ends: Any = None) -> None:
+        """``ends``: the function that reads the first and the last sample instead of ``sample`` (a fuller one:
+        ``watch_gpu(states=True)``)."""
         import threading
 
-        self._sample, self.interval_s = sample, interval_s
+        self._sample, self.interval_s, self._ends = sample, interval_s, ends or sample
         self.samples: list[dict[str, Any]] = []
         self.fixed = dict(fixed or {})
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="trtprof-gpu-watch", daemon=True)
 
-    def _take(self) -> None:
+    def _take(self, read: Any = None) -> None:
         try:
-            value = self._sample()
+            value = (read or self._sample)()
         except Exception:  # noqa: BLE001 - a sample that fails is a sample missing, not a failed run
             return
         if value:
@@ -283,14 +291,16 @@ class GpuWatch:
             self._take()
 
     def start(self) -> "GpuWatch":
-        self._take()
+        self._take(self._ends)
         self._thread.start()
         return self
 
     def stop(self) -> dict[str, Any]:
+        """The last sample, read as soon as the thread is told to stop (the end of what it watched), then the
+        thread joined; the summary."""
         self._stop.set()
+        self._take(self._ends)
         self._thread.join()
-        self._take()
         return self.summary()
 
     def summary(self) -> dict[str, Any]:
@@ -343,9 +353,13 @@ def merge_watches(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> d
 
 
 @contextmanager
-def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float = WATCH_INTERVAL_S) -> Iterator[dict[str, Any]]:
+def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float = WATCH_INTERVAL_S, *,
+              states: bool = False) -> Iterator[dict[str, Any]]:
     """``with watch_gpu(...) as summary:`` samples the GPU through the block; ``summary`` (a dict) is
-    filled when the block ends. Without NVML it stays empty: the run is not judged on what was not seen."""
+    filled when the block ends. Without NVML it stays empty: the run is not judged on what was not seen.
+    ``states``: the first and the last sample are full ``gpu_state`` reads too, left in ``summary["states"]``
+    as (first, last) for the caller to take (``pop_states``): a timing block's before and after, read once
+    with the watch's own first and last samples instead of beside them (3 of their queries are the same)."""
     import os
 
     summary: dict[str, Any] = {}
@@ -354,8 +368,7 @@ def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float =
         if nv is not None:
             try:
                 h = gpu_handle(nv, index, pci_bus_id)
-                reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-                    nv, "nvmlDeviceGetCurrentClocksThrottleReasons")
+                reasons_fn = _reasons_fn(nv)
                 threshold = getattr(nv, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", None)
                 slowdown = None if threshold is None else _static(
                     ("gpu", index, pci_bus_id, "slowdown"),
@@ -368,16 +381,28 @@ def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float =
                         sizes[0] = family_size(group)
                     return sizes[0]
 
-                def sample() -> dict[str, Any]:
-                    mask = _try(reasons_fn, h)
+                def processes() -> dict[str, Any]:
                     pids = gpu_pids(nv, h)
                     others, comparable = (None, None) if pids is None else other_processes(pids, heads, me, family)
+                    return {"other_pids": others, "pids_comparable": comparable}
+
+                def sample() -> dict[str, Any]:
+                    mask = _try(reasons_fn, h)
                     return {"sm_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM),
                             "temperature_c": _try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU),
-                            "throttle_reasons": None if mask is None else decode_reasons(int(mask)),
-                            "other_pids": others, "pids_comparable": comparable}
+                            "throttle_reasons": None if mask is None else decode_reasons(int(mask)), **processes()}
 
-                watch = GpuWatch(sample, interval_s, {"slowdown_temp_c": slowdown}).start()
+                def full() -> dict[str, Any]:  # a gpu_state read and the processes: the same sample's keys, and more
+                    try:
+                        state = _read_state(nv, h, ("gpu", index, pci_bus_id))
+                    except Exception:  # noqa: BLE001 - unread, as gpu_state gives it ({}): the watch's own sample
+                        state = {}
+                    ends.append(state)
+                    return {**state, **processes()} if state else sample()
+
+                ends: list[dict[str, Any]] = []  # the gpu_state reads of the first and the last sample
+
+                watch = GpuWatch(sample, interval_s, {"slowdown_temp_c": slowdown}, full if states else None).start()
             except Exception:  # noqa: BLE001 - a broken NVML must not break a benchmark
                 watch = None
         try:
@@ -385,3 +410,12 @@ def watch_gpu(index: int = 0, pci_bus_id: str | None = None, interval_s: float =
         finally:
             if watch is not None:
                 summary.update(watch.stop())
+                if states:
+                    summary["states"] = (ends[0] if ends else {}, ends[-1] if len(ends) > 1 else {})
+
+
+def pop_states(summary: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The (first, last) ``gpu_state`` reads a ``watch_gpu(states=True)`` left in its summary, taken out of it; ({},
+    {}) without NVML (as ``gpu_state`` gives)."""
+    first, last = summary.pop("states", ({}, {}))
+    return dict(first), dict(last)
