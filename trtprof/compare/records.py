@@ -36,10 +36,9 @@ def likely_records(path: Any, precisions: Sequence[Any], engines_dir: Any,
     path, folder = Path(path), Path(engines_dir)
     if backend == "auto" or path.suffix != ".onnx" or not path.is_file() or not folder.is_dir():
         return None
-    # only the entries named after this file (``EngineCache.entry_stem``) are read: a large cache's other records
-    # (each up to ~1 MB with its FP16 range analysis) are not parsed for a guess
-    wanted = {str(p) for p in precisions}
-    metas = [m for m in folder.glob(f"{safe_stem(path.stem)}.*.{backend}.*.json") if m.name.split(".")[-4] in wanted]
+    # only the entries named after this file and backend (``EngineCache.entry_stem``) are read: a large cache's other
+    # records (each up to ~1 MB with its FP16 range analysis) are not parsed for a guess
+    metas = list(folder.glob(f"{safe_stem(path.stem)}.*.{backend}.*.json"))
     if not metas:
         return None
     try:

@@ -545,11 +545,11 @@ class LifeWorkers:
         """One life's seconds: its interpreter and trtprof's imports (``python_s``), the backends' libraries imported
         ahead (``preload_s``), whether it was told its engines before it was asked for (``engines_told_ahead``: life 0
         where compare guessed them, ``compare.records.likely_records``), its engines loaded (``engines_s``, per arm
-        ``arms_s``), its priming (``priming_s``, its parts ``priming``), what the run waited for it from asking until it could serve (``waited_s``: the GPU
-        idle between two lives, but for the previous one's exit), serving, its exit (``exit_s``), and whether it was
-        told where the seeded inputs this process made are (``inputs_shared``; life 0's record says what making them
-        took, ``shared_inputs_made_s``), and whether its arms' first runs ran side by side
-        (``first_runs_side_by_side``, ``PRIME_SIDE_BY_SIDE``)."""
+        ``arms_s``), its priming (``priming_s``, its parts ``priming``), what the run waited for it from asking until
+        it could serve (``waited_s``: the GPU idle between two lives, but for the previous one's exit), serving, its
+        exit (``exit_s``), whether it was told where the seeded inputs this process made are (``inputs_shared``; life
+        0's record says what making them took, ``shared_inputs_made_s``), and whether its arms' first runs ran side by
+        side (``first_runs_side_by_side``, ``PRIME_SIDE_BY_SIDE``)."""
         m, i = w.marks, w.index
 
         def span(a: float | None, b: float | None) -> float | None:
