@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside offs aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -288,6 +288,23 @@ for stage in "$@"; do
         T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
           --precisions fp16,fp16 --batch-sizes 1,32 ${COMPARE_ARGS:-} --out "$OUT/aa-args-$i.json" 2>&1 | grep -E "^batch [0-9]+: fp16 vs fp16|wall" | head -3
       done
+      ;;
+    offs)  # ResNet-50 defaults beside one run per default turned off (OFFS: module.NAME=value ..., each through
+      # ort_setting_whatif.py; by default the two built without a GPU: 12-04g's side-by-side first runs, 12-05's primed
+      # later-load warm-up as a round's), then one ORT loop and a fidelity table per run
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      offs=(${OFFS:-trtprof.measure.serial_loads.PRIME_SIDE_BY_SIDE=False trtprof.measure.blocks.PRIMED_WARMUP_AS_ROUND=False})
+      runs=(default "${offs[@]}")
+      for i in "${!runs[@]}"; do
+        how=${runs[$i]}; set=(-m trtprof); [ $i -gt 0 ] && set=("$HERE/ort_setting_whatif.py" "$how")
+        T python3 "${set[@]}" compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/offs-$i.json" 2>&1 \
+          | tee -p "$OUT/offs-$i.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror|this run" | head -10
+      done
+      python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/offs-ref-ort.json" \
+        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
+      for i in "${!runs[@]}"; do echo "== offs-$i: ${runs[$i]}"; python3 "$HERE/ort_fidelity_table.py" "$OUT/offs-$i.json" "$OUT/offs-ref-ort.json"; done
       ;;
     aa256)  # A/A at batch 256, where every call is long enough for one warm-up call per block: must be 0 decisive
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

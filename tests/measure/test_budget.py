@@ -604,6 +604,45 @@ def test_blocks_of_long_calls_warm_up_with_one_call(fastest_ms, expected):
     assert out.round_warmup == expected and warmups and set(warmups) == {expected}
 
 
+@pytest.mark.parametrize("fastest_ms, expected", [(9.99, 2), (10.0, 1), (29.99, 1), (30.0, 0)])
+def test_later_loads_are_told_the_rounds_warm_up_and_the_first_is_not(fastest_ms, expected):
+    """A later load that takes it (``round_warmup``: a worker's, ``WorkerLoad``) is told the rounds' warm-up calls
+    that the first load's calls set (just inside and just outside ``ROUND_WARMUP_ONE_CALL_MS`` and
+    ``ROUND_WARMUP_NONE_MS``), before its warm-up; the first load keeps ``ROUND_WARMUP``, since nothing set it yet.
+    FAKE loads on a simulated clock."""
+    import numpy as np
+
+    from trtprof.measure import interleave
+    from trtprof.measure.timing import Samples
+    from tests.fakes import simulate as cal
+
+    clock, names, told = cal.SimClock(), ("base", "cand"), []
+
+    class Load(CostlyLoad):
+        round_warmup = interleave.ROUND_WARMUP  # what a WorkerLoad holds until told
+
+        def arm_block(self, arm, config):
+            ms = {"base": 70.0, "cand": fastest_ms}[arm]
+            self.clock.t += (config.iterations + config.warmup) * ms / 1e3
+            return Samples(stages={"latency_ms": np.full(config.iterations, ms)}, span_s=config.iterations * ms / 1e3,
+                           warmup_done=config.warmup, warmup_s=0.0)
+
+        def warm_up(self, config):
+            told.append(self.round_warmup)
+            return {n: self.arm_block(n, config) for n in self.names}
+
+        def rounds(self, first, count, config, order):
+            return [{n: self.arm_block(n, config) for n in interleave.round_order(order, j)}
+                    for j in range(first, first + count)]
+
+    plan = interleave.RoundPlan(time_budget_s=60.0, round_iterations=5)
+    window = BatchWindow(started=0.0, budget_s=60.0, per_batch_s=60.0, grows=False)
+    out = interleave.run_interleaved(names, lambda i: Load(clock, names, 0.05, seed=i, log=[]), plan, clock=clock,
+                                     window=window)
+    assert out.loads >= 2 and out.round_warmup == expected
+    assert told[0] == interleave.ROUND_WARMUP and told[1:] == [expected] * (len(told) - 1)
+
+
 @pytest.mark.parametrize("fastest_ms, floor", [(9.99, 5), (10.0, 3), (40.0, 3)])
 def test_blocks_of_long_calls_time_three_calls_at_least(fastest_ms, floor):
     """Every arm's call at least ``ROUND_WARMUP_ONE_CALL_MS`` (just inside and just outside it): a block times at

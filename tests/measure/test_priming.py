@@ -157,14 +157,25 @@ class RecordingWorker:
         return {}
 
 
+@pytest.mark.parametrize("told", [None, 0, 1, 2])
+@pytest.mark.parametrize("as_round", [True, False])
 @pytest.mark.parametrize("primed", [True, False])
-def test_a_primed_loads_warm_up_needs_only_a_rounds_calls(primed):
+def test_a_primed_loads_warm_up_needs_only_a_rounds_calls(primed, as_round, told, monkeypatch):
+    """A primed worker's load warms up with a round's warm-up calls: ``ROUND_WARMUP`` until the loop tells it the
+    rounds' (``round_warmup``), the told count after (``blocks.PRIMED_WARMUP_AS_ROUND``; off, ``ROUND_WARMUP``
+    whatever it is told); the plan's warm-up time stays. Not primed: the full count. (A FAKE recording worker.)"""
+    from trtprof.measure import blocks
+
+    monkeypatch.setattr(blocks, "PRIMED_WARMUP_AS_ROUND", as_round)
     shapes = {"x": (8, 4)}
     worker = RecordingWorker({feeds_key(shapes, 0, (0, 10))} if primed else set())
     load = workers.WorkerLoad(worker, (shapes, 0, (0, 10), None))
+    if told is not None:
+        load.round_warmup = told
     load.warm_up(TimingConfig(warmup=10, warmup_ms=100.0, iterations=5))
     (_, config), = [m for m in worker.sent if m[0] == "warm"]
-    assert config.warmup == (ROUND_WARMUP if primed else 10) and config.warmup_ms == 100.0
+    rounds = told if told is not None and as_round else ROUND_WARMUP
+    assert config.warmup == (rounds if primed else 10) and config.warmup_ms == 100.0
     other_seed = RecordingWorker({feeds_key(shapes, 1, (0, 10))})
     workers.WorkerLoad(other_seed, (shapes, 0, (0, 10), None)).warm_up(TimingConfig(warmup=10))
     assert other_seed.sent[-1][1].warmup == 10  # primed on other inputs: the full count

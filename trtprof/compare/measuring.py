@@ -18,7 +18,7 @@ from .options import ISOLATION_PROCESS, ISOLATION_SERIAL, CompareHooks, CompareO
 from ..backends.base import set_autotune
 from ..convert import fp16range
 from ..engines.cache import EngineRecord
-from ..measure import bench, serial_loads, workers
+from ..measure import bench, blocks, serial_loads, workers
 from ..measure.bench import effective_precision
 from ..measure import budget_memo
 from ..measure.budget import BudgetTooSmall, StartupLog, TimeBudget, preload_analysis
@@ -449,6 +449,8 @@ def arm_result(record: EngineRecord, arm: Arm, batch_size: int, outcome: Interle
         config={"interleaved": True, "arm": arm.name, "loads": outcome.loads, "rounds": outcome.rounds, "round_iterations": outcome.round_iterations[arm.name],
                 "round_warmup": outcome.round_warmup, "min_rounds_per_load": outcome.min_rounds, "warmup_done": arm.warmup_done, "warmup_s": round(arm.warmup_s, 4),
                 "warmup_ms": {"first_load": plan.first_warmup_ms, "later_loads": plan.later_warmup_ms},
+                # a primed worker's later load: a round's warm-up calls (``round_warmup``), else ``ROUND_WARMUP``
+                "primed_warmup_as_round": blocks.PRIMED_WARMUP_AS_ROUND,
                 "block_setup_s": round(arm.setup_s, 4),
                 "target_ci": plan.target_ci, "time_budget_s": plan.time_budget_s, "stop_reason": outcome.stop_reason,
                 "elapsed_s": round(outcome.elapsed_s, 3),  # of the budget (the first batch size: from compare's start)

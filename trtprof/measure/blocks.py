@@ -32,6 +32,15 @@ ROUND_WARMUP_NONE_MS = 30.0
 # 500 / 100 ms run's in the same call (both within 0.9 % of the independent ORT loop), 3.4 s shorter (2026-12-04f).
 PRIMED_FIRST_WARMUP_MS = 100.0
 PRIMED_LOAD_WARMUP_MS = 30.0
+# A later load of a worker that primed its arms at the load's inputs warms up with a round's warm-up calls
+# (``round_warmup`` of the first load's calls: none where every arm's call takes ``ROUND_WARMUP_NONE_MS`` or more, one
+# from ``ROUND_WARMUP_ONE_CALL_MS``, else ``ROUND_WARMUP``), and at least the plan's later-load warm-up time, as before.
+# False: ``ROUND_WARMUP`` calls whatever the calls' length (before 2026-12-05). What it saves: a later life's batch-256
+# warm-up was 2 calls per arm (ResNet-50 on the H200: 70/37/31 ms) where the 30 ms wanted one; 5 lives × 138 ms, about
+# 0.7 s of a default run. Built 2026-12-05 without a GPU (none was lent); not yet run on one: the rounds' own rule
+# (no warm-up call at 30 ms) was measured there (within 0.2 % of the ORT loop at batch 256, A/A 3 of 3, 2026-12-04f).
+# Read at call time (``workers.WorkerLoad``), so that ``benchmarks/ort_setting_whatif.py`` can set it for one run.
+PRIMED_WARMUP_AS_ROUND = True
 
 
 def iterations_for(median_ms: float, plan: Any, floor: int = MIN_ROUND_ITERATIONS) -> int:

@@ -345,6 +345,7 @@ class RoundLoop:
         load = self.open_load(len(self.loads))
         self.loads.append(load)
         self.done.append(0)
+        self.tell_round_warmup(load)
         warm = load.warm_up(self.plan.warmup_config(first_load=len(self.loads) == 1))
         for name, samples in warm.items():
             self.arms[name].add_warmup(samples)
@@ -355,6 +356,11 @@ class RoundLoop:
         if len(self.loads) == 1:
             self.first_open_s = self.elapsed()
         return warm
+
+    def tell_round_warmup(self, load: Any) -> None:
+        """A later load that takes it (a worker's, primed: ``WorkerLoad.warm_up``) is told the rounds' warm-up calls."""
+        if len(self.loads) > 1 and hasattr(load, "round_warmup"):
+            load.round_warmup = self.round_warmup
 
     def minimum_loads_fitting(self) -> int:
         """How many of the minimum's loads not yet open fit what is left, each costed as one opened alone (and
@@ -378,6 +384,7 @@ class RoundLoop:
             opened.append(self.open_load(len(self.loads)))
             self.loads.append(opened[-1])
             self.done.append(0)
+            self.tell_round_warmup(opened[-1])
         for warm in warm_up_side_by_side(opened, self.plan.warmup_config(first_load=False)):
             for name, samples in warm.items():
                 self.arms[name].add_warmup(samples)

@@ -36,6 +36,7 @@ from ..errors import TrtprofError
 from ..util.scratch import marked_dir
 from ..util.thirdparty import SINK_ENV
 from .concurrent import Span, record
+from . import blocks
 from .interleave import ROUND_WARMUP, LoadLost
 from .timing import Samples, TimingConfig
 from .worker_deaths import STDERR_TAIL_CHARS, capture_tail, error_tail, how_it_ended, killed_from_outside  # noqa: F401
@@ -308,11 +309,14 @@ class WorkerLoad:
         # seconds the last warm-up waited for other workers' start-up or priming (``settle``): the run's, not this
         # load's, cost (``interleave.RoundLoop.add_load`` leaves it out of what a later load is expected to cost)
         self.waited_s = 0.0
+        # a round's warm-up calls in the loop this load serves (``RoundLoop.round_warmup``, told for a later load)
+        self.round_warmup = ROUND_WARMUP
 
     def warm_up(self, config: TimingConfig) -> dict[str, Samples]:
         """The load's warm-up block. In a worker primed at these inputs (``WorkerPool.prime``) the first runs of
-        every arm at this shape are behind it: its warm-up then needs what a round's does (``ROUND_WARMUP``
-        calls) and the plan's warm-up time, not the count that covers a process's first runs."""
+        every arm at this shape are behind it: its warm-up then needs what a round's does (``round_warmup`` calls,
+        ``ROUND_WARMUP`` until the loop tells it; ``blocks.PRIMED_WARMUP_AS_ROUND`` off: ``ROUND_WARMUP``) and the
+        plan's warm-up time, not the count that covers a process's first runs."""
         self.warm_up_begin(config)
         return self.warm_up_end()
 
@@ -325,7 +329,8 @@ class WorkerLoad:
             self.waited_s = time.monotonic() - waiting
         shapes, seed, int_range, fixed = self.feeds_spec
         if fixed is None and feeds_key(shapes, seed, int_range) in self.worker.primed:
-            config = replace(config, warmup=min(config.warmup, ROUND_WARMUP))
+            calls = self.round_warmup if blocks.PRIMED_WARMUP_AS_ROUND else ROUND_WARMUP
+            config = replace(config, warmup=min(config.warmup, calls))
         self.worker.ask("feeds", *self.feeds_spec)
         self.worker.ask("warm", config)
 
