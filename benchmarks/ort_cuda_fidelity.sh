@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside offs aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside offs lifeprof aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -305,6 +305,23 @@ for stage in "$@"; do
       python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/offs-ref-ort.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
       for i in "${!runs[@]}"; do echo "== offs-$i: ${runs[$i]}"; python3 "$HERE/ort_fidelity_table.py" "$OUT/offs-$i.json" "$OUT/offs-ref-ort.json"; done
+      ;;
+    lifeprof)  # ResNet-50 defaults with every life's worker under cProfile (TRTPROF_WORKER_PROFILE) and the parent
+      # too: where life 0's start (the accuracy pass) and a later life's priming and serving spend their seconds.
+      # A diagnostic: the profiler slows the timed loop, so this run's times are not measurements
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      TRTPROF_WORKER_PROFILE="$OUT/lifeprof" T python3 -m cProfile -o "$OUT/lifeprof-parent.prof" -m trtprof compare \
+        "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" --precisions fp32,tf32,fp16 \
+        --batch-sizes 1,32,256 --out "$OUT/lifeprof.json" > "$OUT/lifeprof.txt" 2>&1
+      grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror" "$OUT/lifeprof.txt" | head -8
+      python3 - "$OUT/lifeprof-parent.prof" $(ls "$OUT"/lifeprof/worker-*.prof | sort | head -${LIVES:-2}) <<'PY'
+import pstats, sys
+for path in sys.argv[1:]:
+    for key, count in (("tottime", 25), ("cumulative", 45)):
+        print(f"===== {path} by {key}")
+        pstats.Stats(path).sort_stats(key).print_stats(count)
+PY
       ;;
     aa256)  # A/A at batch 256, where every call is long enough for one warm-up call per block: must be 0 decisive
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

@@ -312,3 +312,34 @@ def test_a_worker_killed_by_a_signal_is_named_by_the_signal_alone(fp32_record):
         assert str(died).endswith("was killed by SIGKILL"), str(died)
     finally:
         pool.close()
+
+
+def test_a_worker_asked_to_profile_itself_writes_its_statistics_when_it_ends(fp32_record, tmp_path, monkeypatch):
+    """``TRTPROF_WORKER_PROFILE`` (a developer's diagnostic): a real worker serves under cProfile and writes pstats'
+    file into the folder when it is closed, its commands in it; its answers are the same."""
+    import pstats
+
+    from trtprof.measure import worker_loop
+
+    folder = tmp_path / "prof"
+    monkeypatch.setenv(worker_loop.PROFILE_ENV, str(folder))
+    pool = workers.WorkerPool({"fp32": fp32_record})
+    try:
+        load = pool.load(0, {"input": (1, 3, 16, 16)}, 0, (0, 100))
+        warm = load.warm_up(TimingConfig(warmup=1, iterations=3))
+        assert warm["fp32"].n == 3
+    finally:
+        pool.close()
+    (written,) = folder.glob("worker-*-*.prof")
+    names = {name for (_, _, name) in pstats.Stats(str(written)).stats}  # type: ignore[attr-defined]
+    assert {"serve", "init", "warm"} <= names
+
+
+def test_a_profile_folder_that_cannot_be_written_loses_the_statistics_not_the_run(tmp_path, capsys):
+    from trtprof.measure import worker_loop
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("mine")
+    ran: list[int] = []
+    worker_loop.profiled(str(blocker / "prof"), lambda: ran.append(1))
+    assert ran == [1] and "statistics not written" in capsys.readouterr().err and blocker.read_text() == "mine"

@@ -24,6 +24,10 @@ WORKER_MEMORY_NOTE = ("measured in the accuracy pass (one inference per arm in l
 # main thread: Linux sends the signal when the *thread* that forked the worker ends, not the process.
 PARENT_ENV = "TRTPROF_WORKER_PARENT"
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# A folder (a developer's diagnostic, issue 42): each worker serves under cProfile and writes its statistics there when
+# it ends (``worker-<start ns>-<pid>.prof``, pstats' format), so that where a life's seconds go on a GPU can be read.
+# The profiler slows every Python call, the timed loop's too: such a run's times are not measurements.
+PROFILE_ENV = "TRTPROF_WORKER_PROFILE"
 # When this worker's start-up reached each step, by ``time.monotonic()`` (one clock for every process of the host):
 # ``main`` (the interpreter up, trtprof's worker modules imported), ``preloaded`` (the backends' libraries imported
 # ahead, ``preload``). Sent with ``ready``: the parent accounts a life's seconds with them (``serial_loads``).
@@ -454,6 +458,22 @@ def preload(names: Sequence[str]) -> None:
             pass
 
 
+def profiled(folder: str, run: Callable[[], None]) -> None:
+    """``run()`` under cProfile (``PROFILE_ENV``), its statistics written to a new file in ``folder`` when it ends,
+    however it ends; a folder that cannot be written loses the statistics, never the worker's answers."""
+    import cProfile
+
+    profile, started = cProfile.Profile(), time.time_ns()
+    try:
+        profile.runcall(run)
+    finally:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            profile.dump_stats(os.path.join(folder, f"worker-{started}-{os.getpid()}.prof"))
+        except OSError as err:
+            print(f"trtprof worker: {PROFILE_ENV}: statistics not written ({err})", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     parent = die_with_parent()
@@ -467,7 +487,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args[:1] == ["--preload"] and len(args) > 1:
         preload([n for n in args[1].split(",") if n])
     MARKS["preloaded"] = time.monotonic()
-    serve(sys.stdin.buffer, out, parent)
+    folder = os.environ.get(PROFILE_ENV, "")
+    if folder:
+        profiled(folder, lambda: serve(sys.stdin.buffer, out, parent))
+    else:
+        serve(sys.stdin.buffer, out, parent)
     # Nothing is left to clean up once serve has closed the runners: skip the interpreter's teardown of
     # numpy, onnxruntime, torch (0.4 s for 6 workers on the loaded 2-core machine, after the time budget).
     sys.stderr.flush()
