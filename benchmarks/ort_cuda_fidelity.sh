@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside offs lifeprof aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside offs lifeprof caches aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -322,6 +322,16 @@ for path in sys.argv[1:]:
         print(f"===== {path} by {key}")
         pstats.Stats(path).sort_stats(key).print_stats(count)
 PY
+      ;;
+    caches)  # what of the CUDA libraries ORT's CUDA provider loads is in the page cache, and the driver's JIT cache size:
+      # run before and after the first compare on a fresh machine (cache_residency.py says why)
+      prov=/tmp/ortgpu/onnxruntime/capi/libonnxruntime_providers_cuda.so
+      libs=$(ldd "$prov" 2>/dev/null | awk '/=> \// {print $3}' | grep -E "cudnn|cublas|cufft|curand|cudart|nvrtc")
+      dirs=$(for l in $libs; do dirname "$l"; done | sort -u)
+      nv=$(python3 -c "import site; print(' '.join(p + '/nvidia/*/lib/lib*.so*' for p in site.getsitepackages()))")
+      echo "== caches $(date -u +%T) $(ldd "$prov" 2>/dev/null | grep -c 'not found') of the provider's libraries not found by ldd" | tee -a "$OUT/caches.txt"
+      python3 "$HERE/cache_residency.py" "$prov" $libs $(for d in $dirs; do echo "$d/libcudnn*.so*"; done) $nv \
+        | tee -a "$OUT/caches.txt" | grep -E "all |compute cache|cudnn_engines|not a file"
       ;;
     aa256)  # A/A at batch 256, where every call is long enough for one warm-up call per block: must be 0 decisive
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
