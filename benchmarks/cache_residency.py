@@ -7,9 +7,12 @@ time (page cache), or kernels compiled just in time and kept by the driver for l
 ``~/.nv/ComputeCache`` or ``$CUDA_CACHE_PATH``). Run before and after the first compare (stage ``caches`` of
 ``ort_cuda_fidelity.sh``): residency that rises from low to full says disk; a compute cache that grows says JIT.
 
-    python3 benchmarks/cache_residency.py FILE_OR_GLOB...
+    python3 benchmarks/cache_residency.py [--evict] FILE_OR_GLOB...
 
-Prints one line per file (size, MB resident, share) and the compute cache's size. Linux only (mincore(2)).
+Prints one line per file (size, MB resident, share) and the compute cache's size. ``--evict`` first asks the OS to
+drop each file's clean pages from the page cache (``POSIX_FADV_DONTNEED``; no root needed; pages a running process
+maps stay), so that the next process reads them from disk as on a fresh machine (stage ``coldstart``). Linux only
+(mincore(2)).
 """
 from __future__ import annotations
 
@@ -53,7 +56,17 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
 
 
+def evict(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str]) -> int:
+    dropping = argv[:1] == ["--evict"]
+    argv = argv[1:] if dropping else argv
     if not argv:
         print(__doc__)
         return 2
@@ -64,6 +77,8 @@ def main(argv: list[str]) -> int:
             print(f"cache-residency: {path}: not a file")
             continue
         files += 1
+        if dropping:
+            evict(path)
         size, here = os.path.getsize(path), resident_bytes(path)
         total, cached = total + size, cached + here
         print(f"cache-residency: {path}: {size / 1e6:.1f} MB, {here / 1e6:.1f} MB in the page cache "

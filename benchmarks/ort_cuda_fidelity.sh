@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # trtprof's onnxruntime-cuda backend against independent loops, on the GPU machine (issue 42):
 #   bash benchmarks/ort_cuda_fidelity.sh STAGE...
-#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside offs lifeprof caches aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
+#   (stages: gpu-tests gpu-ort gpu-all b1gapt regime regime2 inproc workergap serialloads bertmask gpustate cuptidump shapeswitch keepfp32 resnet50-run smoke resnet50 (PROF=1: under cProfile) b1gap primecost primeorder primeprof convsearch warmupwhatif sidebyside offs lifeprof caches coldstart aa256 pad blocks transformers pooled pooled1 probe aa aa6 aa-args report-net archs whatifs commands kernels)
 # COMPARE_ARGS (e.g. --serial-loads) goes to the compare commands of resnet50, transformers and archs.
 # Each stage runs trtprof through its CLI with defaults (cached engines built first, outside the timing),
 # then the independent references in the same call: benchmarks/reference_ort_iobinding.py (plain ORT, IO
@@ -19,6 +19,14 @@ T() { /usr/bin/time -f "wall %e s rc %x: $*" "$@"; }
 quiet() { grep -v "cudnn_fe_call\|No execution plans"; }  # ORT logs cuDNN frontend fallbacks as errors (harmless)
 engines() { python3 -m trtprof build --backend onnxruntime-cuda --engines "$W/engines" "$@" | tail -4; }
 eng() { ls "$W"/engines/$1.$2.onnxruntime-cuda.*.onnx | head -1; }  # the engine file trtprof built: model, precision
+PROV=/tmp/ortgpu/onnxruntime/capi/libonnxruntime_providers_cuda.so
+cuda_lib_files() {  # ORT's CUDA provider, the CUDA libraries it links (ldd), cuDNN's siblings, torch's nvidia/*/lib
+  local libs dirs
+  libs=$(ldd "$PROV" 2>/dev/null | awk '/=> \// {print $3}' | grep -E "cudnn|cublas|cufft|curand|cudart|nvrtc")
+  dirs=$(for l in $libs; do dirname "$l"; done | sort -u)
+  echo "$PROV" $libs $(for d in $dirs; do echo "$d/libcudnn*.so*"; done) \
+    $(python3 -c "import site; print(' '.join(p + '/nvidia/*/lib/lib*.so*' for p in site.getsitepackages()))")
+}
 
 for stage in "$@"; do
   echo "=== $stage $(date -u +%FT%TZ)"
@@ -325,13 +333,21 @@ PY
       ;;
     caches)  # what of the CUDA libraries ORT's CUDA provider loads is in the page cache, and the driver's JIT cache size:
       # run before and after the first compare on a fresh machine (cache_residency.py says why)
-      prov=/tmp/ortgpu/onnxruntime/capi/libonnxruntime_providers_cuda.so
-      libs=$(ldd "$prov" 2>/dev/null | awk '/=> \// {print $3}' | grep -E "cudnn|cublas|cufft|curand|cudart|nvrtc")
-      dirs=$(for l in $libs; do dirname "$l"; done | sort -u)
-      nv=$(python3 -c "import site; print(' '.join(p + '/nvidia/*/lib/lib*.so*' for p in site.getsitepackages()))")
-      echo "== caches $(date -u +%T) $(ldd "$prov" 2>/dev/null | grep -c 'not found') of the provider's libraries not found by ldd" | tee -a "$OUT/caches.txt"
-      python3 "$HERE/cache_residency.py" "$prov" $libs $(for d in $dirs; do echo "$d/libcudnn*.so*"; done) $nv \
-        | tee -a "$OUT/caches.txt" | grep -E "all |compute cache|cudnn_engines|not a file"
+      echo "== caches $(date -u +%T) $(ldd "$PROV" 2>/dev/null | grep -c 'not found') of the provider's libraries not found by ldd" | tee -a "$OUT/caches.txt"
+      python3 "$HERE/cache_residency.py" $(cuda_lib_files) | tee -a "$OUT/caches.txt" | grep -E "all |compute cache|cudnn_engines|not a file"
+      ;;
+    coldstart)  # ResNet-50 defaults right after the CUDA libraries were evicted from the page cache (cache_residency.py
+      # --evict), without and with trtprof's readahead of them (TRTPROF_ORT_READAHEAD=0/1, COLD_RUNS: the order); the
+      # wall and life 0's seconds of each run. Only where the first compare's penalty is the page cache (stage caches)
+      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
+      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
+      for how in ${COLD_RUNS:-0 1}; do
+        python3 "$HERE/cache_residency.py" --evict $(cuda_lib_files) | grep -E "all " | sed "s/^/evicted, then: /"
+        TRTPROF_ORT_READAHEAD=$how T python3 -m trtprof compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
+          --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/coldstart-$how.json" > "$OUT/coldstart-$how.txt" 2>&1
+        grep -E "wall|rror" "$OUT/coldstart-$how.txt" | sed "s/^/readahead=$how /"
+        python3 -c "import json,sys; l=json.load(open(sys.argv[1]))['budget']['lives'][0]; print('readahead=' + sys.argv[2], 'life 0:', {k: l.get(k) for k in ('engines_s', 'priming_s', 'waited_s')})" "$OUT/coldstart-$how.json" "$how"
+      done
       ;;
     aa256)  # A/A at batch 256, where every call is long enough for one warm-up call per block: must be 0 decisive
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1

@@ -543,3 +543,12 @@ def test_a_profiling_session_is_told_the_dims_the_timed_session_fixed(fake_ort):
     accepted = oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
     assert accepted.profile_dims({"x": (4, 3)}) == {}
     assert set(accepted.profile_options()) <= {*oc.CUDA_OPTIONS, oc.LAYOUT_OPTION}
+
+
+def test_a_load_starts_the_readahead_once_its_session_has_loaded_the_provider(fake_ort, monkeypatch):
+    """``system.readahead.start`` after the load's session is open (ORT's CUDA provider, cuDNN with it, is mapped
+    then), once per load; the readahead itself is tested in tests/system/test_readahead.py."""
+    started: list[int] = []
+    monkeypatch.setattr(oc.readahead, "start", lambda: started.append(len(fake_ort.made)))
+    oc.OnnxRuntimeCudaBackend().load(Path("m.onnx"), record())
+    assert started == [1]

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import BackendUnavailable, BadModel, UnsupportedPrecision
+from ..system import readahead
 from ..spec import Precision, TensorSpec
 from .base import Availability, Capabilities, DeviceKind, RunnerBase
 from .onnxruntime import (CUDA_EP, ORT_WARNING, OnnxRuntimeBackend, SessionSettings, fix_dims, import_ort,
@@ -546,6 +547,7 @@ class OnnxRuntimeCudaBackend(OnnxRuntimeBackend):
             stream.close()
             raise
         after = free_device_bytes()
+        readahead.start()  # the provider has loaded cuDNN: its engine libraries read in the background (host I/O)
         footprint = before - after if before is not None and after is not None and before > after else None
         runner = OnnxRuntimeCudaRunner(timed, stream, record, graph=graph and refused is None, refused=refused,
                                        reopen=session if graph else None)
