@@ -192,20 +192,6 @@ for stage in "$@"; do
       timeout 300 python3 "$HERE/ort_conv_search.py" --reps "${SEARCH_REPS:-3}" --json "$OUT/conv-search.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 tf32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet | tee -p "$OUT/conv-search.txt" | tail -4
       ;;
-    sidebyside)  # ResNet-50 defaults with every life priming one arm at a time (PRIME_SIDE_BY_SIDE off) beside the default (on, 12-04g), one ORT loop
-      python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
-      engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
-      for how in default serial; do
-        set=(); [ $how = serial ] && set=("$HERE/ort_setting_whatif.py" trtprof.measure.serial_loads.PRIME_SIDE_BY_SIDE=False)
-        [ $how = default ] && set=(-m trtprof)
-        T python3 "${set[@]}" compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/sidebyside-$how.json" 2>&1 \
-          | tee -p "$OUT/sidebyside-$how.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror|this run" | head -10
-      done
-      python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/sidebyside-ref-ort.json" \
-        "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
-      for how in default serial; do python3 "$HERE/ort_fidelity_table.py" "$OUT/sidebyside-$how.json" "$OUT/sidebyside-ref-ort.json"; done
-      ;;
     warmupwhatif)  # ResNet-50 defaults with shorter load warm-ups (WARMUP_FIRST_MS, WARMUP_LOAD_MS; 100, 30) beside the default
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
@@ -297,22 +283,24 @@ for stage in "$@"; do
           --precisions fp16,fp16 --batch-sizes 1,32 ${COMPARE_ARGS:-} --out "$OUT/aa-args-$i.json" 2>&1 | grep -E "^batch [0-9]+: fp16 vs fp16|wall" | head -3
       done
       ;;
-    offs)  # ResNet-50 defaults beside one run per default turned off (OFFS: module.NAME=value ..., each through
-      # ort_setting_whatif.py; by default the two built without a GPU: 12-04g's side-by-side first runs, 12-05's primed
-      # later-load warm-up as a round's), then one ORT loop and a fidelity table per run
+    offs|sidebyside)  # ResNet-50 defaults beside one run per default turned off (OFFS: module.NAME=value ..., each
+      # through ort_setting_whatif.py; by default the two built without a GPU: 12-04g's side-by-side first runs, 12-05's
+      # primed later-load warm-up as a round's; sidebyside: the first only), then one ORT loop and a fidelity table per run
       python3 "$HERE/export_zoo_models.py" "$W" resnet50 >/dev/null 2>&1
       engines --fp32 --tf32 --fp16 --batch-sizes 1,32,256 "$W/resnet50.onnx"
-      offs=(${OFFS:-trtprof.measure.serial_loads.PRIME_SIDE_BY_SIDE=False trtprof.measure.blocks.PRIMED_WARMUP_AS_ROUND=False})
+      off_list=${OFFS:-trtprof.measure.serial_loads.PRIME_SIDE_BY_SIDE=False trtprof.measure.blocks.PRIMED_WARMUP_AS_ROUND=False}
+      [ $stage = sidebyside ] && off_list=${OFFS:-trtprof.measure.serial_loads.PRIME_SIDE_BY_SIDE=False}
+      offs=($off_list)
       runs=(default "${offs[@]}")
       for i in "${!runs[@]}"; do
         how=${runs[$i]}; set=(-m trtprof); [ $i -gt 0 ] && set=("$HERE/ort_setting_whatif.py" "$how")
         T python3 "${set[@]}" compare "$W/resnet50.onnx" --backend onnxruntime-cuda --engines "$W/engines" \
-          --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/offs-$i.json" 2>&1 \
-          | tee -p "$OUT/offs-$i.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror|this run" | head -10
+          --precisions fp32,tf32,fp16 --batch-sizes 1,32,256 --out "$OUT/$stage-$i.json" 2>&1 \
+          | tee -p "$OUT/$stage-$i.txt" | grep -E "^batch [0-9]+: (tf32|fp16) vs|wall|rror|this run" | head -10
       done
-      python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/offs-ref-ort.json" \
+      python3 "$HERE/reference_ort_iobinding.py" --batch-sizes 1,32,256 --out "$OUT/$stage-ref-ort.json" \
         "$(eng resnet50 fp32):fp32" "$(eng resnet50 fp32):tf32" "$(eng resnet50 fp16):fp16" 2>&1 | quiet
-      for i in "${!runs[@]}"; do echo "== offs-$i: ${runs[$i]}"; python3 "$HERE/ort_fidelity_table.py" "$OUT/offs-$i.json" "$OUT/offs-ref-ort.json"; done
+      for i in "${!runs[@]}"; do echo "== $stage-$i: ${runs[$i]}"; python3 "$HERE/ort_fidelity_table.py" "$OUT/$stage-$i.json" "$OUT/$stage-ref-ort.json"; done
       ;;
     lifeprof)  # ResNet-50 defaults with every life's worker under cProfile (TRTPROF_WORKER_PROFILE) and the parent
       # too: where life 0's start (the accuracy pass) and a later life's priming and serving spend their seconds.

@@ -604,22 +604,17 @@ def test_blocks_of_long_calls_warm_up_with_one_call(fastest_ms, expected):
     assert out.round_warmup == expected and warmups and set(warmups) == {expected}
 
 
-@pytest.mark.parametrize("fastest_ms, expected", [(9.99, 2), (10.0, 1), (29.99, 1), (30.0, 0)])
-def test_later_loads_are_told_the_rounds_warm_up_and_the_first_is_not(fastest_ms, expected):
-    """A later load that takes it (``round_warmup``: a worker's, ``WorkerLoad``) is told the rounds' warm-up calls
-    that the first load's calls set (just inside and just outside ``ROUND_WARMUP_ONE_CALL_MS`` and
-    ``ROUND_WARMUP_NONE_MS``), before its warm-up; the first load keeps ``ROUND_WARMUP``, since nothing set it yet.
-    FAKE loads on a simulated clock."""
+def long_call_load(fastest_ms, on_warm=None, on_rounds=None):
+    """A FAKE two-arm load class on the simulated clock: the base arm's call takes 70 ms, the candidate's
+    ``fastest_ms``; ``on_warm(load, config)`` and ``on_rounds(config)`` see its warm-ups and rounds. It holds a
+    ``round_warmup`` as a ``WorkerLoad`` does (``ROUND_WARMUP`` until the loop tells it)."""
     import numpy as np
 
     from trtprof.measure import interleave
     from trtprof.measure.timing import Samples
-    from tests.fakes import simulate as cal
-
-    clock, names, told = cal.SimClock(), ("base", "cand"), []
 
     class Load(CostlyLoad):
-        round_warmup = interleave.ROUND_WARMUP  # what a WorkerLoad holds until told
+        round_warmup = interleave.ROUND_WARMUP
 
         def arm_block(self, arm, config):
             ms = {"base": 70.0, "cand": fastest_ms}[arm]
@@ -628,13 +623,30 @@ def test_later_loads_are_told_the_rounds_warm_up_and_the_first_is_not(fastest_ms
                            warmup_done=config.warmup, warmup_s=0.0)
 
         def warm_up(self, config):
-            told.append(self.round_warmup)
+            if on_warm is not None:
+                on_warm(self, config)
             return {n: self.arm_block(n, config) for n in self.names}
 
         def rounds(self, first, count, config, order):
+            if on_rounds is not None:
+                on_rounds(config)
             return [{n: self.arm_block(n, config) for n in interleave.round_order(order, j)}
                     for j in range(first, first + count)]
 
+    return Load
+
+
+@pytest.mark.parametrize("fastest_ms, expected", [(9.99, 2), (10.0, 1), (29.99, 1), (30.0, 0)])
+def test_later_loads_are_told_the_rounds_warm_up_and_the_first_is_not(fastest_ms, expected):
+    """A later load that takes it (``round_warmup``: a worker's, ``WorkerLoad``) is told the rounds' warm-up calls
+    that the first load's calls set (just inside and just outside ``ROUND_WARMUP_ONE_CALL_MS`` and
+    ``ROUND_WARMUP_NONE_MS``), before its warm-up; the first load keeps ``ROUND_WARMUP``, since nothing set it yet.
+    FAKE loads on a simulated clock."""
+    from trtprof.measure import interleave
+    from tests.fakes import simulate as cal
+
+    clock, names, told = cal.SimClock(), ("base", "cand"), []
+    Load = long_call_load(fastest_ms, on_warm=lambda load, config: told.append(load.round_warmup))
     plan = interleave.RoundPlan(time_budget_s=60.0, round_iterations=5)
     window = BatchWindow(started=0.0, budget_s=60.0, per_batch_s=60.0, grows=False)
     out = interleave.run_interleaved(names, lambda i: Load(clock, names, 0.05, seed=i, log=[]), plan, clock=clock,
@@ -649,10 +661,7 @@ def test_blocks_of_long_calls_time_three_calls_at_least(fastest_ms, floor):
     least ``LONG_CALL_ITERATIONS`` calls instead of ``MIN_ROUND_ITERATIONS``; with a budget that shrinks the blocks to
     their floor, the loop's blocks time exactly that many. A later load's warm-up times one call, the first load's
     ``MIN_ROUND_ITERATIONS`` (they size the blocks)."""
-    import numpy as np
-
     from trtprof.measure import interleave
-    from trtprof.measure.timing import Samples
     from tests.fakes import simulate as cal
 
     assert (interleave.MIN_ROUND_ITERATIONS, interleave.LONG_CALL_ITERATIONS) == (5, 3)
@@ -660,23 +669,8 @@ def test_blocks_of_long_calls_time_three_calls_at_least(fastest_ms, floor):
     plan = interleave.RoundPlan(time_budget_s=3.0)
     assert plan.warmup_config(first_load=True).iterations == 5 and plan.warmup_config(first_load=False).iterations == 1
     clock, names, blocks, warm_ups = cal.SimClock(), ("base", "cand"), [], []
-
-    class Load(CostlyLoad):
-        def arm_block(self, arm, config):
-            ms = {"base": 70.0, "cand": fastest_ms}[arm]
-            self.clock.t += (config.iterations + config.warmup) * ms / 1e3
-            return Samples(stages={"latency_ms": np.full(config.iterations, ms)}, span_s=config.iterations * ms / 1e3,
-                           warmup_done=config.warmup, warmup_s=0.0)
-
-        def warm_up(self, config):
-            warm_ups.append(config.iterations)
-            return {n: self.arm_block(n, config) for n in self.names}
-
-        def rounds(self, first, count, config, order):
-            blocks.append(config.iterations)
-            return [{n: self.arm_block(n, config) for n in interleave.round_order(order, j)}
-                    for j in range(first, first + count)]
-
+    Load = long_call_load(fastest_ms, on_warm=lambda load, config: warm_ups.append(config.iterations),
+                          on_rounds=lambda config: blocks.append(config.iterations))
     window = BatchWindow(started=0.0, budget_s=3.0, per_batch_s=3.0, grows=False)
     interleave.run_interleaved(names, lambda i: Load(clock, names, 0.05, seed=i, log=[]), plan, clock=clock,
                                window=window)
