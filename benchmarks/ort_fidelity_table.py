@@ -41,6 +41,12 @@ def table(trtprof_path: str, ref_path: str) -> list[str]:
     return lines + lives(data)
 
 
+# what a life's record says it did, named in its line where true
+FLAGS = (("inputs_shared", "shared inputs"), ("started_ahead", "started ahead"),
+         ("engines_told_ahead", "engines told ahead"), ("first_runs_side_by_side", "first runs side by side"),
+         ("exit_beside_next_load", "exit beside the next load"))
+
+
 def lives(data: dict) -> list[str]:
     """One line per life of a lone-loads run (``budget.lives``), then the sums; nothing for other runs."""
     got = (data.get("budget") or {}).get("lives") or []
@@ -49,7 +55,7 @@ def lives(data: dict) -> list[str]:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in (life.get("priming") or {}).items())
         lines.append(f"life {life['life']}: waited {life.get('waited_s') or 0:.2f} s (engines {life.get('engines_s') or 0:.2f}, "
                      f"priming {life.get('priming_s') or 0:.2f}: {parts}) serving {life.get('serving_s') or 0:.2f} s"
-                     + (", shared inputs" if life.get("inputs_shared") else ""))
+                     + "".join(f", {label}" for key, label in FLAGS if life.get(key)))
     if got:
         lines.append(f"lives: {len(got)}, waited {sum(x.get('waited_s') or 0 for x in got):.1f} s, serving "
                      f"{sum(x.get('serving_s') or 0 for x in got):.1f} s")
