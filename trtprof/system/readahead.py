@@ -96,7 +96,7 @@ def start(maps_path: str = "/proc/self/maps") -> threading.Thread | None:
     if not enabled() or not hasattr(os, "posix_fadvise"):
         return None
     try:
-        maps = Path(maps_path).read_text()
+        maps = os.fsdecode(Path(maps_path).read_bytes())  # paths as the OS spells them, whatever the locale
     except OSError:
         return None
     files = [p for p in libraries_to_read(maps) if p not in _STARTED]
