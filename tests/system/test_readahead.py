@@ -71,3 +71,27 @@ def test_start_reads_in_a_thread_and_is_off_when_told(libs, tmp_path, monkeypatc
         "libcudnn.so.9", "libcudnn_engines_precompiled.so.9", "libcudnn_heuristic.so.9")}
     assert readahead.start(str(maps)) is None  # asked for already: nothing more
     assert readahead.start(str(tmp_path / "no-maps")) is None
+
+
+def test_what_start_meets_never_fails_the_load(libs, tmp_path, monkeypatch):
+    """A folder it cannot list and a thread it cannot start: ``start`` gives up (None), raising nothing."""
+    maps = tmp_path / "maps"
+    maps.write_text(maps_line(str(libs / "libcudnn.so.9")) + "\n")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("listing refused")
+
+    monkeypatch.setattr(readahead, "libraries_to_read", refuse)
+    assert readahead.start(str(maps)) is None
+    monkeypatch.undo()
+    monkeypatch.setattr(readahead, "_STARTED", set())
+
+    class NoThread:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def start(self):
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(readahead.threading, "Thread", NoThread)
+    assert readahead.start(str(maps)) is None

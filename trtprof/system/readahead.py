@@ -92,16 +92,17 @@ def read_ahead(paths: Iterable[str], advise: Callable[[int, int], None] = advise
 
 def start(maps_path: str = "/proc/self/maps") -> threading.Thread | None:
     """The readahead of ``libraries_to_read`` in a daemon thread (None where it is off, where there is no
-    ``posix_fadvise`` or no maps file): called once a CUDA provider has loaded."""
+    ``posix_fadvise`` or no maps file): called once a CUDA provider has loaded. It only saves time, so nothing it
+    meets fails the load that called it (a folder it cannot list, a thread it cannot start): it is then skipped."""
     if not enabled() or not hasattr(os, "posix_fadvise"):
         return None
     try:
         maps = os.fsdecode(Path(maps_path).read_bytes())  # paths as the OS spells them, whatever the locale
-    except OSError:
+        files = [p for p in libraries_to_read(maps) if p not in _STARTED]
+        if not files:
+            return None
+        thread = threading.Thread(target=read_ahead, args=(files,), name="trtprof-readahead", daemon=True)
+        thread.start()
+    except (OSError, RuntimeError):
         return None
-    files = [p for p in libraries_to_read(maps) if p not in _STARTED]
-    if not files:
-        return None
-    thread = threading.Thread(target=read_ahead, args=(files,), name="trtprof-readahead", daemon=True)
-    thread.start()
     return thread
